@@ -1,0 +1,25 @@
+//! The agent loop: asks the model for a turn, checks every tool call it requests through
+//! an injected policy callback, runs what is allowed, and stops with a checkpoint before
+//! anything that needs a person's approval.
+//!
+//! Main types: [`Agent`] (the loop), [`Model`] and [`Tool`] (the traits providers and
+//! tools implement), [`ToolRegistry`], [`Outcome`]. This crate depends only on
+//! `pp-types`: the gate arrives as a [`pp_types::Policy`] trait object and nothing here
+//! persists anything; `pp-tasks` and `pp-cli` store checkpoints and call
+//! [`Agent::resume`].
+//!
+//! ```
+//! use pp_agent::schema;
+//! use serde_json::json;
+//! let schema = json!({"type": "object", "required": ["path"]});
+//! assert!(schema::validate(&schema, &json!({})).is_err());
+//! ```
+
+mod model;
+pub mod schema;
+mod tool;
+
+pub use model::{
+    BoxFuture, Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolDefinition,
+};
+pub use tool::{RegistryError, Tool, ToolRegistry};

@@ -1,0 +1,89 @@
+//! The model interface the loop talks to; providers live in `pp-model`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use pp_types::{Message, ToolCall, Usage};
+use serde::{Deserialize, Serialize};
+
+/// A boxed, sendable future, so the traits here stay object-safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A tool as offered to the model: name, description and argument schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// The short description the model sees.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The whole conversation so far, system prompt first.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolDefinition>,
+}
+
+/// One model turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    /// Visible text, if any.
+    pub content: Option<String>,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Provider-specific reasoning text to send back later (DeepSeek).
+    pub reasoning_content: Option<String>,
+    /// Tokens used, when reported.
+    pub usage: Option<Usage>,
+}
+
+/// Why a model call failed; the task fails with reason `model_error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind}: {message}")]
+pub struct ModelError {
+    /// The class of failure.
+    pub kind: ModelErrorKind,
+    /// Detail for the operator (never contains an API key).
+    pub message: String,
+}
+
+impl ModelError {
+    /// Builds an error of `kind`.
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Classes of model failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ModelErrorKind {
+    /// A scripted model ran out of turns.
+    #[error("script exhausted")]
+    ScriptExhausted,
+    /// The server could not be reached or timed out.
+    #[error("unreachable")]
+    Unreachable,
+    /// The server refused the request (bad key, unknown model, bad request).
+    #[error("refused")]
+    Refused,
+    /// The server answered something we could not understand.
+    #[error("invalid response")]
+    InvalidResponse,
+}
+
+/// A language model: given the conversation and the tools, produce one turn.
+pub trait Model: Send + Sync {
+    /// Produces the next assistant turn.
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+}

@@ -1,0 +1,135 @@
+//! The tool interface and the registry the loop looks tools up in.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use pp_types::{EffectPreview, ToolOutput, ToolSpec};
+use serde_json::Value;
+
+use crate::model::{BoxFuture, ToolDefinition};
+use crate::schema;
+
+/// A tool the model can call.
+///
+/// Tools receive arguments that already passed their schema and the policy. A tool that
+/// touches files does so only through the workspace jail it was built with.
+pub trait Tool: Send + Sync {
+    /// The tool's specification.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Describes the effect of a call for an approval card (target, create/overwrite,
+    /// diff). Reads only; `None` for tools without a file effect.
+    fn preview(&self, _arguments: &Value) -> Option<EffectPreview> {
+        None
+    }
+
+    /// Runs the call.
+    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput>;
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// Tools must declare a capability; the engine would deny them anyway.
+    #[error("tool `{name}` declares no capability and is not registered")]
+    MissingCapability {
+        /// The tool's name.
+        name: String,
+    },
+    /// Names must be unique.
+    #[error("a tool named `{name}` is already registered")]
+    Duplicate {
+        /// The tool's name.
+        name: String,
+    },
+    /// A path parameter must be a declared property of the schema.
+    #[error("tool `{name}` declares path parameter `{param}` that its schema does not have")]
+    UnknownPathParam {
+        /// The tool's name.
+        name: String,
+        /// The parameter.
+        param: String,
+    },
+}
+
+/// The tools one run may call, by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool; refuses tools without a capability, duplicates and path parameters
+    /// missing from the schema.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let spec = tool.spec();
+        if spec.capability.is_none() {
+            return Err(RegistryError::MissingCapability {
+                name: spec.name.clone(),
+            });
+        }
+        self.insert(tool)
+    }
+
+    /// Adds a tool even if it declares no capability.
+    ///
+    /// Only for evals and tests that check the policy engine denies such tools by itself.
+    pub fn register_unchecked(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool)
+    }
+
+    fn insert(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let spec = tool.spec();
+        if self.tools.contains_key(&spec.name) {
+            return Err(RegistryError::Duplicate {
+                name: spec.name.clone(),
+            });
+        }
+        for param in &spec.path_params {
+            if !schema::has_property(&spec.parameters, param) {
+                return Err(RegistryError::UnknownPathParam {
+                    name: spec.name.clone(),
+                    param: param.clone(),
+                });
+            }
+        }
+        self.tools.insert(spec.name.clone(), tool);
+        Ok(())
+    }
+
+    /// Looks a tool up by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Every tool's spec, sorted by name.
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.values().map(|tool| tool.spec())
+    }
+
+    /// The definitions offered to the model.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.specs()
+            .map(|spec| ToolDefinition {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                parameters: spec.parameters.clone(),
+            })
+            .collect()
+    }
+
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}

@@ -1,0 +1,256 @@
+//! Events: everything that happened in a task, in order.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Denial, DenyRule, EffectPreview, Risk, ToolCall, Usage};
+
+/// One thing that happened during a task, at a step of the agent loop.
+///
+/// A step is one model call plus the tool calls it asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The step this happened in (0-based).
+    pub step: u32,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl Event {
+    /// The event type name as it appears on the wire (`tool_denied`, …).
+    pub fn type_name(&self) -> &'static str {
+        self.kind.type_name()
+    }
+}
+
+/// The event types; the `type` field on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The task started with this prompt.
+    TaskStarted {
+        /// The person's prompt.
+        prompt: String,
+    },
+    /// A request was sent to the model.
+    ModelRequest {
+        /// Messages in the request.
+        message_count: usize,
+        /// Tools offered.
+        tool_count: usize,
+    },
+    /// The model answered.
+    AssistantMessage {
+        /// Visible text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// Tool calls requested.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        /// Tokens used by this model call, when the provider reports them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// A tool call is about to be checked and, if allowed, run.
+    ToolCall {
+        /// The call id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The raw arguments text.
+        arguments: String,
+    },
+    /// A tool ran and succeeded.
+    ToolResult {
+        /// The call id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The output given to the model.
+        content: String,
+    },
+    /// A tool call failed in an ordinary way (unknown tool, bad arguments, missing file,
+    /// rejected by the operator, not run).
+    ToolError {
+        /// The call id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The error given to the model.
+        message: String,
+    },
+    /// The gate refused a call.
+    ToolDenied {
+        /// The call id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The rule that fired.
+        rule: DenyRule,
+        /// The explanation given to the model.
+        message: String,
+        /// Denials so far in this task, this one included.
+        denials: u32,
+    },
+    /// A call needs a person's approval; the task is suspended before any side effect.
+    ApprovalRequired {
+        /// The call id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The tool's capability.
+        capability: String,
+        /// The tool's risk.
+        risk: Risk,
+        /// The parsed arguments.
+        arguments: Value,
+        /// Create/overwrite label, diff and fingerprint, when the tool can describe them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<EffectPreview>,
+    },
+    /// A person decided.
+    ApprovalResolved {
+        /// The call id.
+        call_id: String,
+        /// Approved or rejected.
+        decision: ResolutionKind,
+        /// Whether the arguments were edited before approval.
+        edited: bool,
+        /// The operator's reason, for rejections.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Edited arguments failed validation or the jail; the approval stays pending.
+    ApprovalEditRejected {
+        /// The call id.
+        call_id: String,
+        /// Why the edit was refused.
+        message: String,
+    },
+    /// The model gave its final answer.
+    TaskCompleted {
+        /// The final answer text.
+        #[serde(rename = "final")]
+        final_text: String,
+    },
+    /// The task ended without an answer.
+    TaskFailed {
+        /// Machine-readable reason.
+        reason: FailureReason,
+        /// Human-readable detail.
+        message: String,
+    },
+}
+
+impl EventKind {
+    /// Every event type name, for validating eval expectations and docs.
+    pub const TYPE_NAMES: [&'static str; 12] = [
+        "task_started",
+        "model_request",
+        "assistant_message",
+        "tool_call",
+        "tool_result",
+        "tool_error",
+        "tool_denied",
+        "approval_required",
+        "approval_resolved",
+        "approval_edit_rejected",
+        "task_completed",
+        "task_failed",
+    ];
+
+    /// The `type` field of this event on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::TaskStarted { .. } => "task_started",
+            Self::ModelRequest { .. } => "model_request",
+            Self::AssistantMessage { .. } => "assistant_message",
+            Self::ToolCall { .. } => "tool_call",
+            Self::ToolResult { .. } => "tool_result",
+            Self::ToolError { .. } => "tool_error",
+            Self::ToolDenied { .. } => "tool_denied",
+            Self::ApprovalRequired { .. } => "approval_required",
+            Self::ApprovalResolved { .. } => "approval_resolved",
+            Self::ApprovalEditRejected { .. } => "approval_edit_rejected",
+            Self::TaskCompleted { .. } => "task_completed",
+            Self::TaskFailed { .. } => "task_failed",
+        }
+    }
+
+    /// A denial event for `denial` of call `call_id`.
+    pub fn denied(call: &ToolCall, denial: &Denial, denials: u32) -> Self {
+        Self::ToolDenied {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            rule: denial.rule,
+            message: denial.message.clone(),
+            denials,
+        }
+    }
+}
+
+/// How an approval was resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolutionKind {
+    /// The call ran (with the original or edited arguments).
+    Approved,
+    /// The call did not run; the model was told.
+    Rejected,
+}
+
+/// Why a task failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureReason {
+    /// The task reached its denial limit.
+    PolicyViolation,
+    /// The task used all its steps.
+    MaxSteps,
+    /// The task used its token budget.
+    TokenBudget,
+    /// The model could not be reached or answered nonsense.
+    ModelError,
+}
+
+impl FailureReason {
+    /// The snake-case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PolicyViolation => "policy_violation",
+            Self::MaxSteps => "max_steps",
+            Self::TokenBudget => "token_budget",
+            Self::ModelError => "model_error",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialise_flat_with_a_type_tag() {
+        let event = Event {
+            step: 2,
+            kind: EventKind::TaskCompleted {
+                final_text: "done".into(),
+            },
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"step": 2, "type": "task_completed", "final": "done"})
+        );
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn type_names_list_every_variant() {
+        let kind = EventKind::TaskStarted { prompt: "p".into() };
+        assert!(EventKind::TYPE_NAMES.contains(&kind.type_name()));
+        assert_eq!(EventKind::TYPE_NAMES.len(), 12);
+    }
+}

@@ -1,0 +1,28 @@
+//! Plain data shared by every PocketPilot crate: messages in the OpenAI chat shape, tool
+//! specifications and capabilities, policy decisions, events and checkpoints.
+//!
+//! This crate sits at the bottom of the workspace: it depends on no other PocketPilot
+//! crate and on nothing heavier than `serde`. It holds no IO and no async code. The one
+//! trait here, [`Policy`], is the callback the agent loop receives so that the loop
+//! never depends on the gate that implements it.
+//!
+//! ```
+//! use pp_types::{Capability, Decision};
+//! let capability = Capability::new("mcp:files:read_text:READ");
+//! assert_eq!(capability.action(), Some("read"));
+//! assert!(matches!(Decision::Allow, Decision::Allow));
+//! ```
+
+mod capability;
+mod checkpoint;
+mod decision;
+mod event;
+mod message;
+mod tool;
+
+pub use capability::{Capability, Risk};
+pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
+pub use decision::{Decision, Denial, DenyRule, Policy};
+pub use event::{Event, EventKind, FailureReason, ResolutionKind};
+pub use message::{Message, ToolCall, Usage};
+pub use tool::{EffectPreview, ToolOutput, ToolSpec, WriteLabel};
