@@ -15,11 +15,19 @@
 //! assert!(schema::validate(&schema, &json!({})).is_err());
 //! ```
 
+mod agent;
 mod model;
+mod outcome;
+mod prompt;
 pub mod schema;
+mod sink;
 mod tool;
 
+pub use agent::{Agent, Limits, NOT_RUN_MESSAGE};
 pub use model::{
     BoxFuture, Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolDefinition,
 };
+pub use outcome::{Outcome, Resolution, ResumeError};
+pub use prompt::{PromptContext, system_prompt};
+pub use sink::{EventLog, EventSink, NoEvents};
 pub use tool::{RegistryError, Tool, ToolRegistry};

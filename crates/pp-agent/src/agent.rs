@@ -1,0 +1,489 @@
+//! The loop itself: model turn → tool calls through the policy → next turn.
+
+use std::sync::Arc;
+
+use pp_types::{
+    CHECKPOINT_VERSION, Checkpoint, Decision, Denial, Event, EventKind, FailureReason, Message,
+    PendingCall, Policy, ResolutionKind, ToolCall, ToolOutput,
+};
+use serde_json::Value;
+
+use crate::outcome::{Outcome, Resolution, ResumeError};
+use crate::{EventSink, Model, ModelRequest, Tool, ToolRegistry, schema};
+
+/// Limits that end a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Model calls per task (default 24).
+    pub max_steps: u32,
+    /// Denials before the task fails with `policy_violation` (default 3).
+    pub max_denials: u32,
+    /// Total tokens per task, when the provider reports usage (default: none).
+    pub token_budget: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_steps: 24,
+            max_denials: 3,
+            token_budget: None,
+        }
+    }
+}
+
+/// Text given to the model for calls after one that waits for approval.
+pub const NOT_RUN_MESSAGE: &str =
+    "not run: an earlier call was waiting for approval; ask again if it is still needed";
+
+/// The agent loop for one run segment.
+///
+/// Built fresh for every run and every resume: the tools (and the jail inside them) and
+/// the policy are the caller's newly built values, never state kept from an earlier run.
+pub struct Agent<'a> {
+    model: &'a dyn Model,
+    tools: &'a ToolRegistry,
+    policy: &'a dyn Policy,
+    sink: &'a dyn EventSink,
+    limits: Limits,
+}
+
+/// Mutable state of one run segment.
+struct RunState {
+    messages: Vec<Message>,
+    step: u32,
+    denials: u32,
+    tokens_used: u64,
+    events: Vec<Event>,
+}
+
+/// What handling one call led to.
+enum CallResult {
+    /// The call was answered (result, error or denial); go on.
+    Answered,
+    /// The call needs approval.
+    Suspend(Box<PendingCall>),
+    /// The denial cap was reached.
+    PolicyViolation,
+}
+
+impl<'a> Agent<'a> {
+    /// A loop over `model` and `tools`, checking every call with `policy` and reporting
+    /// events to `sink`, with default [`Limits`].
+    pub fn new(
+        model: &'a dyn Model,
+        tools: &'a ToolRegistry,
+        policy: &'a dyn Policy,
+        sink: &'a dyn EventSink,
+    ) -> Self {
+        Self {
+            model,
+            tools,
+            policy,
+            sink,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Replaces the limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Starts a task: emits `task_started` and runs from step 0 with the system prompt
+    /// and the person's prompt.
+    pub async fn start(&self, system_prompt: String, prompt: &str) -> Outcome {
+        let mut state = RunState::new(
+            vec![Message::system(system_prompt), Message::user(prompt)],
+            0,
+        );
+        self.emit(
+            &mut state,
+            EventKind::TaskStarted {
+                prompt: prompt.to_owned(),
+            },
+        );
+        self.drive(state).await
+    }
+
+    /// Runs the loop on `messages` from `start_step` with fresh denial and token counts.
+    pub async fn run(&self, messages: Vec<Message>, start_step: u32) -> Outcome {
+        self.drive(RunState::new(messages, start_step)).await
+    }
+
+    /// Continues a suspended run after a person's decision.
+    ///
+    /// Approve runs exactly the pending call (edited arguments are validated and checked
+    /// by the policy again; a refused edit returns [`ResumeError::InvalidEdit`] and runs
+    /// nothing). Reject tells the model. Calls after the pending one in the same turn are
+    /// answered "not run". The loop then continues at `step + 1`.
+    pub async fn resume(
+        &self,
+        checkpoint: Checkpoint,
+        resolution: Resolution,
+    ) -> Result<Outcome, ResumeError> {
+        if checkpoint.version != CHECKPOINT_VERSION {
+            return Err(ResumeError::UnsupportedVersion {
+                found: checkpoint.version,
+                expected: CHECKPOINT_VERSION,
+            });
+        }
+        let Some(tool) = self.tools.get(&checkpoint.pending.call.name).cloned() else {
+            return Err(ResumeError::UnknownTool {
+                name: checkpoint.pending.call.name.clone(),
+                checkpoint: Box::new(checkpoint),
+            });
+        };
+        let mut state = RunState {
+            messages: checkpoint.messages.clone(),
+            step: checkpoint.step,
+            denials: checkpoint.denials,
+            tokens_used: checkpoint.tokens_used,
+            events: Vec::new(),
+        };
+        let call = checkpoint.pending.call.clone();
+        let answered = match resolution {
+            Resolution::Approve { edited_arguments } => {
+                let edited = edited_arguments.is_some();
+                let arguments = match edited_arguments {
+                    Some(arguments) => {
+                        if let Err(message) = self.check_edit(tool.as_ref(), &arguments) {
+                            self.emit(
+                                &mut state,
+                                EventKind::ApprovalEditRejected {
+                                    call_id: call.id.clone(),
+                                    message: message.clone(),
+                                },
+                            );
+                            return Err(ResumeError::InvalidEdit {
+                                message,
+                                checkpoint: Box::new(checkpoint),
+                            });
+                        }
+                        arguments
+                    }
+                    None => checkpoint.pending.arguments.clone(),
+                };
+                self.emit(
+                    &mut state,
+                    EventKind::ApprovalResolved {
+                        call_id: call.id.clone(),
+                        decision: ResolutionKind::Approved,
+                        edited,
+                        reason: None,
+                    },
+                );
+                // The approval covers this one call; the freshly built policy still
+                // checks its paths (the tree may have changed while we waited).
+                match self.policy.evaluate(tool.spec(), &arguments) {
+                    Decision::Deny(denial) => self.deny(&mut state, &call, &denial),
+                    Decision::Allow | Decision::Ask { .. } => {
+                        self.execute(&mut state, &call, tool.as_ref(), &arguments)
+                            .await
+                    }
+                }
+            }
+            Resolution::Reject { reason } => {
+                self.emit(
+                    &mut state,
+                    EventKind::ApprovalResolved {
+                        call_id: call.id.clone(),
+                        decision: ResolutionKind::Rejected,
+                        edited: false,
+                        reason: reason.clone(),
+                    },
+                );
+                let message = match reason.as_deref().map(str::trim) {
+                    Some(reason) if !reason.is_empty() => {
+                        format!("rejected by the operator: {reason}")
+                    }
+                    _ => "rejected by the operator".to_owned(),
+                };
+                self.answer_error(&mut state, &call, message);
+                CallResult::Answered
+            }
+        };
+        for later in &checkpoint.later_calls {
+            self.answer_error(&mut state, later, NOT_RUN_MESSAGE.to_owned());
+        }
+        match answered {
+            CallResult::PolicyViolation => Ok(self.policy_violation(state)),
+            CallResult::Answered | CallResult::Suspend(_) => {
+                state.step += 1;
+                Ok(self.drive(state).await)
+            }
+        }
+    }
+
+    /// Validates edited arguments against the schema and the policy.
+    fn check_edit(&self, tool: &dyn Tool, arguments: &Value) -> Result<(), String> {
+        schema::validate(&tool.spec().parameters, arguments)?;
+        match self.policy.evaluate(tool.spec(), arguments) {
+            Decision::Deny(denial) => Err(format!("denied by policy: {denial}")),
+            Decision::Allow | Decision::Ask { .. } => Ok(()),
+        }
+    }
+
+    async fn drive(&self, mut state: RunState) -> Outcome {
+        let definitions = self.tools.definitions();
+        loop {
+            if state.step >= self.limits.max_steps {
+                let message = format!("the task used all {} steps", self.limits.max_steps);
+                return self.fail(state, FailureReason::MaxSteps, message);
+            }
+            let request = ModelRequest {
+                messages: state.messages.clone(),
+                tools: definitions.clone(),
+            };
+            self.emit(
+                &mut state,
+                EventKind::ModelRequest {
+                    message_count: request.messages.len(),
+                    tool_count: request.tools.len(),
+                },
+            );
+            let response = match self.model.complete(&request).await {
+                Ok(response) => response,
+                Err(error) => {
+                    return self.fail(state, FailureReason::ModelError, error.to_string());
+                }
+            };
+            if let Some(usage) = response.usage {
+                state.tokens_used = state.tokens_used.saturating_add(usage.total());
+            }
+            self.emit(
+                &mut state,
+                EventKind::AssistantMessage {
+                    content: response.content.clone(),
+                    tool_calls: response.tool_calls.clone(),
+                    usage: response.usage,
+                },
+            );
+            let calls = response.tool_calls.clone();
+            state.messages.push(Message::Assistant {
+                content: response.content.clone(),
+                tool_calls: response.tool_calls,
+                reasoning_content: response.reasoning_content,
+            });
+            if let Some(budget) = self.limits.token_budget
+                && state.tokens_used > budget
+            {
+                let message = format!(
+                    "the task used {} tokens, over its budget of {budget}",
+                    state.tokens_used
+                );
+                return self.fail(state, FailureReason::TokenBudget, message);
+            }
+            if calls.is_empty() {
+                let final_text = response.content.unwrap_or_default();
+                self.emit(
+                    &mut state,
+                    EventKind::TaskCompleted {
+                        final_text: final_text.clone(),
+                    },
+                );
+                return Outcome::Completed {
+                    final_text,
+                    messages: state.messages,
+                    events: state.events,
+                };
+            }
+            for (index, call) in calls.iter().enumerate() {
+                match self.handle_call(&mut state, call).await {
+                    CallResult::Answered => {}
+                    CallResult::PolicyViolation => return self.policy_violation(state),
+                    CallResult::Suspend(pending) => {
+                        let later_calls = calls.get(index + 1..).unwrap_or_default().to_vec();
+                        return self.suspend(state, *pending, later_calls);
+                    }
+                }
+            }
+            state.step += 1;
+        }
+    }
+
+    async fn handle_call(&self, state: &mut RunState, call: &ToolCall) -> CallResult {
+        self.emit(
+            state,
+            EventKind::ToolCall {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+        );
+        let Some(tool) = self.tools.get(&call.name).map(Arc::clone) else {
+            let known: Vec<&str> = self.tools.specs().map(|spec| spec.name.as_str()).collect();
+            let message = format!(
+                "unknown tool `{}`; available tools: {}",
+                call.name,
+                known.join(", ")
+            );
+            self.answer_error(state, call, message);
+            return CallResult::Answered;
+        };
+        let arguments = match parse_arguments(&call.arguments) {
+            Ok(arguments) => arguments,
+            Err(message) => {
+                self.answer_error(state, call, message);
+                return CallResult::Answered;
+            }
+        };
+        if let Err(message) = schema::validate(&tool.spec().parameters, &arguments) {
+            self.answer_error(state, call, format!("invalid arguments: {message}"));
+            return CallResult::Answered;
+        }
+        match self.policy.evaluate(tool.spec(), &arguments) {
+            Decision::Allow => self.execute(state, call, tool.as_ref(), &arguments).await,
+            Decision::Deny(denial) => self.deny(state, call, &denial),
+            Decision::Ask { .. } => {
+                let spec = tool.spec();
+                CallResult::Suspend(Box::new(PendingCall {
+                    call: call.clone(),
+                    preview: tool.preview(&arguments),
+                    arguments,
+                    capability: spec
+                        .capability
+                        .as_ref()
+                        .map(|capability| capability.as_str().to_owned())
+                        .unwrap_or_default(),
+                    risk: spec.risk,
+                }))
+            }
+        }
+    }
+
+    async fn execute(
+        &self,
+        state: &mut RunState,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        arguments: &Value,
+    ) -> CallResult {
+        match tool.execute(arguments).await {
+            ToolOutput::Success { content } => {
+                self.emit(
+                    state,
+                    EventKind::ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: content.clone(),
+                    },
+                );
+                state.messages.push(Message::tool(&call.id, content));
+                CallResult::Answered
+            }
+            ToolOutput::Error { message } => {
+                self.answer_error(state, call, message);
+                CallResult::Answered
+            }
+            ToolOutput::Denied(denial) => self.deny(state, call, &denial),
+        }
+    }
+
+    fn deny(&self, state: &mut RunState, call: &ToolCall, denial: &Denial) -> CallResult {
+        state.denials = state.denials.saturating_add(1);
+        self.emit(state, EventKind::denied(call, denial, state.denials));
+        state.messages.push(Message::tool(
+            &call.id,
+            format!("denied by policy: {denial}"),
+        ));
+        if state.denials >= self.limits.max_denials {
+            CallResult::PolicyViolation
+        } else {
+            CallResult::Answered
+        }
+    }
+
+    fn answer_error(&self, state: &mut RunState, call: &ToolCall, message: String) {
+        let answer = format!("error: {message}");
+        self.emit(
+            state,
+            EventKind::ToolError {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                message,
+            },
+        );
+        state.messages.push(Message::tool(&call.id, answer));
+    }
+
+    fn suspend(
+        &self,
+        mut state: RunState,
+        pending: PendingCall,
+        later_calls: Vec<ToolCall>,
+    ) -> Outcome {
+        self.emit(
+            &mut state,
+            EventKind::ApprovalRequired {
+                call_id: pending.call.id.clone(),
+                name: pending.call.name.clone(),
+                capability: pending.capability.clone(),
+                risk: pending.risk,
+                arguments: pending.arguments.clone(),
+                preview: pending.preview.clone(),
+            },
+        );
+        Outcome::Suspended(Box::new(Checkpoint {
+            version: CHECKPOINT_VERSION,
+            pending,
+            later_calls,
+            messages: state.messages,
+            step: state.step,
+            denials: state.denials,
+            tokens_used: state.tokens_used,
+            events: state.events,
+        }))
+    }
+
+    fn policy_violation(&self, state: RunState) -> Outcome {
+        let message = format!("the task was stopped after {} denied calls", state.denials);
+        self.fail(state, FailureReason::PolicyViolation, message)
+    }
+
+    fn fail(&self, mut state: RunState, reason: FailureReason, message: String) -> Outcome {
+        self.emit(
+            &mut state,
+            EventKind::TaskFailed {
+                reason,
+                message: message.clone(),
+            },
+        );
+        Outcome::Failed {
+            reason,
+            message,
+            messages: state.messages,
+            events: state.events,
+        }
+    }
+
+    fn emit(&self, state: &mut RunState, kind: EventKind) {
+        let event = Event {
+            step: state.step,
+            kind,
+        };
+        self.sink.emit(&event);
+        state.events.push(event);
+    }
+}
+
+impl RunState {
+    fn new(messages: Vec<Message>, step: u32) -> Self {
+        Self {
+            messages,
+            step,
+            denials: 0,
+            tokens_used: 0,
+            events: Vec::new(),
+        }
+    }
+}
+
+/// Parses the model's raw argument text; empty text means no arguments.
+fn parse_arguments(raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(raw).map_err(|error| format!("arguments are not valid JSON: {error}"))
+}

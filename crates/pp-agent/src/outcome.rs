@@ -1,0 +1,96 @@
+//! What a run of the loop ends with, and how a person resolves a suspended run.
+
+use pp_types::{Checkpoint, Event, FailureReason, Message};
+use serde_json::Value;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The model answered without asking for more tools.
+    Completed {
+        /// The final answer.
+        final_text: String,
+        /// The conversation, ending with the final answer.
+        messages: Vec<Message>,
+        /// Events of this run segment.
+        events: Vec<Event>,
+    },
+    /// A call needs approval; nothing has touched the disk for it.
+    Suspended(Box<Checkpoint>),
+    /// The run ended without an answer.
+    Failed {
+        /// Machine-readable reason.
+        reason: FailureReason,
+        /// Human-readable detail.
+        message: String,
+        /// The conversation so far.
+        messages: Vec<Message>,
+        /// Events of this run segment.
+        events: Vec<Event>,
+    },
+}
+
+impl Outcome {
+    /// The events of the run segment that produced this outcome.
+    pub fn events(&self) -> &[Event] {
+        match self {
+            Self::Completed { events, .. } | Self::Failed { events, .. } => events,
+            Self::Suspended(checkpoint) => &checkpoint.events,
+        }
+    }
+
+    /// `completed`, `waiting_approval` or `failed`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Self::Completed { .. } => "completed",
+            Self::Suspended(_) => "waiting_approval",
+            Self::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// A person's decision on a pending call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    /// Run the call, with the original arguments or with `edited_arguments`, which
+    /// replace them entirely and are validated and checked by the gate again.
+    Approve {
+        /// Replacement arguments, if the person edited the call.
+        edited_arguments: Option<Value>,
+    },
+    /// Do not run the call; the model is told, with the optional reason.
+    Reject {
+        /// Why, in the person's words.
+        reason: Option<String>,
+    },
+}
+
+/// Why a checkpoint could not be resumed. The checkpoint is handed back untouched so the
+/// approval can stay pending.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// Edited arguments failed the tool's schema or the gate; nothing ran.
+    #[error("edited arguments refused: {message}")]
+    InvalidEdit {
+        /// Why the edit was refused.
+        message: String,
+        /// The untouched checkpoint.
+        checkpoint: Box<Checkpoint>,
+    },
+    /// The pending call's tool is not in this run's registry.
+    #[error("tool `{name}` of the pending call is not available")]
+    UnknownTool {
+        /// The tool's name.
+        name: String,
+        /// The untouched checkpoint.
+        checkpoint: Box<Checkpoint>,
+    },
+    /// The checkpoint was written by an incompatible version.
+    #[error("checkpoint format version {found} is not supported (expected {expected})")]
+    UnsupportedVersion {
+        /// The version found.
+        found: u32,
+        /// The version this build reads.
+        expected: u32,
+    },
+}
