@@ -1,4 +1,5 @@
 //! Integration tests of the agent loop with a fake model, fake tools and a fake policy.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code panics on broken fixtures")]
 
 mod fakes;
 mod loop_tests;
