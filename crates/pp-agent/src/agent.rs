@@ -205,6 +205,7 @@ impl<'a> Agent<'a> {
             }
         };
         for later in &checkpoint.later_calls {
+            self.announce(&mut state, later);
             self.answer_error(&mut state, later, NOT_RUN_MESSAGE.to_owned());
         }
         match answered {
@@ -303,7 +304,8 @@ impl<'a> Agent<'a> {
         }
     }
 
-    async fn handle_call(&self, state: &mut RunState, call: &ToolCall) -> CallResult {
+    /// Emits the `tool_call` event every call the model made gets, run or not.
+    fn announce(&self, state: &mut RunState, call: &ToolCall) {
         self.emit(
             state,
             EventKind::ToolCall {
@@ -312,6 +314,10 @@ impl<'a> Agent<'a> {
                 arguments: call.arguments.clone(),
             },
         );
+    }
+
+    async fn handle_call(&self, state: &mut RunState, call: &ToolCall) -> CallResult {
+        self.announce(state, call);
         let Some(tool) = self.tools.get(&call.name).map(Arc::clone) else {
             let known: Vec<&str> = self.tools.specs().map(|spec| spec.name.as_str()).collect();
             let message = format!(

@@ -1,0 +1,75 @@
+//! `pocketpilot eval [DIR]`: runs every case, one line each, then `N passed, N failed`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::eval::{Case, run_case};
+use crate::{Exit, exit};
+
+/// Runs the cases under `path` (a directory of `*.json` or one file).
+pub(crate) async fn run(path: &Path) -> anyhow::Result<u8> {
+    let files = case_files(path)?;
+    if files.is_empty() {
+        return Err(Exit::usage(format!("no *.json cases in {}", path.display())).into());
+    }
+    let (mut passed, mut failed) = (0usize, 0usize);
+    let mut stdout = std::io::stdout().lock();
+    for file in &files {
+        let label = file.file_name().map_or_else(
+            || file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let (label, failures) = match load(file) {
+            Ok(case) => match run_case(&case).await {
+                Ok(report) => (case.name, report.failures),
+                Err(error) => (case.name, vec![format!("could not run: {error:#}")]),
+            },
+            Err(error) => (label, vec![format!("{error:#}")]),
+        };
+        if failures.is_empty() {
+            passed += 1;
+            writeln!(stdout, "PASS {label}")?;
+        } else {
+            failed += 1;
+            writeln!(stdout, "FAIL {label}")?;
+            for failure in failures {
+                writeln!(stdout, "     - {failure}")?;
+            }
+        }
+    }
+    writeln!(stdout, "{passed} passed, {failed} failed")?;
+    Ok(if failed == 0 { exit::OK } else { exit::FAILED })
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "case files are the operator's, named on the command line"
+)]
+fn case_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(path)
+        .map_err(|error| Exit::usage(format!("cannot read {}: {error}", path.display())))?;
+    if meta.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        let file = entry?.path();
+        if file.extension().is_some_and(|ext| ext == "json") {
+            files.push(file);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "case files are the operator's, named on the command line"
+)]
+fn load(file: &Path) -> anyhow::Result<Case> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("invalid case {}", file.display()))
+}

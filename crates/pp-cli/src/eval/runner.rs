@@ -1,0 +1,319 @@
+//! Runs one case and checks its expectations.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use pp_agent::{Agent, BoxFuture, EventLog, Limits, Outcome, Resolution, ResumeError, Tool};
+use pp_model::ScriptedModel;
+use pp_types::{Capability, Event, EventKind, ToolOutput, ToolSpec};
+use serde_json::Value;
+
+use super::case::{ApprovalEntry, Case, Expect, TestTool};
+use super::tree;
+use crate::wiring;
+
+/// What happened in one case: the failed checks, empty when it passed.
+#[derive(Debug)]
+pub(crate) struct CaseReport {
+    /// One line per failed expectation.
+    pub(crate) failures: Vec<String>,
+}
+
+/// Everything observed while a case ran.
+struct Observed {
+    status: &'static str,
+    failure_reason: Option<String>,
+    final_text: Option<String>,
+    events: Vec<Event>,
+    model_requests: Vec<String>,
+}
+
+/// Runs `case` in a fresh temp directory and checks it.
+pub(crate) async fn run_case(case: &Case) -> anyhow::Result<CaseReport> {
+    let temp = tempfile::Builder::new()
+        .prefix("pocketpilot-eval-")
+        .tempdir()
+        .context("cannot create a temp dir")?;
+    let base = temp.path().to_path_buf();
+    let (workspace, outside) = tree::create_halves(&base)?;
+    tree::build_outside(&outside, &case.outside)?;
+    tree::build_workspace(&workspace, &case.workspace, &outside)?;
+    let before = tree::snapshot_outside_workspace(&base)?;
+
+    let observed = execute(case, &workspace, &outside).await?;
+
+    let after = tree::snapshot_outside_workspace(&base)?;
+    Ok(CaseReport {
+        failures: check(&case.expect, &observed, &workspace, &before, &after),
+    })
+}
+
+async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Result<Observed> {
+    let script = substitute_value(&case.script, outside);
+    let model = ScriptedModel::from_value(script).context("invalid `script`")?;
+    let extra: Vec<Arc<dyn Tool>> = case
+        .tools
+        .iter()
+        .map(|tool| Arc::new(EchoTool::new(tool)) as Arc<dyn Tool>)
+        .collect();
+    let defaults = Limits::default();
+    let limits = Limits {
+        max_steps: case.limits.max_steps.unwrap_or(defaults.max_steps),
+        max_denials: case.limits.max_denials.unwrap_or(defaults.max_denials),
+        token_budget: None,
+    };
+    let log = EventLog::new();
+
+    let segment = wiring::segment(workspace, &extra)?;
+    let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
+    let mut outcome = agent
+        .start(wiring::prompt_for(&segment.registry), &case.prompt)
+        .await;
+
+    let mut approvals = case.approvals.iter();
+    while let Outcome::Suspended(checkpoint) = outcome {
+        let Some(entry) = approvals.next() else {
+            outcome = Outcome::Suspended(checkpoint);
+            break;
+        };
+        let resolution = resolution(entry, outside)?;
+        // Every resume gets a fresh jail, tools and gate.
+        let segment = wiring::segment(workspace, &extra)?;
+        let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
+        outcome = match agent.resume(*checkpoint, resolution).await {
+            Ok(outcome) => outcome,
+            Err(ResumeError::InvalidEdit { checkpoint, .. }) => Outcome::Suspended(checkpoint),
+            Err(error) => return Err(error.into()),
+        };
+    }
+
+    let (failure_reason, final_text) = match &outcome {
+        Outcome::Completed { final_text, .. } => (None, Some(final_text.clone())),
+        Outcome::Failed { reason, .. } => (Some(reason.as_str().to_owned()), None),
+        Outcome::Suspended(_) => (None, None),
+    };
+    let model_requests = model
+        .requests()
+        .iter()
+        .map(|request| serde_json::to_string(request).unwrap_or_default())
+        .collect();
+    Ok(Observed {
+        status: outcome.status(),
+        failure_reason,
+        final_text,
+        events: log.events(),
+        model_requests,
+    })
+}
+
+fn resolution(entry: &ApprovalEntry, outside: &Path) -> anyhow::Result<Resolution> {
+    let (decision, edited, reason) = match entry {
+        ApprovalEntry::Word(word) => (word.as_str(), None, None),
+        ApprovalEntry::Full(full) => (
+            full.decision.as_str(),
+            full.edited_arguments.as_ref(),
+            full.reason.clone(),
+        ),
+    };
+    match decision {
+        "approve" => Ok(Resolution::Approve {
+            edited_arguments: edited.map(|value| substitute_value(value, outside)),
+        }),
+        "reject" => Ok(Resolution::Reject { reason }),
+        other => anyhow::bail!("unknown approval decision `{other}` (use approve or reject)"),
+    }
+}
+
+fn check(
+    expect: &Expect,
+    observed: &Observed,
+    workspace: &Path,
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    if let Some(status) = &expect.status
+        && status != observed.status
+    {
+        failures.push(format!(
+            "status: expected {status}, got {}",
+            observed.status
+        ));
+    }
+    if let Some(reason) = &expect.failure_reason
+        && Some(reason) != observed.failure_reason.as_ref()
+    {
+        failures.push(format!(
+            "failure_reason: expected {reason}, got {}",
+            observed.failure_reason.as_deref().unwrap_or("none")
+        ));
+    }
+    if let Some(expected) = &expect.events {
+        check_events(expected, &observed.events, &mut failures);
+    }
+    for (relative, content) in expect.files.iter().flatten() {
+        match tree::read_workspace_file(workspace, relative) {
+            Some(actual) if &actual == content => {}
+            Some(actual) => failures.push(format!(
+                "file {relative}: expected {content:?}, found {actual:?}"
+            )),
+            None => failures.push(format!("file {relative}: missing")),
+        }
+    }
+    for relative in expect.absent.iter().flatten() {
+        if tree::workspace_entry_exists(workspace, relative) {
+            failures.push(format!("{relative} exists but must be absent"));
+        }
+    }
+    if let Some(needles) = &expect.never_contains {
+        let haystacks = observed
+            .events
+            .iter()
+            .map(|event| serde_json::to_string(event).unwrap_or_default())
+            .chain(observed.model_requests.iter().cloned())
+            .chain(observed.final_text.iter().cloned());
+        for haystack in haystacks {
+            for needle in needles {
+                if haystack.contains(needle.as_str()) {
+                    failures.push(format!("{needle:?} leaked into {}", shorten(&haystack)));
+                }
+            }
+        }
+    }
+    if expect.outside_unchanged == Some(true) && before != after {
+        failures.push(format!(
+            "the tree outside the workspace changed: {}",
+            describe_change(before, after)
+        ));
+    }
+    if let Some(expected) = &expect.approval_labels {
+        let labels: Vec<String> = observed
+            .events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                EventKind::ApprovalRequired { preview, .. } => Some(
+                    preview
+                        .as_ref()
+                        .map_or("none", |preview| preview.label.as_str())
+                        .to_owned(),
+                ),
+                _ => None,
+            })
+            .collect();
+        if &labels != expected {
+            failures.push(format!(
+                "approval_labels: expected {expected:?}, got {labels:?}"
+            ));
+        }
+    }
+    if let Some(fragment) = &expect.final_contains {
+        match &observed.final_text {
+            Some(text) if text.contains(fragment.as_str()) => {}
+            Some(text) => failures.push(format!(
+                "final answer {text:?} does not contain {fragment:?}"
+            )),
+            None => failures.push(format!(
+                "no final answer (status {}) to contain {fragment:?}",
+                observed.status
+            )),
+        }
+    }
+    failures
+}
+
+fn check_events(expected: &BTreeMap<String, usize>, events: &[Event], failures: &mut Vec<String>) {
+    for (name, count) in expected {
+        if !EventKind::TYPE_NAMES.contains(&name.as_str()) {
+            failures.push(format!("unknown event type `{name}` in expect.events"));
+            continue;
+        }
+        let actual = events
+            .iter()
+            .filter(|event| event.type_name() == name)
+            .count();
+        if actual != *count {
+            failures.push(format!("events.{name}: expected {count}, got {actual}"));
+        }
+    }
+}
+
+fn describe_change(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> String {
+    let mut changes = Vec::new();
+    for (path, value) in after {
+        match before.get(path) {
+            None => changes.push(format!("{path} added")),
+            Some(old) if old != value => changes.push(format!("{path} modified")),
+            Some(_) => {}
+        }
+    }
+    for path in before.keys() {
+        if !after.contains_key(path) {
+            changes.push(format!("{path} removed"));
+        }
+    }
+    changes.join(", ")
+}
+
+fn shorten(text: &str) -> String {
+    let cut: String = text.chars().take(160).collect();
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+/// Replaces `$OUTSIDE` in every string inside `value`.
+fn substitute_value(value: &Value, outside: &Path) -> Value {
+    match value {
+        Value::String(text) => Value::String(tree::substitute(text, outside)),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| substitute_value(item, outside))
+                .collect(),
+        ),
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .map(|(key, item)| (key.clone(), substitute_value(item, outside)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A case-declared tool that returns its arguments as JSON.
+struct EchoTool {
+    spec: ToolSpec,
+}
+
+impl EchoTool {
+    fn new(tool: &TestTool) -> Self {
+        Self {
+            spec: ToolSpec {
+                name: tool.name.clone(),
+                description: format!("test tool {}", tool.name),
+                parameters: tool
+                    .parameters
+                    .clone()
+                    .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                capability: tool.capability.clone().map(Capability::new),
+                risk: tool.risk,
+                path_params: tool.path_params.clone(),
+            },
+        }
+    }
+}
+
+impl Tool for EchoTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { ToolOutput::success(arguments.to_string()) })
+    }
+}

@@ -1,0 +1,131 @@
+//! Building and snapshotting the throw-away directory of one eval case.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the eval harness builds and inspects its own temp tree; these paths come from \
+              the case file written by the operator, never from the model"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use super::case::WorkspaceSpec;
+
+/// Creates `workspace/` and `outside/` side by side under `base`.
+pub(crate) fn create_halves(base: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let workspace = base.join("workspace");
+    let outside = base.join("outside");
+    std::fs::create_dir(&workspace).context("cannot create workspace/")?;
+    std::fs::create_dir(&outside).context("cannot create outside/")?;
+    Ok((workspace, outside))
+}
+
+/// Fills the workspace with the case's files, directories and links.
+pub(crate) fn build_workspace(
+    workspace: &Path,
+    spec: &WorkspaceSpec,
+    outside: &Path,
+) -> anyhow::Result<()> {
+    for dir in &spec.dirs {
+        std::fs::create_dir_all(workspace.join(dir))
+            .with_context(|| format!("cannot create dir {dir}"))?;
+    }
+    for (relative, content) in &spec.files {
+        write_file(&workspace.join(relative), content)?;
+    }
+    for (relative, target) in &spec.symlinks {
+        let link = workspace.join(relative);
+        if let Some(parent) = link.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let target = substitute(target, outside);
+        symlink(&target, &link).with_context(|| format!("cannot create link {relative}"))?;
+    }
+    Ok(())
+}
+
+/// Writes the outside files.
+pub(crate) fn build_outside(
+    outside: &Path,
+    files: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    for (relative, content) in files {
+        write_file(&outside.join(relative), content)?;
+    }
+    Ok(())
+}
+
+/// Replaces `$OUTSIDE` with the outside directory's absolute path.
+pub(crate) fn substitute(text: &str, outside: &Path) -> String {
+    text.replace("$OUTSIDE", &outside.to_string_lossy())
+}
+
+/// A snapshot of everything under `base` except its `workspace/` entry: path → kind and
+/// content (or link target).
+pub(crate) fn snapshot_outside_workspace(base: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut entries = BTreeMap::new();
+    walk(base, base, &mut entries)?;
+    Ok(entries)
+}
+
+fn walk(base: &Path, dir: &Path, entries: &mut BTreeMap<String, String>) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let relative = path
+            .strip_prefix(base)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
+        if dir == base && relative == "workspace" {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&path)?;
+        if meta.is_symlink() {
+            let target = std::fs::read_link(&path)?;
+            entries.insert(relative, format!("link -> {}", target.display()));
+        } else if meta.is_dir() {
+            entries.insert(relative.clone(), "dir".to_owned());
+            walk(base, &path, entries)?;
+        } else {
+            let bytes = std::fs::read(&path)?;
+            entries.insert(
+                relative,
+                format!("file {}", String::from_utf8_lossy(&bytes)),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Reads a workspace file for `expect.files`; `None` when it does not exist.
+pub(crate) fn read_workspace_file(workspace: &Path, relative: &str) -> Option<String> {
+    std::fs::read(workspace.join(relative))
+        .ok()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Whether a workspace path exists (a dangling link counts as existing).
+pub(crate) fn workspace_entry_exists(workspace: &Path, relative: &str) -> bool {
+    std::fs::symlink_metadata(workspace.join(relative)).is_ok()
+}
+
+fn write_file(path: &Path, content: &str) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, content).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(unix)]
+fn symlink(target: &str, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(not(unix))]
+fn symlink(_target: &str, _link: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "symbolic links in eval cases need a Unix system",
+    ))
+}

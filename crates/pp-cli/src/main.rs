@@ -1,0 +1,152 @@
+//! `pocketpilot`: the command-line front end. Parses flags, wires the model, the tools,
+//! the jail and the policy together for each run, and maps outcomes to exit codes.
+//!
+//! This binary crate sits at the top of the workspace and may depend on every other
+//! crate; it is the only place that reads the environment (`env.rs`) and prints.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the command-line front end talks to the person on stdout and stderr"
+)]
+
+mod commands;
+mod env;
+mod eval;
+mod render;
+mod wiring;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes, kept stable for scripts.
+pub(crate) mod exit {
+    /// The task completed (or the command succeeded).
+    pub(crate) const OK: u8 = 0;
+    /// The task failed, an eval failed, or an internal error happened.
+    pub(crate) const FAILED: u8 = 1;
+    /// The command line or its inputs were wrong.
+    pub(crate) const USAGE: u8 = 2;
+    /// The task is waiting for a person's approval.
+    pub(crate) const WAITING_APPROVAL: u8 = 3;
+    /// No model is configured.
+    pub(crate) const NO_MODEL: u8 = 4;
+}
+
+/// PocketPilot: a local-first agent whose every tool call passes one gate.
+#[derive(Debug, Parser)]
+#[command(name = "pocketpilot", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one task in the terminal, asking you before any write.
+    Run {
+        /// The workspace the task may touch (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Replay a JSON list of assistant turns instead of calling a model.
+        #[arg(long, value_name = "FILE")]
+        script: Option<PathBuf>,
+        /// What you want done.
+        prompt: String,
+    },
+    /// Run the eval cases: the real loop, gate and tools against scripted models.
+    Eval {
+        /// A directory of `*.json` cases, or one case file.
+        #[arg(default_value = "evals/cases")]
+        path: PathBuf,
+    },
+}
+
+/// A failure that maps to a specific exit code.
+#[derive(Debug)]
+pub(crate) struct Exit {
+    code: u8,
+    message: String,
+}
+
+impl Exit {
+    /// A usage error (exit code 2).
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: exit::USAGE,
+            message: message.into(),
+        }
+    }
+
+    /// No model configured (exit code 4).
+    pub(crate) fn no_model(message: impl Into<String>) -> Self {
+        Self {
+            code: exit::NO_MODEL,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(exit::FAILED);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Run {
+                workspace,
+                script,
+                prompt,
+            } => commands::run::run(workspace, script, &prompt).await,
+            Command::Eval { path } => commands::eval::run(&path).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::from(exit::OK);
+            }
+            eprintln!("error: {error:#}");
+            let code = error
+                .downcast_ref::<Exit>()
+                .map_or(exit::FAILED, |exit| exit.code);
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
