@@ -1,0 +1,249 @@
+//! What the file tools share: argument access, the jail-error mapping, the truncation
+//! marker, text decoding with binary detection, and unified diffs.
+
+use pp_gate::{Jail, JailError};
+use pp_types::ToolOutput;
+use serde_json::Value;
+
+/// How many leading bytes are searched for a NUL byte to call a file binary.
+pub(crate) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+
+/// Turns a jail error into what the model sees: a rule violation is a denial (it counts
+/// towards the task's denial limit), anything else (missing file, IO) an ordinary error.
+pub(crate) fn jail_error(err: &JailError) -> ToolOutput {
+    match err.denial() {
+        Some(denial) => ToolOutput::Denied(denial),
+        None => ToolOutput::error(err.to_string()),
+    }
+}
+
+/// A required string argument. The schema already demands it; a missing one is still an
+/// ordinary error, never a panic.
+pub(crate) fn required_str<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
+    arguments
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolOutput::error(format!("argument `{name}` must be a string")))
+}
+
+/// An optional string argument; `null` counts as absent.
+pub(crate) fn optional_str<'a>(
+    arguments: &'a Value,
+    name: &str,
+) -> Result<Option<&'a str>, ToolOutput> {
+    match arguments.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(ToolOutput::error(format!(
+            "argument `{name}` must be a string"
+        ))),
+    }
+}
+
+/// An optional boolean argument; `null` counts as absent.
+pub(crate) fn optional_bool(arguments: &Value, name: &str) -> Result<Option<bool>, ToolOutput> {
+    match arguments.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(*flag)),
+        Some(_) => Err(ToolOutput::error(format!(
+            "argument `{name}` must be true or false"
+        ))),
+    }
+}
+
+/// An optional non-negative integer argument, at least `minimum`; `null` counts as absent.
+pub(crate) fn optional_count(
+    arguments: &Value,
+    name: &str,
+    minimum: u64,
+) -> Result<Option<usize>, ToolOutput> {
+    let value = match arguments.get(name) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(value) => value,
+    };
+    value
+        .as_u64()
+        .filter(|number| *number >= minimum)
+        .map(|number| Some(usize::try_from(number).unwrap_or(usize::MAX)))
+        .ok_or_else(|| {
+            ToolOutput::error(format!(
+                "argument `{name}` must be an integer of at least {minimum}"
+            ))
+        })
+}
+
+/// The output of a tool run: the text on success, the error or denial otherwise.
+pub(crate) fn respond(result: Result<String, ToolOutput>) -> ToolOutput {
+    result.map_or_else(|output| output, ToolOutput::success)
+}
+
+/// The marker appended wherever a cap cut the output: `[truncated: <detail>]`.
+pub(crate) fn truncation_marker(detail: &str) -> String {
+    format!("[truncated: {detail}]")
+}
+
+/// The longest prefix of `text` with at most `max_chars` characters, and whether
+/// anything was cut.
+pub(crate) fn prefix_chars(text: &str, max_chars: usize) -> (&str, bool) {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => (&text[..end], true),
+        None => (text, false),
+    }
+}
+
+/// `text` capped at `max_chars` characters for display; a cut ends with a marker on its
+/// own line saying how much of the whole was shown.
+pub(crate) fn cap_for_display(text: &str, max_chars: usize) -> String {
+    let (shown, cut) = prefix_chars(text, max_chars);
+    if !cut {
+        return text.to_owned();
+    }
+    let mut capped = shown.to_owned();
+    if !capped.ends_with('\n') {
+        capped.push('\n');
+    }
+    capped.push_str(&truncation_marker(&format!(
+        "showing the first {max_chars} of {} characters",
+        text.chars().count()
+    )));
+    capped
+}
+
+/// Why bytes could not be treated as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotText {
+    /// A NUL byte in the first [`BINARY_SNIFF_BYTES`] bytes.
+    NulByte,
+    /// Not valid UTF-8.
+    InvalidUtf8,
+}
+
+/// Decodes file bytes as UTF-8 text, refusing binary data.
+///
+/// `truncated` says the bytes are a prefix of the file: a multi-byte character cut at
+/// the end is then dropped rather than taken as a sign of binary data.
+pub(crate) fn decode_text(bytes: &[u8], truncated: bool) -> Result<&str, NotText> {
+    let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
+    if sniff.contains(&0) {
+        return Err(NotText::NulByte);
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        // `error_len() == None`: the input ended inside a character, which is what a
+        // byte cap does to a valid file.
+        Err(err) if truncated && err.error_len().is_none() => {
+            std::str::from_utf8(&bytes[..err.valid_up_to()]).map_err(|_| NotText::InvalidUtf8)
+        }
+        Err(_) => Err(NotText::InvalidUtf8),
+    }
+}
+
+/// The error the model sees for a binary file.
+pub(crate) fn binary_error(path: &str, size: u64, why: NotText) -> ToolOutput {
+    let reason = match why {
+        NotText::NulByte => "contains NUL bytes",
+        NotText::InvalidUtf8 => "is not valid UTF-8 text",
+    };
+    ToolOutput::error(format!(
+        "`{path}` looks like a binary file ({size} bytes; it {reason}); this tool only \
+         handles text — use extract_document for PDF, DOCX, XLSX and other documents"
+    ))
+}
+
+/// Reads a whole text file for an edit or a diff: refuses files over the byte cap and
+/// binary files with an ordinary error, and jail refusals with a denial.
+pub(crate) fn read_whole_text(
+    jail: &Jail,
+    path: &str,
+    max_bytes: u64,
+) -> Result<String, ToolOutput> {
+    let content = jail.read(path, max_bytes).map_err(|err| jail_error(&err))?;
+    if content.truncated {
+        return Err(ToolOutput::error(format!(
+            "`{path}` is {} bytes, larger than the {max_bytes}-byte limit for editing; \
+             use write_file to replace it whole",
+            content.size
+        )));
+    }
+    match decode_text(&content.bytes, false) {
+        Ok(text) => Ok(text.to_owned()),
+        Err(why) => Err(binary_error(path, content.size, why)),
+    }
+}
+
+/// A unified diff of `old` → `new` with `--- a/<path>` / `+++ b/<path>` headers and
+/// three lines of context; empty when nothing changes.
+pub(crate) fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn prefix_chars_respects_char_boundaries() {
+        assert_eq!(prefix_chars("héllo", 2), ("hé", true));
+        assert_eq!(prefix_chars("héllo", 5), ("héllo", false));
+        assert_eq!(prefix_chars("", 0), ("", false));
+    }
+
+    #[test]
+    fn cap_for_display_adds_a_marker_only_when_cutting() {
+        assert_eq!(cap_for_display("abc", 3), "abc");
+        assert_eq!(
+            cap_for_display("abcdef", 3),
+            "abc\n[truncated: showing the first 3 of 6 characters]"
+        );
+    }
+
+    #[test]
+    fn decode_text_detects_binary() {
+        assert_eq!(decode_text(b"plain\n", false), Ok("plain\n"));
+        assert_eq!(decode_text(b"a\0b", false), Err(NotText::NulByte));
+        assert_eq!(decode_text(b"\xff\xfe", false), Err(NotText::InvalidUtf8));
+        // A NUL past the sniff window is still text as far as NUL detection goes.
+        let mut late_nul = vec![b'a'; BINARY_SNIFF_BYTES];
+        late_nul.push(0);
+        assert!(decode_text(&late_nul, false).is_ok());
+    }
+
+    #[test]
+    fn decode_text_drops_a_character_cut_by_the_byte_cap() {
+        let cut = &"aé".as_bytes()[..2];
+        assert_eq!(decode_text(cut, true), Ok("a"));
+        assert_eq!(decode_text(cut, false), Err(NotText::InvalidUtf8));
+    }
+
+    #[test]
+    fn arguments_are_read_without_panicking() {
+        let arguments = json!({"path": "a", "n": 3, "neg": -1, "flag": true, "null": null});
+        assert_eq!(required_str(&arguments, "path"), Ok("a"));
+        assert!(required_str(&arguments, "n").is_err());
+        assert_eq!(optional_count(&arguments, "n", 1), Ok(Some(3)));
+        assert!(optional_count(&arguments, "neg", 0).is_err());
+        assert!(optional_count(&arguments, "n", 4).is_err());
+        assert_eq!(optional_count(&arguments, "null", 0), Ok(None));
+        assert_eq!(optional_bool(&arguments, "flag"), Ok(Some(true)));
+        assert_eq!(optional_str(&arguments, "missing"), Ok(None));
+        assert!(required_str(&json!("not an object"), "path").is_err());
+    }
+
+    #[test]
+    fn unified_diff_has_git_style_headers() {
+        assert_eq!(
+            unified_diff("f.txt", "a\nb\n", "a\nc\n"),
+            "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+        );
+        assert_eq!(unified_diff("f.txt", "same\n", "same\n"), "");
+    }
+}

@@ -1,0 +1,342 @@
+//! `list_files`: lists a workspace directory.
+//!
+//! ## What it does
+//! Lists the entries of a directory inside the workspace, optionally recursively and
+//! optionally filtered by a glob `pattern` (see [`super::glob`]) matched against each
+//! entry's workspace-relative path, its path relative to the listed directory, or its
+//! file name. Each line shows the kind (`file`, `dir`, `link`, `other`), the size in
+//! bytes, the modification time in UTC and the workspace-relative path (directories end
+//! in `/`). Symbolic links are shown as `link` and never followed. The listing is capped
+//! at [`super::Limits::max_list_entries`] entries and
+//! [`super::Limits::max_output_chars`] characters, with a `[truncated: …]` marker.
+//!
+//! ## Capabilities needed
+//! `file:read` (allowed without approval), risk low; `path` is a path parameter, checked
+//! by the jail both by the policy and again when the listing is made.
+//!
+//! ## Example
+//! ```json
+//! {"path": "src", "recursive": true, "pattern": "**/*.rs"}
+//! ```
+//! ```text
+//! file        1234 2025-01-31T09:15:02Z src/lib.rs
+//! file         567 2025-01-31T09:15:02Z src/files/mod.rs
+//! ```
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use pp_agent::{BoxFuture, Tool};
+use pp_gate::{EntryKind, Jail, ListEntry, ListOptions};
+use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use serde_json::{Value, json};
+
+use super::Limits;
+use super::common::{
+    jail_error, optional_bool, optional_str, required_str, respond, truncation_marker,
+};
+use super::glob::Glob;
+
+/// What the model reads about the tool.
+const DESCRIPTION: &str = "List the files and directories in a workspace directory, with \
+kind, size in bytes, modification time (UTC) and path. Use `recursive` to include \
+subdirectories and `pattern` (glob: `*`, `**`, `?`, `[abc]`) to filter, e.g. \
+`**/*.rs`. Paths are relative to the workspace root; use \".\" for the root.";
+
+/// The `list_files` tool.
+pub(crate) struct ListFiles {
+    /// The only way to the filesystem.
+    jail: Arc<Jail>,
+    limits: Limits,
+    spec: ToolSpec,
+}
+
+impl ListFiles {
+    pub(crate) fn new(jail: Arc<Jail>, limits: Limits) -> Self {
+        let spec = ToolSpec {
+            name: "list_files".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "Directory to list, relative to the workspace root (\".\" for the root)"
+                    },
+                    "recursive": {
+                        "type": "boolean",
+                        "description": "Include the contents of subdirectories (default false)"
+                    },
+                    "pattern": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "Glob that entries must match, against their path or file name"
+                    }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+            capability: Some(Capability::new("file:read")),
+            risk: Risk::Low,
+            path_params: vec!["path".to_owned()],
+        };
+        Self { jail, limits, spec }
+    }
+
+    fn run(&self, arguments: &Value) -> Result<String, ToolOutput> {
+        let path = required_str(arguments, "path")?;
+        let recursive = optional_bool(arguments, "recursive")?.unwrap_or(false);
+        let pattern = optional_str(arguments, "pattern")?;
+        let filter = pattern.map(|pattern| Filter::new(pattern, path));
+
+        // Without a filter every scanned entry is shown, so one more than the cap is
+        // enough to know the listing was cut; with one, scan further to find matches.
+        let scan = match filter {
+            None => self.limits.max_list_entries.saturating_add(1),
+            Some(_) => self
+                .limits
+                .max_scan_entries
+                .max(self.limits.max_list_entries),
+        };
+        let listing = self
+            .jail
+            .list(
+                path,
+                ListOptions {
+                    recursive,
+                    max_entries: scan,
+                },
+            )
+            .map_err(|err| jail_error(&err))?;
+        let scan_cut = listing.truncated;
+        let scanned = listing.entries.len();
+
+        let matching: Vec<&ListEntry> = listing
+            .entries
+            .iter()
+            .filter(|entry| {
+                filter
+                    .as_ref()
+                    .is_none_or(|filter| filter.matches(&entry.path))
+            })
+            .collect();
+
+        let mut out = String::new();
+        let mut shown = 0;
+        for entry in &matching {
+            if shown == self.limits.max_list_entries {
+                break;
+            }
+            let line = format_entry(entry);
+            if out.len() + line.len() > self.limits.max_output_chars {
+                break;
+            }
+            out.push_str(&line);
+            shown += 1;
+        }
+
+        if matching.is_empty() {
+            out.push_str(&match pattern {
+                Some(pattern) => format!("(no entries match `{pattern}`)\n"),
+                None => "(empty directory)\n".to_owned(),
+            });
+        }
+        if shown < matching.len() || (filter.is_none() && scan_cut) {
+            let total = if scan_cut {
+                format!("at least {}", matching.len())
+            } else {
+                matching.len().to_string()
+            };
+            out.push_str(&truncation_marker(&format!(
+                "showing {shown} of {total} entries; list a subdirectory or use a narrower pattern"
+            )));
+            out.push('\n');
+        } else if scan_cut {
+            out.push_str(&truncation_marker(&format!(
+                "stopped after examining {scanned} entries; more matches may exist — list a \
+                 subdirectory or use a narrower pattern"
+            )));
+            out.push('\n');
+        }
+        Ok(out)
+    }
+}
+
+impl Tool for ListFiles {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { respond(self.run(arguments)) })
+    }
+}
+
+/// A compiled `pattern` plus the listed directory, so entries can also be matched by
+/// their path relative to that directory.
+struct Filter {
+    glob: Glob,
+    /// The listed directory as a clean workspace-relative prefix (`""` for the root);
+    /// `None` when the argument has `..` and no lexical prefix can be trusted.
+    base: Option<String>,
+}
+
+impl Filter {
+    fn new(pattern: &str, listed: &str) -> Self {
+        let mut segments = Vec::new();
+        let mut clean = true;
+        for segment in listed.split('/') {
+            match segment {
+                "" | "." => {}
+                ".." => clean = false,
+                other => segments.push(other),
+            }
+        }
+        Self {
+            glob: Glob::new(pattern),
+            base: clean.then(|| segments.join("/")),
+        }
+    }
+
+    fn matches(&self, path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let relative = self.base.as_deref().and_then(|base| {
+            if base.is_empty() {
+                None
+            } else {
+                path.strip_prefix(base)
+                    .and_then(|rest| rest.strip_prefix('/'))
+            }
+        });
+        self.glob.matches(path)
+            || self.glob.matches(name)
+            || relative.is_some_and(|relative| self.glob.matches(relative))
+    }
+}
+
+/// One output line: kind, size, modification time, path (`/` appended to directories).
+fn format_entry(entry: &ListEntry) -> String {
+    let (kind, size, suffix) = match entry.kind {
+        EntryKind::File => ("file", entry.size.to_string(), ""),
+        EntryKind::Dir => ("dir", "-".to_owned(), "/"),
+        EntryKind::Symlink => ("link", "-".to_owned(), ""),
+        EntryKind::Other => ("other", "-".to_owned(), ""),
+    };
+    let modified = entry.modified.map_or_else(|| "-".to_owned(), format_utc);
+    format!("{kind:<5} {size:>10} {modified} {}{suffix}\n", entry.path)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` in UTC, to the second.
+pub(crate) fn format_utc(time: SystemTime) -> String {
+    let seconds: i64 = match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
+        Err(before) => {
+            // Round towards negative infinity so the second shown is the one it is in.
+            let back = before.duration();
+            let whole = i64::try_from(back.as_secs()).unwrap_or(i64::MAX);
+            if back.subsec_nanos() > 0 {
+                whole.saturating_neg().saturating_sub(1)
+            } else {
+                whole.saturating_neg()
+            }
+        }
+    };
+    let days = seconds.div_euclid(86_400);
+    let of_day = seconds.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+/// The proleptic Gregorian date `days` days after 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days.saturating_add(719_468);
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097); // [0, 146096]
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365; // [0, 399]
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100); // [0, 365]
+    let shifted_month = (5 * day_of_year + 2) / 153; // [0, 11], March-based
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1; // [1, 31]
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    }; // [1, 12]
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    // Both are in small ranges by construction.
+    (
+        year,
+        u32::try_from(month).unwrap_or(1),
+        u32::try_from(day).unwrap_or(1),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::time::Duration;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(59), (1970, 3, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(20_089), (2025, 1, 1));
+    }
+
+    #[test]
+    fn utc_formatting() {
+        let at = |seconds: u64| UNIX_EPOCH + Duration::from_secs(seconds);
+        assert_eq!(format_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(at(1_700_000_000)), "2023-11-14T22:13:20Z");
+        assert_eq!(format_utc(at(951_825_599)), "2000-02-29T11:59:59Z");
+        assert_eq!(
+            format_utc(UNIX_EPOCH - Duration::from_millis(500)),
+            "1969-12-31T23:59:59Z"
+        );
+    }
+
+    #[test]
+    fn entry_lines() {
+        let entry = |path: &str, kind, size| ListEntry {
+            path: path.to_owned(),
+            kind,
+            size,
+            modified: Some(UNIX_EPOCH),
+        };
+        assert_eq!(
+            format_entry(&entry("src/a.rs", EntryKind::File, 42)),
+            "file          42 1970-01-01T00:00:00Z src/a.rs\n"
+        );
+        assert_eq!(
+            format_entry(&entry("src", EntryKind::Dir, 4096)),
+            "dir            - 1970-01-01T00:00:00Z src/\n"
+        );
+        let mut link = entry("out", EntryKind::Symlink, 0);
+        link.modified = None;
+        assert_eq!(format_entry(&link), "link           - - out\n");
+    }
+
+    #[test]
+    fn filter_matches_path_name_or_relative_path() {
+        let filter = Filter::new("sub/*.rs", "./src/");
+        assert!(filter.matches("src/sub/a.rs"));
+        assert!(!filter.matches("src/other/a.rs"));
+        let by_name = Filter::new("*.rs", "src");
+        assert!(by_name.matches("src/deep/a.rs"));
+        let by_path = Filter::new("src/**/a.rs", ".");
+        assert!(by_path.matches("src/x/y/a.rs"));
+        let dotted = Filter::new("b/*.rs", "src/../src");
+        assert!(!dotted.matches("src/b/a.rs"));
+    }
+}

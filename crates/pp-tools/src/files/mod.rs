@@ -1,0 +1,84 @@
+//! The file tools and what they share.
+//!
+//! One tool per file; [`common`] holds argument parsing, the jail-error mapping, the
+//! truncation marker, text decoding and the unified diff used by the write previews;
+//! [`glob`] is the small pattern matcher behind `list_files`' `pattern`.
+
+mod common;
+mod edit_file;
+mod glob;
+mod list_files;
+mod read_file;
+mod write_file;
+
+use std::sync::Arc;
+
+use pp_agent::{RegistryError, Tool, ToolRegistry};
+use pp_gate::Jail;
+
+/// How much one call of a file tool may read or return.
+///
+/// The caps keep one call from flooding the model's context or the process's memory;
+/// whatever a cap cuts is announced in the output with a `[truncated: …]` marker that
+/// says how to get the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest number of bytes read from one file (`read_file`, `edit_file`, previews).
+    /// `read_file` shows the readable prefix of a larger file; `edit_file` refuses it.
+    pub max_read_bytes: u64,
+    /// Largest number of characters of text a tool returns, and of a preview's diff or
+    /// content.
+    pub max_output_chars: usize,
+    /// Largest number of entries `list_files` shows.
+    pub max_list_entries: usize,
+    /// Largest number of entries `list_files` examines while filtering by `pattern`;
+    /// bounds the walk of a huge tree when few entries match.
+    pub max_scan_entries: usize,
+}
+
+impl Default for Limits {
+    /// 10 MiB per file, 64 KiB of output text, 1000 listed entries, 20 000 scanned.
+    fn default() -> Self {
+        Self {
+            max_read_bytes: 10 * 1024 * 1024,
+            max_output_chars: 64 * 1024,
+            max_list_entries: 1000,
+            max_scan_entries: 20_000,
+        }
+    }
+}
+
+/// The four file tools (`list_files`, `read_file`, `write_file`, `edit_file`, in that
+/// order) working inside `jail`, with the default [`Limits`].
+pub fn file_tools(jail: Arc<Jail>) -> Vec<Arc<dyn Tool>> {
+    file_tools_with(jail, Limits::default())
+}
+
+/// The four file tools working inside `jail` with the given `limits`.
+pub fn file_tools_with(jail: Arc<Jail>, limits: Limits) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(list_files::ListFiles::new(Arc::clone(&jail), limits)),
+        Arc::new(read_file::ReadFile::new(Arc::clone(&jail), limits)),
+        Arc::new(write_file::WriteFile::new(Arc::clone(&jail), limits)),
+        Arc::new(edit_file::EditFile::new(jail, limits)),
+    ]
+}
+
+/// Registers the four file tools, with the default [`Limits`], into `registry`.
+pub fn register_file_tools(
+    registry: &mut ToolRegistry,
+    jail: Arc<Jail>,
+) -> Result<(), RegistryError> {
+    register_file_tools_with(registry, jail, Limits::default())
+}
+
+/// Registers the four file tools with the given `limits` into `registry`.
+pub fn register_file_tools_with(
+    registry: &mut ToolRegistry,
+    jail: Arc<Jail>,
+    limits: Limits,
+) -> Result<(), RegistryError> {
+    file_tools_with(jail, limits)
+        .into_iter()
+        .try_for_each(|tool| registry.register(tool))
+}

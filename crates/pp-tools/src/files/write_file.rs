@@ -1,0 +1,183 @@
+//! `write_file`: creates or overwrites a file, atomically.
+//!
+//! ## What it does
+//! Writes `content` to `path`, replacing the file if it exists and creating missing
+//! parent directories. The jail writes a temporary file in the same directory, syncs it
+//! and renames it over the target, so a crash never leaves a half-written file. Writing
+//! through a symbolic link that stays inside the workspace writes the link's target; a
+//! link leading outside is refused.
+//!
+//! Its [`Tool::preview`] is what the approval card shows: `create` or `overwrite`
+//! depending on whether the target exists at that moment, a unified diff of the old text
+//! against the new for an overwrite, the new content for a create, and the target's
+//! fingerprint so a change between approval request and execution can be noticed.
+//!
+//! ## Capabilities needed
+//! `file:write` (requires approval), risk high; `path` is a path parameter, checked by
+//! the jail both by the policy and again when the file is written.
+//!
+//! ## Example
+//! ```json
+//! {"path": "notes/todo.txt", "content": "buy milk\n"}
+//! ```
+//! ```text
+//! created `notes/todo.txt` (9 bytes)
+//! ```
+
+use std::sync::Arc;
+
+use pp_agent::{BoxFuture, Tool};
+use pp_gate::Jail;
+use pp_types::{Capability, EffectPreview, Risk, ToolOutput, ToolSpec, WriteLabel};
+use serde_json::{Value, json};
+
+use super::Limits;
+use super::common::{
+    cap_for_display, decode_text, jail_error, required_str, respond, unified_diff,
+};
+
+/// What the model reads about the tool.
+const DESCRIPTION: &str = "Create a text file or replace a file's whole content in the \
+workspace (parent directories are created). Needs the operator's approval. To change part \
+of an existing file prefer edit_file.";
+
+/// The `write_file` tool.
+pub(crate) struct WriteFile {
+    /// The only way to the filesystem.
+    jail: Arc<Jail>,
+    limits: Limits,
+    spec: ToolSpec,
+}
+
+impl WriteFile {
+    pub(crate) fn new(jail: Arc<Jail>, limits: Limits) -> Self {
+        let spec = ToolSpec {
+            name: "write_file".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "File to write, relative to the workspace root"
+                    },
+                    "content": {
+                        "type": "string",
+                        "description": "The complete new content of the file"
+                    }
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+            capability: Some(Capability::new("file:write")),
+            risk: Risk::High,
+            path_params: vec!["path".to_owned()],
+        };
+        Self { jail, limits, spec }
+    }
+
+    fn run(&self, arguments: &Value) -> Result<String, ToolOutput> {
+        let path = required_str(arguments, "path")?;
+        let content = required_str(arguments, "content")?;
+        let outcome = self
+            .jail
+            .write_atomic(path, content.as_bytes())
+            .map_err(|err| jail_error(&err))?;
+        let verb = if outcome.created {
+            "created"
+        } else {
+            "overwrote"
+        };
+        Ok(format!("{verb} `{path}` ({} bytes)", content.len()))
+    }
+
+    fn describe(&self, arguments: &Value) -> Option<EffectPreview> {
+        let path = required_str(arguments, "path").ok()?;
+        let content = required_str(arguments, "content").ok()?;
+        // Fingerprint first: if the file changes while we read it, the fingerprint is
+        // the older one and the change is noticed when it is compared at approval.
+        let fingerprint = self.jail.fingerprint(path).ok()?;
+        let exists = self.jail.exists(path).ok()?;
+        let max_chars = self.limits.max_output_chars;
+        if !exists {
+            return Some(EffectPreview {
+                target: path.to_owned(),
+                label: WriteLabel::Create,
+                diff: None,
+                content: Some(cap_for_display(content, max_chars)),
+                fingerprint,
+            });
+        }
+        let old = self.jail.read(path, self.limits.max_read_bytes).ok()?;
+        let diff = match decode_text(&old.bytes, false) {
+            Ok(old_text) if !old.truncated => Some(cap_for_display(
+                &unified_diff(path, old_text, content),
+                max_chars,
+            )),
+            // Too large or binary: no line diff is meaningful; show what will be written.
+            _ => None,
+        };
+        let content = diff.is_none().then(|| cap_for_display(content, max_chars));
+        Some(EffectPreview {
+            target: path.to_owned(),
+            label: WriteLabel::Overwrite,
+            diff,
+            content,
+            fingerprint,
+        })
+    }
+}
+
+impl Tool for WriteFile {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn preview(&self, arguments: &Value) -> Option<EffectPreview> {
+        self.describe(arguments)
+    }
+
+    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { respond(self.run(arguments)) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn tool() -> (tempfile::TempDir, WriteFile) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let jail = Arc::new(Jail::new(dir.path()).expect("jail"));
+        (dir, WriteFile::new(jail, Limits::default()))
+    }
+
+    #[test]
+    fn spec_needs_approval_and_names_its_path() {
+        let (_dir, tool) = tool();
+        assert_eq!(tool.spec.capability, Some(Capability::new("file:write")));
+        assert_eq!(tool.spec.risk, Risk::High);
+        assert_eq!(tool.spec.path_params, ["path"]);
+        assert_eq!(tool.spec.parameters["required"], json!(["path", "content"]));
+    }
+
+    #[test]
+    fn run_reports_create_then_overwrite() {
+        let (_dir, tool) = tool();
+        let arguments = json!({"path": "a.txt", "content": "héllo"});
+        assert_eq!(
+            tool.run(&arguments),
+            Ok("created `a.txt` (6 bytes)".to_owned())
+        );
+        assert_eq!(
+            tool.run(&arguments),
+            Ok("overwrote `a.txt` (6 bytes)".to_owned())
+        );
+        assert_eq!(
+            tool.describe(&arguments).map(|preview| preview.diff),
+            Some(Some(String::new()))
+        );
+    }
+}

@@ -1,0 +1,48 @@
+//! PocketPilot's built-in file tools: `list_files`, `read_file`, `write_file` and
+//! `edit_file`, each an [`pp_agent::Tool`] that reaches the disk only through a
+//! [`pp_gate::Jail`].
+//!
+//! Main items: [`file_tools`] / [`file_tools_with`] build the four tools around one
+//! jail, [`register_file_tools`] puts them into a [`pp_agent::ToolRegistry`], and
+//! [`Limits`] caps how much a single call may read or return. Every tool declares its
+//! capability (`file:read`, `file:write`, `file:update`), risk and path parameters in its
+//! [`pp_types::ToolSpec`]; the policy decides from those, never from the tool's name.
+//!
+//! Where it sits: this crate depends on `pp-types` (specs and outputs), `pp-gate` (the
+//! jail, the only way to the filesystem) and `pp-agent` (the `Tool` trait and the
+//! registry). Arguments arrive already checked by the schema and the policy, but every
+//! access still goes through the jail, which re-checks the path race-free. A refusal by
+//! the jail becomes [`pp_types::ToolOutput::Denied`]; a missing file or a bad edit is an
+//! ordinary [`pp_types::ToolOutput::Error`]. No tool panics.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use pp_agent::{Tool, ToolRegistry};
+//! use pp_types::ToolOutput;
+//! use serde_json::json;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let jail = Arc::new(pp_gate::Jail::new(dir.path())?);
+//! let tools = pp_tools::file_tools(Arc::clone(&jail));
+//! let names: Vec<&str> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
+//! assert_eq!(names, ["list_files", "read_file", "write_file", "edit_file"]);
+//!
+//! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+//! let write = &tools[2];
+//! let output = runtime.block_on(write.execute(&json!({"path": "notes/todo.txt", "content": "milk\n"})));
+//! assert_eq!(output, ToolOutput::success("created `notes/todo.txt` (5 bytes)"));
+//! let read = &tools[1];
+//! let output = runtime.block_on(read.execute(&json!({"path": "notes/todo.txt"})));
+//! assert_eq!(output, ToolOutput::success("milk\n"));
+//!
+//! let mut registry = ToolRegistry::new();
+//! pp_tools::register_file_tools(&mut registry, jail)?;
+//! assert_eq!(registry.len(), 4);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod files;
+
+pub use files::{
+    Limits, file_tools, file_tools_with, register_file_tools, register_file_tools_with,
+};
