@@ -1,0 +1,178 @@
+//! The dependency direction of STYLE.md, enforced from `cargo metadata`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+/// Allowed internal edges (normal and build dependencies).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("pp-types", &[]),
+    ("pp-gate", &["pp-types"]),
+    ("pp-agent", &["pp-types"]),
+    ("pp-model", &["pp-types", "pp-agent"]),
+    ("pp-store", &["pp-types"]),
+    ("pp-tools", &["pp-types", "pp-gate", "pp-agent"]),
+    ("pp-mcp", &["pp-types", "pp-gate", "pp-agent"]),
+    (
+        "pp-tasks",
+        &[
+            "pp-types", "pp-gate", "pp-agent", "pp-model", "pp-tools", "pp-store",
+        ],
+    ),
+    ("pp-server", &["pp-types", "pp-gate", "pp-tasks"]),
+    (
+        "pp-cli",
+        &[
+            "pp-types",
+            "pp-gate",
+            "pp-agent",
+            "pp-model",
+            "pp-tools",
+            "pp-mcp",
+            "pp-store",
+            "pp-tasks",
+            "pp-server",
+        ],
+    ),
+    (
+        "pp-test-support",
+        &[
+            "pp-types",
+            "pp-gate",
+            "pp-agent",
+            "pp-model",
+            "pp-tools",
+            "pp-mcp",
+            "pp-store",
+            "pp-tasks",
+            "pp-server",
+        ],
+    ),
+];
+
+/// Heavy external crates and the one crate allowed to use each.
+const OWNERS: &[(&str, &str)] = &[
+    ("cap-std", "pp-gate"),
+    ("rusqlite", "pp-store"),
+    ("axum", "pp-server"),
+    ("rmcp", "pp-mcp"),
+    ("reqwest", "pp-model"),
+];
+
+/// Crates the bottom layers must never use.
+const NOT_IN_TYPES_OR_GATE: &[&str] = &["tokio", "reqwest", "rusqlite", "axum", "hyper"];
+
+struct Dependency {
+    name: String,
+    dev_only: bool,
+}
+
+fn workspace_dependencies() -> BTreeMap<String, Vec<Dependency>> {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(crate::repo_root())
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut crates = BTreeMap::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap().to_owned();
+        let deps = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|dep| Dependency {
+                name: dep["name"].as_str().unwrap().to_owned(),
+                dev_only: dep["kind"].as_str() == Some("dev"),
+            })
+            .collect();
+        crates.insert(name, deps);
+    }
+    crates
+}
+
+#[test]
+fn internal_edges_follow_the_table() {
+    let allowed: BTreeMap<&str, BTreeSet<&str>> = ALLOWED
+        .iter()
+        .map(|(name, deps)| (*name, deps.iter().copied().collect()))
+        .collect();
+    let crates = workspace_dependencies();
+    assert!(crates.contains_key("pp-gate") && crates.contains_key("pp-agent"));
+    let mut violations = Vec::new();
+    for (name, deps) in &crates {
+        let Some(allowed) = allowed.get(name.as_str()) else {
+            violations.push(format!("{name} is not in the dependency table"));
+            continue;
+        };
+        for dep in deps.iter().filter(|dep| dep.name.starts_with("pp-")) {
+            if dep.name == "pp-test-support" {
+                if !dep.dev_only {
+                    violations.push(format!("{name} uses pp-test-support outside dev"));
+                }
+                continue;
+            }
+            if !allowed.contains(dep.name.as_str()) {
+                violations.push(format!("{name} -> {} is not allowed", dep.name));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{violations:#?}");
+}
+
+#[test]
+fn heavy_crates_have_one_owner() {
+    let crates = workspace_dependencies();
+    let mut violations = Vec::new();
+    for (name, deps) in &crates {
+        for dep in deps.iter().filter(|dep| !dep.dev_only) {
+            if let Some((_, owner)) = OWNERS.iter().find(|(heavy, _)| *heavy == dep.name)
+                && owner != name
+            {
+                violations.push(format!("{name} uses {} (owner: {owner})", dep.name));
+            }
+            let bottom = name == "pp-types" || name == "pp-gate";
+            if bottom && NOT_IN_TYPES_OR_GATE.contains(&dep.name.as_str()) {
+                violations.push(format!(
+                    "{name} must stay synchronous and offline: uses {}",
+                    dep.name
+                ));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{violations:#?}");
+}
+
+#[test]
+fn the_agent_never_depends_on_the_gate() {
+    let crates = workspace_dependencies();
+    let agent = &crates["pp-agent"];
+    assert!(
+        agent.iter().all(|dep| dep.name != "pp-gate"),
+        "pp-agent must receive the policy as a callback"
+    );
+}
+
+#[test]
+fn the_checker_catches_a_forbidden_edge() {
+    // The table itself forbids what the rules forbid (guards against a permissive table).
+    let allowed: BTreeMap<&str, BTreeSet<&str>> = ALLOWED
+        .iter()
+        .map(|(name, deps)| (*name, deps.iter().copied().collect()))
+        .collect();
+    assert!(!allowed["pp-agent"].contains("pp-gate"));
+    assert!(!allowed["pp-types"].contains("pp-agent"));
+    assert!(!allowed["pp-server"].contains("pp-store"));
+    assert!(!allowed["pp-gate"].contains("pp-agent"));
+}

@@ -1,0 +1,39 @@
+//! Integration tests of the `pocketpilot` binary and the workspace's architecture.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests set up fixtures with std::fs and panic on broken fixtures"
+)]
+
+mod architecture;
+mod eval;
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The built `pocketpilot` binary.
+pub(crate) fn pocketpilot() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pocketpilot"))
+}
+
+/// The repository root.
+pub(crate) fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Writes a script file and returns its path.
+pub(crate) fn write_script(dir: &Path, turns: &serde_json::Value) -> PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(&path, turns.to_string()).unwrap();
+    path
+}
+
+/// stdout and stderr as text.
+pub(crate) fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}

@@ -1,0 +1,238 @@
+//! `pocketpilot run`: exit codes, non-interactive refusal, and terminal approvals.
+
+use std::io::Write as _;
+use std::process::Stdio;
+
+use pp_test_support::TempTree;
+use serde_json::json;
+
+use crate::{pocketpilot, text, write_script};
+
+fn run_in(tree: &TempTree, script: &serde_json::Value, prompt: &str) -> std::process::Output {
+    let script = write_script(tree.base(), script);
+    pocketpilot()
+        .arg("run")
+        .arg("--workspace")
+        .arg(tree.workspace())
+        .arg("--script")
+        .arg(script)
+        .arg(prompt)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_completed_task_prints_the_answer_and_exits_0() {
+    let tree = TempTree::new();
+    tree.file("notes.txt", "hi\n");
+    let output = run_in(
+        &tree,
+        &json!([{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+                {"content": "Your notes say hi."}]),
+        "what do my notes say?",
+    );
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "Your notes say hi.\n");
+    assert!(
+        stderr.contains("→ read_file"),
+        "live view shows the call: {stderr}"
+    );
+}
+
+#[test]
+fn without_a_terminal_a_write_is_never_approved_and_exits_3() {
+    let tree = TempTree::new();
+    tree.file("notes.txt", "old\n");
+    let output = run_in(
+        &tree,
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "new\n"}}]},
+                {"content": "done"}]),
+        "rewrite my notes",
+    );
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let pending: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(pending["status"], "waiting_approval");
+    assert_eq!(pending["tool"], "write_file");
+    assert_eq!(pending["label"], "overwrite");
+    assert_eq!(pending["risk"], "high");
+    assert!(stderr.contains("-old"), "the card shows the diff: {stderr}");
+    assert!(stderr.contains("+new"), "the card shows the diff: {stderr}");
+    assert!(stderr.contains("never approves"), "{stderr}");
+    assert_eq!(tree.read("notes.txt"), "old\n", "nothing was written");
+}
+
+#[test]
+fn the_denial_cap_fails_the_task_with_exit_1() {
+    let tree = TempTree::new();
+    tree.outside_file("secret.txt", "TOP-SECRET");
+    let escape = json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "../outside/secret.txt"}}]});
+    let output = run_in(&tree, &json!([escape, escape, escape]), "read the secret");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("policy_violation"), "{stderr}");
+    assert!(!stdout.contains("TOP-SECRET") && !stderr.contains("TOP-SECRET"));
+    assert!(
+        !stderr.contains(tree.outside().to_str().unwrap()),
+        "the outside path is never shown"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_a_missing_model_exits_4() {
+    let tree = TempTree::new();
+    let output = pocketpilot()
+        .args([
+            "run",
+            "--workspace",
+            "/definitely/not/here",
+            "--script",
+            "x.json",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("is not a directory"));
+
+    let output = pocketpilot().args(["run"]).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "missing prompt is a usage error"
+    );
+
+    let bad_script = tree.base().join("bad.json");
+    std::fs::write(&bad_script, "[{\"contnet\": 1}]").unwrap();
+    let output = pocketpilot()
+        .arg("run")
+        .arg("--workspace")
+        .arg(tree.workspace())
+        .arg("--script")
+        .arg(&bad_script)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output).1.contains("invalid script"),
+        "{}",
+        text(&output).1
+    );
+
+    let output = pocketpilot()
+        .arg("run")
+        .arg("--workspace")
+        .arg(tree.workspace())
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4));
+    assert!(text(&output).1.contains("no model is configured"));
+}
+
+/// Runs `pocketpilot run` under a pseudo-terminal (util-linux `script`) feeding `answers`.
+fn run_in_terminal(
+    tree: &TempTree,
+    script: &serde_json::Value,
+    answers: &str,
+    editor: Option<&std::path::Path>,
+) -> (i32, String) {
+    let script_path = write_script(tree.base(), script);
+    let command = format!(
+        "{} run --workspace '{}' --script '{}' 'do it'",
+        env!("CARGO_BIN_EXE_pocketpilot"),
+        tree.workspace().display(),
+        script_path.display()
+    );
+    let mut child = std::process::Command::new("script");
+    child.args(["-qefc", &command, "/dev/null"]);
+    if let Some(editor) = editor {
+        child.env("VISUAL", editor);
+    }
+    let mut child = child
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` provides the pseudo-terminal");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answers.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+fn write_then_done() -> serde_json::Value {
+    json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "hello\n"}}]},
+           {"content": "all done"}])
+}
+
+#[test]
+fn in_a_terminal_the_person_approves() {
+    let tree = TempTree::new();
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), "a\n", None);
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("approval needed") && screen.contains("create a.txt"),
+        "{screen}"
+    );
+    assert!(screen.contains("all done"), "{screen}");
+    assert_eq!(tree.read("a.txt"), "hello\n");
+}
+
+#[test]
+fn in_a_terminal_the_person_rejects_with_a_reason() {
+    let tree = TempTree::new();
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), "r\nnot today\n", None);
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("rejected by the operator: not today"),
+        "{screen}"
+    );
+    assert!(!tree.exists("a.txt"));
+}
+
+#[test]
+fn in_a_terminal_the_person_edits_the_arguments() {
+    let tree = TempTree::new();
+    let editor = tree.base().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nsed -i 's/a.txt/b.txt/' \"$1\"\n").unwrap();
+    let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&editor, permissions).unwrap();
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), "e\n", Some(&editor));
+    assert_eq!(code, 0, "{screen}");
+    assert!(!tree.exists("a.txt"));
+    assert_eq!(tree.read("b.txt"), "hello\n");
+}
+
+#[test]
+fn in_a_terminal_an_escaping_edit_is_refused_and_asked_again() {
+    let tree = TempTree::new();
+    let editor = tree.base().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i 's#a.txt#../outside/pwned.txt#' \"$1\"\n",
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&editor, permissions).unwrap();
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), "e\nr\n\n", Some(&editor));
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("the edited call was refused"), "{screen}");
+    assert!(
+        tree.outside_snapshot().is_empty(),
+        "nothing was written outside"
+    );
+    assert!(!tree.exists("a.txt"));
+}
