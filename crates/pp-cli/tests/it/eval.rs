@@ -33,7 +33,7 @@ fn wrong_expectations_and_typos_fail() {
     typo["name"] = "typo".into();
     typo["expect"] = serde_json::json!({"statsu": "completed"});
     std::fs::write(dir.path().join("b-typo.json"), typo.to_string()).unwrap();
-    let mut bad_event = base.clone();
+    let mut bad_event = base;
     bad_event["name"] = "bad-event".into();
     bad_event["expect"] = serde_json::json!({"events": {"tool_reslt": 1}});
     std::fs::write(dir.path().join("c-event.json"), bad_event.to_string()).unwrap();
