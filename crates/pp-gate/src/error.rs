@@ -172,14 +172,27 @@ mod tests {
     #[test]
     fn messages_are_lowercase_without_trailing_period() {
         let errors = [
-            JailError::AbsolutePath { path: "/etc/passwd".into() },
-            JailError::Escapes { path: "../x".into() },
-            JailError::SymlinkEscape { path: "link/x".into() },
-            JailError::InvalidPath { path: "a\\b".into(), reason: "contains a backslash" },
-            JailError::NotFound { path: "nope".into() },
+            JailError::AbsolutePath {
+                path: "/etc/passwd".into(),
+            },
+            JailError::Escapes {
+                path: "../x".into(),
+            },
+            JailError::SymlinkEscape {
+                path: "link/x".into(),
+            },
+            JailError::InvalidPath {
+                path: "a\\b".into(),
+                reason: "contains a backslash",
+            },
+            JailError::NotFound {
+                path: "nope".into(),
+            },
             JailError::NotAFile { path: "dir".into() },
             JailError::NotADirectory { path: "f/x".into() },
-            JailError::TooManyLinks { path: "loop".into() },
+            JailError::TooManyLinks {
+                path: "loop".into(),
+            },
             JailError::Io {
                 path: "x".into(),
                 source: io::Error::from(io::ErrorKind::PermissionDenied),
@@ -200,7 +213,10 @@ mod tests {
             rule(JailError::AbsolutePath { path: "/x".into() }),
             Some(DenyRule::AbsolutePath)
         );
-        assert_eq!(rule(JailError::Escapes { path: "..".into() }), Some(DenyRule::Escapes));
+        assert_eq!(
+            rule(JailError::Escapes { path: "..".into() }),
+            Some(DenyRule::Escapes)
+        );
         assert_eq!(
             rule(JailError::SymlinkEscape { path: "l".into() }),
             Some(DenyRule::SymlinkEscape)
@@ -210,14 +226,20 @@ mod tests {
             Some(DenyRule::SymlinkEscape)
         );
         assert_eq!(
-            rule(JailError::InvalidPath { path: "C:x".into(), reason: "has a drive prefix" }),
+            rule(JailError::InvalidPath {
+                path: "C:x".into(),
+                reason: "has a drive prefix"
+            }),
             Some(DenyRule::InvalidPath)
         );
         assert_eq!(rule(JailError::NotFound { path: "x".into() }), None);
         assert_eq!(rule(JailError::NotAFile { path: "x".into() }), None);
         assert_eq!(rule(JailError::NotADirectory { path: "x".into() }), None);
         assert_eq!(
-            rule(JailError::Io { path: "x".into(), source: io::Error::other("boom") }),
+            rule(JailError::Io {
+                path: "x".into(),
+                source: io::Error::other("boom")
+            }),
             None
         );
     }
@@ -233,6 +255,9 @@ mod tests {
             JailError::SymlinkEscape { .. }
         ));
         let eacces = io::Error::from_raw_os_error(13);
-        assert!(matches!(JailError::from_io("x", eacces), JailError::Io { .. }));
+        assert!(matches!(
+            JailError::from_io("x", eacces),
+            JailError::Io { .. }
+        ));
     }
 }

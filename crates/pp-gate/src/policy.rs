@@ -140,10 +140,22 @@ mod tests {
     #[test]
     fn unknown_empty_and_missing() {
         assert_eq!(rule(&decide("file:")), Some(DenyRule::UnknownCapability));
-        assert_eq!(rule(&decide("file:frobnicate")), Some(DenyRule::UnknownCapability));
-        assert_eq!(rule(&decide("file:readx")), Some(DenyRule::UnknownCapability));
-        assert_eq!(rule(&decide("read:file")), Some(DenyRule::UnknownCapability));
-        assert_eq!(rule(&decide("file:réad")), Some(DenyRule::UnknownCapability));
+        assert_eq!(
+            rule(&decide("file:frobnicate")),
+            Some(DenyRule::UnknownCapability)
+        );
+        assert_eq!(
+            rule(&decide("file:readx")),
+            Some(DenyRule::UnknownCapability)
+        );
+        assert_eq!(
+            rule(&decide("read:file")),
+            Some(DenyRule::UnknownCapability)
+        );
+        assert_eq!(
+            rule(&decide("file:réad")),
+            Some(DenyRule::UnknownCapability)
+        );
         assert_eq!(rule(&decide("")), Some(DenyRule::MissingCapability));
         assert_eq!(rule(&decide("  ")), Some(DenyRule::MissingCapability));
         assert_eq!(

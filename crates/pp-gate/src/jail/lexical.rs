@@ -92,24 +92,36 @@ mod tests {
 
     #[test]
     fn absolute_and_escaping_paths() {
-        assert!(matches!(split("/etc/passwd"), Err(JailError::AbsolutePath { .. })));
+        assert!(matches!(
+            split("/etc/passwd"),
+            Err(JailError::AbsolutePath { .. })
+        ));
         assert!(matches!(split("//x"), Err(JailError::AbsolutePath { .. })));
         assert!(matches!(split(".."), Err(JailError::Escapes { .. })));
         assert!(matches!(split("../x"), Err(JailError::Escapes { .. })));
         assert!(matches!(split("a/../../x"), Err(JailError::Escapes { .. })));
-        assert!(matches!(split("./a/./../.."), Err(JailError::Escapes { .. })));
+        assert!(matches!(
+            split("./a/./../.."),
+            Err(JailError::Escapes { .. })
+        ));
     }
 
     #[test]
     fn accepted_paths_keep_their_parts() {
         assert_eq!(split("").ok(), Some(vec![]));
         assert_eq!(split(".").ok(), Some(vec![]));
-        assert_eq!(split("./a//b/").ok(), Some(vec![Part::Name("a"), Part::Name("b")]));
+        assert_eq!(
+            split("./a//b/").ok(),
+            Some(vec![Part::Name("a"), Part::Name("b")])
+        );
         assert_eq!(
             split("a/../b").ok(),
             Some(vec![Part::Name("a"), Part::Parent, Part::Name("b")])
         );
         assert_eq!(split("...").ok(), Some(vec![Part::Name("...")]));
-        assert_eq!(split("日本/ü").ok(), Some(vec![Part::Name("日本"), Part::Name("ü")]));
+        assert_eq!(
+            split("日本/ü").ok(),
+            Some(vec![Part::Name("日本"), Part::Name("ü")])
+        );
     }
 }

@@ -86,7 +86,8 @@ impl Jail {
 
     /// Whether something exists at `path` (a dangling link inside counts as absent).
     pub fn exists(&self, path: &str) -> Result<bool> {
-        self.resolve(path).map(|resolved| resolved.metadata.is_some())
+        self.resolve(path)
+            .map(|resolved| resolved.metadata.is_some())
     }
 
     /// Opens a regular file read-only.

@@ -107,7 +107,9 @@ fn process_alive(pid: u32) -> Option<bool> {
         return Some(true);
     }
     // A fixed system path, not a model path: the jail is not involved.
-    std::path::Path::new(&format!("/proc/{pid}")).try_exists().ok()
+    std::path::Path::new(&format!("/proc/{pid}"))
+        .try_exists()
+        .ok()
 }
 
 /// `Some(alive)` when liveness can be checked, `None` when it cannot.

@@ -3,6 +3,11 @@
     clippy::disallowed_methods,
     reason = "tests build trees and inspect the outside directory with std::fs on paths they chose"
 )]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers panic on setup failure, like the #[test] functions they serve"
+)]
 
 mod escapes;
 mod ops;
