@@ -1,1 +1,218 @@
-fn main() {}
+//! Figures for the workspace jail: the cost of a guarded open against a plain one, the
+//! cost of `check`, and a TOCTOU race run against a naive canonicalize-then-open guard
+//! and against the jail.
+//!
+//! Run with `cargo bench -p pp-gate` (release). Prints plain text; no harness.
+#![allow(
+    clippy::print_stdout,
+    clippy::disallowed_methods,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark binary: prints figures and builds its fixture with std::fs"
+)]
+
+use std::hint::black_box;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use pp_gate::Jail;
+use pp_test_support::TempTree;
+
+const OPEN_ITERATIONS: u32 = 100_000;
+const RACE_TRIES: u64 = 200_000;
+const RACE_DEADLINE: Duration = Duration::from_secs(60);
+
+fn main() {
+    let tree = TempTree::new();
+    tree.file("small.txt", "hello, small file\n");
+    tree.file("docs/a/b/small.txt", "hello, small file\n");
+    tree.file("inside_dir/secret.txt", "inside");
+    tree.outside_file("secret.txt", "TOP-SECRET");
+    let jail = Jail::new(tree.workspace()).unwrap();
+    let plain_path = tree.workspace().join("small.txt");
+
+    println!("pp-gate bench ({OPEN_ITERATIONS} iterations each)");
+    let plain = per_op(|| {
+        let mut file = std::fs::File::open(&plain_path).unwrap();
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).unwrap();
+        black_box(bytes);
+    });
+    let guarded = per_op(|| {
+        let mut file = jail.open_file("small.txt").unwrap();
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).unwrap();
+        black_box(bytes);
+    });
+    let guarded_deep = per_op(|| {
+        let mut file = jail.open_file("docs/a/b/small.txt").unwrap();
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).unwrap();
+        black_box(bytes);
+    });
+    let read = per_op(|| {
+        black_box(jail.read("small.txt", 4096).unwrap());
+    });
+    let check = per_op(|| {
+        black_box(jail.check("docs/a/b/small.txt").unwrap());
+    });
+    let check_missing = per_op(|| {
+        black_box(jail.check("docs/a/new/file.txt").unwrap());
+    });
+    let check_escape = per_op(|| {
+        black_box(jail.check("docs/../../outside/secret.txt").unwrap_err());
+    });
+    println!("  std::fs::File::open + read (1 component)   {plain:>8.0} ns/op");
+    println!(
+        "  jail.open_file + read (1 component)        {guarded:>8.0} ns/op  ({:.1}x)",
+        guarded / plain
+    );
+    println!("  jail.open_file + read (4 components)       {guarded_deep:>8.0} ns/op");
+    println!("  jail.read(max 4096)                        {read:>8.0} ns/op");
+    println!("  jail.check (4 components, existing)        {check:>8.0} ns/op");
+    println!("  jail.check (4 components, 2 missing)       {check_missing:>8.0} ns/op");
+    println!("  jail.check (lexical escape)                {check_escape:>8.0} ns/op");
+
+    let workspace = tree.workspace().to_path_buf();
+    let jail_read = |path: &str| match jail.read(path, 1024) {
+        Ok(content) => Outcome::Read(content.bytes),
+        Err(error) if error.denial().is_some() => Outcome::Refused,
+        Err(_) => Outcome::Failed,
+    };
+    point(&workspace, "flip", "inside_dir");
+    let flip_link = |workspace: &Path| {
+        point(workspace, "flip", "inside_dir");
+        point(workspace, "flip", "../outside");
+    };
+    println!("race 1: flip `flip` between inside_dir and ../outside; read flip/secret.txt");
+    let naive = race(&workspace, "flip/secret.txt", flip_link, |path| {
+        naive_read(&workspace, path)
+    });
+    println!("  naive canonicalize+starts_with then open: {naive}");
+    let guarded = race(&workspace, "flip/secret.txt", flip_link, jail_read);
+    println!("  pp_gate::Jail:                            {guarded}");
+
+    // The jail opens the link-free path it resolved; swapping that very directory for a
+    // link out leaves only cap-std's beneath-the-root open between the read and the secret.
+    let swap_dir = |workspace: &Path| {
+        let dir = workspace.join("inside_dir");
+        let real = workspace.join("inside_dir.real");
+        std::fs::rename(&dir, &real).unwrap();
+        point(workspace, "inside_dir", "../outside");
+        std::fs::remove_file(&dir).unwrap();
+        std::fs::rename(&real, &dir).unwrap();
+    };
+    println!(
+        "race 2: swap the real inside_dir for a link to ../outside; read inside_dir/secret.txt"
+    );
+    let naive = race(&workspace, "inside_dir/secret.txt", swap_dir, |path| {
+        naive_read(&workspace, path)
+    });
+    println!("  naive canonicalize+starts_with then open: {naive}");
+    let guarded = race(&workspace, "inside_dir/secret.txt", swap_dir, jail_read);
+    println!("  pp_gate::Jail:                            {guarded}");
+}
+
+/// Average nanoseconds per call of `f` over `OPEN_ITERATIONS` calls (after a warm-up).
+fn per_op(mut f: impl FnMut()) -> f64 {
+    for _ in 0..1_000 {
+        f();
+    }
+    let start = Instant::now();
+    for _ in 0..OPEN_ITERATIONS {
+        f();
+    }
+    start.elapsed().as_nanos() as f64 / f64::from(OPEN_ITERATIONS)
+}
+
+enum Outcome {
+    Read(Vec<u8>),
+    Refused,
+    Failed,
+}
+
+/// The original design's guard: resolve, check the prefix, then open the string again.
+fn naive_read(workspace: &Path, path: &str) -> Outcome {
+    let candidate = workspace.join(path);
+    let Ok(resolved) = std::fs::canonicalize(&candidate) else {
+        return Outcome::Failed;
+    };
+    if !resolved.starts_with(workspace) {
+        return Outcome::Refused;
+    }
+    match std::fs::read(&candidate) {
+        Ok(bytes) => Outcome::Read(bytes),
+        Err(_) => Outcome::Failed,
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    tries: u64,
+    reads: u64,
+    refusals: u64,
+    failures: u64,
+    leaks: u64,
+    flips: u64,
+    elapsed: Duration,
+}
+
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tries {} | inside reads {} | refusals {} | other errors {} | LEAKS {} | flips {} | {:.1}s",
+            self.tries,
+            self.reads,
+            self.refusals,
+            self.failures,
+            self.leaks,
+            self.flips,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// Replaces `link` with a fresh symlink to `target` atomically (rename over it).
+fn point(workspace: &Path, link: &str, target: &str) {
+    let temp: PathBuf = workspace.join(format!(".prep-{link}"));
+    let _ = std::fs::remove_file(&temp);
+    std::os::unix::fs::symlink(target, &temp).unwrap();
+    std::fs::rename(&temp, workspace.join(link)).unwrap();
+}
+
+fn race(workspace: &Path, path: &str, flip: fn(&Path), read: impl Fn(&str) -> Outcome) -> Counts {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flips = Arc::new(AtomicU64::new(0));
+    let flipper = {
+        let stop = Arc::clone(&stop);
+        let flips = Arc::clone(&flips);
+        let workspace = workspace.to_path_buf();
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                flip(&workspace);
+                flips.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let mut counts = Counts::default();
+    let start = Instant::now();
+    while counts.tries < RACE_TRIES && start.elapsed() < RACE_DEADLINE {
+        counts.tries += 1;
+        match read(path) {
+            Outcome::Read(bytes) if bytes.starts_with(b"TOP-SECRET") => counts.leaks += 1,
+            Outcome::Read(_) => counts.reads += 1,
+            Outcome::Refused => counts.refusals += 1,
+            Outcome::Failed => counts.failures += 1,
+        }
+    }
+    counts.elapsed = start.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    counts.flips = flips.load(Ordering::Relaxed);
+    counts
+}

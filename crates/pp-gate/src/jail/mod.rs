@@ -1,7 +1,7 @@
 //! The workspace jail: every filesystem access that starts from a model-chosen string.
 //!
 //! Each operation validates the string lexically ([`lexical`]), resolves symbolic links
-//! itself through the root directory handle ([`resolve`]), and then performs the actual
+//! itself through the root directory handle ([`mod@resolve`]), and then performs the actual
 //! open/create/rename/read_dir through cap-std relative to that handle. cap-std enforces
 //! "beneath the root" at open time (`openat2(RESOLVE_BENEATH)` on Linux, a careful
 //! manual walk elsewhere), so a link swapped in between our check and the open cannot
@@ -128,7 +128,8 @@ impl Jail {
             source,
         };
         let size = file.metadata().map_err(io_error)?.len();
-        let capacity = usize::try_from(size.min(max_bytes)).unwrap_or(0);
+        // Pre-allocate no more than 1 MiB: `size` may be huge (sparse files) or stale.
+        let capacity = usize::try_from(size.min(max_bytes).min(1 << 20)).unwrap_or(0);
         let mut bytes = Vec::with_capacity(capacity);
         // One byte more than allowed tells whether the file grew past the limit.
         file.take(max_bytes.saturating_add(1))

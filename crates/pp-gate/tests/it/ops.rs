@@ -390,3 +390,35 @@ fn sweep_removes_dead_writers_temp_files_only() {
     assert_eq!(tree.outside_snapshot(), before);
     assert_eq!(jail.sweep_temp_files().unwrap(), 0);
 }
+
+#[test]
+fn one_jail_serves_many_threads() {
+    let (tree, jail) = setup();
+    tree.file("docs/sub/x.txt", "x");
+    let jail = std::sync::Arc::new(jail);
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let jail = std::sync::Arc::clone(&jail);
+            std::thread::spawn(move || {
+                for j in 0..50 {
+                    let listing = jail
+                        .list(
+                            "",
+                            ListOptions {
+                                recursive: true,
+                                max_entries: 100,
+                            },
+                        )
+                        .unwrap();
+                    assert!(listing.entries.iter().any(|e| e.path == "docs/sub/x.txt"));
+                    assert_eq!(jail.read("top.txt", 10).unwrap().bytes, b"top");
+                    jail.write_atomic(&format!("t{i}/f{j}.txt"), b"w").unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(jail.sweep_temp_files().unwrap(), 0);
+}
