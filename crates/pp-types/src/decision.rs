@@ -53,7 +53,7 @@ impl std::fmt::Display for Denial {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DenyRule {
-    /// An absolute path (`/etc/passwd`, `C:\…`, `\\server\…`).
+    /// An absolute path (`/etc/passwd`); Windows forms are `InvalidPath`.
     AbsolutePath,
     /// A path whose `..` components leave the workspace.
     Escapes,

@@ -18,6 +18,8 @@ mod checkpoint;
 mod decision;
 mod event;
 mod message;
+mod task;
+mod time;
 mod tool;
 
 pub use capability::{Capability, Risk};
@@ -25,4 +27,9 @@ pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};
 pub use event::{Event, EventKind, FailureReason, ResolutionKind};
 pub use message::{Message, ToolCall, Usage};
+pub use task::{
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, NewAudit, StoredEvent, TaskId,
+    TaskRecord, TaskState,
+};
+pub use time::{Timestamp, civil_from_days};
 pub use tool::{EffectPreview, ToolOutput, ToolSpec, WriteLabel};

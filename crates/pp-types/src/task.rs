@@ -1,0 +1,337 @@
+//! Persisted records: tasks, approvals, stored events and the audit ledger.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Checkpoint, Event, Risk, Timestamp, WriteLabel};
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl $name {
+            /// The id as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(value: &str) -> Self {
+                Self(value.to_owned())
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A task's id (`t_…`).
+    TaskId
+);
+id_type!(
+    /// An approval's id (`a_…`).
+    ApprovalId
+);
+
+/// Where a task is in its life.
+///
+/// `queued → running → (waiting_approval → running)* → completed | failed | cancelled |
+/// timed_out`; a task found `running` after a crash becomes `interrupted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Waiting for a worker.
+    Queued,
+    /// A worker is running the loop.
+    Running,
+    /// Suspended until a person resolves its pending approval.
+    WaitingApproval,
+    /// The model gave its final answer.
+    Completed,
+    /// Ended without an answer (see `failure_reason`).
+    Failed,
+    /// Stopped by the operator.
+    Cancelled,
+    /// Used up its running time.
+    TimedOut,
+    /// Found `running` after a crash; never re-run blindly, the operator may retry.
+    Interrupted,
+}
+
+impl TaskState {
+    /// Every state, for parsing and docs.
+    pub const ALL: [TaskState; 8] = [
+        Self::Queued,
+        Self::Running,
+        Self::WaitingApproval,
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+        Self::TimedOut,
+        Self::Interrupted,
+    ];
+
+    /// The snake-case name used on the wire and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::WaitingApproval => "waiting_approval",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::TimedOut => "timed_out",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// Parses a snake-case name.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == text)
+    }
+
+    /// Whether the task has ended (interrupted tasks may still be retried).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Completed | Self::Failed | Self::Cancelled | Self::TimedOut
+        )
+    }
+}
+
+/// Who acted: the audit ledger keeps the agent's road and the operator's road apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// The model, through the gate.
+    Agent,
+    /// The person at the console or the CLI.
+    Operator,
+    /// A schedule.
+    Scheduler,
+    /// A webhook.
+    Webhook,
+}
+
+impl Actor {
+    /// The snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Agent => "agent",
+            Self::Operator => "operator",
+            Self::Scheduler => "scheduler",
+            Self::Webhook => "webhook",
+        }
+    }
+
+    /// Parses a snake-case name.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Agent, Self::Operator, Self::Scheduler, Self::Webhook]
+            .into_iter()
+            .find(|actor| actor.as_str() == text)
+    }
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The id.
+    pub id: TaskId,
+    /// The person's prompt.
+    pub prompt: String,
+    /// The workspace's configured name.
+    pub workspace: String,
+    /// The workspace root the task runs in.
+    pub workspace_path: String,
+    /// Current state.
+    pub state: TaskState,
+    /// Who created it.
+    pub created_by: Actor,
+    /// The scripted model's turns, for scripted tasks (so any process can resume them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Value>,
+    /// Script turns already used.
+    #[serde(default)]
+    pub script_position: u64,
+    /// Running time used so far, in milliseconds (waiting for a person does not count).
+    pub running_ms: u64,
+    /// The final answer, once completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_text: Option<String>,
+    /// Why it failed (`policy_violation`, `max_steps`, `model_error`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// Human-readable detail of a failure, cancellation or interruption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When its row last changed.
+    pub updated_at: Timestamp,
+    /// When it reached a terminal state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+}
+
+/// Where an approval is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    /// Waiting for a person.
+    Pending,
+    /// Approved; the call ran (or was refused by the fresh gate).
+    Approved,
+    /// Rejected; the model was told.
+    Rejected,
+    /// The target changed since the person was shown it; the call did not run.
+    Stale,
+    /// Its task ended (cancelled, timed out) before anyone decided.
+    Cancelled,
+}
+
+impl ApprovalState {
+    /// The snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Stale => "stale",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses a snake-case name.
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            Self::Pending,
+            Self::Approved,
+            Self::Rejected,
+            Self::Stale,
+            Self::Cancelled,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == text)
+    }
+}
+
+/// An approval request as stored, with the checkpoint to resume from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    /// The id.
+    pub id: ApprovalId,
+    /// The suspended task.
+    pub task_id: TaskId,
+    /// Current state.
+    pub state: ApprovalState,
+    /// The tool's name.
+    pub tool: String,
+    /// The tool's capability.
+    pub capability: String,
+    /// The tool's risk, from its spec.
+    pub risk: Risk,
+    /// Create or overwrite, when the tool described its effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<WriteLabel>,
+    /// The target path as the model wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The arguments the person was shown.
+    pub arguments: Value,
+    /// What the person was shown of the target (`sha256:…` or `absent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Everything needed to continue the task.
+    pub checkpoint: Checkpoint,
+    /// When it was requested.
+    pub created_at: Timestamp,
+    /// When it was resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<Timestamp>,
+    /// Who resolved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<Actor>,
+    /// The operator's reason (rejections) or why it went stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The edited arguments it was approved with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<Value>,
+}
+
+/// An event as stored: the global sequence number serves as SSE `Last-Event-ID` for both
+/// the per-task and the global stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    /// Global, strictly increasing sequence number.
+    pub seq: i64,
+    /// The task it belongs to.
+    pub task_id: TaskId,
+    /// When it was stored.
+    pub at: Timestamp,
+    /// The event.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// One row of the audit ledger: a side effect or a decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// Row id (increasing).
+    pub id: i64,
+    /// When it happened.
+    pub at: Timestamp,
+    /// Who acted.
+    pub actor: Actor,
+    /// What happened: `task_created`, `approval_approved`, `approval_rejected`,
+    /// `approval_stale`, `tool_executed`, `file_uploaded`, `file_downloaded`, …
+    pub action: String,
+    /// The task, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
+    /// The approval, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<ApprovalId>,
+    /// The tool, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The target path, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// `sha256:…` of the exact arguments executed (canonical JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_hash: Option<String>,
+    /// Free-form detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A new audit row (the store assigns `id` and `at`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewAudit {
+    /// Who acted (default: operator).
+    pub actor: Option<Actor>,
+    /// What happened.
+    pub action: String,
+    /// The task, if any.
+    pub task_id: Option<TaskId>,
+    /// The approval, if any.
+    pub approval_id: Option<ApprovalId>,
+    /// The tool, if any.
+    pub tool: Option<String>,
+    /// The target path, if any.
+    pub target: Option<String>,
+    /// Hash of the exact arguments.
+    pub arguments_hash: Option<String>,
+    /// Free-form detail.
+    pub detail: Option<String>,
+}

@@ -1,0 +1,171 @@
+//! Timestamps: milliseconds since the Unix epoch, shown as RFC 3339 UTC.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A point in time with millisecond precision; serialised as RFC 3339 UTC
+/// (`2026-11-29T20:26:56.123Z`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The current time.
+    pub fn now() -> Self {
+        Self::from(SystemTime::now())
+    }
+
+    /// From milliseconds since the epoch.
+    pub fn from_millis(millis: i64) -> Self {
+        Self(millis)
+    }
+
+    /// Milliseconds since the epoch.
+    pub fn as_millis(self) -> i64 {
+        self.0
+    }
+
+    /// RFC 3339 UTC with milliseconds.
+    pub fn to_rfc3339(self) -> String {
+        let millis = self.0.rem_euclid(1000);
+        let seconds = self.0.div_euclid(1000);
+        let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+        let (year, month, day) = civil_from_days(days);
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+            of_day / 3600,
+            of_day % 3600 / 60,
+            of_day % 60
+        )
+    }
+
+    /// Parses the RFC 3339 UTC form produced by [`Timestamp::to_rfc3339`] (fraction
+    /// optional, `Z` or `+00:00`).
+    pub fn parse_rfc3339(text: &str) -> Option<Self> {
+        let text = text
+            .strip_suffix('Z')
+            .or_else(|| text.strip_suffix("+00:00"))?;
+        let (date, time) = text.split_once('T')?;
+        let mut date_parts = date.splitn(3, '-');
+        let year: i64 = date_parts.next()?.parse().ok()?;
+        let month: u32 = date_parts.next()?.parse().ok()?;
+        let day: u32 = date_parts.next()?.parse().ok()?;
+        let (clock, fraction) = time.split_once('.').unwrap_or((time, "0"));
+        let mut clock_parts = clock.splitn(3, ':');
+        let hour: i64 = clock_parts.next()?.parse().ok()?;
+        let minute: i64 = clock_parts.next()?.parse().ok()?;
+        let second: i64 = clock_parts.next()?.parse().ok()?;
+        if !(1..=12).contains(&month)
+            || !(1..=31).contains(&day)
+            || hour > 23
+            || minute > 59
+            || second > 60
+        {
+            return None;
+        }
+        let digits: String = fraction.chars().take(3).collect();
+        let millis: i64 = format!("{digits:0<3}").parse().ok()?;
+        let days = days_from_civil(year, month, day);
+        Some(Self(
+            ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis,
+        ))
+    }
+}
+
+impl From<SystemTime> for Timestamp {
+    fn from(time: SystemTime) -> Self {
+        match time.duration_since(UNIX_EPOCH) {
+            Ok(after) => Self(i64::try_from(after.as_millis()).unwrap_or(i64::MAX)),
+            Err(before) => Self(-i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX)),
+        }
+    }
+}
+
+impl From<Timestamp> for SystemTime {
+    fn from(time: Timestamp) -> Self {
+        let magnitude = Duration::from_millis(time.0.unsigned_abs());
+        if time.0 >= 0 {
+            UNIX_EPOCH + magnitude
+        } else {
+            UNIX_EPOCH - magnitude
+        }
+    }
+}
+
+impl std::fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_rfc3339())
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse_rfc3339(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("invalid RFC 3339 time `{text}`")))
+    }
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = year - i64::from(month <= 2);
+    let era = year.div_euclid(400);
+    let yoe = year.rem_euclid(400);
+    let month = i64::from(month);
+    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_parses_rfc3339() {
+        let cases = [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+            (1_795_984_016_123, "2026-11-29T20:26:56.123Z"),
+            (-1, "1969-12-31T23:59:59.999Z"),
+        ];
+        for (millis, text) in cases {
+            let time = Timestamp::from_millis(millis);
+            assert_eq!(time.to_rfc3339(), text);
+            assert_eq!(Timestamp::parse_rfc3339(text), Some(time));
+        }
+        assert_eq!(
+            Timestamp::parse_rfc3339("2026-11-29T20:26:56Z"),
+            Some(Timestamp::from_millis(1_795_984_016_000))
+        );
+        assert_eq!(Timestamp::parse_rfc3339("2026-13-01T00:00:00Z"), None);
+        assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+    }
+
+    #[test]
+    fn round_trips_through_serde_and_system_time() {
+        let now = Timestamp::now();
+        let json = serde_json::to_string(&now).unwrap();
+        assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), now);
+        assert_eq!(Timestamp::from(SystemTime::from(now)), now);
+    }
+}
