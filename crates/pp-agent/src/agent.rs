@@ -148,7 +148,7 @@ impl<'a> Agent<'a> {
                 let edited = edited_arguments.is_some();
                 let arguments = match edited_arguments {
                     Some(arguments) => {
-                        if let Err(message) = self.check_edit(tool.as_ref(), &arguments) {
+                        if let Err(message) = check_edit(tool.as_ref(), self.policy, &arguments) {
                             self.emit(
                                 &mut state,
                                 EventKind::ApprovalEditRejected {
@@ -184,6 +184,19 @@ impl<'a> Agent<'a> {
                     }
                 }
             }
+            Resolution::Stale { message } => {
+                self.emit(
+                    &mut state,
+                    EventKind::ApprovalResolved {
+                        call_id: call.id.clone(),
+                        decision: ResolutionKind::Stale,
+                        edited: false,
+                        reason: Some(message.clone()),
+                    },
+                );
+                self.answer_error(&mut state, &call, message);
+                CallResult::Answered
+            }
             Resolution::Reject { reason } => {
                 self.emit(
                     &mut state,
@@ -214,15 +227,6 @@ impl<'a> Agent<'a> {
                 state.step += 1;
                 Ok(self.drive(state).await)
             }
-        }
-    }
-
-    /// Validates edited arguments against the schema and the policy.
-    fn check_edit(&self, tool: &dyn Tool, arguments: &Value) -> Result<(), String> {
-        schema::validate(&tool.spec().parameters, arguments)?;
-        match self.policy.evaluate(tool.spec(), arguments) {
-            Decision::Deny(denial) => Err(format!("denied by policy: {denial}")),
-            Decision::Allow | Decision::Ask { .. } => Ok(()),
         }
     }
 
@@ -423,6 +427,7 @@ impl<'a> Agent<'a> {
         self.emit(
             &mut state,
             EventKind::ApprovalRequired {
+                approval_id: None,
                 call_id: pending.call.id.clone(),
                 name: pending.call.name.clone(),
                 capability: pending.capability.clone(),
@@ -483,6 +488,16 @@ impl RunState {
             tokens_used: 0,
             events: Vec::new(),
         }
+    }
+}
+
+/// Checks edited arguments against the tool's schema and the policy, as a resume would;
+/// callers use it to refuse an edit (HTTP 422) before recording any decision.
+pub fn check_edit(tool: &dyn Tool, policy: &dyn Policy, arguments: &Value) -> Result<(), String> {
+    schema::validate(&tool.spec().parameters, arguments)?;
+    match policy.evaluate(tool.spec(), arguments) {
+        Decision::Deny(denial) => Err(format!("denied by policy: {denial}")),
+        Decision::Allow | Decision::Ask { .. } => Ok(()),
     }
 }
 

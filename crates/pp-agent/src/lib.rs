@@ -23,7 +23,7 @@ pub mod schema;
 mod sink;
 mod tool;
 
-pub use agent::{Agent, Limits, NOT_RUN_MESSAGE};
+pub use agent::{Agent, Limits, NOT_RUN_MESSAGE, check_edit};
 pub use model::{
     BoxFuture, Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolDefinition,
 };

@@ -63,6 +63,12 @@ pub enum Resolution {
         /// Why, in the person's words.
         reason: Option<String>,
     },
+    /// Do not run the call because its target changed after the person was shown it;
+    /// `message` tells the model to look again.
+    Stale {
+        /// What the model is told.
+        message: String,
+    },
 }
 
 /// Why a checkpoint could not be resumed. The checkpoint is handed back untouched so the

@@ -61,6 +61,7 @@ pub(crate) fn live_line(event: &Event) -> Option<String> {
                 ResolutionKind::Approved if *edited => "approved (edited arguments)",
                 ResolutionKind::Approved => "approved",
                 ResolutionKind::Rejected => "rejected",
+                ResolutionKind::Stale => "not run: the target changed since it was shown",
             };
             format!("           decision: {decision}")
         }

@@ -95,6 +95,10 @@ pub enum EventKind {
     },
     /// A call needs a person's approval; the task is suspended before any side effect.
     ApprovalRequired {
+        /// The approval's id, filled in when the task service stores the approval (the
+        /// approval row holds the checkpoint to resume from).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval_id: Option<String>,
         /// The call id.
         call_id: String,
         /// The tool's name.
@@ -198,6 +202,9 @@ pub enum ResolutionKind {
     Approved,
     /// The call did not run; the model was told.
     Rejected,
+    /// The target changed after the approval was requested; the call did not run and the
+    /// model was told to look again.
+    Stale,
 }
 
 /// Why a task failed.

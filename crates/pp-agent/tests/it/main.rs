@@ -1,5 +1,9 @@
 //! Integration tests of the agent loop with a fake model, fake tools and a fake policy.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code panics on broken fixtures")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code panics on broken fixtures"
+)]
 
 mod fakes;
 mod loop_tests;
