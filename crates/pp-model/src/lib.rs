@@ -1,19 +1,56 @@
-//! Model providers for PocketPilot. Today: [`ScriptedModel`], which replays a JSON list
-//! of assistant turns and records every request it receives — it drives evals, tests,
-//! demos and `pocketpilot run --script`, and ships in the binary.
+//! Model providers for PocketPilot: everything that turns a [`pp_agent::ModelRequest`]
+//! into an assistant turn.
 //!
-//! This crate implements [`pp_agent::Model`]; it depends on `pp-types` and `pp-agent`
-//! only. HTTP providers (OpenAI-compatible, Anthropic) will live here too, as siblings
-//! of the scripted model behind the same trait.
+//! Main types:
+//! - [`ScriptedModel`] replays a JSON list of assistant turns and records every request
+//!   (evals, tests, demos, `pocketpilot run --script`).
+//! - [`HttpModel`], built from [`ProviderSettings`] by [`provider`] or
+//!   [`HttpModel::new`], speaks OpenAI-compatible chat completions
+//!   ([`ProviderKind::OpenAi`]: OpenAI, DeepSeek, Qwen/DashScope, Moonshot, OpenRouter,
+//!   Ollama, vLLM, llama.cpp, LM Studio) or Anthropic Messages
+//!   ([`ProviderKind::Anthropic`]), streamed or not, with timeouts, retries with backoff
+//!   on 429/5xx/connection errors, and operator-readable [`pp_agent::ModelError`]s that
+//!   never contain the API key.
+//! - Discovery for zero-config runs: [`discover_from_keys`] (keys the CLI read from the
+//!   environment) and [`probe_local`] (Ollama / llama.cpp / LM Studio on loopback).
+//! - [`ping`] for `doctor`, and [`trim_to_window`] to fit a conversation into a
+//!   context window.
+//!
+//! This crate depends on `pp-types` and `pp-agent` only, and owns `reqwest` (rustls on
+//! the ring backend). It reads no environment variable and no file: the CLI resolves
+//! its config into [`ProviderSettings`].
 //!
 //! ```
-//! use pp_model::ScriptedModel;
+//! use pp_model::{ProviderKind, ScriptedModel, discover_from_keys};
 //! let model = ScriptedModel::from_json(r#"[{"content": "hello"}]"#).unwrap();
 //! assert_eq!(model.len(), 1);
+//!
+//! let found = discover_from_keys(&[("DEEPSEEK_API_KEY", "sk-…")]).unwrap();
+//! assert_eq!(found.settings.kind, ProviderKind::OpenAi);
+//! assert_eq!(found.settings.model, "deepseek-chat");
 //! ```
 
+mod anthropic;
+mod context;
+mod discovery;
 mod error;
+mod http_model;
+mod openai;
+mod ping;
 mod scripted;
+mod settings;
+mod sse;
+mod transport;
 
-pub use error::{Error, Result};
+pub use context::{Trimmed, estimate_tokens, trim_to_window};
+pub use discovery::{
+    Discovered, KNOWN_PROVIDERS, KnownProvider, LocalCandidate, LocalServerKind, ProbeOptions,
+    ProbeReport, discover_from_keys, key_variables, probe_local,
+};
+pub use error::{Error, Result, SettingsError};
+pub use http_model::{
+    ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, DeltaObserver, HttpModel, StreamDelta,
+};
+pub use ping::{PING_TOOL, PingReport, ping, ping_request};
 pub use scripted::{ScriptTurn, ScriptedCall, ScriptedModel};
+pub use settings::{Backoff, ProviderKind, ProviderSettings, Timeouts, provider};

@@ -1,0 +1,147 @@
+//! Discovery from provider keys and from local servers.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use pp_model::{
+    LocalCandidate, LocalServerKind, ProbeOptions, ProviderKind, discover_from_keys, probe_local,
+};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::mock::{MockServer, Reply};
+
+#[test]
+fn keys_pick_the_first_known_provider_with_a_value() {
+    assert_eq!(discover_from_keys(&[]), None);
+    assert_eq!(
+        discover_from_keys(&[("OPENAI_API_KEY", "  "), ("OTHER", "x")]),
+        None
+    );
+    let found = discover_from_keys(&[
+        ("OPENROUTER_API_KEY", "or-key"),
+        ("OPENAI_API_KEY", ""),
+        ("ANTHROPIC_API_KEY", "ant-key"),
+    ])
+    .unwrap();
+    assert_eq!(found.settings.kind, ProviderKind::Anthropic);
+    assert_eq!(found.settings.base_url, "https://api.anthropic.com/v1");
+    assert_eq!(found.settings.api_key.as_deref(), Some("ant-key"));
+    assert_eq!(
+        found.reason,
+        "ANTHROPIC_API_KEY is set: using Anthropic (claude-sonnet-4-5 at https://api.anthropic.com/v1)"
+    );
+    assert!(!found.reason.contains("ant-key"));
+    let dashscope = discover_from_keys(&[("DASHSCOPE_API_KEY", "d")]).unwrap();
+    assert_eq!(
+        dashscope.settings.base_url,
+        "https://dashscope.aliyuncs.com/compatible-mode/v1"
+    );
+    assert_eq!(dashscope.settings.model, "qwen-plus");
+}
+
+fn options(candidates: Vec<LocalCandidate>) -> ProbeOptions {
+    ProbeOptions {
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        candidates,
+        timeout: Duration::from_millis(300),
+    }
+}
+
+async fn free_port() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn finds_a_mock_ollama_and_skips_embedding_models() {
+    let ollama = MockServer::start(vec![Reply::json(
+        200,
+        &json!({"models": [{"name": "nomic-embed-text:latest"}, {"name": "qwen3:8b"}, {"name": "llama3.1"}]}),
+    )])
+    .await;
+    let nothing = free_port().await;
+    let found = probe_local(&options(vec![
+        LocalCandidate {
+            kind: LocalServerKind::LlamaCpp,
+            port: nothing,
+        },
+        LocalCandidate {
+            kind: LocalServerKind::Ollama,
+            port: ollama.port(),
+        },
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(found.settings.kind, ProviderKind::OpenAi);
+    assert_eq!(
+        found.settings.base_url,
+        format!("http://127.0.0.1:{}/v1", ollama.port())
+    );
+    assert_eq!(found.settings.model, "qwen3:8b");
+    assert_eq!(found.settings.api_key, None);
+    assert_eq!(
+        found.reason,
+        format!(
+            "found Ollama on 127.0.0.1:{}: using model `qwen3:8b` (first of 3 listed; set `model` to choose)",
+            ollama.port()
+        )
+    );
+    assert_eq!(ollama.only_request().path, "/api/tags");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn falls_back_to_v1_models_and_reports_what_it_tried() {
+    let llama = MockServer::start(vec![Reply::json(
+        200,
+        &json!({"object": "list", "data": [{"id": "gguf-model", "object": "model"}]}),
+    )])
+    .await;
+    let found = probe_local(&options(vec![LocalCandidate {
+        kind: LocalServerKind::LlamaCpp,
+        port: llama.port(),
+    }]))
+    .await
+    .unwrap();
+    assert_eq!(found.settings.model, "gguf-model");
+    assert_eq!(llama.only_request().path, "/v1/models");
+
+    let empty = MockServer::start(vec![Reply::json(200, &json!({"models": []}))]).await;
+    let nothing = free_port().await;
+    let report = probe_local(&options(vec![
+        LocalCandidate {
+            kind: LocalServerKind::Ollama,
+            port: empty.port(),
+        },
+        LocalCandidate {
+            kind: LocalServerKind::LmStudio,
+            port: nothing,
+        },
+    ]))
+    .await
+    .unwrap_err();
+    assert_eq!(
+        report.tried,
+        vec![
+            format!("Ollama on 127.0.0.1:{}: no models installed", empty.port()),
+            format!("LM Studio on 127.0.0.1:{nothing}: nothing listening"),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_silent_port_times_out_quickly() {
+    let slow = MockServer::start(vec![
+        Reply::json(200, &json!({"models": [{"name": "m"}]})).delayed(Duration::from_secs(2)),
+    ])
+    .await;
+    let start = std::time::Instant::now();
+    let report = probe_local(&options(vec![LocalCandidate {
+        kind: LocalServerKind::LmStudio,
+        port: slow.port(),
+    }]))
+    .await
+    .unwrap_err();
+    assert!(start.elapsed() < Duration::from_millis(1000));
+    assert!(report.tried[0].contains("no answer within"), "{report}");
+}
