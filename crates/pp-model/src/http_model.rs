@@ -148,8 +148,7 @@ impl HttpModel {
             .any(|phrase| lower.contains(phrase));
         match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.has_key => format!(
-                "{base} rejected the api key (http {code}{detail}); check the {} key configured for this provider",
-                self.kind
+                "{base} rejected the api key (http {code}{detail}); check the key configured for this provider"
             ),
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
                 format!("{base} wants an api key and none is configured (http {code}{detail})")

@@ -16,8 +16,7 @@ use crate::{Error, Result};
 /// The longest server error text quoted in a message.
 const QUOTE_LIMIT: usize = 300;
 
-/// A configured client for one base URL.
-#[derive(Debug)]
+/// A configured client for one base URL. No `Debug`: it holds the secret.
 pub(crate) struct Transport {
     client: reqwest::Client,
     /// Headers sent on every request (auth included); marked sensitive so reqwest never
@@ -89,7 +88,8 @@ impl Transport {
     }
 
     /// POSTs `body` to `path`, retrying as configured, and returns a 2xx response.
-    /// `describe_refusal` turns a non-retryable 4xx into a message.
+    /// `refusal` turns a non-retryable 4xx into a message. A body that breaks off after
+    /// a 2xx is not retried here: part of it may already have been shown.
     pub(crate) async fn post(
         &self,
         path: &str,

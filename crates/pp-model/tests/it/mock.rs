@@ -134,6 +134,8 @@ impl MockServer {
         let task = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
             while let Ok((stream, _)) = listener.accept().await {
+                // Like real servers: no Nagle delay between the small writes of a stream.
+                stream.set_nodelay(true).unwrap();
                 connections.spawn(serve(stream, Arc::clone(&shared)));
             }
         });

@@ -72,11 +72,12 @@ async fn wrong_key_is_refused_without_retry_or_leaking_the_key() {
         error.message,
         format!(
             "{}/v1 rejected the api key (http 401: Incorrect API key provided: <redacted>); \
-             check the openai key configured for this provider",
+             check the key configured for this provider",
             server.url()
         )
     );
-    assert!(!format!("{error} {error:?} {settings:?}").contains(SECRET));
+    let model = model(&settings);
+    assert!(!format!("{error} {error:?} {settings:?} {model:?}").contains(SECRET));
 }
 
 #[tokio::test(flavor = "current_thread")]
