@@ -99,7 +99,7 @@ pub struct Discovered {
     /// Ready-to-use settings (defaults for timeouts and retries).
     pub settings: ProviderSettings,
     /// One sentence for the operator, e.g. "OPENAI_API_KEY is set: using OpenAI
-    /// (gpt-4.1-mini at https://api.openai.com/v1)". Never contains the key.
+    /// (gpt-4.1-mini at `https://api.openai.com/v1`)". Never contains the key.
     pub reason: String,
 }
 

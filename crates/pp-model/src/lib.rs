@@ -13,7 +13,7 @@
 //!   never contain the API key.
 //! - Discovery for zero-config runs: [`discover_from_keys`] (keys the CLI read from the
 //!   environment) and [`probe_local`] (Ollama / llama.cpp / LM Studio on loopback).
-//! - [`ping`] for `doctor`, and [`trim_to_window`] to fit a conversation into a
+//! - [`ping()`] for `doctor`, and [`trim_to_window`] to fit a conversation into a
 //!   context window.
 //!
 //! This crate depends on `pp-types` and `pp-agent` only, and owns `reqwest` (rustls on
