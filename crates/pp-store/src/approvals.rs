@@ -1,0 +1,313 @@
+//! Approvals: suspending a task with its checkpoint, and resolving it exactly once.
+
+use pp_types::{
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, Checkpoint, Event, EventKind, NewAudit, Risk,
+    StoredEvent, TaskId, TaskRecord, TaskState, Timestamp, WriteLabel,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use crate::rows::{self, APPROVAL_COLUMNS, RawApproval};
+use crate::tasks::{self, TaskChange};
+use crate::{Error, Result, Store, audit, events, ids};
+
+/// An approval request to store (it starts `pending`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewApproval {
+    /// The tool's name.
+    pub tool: String,
+    /// The tool's capability.
+    pub capability: String,
+    /// The tool's risk.
+    pub risk: Risk,
+    /// Create or overwrite, when the tool described its effect.
+    pub label: Option<WriteLabel>,
+    /// The target path as the model wrote it.
+    pub target: Option<String>,
+    /// The arguments the person is shown.
+    pub arguments: Value,
+    /// What the person is shown of the target (`sha256:…` or `absent`).
+    pub fingerprint: Option<String>,
+    /// Everything needed to continue the task.
+    pub checkpoint: Checkpoint,
+}
+
+/// A person's decision on a pending approval, applied by [`Store::resolve`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolve {
+    /// `Approved`, `Rejected` or `Stale` (`Pending` is refused).
+    pub state: ApprovalState,
+    /// Who decided.
+    pub actor: Actor,
+    /// The operator's reason (rejections) or why it went stale.
+    pub reason: Option<String>,
+    /// The edited arguments it was approved with.
+    pub edited_arguments: Option<Value>,
+    /// The audit row; the store fills in `approval_id` and `task_id`, and `actor` when
+    /// it is `None` (with [`Resolve::actor`]).
+    pub audit: NewAudit,
+    /// Where the task goes (usually `Running`); it must be `WaitingApproval` now.
+    pub task_to: TaskState,
+    /// Events appended in the same transaction.
+    pub events: Vec<Event>,
+}
+
+impl Store {
+    /// Suspends a running task: in one transaction, the task moves `Running →
+    /// change.to` (normally `WaitingApproval`; [`Error::Conflict`] if it is not running)
+    /// with `change`'s other fields applied and `change.events` appended as given, and a
+    /// `pending` approval is inserted.
+    ///
+    /// The caller cannot know the approval's id in advance: the store fills it into
+    /// every `approval_required` event of `change.events` whose `approval_id` is `None`
+    /// (the returned events show it); other events are stored as given.
+    pub fn suspend(
+        &self,
+        task: &TaskId,
+        new: NewApproval,
+        mut change: TaskChange,
+    ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
+        let now = Timestamp::now();
+        let id = ApprovalId(ids::new_id("a_", now)?);
+        let new_events = with_approval_id(std::mem::take(&mut change.events), &id);
+        self.write(|transaction| {
+            let task_record =
+                tasks::change_state(transaction, task, &[TaskState::Running], &change)?;
+            let approval = insert(transaction, &id, task, new, now)?;
+            let stored = events::insert(transaction, task, new_events, task_record.updated_at)?;
+            Ok((approval, stored))
+        })
+    }
+
+    /// One approval; [`Error::NotFound`] if there is none with this id.
+    pub fn approval(&self, id: &ApprovalId) -> Result<ApprovalRecord> {
+        self.read(|connection| load(connection, id))
+    }
+
+    /// Up to `limit` approvals, newest first, optionally only those in `state`.
+    pub fn list_approvals(
+        &self,
+        state: Option<ApprovalState>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalRecord>> {
+        self.read(|connection| {
+            let raw = match state {
+                Some(state) => connection
+                    .prepare_cached(&format!(
+                        "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = ?1 \
+                         ORDER BY rowid DESC LIMIT ?2"
+                    ))?
+                    .query_map(
+                        params![state.as_str(), rows::limit(limit)],
+                        RawApproval::from_row,
+                    )?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+                None => connection
+                    .prepare_cached(&format!(
+                        "SELECT {APPROVAL_COLUMNS} FROM approvals ORDER BY rowid DESC LIMIT ?1"
+                    ))?
+                    .query_map(params![rows::limit(limit)], RawApproval::from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+            };
+            raw.into_iter().map(RawApproval::decode).collect()
+        })
+    }
+
+    /// Every approval of `task`, oldest first.
+    pub fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
+        self.read(|connection| {
+            let raw = connection
+                .prepare_cached(&format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE task_id = ?1 ORDER BY rowid"
+                ))?
+                .query_map([task.as_str()], RawApproval::from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            raw.into_iter().map(RawApproval::decode).collect()
+        })
+    }
+
+    /// Records a decision, all or nothing, in one transaction:
+    /// - the approval moves `pending → resolve.state` ([`Error::AlreadyResolved`] if it is
+    ///   not pending: this is what turns a double click into a 409), with `resolved_at`,
+    ///   `resolved_by`, `reason` and `edited_arguments`;
+    /// - the audit row is appended;
+    /// - the task moves `WaitingApproval → resolve.task_to` ([`Error::Conflict`] if it is
+    ///   not waiting);
+    /// - `resolve.events` are appended.
+    pub fn resolve(
+        &self,
+        id: &ApprovalId,
+        resolve: Resolve,
+    ) -> Result<(ApprovalRecord, TaskRecord)> {
+        if resolve.state == ApprovalState::Pending {
+            return Err(Error::InvalidResolution {
+                id: id.to_string(),
+                state: resolve.state,
+            });
+        }
+        let edited = rows::encode_opt("edited arguments", resolve.edited_arguments.as_ref())?;
+        let now = Timestamp::now();
+        self.write(|transaction| {
+            let (task_id, current) = state_of(transaction, id)?;
+            if current != ApprovalState::Pending {
+                return Err(Error::AlreadyResolved {
+                    id: id.to_string(),
+                    state: current,
+                });
+            }
+            transaction
+                .prepare_cached(
+                    "UPDATE approvals SET state = ?2, resolved_at = ?3, resolved_by = ?4, \
+                     reason = ?5, edited_arguments = ?6 WHERE id = ?1 AND state = 'pending'",
+                )?
+                .execute(params![
+                    id.as_str(),
+                    resolve.state.as_str(),
+                    now.as_millis(),
+                    resolve.actor.as_str(),
+                    resolve.reason,
+                    edited,
+                ])?;
+            let audit_row = NewAudit {
+                actor: resolve.audit.actor.or(Some(resolve.actor)),
+                task_id: Some(task_id.clone()),
+                approval_id: Some(id.clone()),
+                ..resolve.audit
+            };
+            audit::insert(transaction, audit_row, now)?;
+            let change = TaskChange::to(resolve.task_to);
+            let task = tasks::change_state(
+                transaction,
+                &task_id,
+                &[TaskState::WaitingApproval],
+                &change,
+            )?;
+            events::insert(transaction, &task_id, resolve.events, now)?;
+            Ok((load(transaction, id)?, task))
+        })
+    }
+
+    /// The retry path: in one transaction, moves the task from one of `from` (normally
+    /// `Interrupted`) to `WaitingApproval`, inserts a new `pending` approval (typically
+    /// carrying an older approval's checkpoint) and appends `events`, filling the new
+    /// approval's id into `approval_required` events as [`Store::suspend`] does.
+    pub fn reopen_approval(
+        &self,
+        task: &TaskId,
+        from: &[TaskState],
+        new: NewApproval,
+        events: Vec<Event>,
+    ) -> Result<ApprovalRecord> {
+        let now = Timestamp::now();
+        let id = ApprovalId(ids::new_id("a_", now)?);
+        let events = with_approval_id(events, &id);
+        let change = TaskChange::to(TaskState::WaitingApproval);
+        self.write(|transaction| {
+            let task_record = tasks::change_state(transaction, task, from, &change)?;
+            let approval = insert(transaction, &id, task, new, now)?;
+            events::insert(transaction, task, events, task_record.updated_at)?;
+            Ok(approval)
+        })
+    }
+}
+
+/// Fills `id` into `approval_required` events that do not name their approval yet.
+fn with_approval_id(mut events: Vec<Event>, id: &ApprovalId) -> Vec<Event> {
+    for event in &mut events {
+        if let EventKind::ApprovalRequired {
+            approval_id: approval_id @ None,
+            ..
+        } = &mut event.kind
+        {
+            *approval_id = Some(id.to_string());
+        }
+    }
+    events
+}
+
+/// Inserts a pending approval inside the caller's transaction.
+fn insert(
+    connection: &Connection,
+    id: &ApprovalId,
+    task: &TaskId,
+    new: NewApproval,
+    now: Timestamp,
+) -> Result<ApprovalRecord> {
+    let label = new
+        .label
+        .as_ref()
+        .map(|label| rows::name_of("label", label))
+        .transpose()?;
+    connection
+        .prepare_cached(
+            "INSERT INTO approvals (id, task_id, state, tool, capability, risk, label, \
+             target, arguments, fingerprint, checkpoint, created_at) \
+             VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )?
+        .execute(params![
+            id.as_str(),
+            task.as_str(),
+            new.tool,
+            new.capability,
+            rows::name_of("risk", &new.risk)?,
+            label,
+            new.target,
+            rows::encode("approval arguments", &new.arguments)?,
+            new.fingerprint,
+            rows::encode("checkpoint", &new.checkpoint)?,
+            now.as_millis(),
+        ])?;
+    Ok(ApprovalRecord {
+        id: id.clone(),
+        task_id: task.clone(),
+        state: ApprovalState::Pending,
+        tool: new.tool,
+        capability: new.capability,
+        risk: new.risk,
+        label: new.label,
+        target: new.target,
+        arguments: new.arguments,
+        fingerprint: new.fingerprint,
+        checkpoint: new.checkpoint,
+        created_at: now,
+        resolved_at: None,
+        resolved_by: None,
+        reason: None,
+        edited_arguments: None,
+    })
+}
+
+/// Reads one approval.
+fn load(connection: &Connection, id: &ApprovalId) -> Result<ApprovalRecord> {
+    connection
+        .prepare_cached(&format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"
+        ))?
+        .query_row([id.as_str()], RawApproval::from_row)
+        .optional()?
+        .ok_or_else(|| not_found(id))?
+        .decode()
+}
+
+/// An approval's task and state.
+fn state_of(connection: &Connection, id: &ApprovalId) -> Result<(TaskId, ApprovalState)> {
+    let (task, state): (String, String) = connection
+        .prepare_cached("SELECT task_id, state FROM approvals WHERE id = ?1")?
+        .query_row([id.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?
+        .ok_or_else(|| not_found(id))?;
+    let state = ApprovalState::parse(&state).ok_or_else(|| Error::Corrupt {
+        table: "approvals",
+        column: "state",
+        id: id.to_string(),
+        source: serde::de::Error::custom(format!("unknown approval state `{state}`")),
+    })?;
+    Ok((TaskId(task), state))
+}
+
+fn not_found(id: &ApprovalId) -> Error {
+    Error::NotFound {
+        what: "approval",
+        id: id.to_string(),
+    }
+}

@@ -1,0 +1,118 @@
+//! The audit ledger: append-only rows of side effects and decisions.
+
+use pp_types::{Actor, AuditEntry, NewAudit, TaskId, Timestamp};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, params, params_from_iter};
+
+use crate::rows::{self, AUDIT_COLUMNS, RawAudit};
+use crate::{Result, Store};
+
+/// Which audit rows [`Store::list_audit`] returns: all conditions must hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Only this actor's rows.
+    pub actor: Option<Actor>,
+    /// Only rows about this task.
+    pub task_id: Option<TaskId>,
+    /// Only this action (`task_created`, `approval_approved`, …).
+    pub action: Option<String>,
+    /// Only rows older than this id (paging: pass the last id of the previous page).
+    pub before_id: Option<i64>,
+    /// At most this many rows.
+    pub limit: usize,
+}
+
+impl Default for AuditFilter {
+    /// Everything, 100 rows at a time.
+    fn default() -> Self {
+        Self {
+            actor: None,
+            task_id: None,
+            action: None,
+            before_id: None,
+            limit: 100,
+        }
+    }
+}
+
+impl Store {
+    /// Appends one row (`actor: None` means the operator).
+    pub fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
+        let now = Timestamp::now();
+        self.write(|transaction| insert(transaction, entry, now))
+    }
+
+    /// The rows matching `filter`, newest first.
+    pub fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
+        let mut conditions = Vec::new();
+        let mut values = Vec::new();
+        if let Some(actor) = filter.actor {
+            conditions.push("actor = ?");
+            values.push(SqlValue::Text(actor.as_str().to_owned()));
+        }
+        if let Some(task) = &filter.task_id {
+            conditions.push("task_id = ?");
+            values.push(SqlValue::Text(task.to_string()));
+        }
+        if let Some(action) = &filter.action {
+            conditions.push("action = ?");
+            values.push(SqlValue::Text(action.clone()));
+        }
+        if let Some(before) = filter.before_id {
+            conditions.push("id < ?");
+            values.push(SqlValue::Integer(before));
+        }
+        let filter_sql = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        values.push(SqlValue::Integer(rows::limit(filter.limit)));
+        self.read(|connection| {
+            let raw = connection
+                .prepare_cached(&format!(
+                    "SELECT {AUDIT_COLUMNS} FROM audit {filter_sql} ORDER BY id DESC LIMIT ?"
+                ))?
+                .query_map(params_from_iter(values), RawAudit::from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            raw.into_iter().map(RawAudit::decode).collect()
+        })
+    }
+}
+
+/// Appends one row inside the caller's transaction.
+pub(crate) fn insert(
+    connection: &Connection,
+    entry: NewAudit,
+    at: Timestamp,
+) -> Result<AuditEntry> {
+    let actor = entry.actor.unwrap_or(Actor::Operator);
+    connection
+        .prepare_cached(
+            "INSERT INTO audit (at, actor, action, task_id, approval_id, tool, target, \
+             arguments_hash, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?
+        .execute(params![
+            at.as_millis(),
+            actor.as_str(),
+            entry.action,
+            entry.task_id.as_ref().map(|id| id.as_str()),
+            entry.approval_id.as_ref().map(|id| id.as_str()),
+            entry.tool,
+            entry.target,
+            entry.arguments_hash,
+            entry.detail,
+        ])?;
+    Ok(AuditEntry {
+        id: connection.last_insert_rowid(),
+        at,
+        actor,
+        action: entry.action,
+        task_id: entry.task_id,
+        approval_id: entry.approval_id,
+        tool: entry.tool,
+        target: entry.target,
+        arguments_hash: entry.arguments_hash,
+        detail: entry.detail,
+    })
+}

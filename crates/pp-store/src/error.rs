@@ -1,0 +1,157 @@
+//! Errors of the store.
+//!
+//! Compare-and-set failures ([`Error::Conflict`], [`Error::AlreadyResolved`]) are ordinary
+//! outcomes of a race between processes; callers map them to `409 Conflict`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use pp_types::{ApprovalState, TaskState};
+
+/// Result type of the store.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No row with this id.
+    #[error("{what} {id} not found")]
+    NotFound {
+        /// `task` or `approval`.
+        what: &'static str,
+        /// The id asked for.
+        id: String,
+    },
+    /// A task was not in one of the states the change requires (someone else moved it).
+    #[error("task {id} is {}, not one of [{}]", current.as_str(), StateList(expected))]
+    Conflict {
+        /// The task.
+        id: String,
+        /// Its state when the change was attempted.
+        current: TaskState,
+        /// The states the change accepts.
+        expected: Vec<TaskState>,
+    },
+    /// An approval was already decided (double click, two tabs, CLI and console at once).
+    #[error("approval {id} is already {}", state.as_str())]
+    AlreadyResolved {
+        /// The approval.
+        id: String,
+        /// The state it was found in.
+        state: ApprovalState,
+    },
+    /// A resolution asked for a state that is not a decision (`pending`).
+    #[error("approval {id} cannot be resolved as {}", state.as_str())]
+    InvalidResolution {
+        /// The approval.
+        id: String,
+        /// The state asked for.
+        state: ApprovalState,
+    },
+    /// A stored row could not be read back (bad JSON, unknown enum value).
+    #[error("corrupt {column} in {table} row {id}")]
+    Corrupt {
+        /// The table.
+        table: &'static str,
+        /// The column.
+        column: &'static str,
+        /// The row's id.
+        id: String,
+        /// What the decoder said.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A value could not be encoded as JSON for storage.
+    #[error("cannot encode {what} as JSON")]
+    Encode {
+        /// What was being stored.
+        what: &'static str,
+        /// What the encoder said.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The database file could not be created or opened.
+    #[error("cannot open database {}", path.display())]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// The underlying failure (file system or SQLite).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database was written by a newer PocketPilot.
+    #[error(
+        "database schema version {found} is newer than this build supports ({supported}); \
+         upgrade PocketPilot"
+    )]
+    NewerSchema {
+        /// The database's `user_version`.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// The operating system's random source failed (ids, session ids).
+    #[error("cannot read random bytes from the operating system")]
+    Random(#[source] getrandom::Error),
+    /// SQLite failed (busy past the timeout, disk full, constraint, …).
+    #[error("database error")]
+    Sqlite(#[source] Box<rusqlite::Error>),
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Sqlite(Box::new(error))
+    }
+}
+
+/// `queued, running` for messages.
+struct StateList<'a>(&'a [TaskState]);
+
+impl fmt::Display for StateList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, state) in self.0.iter().enumerate() {
+            if index > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(state.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_what_failed() {
+        let conflict = Error::Conflict {
+            id: "t_1".into(),
+            current: TaskState::Completed,
+            expected: vec![TaskState::Queued, TaskState::Interrupted],
+        };
+        assert_eq!(
+            conflict.to_string(),
+            "task t_1 is completed, not one of [queued, interrupted]"
+        );
+        let resolved = Error::AlreadyResolved {
+            id: "a_1".into(),
+            state: ApprovalState::Approved,
+        };
+        assert_eq!(resolved.to_string(), "approval a_1 is already approved");
+        let missing = Error::NotFound {
+            what: "task",
+            id: "t_x".into(),
+        };
+        assert_eq!(missing.to_string(), "task t_x not found");
+    }
+
+    #[test]
+    fn the_error_stays_small() {
+        assert!(
+            std::mem::size_of::<Error>() <= 64,
+            "{}",
+            std::mem::size_of::<Error>()
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! Events: append-only, with one global sequence number across all tasks.
+
+use pp_types::{Event, StoredEvent, TaskId, Timestamp};
+use rusqlite::{Connection, params};
+
+use crate::rows::{self, EVENT_COLUMNS, RawEvent};
+use crate::{Result, Store, tasks};
+
+impl Store {
+    /// Appends `events` to `task` in one transaction and returns them with their sequence
+    /// numbers ([`crate::Error::NotFound`] if the task does not exist).
+    pub fn append_events(&self, task: &TaskId, events: &[Event]) -> Result<Vec<StoredEvent>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = Timestamp::now();
+        self.write(|transaction| {
+            tasks::ensure_exists(transaction, task)?;
+            insert(transaction, task, events.to_vec(), now)
+        })
+    }
+
+    /// The task's events with `seq > after_seq`, oldest first (`after_seq = 0`: all).
+    pub fn task_events(&self, task: &TaskId, after_seq: i64) -> Result<Vec<StoredEvent>> {
+        self.read(|connection| {
+            let raw = connection
+                .prepare_cached(&format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE task_id = ?1 AND seq > ?2 \
+                     ORDER BY seq"
+                ))?
+                .query_map(params![task.as_str(), after_seq], RawEvent::from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            raw.into_iter().map(RawEvent::decode).collect()
+        })
+    }
+
+    /// Up to `limit` events of all tasks with `seq > after_seq`, oldest first.
+    pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<StoredEvent>> {
+        self.read(|connection| {
+            let raw = connection
+                .prepare_cached(&format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+                ))?
+                .query_map(params![after_seq, rows::limit(limit)], RawEvent::from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            raw.into_iter().map(RawEvent::decode).collect()
+        })
+    }
+
+    /// The newest event's sequence number; 0 when there are none.
+    pub fn last_seq(&self) -> Result<i64> {
+        self.read(|connection| {
+            Ok(connection
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events")?
+                .query_row([], |row| row.get(0))?)
+        })
+    }
+}
+
+/// Appends `events` inside the caller's transaction.
+pub(crate) fn insert(
+    connection: &Connection,
+    task: &TaskId,
+    events: Vec<Event>,
+    at: Timestamp,
+) -> Result<Vec<StoredEvent>> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut statement = connection.prepare_cached(
+        "INSERT INTO events (task_id, at, type, step, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut stored = Vec::with_capacity(events.len());
+    for event in events {
+        let payload = rows::encode("event", &event)?;
+        statement.execute(params![
+            task.as_str(),
+            at.as_millis(),
+            event.type_name(),
+            event.step,
+            payload,
+        ])?;
+        stored.push(StoredEvent {
+            seq: connection.last_insert_rowid(),
+            task_id: task.clone(),
+            at,
+            event,
+        });
+    }
+    Ok(stored)
+}

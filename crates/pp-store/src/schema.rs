@@ -1,0 +1,152 @@
+//! Creating the database file, connection settings and versioned migrations.
+//!
+//! Migrations live in `migrations/NNNN_*.sql`, are embedded at build time and tracked
+//! with `PRAGMA user_version`: version `n` means the first `n` files have been applied.
+//! Each file is applied in its own `BEGIN IMMEDIATE` transaction, so two processes
+//! opening a fresh database at once apply it exactly once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::{Error, Result};
+
+/// Every migration, in order; index `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// How long a statement waits for another process's write lock before failing.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Creates the database file if it is missing, readable and writable by its owner only.
+///
+/// An existing file keeps its mode. SQLite gives its `-wal` and `-shm` files the mode of
+/// the database file.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the operator's own database path from configuration, not a model-supplied path"
+)]
+pub(crate) fn create_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path).map(drop)
+}
+
+/// Connection settings: busy timeout, WAL, foreign keys.
+pub(crate) fn configure(connection: &Connection) -> rusqlite::Result<()> {
+    // First, so that the journal-mode switch below also waits for other processes.
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    let _mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    // NORMAL is durable across application crashes in WAL mode; a power loss may lose
+    // the last transactions but never corrupts the file.
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    connection.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+/// The database's schema version.
+pub(crate) fn user_version(connection: &Connection) -> rusqlite::Result<i64> {
+    connection.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Applies every migration the database lacks, one transaction each.
+pub(crate) fn migrate(connection: &mut Connection) -> Result<()> {
+    migrate_with(connection, MIGRATIONS)
+}
+
+fn migrate_with(connection: &mut Connection, migrations: &[&str]) -> Result<()> {
+    let supported = i64::try_from(migrations.len()).unwrap_or(i64::MAX);
+    loop {
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Read under the write lock: another process may have migrated meanwhile.
+        let found = user_version(&transaction)?;
+        if found > supported {
+            return Err(Error::NewerSchema { found, supported });
+        }
+        let Some(sql) = usize::try_from(found)
+            .ok()
+            .and_then(|index| migrations.get(index))
+        else {
+            return Ok(());
+        };
+        transaction.execute_batch(sql)?;
+        transaction.pragma_update(None, "user_version", found + 1)?;
+        transaction.commit()?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table_names(connection: &Connection) -> Vec<String> {
+        let mut statement = connection
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap();
+        statement
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn migrations_apply_in_order_and_only_once() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        let steps = ["CREATE TABLE a (x INTEGER)", "CREATE TABLE b (y INTEGER)"];
+        migrate_with(&mut connection, &steps[..1]).unwrap();
+        assert_eq!(user_version(&connection).unwrap(), 1);
+        migrate_with(&mut connection, &steps).unwrap();
+        migrate_with(&mut connection, &steps).unwrap();
+        assert_eq!(user_version(&connection).unwrap(), 2);
+        assert_eq!(table_names(&connection), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_failing_migration_leaves_the_previous_version() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        let steps = ["CREATE TABLE a (x INTEGER)", "CREATE TABLE c (z); NOT SQL"];
+        assert!(matches!(
+            migrate_with(&mut connection, &steps),
+            Err(Error::Sqlite(_))
+        ));
+        assert_eq!(user_version(&connection).unwrap(), 1);
+        assert_eq!(table_names(&connection), ["a"]);
+    }
+
+    #[test]
+    fn a_newer_database_is_refused() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        connection.pragma_update(None, "user_version", 7).unwrap();
+        let error = migrate_with(&mut connection, &["SELECT 1"]).unwrap_err();
+        assert!(matches!(
+            error,
+            Error::NewerSchema {
+                found: 7,
+                supported: 1
+            }
+        ));
+    }
+
+    #[test]
+    fn the_real_schema_applies() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        migrate(&mut connection).unwrap();
+        assert_eq!(user_version(&connection).unwrap(), SCHEMA_VERSION);
+        let tables = table_names(&connection);
+        for table in ["approvals", "audit", "events", "sessions", "tasks"] {
+            assert!(
+                tables.iter().any(|name| name == table),
+                "{table}: {tables:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! Tasks: creation, claiming and compare-and-set state changes.
+
+use pp_types::{Actor, Event, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use crate::rows::{self, RawTask, TASK_COLUMNS};
+use crate::{Error, Result, Store, audit, events, ids};
+
+/// A task to create; it starts `queued`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTask {
+    /// The person's prompt.
+    pub prompt: String,
+    /// The workspace's configured name.
+    pub workspace: String,
+    /// The workspace root the task runs in.
+    pub workspace_path: String,
+    /// Who created it (recorded in the `task_created` audit row too).
+    pub created_by: Actor,
+    /// The scripted model's turns, for scripted tasks.
+    pub script: Option<Value>,
+}
+
+/// A state change and what goes with it, applied in the same transaction as the
+/// compare-and-set.
+///
+/// `None` fields leave the column unchanged (a task keeps its `error` when it is
+/// retried, for example); build one with [`TaskChange::to`] and struct-update syntax.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskChange {
+    /// The new state. A terminal state sets `finished_at`; any other clears it.
+    pub to: TaskState,
+    /// The final answer.
+    pub final_text: Option<String>,
+    /// Machine-readable failure reason (`policy_violation`, …).
+    pub failure_reason: Option<String>,
+    /// Human-readable detail of a failure.
+    pub error: Option<String>,
+    /// Running time to add to `running_ms`.
+    pub add_running_ms: u64,
+    /// The new script position.
+    pub script_position: Option<u64>,
+    /// Events appended in the same transaction, in order.
+    pub events: Vec<Event>,
+}
+
+impl TaskChange {
+    /// A change to `state` with nothing else.
+    pub fn to(state: TaskState) -> Self {
+        Self {
+            to: state,
+            final_text: None,
+            failure_reason: None,
+            error: None,
+            add_running_ms: 0,
+            script_position: None,
+            events: Vec::new(),
+        }
+    }
+}
+
+impl Store {
+    /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
+    pub fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
+        let now = Timestamp::now();
+        let id = TaskId(ids::new_id("t_", now)?);
+        let script = rows::encode_opt("task script", new.script.as_ref())?;
+        let created_by = rows::name_of("actor", &new.created_by)?;
+        self.write(|transaction| {
+            transaction
+                .prepare_cached(
+                    "INSERT INTO tasks (id, prompt, workspace, workspace_path, state, \
+                     created_by, script, created_at, updated_at) \
+                     VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7)",
+                )?
+                .execute(params![
+                    id.as_str(),
+                    new.prompt,
+                    new.workspace,
+                    new.workspace_path,
+                    created_by,
+                    script,
+                    now.as_millis(),
+                ])?;
+            audit::insert(
+                transaction,
+                NewAudit {
+                    actor: Some(new.created_by),
+                    action: "task_created".into(),
+                    task_id: Some(id.clone()),
+                    ..NewAudit::default()
+                },
+                now,
+            )?;
+            Ok(())
+        })?;
+        Ok(TaskRecord {
+            id,
+            prompt: new.prompt,
+            workspace: new.workspace,
+            workspace_path: new.workspace_path,
+            state: TaskState::Queued,
+            created_by: new.created_by,
+            script: new.script,
+            script_position: 0,
+            running_ms: 0,
+            final_text: None,
+            failure_reason: None,
+            error: None,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+        })
+    }
+
+    /// One task; [`Error::NotFound`] if there is none with this id.
+    pub fn task(&self, id: &TaskId) -> Result<TaskRecord> {
+        self.read(|connection| load(connection, id))
+    }
+
+    /// Up to `limit` tasks, newest first, optionally only those in `state`.
+    pub fn list_tasks(&self, state: Option<TaskState>, limit: usize) -> Result<Vec<TaskRecord>> {
+        self.read(|connection| {
+            let state = state.map(TaskState::as_str);
+            let raw = match state {
+                Some(state) => connection
+                    .prepare_cached(&format!(
+                        "SELECT {TASK_COLUMNS} FROM tasks WHERE state = ?1 \
+                         ORDER BY rowid DESC LIMIT ?2"
+                    ))?
+                    .query_map(params![state, rows::limit(limit)], RawTask::from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+                None => connection
+                    .prepare_cached(&format!(
+                        "SELECT {TASK_COLUMNS} FROM tasks ORDER BY rowid DESC LIMIT ?1"
+                    ))?
+                    .query_map(params![rows::limit(limit)], RawTask::from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+            };
+            raw.into_iter().map(RawTask::decode).collect()
+        })
+    }
+
+    /// Moves the oldest `queued` task to `running` and returns it; `None` if none is
+    /// queued. Two processes calling this at once never get the same task.
+    pub fn claim_queued(&self) -> Result<Option<TaskRecord>> {
+        self.write(|transaction| {
+            let oldest: Option<String> = transaction
+                .prepare_cached(
+                    "SELECT id FROM tasks WHERE state = 'queued' ORDER BY rowid LIMIT 1",
+                )?
+                .query_row([], |row| row.get(0))
+                .optional()?;
+            let Some(id) = oldest else {
+                return Ok(None);
+            };
+            let change = TaskChange::to(TaskState::Running);
+            change_state(transaction, &TaskId(id), &[TaskState::Queued], &change).map(Some)
+        })
+    }
+
+    /// Moves one task from one of `from` to `running` ([`Error::Conflict`] otherwise).
+    pub fn claim(&self, id: &TaskId, from: &[TaskState]) -> Result<TaskRecord> {
+        let change = TaskChange::to(TaskState::Running);
+        self.write(|transaction| change_state(transaction, id, from, &change))
+    }
+
+    /// Applies `change` if the task is in one of `from` ([`Error::Conflict`] with its
+    /// current state otherwise), appending `change.events` in the same transaction.
+    pub fn transition(
+        &self,
+        id: &TaskId,
+        from: &[TaskState],
+        mut change: TaskChange,
+    ) -> Result<(TaskRecord, Vec<StoredEvent>)> {
+        let new_events = std::mem::take(&mut change.events);
+        self.write(|transaction| {
+            let task = change_state(transaction, id, from, &change)?;
+            let stored = events::insert(transaction, id, new_events, task.updated_at)?;
+            Ok((task, stored))
+        })
+    }
+
+    /// Marks every `running` task `interrupted` with `message` as its error (call at
+    /// start-up: a task found running was cut off by a crash). Appends no events.
+    /// Returns the tasks' ids, oldest first.
+    pub fn interrupt_running(&self, message: &str) -> Result<Vec<TaskId>> {
+        let now = Timestamp::now();
+        self.write(|transaction| {
+            let ids = transaction
+                .prepare_cached("SELECT id FROM tasks WHERE state = 'running' ORDER BY rowid")?
+                .query_map([], |row| row.get(0).map(TaskId))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            transaction
+                .prepare_cached(
+                    "UPDATE tasks SET state = 'interrupted', error = ?1, updated_at = ?2, \
+                     finished_at = NULL WHERE state = 'running'",
+                )?
+                .execute(params![message, now.as_millis()])?;
+            Ok(ids)
+        })
+    }
+
+    /// Cancels a task in one of `from`: sets `error` to `reason`, cancels its pending
+    /// approvals and appends `events`, all in one transaction.
+    pub fn cancel(
+        &self,
+        id: &TaskId,
+        from: &[TaskState],
+        reason: &str,
+        events: Vec<Event>,
+    ) -> Result<TaskRecord> {
+        let change = TaskChange {
+            error: Some(reason.to_owned()),
+            ..TaskChange::to(TaskState::Cancelled)
+        };
+        self.write(|transaction| {
+            let task = change_state(transaction, id, from, &change)?;
+            transaction
+                .prepare_cached(
+                    "UPDATE approvals SET state = 'cancelled', resolved_at = ?2, reason = ?3 \
+                     WHERE task_id = ?1 AND state = 'pending'",
+                )?
+                .execute(params![id.as_str(), task.updated_at.as_millis(), reason])?;
+            events::insert(transaction, id, events, task.updated_at)?;
+            Ok(task)
+        })
+    }
+}
+
+/// Reads one task.
+pub(crate) fn load(connection: &Connection, id: &TaskId) -> Result<TaskRecord> {
+    connection
+        .prepare_cached(&format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"))?
+        .query_row([id.as_str()], RawTask::from_row)
+        .optional()?
+        .ok_or_else(|| not_found(id))?
+        .decode()
+}
+
+/// Whether the task exists ([`Error::NotFound`] if not).
+pub(crate) fn ensure_exists(connection: &Connection, id: &TaskId) -> Result<()> {
+    connection
+        .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
+        .query_row([id.as_str()], |_| Ok(()))
+        .optional()?
+        .ok_or_else(|| not_found(id))
+}
+
+fn not_found(id: &TaskId) -> Error {
+    Error::NotFound {
+        what: "task",
+        id: id.to_string(),
+    }
+}
+
+/// The compare-and-set at the heart of every task change. Must run inside a
+/// `BEGIN IMMEDIATE` transaction: the state read here cannot change before the update.
+/// Ignores `change.events` (the caller appends them).
+pub(crate) fn change_state(
+    connection: &Connection,
+    id: &TaskId,
+    from: &[TaskState],
+    change: &TaskChange,
+) -> Result<TaskRecord> {
+    let current: String = connection
+        .prepare_cached("SELECT state FROM tasks WHERE id = ?1")?
+        .query_row([id.as_str()], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| not_found(id))?;
+    let current = TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
+        table: "tasks",
+        column: "state",
+        id: id.to_string(),
+        source: serde::de::Error::custom(format!("unknown task state `{current}`")),
+    })?;
+    if !from.contains(&current) {
+        return Err(Error::Conflict {
+            id: id.to_string(),
+            current,
+            expected: from.to_vec(),
+        });
+    }
+    let now = Timestamp::now().as_millis();
+    let finished_at = change.to.is_terminal().then_some(now);
+    connection
+        .prepare_cached(
+            "UPDATE tasks SET state = ?2, final_text = COALESCE(?3, final_text), \
+             failure_reason = COALESCE(?4, failure_reason), error = COALESCE(?5, error), \
+             running_ms = running_ms + ?6, script_position = COALESCE(?7, script_position), \
+             updated_at = ?8, finished_at = ?9 WHERE id = ?1",
+        )?
+        .execute(params![
+            id.as_str(),
+            change.to.as_str(),
+            change.final_text,
+            change.failure_reason,
+            change.error,
+            rows::int(change.add_running_ms),
+            change.script_position.map(rows::int),
+            now,
+            finished_at,
+        ])?;
+    load(connection, id)
+}

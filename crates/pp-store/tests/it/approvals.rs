@@ -1,0 +1,344 @@
+//! Approvals: suspend, resolve exactly once, reopen.
+
+use pp_store::{Error, Resolve, TaskChange};
+use pp_types::{Actor, ApprovalState, Checkpoint, TaskState};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::{TestDb, approval_required, approve, checkpoint, new_approval, suspend_change};
+
+fn approval_required_for(id: &pp_types::ApprovalId) -> pp_types::Event {
+    let mut event = approval_required();
+    if let pp_types::EventKind::ApprovalRequired { approval_id, .. } = &mut event.kind {
+        *approval_id = Some(id.to_string());
+    }
+    event
+}
+
+fn approval_rows(db: &TestDb) -> usize {
+    db.store
+        .list_audit(&pp_store::AuditFilter {
+            action: Some("approval_approved".into()),
+            ..pp_store::AuditFilter::default()
+        })
+        .unwrap()
+        .len()
+}
+
+#[test]
+fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
+    let db = TestDb::new();
+    let task = db.create("Summarise notes.md");
+    db.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+
+    let (approval, stored) = db
+        .store
+        .suspend(&task.id, new_approval(), suspend_change())
+        .unwrap();
+    assert!(approval.id.as_str().starts_with("a_"));
+    assert_eq!(approval.state, ApprovalState::Pending);
+    assert_eq!(approval.task_id, task.id);
+    assert_eq!(stored.len(), 1);
+    // The store names the new approval in the approval_required event.
+    assert_eq!(stored[0].event, approval_required_for(&approval.id));
+    assert_eq!(db.store.task_events(&task.id, 0).unwrap(), stored);
+
+    // The checkpoint survives the database (and a reopen) exactly.
+    let read_back = db.open_again().approval(&approval.id).unwrap();
+    assert_eq!(read_back, approval);
+    assert_eq!(read_back.checkpoint, checkpoint());
+    let json = serde_json::to_string(&read_back.checkpoint).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Checkpoint>(&json).unwrap(),
+        checkpoint()
+    );
+
+    let waiting = db.store.task(&task.id).unwrap();
+    assert_eq!(waiting.state, TaskState::WaitingApproval);
+    assert_eq!(waiting.running_ms, 40);
+    assert_eq!(
+        db.store
+            .list_approvals(Some(ApprovalState::Pending), 10)
+            .unwrap(),
+        std::slice::from_ref(&approval)
+    );
+
+    let edited = json!({"path": "notes/summary.md", "content": "Four points."});
+    let (resolved, running) = db
+        .store
+        .resolve(
+            &approval.id,
+            Resolve {
+                edited_arguments: Some(edited.clone()),
+                ..approve()
+            },
+        )
+        .unwrap();
+    assert_eq!(resolved.state, ApprovalState::Approved);
+    assert_eq!(resolved.resolved_by, Some(Actor::Operator));
+    assert_eq!(resolved.edited_arguments, Some(edited));
+    assert!(resolved.resolved_at.is_some());
+    assert_eq!(resolved.checkpoint, checkpoint());
+    assert_eq!(running.state, TaskState::Running);
+    assert_eq!(running.running_ms, 40);
+    assert_eq!(db.store.approval(&approval.id).unwrap(), resolved);
+
+    let audit = db
+        .store
+        .list_audit(&pp_store::AuditFilter {
+            action: Some("approval_approved".into()),
+            ..pp_store::AuditFilter::default()
+        })
+        .unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].approval_id.as_ref(), Some(&approval.id));
+    assert_eq!(audit[0].task_id.as_ref(), Some(&task.id));
+    assert_eq!(audit[0].actor, Actor::Operator);
+    assert_eq!(audit[0].tool.as_deref(), Some("write_file"));
+
+    let events = db.store.task_events(&task.id, 0).unwrap();
+    let types: Vec<_> = events.iter().map(|e| e.event.type_name()).collect();
+    assert_eq!(types, ["approval_required", "approval_resolved"]);
+    assert!(
+        db.store
+            .list_approvals(Some(ApprovalState::Pending), 10)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn suspend_needs_a_running_task() {
+    let db = TestDb::new();
+    let task = db.create("x");
+    let error = db
+        .store
+        .suspend(&task.id, new_approval(), suspend_change())
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        Error::Conflict {
+            current: TaskState::Queued,
+            ..
+        }
+    ));
+    assert!(db.store.approvals_for_task(&task.id).unwrap().is_empty());
+    assert!(db.store.task_events(&task.id, 0).unwrap().is_empty());
+}
+
+#[test]
+fn resolving_twice_is_already_resolved_with_one_audit_row() {
+    let db = TestDb::new();
+    let (_, approval) = db.waiting("x");
+    db.store.resolve(&approval.id, approve()).unwrap();
+    let error = db.store.resolve(&approval.id, approve()).unwrap_err();
+    assert!(
+        matches!(&error, Error::AlreadyResolved { id, state: ApprovalState::Approved }
+            if id == approval.id.as_str()),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("approval {} is already approved", approval.id)
+    );
+    // Even a different decision loses.
+    let reject = Resolve {
+        state: ApprovalState::Rejected,
+        ..approve()
+    };
+    assert!(matches!(
+        db.store.resolve(&approval.id, reject),
+        Err(Error::AlreadyResolved { .. })
+    ));
+    assert_eq!(approval_rows(&db), 1);
+}
+
+#[test]
+fn resolve_is_all_or_nothing_when_the_task_is_not_waiting() {
+    let db = TestDb::new();
+    let (task, approval) = db.waiting("x");
+    // Someone moved the task on behind the approval's back.
+    db.store
+        .transition(
+            &task.id,
+            &[TaskState::WaitingApproval],
+            TaskChange::to(TaskState::TimedOut),
+        )
+        .unwrap();
+    let error = db.store.resolve(&approval.id, approve()).unwrap_err();
+    assert!(matches!(
+        error,
+        Error::Conflict {
+            current: TaskState::TimedOut,
+            ..
+        }
+    ));
+    assert_eq!(db.store.approval(&approval.id).unwrap(), approval);
+    assert_eq!(approval_rows(&db), 0);
+    assert_eq!(db.store.task_events(&task.id, 0).unwrap().len(), 1);
+}
+
+#[test]
+fn a_rejection_records_the_reason_and_the_actor() {
+    let db = TestDb::new();
+    let (_, approval) = db.waiting("x");
+    let reject = Resolve {
+        state: ApprovalState::Rejected,
+        actor: Actor::Operator,
+        reason: Some("not that file".into()),
+        audit: pp_types::NewAudit {
+            action: "approval_rejected".into(),
+            ..pp_types::NewAudit::default()
+        },
+        ..approve()
+    };
+    let (resolved, task) = db.store.resolve(&approval.id, reject).unwrap();
+    assert_eq!(resolved.state, ApprovalState::Rejected);
+    assert_eq!(resolved.reason.as_deref(), Some("not that file"));
+    assert_eq!(resolved.edited_arguments, None);
+    assert_eq!(task.state, TaskState::Running);
+}
+
+#[test]
+fn pending_is_not_a_resolution() {
+    let db = TestDb::new();
+    let (_, approval) = db.waiting("x");
+    let error = db
+        .store
+        .resolve(
+            &approval.id,
+            Resolve {
+                state: ApprovalState::Pending,
+                ..approve()
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidResolution { .. }),
+        "{error:?}"
+    );
+    assert_eq!(db.store.approval(&approval.id).unwrap(), approval);
+}
+
+#[test]
+fn an_unknown_approval_is_not_found() {
+    let db = TestDb::new();
+    let id = pp_types::ApprovalId::from("a_nope");
+    assert!(matches!(
+        db.store.approval(&id),
+        Err(Error::NotFound {
+            what: "approval",
+            ..
+        })
+    ));
+    assert!(matches!(
+        db.store.resolve(&id, approve()),
+        Err(Error::NotFound {
+            what: "approval",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn approvals_list_newest_first_and_per_task_oldest_first() {
+    let db = TestDb::new();
+    let (task_a, first) = db.waiting("a");
+    let (_, second) = db.waiting("b");
+    db.store.resolve(&first.id, approve()).unwrap();
+    let (third, _) = db
+        .store
+        .suspend(&task_a.id, new_approval(), suspend_change())
+        .unwrap();
+
+    let all: Vec<_> = db
+        .store
+        .list_approvals(None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(all, [third.id.clone(), second.id, first.id.clone()]);
+    let pending: Vec<_> = db
+        .store
+        .list_approvals(Some(ApprovalState::Pending), 1)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(pending, std::slice::from_ref(&third.id));
+    let of_a: Vec<_> = db
+        .store
+        .approvals_for_task(&task_a.id)
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.id, a.state))
+        .collect();
+    assert_eq!(
+        of_a,
+        [
+            (first.id, ApprovalState::Approved),
+            (third.id, ApprovalState::Pending)
+        ]
+    );
+}
+
+#[test]
+fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint() {
+    let db = TestDb::new();
+    let (task, old) = db.waiting("x");
+    db.store.resolve(&old.id, approve()).unwrap();
+    // The process dies while running the approved call.
+    assert_eq!(
+        db.store.interrupt_running("restarted").unwrap(),
+        std::slice::from_ref(&task.id)
+    );
+
+    let wrong = db
+        .store
+        .reopen_approval(&task.id, &[TaskState::Running], new_approval(), Vec::new())
+        .unwrap_err();
+    assert!(matches!(
+        wrong,
+        Error::Conflict {
+            current: TaskState::Interrupted,
+            ..
+        }
+    ));
+
+    let old = db.store.approval(&old.id).unwrap();
+    let copy = pp_store::NewApproval {
+        checkpoint: old.checkpoint.clone(),
+        ..new_approval()
+    };
+    let reopened = db
+        .store
+        .reopen_approval(
+            &task.id,
+            &[TaskState::Interrupted],
+            copy,
+            vec![approval_required()],
+        )
+        .unwrap();
+    assert_ne!(reopened.id, old.id);
+    assert_eq!(reopened.state, ApprovalState::Pending);
+    assert_eq!(reopened.checkpoint, old.checkpoint);
+    assert_eq!(
+        db.store.task(&task.id).unwrap().state,
+        TaskState::WaitingApproval
+    );
+    let states: Vec<_> = db
+        .store
+        .approvals_for_task(&task.id)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.state)
+        .collect();
+    assert_eq!(states, [ApprovalState::Approved, ApprovalState::Pending]);
+    let last = db.store.task_events(&task.id, 0).unwrap().pop().unwrap();
+    assert_eq!(last.event, approval_required_for(&reopened.id));
+
+    // And it can be resolved like any other.
+    let (_, running) = db.store.resolve(&reopened.id, approve()).unwrap();
+    assert_eq!(running.state, TaskState::Running);
+}

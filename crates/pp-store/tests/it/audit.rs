@@ -1,0 +1,108 @@
+//! The audit ledger: defaults and filters.
+
+use pp_store::AuditFilter;
+use pp_types::{Actor, NewAudit, TaskId};
+use pretty_assertions::assert_eq;
+
+use crate::TestDb;
+
+fn row(actor: Option<Actor>, action: &str, task: Option<&TaskId>) -> NewAudit {
+    NewAudit {
+        actor,
+        action: action.into(),
+        task_id: task.cloned(),
+        ..NewAudit::default()
+    }
+}
+
+#[test]
+fn a_row_without_an_actor_is_the_operators() {
+    let db = TestDb::new();
+    let entry = db
+        .store
+        .append_audit(NewAudit {
+            action: "file_uploaded".into(),
+            target: Some("inbox/invoice.pdf".into()),
+            arguments_hash: Some("sha256:abc".into()),
+            detail: Some("12 KiB".into()),
+            ..NewAudit::default()
+        })
+        .unwrap();
+    assert_eq!(entry.actor, Actor::Operator);
+    assert_eq!(
+        db.store.list_audit(&AuditFilter::default()).unwrap(),
+        [entry]
+    );
+}
+
+#[test]
+fn filters_combine_and_rows_come_newest_first() {
+    let db = TestDb::new();
+    let task_a = TaskId::from("t_a");
+    let task_b = TaskId::from("t_b");
+    let rows = [
+        row(Some(Actor::Agent), "tool_executed", Some(&task_a)),
+        row(None, "file_uploaded", None),
+        row(Some(Actor::Agent), "tool_executed", Some(&task_b)),
+        row(Some(Actor::Scheduler), "task_created", Some(&task_b)),
+        row(Some(Actor::Agent), "tool_executed", Some(&task_a)),
+    ];
+    let stored: Vec<_> = rows
+        .into_iter()
+        .map(|row| db.store.append_audit(row).unwrap())
+        .collect();
+    let ids = |filter: AuditFilter| -> Vec<i64> {
+        db.store
+            .list_audit(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.id)
+            .collect()
+    };
+    let id = |index: usize| stored[index].id;
+
+    assert_eq!(
+        ids(AuditFilter::default()),
+        [id(4), id(3), id(2), id(1), id(0)]
+    );
+    let agent = AuditFilter {
+        actor: Some(Actor::Agent),
+        ..AuditFilter::default()
+    };
+    assert_eq!(ids(agent.clone()), [id(4), id(2), id(0)]);
+    assert_eq!(
+        ids(AuditFilter {
+            task_id: Some(task_a),
+            ..agent.clone()
+        }),
+        [id(4), id(0)]
+    );
+    assert_eq!(
+        ids(AuditFilter {
+            action: Some("task_created".into()),
+            ..AuditFilter::default()
+        }),
+        [id(3)]
+    );
+    // Paging: two at a time.
+    let first_page = ids(AuditFilter {
+        limit: 2,
+        ..agent.clone()
+    });
+    assert_eq!(first_page, [id(4), id(2)]);
+    assert_eq!(
+        ids(AuditFilter {
+            before_id: Some(id(2)),
+            limit: 2,
+            ..agent
+        }),
+        [id(0)]
+    );
+    assert!(
+        ids(AuditFilter {
+            actor: Some(Actor::Webhook),
+            ..AuditFilter::default()
+        })
+        .is_empty()
+    );
+}

@@ -1,0 +1,124 @@
+//! Events: one global, strictly increasing sequence across tasks.
+
+use pp_store::Error;
+use pp_types::{EventKind, StoredEvent};
+use pretty_assertions::assert_eq;
+
+use crate::{TestDb, event, started};
+
+fn model_request(step: u32) -> pp_types::Event {
+    event(
+        step,
+        EventKind::ModelRequest {
+            message_count: 2,
+            tool_count: 5,
+        },
+    )
+}
+
+#[test]
+fn an_empty_log_has_last_seq_zero() {
+    let db = TestDb::new();
+    assert_eq!(db.store.last_seq().unwrap(), 0);
+    assert!(db.store.events_after(0, 100).unwrap().is_empty());
+}
+
+#[test]
+fn seq_increases_strictly_across_tasks_and_reads_back_equal() {
+    let db = TestDb::new();
+    let a = db.create("a");
+    let b = db.create("b");
+    let mut appended: Vec<StoredEvent> = Vec::new();
+    for step in 0..3 {
+        appended.extend(
+            db.store
+                .append_events(&a.id, &[model_request(step)])
+                .unwrap(),
+        );
+        appended.extend(
+            db.store
+                .append_events(&b.id, &[model_request(step), started("b")])
+                .unwrap(),
+        );
+    }
+    assert_eq!(appended.len(), 9);
+    assert!(appended.windows(2).all(|pair| pair[0].seq < pair[1].seq));
+    assert_eq!(db.store.last_seq().unwrap(), appended[8].seq);
+
+    // The global stream returns exactly what was appended, in order.
+    assert_eq!(db.store.events_after(0, 100).unwrap(), appended);
+    // Per task, with a Last-Event-ID taken from the global stream.
+    let of_a: Vec<_> = appended
+        .iter()
+        .filter(|e| e.task_id == a.id)
+        .cloned()
+        .collect();
+    assert_eq!(db.store.task_events(&a.id, 0).unwrap(), of_a);
+    let after = appended[3].seq;
+    let of_b_after: Vec<_> = appended
+        .iter()
+        .filter(|e| e.task_id == b.id && e.seq > after)
+        .cloned()
+        .collect();
+    assert_eq!(db.store.task_events(&b.id, after).unwrap(), of_b_after);
+    // Paging the global stream.
+    let page = db.store.events_after(appended[1].seq, 3).unwrap();
+    assert_eq!(page, appended[2..5]);
+    assert!(
+        db.store
+            .events_after(appended[8].seq, 10)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn appending_nothing_is_a_no_op() {
+    let db = TestDb::new();
+    let task = db.create("a");
+    assert!(db.store.append_events(&task.id, &[]).unwrap().is_empty());
+    assert_eq!(db.store.last_seq().unwrap(), 0);
+}
+
+#[test]
+fn appending_to_an_unknown_task_is_not_found() {
+    let db = TestDb::new();
+    let error = db
+        .store
+        .append_events(&"t_ghost".into(), &[started("x")])
+        .unwrap_err();
+    assert!(matches!(error, Error::NotFound { what: "task", .. }));
+}
+
+#[test]
+fn events_are_append_only_in_the_database() {
+    let db = TestDb::new();
+    let task = db.create("a");
+    db.store.append_events(&task.id, &[started("a")]).unwrap();
+    let raw = db.raw();
+    assert!(raw.execute("UPDATE events SET step = 9", []).is_err());
+    assert!(raw.execute("DELETE FROM events", []).is_err());
+    assert!(raw.execute("DELETE FROM audit", []).is_err());
+    assert_eq!(db.store.task_events(&task.id, 0).unwrap().len(), 1);
+}
+
+#[test]
+fn seq_stays_unique_across_processes() {
+    let db = TestDb::new();
+    let task = db.create("a");
+    let per_thread = 50;
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            let store = db.open_again();
+            let id = task.id.clone();
+            scope.spawn(move || {
+                for step in 0..per_thread {
+                    store.append_events(&id, &[model_request(step)]).unwrap();
+                }
+            });
+        }
+    });
+    let all = db.store.task_events(&task.id, 0).unwrap();
+    assert_eq!(all.len(), 4 * per_thread as usize);
+    assert!(all.windows(2).all(|pair| pair[0].seq < pair[1].seq));
+}

@@ -1,0 +1,123 @@
+//! Opening: file creation, migrations, settings, schema versions.
+
+use pp_store::{Error, SCHEMA_VERSION, Store};
+use pp_types::TaskState;
+
+use crate::TestDb;
+
+#[test]
+fn a_new_file_is_migrated_to_the_current_version() {
+    let db = TestDb::new();
+    assert_eq!(db.store.schema_version().unwrap(), SCHEMA_VERSION);
+    let version: i64 = db
+        .raw()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(db.store.path(), db.path());
+}
+
+#[test]
+fn reopening_keeps_the_data_and_migrates_nothing() {
+    let db = TestDb::new();
+    let task = db.create("keep me");
+    drop(db.open_again());
+    let again = db.open_again();
+    assert_eq!(again.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(again.task(&task.id).unwrap(), task);
+    assert_eq!(again.list_tasks(None, 10).unwrap().len(), 1);
+}
+
+#[test]
+fn the_journal_is_wal_and_foreign_keys_are_on() {
+    let db = TestDb::new();
+    let mode: String = db
+        .raw()
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    // Foreign keys: an event for a task that does not exist is refused.
+    let error = db
+        .store
+        .append_events(&"t_missing".into(), &[crate::started("x")])
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::NotFound { what: "task", .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_a_clear_error() {
+    let db = TestDb::new();
+    db.raw()
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    let error = Store::open(&db.path()).unwrap_err();
+    assert!(
+        matches!(error, Error::NewerSchema { found, supported }
+            if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("newer than this build supports"));
+}
+
+#[test]
+fn a_missing_directory_is_an_open_error_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("missing").join("pocketpilot.db");
+    let error = Store::open(&path).unwrap_err();
+    assert!(matches!(error, Error::Open { .. }), "{error:?}");
+    assert!(error.to_string().contains("missing"), "{error}");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pocketpilot.db");
+    std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+    assert!(Store::open(&path).is_err());
+}
+
+#[cfg(unix)]
+#[test]
+fn the_file_is_private_to_its_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = TestDb::new();
+    db.create("make the wal file exist");
+    for suffix in ["", "-wal", "-shm"] {
+        let path = format!("{}{suffix}", db.path().display());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{path}: {mode:o}");
+    }
+}
+
+#[test]
+fn processes_opening_a_fresh_file_at_once_migrate_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pocketpilot.db");
+    let barrier = std::sync::Barrier::new(8);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let store = Store::open(&path).unwrap();
+                    store.create_task(crate::new_task("hello")).unwrap();
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+    });
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(
+        store
+            .list_tasks(Some(TaskState::Queued), 100)
+            .unwrap()
+            .len(),
+        8
+    );
+}

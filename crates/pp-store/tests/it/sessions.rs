@@ -1,0 +1,48 @@
+//! Console login sessions.
+
+use std::time::Duration;
+
+use crate::TestDb;
+
+#[test]
+fn a_session_is_valid_until_deleted() {
+    let db = TestDb::new();
+    let session = db.store.create_session(Duration::from_secs(3600)).unwrap();
+    assert_eq!(session.len(), 64);
+    assert!(session.bytes().all(|byte| byte.is_ascii_hexdigit()));
+    assert!(db.store.session_valid(&session).unwrap());
+    assert!(db.open_again().session_valid(&session).unwrap());
+    db.store.delete_session(&session).unwrap();
+    assert!(!db.store.session_valid(&session).unwrap());
+    db.store.delete_session(&session).unwrap();
+}
+
+#[test]
+fn unknown_and_expired_sessions_are_invalid() {
+    let db = TestDb::new();
+    assert!(!db.store.session_valid("").unwrap());
+    assert!(!db.store.session_valid(&"0".repeat(64)).unwrap());
+    let expired = db.store.create_session(Duration::ZERO).unwrap();
+    assert!(!db.store.session_valid(&expired).unwrap());
+    let short = db.store.create_session(Duration::from_millis(30)).unwrap();
+    std::thread::sleep(Duration::from_millis(60));
+    assert!(!db.store.session_valid(&short).unwrap());
+}
+
+#[test]
+fn only_a_hash_of_the_session_id_is_stored_and_expired_rows_are_purged() {
+    let db = TestDb::new();
+    let _expired = db.store.create_session(Duration::ZERO).unwrap();
+    let session = db.store.create_session(Duration::from_secs(60)).unwrap();
+    let raw = db.raw();
+    let stored: Vec<String> = raw
+        .prepare("SELECT id_sha256 FROM sessions")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(stored.len(), 1, "the expired session was purged");
+    assert_ne!(stored[0], session);
+    assert_eq!(stored[0].len(), 64);
+}

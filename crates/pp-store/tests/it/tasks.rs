@@ -1,0 +1,290 @@
+//! Tasks: create, read, list, claim and compare-and-set transitions.
+
+use pp_store::{Error, NewTask, TaskChange};
+use pp_types::{Actor, TaskState};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::{TestDb, ids, new_task, started};
+
+#[test]
+fn a_created_task_is_queued_and_reads_back_equal() {
+    let db = TestDb::new();
+    let script = json!([{"content": "hi"}, {"tool_calls": []}]);
+    let task = db
+        .store
+        .create_task(NewTask {
+            script: Some(script.clone()),
+            created_by: Actor::Scheduler,
+            ..new_task("Summarise notes.md")
+        })
+        .unwrap();
+    assert!(task.id.as_str().starts_with("t_"));
+    assert_eq!(task.state, TaskState::Queued);
+    assert_eq!(task.script, Some(script));
+    assert_eq!(task.created_by, Actor::Scheduler);
+    assert_eq!(task.created_at, task.updated_at);
+    assert_eq!(task.finished_at, None);
+    assert_eq!(db.store.task(&task.id).unwrap(), task);
+}
+
+#[test]
+fn an_unknown_task_is_not_found() {
+    let db = TestDb::new();
+    let error = db.store.task(&"t_nope".into()).unwrap_err();
+    assert!(matches!(&error, Error::NotFound { what: "task", id } if id == "t_nope"));
+    assert_eq!(error.to_string(), "task t_nope not found");
+}
+
+#[test]
+fn tasks_list_newest_first_with_state_filter_and_limit() {
+    let db = TestDb::new();
+    let first = db.create("one");
+    let second = db.create("two");
+    let third = db.create("three");
+    db.store.claim(&second.id, &[TaskState::Queued]).unwrap();
+
+    let all = db.store.list_tasks(None, 10).unwrap();
+    assert_eq!(
+        ids(&all),
+        [third.id.clone(), second.id.clone(), first.id.clone()]
+    );
+    let queued = db.store.list_tasks(Some(TaskState::Queued), 10).unwrap();
+    assert_eq!(ids(&queued), [third.id.clone(), first.id]);
+    let running = db.store.list_tasks(Some(TaskState::Running), 10).unwrap();
+    assert_eq!(ids(&running), [second.id]);
+    assert_eq!(ids(&db.store.list_tasks(None, 1).unwrap()), [third.id]);
+    assert!(
+        db.store
+            .list_tasks(Some(TaskState::Failed), 10)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn claim_queued_takes_the_oldest_first_and_each_once() {
+    let db = TestDb::new();
+    let created: Vec<_> = (0..5).map(|n| db.create(&format!("task {n}"))).collect();
+    let mut claimed = Vec::new();
+    while let Some(task) = db.store.claim_queued().unwrap() {
+        assert_eq!(task.state, TaskState::Running);
+        claimed.push(task);
+    }
+    assert_eq!(ids(&claimed), ids(&created));
+    assert_eq!(db.store.claim_queued().unwrap(), None);
+}
+
+#[test]
+fn claim_is_a_compare_and_set() {
+    let db = TestDb::new();
+    let task = db.create("x");
+    let running = db.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+    assert_eq!(running.state, TaskState::Running);
+    let error = db.store.claim(&task.id, &[TaskState::Queued]).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Conflict {
+                current: TaskState::Running,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn a_transition_from_the_wrong_state_conflicts_and_changes_nothing() {
+    let db = TestDb::new();
+    let task = db.create("x");
+    let change = TaskChange {
+        final_text: Some("done".into()),
+        events: vec![started("x")],
+        ..TaskChange::to(TaskState::Completed)
+    };
+    let error = db
+        .store
+        .transition(
+            &task.id,
+            &[TaskState::Running, TaskState::WaitingApproval],
+            change,
+        )
+        .unwrap_err();
+    match &error {
+        Error::Conflict {
+            id,
+            current,
+            expected,
+        } => {
+            assert_eq!(id, task.id.as_str());
+            assert_eq!(*current, TaskState::Queued);
+            assert_eq!(expected, &[TaskState::Running, TaskState::WaitingApproval]);
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "task {} is queued, not one of [running, waiting_approval]",
+            task.id
+        )
+    );
+    assert_eq!(db.store.task(&task.id).unwrap(), task);
+    assert!(db.store.task_events(&task.id, 0).unwrap().is_empty());
+}
+
+#[test]
+fn transitions_add_running_time_and_terminal_states_set_finished_at() {
+    let db = TestDb::new();
+    let task = db.create("x");
+    db.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+    let (task_after, stored) = db
+        .store
+        .transition(
+            &task.id,
+            &[TaskState::Running],
+            TaskChange {
+                add_running_ms: 100,
+                script_position: Some(2),
+                events: vec![started("x")],
+                ..TaskChange::to(TaskState::Running)
+            },
+        )
+        .unwrap();
+    assert_eq!(task_after.running_ms, 100);
+    assert_eq!(task_after.script_position, 2);
+    assert_eq!(task_after.finished_at, None);
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].task_id, task.id);
+
+    let (done, _) = db
+        .store
+        .transition(
+            &task.id,
+            &[TaskState::Running],
+            TaskChange {
+                add_running_ms: 250,
+                failure_reason: Some("max_steps".into()),
+                error: Some("used all 20 steps".into()),
+                ..TaskChange::to(TaskState::Failed)
+            },
+        )
+        .unwrap();
+    assert_eq!(done.state, TaskState::Failed);
+    assert_eq!(done.running_ms, 350);
+    assert_eq!(
+        done.script_position, 2,
+        "None leaves the position unchanged"
+    );
+    assert_eq!(done.failure_reason.as_deref(), Some("max_steps"));
+    assert_eq!(done.error.as_deref(), Some("used all 20 steps"));
+    let finished = done.finished_at.expect("terminal state sets finished_at");
+    assert!(finished >= task.created_at);
+    assert_eq!(done.updated_at, finished);
+    assert_eq!(db.store.task(&task.id).unwrap(), done);
+}
+
+#[test]
+fn interrupt_running_touches_only_running_tasks() {
+    let db = TestDb::new();
+    let queued = db.create("queued");
+    let (waiting, _) = db.waiting("waiting");
+    let running_a = db.create("running a");
+    let running_b = db.create("running b");
+    db.store.claim(&running_a.id, &[TaskState::Queued]).unwrap();
+    db.store.claim(&running_b.id, &[TaskState::Queued]).unwrap();
+
+    let interrupted = db.store.interrupt_running("the server restarted").unwrap();
+    assert_eq!(interrupted, [running_a.id, running_b.id]);
+    for id in &interrupted {
+        let task = db.store.task(id).unwrap();
+        assert_eq!(task.state, TaskState::Interrupted);
+        assert_eq!(task.error.as_deref(), Some("the server restarted"));
+        assert_eq!(task.finished_at, None);
+        assert!(db.store.task_events(id, 0).unwrap().is_empty());
+    }
+    assert_eq!(db.store.task(&queued.id).unwrap().state, TaskState::Queued);
+    assert_eq!(db.store.task(&waiting.id).unwrap(), waiting);
+    assert!(db.store.interrupt_running("again").unwrap().is_empty());
+}
+
+#[test]
+fn cancel_ends_the_task_and_its_pending_approvals() {
+    let db = TestDb::new();
+    let (task, approval) = db.waiting("x");
+    let from = [
+        TaskState::Queued,
+        TaskState::Running,
+        TaskState::WaitingApproval,
+    ];
+    let cancelled = db
+        .store
+        .cancel(
+            &task.id,
+            &from,
+            "cancelled by the operator",
+            vec![started("bye")],
+        )
+        .unwrap();
+    assert_eq!(cancelled.state, TaskState::Cancelled);
+    assert_eq!(
+        cancelled.error.as_deref(),
+        Some("cancelled by the operator")
+    );
+    assert!(cancelled.finished_at.is_some());
+
+    let approval = db.store.approval(&approval.id).unwrap();
+    assert_eq!(approval.state, pp_types::ApprovalState::Cancelled);
+    assert_eq!(
+        approval.reason.as_deref(),
+        Some("cancelled by the operator")
+    );
+    assert!(approval.resolved_at.is_some());
+    let events = db.store.task_events(&task.id, 0).unwrap();
+    assert_eq!(events.last().unwrap().event, started("bye"));
+
+    // Cancelling again is a conflict; resolving the cancelled approval is refused.
+    let error = db
+        .store
+        .cancel(&task.id, &from, "again", Vec::new())
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        Error::Conflict {
+            current: TaskState::Cancelled,
+            ..
+        }
+    ));
+    let error = db
+        .store
+        .resolve(&approval.id, crate::approve())
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        Error::AlreadyResolved {
+            state: pp_types::ApprovalState::Cancelled,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn creating_a_task_writes_its_audit_row() {
+    let db = TestDb::new();
+    let task = db
+        .store
+        .create_task(NewTask {
+            created_by: Actor::Webhook,
+            ..new_task("from a webhook")
+        })
+        .unwrap();
+    let rows = db
+        .store
+        .list_audit(&pp_store::AuditFilter::default())
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].action, "task_created");
+    assert_eq!(rows[0].actor, Actor::Webhook);
+    assert_eq!(rows[0].task_id.as_ref(), Some(&task.id));
+}
