@@ -9,7 +9,9 @@ use pp_types::{
 use serde_json::Value;
 
 use crate::outcome::{Outcome, Resolution, ResumeError};
-use crate::{EventSink, Model, ModelRequest, Tool, ToolRegistry, schema};
+use crate::{
+    EventSink, Model, ModelRequest, Tool, ToolRegistry, estimate_tokens, schema, trim_to_window,
+};
 
 /// Limits that end a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +22,9 @@ pub struct Limits {
     pub max_denials: u32,
     /// Total tokens per task, when the provider reports usage (default: none).
     pub token_budget: Option<u64>,
+    /// The model's context window in tokens: older turns are left out of requests that
+    /// would not fit (default: none, send everything).
+    pub context_window: Option<u64>,
 }
 
 impl Default for Limits {
@@ -28,6 +33,7 @@ impl Default for Limits {
             max_steps: 24,
             max_denials: 3,
             token_budget: None,
+            context_window: None,
         }
     }
 }
@@ -237,8 +243,9 @@ impl<'a> Agent<'a> {
                 let message = format!("the task used all {} steps", self.limits.max_steps);
                 return self.fail(state, FailureReason::MaxSteps, message);
             }
+            let messages = self.fit_to_window(&mut state);
             let request = ModelRequest {
-                messages: state.messages.clone(),
+                messages,
                 tools: definitions.clone(),
             };
             self.emit(
@@ -318,6 +325,26 @@ impl<'a> Agent<'a> {
                 arguments: call.arguments.clone(),
             },
         );
+    }
+
+    /// The messages to send: everything, or — with a context window — the newest turns
+    /// that fit (the full history stays in the state and the checkpoint).
+    fn fit_to_window(&self, state: &mut RunState) -> Vec<Message> {
+        let Some(window) = self.limits.context_window else {
+            return state.messages.clone();
+        };
+        let trimmed = trim_to_window(state.messages.clone(), window, estimate_tokens);
+        if !trimmed.dropped.is_empty() {
+            self.emit(
+                state,
+                EventKind::ContextTrimmed {
+                    dropped_messages: trimmed.dropped.len(),
+                    kept_tokens: trimmed.kept_tokens,
+                    window,
+                },
+            );
+        }
+        trimmed.kept
     }
 
     async fn handle_call(&self, state: &mut RunState, call: &ToolCall) -> CallResult {

@@ -16,6 +16,7 @@
 //! ```
 
 mod agent;
+mod context;
 mod model;
 mod outcome;
 mod prompt;
@@ -24,6 +25,7 @@ mod sink;
 mod tool;
 
 pub use agent::{Agent, Limits, NOT_RUN_MESSAGE, check_edit};
+pub use context::{Trimmed, estimate_tokens, trim_to_window};
 pub use model::{
     BoxFuture, Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolDefinition,
 };

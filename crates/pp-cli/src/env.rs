@@ -2,26 +2,91 @@
 //!
 //! | variable | meaning |
 //! |---|---|
+//! | `POCKETPILOT_HOME` | the data directory (database, token); `--home` wins over it |
+//! | `POCKETPILOT_CONFIG` | the config file; `--config` wins over it |
+//! | `XDG_DATA_HOME`, `XDG_CONFIG_HOME` | base directories for the defaults below |
+//! | `HOME` | expands a leading `~`; default data dir `~/.local/share/pocketpilot`, config `~/.config/pocketpilot/pocketpilot.toml` |
+//! | `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `DEEPSEEK_API_KEY`, `DASHSCOPE_API_KEY`, `OPENROUTER_API_KEY` | zero-config discovery when `[model]` is absent (first one set wins) |
+//! | the variable `[model] api_key_env` names | the model's API key (never written anywhere) |
 //! | `VISUAL`, then `EDITOR` | the editor `run` opens to edit a call's arguments (default `vi`) |
-//! | `HOME` | expands a leading `~` in `--workspace` |
 //!
-//! Libraries never read the environment; they receive settings from here.
+//! Libraries never read the environment; they receive settings from here and from
+//! `config.rs`. Nothing is ever read from inside a workspace.
 #![expect(
     clippy::disallowed_methods,
     reason = "this module is the one place that reads the environment"
 )]
 
 use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// `POCKETPILOT_HOME`.
+pub(crate) const HOME_VAR: &str = "POCKETPILOT_HOME";
+/// `POCKETPILOT_CONFIG`.
+pub(crate) const CONFIG_VAR: &str = "POCKETPILOT_CONFIG";
+
+fn non_empty(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
+}
 
 /// The editor to open for argument edits.
 pub(crate) fn editor() -> OsString {
-    std::env::var_os("VISUAL")
-        .or_else(|| std::env::var_os("EDITOR"))
-        .filter(|editor| !editor.is_empty())
+    non_empty("VISUAL")
+        .or_else(|| non_empty("EDITOR"))
         .unwrap_or_else(|| OsString::from("vi"))
 }
 
 /// The user's home directory, for `~` expansion.
 pub(crate) fn home() -> Option<OsString> {
-    std::env::var_os("HOME").filter(|home| !home.is_empty())
+    non_empty("HOME")
+}
+
+/// `POCKETPILOT_HOME`, if set.
+pub(crate) fn data_home_override() -> Option<PathBuf> {
+    non_empty(HOME_VAR).map(PathBuf::from)
+}
+
+/// `POCKETPILOT_CONFIG`, if set.
+pub(crate) fn config_override() -> Option<PathBuf> {
+    non_empty(CONFIG_VAR).map(PathBuf::from)
+}
+
+/// The platform's default data directory for PocketPilot.
+pub(crate) fn default_data_dir() -> Option<PathBuf> {
+    if let Some(base) = non_empty("XDG_DATA_HOME") {
+        return Some(PathBuf::from(base).join("pocketpilot"));
+    }
+    let home = PathBuf::from(home()?);
+    Some(if cfg!(target_os = "macos") {
+        home.join("Library/Application Support/pocketpilot")
+    } else {
+        home.join(".local/share/pocketpilot")
+    })
+}
+
+/// The platform's default config file.
+pub(crate) fn default_config_file() -> Option<PathBuf> {
+    if let Some(base) = non_empty("XDG_CONFIG_HOME") {
+        return Some(PathBuf::from(base).join("pocketpilot/pocketpilot.toml"));
+    }
+    let home = PathBuf::from(home()?);
+    Some(if cfg!(target_os = "macos") {
+        home.join("Library/Application Support/pocketpilot/pocketpilot.toml")
+    } else {
+        home.join(".config/pocketpilot/pocketpilot.toml")
+    })
+}
+
+/// A variable's value, if set and not empty (for `api_key_env`).
+pub(crate) fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+/// The provider keys present in the environment, for zero-config discovery
+/// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `DEEPSEEK_API_KEY`, `DASHSCOPE_API_KEY`,
+/// `OPENROUTER_API_KEY`).
+pub(crate) fn provider_keys() -> Vec<(&'static str, String)> {
+    pp_model::key_variables()
+        .filter_map(|name| var(name).map(|value| (name, value)))
+        .collect()
 }

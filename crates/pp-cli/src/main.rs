@@ -9,16 +9,24 @@
     reason = "the command-line front end talks to the person on stdout and stderr"
 )]
 
+mod app;
 mod commands;
+mod config;
 mod env;
 mod eval;
+mod home;
+mod models;
 mod render;
-mod wiring;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands::approvals::ApprovalsCommand;
+use crate::commands::tasks::TasksCommand;
+use crate::commands::token::TokenCommand;
+use crate::config::Flags;
 
 /// Exit codes, kept stable for scripts.
 pub(crate) mod exit {
@@ -32,14 +40,30 @@ pub(crate) mod exit {
     pub(crate) const WAITING_APPROVAL: u8 = 3;
     /// No model is configured.
     pub(crate) const NO_MODEL: u8 = 4;
+    /// Someone else resolved the approval first.
+    pub(crate) const CONFLICT: u8 = 5;
 }
 
 /// PocketPilot: a local-first agent whose every tool call passes one gate.
 #[derive(Debug, Parser)]
 #[command(name = "pocketpilot", version, about)]
 struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Args)]
+struct GlobalArgs {
+    /// The data directory (database, token); default from POCKETPILOT_HOME or the
+    /// platform's data directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// The config file; default from POCKETPILOT_CONFIG or the platform's config directory.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +78,33 @@ enum Command {
         script: Option<PathBuf>,
         /// What you want done.
         prompt: String,
+    },
+    /// Serve the HTTP API and the web console on 127.0.0.1.
+    Serve {
+        /// The port (0 picks a free one); default 7878 or `[server] port`.
+        #[arg(long)]
+        port: Option<u16>,
+        /// A one-off default workspace.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Run every task on this script instead of a model (tests and demos).
+        #[arg(long, value_name = "FILE")]
+        script: Option<PathBuf>,
+    },
+    /// List and inspect stored tasks.
+    Tasks {
+        #[command(subcommand)]
+        command: TasksCommand,
+    },
+    /// List, inspect, approve and reject approvals (works without a server).
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
+    /// Manage the API token.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
     },
     /// Run the eval cases: the real loop, gate and tools against scripted models.
     Eval {
@@ -108,7 +159,8 @@ fn main() -> ExitCode {
             });
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
     {
@@ -118,13 +170,36 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::FAILED);
         }
     };
-    let result = runtime.block_on(async {
+    let flags = Flags {
+        home: cli.global.home,
+        config: cli.global.config,
+        ..Flags::default()
+    };
+    let result = runtime.block_on(async move {
         match cli.command {
             Command::Run {
                 workspace,
                 script,
                 prompt,
-            } => commands::run::run(workspace, script, &prompt).await,
+            } => {
+                let flags = Flags { workspace, ..flags };
+                commands::run::run(flags, script, &prompt).await
+            }
+            Command::Serve {
+                port,
+                workspace,
+                script,
+            } => {
+                let flags = Flags {
+                    port,
+                    workspace,
+                    ..flags
+                };
+                commands::serve::run(flags, script).await
+            }
+            Command::Tasks { command } => commands::tasks::run(&flags, command).await,
+            Command::Approvals { command } => commands::approvals::run(&flags, command).await,
+            Command::Token { command } => commands::token::run(&flags, &command),
             Command::Eval { path } => commands::eval::run(&path).await,
         }
     });

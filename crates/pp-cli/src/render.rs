@@ -3,7 +3,8 @@
 use std::io::Write as _;
 
 use pp_agent::EventSink;
-use pp_types::{Checkpoint, Event, EventKind, ResolutionKind, Risk};
+use pp_tasks::ApprovalView;
+use pp_types::{Event, EventKind, ResolutionKind, Risk};
 
 /// Longest tool output shown in the live view, in characters.
 const SHOWN_OUTPUT: usize = 200;
@@ -25,6 +26,13 @@ pub(crate) fn live_line(event: &Event) -> Option<String> {
     let step = event.step + 1;
     Some(match &event.kind {
         EventKind::TaskStarted { .. } | EventKind::ModelRequest { .. } => return None,
+        EventKind::ContextTrimmed {
+            dropped_messages,
+            window,
+            ..
+        } => format!(
+            "[step {step}] left {dropped_messages} older message(s) out to fit the {window}-token window"
+        ),
         EventKind::AssistantMessage { content, .. } => {
             let text = content
                 .as_deref()
@@ -69,6 +77,11 @@ pub(crate) fn live_line(event: &Event) -> Option<String> {
             format!("           edit refused: {message}")
         }
         EventKind::TaskCompleted { .. } => format!("[step {step}] completed"),
+        EventKind::TaskCancelled { message } => format!("[step {step}] cancelled: {message}"),
+        EventKind::TaskInterrupted { message } => {
+            format!("[step {step}] interrupted: {message}")
+        }
+        EventKind::TaskRetried { message } => format!("[step {step}] retried: {message}"),
         EventKind::TaskFailed { reason, message } => {
             format!("[step {step}] failed ({}): {message}", reason.as_str())
         }
@@ -76,44 +89,45 @@ pub(crate) fn live_line(event: &Event) -> Option<String> {
 }
 
 /// The approval card: tool, capability, risk, label, arguments and the change.
-pub(crate) fn approval_card(checkpoint: &Checkpoint) -> String {
-    let pending = &checkpoint.pending;
+pub(crate) fn approval_card(view: &ApprovalView) -> String {
     let mut card = String::new();
-    let risk = match pending.risk {
+    let risk = match view.risk {
         Risk::High => "HIGH RISK",
         Risk::Medium => "medium risk",
         Risk::Low => "low risk",
     };
-    card.push_str("┌─ approval needed ─────────────────────────────\n");
+    card.push_str(&format!(
+        "┌─ approval {} ({}) ─────────────────\n",
+        view.id,
+        view.state.as_str()
+    ));
+    card.push_str(&format!("│ task:       {}\n", shorten(&view.prompt, 70)));
     card.push_str(&format!(
         "│ tool:       {} ({})\n│ risk:       {risk}\n",
-        pending.call.name, pending.capability
+        view.tool, view.capability
     ));
-    if let Some(preview) = &pending.preview {
-        card.push_str(&format!(
-            "│ action:     {} {}\n",
-            preview.label.as_str(),
-            preview.target
-        ));
+    if let (Some(label), Some(target)) = (view.label, &view.target) {
+        card.push_str(&format!("│ action:     {} {target}\n", label.as_str()));
     }
-    let arguments = serde_json::to_string_pretty(&pending.arguments)
-        .unwrap_or_else(|_| pending.arguments.to_string());
+    let arguments = serde_json::to_string_pretty(&view.arguments)
+        .unwrap_or_else(|_| view.arguments.to_string());
     card.push_str("│ arguments:\n");
     for line in arguments.lines() {
         card.push_str(&format!("│   {line}\n"));
     }
-    if let Some(preview) = &pending.preview {
-        if let Some(diff) = &preview.diff {
-            card.push_str("│ change:\n");
-            for line in diff.lines() {
-                card.push_str(&format!("│   {line}\n"));
-            }
-        } else if let Some(content) = &preview.content {
-            card.push_str("│ new content:\n");
-            for line in content.lines() {
-                card.push_str(&format!("│   {line}\n"));
-            }
+    if let Some(diff) = &view.diff {
+        card.push_str("│ change:\n");
+        for line in diff.lines() {
+            card.push_str(&format!("│   {line}\n"));
         }
+    } else if let Some(content) = &view.content {
+        card.push_str("│ new content:\n");
+        for line in content.lines() {
+            card.push_str(&format!("│   {line}\n"));
+        }
+    }
+    if let (Some(by), Some(at)) = (view.resolved_by, view.resolved_at) {
+        card.push_str(&format!("│ resolved:   by {} at {at}\n", by.as_str()));
     }
     card.push_str("└───────────────────────────────────────────────");
     card

@@ -13,8 +13,8 @@
 //!   never contain the API key.
 //! - Discovery for zero-config runs: [`discover_from_keys`] (keys the CLI read from the
 //!   environment) and [`probe_local`] (Ollama / llama.cpp / LM Studio on loopback).
-//! - [`ping()`] for `doctor`, and [`trim_to_window`] to fit a conversation into a
-//!   context window.
+//! - [`ping()`] for `doctor`. (Fitting a conversation into a context window is the
+//!   loop's job: `pp_agent::trim_to_window`.)
 //!
 //! This crate depends on `pp-types` and `pp-agent` only, and owns `reqwest` (rustls on
 //! the ring backend). It reads no environment variable and no file: the CLI resolves
@@ -31,7 +31,6 @@
 //! ```
 
 mod anthropic;
-mod context;
 mod discovery;
 mod error;
 mod http_model;
@@ -42,7 +41,6 @@ mod settings;
 mod sse;
 mod transport;
 
-pub use context::{Trimmed, estimate_tokens, trim_to_window};
 pub use discovery::{
     Discovered, KNOWN_PROVIDERS, KnownProvider, LocalCandidate, LocalServerKind, ProbeOptions,
     ProbeReport, discover_from_keys, key_variables, probe_local,

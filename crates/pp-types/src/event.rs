@@ -40,6 +40,15 @@ pub enum EventKind {
         /// Tools offered.
         tool_count: usize,
     },
+    /// Older turns were left out of the request to fit the model's context window.
+    ContextTrimmed {
+        /// Messages left out of this request.
+        dropped_messages: usize,
+        /// Estimated tokens of what was sent.
+        kept_tokens: u64,
+        /// The window.
+        window: u64,
+    },
     /// The model answered.
     AssistantMessage {
         /// Visible text.
@@ -138,6 +147,21 @@ pub enum EventKind {
         #[serde(rename = "final")]
         final_text: String,
     },
+    /// The operator cancelled the task.
+    TaskCancelled {
+        /// Why, or who.
+        message: String,
+    },
+    /// The process running the task stopped; the task is never re-run blindly.
+    TaskInterrupted {
+        /// What happened.
+        message: String,
+    },
+    /// The operator retried an interrupted task.
+    TaskRetried {
+        /// How it continues (from the prompt, or by asking an approval again).
+        message: String,
+    },
     /// The task ended without an answer.
     TaskFailed {
         /// Machine-readable reason.
@@ -149,9 +173,10 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every event type name, for validating eval expectations and docs.
-    pub const TYPE_NAMES: [&'static str; 12] = [
+    pub const TYPE_NAMES: [&'static str; 16] = [
         "task_started",
         "model_request",
+        "context_trimmed",
         "assistant_message",
         "tool_call",
         "tool_result",
@@ -161,6 +186,9 @@ impl EventKind {
         "approval_resolved",
         "approval_edit_rejected",
         "task_completed",
+        "task_cancelled",
+        "task_interrupted",
+        "task_retried",
         "task_failed",
     ];
 
@@ -169,6 +197,7 @@ impl EventKind {
         match self {
             Self::TaskStarted { .. } => "task_started",
             Self::ModelRequest { .. } => "model_request",
+            Self::ContextTrimmed { .. } => "context_trimmed",
             Self::AssistantMessage { .. } => "assistant_message",
             Self::ToolCall { .. } => "tool_call",
             Self::ToolResult { .. } => "tool_result",
@@ -178,6 +207,9 @@ impl EventKind {
             Self::ApprovalResolved { .. } => "approval_resolved",
             Self::ApprovalEditRejected { .. } => "approval_edit_rejected",
             Self::TaskCompleted { .. } => "task_completed",
+            Self::TaskCancelled { .. } => "task_cancelled",
+            Self::TaskInterrupted { .. } => "task_interrupted",
+            Self::TaskRetried { .. } => "task_retried",
             Self::TaskFailed { .. } => "task_failed",
         }
     }
@@ -219,6 +251,10 @@ pub enum FailureReason {
     TokenBudget,
     /// The model could not be reached or answered nonsense.
     ModelError,
+    /// The task used its running time (state `timed_out`).
+    Timeout,
+    /// The service could not run the task (workspace missing, storage failure).
+    Internal,
 }
 
 impl FailureReason {
@@ -229,6 +265,8 @@ impl FailureReason {
             Self::MaxSteps => "max_steps",
             Self::TokenBudget => "token_budget",
             Self::ModelError => "model_error",
+            Self::Timeout => "timeout",
+            Self::Internal => "internal",
         }
     }
 }
@@ -258,6 +296,6 @@ mod tests {
     fn type_names_list_every_variant() {
         let kind = EventKind::TaskStarted { prompt: "p".into() };
         assert!(EventKind::TYPE_NAMES.contains(&kind.type_name()));
-        assert_eq!(EventKind::TYPE_NAMES.len(), 12);
+        assert_eq!(EventKind::TYPE_NAMES.len(), 16);
     }
 }

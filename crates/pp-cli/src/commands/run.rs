@@ -1,92 +1,127 @@
-//! `pocketpilot run`: one task in the terminal, with approvals asked of the person.
+//! `pocketpilot run`: one task in the terminal, stored like every other task, with
+//! approvals asked of the person at the terminal.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
-use pp_agent::{Agent, Outcome, Resolution, ResumeError};
-use pp_model::ScriptedModel;
-use pp_types::Checkpoint;
+use pp_tasks::{CreateTask, Decision, ModelSource, ResolveRequest, TaskService};
+use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::Value;
 
+use crate::app::{App, read_script};
+use crate::config::{Config, Flags};
 use crate::render::{LiveView, approval_card};
-use crate::{Exit, env, exit, wiring};
+use crate::{Exit, env, exit, models};
 
-/// Runs `prompt` in the workspace and returns the exit code.
+/// Runs `prompt` and returns the exit code.
 pub(crate) async fn run(
-    workspace: Option<PathBuf>,
+    mut flags: Flags,
     script: Option<PathBuf>,
     prompt: &str,
 ) -> anyhow::Result<u8> {
-    let root = wiring::workspace_root(workspace)?;
-    let model = load_model(script.as_deref())?;
-    let interactive = std::io::stdin().is_terminal();
-    let sink = LiveView;
-
-    let segment = wiring::segment(&root, &[])?;
-    let swept = segment.gate.jail().sweep_temp_files().unwrap_or(0);
-    if swept > 0 {
-        eprintln!("removed {swept} stray temporary file(s) left by an interrupted write");
+    if flags.workspace.is_none() {
+        flags.workspace =
+            Some(std::env::current_dir().context("cannot read the current directory")?);
     }
-    eprintln!("workspace: {}", segment.gate.jail().root().display());
-    let agent = Agent::new(&model, &segment.registry, &segment.gate, &sink);
-    let mut outcome = agent
-        .start(wiring::prompt_for(&segment.registry), prompt)
-        .await;
-
-    loop {
-        let checkpoint = match outcome {
-            Outcome::Completed { final_text, .. } => {
-                println!("{final_text}");
-                return Ok(exit::OK);
+    let config = Config::load(&flags)?;
+    let script = script.as_deref().map(read_script).transpose()?;
+    let models = match &script {
+        Some(_) => ModelSource::Scripted,
+        None => match models::find(&config).await? {
+            models::Found::Chosen(chosen) => {
+                eprintln!("model: {}", chosen.reason);
+                ModelSource::Provider(chosen.model)
             }
-            Outcome::Failed {
-                reason, message, ..
-            } => {
-                eprintln!("task failed ({}): {message}", reason.as_str());
-                return Ok(exit::FAILED);
-            }
-            Outcome::Suspended(checkpoint) => checkpoint,
-        };
-        eprintln!("{}", approval_card(&checkpoint));
-        if !interactive {
-            print_waiting(&checkpoint);
-            return Ok(exit::WAITING_APPROVAL);
-        }
-        outcome = decide_and_resume(&root, &model, &sink, *checkpoint).await?;
+            models::Found::Nothing(message) => return Err(Exit::no_model(message).into()),
+        },
+    };
+    let app = App::with_config(config, models, Some(Arc::new(LiveView)))?;
+    let service = &app.service;
+    let workspace = service.workspaces().find(None).map(|w| w.path.clone());
+    if let Some(root) = &workspace {
+        eprintln!("workspace: {}", root.display());
+        sweep(root);
     }
+    let task = service.create(CreateTask {
+        prompt: prompt.to_owned(),
+        workspace: None,
+        actor: Actor::Operator,
+        script,
+    })?;
+    eprintln!(
+        "task {} (stored in {})",
+        task.id,
+        app.config.database().display()
+    );
+    let record = service.run_now(&task.id).await?;
+    follow(service, record).await
 }
 
-/// Asks the person until a decision is accepted, then resumes with a fresh gate.
-async fn decide_and_resume(
-    root: &Path,
-    model: &ScriptedModel,
-    sink: &LiveView,
-    mut checkpoint: Checkpoint,
-) -> anyhow::Result<Outcome> {
+/// Reports how a task ended, asking the person at each approval; returns the exit code.
+pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> anyhow::Result<u8> {
+    let interactive = std::io::stdin().is_terminal();
     loop {
-        let resolution = ask(&checkpoint)?;
-        // A fresh jail, tools and gate for every resume.
-        let segment = wiring::segment(root, &[])?;
-        let agent = Agent::new(model, &segment.registry, &segment.gate, sink);
-        match agent.resume(checkpoint, resolution).await {
-            Ok(outcome) => return Ok(outcome),
-            Err(ResumeError::InvalidEdit {
-                message,
-                checkpoint: returned,
-            }) => {
-                eprintln!("the edited call was refused: {message}");
-                eprintln!("{}", approval_card(&returned));
-                checkpoint = *returned;
+        match record.state {
+            TaskState::Completed => {
+                println!("{}", record.final_text.unwrap_or_default());
+                return Ok(exit::OK);
             }
-            Err(error) => return Err(error.into()),
+            TaskState::WaitingApproval => {}
+            state => {
+                eprintln!(
+                    "task {} {}{}",
+                    record.id,
+                    state.as_str(),
+                    record
+                        .error
+                        .as_deref()
+                        .map(|error| format!(": {error}"))
+                        .unwrap_or_default()
+                );
+                return Ok(exit::FAILED);
+            }
         }
+        let pending = service
+            .store()
+            .approvals_for_task(&record.id)?
+            .into_iter()
+            .rfind(|approval| approval.state == ApprovalState::Pending)
+            .context("the task waits for approval but has no pending approval")?;
+        let view = service.approval_view(&pending.id)?;
+        eprintln!("{}", approval_card(&view));
+        if !interactive {
+            print_waiting(&view);
+            return Ok(exit::WAITING_APPROVAL);
+        }
+        record = loop {
+            let request = ask(&view.arguments)?;
+            match service.resolve(&pending.id, request).await {
+                Ok(record) => break record,
+                Err(pp_tasks::Error::InvalidArguments(message)) => {
+                    eprintln!("the edited call was refused: {message}");
+                }
+                Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
+                    eprintln!("{error}: someone else decided first");
+                    return Ok(exit::CONFLICT);
+                }
+                Err(error) => return Err(error.into()),
+            }
+        };
     }
 }
 
 /// Reads the person's decision from the terminal.
-fn ask(checkpoint: &Checkpoint) -> anyhow::Result<Resolution> {
+fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
     let stdin = std::io::stdin();
+    let request = |decision, edited_arguments, reason| ResolveRequest {
+        decision,
+        edited_arguments,
+        reason,
+        actor: Actor::Operator,
+        wait: true,
+    };
     loop {
         eprint!("[a]pprove, [r]eject, [e]dit arguments? ");
         std::io::stderr().flush()?;
@@ -95,27 +130,18 @@ fn ask(checkpoint: &Checkpoint) -> anyhow::Result<Resolution> {
             anyhow::bail!("stdin closed before a decision was made; nothing was run");
         }
         match line.trim().to_lowercase().as_str() {
-            "a" | "approve" | "y" | "yes" => {
-                return Ok(Resolution::Approve {
-                    edited_arguments: None,
-                });
-            }
+            "a" | "approve" | "y" | "yes" => return Ok(request(Decision::Approve, None, None)),
             "r" | "reject" | "n" | "no" => {
                 eprint!("reason (optional): ");
                 std::io::stderr().flush()?;
                 let mut reason = String::new();
                 stdin.lock().read_line(&mut reason)?;
                 let reason = reason.trim();
-                return Ok(Resolution::Reject {
-                    reason: (!reason.is_empty()).then(|| reason.to_owned()),
-                });
+                let reason = (!reason.is_empty()).then(|| reason.to_owned());
+                return Ok(request(Decision::Reject, None, reason));
             }
-            "e" | "edit" => match edit_arguments(&checkpoint.pending.arguments) {
-                Ok(Some(edited)) => {
-                    return Ok(Resolution::Approve {
-                        edited_arguments: Some(edited),
-                    });
-                }
+            "e" | "edit" => match edit_arguments(arguments) {
+                Ok(Some(edited)) => return Ok(request(Decision::Approve, Some(edited), None)),
                 Ok(None) => eprintln!("arguments unchanged; choose again"),
                 Err(error) => eprintln!("{error:#}"),
             },
@@ -135,8 +161,7 @@ fn edit_arguments(arguments: &Value) -> anyhow::Result<Option<Value>> {
         .suffix(".json")
         .tempfile()
         .context("cannot create a temporary file for editing")?;
-    let original = serde_json::to_string_pretty(arguments)?;
-    writeln!(file, "{original}")?;
+    writeln!(file, "{}", serde_json::to_string_pretty(arguments)?)?;
     file.flush()?;
     let editor = env::editor();
     let status = std::process::Command::new(&editor)
@@ -152,40 +177,33 @@ fn edit_arguments(arguments: &Value) -> anyhow::Result<Option<Value>> {
     Ok((&edited != arguments).then_some(edited))
 }
 
-/// Prints the pending approval for scripts and says why nothing was approved.
-fn print_waiting(checkpoint: &Checkpoint) {
+/// Prints the pending approval for scripts and says how to resolve it.
+fn print_waiting(view: &pp_tasks::ApprovalView) {
     let pending = serde_json::json!({
         "status": "waiting_approval",
-        "tool": checkpoint.pending.call.name,
-        "capability": checkpoint.pending.capability,
-        "risk": checkpoint.pending.risk,
-        "label": checkpoint.pending.preview.as_ref().map(|p| p.label),
-        "arguments": checkpoint.pending.arguments,
+        "task_id": view.task_id,
+        "approval_id": view.id,
+        "tool": view.tool,
+        "capability": view.capability,
+        "risk": view.risk,
+        "label": view.label,
+        "arguments": view.arguments,
     });
     println!("{pending}");
     eprintln!(
-        "waiting for approval: stdin is not a terminal, and PocketPilot never approves on \
-         its own. Run the same command in a terminal to approve, reject or edit the call."
+        "waiting for approval: stdin is not a terminal, and PocketPilot never approves on its \
+         own. Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
+         approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",
+        id = view.id
     );
 }
 
-/// Loads the scripted model; without a script there is no model yet.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the script path comes from the operator's command line, not from the model"
-)]
-fn load_model(script: Option<&Path>) -> anyhow::Result<ScriptedModel> {
-    let Some(path) = script else {
-        return Err(Exit::no_model(
-            "no model is configured. Pass `--script FILE` to replay a scripted model \
-             (see evals/cases for the format); real model providers are configured in \
-             pocketpilot.toml once they are available",
-        )
-        .into());
-    };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read script {}", path.display()))
-        .map_err(|error| Exit::usage(format!("{error:#}")))?;
-    ScriptedModel::from_json(&text)
-        .map_err(|error| Exit::usage(format!("{}: {error}", path.display())).into())
+/// Removes temp files a crashed write left in the workspace.
+fn sweep(root: &std::path::Path) {
+    if let Ok(jail) = pp_gate::Jail::new(root)
+        && let Ok(removed) = jail.sweep_temp_files()
+        && removed > 0
+    {
+        eprintln!("removed {removed} stray temporary file(s) left by an interrupted write");
+    }
 }

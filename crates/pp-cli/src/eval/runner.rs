@@ -7,12 +7,18 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use pp_agent::{Agent, BoxFuture, EventLog, Limits, Outcome, Resolution, ResumeError, Tool};
 use pp_model::ScriptedModel;
-use pp_types::{Capability, Event, EventKind, ToolOutput, ToolSpec};
+use pp_tasks::store::Store;
+use pp_tasks::{
+    CreateTask, Decision, ModelSource, ResolveRequest, Segment, TaskService, TaskSettings,
+    Workspaces,
+};
+use pp_types::{
+    Actor, ApprovalState, Capability, Event, EventKind, TaskState, ToolOutput, ToolSpec,
+};
 use serde_json::Value;
 
 use super::case::{ApprovalEntry, Case, Expect, TestTool};
 use super::tree;
-use crate::wiring;
 
 /// What happened in one case: the failed checks, empty when it passed.
 #[derive(Debug)]
@@ -30,8 +36,41 @@ struct Observed {
     model_requests: Vec<String>,
 }
 
-/// Runs `case` in a fresh temp directory and checks it.
+/// Runs `case` twice, each in a fresh temp directory: once on the agent loop directly
+/// and once through the task service (store, approvals, resume); both must pass.
 pub(crate) async fn run_case(case: &Case) -> anyhow::Result<CaseReport> {
+    let mut failures = Vec::new();
+    for mode in [Mode::Direct, Mode::Service] {
+        let report = run_case_in(case, mode).await?;
+        failures.extend(
+            report
+                .failures
+                .into_iter()
+                .map(|failure| format!("[{}] {failure}", mode.name())),
+        );
+    }
+    Ok(CaseReport { failures })
+}
+
+/// How a case is driven.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    /// `Agent::start` / `Agent::resume` with a fresh segment per resume.
+    Direct,
+    /// `TaskService::create` / `run_now` / `resolve` over a throw-away database.
+    Service,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Direct => "loop",
+            Self::Service => "service",
+        }
+    }
+}
+
+async fn run_case_in(case: &Case, mode: Mode) -> anyhow::Result<CaseReport> {
     let temp = tempfile::Builder::new()
         .prefix("pocketpilot-eval-")
         .tempdir()
@@ -42,7 +81,10 @@ pub(crate) async fn run_case(case: &Case) -> anyhow::Result<CaseReport> {
     tree::build_workspace(&workspace, &case.workspace, &outside)?;
     let before = tree::snapshot_outside_workspace(&base)?;
 
-    let observed = execute(case, &workspace, &outside).await?;
+    let observed = match mode {
+        Mode::Direct => execute(case, &workspace, &outside).await?,
+        Mode::Service => execute_service(case, &workspace, &outside).await?,
+    };
 
     let after = tree::snapshot_outside_workspace(&base)?;
     Ok(CaseReport {
@@ -50,27 +92,32 @@ pub(crate) async fn run_case(case: &Case) -> anyhow::Result<CaseReport> {
     })
 }
 
+fn extra_tools(case: &Case) -> Vec<Arc<dyn Tool>> {
+    case.tools
+        .iter()
+        .map(|tool| Arc::new(EchoTool::new(tool)) as Arc<dyn Tool>)
+        .collect()
+}
+
+fn limits(case: &Case) -> Limits {
+    let defaults = Limits::default();
+    Limits {
+        max_steps: case.limits.max_steps.unwrap_or(defaults.max_steps),
+        max_denials: case.limits.max_denials.unwrap_or(defaults.max_denials),
+        ..defaults
+    }
+}
+
 async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Result<Observed> {
     let script = substitute_value(&case.script, outside);
     let model = ScriptedModel::from_value(script).context("invalid `script`")?;
-    let extra: Vec<Arc<dyn Tool>> = case
-        .tools
-        .iter()
-        .map(|tool| Arc::new(EchoTool::new(tool)) as Arc<dyn Tool>)
-        .collect();
-    let defaults = Limits::default();
-    let limits = Limits {
-        max_steps: case.limits.max_steps.unwrap_or(defaults.max_steps),
-        max_denials: case.limits.max_denials.unwrap_or(defaults.max_denials),
-        token_budget: None,
-    };
+    let extra = extra_tools(case);
+    let limits = limits(case);
     let log = EventLog::new();
 
-    let segment = wiring::segment(workspace, &extra)?;
+    let segment = Segment::build(workspace, &extra)?;
     let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
-    let mut outcome = agent
-        .start(wiring::prompt_for(&segment.registry), &case.prompt)
-        .await;
+    let mut outcome = agent.start(segment.system_prompt(), &case.prompt).await;
 
     let mut approvals = case.approvals.iter();
     while let Outcome::Suspended(checkpoint) = outcome {
@@ -80,7 +127,7 @@ async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Resul
         };
         let resolution = resolution(entry, outside)?;
         // Every resume gets a fresh jail, tools and gate.
-        let segment = wiring::segment(workspace, &extra)?;
+        let segment = Segment::build(workspace, &extra)?;
         let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
         outcome = match agent.resume(*checkpoint, resolution).await {
             Ok(outcome) => outcome,
@@ -105,6 +152,83 @@ async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Resul
         final_text,
         events: log.events(),
         model_requests,
+    })
+}
+
+async fn execute_service(
+    case: &Case,
+    workspace: &Path,
+    outside: &Path,
+) -> anyhow::Result<Observed> {
+    let data = tempfile::Builder::new()
+        .prefix("pocketpilot-eval-db-")
+        .tempdir()
+        .context("cannot create a temp dir")?;
+    let store = Arc::new(Store::open(&data.path().join("eval.db"))?);
+    let limits = limits(case);
+    let settings = TaskSettings {
+        workers: 1,
+        max_steps: limits.max_steps,
+        max_denials: limits.max_denials,
+        ..TaskSettings::default()
+    };
+    let service = TaskService::build(
+        Arc::clone(&store),
+        settings,
+        Workspaces::single("eval", workspace),
+        ModelSource::Scripted,
+        extra_tools(case),
+        None,
+    );
+    let task = service.create(CreateTask {
+        prompt: case.prompt.clone(),
+        workspace: None,
+        actor: Actor::Operator,
+        script: Some(substitute_value(&case.script, outside)),
+    })?;
+    let mut record = service.run_now(&task.id).await?;
+    let mut approvals = case.approvals.iter();
+    while record.state == TaskState::WaitingApproval {
+        let Some(entry) = approvals.next() else { break };
+        let pending = store
+            .approvals_for_task(&task.id)?
+            .into_iter()
+            .rfind(|approval| approval.state == ApprovalState::Pending)
+            .context("the task waits but has no pending approval")?;
+        let request = match resolution(entry, outside)? {
+            Resolution::Approve { edited_arguments } => (Decision::Approve, edited_arguments, None),
+            Resolution::Reject { reason } => (Decision::Reject, None, reason),
+            Resolution::Stale { .. } => anyhow::bail!("evals never send stale resolutions"),
+        };
+        let request = ResolveRequest {
+            decision: request.0,
+            edited_arguments: request.1,
+            reason: request.2,
+            actor: Actor::Operator,
+            wait: true,
+        };
+        match service.resolve(&pending.id, request).await {
+            Ok(next) => record = next,
+            Err(pp_tasks::Error::InvalidArguments(_)) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    let status = match record.state {
+        TaskState::Completed => "completed",
+        TaskState::WaitingApproval => "waiting_approval",
+        _ => "failed",
+    };
+    let events = store
+        .task_events(&task.id, 0)?
+        .into_iter()
+        .map(|stored| stored.event)
+        .collect();
+    Ok(Observed {
+        status,
+        failure_reason: record.failure_reason.clone(),
+        final_text: record.final_text.clone(),
+        events,
+        model_requests: Vec::new(),
     })
 }
 

@@ -13,9 +13,29 @@ mod run;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The built `pocketpilot` binary.
+/// The built `pocketpilot` binary, isolated from the user's data and config directories.
 pub(crate) fn pocketpilot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pocketpilot"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pocketpilot"));
+    isolate(
+        &mut command,
+        &std::env::temp_dir().join("pp-cli-tests-default-home"),
+    );
+    command
+}
+
+/// The binary with its data directory at `home` (and no user config file).
+pub(crate) fn pocketpilot_in(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pocketpilot"));
+    isolate(&mut command, home);
+    command
+}
+
+/// Points the data and config directories of a child process at `home`.
+pub(crate) fn isolate(command: &mut Command, home: &Path) {
+    command
+        .env("POCKETPILOT_HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env_remove("POCKETPILOT_CONFIG");
 }
 
 /// The repository root.

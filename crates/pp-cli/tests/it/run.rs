@@ -6,11 +6,11 @@ use std::process::Stdio;
 use pp_test_support::TempTree;
 use serde_json::json;
 
-use crate::{pocketpilot, text, write_script};
+use crate::{isolate, pocketpilot, pocketpilot_in, text, write_script};
 
 fn run_in(tree: &TempTree, script: &serde_json::Value, prompt: &str) -> std::process::Output {
     let script = write_script(tree.base(), script);
-    pocketpilot()
+    pocketpilot_in(&tree.base().join("home"))
         .arg("run")
         .arg("--workspace")
         .arg(tree.workspace())
@@ -106,7 +106,7 @@ fn usage_errors_exit_2_and_a_missing_model_exits_4() {
 
     let bad_script = tree.base().join("bad.json");
     std::fs::write(&bad_script, "[{\"contnet\": 1}]").unwrap();
-    let output = pocketpilot()
+    let output = pocketpilot_in(&tree.base().join("home"))
         .arg("run")
         .arg("--workspace")
         .arg(tree.workspace())
@@ -122,7 +122,7 @@ fn usage_errors_exit_2_and_a_missing_model_exits_4() {
         text(&output).1
     );
 
-    let output = pocketpilot()
+    let output = pocketpilot_in(&tree.base().join("home"))
         .arg("run")
         .arg("--workspace")
         .arg(tree.workspace())
@@ -149,6 +149,7 @@ fn run_in_terminal(
     );
     let mut child = std::process::Command::new("script");
     child.args(["-qefc", &command, "/dev/null"]);
+    isolate(&mut child, &tree.base().join("home"));
     if let Some(editor) = editor {
         child.env("VISUAL", editor);
     }
@@ -182,7 +183,7 @@ fn in_a_terminal_the_person_approves() {
     let (code, screen) = run_in_terminal(&tree, &write_then_done(), "a\n", None);
     assert_eq!(code, 0, "{screen}");
     assert!(
-        screen.contains("approval needed") && screen.contains("create a.txt"),
+        screen.contains("(pending)") && screen.contains("create a.txt"),
         "{screen}"
     );
     assert!(screen.contains("all done"), "{screen}");

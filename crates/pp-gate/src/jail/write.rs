@@ -79,6 +79,8 @@ impl Jail {
         };
 
         let temp = temp_name();
+        #[cfg(feature = "failpoints")]
+        failpoint_stall(parent, name, &temp, bytes);
         let result = write_temp(parent, &temp, bytes, permissions)
             .and_then(|()| parent.rename(&temp, parent, name));
         if let Err(error) = result {
@@ -104,6 +106,22 @@ fn write_temp(
         file.set_permissions(permissions)?;
     }
     file.sync_all()
+}
+
+/// Test-only crash injection (feature `failpoints`): for targets named
+/// `failpoint-crash-*`, writes the first half of the content to the temp file, fsyncs it,
+/// and stalls for a minute so a test can kill the process in the middle of the write.
+#[cfg(feature = "failpoints")]
+fn failpoint_stall(parent: &Dir, name: &std::ffi::OsStr, temp: &str, bytes: &[u8]) {
+    if !name.to_string_lossy().starts_with("failpoint-crash-") {
+        return;
+    }
+    if let Ok(mut file) = parent.open_with(temp, OpenOptions::new().write(true).create_new(true)) {
+        let _ = file.write_all(&bytes[..bytes.len() / 2]);
+        let _ = file.sync_all();
+    }
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    let _ = parent.remove_file(temp);
 }
 
 /// Makes the rename durable; failures are ignored (the data is already fsynced, and

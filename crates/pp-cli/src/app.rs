@@ -1,0 +1,76 @@
+//! Opens what every store-backed command needs: configuration, the data directory, the
+//! database and the task service.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use pp_agent::EventSink;
+use pp_tasks::store::Store;
+use pp_tasks::{ModelSource, TaskService};
+
+use crate::config::{Config, Flags};
+use crate::{Exit, home, models};
+
+/// Configuration plus an open task service.
+pub(crate) struct App {
+    /// The resolved configuration.
+    pub(crate) config: Config,
+    /// The service over the data directory's database.
+    pub(crate) service: TaskService,
+}
+
+impl App {
+    /// Loads the configuration, creates the data directory and opens the database.
+    pub(crate) fn open(
+        flags: &Flags,
+        models: ModelSource,
+        observer: Option<Arc<dyn EventSink>>,
+    ) -> anyhow::Result<Self> {
+        Self::with_config(Config::load(flags)?, models, observer)
+    }
+
+    /// Like [`App::open`] with an already loaded configuration.
+    pub(crate) fn with_config(
+        config: Config,
+        models: ModelSource,
+        observer: Option<Arc<dyn EventSink>>,
+    ) -> anyhow::Result<Self> {
+        home::ensure(&config.home)?;
+        let store = Store::open(&config.database())
+            .with_context(|| format!("cannot open {}", config.database().display()))?;
+        let service = TaskService::build(
+            Arc::new(store),
+            config.tasks.clone(),
+            config.workspaces.clone(),
+            models,
+            Vec::new(),
+            observer,
+        );
+        Ok(Self { config, service })
+    }
+}
+
+/// The model source for commands that resume tasks: the configured or discovered
+/// provider, or a clear "not configured" (scripted tasks carry their own script).
+pub(crate) async fn model_source(config: &Config) -> anyhow::Result<ModelSource> {
+    Ok(match models::find(config).await? {
+        models::Found::Chosen(chosen) => ModelSource::Provider(chosen.model),
+        models::Found::Nothing(message) => ModelSource::Unconfigured(message),
+    })
+}
+
+/// Reads a script file named on the command line.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the script path comes from the operator's command line, not from the model"
+)]
+pub(crate) fn read_script(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| Exit::usage(format!("cannot read script {}: {error}", path.display())))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|error| Exit::usage(format!("{}: invalid script: {error}", path.display())))?;
+    pp_model::ScriptedModel::from_value(value.clone())
+        .map_err(|error| Exit::usage(format!("{}: {error}", path.display())))?;
+    Ok(value)
+}

@@ -1,0 +1,153 @@
+//! `pocketpilot approvals [list|show ID|approve ID [--edit JSON|@FILE]|reject ID]`:
+//! works directly on the store and resumes the task in this process.
+
+use std::sync::Arc;
+
+use clap::Subcommand;
+use pp_tasks::{Decision, ModelSource, ResolveRequest};
+use pp_types::{Actor, ApprovalId, ApprovalState};
+
+use crate::app::{App, model_source};
+use crate::commands::run::follow;
+use crate::config::{Config, Flags};
+use crate::render::{LiveView, approval_card};
+use crate::{Exit, exit};
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ApprovalsCommand {
+    /// List approvals, newest first (pending by default).
+    List {
+        /// pending, approved, rejected, stale or cancelled.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print one JSON object: `{"approvals": […]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one approval card.
+    Show {
+        /// The approval id.
+        id: String,
+        /// Print the card as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve the call (optionally with edited arguments) and resume the task here.
+    Approve {
+        /// The approval id.
+        id: String,
+        /// Replacement arguments: a JSON object, or `@FILE` to read it from a file.
+        #[arg(long, value_name = "JSON|@FILE")]
+        edit: Option<String>,
+    },
+    /// Reject the call and resume the task here; the model is told.
+    Reject {
+        /// The approval id.
+        id: String,
+        /// Why, for the model and the audit ledger.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+/// Runs an `approvals` subcommand.
+pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Result<u8> {
+    match command {
+        ApprovalsCommand::List { state, limit, json } => {
+            let app = App::open(flags, ModelSource::Scripted, None)?;
+            let state = state
+                .map(|name| {
+                    ApprovalState::parse(&name)
+                        .ok_or_else(|| Exit::usage(format!("unknown state `{name}`")))
+                })
+                .transpose()?;
+            let views = app.service.approval_views(state, limit)?;
+            if json {
+                println!("{}", serde_json::json!({ "approvals": views }));
+            } else if views.is_empty() {
+                println!("no approvals");
+            } else {
+                for view in views {
+                    let label = view.label.map_or("", |label| label.as_str());
+                    println!(
+                        "{}  {:<8}  {}  {} {} {}",
+                        view.id,
+                        view.state.as_str(),
+                        view.created_at,
+                        view.tool,
+                        label,
+                        view.target.as_deref().unwrap_or("")
+                    );
+                }
+            }
+            Ok(exit::OK)
+        }
+        ApprovalsCommand::Show { id, json } => {
+            let app = App::open(flags, ModelSource::Scripted, None)?;
+            let view = app.service.approval_view(&ApprovalId(id))?;
+            if json {
+                println!("{}", serde_json::to_string(&view)?);
+            } else {
+                println!("{}", approval_card(&view));
+            }
+            Ok(exit::OK)
+        }
+        ApprovalsCommand::Approve { id, edit } => {
+            let edited = edit.as_deref().map(parse_edit).transpose()?;
+            resolve(flags, id, Decision::Approve, edited, None).await
+        }
+        ApprovalsCommand::Reject { id, reason } => {
+            resolve(flags, id, Decision::Reject, None, reason).await
+        }
+    }
+}
+
+async fn resolve(
+    flags: &Flags,
+    id: String,
+    decision: Decision,
+    edited_arguments: Option<serde_json::Value>,
+    reason: Option<String>,
+) -> anyhow::Result<u8> {
+    // Scripted tasks carry their script; other tasks need the configured model.
+    let config = Config::load(flags)?;
+    let models = model_source(&config).await?;
+    let app = App::with_config(config, models, Some(Arc::new(LiveView)))?;
+    let request = ResolveRequest {
+        decision,
+        edited_arguments,
+        reason,
+        actor: Actor::Operator,
+        wait: true,
+    };
+    match app.service.resolve(&ApprovalId(id), request).await {
+        Ok(record) => follow(&app.service, record).await,
+        Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
+            eprintln!("error: {error}");
+            Ok(exit::CONFLICT)
+        }
+        Err(pp_tasks::Error::InvalidArguments(message)) => Err(Exit::usage(format!(
+            "the edited arguments were refused (the approval is still pending): {message}"
+        ))
+        .into()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "@FILE names the operator's own file on the command line"
+)]
+fn parse_edit(text: &str) -> anyhow::Result<serde_json::Value> {
+    let json = match text.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|error| Exit::usage(format!("cannot read {path}: {error}")))?,
+        None => text.to_owned(),
+    };
+    serde_json::from_str(&json)
+        .map_err(|error| Exit::usage(format!("--edit is not valid JSON: {error}")).into())
+}

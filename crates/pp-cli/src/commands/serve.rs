@@ -1,0 +1,110 @@
+//! `pocketpilot serve`: the HTTP API and the console on 127.0.0.1.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use pp_server::{AppState, ServerSettings};
+use pp_tasks::ModelSource;
+use tokio::net::TcpListener;
+
+use crate::app::{App, read_script};
+use crate::config::{Config, Flags};
+use crate::{exit, home, models};
+
+/// Serves until Ctrl-C (or SIGTERM).
+pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result<u8> {
+    let config = Config::load(&flags)?;
+    let default_script = script.as_deref().map(read_script).transpose()?;
+    let models = match &default_script {
+        Some(_) => {
+            eprintln!(
+                "model: every task replays the script {}",
+                script
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            );
+            ModelSource::Scripted
+        }
+        None => match models::find(&config).await? {
+            models::Found::Chosen(chosen) => {
+                eprintln!("model: {}", chosen.reason);
+                ModelSource::Provider(chosen.model)
+            }
+            models::Found::Nothing(message) => {
+                eprintln!("warning: {message}");
+                eprintln!(
+                    "the server starts anyway; tasks fail at once until a model is configured"
+                );
+                ModelSource::Unconfigured(message)
+            }
+        },
+    };
+    let app = App::with_config(config, models, None)?;
+    let token = home::load_or_create_token(&app.config.token_file())?;
+    for workspace in &app.service.workspaces().list {
+        if let Ok(jail) = pp_gate::Jail::new(&workspace.path)
+            && let Ok(removed) = jail.sweep_temp_files()
+            && removed > 0
+        {
+            eprintln!(
+                "removed {removed} stray temporary file(s) in workspace {}",
+                workspace.name
+            );
+        }
+    }
+    let interrupted = app.service.recover()?;
+    if !interrupted.is_empty() {
+        eprintln!(
+            "{} task(s) were running when the last server stopped; they are now \
+             `interrupted` (retry them to continue): {}",
+            interrupted.len(),
+            interrupted
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let listener = TcpListener::bind(("127.0.0.1", app.config.port))
+        .await
+        .with_context(|| format!("cannot listen on 127.0.0.1:{}", app.config.port))?;
+    let port = listener.local_addr()?.port();
+    let settings = ServerSettings {
+        port: Some(port),
+        default_script,
+        ..ServerSettings::default()
+    };
+    app.service.start_workers();
+    let state = AppState::new(app.service.clone(), token.clone(), settings);
+    for workspace in &app.service.workspaces().list {
+        eprintln!("workspace {}: {}", workspace.name, workspace.path.display());
+    }
+    eprintln!("data: {}", app.config.home.display());
+    println!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}");
+    pp_server::serve(listener, state, shutdown_signal()).await?;
+    eprintln!("stopped");
+    Ok(exit::OK)
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}

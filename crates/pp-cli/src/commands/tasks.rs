@@ -1,0 +1,140 @@
+//! `pocketpilot tasks [list|show ID|events ID]`: reads the store directly.
+
+use clap::Subcommand;
+use pp_tasks::ModelSource;
+use pp_types::{TaskId, TaskState};
+
+use crate::app::App;
+use crate::config::Flags;
+use crate::render::live_line;
+use crate::{Exit, exit};
+
+/// What to show.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TasksCommand {
+    /// List tasks, newest first.
+    List {
+        /// Only tasks in this state (queued, running, waiting_approval, completed, …).
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print one JSON object: `{"tasks": […]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one task.
+    Show {
+        /// The task id.
+        id: String,
+        /// Print the task as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a task's events.
+    Events {
+        /// The task id.
+        id: String,
+        /// Print one JSON object: `{"events": […]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a task that has not ended.
+    Cancel {
+        /// The task id.
+        id: String,
+        /// Print the task as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Retry an interrupted task from its last checkpoint.
+    Retry {
+        /// The task id.
+        id: String,
+        /// Print the task as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `tasks` subcommand.
+pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<u8> {
+    let app = App::open(flags, ModelSource::Scripted, None)?;
+    let store = app.service.store();
+    match command {
+        TasksCommand::List { state, limit, json } => {
+            let state = state
+                .map(|name| {
+                    TaskState::parse(&name)
+                        .ok_or_else(|| Exit::usage(format!("unknown state `{name}`")))
+                })
+                .transpose()?;
+            let tasks = store.list_tasks(state, limit)?;
+            if json {
+                println!("{}", serde_json::json!({ "tasks": tasks }));
+            } else if tasks.is_empty() {
+                println!("no tasks");
+            } else {
+                for task in tasks {
+                    println!(
+                        "{}  {:<16}  {}  {}",
+                        task.id,
+                        task.state.as_str(),
+                        task.created_at,
+                        one_line(&task.prompt)
+                    );
+                }
+            }
+        }
+        TasksCommand::Show { id, json } => {
+            let task = store.task(&TaskId(id))?;
+            if json {
+                println!("{}", serde_json::to_string(&task)?);
+            } else {
+                println!("{}", serde_json::to_string_pretty(&task)?);
+            }
+        }
+        TasksCommand::Events { id, json } => {
+            let id = TaskId(id);
+            store.task(&id)?;
+            let events = store.task_events(&id, 0)?;
+            if json {
+                println!("{}", serde_json::json!({ "events": events }));
+            } else {
+                for stored in events {
+                    let line = live_line(&stored.event)
+                        .unwrap_or_else(|| format!("           {}", stored.event.type_name()));
+                    println!("#{:<5} {line}", stored.seq);
+                }
+            }
+        }
+        TasksCommand::Cancel { id, json } => {
+            let task = app.service.cancel(&TaskId(id)).await?;
+            print_task(&task, json)?;
+        }
+        TasksCommand::Retry { id, json } => {
+            let task = app.service.retry(&TaskId(id))?;
+            print_task(&task, json)?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn print_task(task: &pp_types::TaskRecord, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(task)?);
+    } else {
+        println!("{}  {}", task.id, task.state.as_str());
+    }
+    Ok(())
+}
+
+fn one_line(text: &str) -> String {
+    let flat = text.replace('\n', " ");
+    if flat.chars().count() > 60 {
+        format!("{}…", flat.chars().take(60).collect::<String>())
+    } else {
+        flat
+    }
+}

@@ -1,0 +1,345 @@
+//! Configuration: `pocketpilot.toml` < environment < flags, resolved into settings.
+//!
+//! Stage one reads the user's config file (never a file inside a workspace: a downloaded
+//! folder must not be able to point the agent at another model or widen anything) into
+//! `FileConfig`, whose fields are all optional; unknown keys are an error naming the key
+//! and the file. Stage two merges the environment and the flags over it and resolves
+//! everything into [`Config`], which has no optional knobs left.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use pp_tasks::{TaskSettings, Workspace, Workspaces};
+use serde::Deserialize;
+
+use crate::{Exit, env};
+
+/// The `[tasks]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileTasks {
+    workers: Option<usize>,
+    timeout_secs: Option<u64>,
+    max_steps: Option<u32>,
+    max_denials: Option<u32>,
+}
+
+/// The `[server]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileServer {
+    port: Option<u16>,
+}
+
+/// One `[[workspace]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileWorkspace {
+    name: String,
+    path: String,
+    #[serde(default)]
+    default: bool,
+}
+
+/// The `[model]` table, as written (see `docs/configuration.md`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileModel {
+    pub(crate) provider: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) api_key_env: Option<String>,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) temperature: Option<f32>,
+    pub(crate) context_window: Option<u32>,
+    pub(crate) timeout_secs: Option<u64>,
+    pub(crate) max_retries: Option<u32>,
+    pub(crate) stream: Option<bool>,
+    /// First retry delay in milliseconds (doubles per retry, with jitter).
+    pub(crate) retry_backoff_ms: Option<u64>,
+}
+
+/// The `[discovery]` table: where zero-config discovery looks for local servers.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileDiscovery {
+    /// Look for provider keys and local servers at all (default true).
+    pub(crate) enabled: Option<bool>,
+    /// Loopback ports to probe, in order (default 11434 Ollama, 8080 llama.cpp, 1234 LM Studio).
+    pub(crate) local_ports: Option<Vec<u16>>,
+    /// Per-probe timeout in milliseconds (default 500).
+    pub(crate) probe_timeout_ms: Option<u64>,
+}
+
+/// `pocketpilot.toml` as written: every field optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileConfig {
+    #[serde(default)]
+    pub(crate) model: Option<FileModel>,
+    #[serde(default)]
+    pub(crate) discovery: Option<FileDiscovery>,
+    #[serde(default)]
+    tasks: Option<FileTasks>,
+    #[serde(default)]
+    server: Option<FileServer>,
+    #[serde(default)]
+    workspace: Vec<FileWorkspace>,
+}
+
+/// Flags that override the file and the environment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Flags {
+    /// `--home DIR`.
+    pub(crate) home: Option<PathBuf>,
+    /// `--config FILE`.
+    pub(crate) config: Option<PathBuf>,
+    /// `--workspace DIR`: a one-off default workspace.
+    pub(crate) workspace: Option<PathBuf>,
+    /// `--port N`.
+    pub(crate) port: Option<u16>,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// The data directory (database, token), created with private permissions.
+    pub(crate) home: PathBuf,
+    /// The config file that was read, if any.
+    pub(crate) file: Option<PathBuf>,
+    /// Where tasks may run.
+    pub(crate) workspaces: Workspaces,
+    /// `[tasks]`.
+    pub(crate) tasks: TaskSettings,
+    /// The port `serve` listens on (0 picks a free one).
+    pub(crate) port: u16,
+    /// The `[model]` table, resolved by `models.rs`.
+    pub(crate) model: Option<FileModel>,
+    /// The `[discovery]` table.
+    pub(crate) discovery: FileDiscovery,
+}
+
+/// The default port of `pocketpilot serve`.
+pub(crate) const DEFAULT_PORT: u16 = 7878;
+
+impl Config {
+    /// Loads the file, merges environment and flags, resolves.
+    pub(crate) fn load(flags: &Flags) -> anyhow::Result<Self> {
+        let (file_config, file) = read_file(flags)?;
+        let home = flags
+            .home
+            .clone()
+            .or_else(env::data_home_override)
+            .or_else(env::default_data_dir)
+            .ok_or_else(|| {
+                Exit::usage("cannot find a data directory: set POCKETPILOT_HOME or pass --home")
+            })?;
+        let home = expand_tilde(&home)?;
+        let tasks_file = file_config.tasks.clone().unwrap_or_default();
+        let defaults = TaskSettings::default();
+        let tasks = TaskSettings {
+            workers: tasks_file.workers.unwrap_or(defaults.workers).max(1),
+            timeout: tasks_file
+                .timeout_secs
+                .map_or(defaults.timeout, Duration::from_secs),
+            max_steps: tasks_file.max_steps.unwrap_or(defaults.max_steps),
+            max_denials: tasks_file.max_denials.unwrap_or(defaults.max_denials),
+            poll_interval: defaults.poll_interval,
+            context_window: file_config
+                .model
+                .as_ref()
+                .and_then(|model| model.context_window)
+                .map(u64::from),
+        };
+        let port = flags
+            .port
+            .or(file_config.server.as_ref().and_then(|server| server.port))
+            .unwrap_or(DEFAULT_PORT);
+        let workspaces = resolve_workspaces(&file_config.workspace, flags.workspace.as_deref())?;
+        Ok(Self {
+            home,
+            file,
+            workspaces,
+            tasks,
+            port,
+            model: file_config.model,
+            discovery: file_config.discovery.unwrap_or_default(),
+        })
+    }
+
+    /// The database file.
+    pub(crate) fn database(&self) -> PathBuf {
+        self.home.join("pocketpilot.db")
+    }
+
+    /// The API token file.
+    pub(crate) fn token_file(&self) -> PathBuf {
+        self.home.join("token")
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "reads the operator's own config file, never one inside a workspace"
+)]
+fn read_file(flags: &Flags) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
+    let explicit = flags.config.clone().or_else(env::config_override);
+    let path = match explicit {
+        Some(path) => {
+            let path = expand_tilde(&path)?;
+            if !path.is_file() {
+                return Err(
+                    Exit::usage(format!("config file {} does not exist", path.display())).into(),
+                );
+            }
+            path
+        }
+        None => match env::default_config_file() {
+            Some(path) if path.is_file() => path,
+            _ => return Ok((FileConfig::default(), None)),
+        },
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read config file {}", path.display()))?;
+    let config = parse(&text)
+        .map_err(|error| Exit::usage(format!("invalid config file {}: {error}", path.display())))?;
+    Ok((config, Some(path)))
+}
+
+/// Parses a config file's text.
+pub(crate) fn parse(text: &str) -> Result<FileConfig, String> {
+    toml::from_str(text).map_err(|error| error.to_string().trim().replace('\n', " "))
+}
+
+fn resolve_workspaces(
+    configured: &[FileWorkspace],
+    flag: Option<&Path>,
+) -> anyhow::Result<Workspaces> {
+    let mut workspaces = Workspaces::default();
+    for entry in configured {
+        if workspaces.list.iter().any(|w| w.name == entry.name) {
+            return Err(
+                Exit::usage(format!("workspace `{}` is configured twice", entry.name)).into(),
+            );
+        }
+        workspaces.list.push(Workspace {
+            name: entry.name.clone(),
+            path: expand_tilde(Path::new(&entry.path))?,
+        });
+        if entry.default {
+            if workspaces.default.is_some() {
+                return Err(Exit::usage("more than one workspace is marked default").into());
+            }
+            workspaces.default = Some(entry.name.clone());
+        }
+    }
+    let one_off = match flag {
+        Some(path) => Some(expand_tilde(path)?),
+        None if workspaces.list.is_empty() => {
+            Some(std::env::current_dir().context("cannot read the current directory")?)
+        }
+        None => None,
+    };
+    if let Some(path) = one_off {
+        if !path.is_dir() {
+            return Err(
+                Exit::usage(format!("workspace {} is not a directory", path.display())).into(),
+            );
+        }
+        let mut name = path.file_name().map_or_else(
+            || "workspace".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        if workspaces.list.iter().any(|w| w.name == name) {
+            name = format!("{name}-cli");
+        }
+        workspaces.list.push(Workspace {
+            name: name.clone(),
+            path,
+        });
+        workspaces.default = Some(name);
+    } else if workspaces.default.is_none() {
+        workspaces.default = workspaces.list.first().map(|w| w.name.clone());
+    }
+    Ok(workspaces)
+}
+
+/// Expands a leading `~` with `HOME`.
+pub(crate) fn expand_tilde(path: &Path) -> anyhow::Result<PathBuf> {
+    let Ok(rest) = path.strip_prefix("~") else {
+        return Ok(path.to_path_buf());
+    };
+    let home = env::home().ok_or_else(|| Exit::usage("cannot expand `~`: HOME is not set"))?;
+    Ok(PathBuf::from(home).join(rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_file() {
+        let config = parse(
+            r#"
+            [model]
+            provider = "openai"
+            model = "gpt-4o-mini"
+            api_key_env = "OPENAI_API_KEY"
+
+            [tasks]
+            workers = 4
+            timeout_secs = 60
+
+            [server]
+            port = 9000
+
+            [[workspace]]
+            name = "notes"
+            path = "~/notes"
+            default = true
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.tasks.unwrap().workers, Some(4));
+        assert_eq!(config.server.unwrap().port, Some(9000));
+        assert_eq!(config.workspace[0].name, "notes");
+        assert_eq!(config.model.unwrap().model.as_deref(), Some("gpt-4o-mini"));
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let error = parse("[tasks]\nworkerz = 3\n").unwrap_err();
+        assert!(error.contains("workerz"), "{error}");
+        let error = parse("[modle]\n").unwrap_err();
+        assert!(error.contains("modle"), "{error}");
+    }
+
+    #[test]
+    fn workspaces_resolve_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let configured = vec![
+            FileWorkspace {
+                name: "a".into(),
+                path: dir.path().display().to_string(),
+                default: false,
+            },
+            FileWorkspace {
+                name: "b".into(),
+                path: dir.path().display().to_string(),
+                default: true,
+            },
+        ];
+        let workspaces = resolve_workspaces(&configured, None).unwrap();
+        assert_eq!(workspaces.default.as_deref(), Some("b"));
+        let with_flag = resolve_workspaces(&configured, Some(dir.path())).unwrap();
+        assert_eq!(with_flag.list.len(), 3);
+        assert_eq!(
+            with_flag.find(None).unwrap().path,
+            dir.path().to_path_buf(),
+            "--workspace is the one-off default"
+        );
+        let twice = vec![configured[0].clone(), configured[0].clone()];
+        assert!(resolve_workspaces(&twice, None).is_err());
+    }
+}

@@ -1,0 +1,67 @@
+//! The data directory: created private, holding the database and the API token.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the data directory and its token file are the operator's, never a workspace path"
+)]
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+
+/// Creates the data directory (mode 0700 on Unix) if it does not exist.
+pub(crate) fn ensure(home: &Path) -> anyhow::Result<()> {
+    if !home.is_dir() {
+        std::fs::create_dir_all(home)
+            .with_context(|| format!("cannot create data directory {}", home.display()))?;
+        restrict(home, 0o700)?;
+    }
+    Ok(())
+}
+
+/// Reads the API token, creating one (mode 0600) at first start.
+pub(crate) fn load_or_create_token(file: &Path) -> anyhow::Result<String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
+        Ok(_) => write_token(file),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => write_token(file),
+        Err(error) => Err(error).with_context(|| format!("cannot read {}", file.display())),
+    }
+}
+
+/// Replaces the token with a new random one and returns it.
+pub(crate) fn write_token(file: &Path) -> anyhow::Result<String> {
+    let token = random_hex(32)?;
+    let temp = file.with_extension("tmp");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut handle = options
+        .open(&temp)
+        .with_context(|| format!("cannot write {}", temp.display()))?;
+    writeln!(handle, "{token}")?;
+    handle.sync_all()?;
+    restrict(&temp, 0o600)?;
+    std::fs::rename(&temp, file).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(token)
+}
+
+/// `len` random bytes as lowercase hex.
+pub(crate) fn random_hex(len: usize) -> anyhow::Result<String> {
+    let mut bytes = vec![0u8; len];
+    getrandom::fill(&mut bytes).map_err(|error| anyhow::anyhow!("no randomness: {error}"))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+#[cfg(unix)]
+fn restrict(path: &Path, mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot restrict permissions of {}", path.display()))
+}
+
+#[cfg(not(unix))]
+fn restrict(_path: &Path, _mode: u32) -> anyhow::Result<()> {
+    Ok(())
+}

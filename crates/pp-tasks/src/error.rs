@@ -1,0 +1,69 @@
+//! Errors of the task service.
+
+use pp_types::{ApprovalState, TaskState};
+
+/// What went wrong in a task-service call.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No task, approval or workspace with that id or name.
+    #[error("{what} `{id}` not found")]
+    NotFound {
+        /// What was looked up.
+        what: &'static str,
+        /// The id or name.
+        id: String,
+    },
+    /// The approval was already resolved (double click, another tab, the CLI).
+    #[error("approval {id} is already {}", state.as_str())]
+    AlreadyResolved {
+        /// The approval.
+        id: String,
+        /// Its state.
+        state: ApprovalState,
+    },
+    /// The task is not in a state that allows this.
+    #[error("task {id} is {}: {action} is not possible", state.as_str())]
+    InvalidState {
+        /// The task.
+        id: String,
+        /// Its state.
+        state: TaskState,
+        /// What was attempted.
+        action: &'static str,
+    },
+    /// Edited arguments failed the tool's schema or the gate; the approval stays pending.
+    #[error("invalid edited arguments: {0}")]
+    InvalidArguments(String),
+    /// Bad input (empty prompt, unknown decision, …).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The workspace could not be opened.
+    #[error("workspace {path} cannot be opened")]
+    Workspace {
+        /// The workspace root.
+        path: String,
+        /// Why.
+        #[source]
+        source: pp_gate::JailError,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] pp_store::Error),
+    /// The task's model could not be built.
+    #[error("model: {0}")]
+    Model(String),
+}
+
+/// Result type of this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Maps store conflicts to service errors where the meaning is the same.
+    pub(crate) fn from_store(error: pp_store::Error) -> Self {
+        match error {
+            pp_store::Error::NotFound { what, id } => Self::NotFound { what, id },
+            pp_store::Error::AlreadyResolved { id, state } => Self::AlreadyResolved { id, state },
+            other => Self::Store(other),
+        }
+    }
+}

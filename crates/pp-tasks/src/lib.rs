@@ -1,0 +1,39 @@
+//! The task service: creates tasks, runs them on a bounded pool of workers, turns the
+//! agent loop's checkpoints into durable approvals, resolves approvals exactly once and
+//! resumes from the stored checkpoint with a freshly built jail and gate.
+//!
+//! Main types: [`TaskService`] (create, run, resolve, cancel, retry, recover),
+//! [`TaskSettings`], [`Workspaces`], [`ModelSource`], [`ApprovalView`] (everything an
+//! approval card shows). It sits above `pp-agent`, `pp-gate`, `pp-tools`, `pp-model` and
+//! `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
+//! store's compare-and-set transactions, so several processes sharing one database never
+//! run or resolve the same thing twice.
+//!
+//! ```
+//! use pp_tasks::TaskSettings;
+//! let settings = TaskSettings::default();
+//! assert_eq!(settings.workers, 2);
+//! assert_eq!(settings.timeout.as_secs(), 600);
+//! ```
+
+mod error;
+mod model;
+mod resolve;
+mod runner;
+mod segment;
+mod service;
+mod settings;
+mod sink;
+mod view;
+
+pub use error::{Error, Result};
+pub use model::ModelSource;
+pub use resolve::{Decision, ResolveRequest};
+pub use segment::{Segment, arguments_hash};
+pub use service::{CreateTask, TaskService};
+pub use settings::{TaskSettings, Workspace, Workspaces};
+pub use view::ApprovalView;
+
+/// The store, re-exported so front ends reach audit queries and sessions through the
+/// service without depending on the database crate.
+pub use pp_store as store;

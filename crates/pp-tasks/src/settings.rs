@@ -1,0 +1,86 @@
+//! Settings of the task service and the named workspaces tasks run in.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pp_agent::Limits;
+
+/// `[tasks]` settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSettings {
+    /// Runs at once (queued tasks and resumed approvals share the limit).
+    pub workers: usize,
+    /// Running time per task; time waiting for a person does not count.
+    pub timeout: Duration,
+    /// Model calls per task.
+    pub max_steps: u32,
+    /// Denials before a task fails with `policy_violation`.
+    pub max_denials: u32,
+    /// How often to look for work and changes made by other processes.
+    pub poll_interval: Duration,
+    /// The model's context window in tokens (from `[model] context_window`).
+    pub context_window: Option<u64>,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        Self {
+            workers: 2,
+            timeout: Duration::from_secs(600),
+            max_steps: 24,
+            max_denials: 3,
+            poll_interval: Duration::from_millis(250),
+            context_window: None,
+        }
+    }
+}
+
+impl TaskSettings {
+    /// The loop limits these settings imply.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_steps: self.max_steps,
+            max_denials: self.max_denials,
+            token_budget: None,
+            context_window: self.context_window,
+        }
+    }
+}
+
+/// A named workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    /// The name tasks refer to it by.
+    pub name: String,
+    /// Its root directory (`~` already expanded).
+    pub path: PathBuf,
+}
+
+/// The configured workspaces and which one is the default.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Workspaces {
+    /// Every workspace, in configuration order.
+    pub list: Vec<Workspace>,
+    /// The default's name.
+    pub default: Option<String>,
+}
+
+impl Workspaces {
+    /// A single workspace that is also the default.
+    pub fn single(name: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        let name = name.into();
+        Self {
+            list: vec![Workspace {
+                name: name.clone(),
+                path: path.into(),
+            }],
+            default: Some(name),
+        }
+    }
+
+    /// Finds a workspace by name, or the default when `name` is `None`.
+    pub fn find(&self, name: Option<&str>) -> Option<&Workspace> {
+        let wanted = name.or(self.default.as_deref())?;
+        self.list.iter().find(|workspace| workspace.name == wanted)
+    }
+}

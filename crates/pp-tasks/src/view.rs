@@ -1,0 +1,118 @@
+//! Everything an approval card shows.
+
+use pp_types::{Actor, ApprovalRecord, ApprovalState, Risk, TaskId, Timestamp, WriteLabel};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{Error, Result, TaskService};
+
+/// An approval as the inbox and the CLI show it (without the full checkpoint).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalView {
+    /// The approval's id.
+    pub id: String,
+    /// The task it belongs to.
+    pub task_id: TaskId,
+    /// The task's prompt.
+    pub prompt: String,
+    /// Pending, approved, rejected, stale or cancelled.
+    pub state: ApprovalState,
+    /// The tool.
+    pub tool: String,
+    /// Its capability.
+    pub capability: String,
+    /// Its risk (the inbox highlights `high`).
+    pub risk: Risk,
+    /// Create or overwrite.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<WriteLabel>,
+    /// The target path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The arguments as the model wrote them.
+    pub arguments: Value,
+    /// A unified diff for overwrites and edits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// The new content for creates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// When it was requested.
+    pub created_at: Timestamp,
+    /// When it was resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<Timestamp>,
+    /// Who resolved it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<Actor>,
+    /// The reason (rejections, stale approvals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Arguments it was approved with, if edited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<Value>,
+}
+
+impl ApprovalView {
+    /// Builds the view of `approval` for a task with `prompt`.
+    pub fn new(approval: ApprovalRecord, prompt: String) -> Self {
+        let preview = approval.checkpoint.pending.preview.clone();
+        Self {
+            id: approval.id.to_string(),
+            task_id: approval.task_id,
+            prompt,
+            state: approval.state,
+            tool: approval.tool,
+            capability: approval.capability,
+            risk: approval.risk,
+            label: approval.label,
+            target: approval.target,
+            arguments: approval.arguments,
+            diff: preview.as_ref().and_then(|preview| preview.diff.clone()),
+            content: preview.and_then(|preview| preview.content),
+            created_at: approval.created_at,
+            resolved_at: approval.resolved_at,
+            resolved_by: approval.resolved_by,
+            reason: approval.reason,
+            edited_arguments: approval.edited_arguments,
+        }
+    }
+}
+
+impl TaskService {
+    /// The card for one approval.
+    pub fn approval_view(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
+        let approval = self.inner.store.approval(id).map_err(Error::from_store)?;
+        let prompt = self
+            .inner
+            .store
+            .task(&approval.task_id)
+            .map(|task| task.prompt)
+            .unwrap_or_default();
+        Ok(ApprovalView::new(approval, prompt))
+    }
+
+    /// Cards for approvals in `state` (pending by default), newest first.
+    pub fn approval_views(
+        &self,
+        state: Option<ApprovalState>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalView>> {
+        let approvals = self
+            .inner
+            .store
+            .list_approvals(Some(state.unwrap_or(ApprovalState::Pending)), limit)?;
+        Ok(approvals
+            .into_iter()
+            .map(|approval| {
+                let prompt = self
+                    .inner
+                    .store
+                    .task(&approval.task_id)
+                    .map(|task| task.prompt)
+                    .unwrap_or_default();
+                ApprovalView::new(approval, prompt)
+            })
+            .collect())
+    }
+}

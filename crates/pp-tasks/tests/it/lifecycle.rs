@@ -1,0 +1,203 @@
+//! Tasks from creation to the end: workers, denials, timeouts, cancellation.
+
+use std::time::Duration;
+
+use pp_tasks::{CreateTask, TaskSettings};
+use pp_types::{Actor, ApprovalState, TaskState};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::fixture::{Fixture, approve, write_then_done};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_waits_then_completes_after_approval() {
+    let fixture = Fixture::new();
+    fixture.tree.file("notes.txt", "old\n");
+    let task = fixture.run(write_then_done("notes.txt", "new\n")).await;
+    assert_eq!(task.state, TaskState::WaitingApproval);
+    assert_eq!(
+        fixture.tree.read("notes.txt"),
+        "old\n",
+        "nothing written before approval"
+    );
+
+    let pending = fixture.pending(&task.id);
+    let view = fixture.service.approval_view(&pending.id).unwrap();
+    assert_eq!(view.prompt, "do the thing");
+    assert_eq!(view.tool, "write_file");
+    assert_eq!(view.capability, "file:write");
+    assert_eq!(view.risk, pp_types::Risk::High);
+    assert_eq!(view.label, Some(pp_types::WriteLabel::Overwrite));
+    let diff = view.diff.unwrap();
+    assert!(diff.contains("-old") && diff.contains("+new"), "{diff}");
+
+    let done = fixture
+        .service
+        .resolve(&pending.id, approve())
+        .await
+        .unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(done.final_text.as_deref(), Some("done"));
+    assert_eq!(fixture.tree.read("notes.txt"), "new\n");
+    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    assert_eq!(approval.state, ApprovalState::Approved);
+    assert_eq!(approval.resolved_by, Some(Actor::Operator));
+
+    assert_eq!(fixture.audit_count("task_created"), 1);
+    assert_eq!(fixture.audit_count("approval_approved"), 1);
+    let executed = fixture
+        .service
+        .store()
+        .list_audit(&pp_tasks::store::AuditFilter {
+            actor: Some(Actor::Agent),
+            task_id: Some(task.id.clone()),
+            action: Some("tool_executed".into()),
+            before_id: None,
+            limit: 10,
+        })
+        .unwrap();
+    assert_eq!(executed.len(), 1);
+    assert_eq!(executed[0].target.as_deref(), Some("notes.txt"));
+    assert_eq!(
+        executed[0].arguments_hash.as_deref(),
+        Some(pp_tasks::arguments_hash(&json!({"path": "notes.txt", "content": "new\n"})).as_str())
+    );
+    let types = fixture.event_types(&task.id);
+    assert_eq!(
+        types.iter().filter(|t| **t == "approval_required").count(),
+        1
+    );
+    assert_eq!(types.last(), Some(&"task_completed"));
+    // The stored approval_required event names its approval.
+    let events = fixture.service.store().task_events(&task.id, 0).unwrap();
+    let required = events
+        .iter()
+        .find(|e| e.event.type_name() == "approval_required")
+        .unwrap();
+    let json = serde_json::to_value(required).unwrap();
+    assert_eq!(json["approval_id"], pending.id.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_run_queued_tasks_including_ones_from_other_processes() {
+    let fixture = Fixture::with(TaskSettings {
+        workers: 1,
+        poll_interval: Duration::from_millis(20),
+        ..TaskSettings::default()
+    });
+    fixture.tree.file("a.txt", "a\n");
+    let read = json!([{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+                      {"content": "read it"}]);
+    let mine: Vec<_> = (0..3).map(|_| fixture.create(read.clone())).collect();
+    // Queued by another process: only polling can notice it.
+    let other = fixture.another_process();
+    let theirs = other
+        .create(CreateTask {
+            prompt: "from elsewhere".into(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(read),
+        })
+        .unwrap();
+    fixture.service.start_workers();
+    let store = fixture.service.store();
+    for _ in 0..500 {
+        let done = store
+            .list_tasks(Some(TaskState::Completed), 10)
+            .unwrap()
+            .len();
+        if done == 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for task in mine.iter().chain([&theirs]) {
+        assert_eq!(store.task(&task.id).unwrap().state, TaskState::Completed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_denial_cap_fails_the_task() {
+    let fixture = Fixture::new();
+    let escape = json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "../x"}}]});
+    let task = fixture.run(json!([escape, escape, escape])).await;
+    assert_eq!(task.state, TaskState::Failed);
+    assert_eq!(task.failure_reason.as_deref(), Some("policy_violation"));
+    assert_eq!(fixture.audit_count("tool_denied"), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_time_is_capped_and_waiting_does_not_count() {
+    let fixture = Fixture::with(TaskSettings {
+        timeout: Duration::from_millis(300),
+        poll_interval: Duration::from_millis(20),
+        ..TaskSettings::default()
+    });
+    let slow = |millis: u64| json!({"tool_calls": [{"name": "slow_read", "arguments": {"millis": millis}}]});
+    let write = json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]});
+    // 150 ms running, then a wait for a person longer than the timeout, then 100 ms more.
+    let task = fixture
+        .run(json!([slow(150), write, slow(100), {"content": "done"}]))
+        .await;
+    assert_eq!(task.state, TaskState::WaitingApproval);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let pending = fixture.pending(&task.id);
+    let done = fixture
+        .service
+        .resolve(&pending.id, approve())
+        .await
+        .unwrap();
+    assert_eq!(done.state, TaskState::Completed, "{:?}", done.error);
+    assert!(
+        done.running_ms >= 250 && done.running_ms < 400,
+        "{}",
+        done.running_ms
+    );
+
+    // A task that runs longer than its budget times out.
+    let task = fixture.run(json!([slow(1000), {"content": "never"}])).await;
+    assert_eq!(task.state, TaskState::TimedOut);
+    assert_eq!(task.failure_reason.as_deref(), Some("timeout"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_waiting_and_running_tasks() {
+    let fixture = Fixture::new();
+    let task = fixture.run(write_then_done("a.txt", "x")).await;
+    let pending = fixture.pending(&task.id);
+    let cancelled = fixture.service.cancel(&task.id).await.unwrap();
+    assert_eq!(cancelled.state, TaskState::Cancelled);
+    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    assert_eq!(approval.state, ApprovalState::Cancelled);
+    let error = fixture
+        .service
+        .resolve(&pending.id, approve())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, pp_tasks::Error::AlreadyResolved { .. }),
+        "{error}"
+    );
+    assert!(!fixture.tree.exists("a.txt"));
+
+    let slow = fixture
+        .create(json!([{"tool_calls": [{"name": "slow_read", "arguments": {"millis": 5000}}]}]));
+    let service = fixture.service.clone();
+    let id = slow.id.clone();
+    let running = tokio::spawn(async move { service.run_now(&id).await });
+    for _ in 0..200 {
+        if fixture.service.store().task(&slow.id).unwrap().state == TaskState::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let cancelled = fixture.service.cancel(&slow.id).await.unwrap();
+    assert_eq!(cancelled.state, TaskState::Cancelled);
+    let ended = tokio::time::timeout(Duration::from_secs(2), running).await;
+    assert!(ended.is_ok(), "the running segment stopped at once");
+    let error = fixture.service.cancel(&slow.id).await.unwrap_err();
+    assert!(
+        matches!(error, pp_tasks::Error::InvalidState { .. }),
+        "{error}"
+    );
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the task service over a real store, jail, tools and scripted model.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests set up fixtures with std::fs and panic on broken fixtures"
+)]
+
+mod fixture;
+mod lifecycle;
+mod resolve;
+mod restart;

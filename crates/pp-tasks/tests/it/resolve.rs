@@ -1,0 +1,206 @@
+//! Resolving approvals: exactly once, stale targets, edits, rejections.
+
+use pp_tasks::{Decision, ResolveRequest};
+use pp_types::{Actor, ApprovalState, TaskState};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::fixture::{Fixture, approve, write_then_done};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_simultaneous_resolves_execute_the_tool_once() {
+    let fixture = Fixture::new();
+    let task = fixture.run(write_then_done("once.txt", "1")).await;
+    let pending = fixture.pending(&task.id);
+    // Half through this service, half through "another process" on the same database.
+    let other = fixture.another_process();
+    let mut handles = Vec::new();
+    for i in 0..24 {
+        let service = if i % 2 == 0 {
+            fixture.service.clone()
+        } else {
+            other.clone()
+        };
+        let id = pending.id.clone();
+        handles.push(tokio::spawn(async move {
+            service.resolve(&id, approve()).await
+        }));
+    }
+    let mut ok = 0;
+    let mut conflicts = 0;
+    for handle in handles {
+        match handle.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(pp_tasks::Error::AlreadyResolved { .. }) => conflicts += 1,
+            Err(error) => panic!("unexpected {error}"),
+        }
+    }
+    assert_eq!((ok, conflicts), (1, 23));
+    assert_eq!(fixture.audit_count("approval_approved"), 1);
+    assert_eq!(fixture.audit_count("tool_executed"), 1);
+    let types = fixture.event_types(&task.id);
+    assert_eq!(types.iter().filter(|t| **t == "tool_result").count(), 1);
+    assert_eq!(fixture.tree.read("once.txt"), "1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_changed_before_approval_makes_the_approval_stale() {
+    let fixture = Fixture::new();
+    fixture.tree.file("report.md", "v1\n");
+    let task = fixture
+        .run(json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "report.md", "content": "mine\n"}}]},
+            {"content": "I will read it again"}
+        ]))
+        .await;
+    let pending = fixture.pending(&task.id);
+    // Someone edits the file after the person was shown the diff.
+    fixture.tree.file("report.md", "v2 by someone else\n");
+    let done = fixture
+        .service
+        .resolve(&pending.id, approve())
+        .await
+        .unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(
+        fixture.tree.read("report.md"),
+        "v2 by someone else\n",
+        "not overwritten"
+    );
+    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    assert_eq!(approval.state, ApprovalState::Stale);
+    assert!(
+        approval
+            .reason
+            .unwrap()
+            .contains("changed after the approval was requested")
+    );
+    assert_eq!(fixture.audit_count("approval_stale"), 1);
+    assert_eq!(fixture.audit_count("tool_executed"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_edit_is_refused_and_the_approval_stays_pending() {
+    let fixture = Fixture::new();
+    fixture.tree.outside_file("keep.txt", "outside");
+    let task = fixture.run(write_then_done("a.txt", "x")).await;
+    let pending = fixture.pending(&task.id);
+    for edited in [
+        json!({"path": "../outside/keep.txt", "content": "pwned"}),
+        json!({"path": "a.txt"}),
+        json!({"path": "a.txt", "content": "x", "extra": true}),
+    ] {
+        let request = ResolveRequest {
+            edited_arguments: Some(edited),
+            ..approve()
+        };
+        let error = fixture
+            .service
+            .resolve(&pending.id, request)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, pp_tasks::Error::InvalidArguments(_)),
+            "{error}"
+        );
+    }
+    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    assert_eq!(approval.state, ApprovalState::Pending);
+    assert_eq!(fixture.tree.outside_snapshot()[0].1, b"outside");
+    let types = fixture.event_types(&task.id);
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| **t == "approval_edit_rejected")
+            .count(),
+        3
+    );
+
+    // A valid edit is approved and runs with the edited arguments.
+    let request = ResolveRequest {
+        edited_arguments: Some(json!({"path": "b.txt", "content": "edited"})),
+        ..approve()
+    };
+    let done = fixture.service.resolve(&pending.id, request).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(fixture.tree.read("b.txt"), "edited");
+    assert!(!fixture.tree.exists("a.txt"));
+    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    assert_eq!(
+        approval.edited_arguments,
+        Some(json!({"path": "b.txt", "content": "edited"}))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_continues_and_the_next_write_asks_again() {
+    let fixture = Fixture::new();
+    let task = fixture
+        .run(json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "2"}}]},
+            {"content": "done"}
+        ]))
+        .await;
+    let first = fixture.pending(&task.id);
+    let request = ResolveRequest {
+        decision: Decision::Reject,
+        edited_arguments: None,
+        reason: Some("not that one".into()),
+        actor: Actor::Operator,
+        wait: true,
+    };
+    let after = fixture.service.resolve(&first.id, request).await.unwrap();
+    assert_eq!(
+        after.state,
+        TaskState::WaitingApproval,
+        "the second write asks again"
+    );
+    let second = fixture.pending(&task.id);
+    assert_ne!(first.id, second.id);
+    assert_eq!(fixture.audit_count("approval_rejected"), 1);
+    let rejected = fixture.service.store().approval(&first.id).unwrap();
+    assert_eq!(rejected.reason.as_deref(), Some("not that one"));
+    let done = fixture
+        .service
+        .resolve(&second.id, approve())
+        .await
+        .unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert!(!fixture.tree.exists("a.txt"));
+    assert_eq!(fixture.tree.read("b.txt"), "2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resolving_without_waiting_returns_once_the_decision_is_durable() {
+    let fixture = Fixture::new();
+    let task = fixture.run(write_then_done("a.txt", "x")).await;
+    let pending = fixture.pending(&task.id);
+    let request = ResolveRequest {
+        wait: false,
+        ..approve()
+    };
+    let returned = fixture.service.resolve(&pending.id, request).await.unwrap();
+    assert_eq!(returned.state, TaskState::Running);
+    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    assert_eq!(approval.state, ApprovalState::Approved);
+    for _ in 0..200 {
+        if fixture.service.store().task(&task.id).unwrap().state == TaskState::Completed {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        fixture.service.store().task(&task.id).unwrap().state,
+        TaskState::Completed
+    );
+    let error = fixture
+        .service
+        .resolve(&pending.id, approve())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("approval {} is already approved", pending.id)
+    );
+}

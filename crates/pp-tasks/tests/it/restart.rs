@@ -1,0 +1,100 @@
+//! Surviving restarts: waiting tasks resume in another process, running ones become
+//! interrupted and are retried safely.
+
+use pp_tasks::store::TaskChange;
+use pp_types::{ApprovalState, TaskState};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::fixture::{Fixture, approve};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_task_is_resolved_by_another_process_at_the_right_script_turn() {
+    let fixture = Fixture::new();
+    fixture.tree.file("a.txt", "a\n");
+    let task = fixture
+        .run(json!([
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "b"}}]},
+            {"content": "finished at turn three"}
+        ]))
+        .await;
+    assert_eq!(task.state, TaskState::WaitingApproval);
+    assert_eq!(task.script_position, 2);
+    let pending = fixture.pending(&task.id);
+    // "Restart": a brand-new service on the same database resolves it.
+    let other = fixture.another_process();
+    let done = other.resolve(&pending.id, approve()).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(done.final_text.as_deref(), Some("finished at turn three"));
+    assert_eq!(fixture.tree.read("b.txt"), "b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_tasks_become_interrupted_and_retry_from_the_prompt() {
+    let fixture = Fixture::new();
+    let task = fixture.create(json!([{"content": "hello again"}]));
+    // A process claimed it and died.
+    fixture.service.store().claim_queued().unwrap().unwrap();
+    let interrupted = fixture.another_process().recover().unwrap();
+    assert_eq!(interrupted, vec![task.id.clone()]);
+    let record = fixture.service.store().task(&task.id).unwrap();
+    assert_eq!(record.state, TaskState::Interrupted);
+    assert!(fixture.event_types(&task.id).contains(&"task_interrupted"));
+
+    let retried = fixture.service.retry(&task.id).unwrap();
+    assert_eq!(retried.state, TaskState::Queued);
+    let done = fixture.service.run_now(&task.id).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(done.final_text.as_deref(), Some("hello again"));
+    let error = fixture.service.retry(&task.id).unwrap_err();
+    assert!(matches!(error, pp_tasks::Error::InvalidState { .. }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interruption_after_an_approval_asks_for_it_again() {
+    let fixture = Fixture::new();
+    let task = fixture
+        .run(json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
+            {"content": "done"}
+        ]))
+        .await;
+    let pending = fixture.pending(&task.id);
+    // The decision became durable, then the process died before running the call: mark
+    // the approval approved and the task running, exactly as `resolve` leaves them.
+    let store = fixture.service.store();
+    store
+        .resolve(
+            &pending.id,
+            pp_tasks::store::Resolve {
+                state: ApprovalState::Approved,
+                actor: pp_types::Actor::Operator,
+                reason: None,
+                edited_arguments: None,
+                audit: pp_types::NewAudit {
+                    action: "approval_approved".into(),
+                    ..pp_types::NewAudit::default()
+                },
+                task_to: TaskState::Running,
+                events: Vec::new(),
+            },
+        )
+        .unwrap();
+    fixture.another_process().recover().unwrap();
+    assert!(!fixture.tree.exists("a.txt"));
+
+    let retried = fixture.service.retry(&task.id).unwrap();
+    assert_eq!(
+        retried.state,
+        TaskState::WaitingApproval,
+        "asks again, never runs blind"
+    );
+    let again = fixture.pending(&task.id);
+    assert_ne!(again.id, pending.id);
+    assert_eq!(again.arguments, pending.arguments);
+    let done = fixture.service.resolve(&again.id, approve()).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(fixture.tree.read("a.txt"), "x");
+    let _ = TaskChange::to(TaskState::Queued);
+}
