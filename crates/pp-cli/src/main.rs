@@ -91,6 +91,31 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         script: Option<PathBuf>,
     },
+    /// A guided tour of the gate: no model, no network, a throw-away workspace.
+    Demo,
+    /// Write a commented pocketpilot.toml (never overwrites without --force).
+    Init {
+        /// `openai` (any OpenAI-compatible server) or `anthropic`.
+        #[arg(long)]
+        provider: Option<String>,
+        /// The model's name on the server.
+        #[arg(long)]
+        model: Option<String>,
+        /// The server's base URL (default per provider).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// The environment variable that holds the API key.
+        #[arg(long)]
+        api_key_env: Option<String>,
+        /// A default workspace directory.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Replace an existing config file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Check the configuration, data directory, workspaces and the model.
+    Doctor,
     /// List and inspect stored tasks.
     Tasks {
         #[command(subcommand)]
@@ -197,6 +222,26 @@ fn main() -> ExitCode {
                 };
                 commands::serve::run(flags, script).await
             }
+            Command::Demo => commands::demo::run().await,
+            Command::Init {
+                provider,
+                model,
+                base_url,
+                api_key_env,
+                workspace,
+                force,
+            } => commands::init::run(
+                flags.config,
+                commands::init::InitOptions {
+                    provider,
+                    model,
+                    base_url,
+                    api_key_env,
+                    workspace,
+                    force,
+                },
+            ),
+            Command::Doctor => commands::doctor::run(&flags).await,
             Command::Tasks { command } => commands::tasks::run(&flags, command).await,
             Command::Approvals { command } => commands::approvals::run(&flags, command).await,
             Command::Token { command } => commands::token::run(&flags, &command),

@@ -1,7 +1,10 @@
 //! One module per subcommand.
 
 pub(crate) mod approvals;
+pub(crate) mod demo;
+pub(crate) mod doctor;
 pub(crate) mod eval;
+pub(crate) mod init;
 pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod tasks;

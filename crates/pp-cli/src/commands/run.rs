@@ -113,7 +113,7 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
 }
 
 /// Reads the person's decision from the terminal.
-fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
+pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
     let stdin = std::io::stdin();
     let request = |decision, edited_arguments, reason| ResolveRequest {
         decision,

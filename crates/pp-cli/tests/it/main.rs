@@ -8,6 +8,7 @@
 
 mod architecture;
 mod eval;
+mod models;
 mod run;
 
 use std::path::{Path, PathBuf};
