@@ -8,8 +8,10 @@
 
 mod architecture;
 mod eval;
+mod http;
 mod models;
 mod run;
+mod service;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -37,6 +39,15 @@ pub(crate) fn isolate(command: &mut Command, home: &Path) {
         .env("POCKETPILOT_HOME", home)
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env_remove("POCKETPILOT_CONFIG");
+    for key in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "DASHSCOPE_API_KEY",
+        "OPENROUTER_API_KEY",
+    ] {
+        command.env_remove(key);
+    }
 }
 
 /// The repository root.

@@ -1,0 +1,261 @@
+//! The store-backed CLI and `serve`: approvals from another process, restarts, crashes.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use pp_test_support::TempTree;
+use serde_json::{Value, json};
+
+use crate::http::{Server, request};
+use crate::{pocketpilot_in, text, write_script};
+
+fn json_out(output: &std::process::Output) -> Value {
+    serde_json::from_str(text(output).0.trim()).unwrap_or_else(|_| panic!("{}", text(output).0))
+}
+
+#[test]
+fn a_run_that_waits_is_resolved_from_another_process() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
+                {"content": "written"}]),
+    );
+    let run = pocketpilot_in(&home)
+        .arg("run")
+        .arg("--workspace")
+        .arg(tree.workspace())
+        .arg("--script")
+        .arg(&script)
+        .arg("write a")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run).1);
+    let pending = json_out(&run);
+    let approval = pending["approval_id"].as_str().unwrap().to_owned();
+    assert!(
+        text(&run)
+            .1
+            .contains(&format!("pocketpilot approvals approve {approval}"))
+    );
+
+    let list = pocketpilot_in(&home)
+        .args(["tasks", "list", "--json"])
+        .output()
+        .unwrap();
+    let tasks = json_out(&list);
+    assert_eq!(tasks["tasks"][0]["state"], "waiting_approval");
+    assert!(
+        tasks["tasks"][0]["created_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    let approvals = json_out(
+        &pocketpilot_in(&home)
+            .args(["approvals", "list", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(approvals["approvals"][0]["id"], approval.as_str());
+    assert_eq!(approvals["approvals"][0]["state"], "pending");
+    let shown = json_out(
+        &pocketpilot_in(&home)
+            .args(["approvals", "show", &approval, "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(shown["label"], "create");
+
+    // An escaping edit is refused and the approval stays pending.
+    let refused = pocketpilot_in(&home)
+        .args([
+            "approvals",
+            "approve",
+            &approval,
+            "--edit",
+            r#"{"path": "../escape.txt", "content": "x"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused).1);
+    assert!(text(&refused).1.contains("still pending"));
+
+    let approve = pocketpilot_in(&home)
+        .args(["approvals", "approve", &approval])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(approve.status.code(), Some(0), "{}", text(&approve).1);
+    assert_eq!(text(&approve).0.trim(), "written");
+    assert_eq!(tree.read("a.txt"), "x");
+
+    let again = pocketpilot_in(&home)
+        .args(["approvals", "reject", &approval])
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(5),
+        "a second resolve is a conflict"
+    );
+    assert!(text(&again).1.contains("already approved"));
+
+    let events = json_out(
+        &pocketpilot_in(&home)
+            .args([
+                "tasks",
+                "events",
+                tasks["tasks"][0]["id"].as_str().unwrap(),
+                "--json",
+            ])
+            .output()
+            .unwrap(),
+    );
+    let types: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types.last(), Some(&"task_completed"));
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| **t == "approval_edit_rejected")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_waiting_task_survives_kill_9_of_the_server() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "done\n"}}]},
+                {"content": "finished"}]),
+    );
+    let server = Server::start(&home, tree.workspace(), Some(&script));
+    let (status, task) = server.call("POST", "/api/tasks", Some(&json!({"prompt": "write out"})));
+    assert_eq!(status, 201, "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    server.wait_for_state(&id, "waiting_approval");
+    server.kill();
+
+    let server = Server::start(&home, tree.workspace(), Some(&script));
+    let (_, approvals) = server.call("GET", "/api/approvals", None);
+    let approval = approvals["approvals"][0]["id"].as_str().unwrap().to_owned();
+    let (status, _) = server.call(
+        "POST",
+        &format!("/api/approvals/{approval}/resolve?wait=true"),
+        Some(&json!({"decision": "approve"})),
+    );
+    assert!(status == 200 || status == 202, "{status}");
+    let task = server.wait_for_state(&id, "completed");
+    assert_eq!(task["final_text"], "finished");
+    assert_eq!(tree.read("out.txt"), "done\n");
+}
+
+#[test]
+fn kill_9_during_a_write_leaves_no_half_written_file_and_the_task_interrupted() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let original = "the original content, intact\n".repeat(100);
+    tree.file("failpoint-crash-report.txt", &original);
+    let replacement = "REPLACEMENT ".repeat(1000);
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "failpoint-crash-report.txt", "content": replacement}}]},
+                {"content": "never"}]),
+    );
+    let server = Server::start(&home, tree.workspace(), Some(&script));
+    let (_, task) = server.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"prompt": "rewrite the report"})),
+    );
+    let id = task["id"].as_str().unwrap().to_owned();
+    server.wait_for_state(&id, "waiting_approval");
+    let (_, approvals) = server.call("GET", "/api/approvals", None);
+    let approval = approvals["approvals"][0]["id"].as_str().unwrap().to_owned();
+    let (status, _) = server.call(
+        "POST",
+        &format!("/api/approvals/{approval}/resolve"),
+        Some(&json!({"decision": "approve"})),
+    );
+    assert_eq!(status, 202);
+    // Wait until the write is half-way (the failpoint holds it there), then crash.
+    let temp_exists = || {
+        std::fs::read_dir(tree.workspace()).unwrap().any(|entry| {
+            entry
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".pocketpilot-tmp-")
+        })
+    };
+    for _ in 0..500 {
+        if temp_exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(temp_exists(), "the failpoint stalled the write half-way");
+    server.kill();
+    assert_eq!(
+        tree.read("failpoint-crash-report.txt"),
+        original,
+        "never half-written"
+    );
+
+    let server = Server::start(&home, tree.workspace(), Some(&script));
+    let (_, task) = server.call("GET", &format!("/api/tasks/{id}"), None);
+    assert_eq!(task["state"], "interrupted");
+    assert!(!temp_exists(), "the stray temp file was swept at start");
+    // Retrying asks for the approval again instead of re-running the write blind.
+    let (status, task) = server.call("POST", &format!("/api/tasks/{id}/retry"), None);
+    assert_eq!(status, 200, "{task}");
+    assert_eq!(task["state"], "waiting_approval");
+    assert_eq!(tree.read("failpoint-crash-report.txt"), original);
+}
+
+#[test]
+fn without_a_model_serve_starts_and_tasks_fail_fast() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::create_dir_all(home.join("config/pocketpilot")).unwrap();
+    std::fs::write(
+        home.join("config/pocketpilot/pocketpilot.toml"),
+        format!("[discovery]\nlocal_ports = [{closed}]\nprobe_timeout_ms = 100\n"),
+    )
+    .unwrap();
+    let server = Server::start(&home, tree.workspace(), None);
+    let (status, health) = request(server.port, "GET", "/api/health", None, None);
+    assert_eq!(status, 200);
+    assert!(
+        health["model"]
+            .as_str()
+            .unwrap()
+            .contains("no model is configured"),
+        "{health}"
+    );
+    let (_, task) = server.call("POST", "/api/tasks", Some(&json!({"prompt": "hello"})));
+    let id = task["id"].as_str().unwrap().to_owned();
+    let task = server.wait_for_state(&id, "failed");
+    assert_eq!(task["failure_reason"], "model_error");
+    assert!(
+        task["error"]
+            .as_str()
+            .unwrap()
+            .contains("no model is configured")
+    );
+}
