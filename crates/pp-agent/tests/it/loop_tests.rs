@@ -262,3 +262,39 @@ async fn a_model_error_fails_the_task() {
     assert_eq!(reason, FailureReason::ModelError);
     assert_eq!(message, "script exhausted: no more turns");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn requests_are_trimmed_to_the_context_window_and_the_trim_is_an_event() {
+    let harness = Harness::new();
+    let big = format!(r#"{{"path":"{}"}}"#, "p".repeat(400));
+    let model = QueueModel::new(vec![
+        calls(0, &[("read_thing", big.as_str())]),
+        calls(1, &[("read_thing", big.as_str())]),
+        calls(2, &[("read_thing", big.as_str())]),
+        text("done"),
+    ]);
+    let limits = Limits {
+        context_window: Some(300),
+        ..Limits::default()
+    };
+    let outcome = harness.start(&model, limits).await;
+    let Outcome::Completed { messages, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    let requests = model.requests();
+    let last = &requests.last().unwrap().messages;
+    assert!(last.len() < messages.len(), "older turns were left out");
+    assert_eq!(
+        last[0],
+        Message::system("system"),
+        "the system prompt is kept"
+    );
+    assert_eq!(
+        last[1],
+        Message::user("prompt"),
+        "the latest user message is kept"
+    );
+    // Every request still answers every call it contains (no call split from its result).
+    assert!(harness.event_types().contains(&"context_trimmed"));
+    assert_eq!(messages.len(), 9, "the full history stays in the outcome");
+}
