@@ -1,0 +1,113 @@
+//! Who may call the API: the bearer token (constant-time compare) or a console session
+//! cookie created at `/login`.
+
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::http::header::{AUTHORIZATION, COOKIE};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The console's session cookie.
+pub(crate) const SESSION_COOKIE: &str = "pp_session";
+
+/// Compares two secrets in time independent of where they differ and of their lengths:
+/// both are hashed first, then the digests are compared without early exit.
+///
+/// An empty expected secret never matches (a server with no token accepts no token).
+pub(crate) fn constant_time_eq(expected: &[u8], candidate: &[u8]) -> bool {
+    let left = Sha256::digest(expected);
+    let right = Sha256::digest(candidate);
+    let difference = left
+        .iter()
+        .zip(right.iter())
+        .fold(0_u8, |acc, (a, b)| acc | (a ^ b));
+    difference == 0 && !expected.is_empty()
+}
+
+/// The bearer token of an `Authorization` header, if it has one.
+fn bearer(headers: &HeaderMap) -> Option<Option<String>> {
+    let value = headers.get(AUTHORIZATION)?;
+    let text = value.to_str().ok();
+    Some(text.and_then(|text| {
+        let (scheme, token) = text.trim().split_once(' ')?;
+        scheme
+            .eq_ignore_ascii_case("bearer")
+            .then(|| token.trim().to_owned())
+    }))
+}
+
+/// The value of the `pp_session` cookie, if the request carries one.
+pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// Whether the request proves it may use the API.
+///
+/// An `Authorization` header decides on its own (a wrong token is refused even with a
+/// valid cookie); without one, the session cookie must name a live session.
+pub(crate) fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool {
+    if let Some(token) = bearer(headers) {
+        return token.is_some_and(|token| state.token_matches(&token));
+    }
+    session_cookie(headers).is_some_and(|session| {
+        state
+            .service()
+            .store()
+            .session_valid(&session)
+            .unwrap_or(false)
+    })
+}
+
+/// Middleware on every `/api` route but health: `401 unauthorized` without a valid
+/// token or session.
+pub(crate) async fn require_auth(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if is_authorized(&state, request.headers()) {
+        next.run(request).await
+    } else {
+        ApiError::Unauthorized.into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn constant_time_eq_compares_whole_secrets() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn cookie_and_bearer_parsing() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            COOKIE,
+            HeaderValue::from_static("a=1; pp_session=abc ; b=2"),
+        );
+        assert_eq!(session_cookie(&headers).as_deref(), Some("abc"));
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("bearer  tok "));
+        assert_eq!(bearer(&headers), Some(Some("tok".into())));
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Basic xyz"));
+        assert_eq!(bearer(&headers), Some(None));
+    }
+}

@@ -1,0 +1,182 @@
+//! The one error type of the API and its JSON shape:
+//! `{"error": {"code": "…", "message": "…"}}`.
+
+use axum::Json;
+use axum::http::header::WWW_AUTHENTICATE;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use pp_gate::JailError;
+use serde_json::json;
+
+/// Result type of the handlers.
+pub(crate) type ApiResult<T> = std::result::Result<T, ApiError>;
+
+/// Every way a request can fail, each with its status and machine-readable code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// Malformed or mistyped input: `400 bad_request`.
+    BadRequest(String),
+    /// No valid token or session: `401 unauthorized`.
+    Unauthorized,
+    /// A foreign Host or Origin, or a path the jail refuses: `403 forbidden`.
+    Forbidden(String),
+    /// Unknown task, approval, workspace, file or route: `404 not_found`.
+    NotFound(String),
+    /// The route exists but not with this method: `405 method_not_allowed`.
+    MethodNotAllowed,
+    /// The approval was already decided: `409 already_resolved`.
+    AlreadyResolved(String),
+    /// The task is in a state that does not allow this: `409 invalid_state`.
+    InvalidState(String),
+    /// Body or file over the limit: `413 payload_too_large`.
+    PayloadTooLarge(String),
+    /// Edited arguments fail the tool's schema or the gate: `422 invalid_arguments`.
+    InvalidArguments(String),
+    /// Something broke on our side: `500 internal`. The detail is logged (see
+    /// [`crate::routes`]' error logger), never sent.
+    Internal(String),
+}
+
+/// The detail of an internal error, attached to the response for the logging middleware.
+#[derive(Debug, Clone)]
+pub(crate) struct InternalDetail(pub(crate) String);
+
+impl ApiError {
+    /// The status and code of this error (the single place that decides them).
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            Self::AlreadyResolved(_) => (StatusCode::CONFLICT, "already_resolved"),
+            Self::InvalidState(_) => (StatusCode::CONFLICT, "invalid_state"),
+            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::InvalidArguments(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+
+    /// The message sent to the client.
+    fn message(&self) -> String {
+        match self {
+            Self::BadRequest(message)
+            | Self::Forbidden(message)
+            | Self::NotFound(message)
+            | Self::AlreadyResolved(message)
+            | Self::InvalidState(message)
+            | Self::PayloadTooLarge(message)
+            | Self::InvalidArguments(message) => message.clone(),
+            Self::Unauthorized => "a valid `Authorization: Bearer <token>` header or console \
+                                   session is required; run `pocketpilot serve` and open the \
+                                   login link it prints"
+                .into(),
+            Self::MethodNotAllowed => "this route does not accept that method".into(),
+            Self::Internal(_) => "internal error; see the server log".into(),
+        }
+    }
+
+    /// An internal error whose detail `error` is logged, not sent.
+    pub(crate) fn internal(error: impl std::fmt::Display) -> Self {
+        Self::Internal(error.to_string())
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (_, code) = self.status_and_code();
+        write!(f, "{code}: {}", self.message())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let body = json!({"error": {"code": code, "message": self.message()}});
+        let mut response = (status, Json(body)).into_response();
+        match self {
+            Self::Internal(detail) => {
+                response.extensions_mut().insert(InternalDetail(detail));
+            }
+            Self::Unauthorized => {
+                response
+                    .headers_mut()
+                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<pp_tasks::Error> for ApiError {
+    fn from(error: pp_tasks::Error) -> Self {
+        use pp_tasks::Error;
+        match error {
+            Error::NotFound { .. } => Self::NotFound(error.to_string()),
+            Error::AlreadyResolved { .. } => Self::AlreadyResolved(error.to_string()),
+            Error::InvalidState { .. } => Self::InvalidState(error.to_string()),
+            Error::InvalidArguments(message) => Self::InvalidArguments(message),
+            Error::BadRequest(message) => Self::BadRequest(message),
+            Error::Store(error) => error.into(),
+            Error::Workspace { .. } | Error::Model(_) => Self::internal(error),
+        }
+    }
+}
+
+impl From<pp_tasks::store::Error> for ApiError {
+    fn from(error: pp_tasks::store::Error) -> Self {
+        use pp_tasks::store::Error;
+        match error {
+            Error::NotFound { .. } => Self::NotFound(error.to_string()),
+            Error::AlreadyResolved { .. } => Self::AlreadyResolved(error.to_string()),
+            Error::Conflict { .. } => Self::InvalidState(error.to_string()),
+            other => Self::internal(other),
+        }
+    }
+}
+
+impl From<JailError> for ApiError {
+    /// Rule violations are 403 with the rule in the message (the jail's messages carry
+    /// only the path as written, never a resolved location outside the workspace).
+    fn from(error: JailError) -> Self {
+        if error.denial().is_some() {
+            return Self::Forbidden(error.to_string());
+        }
+        match error {
+            JailError::NotFound { .. } => Self::NotFound(error.to_string()),
+            JailError::NotAFile { .. } | JailError::NotADirectory { .. } => {
+                Self::BadRequest(error.to_string())
+            }
+            other => Self::internal(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_hide_their_detail() {
+        let error = ApiError::internal("disk /secret/path exploded");
+        assert!(!error.to_string().contains("/secret"));
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(response.extensions().get::<InternalDetail>().is_some());
+    }
+
+    #[test]
+    fn jail_refusals_are_forbidden() {
+        let error: ApiError = JailError::Escapes {
+            path: "../x".into(),
+        }
+        .into();
+        assert_eq!(error.status_and_code().1, "forbidden");
+        let error: ApiError = JailError::NotFound { path: "x".into() }.into();
+        assert_eq!(error.status_and_code().1, "not_found");
+    }
+}

@@ -1,0 +1,100 @@
+//! PocketPilot's HTTP service: the JSON API under `/api` (tasks, approvals, event
+//! streams over SSE, operator files, audit ledger, workspaces, health, the OpenAPI
+//! document), console login, and the console shell at `/`.
+//!
+//! Main types: [`AppState`] (the task service, the API token, [`ServerSettings`]),
+//! [`router`] (opens no socket; tests drive it with `oneshot`), [`serve`] (a bound
+//! listener plus a shutdown future) and [`ApiError`] (every failure as
+//! `{"error": {"code", "message"}}`). This crate sits above `pp-tasks` (which it drives)
+//! and `pp-gate` (the jail every operator file goes through), and below `pp-cli`, which
+//! owns the token file, binds the port and calls [`serve`]. It is the only crate that
+//! uses axum.
+//!
+//! Security (SPEC §6): every `/api` route but `/api/health` needs
+//! `Authorization: Bearer <token>` or the `pp_session` cookie from `/login`; every route
+//! refuses a Host that is not a loopback name, and state-changing requests refuse a
+//! foreign `Origin`; bodies are size-capped; every response carries a strict CSP.
+//!
+//! ```no_run
+//! # async fn example(service: pp_tasks::TaskService) -> std::io::Result<()> {
+//! use pp_server::{AppState, ServerSettings};
+//!
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let settings = ServerSettings {
+//!     port: Some(listener.local_addr()?.port()),
+//!     ..ServerSettings::default()
+//! };
+//! let state = AppState::new(service, "the-token-from-the-token-file", settings);
+//! // The CLI completes this on Ctrl-C; sending on (or dropping) `stop` shuts down.
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! # let _keep = stop;
+//! pp_server::serve(listener, state, async {
+//!     let _ = stopped.await;
+//! })
+//! .await
+//! # }
+//! ```
+//!
+//! ```
+//! assert!(pp_server::api_routes().contains(&("GET", "/api/health")));
+//! assert_eq!(pp_server::ServerSettings::default().max_body_bytes, 1024 * 1024);
+//! ```
+
+mod auth;
+mod error;
+mod extract;
+mod routes;
+mod security;
+mod sse;
+mod state;
+
+use std::future::{Future, IntoFuture};
+
+pub use error::ApiError;
+pub use state::{AppState, ServerSettings};
+
+/// The router: every route and middleware, over `state`. Opens no socket.
+pub fn router(state: AppState) -> axum::Router {
+    routes::build(state)
+}
+
+/// Every `/api` route as `(method, path)`, in the router's path syntax (`{id}`); the
+/// OpenAPI document lists exactly these.
+pub fn api_routes() -> Vec<(&'static str, &'static str)> {
+    routes::table(&ServerSettings::default())
+        .into_iter()
+        .map(|route| (route.method, route.path))
+        .collect()
+}
+
+/// Serves the router on `listener` until `shutdown` completes (or
+/// [`AppState::begin_shutdown`] is called), then shuts down gracefully: the listener
+/// stops accepting, event streams end, and in-flight requests get up to
+/// [`ServerSettings::shutdown_grace`] to finish before this returns anyway.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let grace = state.settings().shutdown_grace;
+    let signal_state = state.clone();
+    let mut began = state.shutdown_signal();
+    let signal = async move {
+        let mut external = signal_state.shutdown_signal();
+        tokio::select! {
+            () = shutdown => {}
+            _ = external.wait_for(|down| *down) => {}
+        }
+        signal_state.begin_shutdown();
+    };
+    let server = axum::serve(listener, router(state))
+        .with_graceful_shutdown(signal)
+        .into_future();
+    tokio::select! {
+        result = server => result,
+        () = async {
+            let _ = began.wait_for(|down| *down).await;
+            tokio::time::sleep(grace).await;
+        } => Ok(()),
+    }
+}

@@ -1,0 +1,266 @@
+//! Operator files: list, download and upload through the workspace jail, audited with
+//! `actor = operator` (SPEC §1.6: the operator's road, no approval card, same jail).
+
+use std::path::PathBuf;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use pp_gate::{EntryKind, Jail, ListOptions};
+use pp_types::{Actor, NewAudit, Timestamp};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiBytes, ApiQuery};
+use crate::state::AppState;
+
+/// Most entries one listing returns.
+const MAX_LIST_ENTRIES: usize = 1000;
+
+/// The files query: a workspace-relative path and a workspace name.
+#[derive(Debug, Deserialize)]
+pub(crate) struct FileQuery {
+    path: Option<String>,
+    workspace: Option<String>,
+}
+
+/// The workspace named in the query (the default without one), with its jail.
+struct Target {
+    workspace: String,
+    root: PathBuf,
+}
+
+impl Target {
+    fn find(state: &AppState, name: Option<&str>) -> ApiResult<Self> {
+        let workspace = state.service().workspaces().find(name).ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "workspace `{}` not found",
+                name.unwrap_or("(default)")
+            ))
+        })?;
+        Ok(Self {
+            workspace: workspace.name.clone(),
+            root: workspace.path.clone(),
+        })
+    }
+
+    /// Runs `operation` on a blocking thread with a jail on the workspace.
+    async fn with_jail<T: Send + 'static>(
+        &self,
+        operation: impl FnOnce(&Jail) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        let root = self.root.clone();
+        tokio::task::spawn_blocking(move || {
+            let jail = Jail::new(&root).map_err(ApiError::internal)?;
+            operation(&jail)
+        })
+        .await
+        .map_err(ApiError::internal)?
+    }
+}
+
+fn required(path: Option<String>) -> ApiResult<String> {
+    path.filter(|path| !path.is_empty())
+        .ok_or_else(|| ApiError::BadRequest("the `path` query parameter is required".into()))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
+    }
+    format!("sha256:{hex}")
+}
+
+fn audit(state: &AppState, action: &str, target: String, detail: String) -> ApiResult<()> {
+    state.service().store().append_audit(NewAudit {
+        actor: Some(Actor::Operator),
+        action: action.to_owned(),
+        target: Some(target),
+        detail: Some(detail),
+        ..NewAudit::default()
+    })?;
+    Ok(())
+}
+
+fn kind_name(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::File => "file",
+        EntryKind::Dir => "dir",
+        EntryKind::Symlink => "symlink",
+        EntryKind::Other => "other",
+    }
+}
+
+/// `GET /api/files?path=`: `{"entries": [{path, kind, size, modified_at}], "truncated"}`.
+/// Listings are not audited (reads of names only; downloads are).
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<FileQuery>,
+) -> ApiResult<Json<Value>> {
+    let target = Target::find(&state, query.workspace.as_deref())?;
+    let path = query.path.unwrap_or_default();
+    let listing = target
+        .with_jail(move |jail| {
+            let options = ListOptions {
+                recursive: false,
+                max_entries: MAX_LIST_ENTRIES,
+            };
+            Ok(jail.list(&path, options)?)
+        })
+        .await?;
+    let entries: Vec<Value> = listing
+        .entries
+        .into_iter()
+        .map(|entry| {
+            json!({
+                "path": entry.path,
+                "kind": kind_name(entry.kind),
+                "size": entry.size,
+                "modified_at": entry.modified.map(Timestamp::from),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "workspace": target.workspace,
+        "entries": entries,
+        "truncated": listing.truncated,
+    })))
+}
+
+/// A `Content-Disposition: attachment` value with a safe ASCII file name.
+fn attachment(path: &str) -> HeaderValue {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-+ ".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let safe = if safe.trim().is_empty() {
+        "download".to_owned()
+    } else {
+        safe
+    };
+    HeaderValue::from_str(&format!("attachment; filename=\"{safe}\""))
+        .unwrap_or_else(|_| HeaderValue::from_static("attachment"))
+}
+
+/// `GET /api/files/content?path=`: the file's bytes as an attachment, audited as
+/// `file_downloaded`; files over the download limit get 413.
+pub(crate) async fn download(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<FileQuery>,
+) -> ApiResult<Response> {
+    let target = Target::find(&state, query.workspace.as_deref())?;
+    let path = required(query.path)?;
+    let limit = state.settings().max_download_bytes;
+    let read_path = path.clone();
+    let (relative, content) = target
+        .with_jail(move |jail| {
+            let relative = jail.check(&read_path)?;
+            let content = jail.read(&read_path, limit)?;
+            Ok((relative, content))
+        })
+        .await?;
+    if content.truncated {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "the file is {} bytes, over the download limit of {limit} bytes",
+            content.size
+        )));
+    }
+    let relative = relative.to_string_lossy().into_owned();
+    audit(
+        &state,
+        "file_downloaded",
+        relative.clone(),
+        format!(
+            "{} ({} bytes, workspace `{}`)",
+            sha256_hex(&content.bytes),
+            content.bytes.len(),
+            target.workspace
+        ),
+    )?;
+    let headers = [
+        (
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        ),
+        (CONTENT_DISPOSITION, attachment(&relative)),
+    ];
+    Ok((headers, content.bytes).into_response())
+}
+
+/// `PUT /api/files/content?path=`: writes the raw body atomically (missing parent
+/// directories are created), audited as `file_uploaded` with the content's hash. `201`
+/// when the file is new, `200` when it replaced one.
+pub(crate) async fn upload(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<FileQuery>,
+    ApiBytes(body): ApiBytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let target = Target::find(&state, query.workspace.as_deref())?;
+    let path = required(query.path)?;
+    let hash = sha256_hex(&body);
+    let size = body.len();
+    let (relative, outcome) = target
+        .with_jail(move |jail| {
+            let relative = jail.check(&path)?;
+            let outcome = jail.write_atomic(&path, &body)?;
+            Ok((relative, outcome))
+        })
+        .await?;
+    let relative = relative.to_string_lossy().into_owned();
+    audit(
+        &state,
+        "file_uploaded",
+        relative.clone(),
+        format!("{hash} ({size} bytes, workspace `{}`)", target.workspace),
+    )?;
+    let status = if outcome.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(json!({
+            "workspace": target.workspace,
+            "path": relative,
+            "size": size,
+            "sha256": hash,
+            "created": outcome.created,
+        })),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attachment_names_are_safe() {
+        assert_eq!(
+            attachment("dir/report.pdf"),
+            HeaderValue::from_static("attachment; filename=\"report.pdf\"")
+        );
+        assert_eq!(
+            attachment("a\"b\r\n.txt"),
+            HeaderValue::from_static("attachment; filename=\"a_b__.txt\"")
+        );
+        assert_eq!(
+            sha256_hex(b""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+}

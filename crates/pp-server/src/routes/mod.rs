@@ -1,0 +1,114 @@
+//! The route table and the router built from it.
+//!
+//! Every `/api` route is listed once in [`table`]; the router, [`crate::api_routes`]
+//! and the OpenAPI test all read that one list.
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::Uri;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::{MethodRouter, get, post, put};
+
+use crate::error::ApiError;
+use crate::state::{AppState, ServerSettings};
+use crate::{auth, security};
+
+pub(crate) mod approvals;
+pub(crate) mod audit;
+pub(crate) mod console;
+pub(crate) mod events;
+pub(crate) mod files;
+pub(crate) mod health;
+pub(crate) mod login;
+pub(crate) mod openapi;
+pub(crate) mod tasks;
+pub(crate) mod workspaces;
+
+/// The one route that answers without a token.
+const PUBLIC_API_ROUTE: &str = "/api/health";
+
+/// One `/api` route: method, path, handler.
+pub(crate) struct Route {
+    /// `GET`, `POST`, `PUT`.
+    pub(crate) method: &'static str,
+    pub(crate) path: &'static str,
+    pub(crate) handler: MethodRouter<AppState>,
+}
+
+fn route(method: &'static str, path: &'static str, handler: MethodRouter<AppState>) -> Route {
+    Route {
+        method,
+        path,
+        handler,
+    }
+}
+
+/// Every `/api` route.
+pub(crate) fn table(settings: &ServerSettings) -> Vec<Route> {
+    let upload_limit = DefaultBodyLimit::max(settings.max_upload_bytes);
+    vec![
+        route("POST", "/api/tasks", post(tasks::create)),
+        route("GET", "/api/tasks", get(tasks::list)),
+        route("GET", "/api/tasks/{id}", get(tasks::show)),
+        route("POST", "/api/tasks/{id}/cancel", post(tasks::cancel)),
+        route("POST", "/api/tasks/{id}/retry", post(tasks::retry)),
+        route("GET", "/api/tasks/{id}/events", get(events::task_events)),
+        route("GET", "/api/events", get(events::all_events)),
+        route("GET", "/api/approvals", get(approvals::list)),
+        route("GET", "/api/approvals/{id}", get(approvals::show)),
+        route(
+            "POST",
+            "/api/approvals/{id}/resolve",
+            post(approvals::resolve),
+        ),
+        route("GET", "/api/files", get(files::list)),
+        route("GET", "/api/files/content", get(files::download)),
+        route(
+            "PUT",
+            "/api/files/content",
+            put(files::upload).layer(upload_limit),
+        ),
+        route("GET", "/api/audit", get(audit::list)),
+        route("GET", "/api/workspaces", get(workspaces::list)),
+        route("GET", "/api/openapi.json", get(openapi::document)),
+        route("GET", PUBLIC_API_ROUTE, get(health::health)),
+    ]
+}
+
+/// The router: `/api` (authenticated but for health), login, the console shell, and the
+/// middleware every route passes through.
+pub(crate) fn build(state: AppState) -> Router {
+    let settings = state.settings().clone();
+    let mut authed = Router::new();
+    let mut public = Router::new();
+    for Route { path, handler, .. } in table(&settings) {
+        if path == PUBLIC_API_ROUTE {
+            public = public.route(path, handler);
+        } else {
+            authed = authed.route(path, handler);
+        }
+    }
+    let authed = authed.route_layer(from_fn_with_state(state.clone(), auth::require_auth));
+    Router::new()
+        .merge(authed)
+        .merge(public)
+        .route("/login", get(login::login))
+        .route("/logout", post(login::logout))
+        .route("/", get(console::index))
+        .route("/assets/{*path}", get(console::asset))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(settings.max_body_bytes))
+        .layer(from_fn(security::log_internal_errors))
+        .layer(from_fn(security::check_host_and_origin))
+        .layer(from_fn(security::security_headers))
+        .with_state(state)
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound(format!("no route for {}", uri.path()))
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

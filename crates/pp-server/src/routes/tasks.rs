@@ -1,0 +1,91 @@
+//! `/api/tasks`: create, list, show, cancel, retry.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use pp_tasks::CreateTask;
+use pp_types::{Actor, TaskId, TaskRecord, TaskState};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, limit};
+use crate::state::AppState;
+
+/// `POST /api/tasks` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateTaskRequest {
+    /// What the person wants done.
+    prompt: String,
+    /// A configured workspace's name; the default when absent.
+    #[serde(default)]
+    workspace: Option<String>,
+}
+
+/// `GET /api/tasks` query.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    state: Option<String>,
+    limit: Option<usize>,
+}
+
+/// Parses a task state filter.
+pub(crate) fn parse_state(text: &str) -> ApiResult<TaskState> {
+    TaskState::parse(text).ok_or_else(|| {
+        let known: Vec<&str> = TaskState::ALL.iter().map(|state| state.as_str()).collect();
+        ApiError::BadRequest(format!(
+            "unknown task state `{text}`; expected one of {}",
+            known.join(", ")
+        ))
+    })
+}
+
+/// Creates a task as the operator; `201` with the stored task.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<CreateTaskRequest>,
+) -> ApiResult<(StatusCode, Json<TaskRecord>)> {
+    let task = state.service().create(CreateTask {
+        prompt: request.prompt,
+        workspace: request.workspace,
+        actor: Actor::Operator,
+        script: state.settings().default_script.clone(),
+    })?;
+    Ok((StatusCode::CREATED, Json(task)))
+}
+
+/// Lists tasks, newest first: `{"tasks": […]}`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let filter = query.state.as_deref().map(parse_state).transpose()?;
+    let limit = limit(query.limit, 50, 1000)?;
+    let tasks = state.service().store().list_tasks(filter, limit)?;
+    Ok(Json(json!({ "tasks": tasks })))
+}
+
+/// One task.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<TaskRecord>> {
+    Ok(Json(state.service().store().task(&TaskId(id))?))
+}
+
+/// Cancels a task that has not ended.
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<TaskRecord>> {
+    Ok(Json(state.service().cancel(&TaskId(id)).await?))
+}
+
+/// Retries an interrupted task.
+pub(crate) async fn retry(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<TaskRecord>> {
+    Ok(Json(state.service().retry(&TaskId(id))?))
+}

@@ -1,0 +1,184 @@
+//! Defences that apply to every route: the loopback Host check (DNS rebinding), the
+//! same-origin check on state-changing requests, security headers, and the logger of
+//! internal errors.
+
+use axum::extract::Request;
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, HOST, ORIGIN, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
+    X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{ApiError, InternalDetail};
+
+/// The console's Content-Security-Policy: nothing inline, nothing from elsewhere.
+pub(crate) const CONTENT_SECURITY_POLICY_VALUE: &str = "default-src 'self'; script-src 'self'; \
+     style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
+     base-uri 'none'; form-action 'self'";
+
+/// Whether `host` (a Host header or URI authority) names this machine's loopback
+/// interface: `127.0.0.1`, `localhost` or `[::1]`, each with an optional port.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let (name, port) = if host.starts_with('[') {
+        match host.find(']') {
+            Some(end) => (&host[..=end], &host[end + 1..]),
+            None => return false,
+        }
+    } else {
+        match host.find(':') {
+            Some(colon) => (&host[..colon], &host[colon..]),
+            None => (host, ""),
+        }
+    };
+    let port_ok = match port.strip_prefix(':') {
+        None => port.is_empty(),
+        Some(digits) => {
+            !digits.is_empty()
+                && digits.len() <= 5
+                && digits.bytes().all(|byte| byte.is_ascii_digit())
+        }
+    };
+    let name_ok = ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .any(|loopback| name.eq_ignore_ascii_case(loopback));
+    name_ok && port_ok
+}
+
+/// The Host the request was sent to, from the `Host` header or the URI's authority;
+/// `None` when they disagree or neither is present.
+fn request_host(request: &Request) -> Option<String> {
+    let header = request
+        .headers()
+        .get(HOST)
+        .map(|value| value.to_str().map(str::to_owned));
+    let authority = request.uri().authority().map(|a| a.as_str().to_owned());
+    match (header, authority) {
+        (Some(Ok(header)), Some(authority)) => {
+            header.eq_ignore_ascii_case(&authority).then_some(header)
+        }
+        (Some(Ok(header)), None) => Some(header),
+        (None, Some(authority)) => Some(authority),
+        (Some(Err(_)), _) | (None, None) => None,
+    }
+}
+
+/// Whether a state-changing request comes from this server's own origin.
+///
+/// Requests without `Origin` (curl, the CLI) pass unless the browser marks them as
+/// cross-site with `Sec-Fetch-Site`; a present `Origin` must be exactly
+/// `http://<Host>`.
+fn same_origin(headers: &HeaderMap, host: &str) -> bool {
+    match headers.get(ORIGIN) {
+        Some(origin) => origin.to_str().is_ok_and(|origin| {
+            origin
+                .strip_prefix("http://")
+                .is_some_and(|rest| rest.eq_ignore_ascii_case(host))
+        }),
+        None => headers
+            .get("sec-fetch-site")
+            .is_none_or(|site| matches!(site.to_str(), Ok("same-origin" | "none"))),
+    }
+}
+
+/// Middleware on every route: `403 forbidden` unless the Host is a loopback name, and
+/// for POST, PUT, DELETE and PATCH unless the Origin is the same loopback origin.
+pub(crate) async fn check_host_and_origin(request: Request, next: Next) -> Response {
+    let Some(host) = request_host(&request).filter(|host| is_loopback_host(host)) else {
+        return ApiError::Forbidden(
+            "the Host header must name a loopback address (127.0.0.1, localhost or [::1])".into(),
+        )
+        .into_response();
+    };
+    let changes_state = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    if changes_state && !same_origin(request.headers(), &host) {
+        return ApiError::Forbidden("cross-origin requests that change state are refused".into())
+            .into_response();
+    }
+    next.run(request).await
+}
+
+/// Middleware on every route: security headers, and `Cache-Control: no-store` on API
+/// and login responses.
+pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let private = path.starts_with("/api/") || path == "/login" || path == "/logout";
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY_VALUE),
+    );
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    if private {
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+/// Middleware on every route: logs the detail of `500 internal` responses (the client
+/// only sees a generic message).
+pub(crate) async fn log_internal_errors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let mut response = next.run(request).await;
+    if let Some(InternalDetail(detail)) = response.extensions_mut().remove::<InternalDetail>() {
+        tracing::error!(%method, %path, "internal error: {detail}");
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for host in [
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "localhost",
+            "LOCALHOST:1",
+            "[::1]",
+            "[::1]:65535",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "evil.example.com",
+            "localhost.evil.com",
+            "127.0.0.1.nip.io",
+            "127.0.0.2",
+            "localhost:",
+            "localhost:80:80",
+            "localhost:123456",
+            "[::1",
+            "[::2]:80",
+            "0.0.0.0",
+            "",
+            "127.0.0.1:8080@evil.com",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn origins() {
+        let mut headers = HeaderMap::new();
+        assert!(same_origin(&headers, "localhost:3000"));
+        headers.insert(ORIGIN, HeaderValue::from_static("http://localhost:3000"));
+        assert!(same_origin(&headers, "localhost:3000"));
+        assert!(!same_origin(&headers, "127.0.0.1:3000"));
+        headers.insert(ORIGIN, HeaderValue::from_static("null"));
+        assert!(!same_origin(&headers, "localhost:3000"));
+        headers.remove(ORIGIN);
+        headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        assert!(!same_origin(&headers, "localhost:3000"));
+    }
+}

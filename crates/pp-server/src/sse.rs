@@ -1,0 +1,132 @@
+//! Server-sent event streams of stored events, for one task or for all of them.
+//!
+//! Streams poll the store (every [`crate::ServerSettings::sse_poll_interval`]) rather
+//! than listen to an in-process signal: events written by another process sharing the
+//! database (`pocketpilot run`, a resolve from the CLI) show up just the same. Each SSE
+//! event carries `id: <seq>` (the global sequence number), `event: <type>` and
+//! `data: <StoredEvent JSON>`, so a reconnect with `Last-Event-ID` resumes exactly after
+//! the last event received.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+
+use axum::http::HeaderMap;
+use axum::http::header::ACCEPT;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use pp_types::{StoredEvent, TaskId};
+use tokio::sync::watch;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Most events read from the store at once by the all-tasks stream.
+const BATCH: usize = 500;
+
+/// Which events a stream follows.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    /// One task's events.
+    Task(TaskId),
+    /// Every task's events.
+    All,
+}
+
+/// Whether the client asked for an event stream (`Accept: text/event-stream`).
+pub(crate) fn wants_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("text/event-stream"))
+}
+
+/// The `Last-Event-ID` header as a sequence number, if present.
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|text| text.trim().parse::<i64>().ok())
+        .filter(|seq| *seq >= 0)
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::BadRequest("Last-Event-ID must be an event sequence number".into())
+        })
+}
+
+/// Where a stream reads from next and what it has read but not yet sent.
+struct Cursor {
+    state: AppState,
+    source: Source,
+    /// The sequence number of the last event sent.
+    last: i64,
+    /// Events read from the store but not yet sent.
+    pending: VecDeque<StoredEvent>,
+    /// Ends the stream when the server shuts down.
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Cursor {
+    fn fetch(&mut self) {
+        let store = self.state.service().store();
+        let events = match &self.source {
+            Source::Task(task) => store.task_events(task, self.last),
+            Source::All => store.events_after(self.last, BATCH),
+        };
+        match events {
+            Ok(events) => self
+                .pending
+                .extend(events.into_iter().filter(|event| event.seq > self.last)),
+            Err(error) => tracing::warn!("event stream: cannot read events: {error}"),
+        }
+    }
+}
+
+/// The SSE event for a stored event.
+fn to_sse(event: &StoredEvent) -> Event {
+    let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned());
+    Event::default()
+        .id(event.seq.to_string())
+        .event(event.event.type_name())
+        .data(data)
+}
+
+/// An event stream of `source` starting after sequence number `after`; it ends when
+/// the client goes away or the server shuts down.
+pub(crate) fn stream(
+    state: AppState,
+    source: Source,
+    after: i64,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let interval = state.settings().sse_poll_interval;
+    let keep_alive = state.settings().sse_keep_alive;
+    let cursor = Cursor {
+        shutdown: state.shutdown_signal(),
+        state,
+        source,
+        last: after,
+        pending: VecDeque::new(),
+    };
+    let events = futures_util::stream::unfold(cursor, move |mut cursor| async move {
+        loop {
+            if *cursor.shutdown.borrow() {
+                return None;
+            }
+            if let Some(event) = cursor.pending.pop_front() {
+                cursor.last = event.seq;
+                return Some((Ok(to_sse(&event)), cursor));
+            }
+            cursor.fetch();
+            if cursor.pending.is_empty() {
+                tokio::select! {
+                    () = tokio::time::sleep(interval) => {}
+                    _ = cursor.shutdown.wait_for(|down| *down) => {}
+                }
+            }
+        }
+    });
+    Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive))
+}

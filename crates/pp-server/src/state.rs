@@ -1,0 +1,135 @@
+//! What every handler shares: the task service, the API token and the server settings.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use pp_tasks::TaskService;
+use serde_json::Value;
+use tokio::sync::watch;
+
+/// Limits and knobs of the HTTP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSettings {
+    /// Largest JSON request body; bigger bodies get `413 payload_too_large`.
+    pub max_body_bytes: usize,
+    /// Largest operator upload (`PUT /api/files/content`).
+    pub max_upload_bytes: usize,
+    /// Largest operator download (`GET /api/files/content`); bigger files get 413.
+    pub max_download_bytes: u64,
+    /// How long a console login session lasts.
+    pub session_ttl: Duration,
+    /// The port the server listens on, used only in messages (the login hint on the
+    /// 401 page); `None` when unknown.
+    pub port: Option<u16>,
+    /// A script attached to every task created through `POST /api/tasks`
+    /// (`pocketpilot serve --script FILE`); `None` runs tasks on the configured model.
+    pub default_script: Option<Value>,
+    /// How often event streams look for new events in the store. Polling (rather than
+    /// an in-process signal) is what lets a stream notice events written by another
+    /// process, such as `pocketpilot approvals approve` or `pocketpilot run`.
+    pub sse_poll_interval: Duration,
+    /// How often an idle event stream sends a keep-alive comment.
+    pub sse_keep_alive: Duration,
+    /// After the shutdown signal, how long in-flight requests (a `?wait=true` resolve)
+    /// may take before [`crate::serve`] returns anyway. Event streams end at once.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 1024 * 1024,
+            max_upload_bytes: 25 * 1024 * 1024,
+            max_download_bytes: 25 * 1024 * 1024,
+            session_ttl: Duration::from_secs(7 * 24 * 60 * 60),
+            port: None,
+            default_script: None,
+            sse_poll_interval: Duration::from_millis(250),
+            sse_keep_alive: Duration::from_secs(15),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The state behind the router. Cheap to clone: every clone shares one [`Shared`].
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Shared>,
+}
+
+/// Shared by every clone of [`AppState`].
+struct Shared {
+    /// Creates, resolves and cancels tasks; owns the store.
+    service: TaskService,
+    /// The API token. A lock (not a plain `String`) so the CLI can swap it at runtime
+    /// after `pocketpilot token rotate` without restarting; read once per request.
+    token: RwLock<String>,
+    /// Limits and knobs.
+    settings: ServerSettings,
+    /// Flipped to `true` when shutdown begins, so event streams (which never end on
+    /// their own) finish and graceful shutdown can complete.
+    shutdown: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State for a server over `service` that accepts `token` (the content of the
+    /// `token` file, which the CLI owns) as `Authorization: Bearer` and at `/login`.
+    pub fn new(service: TaskService, token: impl Into<String>, settings: ServerSettings) -> Self {
+        let (shutdown, _) = watch::channel(false);
+        Self {
+            inner: Arc::new(Shared {
+                service,
+                token: RwLock::new(token.into()),
+                settings,
+                shutdown,
+            }),
+        }
+    }
+
+    /// The task service.
+    pub fn service(&self) -> &TaskService {
+        &self.inner.service
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ServerSettings {
+        &self.inner.settings
+    }
+
+    /// Replaces the API token (after `pocketpilot token rotate` rewrote the token file).
+    /// Requests with the old token are refused from now on; console sessions created
+    /// with it stay valid until they expire or are deleted from the store.
+    pub fn set_token(&self, token: impl Into<String>) {
+        match self.inner.token.write() {
+            Ok(mut guard) => *guard = token.into(),
+            Err(poisoned) => *poisoned.into_inner() = token.into(),
+        }
+    }
+
+    /// Whether `candidate` is the API token, compared in constant time.
+    pub(crate) fn token_matches(&self, candidate: &str) -> bool {
+        let token = match self.inner.token.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        crate::auth::constant_time_eq(token.as_bytes(), candidate.as_bytes())
+    }
+
+    /// Tells event streams to end; called by [`crate::serve`] when shutdown begins.
+    pub fn begin_shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
+    }
+
+    /// A receiver that changes to `true` when shutdown begins.
+    pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.inner.shutdown.subscribe()
+    }
+}

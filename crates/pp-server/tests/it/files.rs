@@ -1,0 +1,195 @@
+//! Operator files through the jail, audited as operator.
+
+use axum::body::Body;
+use axum::http::Method;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::{App, authed};
+use pp_server::ServerSettings;
+
+fn put(uri: &str, body: impl Into<Body>) -> axum::http::Request<Body> {
+    authed(Method::PUT, uri).body(body.into()).unwrap()
+}
+
+#[tokio::test]
+async fn list_download_upload() {
+    let app = App::idle();
+    app.tree.file("docs/a.txt", "alpha\n");
+    app.tree.file("b.bin", "bee");
+
+    let root = app.call(Method::GET, "/api/files").await;
+    root.expect(200, None);
+    assert_eq!(root.json["workspace"], "main");
+    assert_eq!(root.json["truncated"], false);
+    let entries: Vec<(String, String)> = root.json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            (
+                entry["path"].as_str().unwrap().to_owned(),
+                entry["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            ("b.bin".into(), "file".into()),
+            ("docs".into(), "dir".into())
+        ]
+    );
+    let docs = app
+        .call(Method::GET, "/api/files?path=docs&workspace=main")
+        .await;
+    assert_eq!(docs.json["entries"][0]["path"], "docs/a.txt");
+    assert_eq!(docs.json["entries"][0]["size"], 6);
+    assert!(
+        docs.json["entries"][0]["modified_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+
+    let download = app
+        .call(Method::GET, "/api/files/content?path=docs/a.txt")
+        .await;
+    download.expect(200, None);
+    assert_eq!(download.bytes, b"alpha\n");
+    assert_eq!(download.header("content-type"), "application/octet-stream");
+    assert_eq!(
+        download.header("content-disposition"),
+        "attachment; filename=\"a.txt\""
+    );
+    assert_eq!(download.header("cache-control"), "no-store");
+
+    let created = app
+        .send(put("/api/files/content?path=up/new.txt", "uploaded\n"))
+        .await;
+    created.expect(201, None);
+    assert_eq!(created.json["path"], "up/new.txt");
+    assert_eq!(created.json["created"], true);
+    assert_eq!(created.json["size"], 9);
+    assert_eq!(app.tree.read("up/new.txt"), "uploaded\n");
+    let replaced = app
+        .send(put("/api/files/content?path=up/new.txt", "again\n"))
+        .await;
+    replaced.expect(200, None);
+    assert_eq!(replaced.json["created"], false);
+    assert_eq!(app.tree.read("up/new.txt"), "again\n");
+
+    let uploads = app.audit("file_uploaded", None);
+    assert_eq!(uploads.len(), 2);
+    for entry in &uploads {
+        assert_eq!(entry.actor, pp_types::Actor::Operator);
+        assert_eq!(entry.target.as_deref(), Some("up/new.txt"));
+    }
+    // Newest first: the second upload's hash.
+    assert_eq!(
+        uploads[0].detail.as_deref().unwrap().split(' ').next(),
+        replaced.json["sha256"].as_str()
+    );
+    assert!(uploads[0].detail.as_deref().unwrap().starts_with("sha256:"));
+    let downloads = app.audit("file_downloaded", None);
+    assert_eq!(downloads.len(), 1);
+    assert_eq!(downloads[0].actor, pp_types::Actor::Operator);
+    assert_eq!(downloads[0].target.as_deref(), Some("docs/a.txt"));
+}
+
+#[tokio::test]
+async fn the_jail_applies_to_the_operator_too() {
+    let app = App::idle();
+    app.tree.outside_file("secret.txt", "TOP-SECRET");
+    app.tree.symlink("link", app.tree.outside());
+    let outside = app.tree.outside().to_str().unwrap().to_owned();
+    let escapes = [
+        "../outside/secret.txt",
+        "docs/../../outside/secret.txt",
+        "/etc/passwd",
+        "link/secret.txt",
+        "a%00b",
+        "..%2Foutside%2Fsecret.txt",
+    ];
+    for path in escapes {
+        for reply in [
+            app.call(Method::GET, &format!("/api/files?path={path}"))
+                .await,
+            app.call(Method::GET, &format!("/api/files/content?path={path}"))
+                .await,
+            app.send(put(&format!("/api/files/content?path={path}"), "pwned"))
+                .await,
+        ] {
+            reply.expect(403, Some("forbidden"));
+            let message = reply.json["error"]["message"].as_str().unwrap();
+            assert!(!message.contains(&outside), "{message}");
+        }
+    }
+    let absolute = format!("/api/files/content?path={outside}/secret.txt");
+    let reply = app.call(Method::GET, &absolute).await;
+    reply.expect(403, Some("forbidden"));
+    assert!(
+        reply.json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("absolute")
+    );
+    assert_eq!(app.tree.read("../outside/secret.txt"), "TOP-SECRET");
+    assert!(app.audit("file_uploaded", None).is_empty());
+    assert!(app.audit("file_downloaded", None).is_empty());
+
+    // A directory is not a file.
+    app.tree.dir("docs");
+    app.call(Method::GET, "/api/files/content?path=docs")
+        .await
+        .expect(400, Some("bad_request"));
+    app.call(Method::GET, "/api/files?path=missing")
+        .await
+        .expect(404, Some("not_found"));
+}
+
+#[tokio::test]
+async fn uploads_and_downloads_are_size_capped() {
+    let app = App::with_settings(ServerSettings {
+        max_upload_bytes: 1024,
+        max_download_bytes: 1024,
+        ..ServerSettings::default()
+    });
+    app.send(put("/api/files/content?path=big.bin", vec![7_u8; 1025]))
+        .await
+        .expect(413, Some("payload_too_large"));
+    assert!(!app.tree.exists("big.bin"));
+    app.send(put("/api/files/content?path=ok.bin", vec![7_u8; 1024]))
+        .await
+        .expect(201, None);
+    app.tree.file("large.txt", &"x".repeat(2048));
+    app.call(Method::GET, "/api/files/content?path=large.txt")
+        .await
+        .expect(413, Some("payload_too_large"));
+
+    // The default upload limit (25 MiB) is far above the JSON body limit (1 MiB).
+    let app = App::idle();
+    let two_mib = vec![1_u8; 2 << 20];
+    app.send(put("/api/files/content?path=two.bin", two_mib))
+        .await
+        .expect(201, None);
+    let over = vec![1_u8; (25 << 20) + 1];
+    app.send(put("/api/files/content?path=over.bin", over))
+        .await
+        .expect(413, Some("payload_too_large"));
+}
+
+#[tokio::test]
+async fn workspaces_are_listed() {
+    let app = App::idle();
+    let reply = app.call(Method::GET, "/api/workspaces").await;
+    reply.expect(200, None);
+    assert_eq!(
+        reply.json,
+        json!({"workspaces": [{
+            "name": "main",
+            "path": app.tree.workspace().display().to_string(),
+            "default": true,
+        }]})
+    );
+}

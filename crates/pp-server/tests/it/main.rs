@@ -1,0 +1,234 @@
+//! API tests: the router driven with `oneshot` (no socket) over a real task service, a
+//! temporary SQLite store and a temporary workspace; one SSE test on a real port.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests panic on fixture failures and unexpected responses"
+)]
+
+mod approvals;
+mod audit;
+mod auth;
+mod bad_input;
+mod files;
+mod openapi;
+mod security;
+mod sse;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use pp_server::{AppState, ServerSettings};
+use pp_tasks::store::{AuditFilter, Store};
+use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
+use pp_test_support::TempTree;
+use pp_types::{Actor, AuditEntry, TaskId, TaskRecord, TaskState};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+/// The API token every fixture uses.
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
+/// The Host every request names.
+pub(crate) const HOST: &str = "localhost:8420";
+
+/// A router over a fresh store and workspace.
+pub(crate) struct App {
+    pub(crate) tree: TempTree,
+    pub(crate) service: TaskService,
+    pub(crate) state: AppState,
+    pub(crate) router: Router,
+}
+
+impl App {
+    /// A fixture whose workers are not running (tasks stay queued).
+    pub(crate) fn idle() -> Self {
+        Self::with_settings(ServerSettings::default())
+    }
+
+    /// A fixture with running workers.
+    pub(crate) fn running() -> Self {
+        let app = Self::idle();
+        app.service.start_workers();
+        app
+    }
+
+    pub(crate) fn with_settings(settings: ServerSettings) -> Self {
+        let tree = TempTree::new();
+        let store = Arc::new(Store::open(&tree.base().join("pocketpilot.db")).unwrap());
+        let task_settings = TaskSettings {
+            workers: 4,
+            poll_interval: Duration::from_millis(20),
+            ..TaskSettings::default()
+        };
+        let service = TaskService::new(
+            store,
+            task_settings,
+            Workspaces::single("main", tree.workspace()),
+            ModelSource::Scripted,
+        );
+        let state = AppState::new(service.clone(), TOKEN, settings);
+        let router = pp_server::router(state.clone());
+        Self {
+            tree,
+            service,
+            state,
+            router,
+        }
+    }
+
+    /// Sends `request` through the router.
+    pub(crate) async fn send(&self, request: Request<Body>) -> Reply {
+        send(&self.router, request).await
+    }
+
+    /// An authenticated request without a body.
+    pub(crate) async fn call(&self, method: Method, uri: &str) -> Reply {
+        self.send(authed(method, uri).body(Body::empty()).unwrap())
+            .await
+    }
+
+    /// An authenticated request with a JSON body.
+    pub(crate) async fn call_json(&self, method: Method, uri: &str, body: &Value) -> Reply {
+        self.send(json_request(method, uri, body)).await
+    }
+
+    /// A task created directly through the service with a script.
+    pub(crate) fn create_task(&self, script: Value) -> TaskRecord {
+        self.service
+            .create(CreateTask {
+                prompt: "do the thing".into(),
+                workspace: None,
+                actor: Actor::Operator,
+                script: Some(script),
+            })
+            .unwrap()
+    }
+
+    /// Waits until the task reaches `state` (at most 10 s).
+    pub(crate) async fn wait_for(&self, task: &TaskId, state: TaskState) -> TaskRecord {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let record = self.service.store().task(task).unwrap();
+            if record.state == state {
+                return record;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "task {task} stuck in {:?} waiting for {state:?}: {record:?}",
+                record.state
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A task waiting for approval of a `write_file` to `path`, and the approval's id.
+    pub(crate) async fn waiting_write(&self, path: &str, content: &str) -> (TaskId, String) {
+        let task = self.create_task(write_script(path, content));
+        self.wait_for(&task.id, TaskState::WaitingApproval).await;
+        let approvals = self.service.store().approvals_for_task(&task.id).unwrap();
+        let approval = approvals.last().unwrap();
+        (task.id, approval.id.to_string())
+    }
+
+    /// Audit rows matching `filter`'s action and task.
+    pub(crate) fn audit(&self, action: &str, task: Option<&TaskId>) -> Vec<AuditEntry> {
+        self.service
+            .store()
+            .list_audit(&AuditFilter {
+                actor: None,
+                task_id: task.cloned(),
+                action: Some(action.into()),
+                before_id: None,
+                limit: 1000,
+            })
+            .unwrap()
+    }
+}
+
+/// A script that writes `content` to `path` (which asks for approval), then finishes.
+pub(crate) fn write_script(path: &str, content: &str) -> Value {
+    json!([
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]},
+        {"content": "done"}
+    ])
+}
+
+/// A request builder with the loopback Host and the bearer token.
+pub(crate) fn authed(method: Method, uri: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("host", HOST)
+        .header("authorization", format!("Bearer {TOKEN}"))
+}
+
+/// A request builder with the loopback Host and no credentials.
+pub(crate) fn anonymous(method: Method, uri: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("host", HOST)
+}
+
+/// An authenticated JSON request.
+pub(crate) fn json_request(method: Method, uri: &str, body: &Value) -> Request<Body> {
+    authed(method, uri)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+/// A response: status, headers, body bytes and the body as JSON (`Null` if it is not).
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) json: Value,
+}
+
+impl Reply {
+    /// The error code of an error response.
+    pub(crate) fn code(&self) -> &str {
+        self.json["error"]["code"].as_str().unwrap_or("")
+    }
+
+    /// Asserts the status and, for errors, the code; returns `self` for chaining.
+    #[track_caller]
+    pub(crate) fn expect(&self, status: u16, code: Option<&str>) -> &Self {
+        assert_eq!(self.status.as_u16(), status, "{self:?}");
+        if let Some(code) = code {
+            assert_eq!(self.code(), code, "{self:?}");
+            assert!(self.json["error"]["message"].is_string(), "{self:?}");
+        }
+        self
+    }
+
+    pub(crate) fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .map(|value| value.to_str().unwrap())
+            .unwrap_or("")
+    }
+}
+
+/// Sends `request` through `router`.
+pub(crate) async fn send(router: &Router, request: Request<Body>) -> Reply {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
+        .await
+        .unwrap()
+        .to_vec();
+    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Reply {
+        status,
+        headers,
+        bytes,
+        json,
+    }
+}
