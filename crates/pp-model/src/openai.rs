@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::http_model::{HttpModel, StreamDelta};
-use crate::transport::{json_message, shorten};
+use crate::transport::{is_event_stream, json_message, shorten};
 
 // ---------------------------------------------------------------------------------------
 // Request
@@ -529,12 +529,7 @@ pub(crate) async fn complete(
             model.refusal(status, quoted)
         })
         .await?;
-    let is_sse = answer
-        .response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.contains("text/event-stream"));
+    let is_sse = is_event_stream(&answer.response);
     if !is_sse {
         let bytes = model
             .transport

@@ -472,3 +472,12 @@ mod tests {
         assert!(!retryable(StatusCode::BAD_REQUEST));
     }
 }
+
+/// Whether a response is a server-sent event stream (by its content type).
+pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.contains("text/event-stream"))
+}
