@@ -403,6 +403,15 @@ fn error_chain(error: &reqwest::Error) -> String {
     parts.join(": ")
 }
 
+/// Whether a response is a server-sent event stream (by its content type).
+pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.contains("text/event-stream"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,13 +480,4 @@ mod tests {
         assert!(!retryable(StatusCode::NOT_FOUND));
         assert!(!retryable(StatusCode::BAD_REQUEST));
     }
-}
-
-/// Whether a response is a server-sent event stream (by its content type).
-pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
-    response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.contains("text/event-stream"))
 }
