@@ -25,14 +25,23 @@ impl Timestamp {
         self.0
     }
 
-    /// RFC 3339 UTC with milliseconds.
+    /// RFC 3339 UTC with milliseconds (`2026-11-29T20:26:56.123Z`).
     pub fn to_rfc3339(self) -> String {
-        let millis = self.0.rem_euclid(1000);
+        format!("{}.{:03}Z", self.date_time(), self.0.rem_euclid(1000))
+    }
+
+    /// RFC 3339 UTC to the second (`2026-11-29T20:26:56Z`), the second it falls in.
+    pub fn to_rfc3339_seconds(self) -> String {
+        format!("{}Z", self.date_time())
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` of the second this time falls in.
+    fn date_time(self) -> String {
         let seconds = self.0.div_euclid(1000);
         let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
         let (year, month, day) = civil_from_days(days);
         format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
             of_day / 3600,
             of_day % 3600 / 60,
             of_day % 60
@@ -113,7 +122,7 @@ impl<'de> Deserialize<'de> for Timestamp {
 }
 
 /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant).
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -159,6 +168,10 @@ mod tests {
         );
         assert_eq!(Timestamp::parse_rfc3339("2026-13-01T00:00:00Z"), None);
         assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+        assert_eq!(
+            Timestamp::from_millis(-500).to_rfc3339_seconds(),
+            "1969-12-31T23:59:59Z"
+        );
     }
 
     #[test]

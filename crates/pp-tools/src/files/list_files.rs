@@ -24,11 +24,11 @@
 //! ```
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use pp_agent::{BoxFuture, Tool};
 use pp_gate::{EntryKind, Jail, ListEntry, ListOptions};
-use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use pp_types::{Capability, Risk, Timestamp, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 use super::Limits;
@@ -229,70 +229,14 @@ fn format_entry(entry: &ListEntry) -> String {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` in UTC, to the second.
 pub(crate) fn format_utc(time: SystemTime) -> String {
-    let seconds: i64 = match time.duration_since(UNIX_EPOCH) {
-        Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
-        Err(before) => {
-            // Round towards negative infinity so the second shown is the one it is in.
-            let back = before.duration();
-            let whole = i64::try_from(back.as_secs()).unwrap_or(i64::MAX);
-            if back.subsec_nanos() > 0 {
-                whole.saturating_neg().saturating_sub(1)
-            } else {
-                whole.saturating_neg()
-            }
-        }
-    };
-    let days = seconds.div_euclid(86_400);
-    let of_day = seconds.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60
-    )
-}
-
-/// The proleptic Gregorian date `days` days after 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days.saturating_add(719_468);
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097); // [0, 146096]
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365; // [0, 399]
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100); // [0, 365]
-    let shifted_month = (5 * day_of_year + 2) / 153; // [0, 11], March-based
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1; // [1, 31]
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    }; // [1, 12]
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    // Both are in small ranges by construction.
-    (
-        year,
-        u32::try_from(month).unwrap_or(1),
-        u32::try_from(day).unwrap_or(1),
-    )
+    Timestamp::from(time).to_rfc3339_seconds()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-    use std::time::Duration;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(59), (1970, 3, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
-        assert_eq!(civil_from_days(20_089), (2025, 1, 1));
-    }
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn utc_formatting() {
