@@ -32,8 +32,8 @@ pub enum ApiError {
     PayloadTooLarge(String),
     /// Edited arguments fail the tool's schema or the gate: `422 invalid_arguments`.
     InvalidArguments(String),
-    /// Something broke on our side: `500 internal`. The detail is logged (see
-    /// [`crate::routes`]' error logger), never sent.
+    /// Something broke on our side: `500 internal`. The detail goes to the error log
+    /// ([`crate::AppState::set_error_log`]), never to the client.
     Internal(String),
 }
 

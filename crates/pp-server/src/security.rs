@@ -2,7 +2,7 @@
 //! same-origin check on state-changing requests, security headers, and the logger of
 //! internal errors.
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, HOST, ORIGIN, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
     X_FRAME_OPTIONS,
@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, InternalDetail};
+use crate::state::AppState;
 
 /// The console's Content-Security-Policy: nothing inline, nothing from elsewhere.
 pub(crate) const CONTENT_SECURITY_POLICY_VALUE: &str = "default-src 'self'; script-src 'self'; \
@@ -122,14 +123,20 @@ pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
     response
 }
 
-/// Middleware on every route: logs the detail of `500 internal` responses (the client
-/// only sees a generic message).
-pub(crate) async fn log_internal_errors(request: Request, next: Next) -> Response {
+/// Middleware on every route: sends the detail of `500 internal` responses to the error
+/// log ([`AppState::set_error_log`]); the client only sees a generic message.
+pub(crate) async fn log_internal_errors(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
     if let Some(InternalDetail(detail)) = response.extensions_mut().remove::<InternalDetail>() {
-        tracing::error!(%method, %path, "internal error: {detail}");
+        state.log(&format!(
+            "pp-server: internal error on {method} {path}: {detail}"
+        ));
     }
     response
 }

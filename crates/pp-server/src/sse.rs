@@ -80,7 +80,9 @@ impl Cursor {
             Ok(events) => self
                 .pending
                 .extend(events.into_iter().filter(|event| event.seq > self.last)),
-            Err(error) => tracing::warn!("event stream: cannot read events: {error}"),
+            Err(error) => self.state.log(&format!(
+                "pp-server: event stream cannot read events: {error}"
+            )),
         }
     }
 }

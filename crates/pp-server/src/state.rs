@@ -51,6 +51,9 @@ impl Default for ServerSettings {
     }
 }
 
+/// Receives one line per internal error or warning.
+type ErrorLog = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// The state behind the router. Cheap to clone: every clone shares one [`Shared`].
 #[derive(Clone)]
 pub struct AppState {
@@ -66,6 +69,9 @@ struct Shared {
     token: RwLock<String>,
     /// Limits and knobs.
     settings: ServerSettings,
+    /// Where details of internal errors and warnings go (the client only sees a generic
+    /// message); `None` drops them. The CLI sets it to print on stderr.
+    error_log: RwLock<Option<ErrorLog>>,
     /// Flipped to `true` when shutdown begins, so event streams (which never end on
     /// their own) finish and graceful shutdown can complete.
     shutdown: watch::Sender<bool>,
@@ -89,6 +95,7 @@ impl AppState {
                 service,
                 token: RwLock::new(token.into()),
                 settings,
+                error_log: RwLock::new(None),
                 shutdown,
             }),
         }
@@ -121,6 +128,28 @@ impl AppState {
             Err(poisoned) => poisoned.into_inner().clone(),
         };
         crate::auth::constant_time_eq(token.as_bytes(), candidate.as_bytes())
+    }
+
+    /// Sends the details of internal errors (`500 internal`, whose body is generic) and
+    /// of warnings to `log`, one line each; e.g. `state.set_error_log(|line|
+    /// eprintln!("{line}"))` in the CLI. Without it the details are dropped.
+    pub fn set_error_log(&self, log: impl Fn(&str) + Send + Sync + 'static) {
+        let log: ErrorLog = Arc::new(log);
+        match self.inner.error_log.write() {
+            Ok(mut guard) => *guard = Some(log),
+            Err(poisoned) => *poisoned.into_inner() = Some(log),
+        }
+    }
+
+    /// Writes `line` to the error log, if one is set.
+    pub(crate) fn log(&self, line: &str) {
+        let log = match self.inner.error_log.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        if let Some(log) = log {
+            log(line);
+        }
     }
 
     /// Tells event streams to end; called by [`crate::serve`] when shutdown begins.

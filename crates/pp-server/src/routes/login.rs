@@ -71,7 +71,7 @@ pub(crate) async fn login(
         action: "console_login".into(),
         ..NewAudit::default()
     }) {
-        tracing::warn!("cannot audit a console login: {error}");
+        state.log(&format!("pp-server: cannot audit a console login: {error}"));
     }
     let cookie = format!(
         "{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",

@@ -99,7 +99,10 @@ pub(crate) fn build(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))
-        .layer(from_fn(security::log_internal_errors))
+        .layer(from_fn_with_state(
+            state.clone(),
+            security::log_internal_errors,
+        ))
         .layer(from_fn(security::check_host_and_origin))
         .layer(from_fn(security::security_headers))
         .with_state(state)

@@ -193,3 +193,28 @@ async fn workspaces_are_listed() {
         }]})
     );
 }
+
+#[tokio::test]
+async fn internal_errors_are_generic_and_logged() {
+    let app = App::idle();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = std::sync::Arc::clone(&lines);
+    app.state
+        .set_error_log(move |line| sink.lock().unwrap().push(line.to_owned()));
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test removes its own workspace"
+    )]
+    std::fs::remove_dir_all(app.tree.workspace()).unwrap();
+    let reply = app.call(Method::GET, "/api/files").await;
+    reply.expect(500, Some("internal"));
+    let workspace = app.tree.workspace().to_str().unwrap().to_owned();
+    assert!(!String::from_utf8_lossy(&reply.bytes).contains(&workspace));
+    let lines = lines.lock().unwrap();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("GET /api/files"), "{lines:?}");
+    assert!(
+        lines[0].contains(&workspace),
+        "the detail is in the log: {lines:?}"
+    );
+}
