@@ -54,7 +54,7 @@ impl Default for ServerSettings {
 /// Receives one line per internal error or warning.
 type ErrorLog = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// The state behind the router. Cheap to clone: every clone shares one [`Shared`].
+/// The state behind the router. Cheap to clone: every clone shares one `Shared`.
 #[derive(Clone)]
 pub struct AppState {
     inner: Arc<Shared>,
