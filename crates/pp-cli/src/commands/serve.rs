@@ -77,6 +77,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     };
     app.service.start_workers();
     let state = AppState::new(app.service.clone(), token.clone(), settings);
+    state.set_error_log(|line| eprintln!("{line}"));
     for workspace in &app.service.workspaces().list {
         eprintln!("workspace {}: {}", workspace.name, workspace.path.display());
     }
