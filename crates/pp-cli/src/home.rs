@@ -29,6 +29,14 @@ pub(crate) fn load_or_create_token(file: &Path) -> anyhow::Result<String> {
     }
 }
 
+/// The current token, if the file exists and holds one.
+pub(crate) fn read_token(file: &Path) -> Option<String> {
+    std::fs::read_to_string(file)
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|token| !token.is_empty())
+}
+
 /// Replaces the token with a new random one and returns it.
 pub(crate) fn write_token(file: &Path) -> anyhow::Result<String> {
     let token = random_hex(32)?;

@@ -78,12 +78,32 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     app.service.start_workers();
     let state = AppState::new(app.service.clone(), token.clone(), settings);
     state.set_error_log(|line| eprintln!("{line}"));
+    // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.
+    let watched = state.clone();
+    let token_for_watch = token.clone();
+    let token_file = app.config.token_file();
+    let watcher = tokio::spawn(async move {
+        let mut current = token_for_watch;
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            if let Some(fresh) = home::read_token(&token_file)
+                && fresh != current
+            {
+                watched.set_token(fresh.clone());
+                current = fresh;
+                eprintln!("the API token was rotated; new logins need the new link");
+            }
+        }
+    });
     for workspace in &app.service.workspaces().list {
         eprintln!("workspace {}: {}", workspace.name, workspace.path.display());
     }
     eprintln!("data: {}", app.config.home.display());
     println!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}");
-    pp_server::serve(listener, state, shutdown_signal()).await?;
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let served = pp_server::serve(listener, state, shutdown_signal()).await;
+    watcher.abort();
+    served?;
     eprintln!("stopped");
     Ok(exit::OK)
 }

@@ -8,7 +8,7 @@ use crate::{exit, home};
 /// What to do with the token.
 #[derive(Debug, Subcommand)]
 pub(crate) enum TokenCommand {
-    /// Replace the token; running servers must be restarted, open consoles log in again.
+    /// Replace the token; a running server picks it up within seconds.
     Rotate,
     /// Print the token file's path (never the token itself).
     Path,
@@ -23,7 +23,10 @@ pub(crate) fn run(flags: &Flags, command: &TokenCommand) -> anyhow::Result<u8> {
         TokenCommand::Rotate => {
             home::write_token(&file)?;
             println!("a new token was written to {}", file.display());
-            println!("restart `pocketpilot serve` and open the login link it prints");
+            println!(
+                "a running `pocketpilot serve` picks it up within seconds: API clients need the \
+                 new token and new console logins the new link"
+            );
         }
         TokenCommand::Path => println!("{}", file.display()),
     }

@@ -259,3 +259,44 @@ fn without_a_model_serve_starts_and_tasks_fail_fast() {
             .contains("no model is configured")
     );
 }
+
+#[test]
+fn token_rotate_takes_effect_on_a_running_server() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let server = Server::start(&home, tree.workspace(), None);
+    let token_file = home.join("token");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let (status, _) = request(server.port, "GET", "/api/tasks", None, None);
+    assert_eq!(status, 401, "no token, no access");
+    let (status, _) = server.call("GET", "/api/tasks", None);
+    assert_eq!(status, 200);
+
+    let rotate = pocketpilot_in(&home)
+        .args(["token", "rotate"])
+        .output()
+        .unwrap();
+    assert_eq!(rotate.status.code(), Some(0));
+    let fresh = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_ne!(fresh, server.token);
+    let mut old_refused = false;
+    for _ in 0..100 {
+        let (status, _) = server.call("GET", "/api/tasks", None);
+        if status == 401 {
+            old_refused = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(old_refused, "the old token stops working");
+    let (status, _) = request(server.port, "GET", "/api/tasks", Some(&fresh), None);
+    assert_eq!(status, 200, "the new token works");
+}
