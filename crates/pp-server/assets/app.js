@@ -1,46 +1,237 @@
-// Placeholder console: checks the server and the session, then shows a summary.
-// The web console replaces this file. No inline scripts: the CSP forbids them.
-"use strict";
+// The PocketPilot console: the shell (navigation, login page, live approval count) and
+// the hash router. Each page lives in its own module and renders into <main>.
+//
+// Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/audit.
+// No inline scripts or styles anywhere: the Content-Security-Policy forbids them.
 
-const NOT_LOGGED_IN =
-  "Not logged in: run `pocketpilot serve` and open the login link it prints.";
+import { api, followEvents, onUnauthorized } from "./api.js";
+import { debounce, h, replace } from "./dom.js";
+import { renderTaskList } from "./tasks.js";
+import { renderTask } from "./timeline.js";
+import { renderInbox, renderApproval } from "./approvals.js";
+import { renderFiles } from "./files.js";
+import { renderAudit } from "./audit.js";
 
-function show(id, text, isError) {
-  const element = document.getElementById(id);
-  element.textContent = text;
-  element.hidden = false;
-  element.classList.toggle("error", Boolean(isError));
-}
+const view = document.getElementById("view");
+const nav = document.getElementById("nav");
+const countBadge = document.getElementById("approval-count");
+const connection = document.getElementById("connection");
+const logoutButton = document.getElementById("logout");
 
-async function getJson(path) {
-  const response = await fetch(path, { credentials: "same-origin" });
-  if (!response.ok) {
-    throw new Error(path + " answered " + response.status);
-  }
-  return response.json();
-}
+/** The page on screen: `{ cleanup(), onEvent(stored) }`, both optional. */
+let page = null;
+/** The all-tasks event stream (drives the approval count and live pages). */
+let globalStream = null;
+let loggedIn = false;
 
-async function start() {
-  let health;
-  try {
-    health = await getJson("/api/health");
-  } catch (error) {
-    show("status", NOT_LOGGED_IN, true);
+const ROUTES = [
+  { pattern: /^\/tasks\/?$/, name: "tasks", render: renderTaskList },
+  { pattern: /^\/tasks\/([^/?]+)$/, name: "tasks", render: renderTask },
+  { pattern: /^\/approvals\/?$/, name: "approvals", render: renderInbox },
+  { pattern: /^\/approvals\/([^/?]+)$/, name: "approvals", render: renderApproval },
+  { pattern: /^\/files\/?$/, name: "files", render: renderFiles },
+  { pattern: /^\/audit\/?$/, name: "audit", render: renderAudit },
+];
+
+/** Events after which the number of pending approvals may have changed. */
+const COUNT_EVENTS = new Set([
+  "approval_required",
+  "approval_resolved",
+  "task_cancelled",
+  "task_completed",
+  "task_failed",
+  "task_interrupted",
+  "task_retried",
+]);
+
+const context = {
+  refreshCount: debounce(refreshCount, 100),
+};
+
+async function refreshCount() {
+  if (!loggedIn) {
     return;
   }
   try {
-    const approvals = await getJson("/api/approvals");
-    const tasks = await getJson("/api/tasks?limit=20");
-    show("status", "Connected. Model: " + health.model + ".");
-    show(
-      "summary",
-      approvals.approvals.length + " approval(s) waiting, " +
-        tasks.tasks.length + " recent task(s).",
-    );
-    document.getElementById("logout").hidden = false;
-  } catch (error) {
-    show("status", NOT_LOGGED_IN, true);
+    const data = await api("/api/approvals?state=pending&limit=1000");
+    const count = data.approvals.length;
+    countBadge.textContent = String(count);
+    countBadge.dataset.count = String(count);
+    countBadge.hidden = count === 0;
+    countBadge.setAttribute("aria-label", `${count} pending`);
+    document.title = count > 0 ? `(${count}) PocketPilot` : "PocketPilot";
+  } catch {
+    // A 401 already switched to the login page; anything else is retried on the next event.
   }
 }
 
-document.addEventListener("DOMContentLoaded", start);
+function setConnection(status) {
+  if (status === "live") {
+    connection.hidden = true;
+    connection.textContent = "";
+  } else {
+    connection.hidden = false;
+    connection.textContent = "Reconnecting…";
+  }
+}
+
+function startGlobalStream() {
+  if (globalStream) {
+    return;
+  }
+  globalStream = followEvents("/api/events", {
+    onStatus(status) {
+      setConnection(status);
+      if (status === "live") {
+        // Anything could have happened while the stream was down.
+        context.refreshCount();
+      }
+    },
+    onEvent(stored) {
+      if (COUNT_EVENTS.has(stored.type)) {
+        context.refreshCount();
+      }
+      if (page && page.onEvent) {
+        page.onEvent(stored);
+      }
+    },
+  });
+}
+
+function stopGlobalStream() {
+  if (globalStream) {
+    globalStream.close();
+    globalStream = null;
+  }
+}
+
+function leavePage() {
+  if (page && page.cleanup) {
+    page.cleanup();
+  }
+  page = null;
+}
+
+/** The page for a browser without a (valid) session. */
+function showLogin() {
+  loggedIn = false;
+  leavePage();
+  stopGlobalStream();
+  nav.hidden = true;
+  logoutButton.hidden = true;
+  connection.hidden = true;
+  document.title = "PocketPilot: log in";
+  replace(
+    view,
+    h(
+      "section",
+      { class: "login panel", "aria-labelledby": "login-title" },
+      h("h1", { id: "login-title", text: "Log in to PocketPilot" }),
+      h("p", {
+        text: "This browser is not logged in, or its session has expired. The console opens with a login link that only the person at this computer can see.",
+      }),
+      h(
+        "ol",
+        {},
+        h("li", {}, "In a terminal, run ", h("code", { text: "pocketpilot serve" }), "."),
+        h(
+          "li",
+          {},
+          "It prints a line like ",
+          h("code", { class: "nowrap-ok", text: "PocketPilot console: http://127.0.0.1:PORT/login?token=…" }),
+          ". Open that link in this browser.",
+        ),
+      ),
+      h("p", {
+        class: "muted",
+        text: "The server prints the link once, when it starts: scroll back in its terminal, or stop and start it again. After `pocketpilot token rotate`, restart the server and use the new link.",
+      }),
+      h("button", { type: "button", class: "button", onclick: start, text: "I have logged in — try again" }),
+    ),
+  );
+}
+
+async function logout() {
+  try {
+    await fetch("/logout", {
+      method: "POST",
+      credentials: "same-origin",
+      referrerPolicy: "same-origin",
+    });
+  } finally {
+    showLogin();
+  }
+}
+
+function markNavigation(name) {
+  for (const link of nav.querySelectorAll("a[data-route]")) {
+    if (link.dataset.route === name) {
+      link.setAttribute("aria-current", "page");
+    } else {
+      link.removeAttribute("aria-current");
+    }
+  }
+}
+
+function route() {
+  if (!loggedIn) {
+    return;
+  }
+  const hash = location.hash.replace(/^#/, "");
+  const path = hash.split("?")[0];
+  if (path === "" || path === "/") {
+    location.replace("#/tasks");
+    return;
+  }
+  leavePage();
+  const match = ROUTES.map((candidate) => ({ candidate, found: candidate.pattern.exec(path) })).find(
+    ({ found }) => found,
+  );
+  if (!match) {
+    markNavigation(null);
+    replace(
+      view,
+      h("h1", { text: "Page not found" }),
+      h("p", {}, "There is no page at ", h("code", { text: hash }), ". ", h("a", { href: "#/tasks", text: "Go to the tasks" }), "."),
+    );
+    return;
+  }
+  markNavigation(match.candidate.name);
+  const container = h("div", { class: "page page-" + match.candidate.name });
+  replace(view, container);
+  const param = match.found[1] ? decodeURIComponent(match.found[1]) : null;
+  page = match.candidate.render(container, param, context) || null;
+}
+
+async function start() {
+  try {
+    await api("/api/workspaces");
+  } catch (error) {
+    if (error.status !== 401) {
+      replace(
+        view,
+        h("h1", { text: "Cannot reach PocketPilot" }),
+        h("p", { class: "notice notice-error", role: "alert", text: error.message }),
+        h("button", { type: "button", class: "button", onclick: start, text: "Try again" }),
+      );
+    }
+    return;
+  }
+  loggedIn = true;
+  nav.hidden = false;
+  logoutButton.hidden = false;
+  startGlobalStream();
+  refreshCount();
+  route();
+}
+
+onUnauthorized(() => {
+  if (loggedIn) {
+    showLogin();
+  } else if (!view.querySelector(".login")) {
+    showLogin();
+  }
+});
+logoutButton.addEventListener("click", logout);
+window.addEventListener("hashchange", route);
+start();

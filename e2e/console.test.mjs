@@ -1,0 +1,390 @@
+// End-to-end tests of the web console: a real `pocketpilot serve` (scripted model) and
+// Debian's headless Chromium. Run with `node --test` from this directory after
+// `cargo build -p pp-cli`. Screenshots land in target/e2e-screenshots/.
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { after, afterEach, before, test } from "node:test";
+
+import {
+  badgeCount,
+  cli,
+  eventually,
+  launchBrowser,
+  screenshot,
+  startServer,
+  tempTree,
+  textMatches,
+  watchPage,
+} from "./harness.mjs";
+
+const ORIGINAL = "Buy milk\nCall Bob\n";
+const PROPOSED = "Buy milk\nCall Ada\nShip the release\n";
+const FINAL_ANSWER = "Finished with notes.txt. Tell me if you want anything else changed.";
+
+/** Every task replays this: one write that overwrites notes.txt, then an answer. */
+const SCRIPT = [
+  { tool_calls: [{ name: "write_file", arguments: { path: "notes.txt", content: PROPOSED } }] },
+  { content: FINAL_ANSWER },
+];
+
+let tree;
+let server;
+let browser;
+/** A logged-in browser context shared by the tests (cookies, like one person's browser). */
+let context;
+const problems = [];
+
+before(async () => {
+  tree = tempTree({ "notes.txt": ORIGINAL, "docs/readme.md": "# Docs\n" });
+  fs.writeFileSync(tree.script, JSON.stringify(SCRIPT));
+  server = await startServer(tree);
+  browser = await launchBrowser();
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  context.on("page", (page) => watchPage(page, server.base, problems));
+  const page = await context.newPage();
+  await page.goto(server.loginUrl);
+  await page.locator("#nav").waitFor({ state: "visible" });
+  assert.equal(new URL(page.url()).pathname, "/", "the login redirects to the console");
+  assert.ok(!page.url().includes("token="), "the token leaves the address bar");
+  await page.close();
+});
+
+afterEach(() => {
+  // Every page of the logged-in context: no script errors, no CSP violations, no
+  // request that leaves the server's origin.
+  assert.deepEqual(problems.splice(0), []);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  if (tree && !process.env.KEEP_E2E_TREE) {
+    fs.rmSync(tree.root, { recursive: true, force: true });
+  }
+});
+
+function workspaceFile(name) {
+  return path.join(tree.workspace, name);
+}
+
+function readWorkspace(name) {
+  return fs.readFileSync(workspaceFile(name), "utf8");
+}
+
+async function openPage(hash = "#/tasks") {
+  const page = await context.newPage();
+  await page.goto(server.base + "/" + hash);
+  await page.locator("#nav").waitFor({ state: "visible" });
+  return page;
+}
+
+/** Creates a task through the API (as a script or the CLI would) and returns it. */
+async function createTaskViaApi(prompt) {
+  const response = await context.request.post(server.base + "/api/tasks", { data: { prompt } });
+  assert.equal(response.status(), 201, await response.text());
+  return response.json();
+}
+
+async function pendingApprovalFor(taskId) {
+  return eventually(`a pending approval for ${taskId}`, async () => {
+    const response = await context.request.get(server.base + "/api/approvals");
+    const { approvals } = await response.json();
+    return approvals.find((approval) => approval.task_id === taskId);
+  });
+}
+
+async function taskEvents(taskId) {
+  const response = await context.request.get(`${server.base}/api/tasks/${taskId}/events`);
+  return (await response.json()).events;
+}
+
+/** Creates a task through the "new task" form; returns its id (from the task page URL). */
+async function createTaskViaForm(page, prompt) {
+  await page.goto(server.base + "/#/tasks");
+  await page.locator("#task-workspace option").first().waitFor({ state: "attached" });
+  await page.fill("#task-prompt", prompt);
+  await page.getByRole("button", { name: "Start task" }).click();
+  await page.waitForURL(/#\/tasks\/t_/);
+  const id = decodeURIComponent(new URL(page.url()).hash.replace("#/tasks/", ""));
+  await page.locator('.timeline li[data-type="approval_required"]').waitFor();
+  return id;
+}
+
+/** The sequence numbers shown in a task's timeline; asserts there are no duplicates. */
+async function timelineSeqs(page) {
+  const seqs = await page.locator(".timeline li").evaluateAll((items) => items.map((item) => Number(item.dataset.seq)));
+  assert.equal(new Set(seqs).size, seqs.length, `duplicate timeline rows: ${seqs}`);
+  assert.deepEqual([...seqs].sort((a, b) => a - b), seqs, "timeline rows are in order");
+  return seqs;
+}
+
+test("a browser without a session gets a page saying how to log in", async () => {
+  const fresh = await browser.newContext();
+  const page = await fresh.newPage();
+  const pageProblems = watchPage(page, server.base);
+  await page.goto(server.base + "/#/approvals");
+  const login = page.locator(".login");
+  await login.waitFor();
+  await textMatches(login, /Log in to PocketPilot/);
+  await textMatches(login, /pocketpilot serve/);
+  await textMatches(login, /login\?token=/);
+  assert.equal(await page.locator("#nav").isVisible(), false, "no navigation into a broken app");
+  await screenshot(page, "login.png");
+  // A wrong token gets the server's refusal page, not a session.
+  const refused = await page.goto(server.base + "/login?token=wrong");
+  assert.equal(refused.status(), 401);
+  await page.goto(server.base + "/");
+  await login.waitFor();
+  await fresh.close();
+  assert.deepEqual(pageProblems, []);
+});
+
+test("overwrite: see the diff, edit the path, approve; reject another with a reason; live badge", async () => {
+  const page = await openPage();
+  assert.equal(await badgeCount(page), 0);
+
+  // Two tasks through the form; each stops at an approval and the badge counts them.
+  const first = await createTaskViaForm(page, "Update notes.txt with the new plan");
+  await eventually("badge 1", async () => (await badgeCount(page)) === 1);
+  const second = await createTaskViaForm(page, "Tidy up notes.txt");
+  await eventually("badge 2", async () => (await badgeCount(page)) === 2);
+  assert.equal(await page.locator("#approval-count").textContent(), "2");
+
+  // The inbox: both cards, newest first, with the overwrite label, high risk and diff.
+  await page.getByRole("link", { name: /Approvals/ }).click();
+  const cards = page.locator("article.card");
+  await eventually("two cards", async () => (await cards.count()) === 2);
+  assert.equal(await cards.nth(0).getAttribute("data-task-id"), second, "newest first");
+  assert.equal(await cards.nth(1).getAttribute("data-task-id"), first);
+  const card = page.locator(`article.card[data-task-id="${first}"]`);
+  await textMatches(card.locator(".card-task"), /Update notes\.txt with the new plan/);
+  await textMatches(card.locator(".card-title"), /write_file\s*notes\.txt/);
+  await textMatches(card.locator(".label-overwrite"), /^overwrite$/);
+  await textMatches(card.locator(".badge.risk-high"), /high risk/);
+  await textMatches(card.locator(".capability"), /file:write/);
+  assert.match(await card.getAttribute("class"), /risk-high/);
+  assert.deepEqual(await card.locator(".diff-del").allTextContents(), ["-Call Bob\n"]);
+  assert.deepEqual(await card.locator(".diff-add").allTextContents(), ["+Call Ada\n", "+Ship the release\n"]);
+  const diffColors = await card.locator(".diff-add, .diff-del").evaluateAll((lines) =>
+    lines.map((line) => getComputedStyle(line).backgroundColor),
+  );
+  assert.equal(new Set(diffColors).size, 2, `added and removed lines are colored apart: ${diffColors}`);
+  await screenshot(page, "inbox.png");
+
+  // Edit: broken JSON is caught in the browser; an escaping path gets the server's 422
+  // inline; a new path is approved.
+  await card.getByRole("button", { name: "Edit arguments…" }).click();
+  const editor = card.locator("textarea.json-editor");
+  assert.deepEqual(JSON.parse(await editor.inputValue()), { path: "notes.txt", content: PROPOSED });
+  await editor.fill('{"path": "notes-edited.txt", ');
+  await card.getByRole("button", { name: "Approve edited call" }).click();
+  await textMatches(card.locator(".edit-error"), /not valid JSON/);
+  await editor.fill(JSON.stringify({ path: "../outside.txt", content: PROPOSED }, null, 2));
+  await card.getByRole("button", { name: "Approve edited call" }).click();
+  await textMatches(card.locator(".edit-error"), /server refused the edited arguments: .*escapes/);
+  assert.equal(fs.existsSync(path.join(tree.root, "outside.txt")), false);
+  assert.equal(await badgeCount(page), 2, "still pending after a refused edit");
+  await screenshot(page, "card-edit-refused.png");
+  await editor.fill(JSON.stringify({ path: "notes-edited.txt", content: PROPOSED }, null, 2));
+  await card.getByRole("button", { name: "Approve edited call" }).click();
+  await textMatches(card.locator(".card-status"), /You approved the edited call/);
+  await eventually("badge 1 after approving", async () => (await badgeCount(page)) === 1);
+
+  // The timeline finishes; the write went to the edited path, the original is untouched.
+  await card.getByRole("link", { name: /Follow the task/ }).click();
+  await page.waitForURL(new RegExp(`#/tasks/${first}$`));
+  const final = page.locator('.timeline li[data-type="task_completed"]');
+  await textMatches(final, new RegExp(FINAL_ANSWER.replace(/[.]/g, "\\.")));
+  await textMatches(page.locator(".task-facts .badge"), /^completed$/);
+  await textMatches(page.locator('.timeline li[data-type="approval_resolved"]'), /Approved with edited arguments/);
+  await textMatches(page.locator('.timeline li[data-type="tool_call"]').first(), /"path": "notes\.txt"/);
+  await textMatches(page.locator('.timeline li[data-type="tool_result"]'), /notes-edited\.txt/);
+  assert.equal(await page.getByRole("button", { name: "Cancel task" }).count(), 0, "no cancel on a finished task");
+  assert.equal(readWorkspace("notes-edited.txt"), PROPOSED);
+  assert.equal(readWorkspace("notes.txt"), ORIGINAL);
+  const seqs = await timelineSeqs(page);
+  assert.deepEqual(seqs, (await taskEvents(first)).map((event) => event.seq), "every event shown once");
+  await screenshot(page, "timeline.png");
+
+  // Reject the second with a reason; the badge reaches 0 and the model's reply shows.
+  await page.getByRole("link", { name: /Approvals/ }).click();
+  const other = page.locator(`article.card[data-task-id="${second}"]`);
+  await other.getByRole("button", { name: "Reject…" }).click();
+  await page.getByLabel("Reason for rejecting (optional)").fill("Not today: keep the old plan");
+  await other.getByRole("button", { name: "Reject call" }).click();
+  await textMatches(other.locator(".card-status"), /You rejected this call \(reason: “Not today: keep the old plan”\)/);
+  await eventually("badge 0", async () => (await badgeCount(page)) === 0);
+  assert.equal(await page.locator("#approval-count").isVisible(), false);
+
+  await page.goto(`${server.base}/#/tasks/${second}`);
+  await textMatches(page.locator('.timeline li[data-type="approval_resolved"]'), /Rejected by the operator.*Not today: keep the old plan/s);
+  await textMatches(page.locator('.timeline li[data-type="tool_error"]'), /rejected/i);
+  await textMatches(page.locator('.timeline li[data-type="task_completed"]'), /Finished with notes\.txt/);
+  assert.equal(readWorkspace("notes.txt"), ORIGINAL, "a rejected call writes nothing");
+  await timelineSeqs(page);
+  await screenshot(page, "timeline-rejected.png");
+
+  // The task list shows both with state badges, and the filter narrows it.
+  await page.goto(server.base + "/#/tasks");
+  await textMatches(page.locator(`tr[data-task-id="${first}"] .badge`), /completed/);
+  await screenshot(page, "tasks.png");
+  await page.selectOption("#state-filter", "waiting_approval");
+  await page.waitForURL(/state=waiting_approval/);
+  await textMatches(page.locator(".task-list"), /No waiting for approval tasks/);
+  await page.close();
+});
+
+test("two tabs resolve the same card: one wins, the other says already resolved", async () => {
+  const task = await createTaskViaApi("Two people, one card");
+  const approval = await pendingApprovalFor(task.id);
+  const tabs = [await openPage("#/approvals"), await openPage("#/approvals")];
+  const cardIn = (tab) => tab.locator(`article.card[data-approval-id="${approval.id}"]`);
+  for (const tab of tabs) {
+    await cardIn(tab).waitFor();
+  }
+  await Promise.all(tabs.map((tab) => cardIn(tab).getByRole("button", { name: "Approve", exact: true }).click()));
+  const texts = await Promise.all(tabs.map((tab) => textMatches(cardIn(tab).locator(".card-status"), /approved|already resolved/i)));
+  const winners = texts.filter((text) => /You approved this call/.test(text));
+  const losers = texts.filter((text) => /Already resolved/.test(text));
+  assert.equal(winners.length, 1, texts.join(" | "));
+  assert.equal(losers.length, 1, texts.join(" | "));
+  assert.match(losers[0], /approved by operator/);
+  assert.doesNotMatch(losers[0], /409|error|\{/i, "no error dump");
+  const loser = tabs[texts.indexOf(losers[0])];
+  await screenshot(loser, "already-resolved.png");
+
+  // The call ran exactly once.
+  await eventually("the task completes", async () => {
+    const response = await context.request.get(`${server.base}/api/tasks/${task.id}`);
+    return (await response.json()).state === "completed";
+  });
+  const executed = (await taskEvents(task.id)).filter((event) => event.type === "tool_result");
+  assert.equal(executed.length, 1);
+
+  // A card resolved elsewhere (here: the API, as the CLI would) says who resolved it.
+  const next = await createTaskViaApi("Resolved from elsewhere");
+  const nextApproval = await pendingApprovalFor(next.id);
+  const tab = tabs[0];
+  await cardIn(tab).waitFor();
+  const nextCard = tab.locator(`article.card[data-approval-id="${nextApproval.id}"]`);
+  await nextCard.waitFor();
+  const response = await context.request.post(`${server.base}/api/approvals/${nextApproval.id}/resolve`, {
+    data: { decision: "reject", reason: "done from the command line" },
+  });
+  assert.equal(response.status(), 202);
+  await textMatches(nextCard.locator(".card-status"), /Resolved elsewhere: rejected by operator .*done from the command line/);
+  assert.equal(await nextCard.getByRole("button", { name: "Approve", exact: true }).count(), 0);
+  await eventually("badge 0", async () => (await badgeCount(tab)) === 0);
+  for (const each of tabs) {
+    await each.close();
+  }
+});
+
+test("the timeline resumes after a dropped connection without duplicating events", async () => {
+  const task = await createTaskViaApi("Survive a server restart");
+  const approval = await pendingApprovalFor(task.id);
+  const page = await openPage(`#/tasks/${task.id}`);
+  await page.locator('.timeline li[data-type="approval_required"]').waitFor();
+  const before = await timelineSeqs(page);
+
+  // The server goes away; the approval is resolved from the CLI meanwhile; the server
+  // comes back on the same port and the page picks up where it stopped.
+  const port = server.port;
+  await server.stop();
+  await textMatches(page.locator(".stream-state"), /reconnecting/i);
+  const approved = cli(tree, ["approvals", "approve", approval.id]);
+  assert.equal(approved.status, 0, `${approved.stdout}\n${approved.stderr}`);
+  server = await startServer(tree, { port });
+  await textMatches(page.locator('.timeline li[data-type="task_completed"]'), /Finished with notes\.txt/, 30000);
+  const seqs = await timelineSeqs(page);
+  assert.deepEqual(seqs.slice(0, before.length), before);
+  assert.deepEqual(seqs, (await taskEvents(task.id)).map((event) => event.seq), "every event exactly once");
+  await page.close();
+});
+
+test("files: browse, download, upload by picker and by drop, guard errors shown plainly", async () => {
+  const page = await openPage("#/files");
+  const notes = page.locator('tr[data-path="notes.txt"]');
+  await notes.waitFor();
+  await page.locator('tr[data-path="docs"] a').click();
+  await page.waitForURL(/path=docs/);
+  await page.locator('tr[data-path="docs/readme.md"]').waitFor();
+
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.getByRole("link", { name: "Download readme.md" }).click(),
+  ]);
+  assert.equal(download.suggestedFilename(), "readme.md");
+  assert.equal(fs.readFileSync(await download.path(), "utf8"), "# Docs\n");
+
+  await page.setInputFiles("#upload-input", { name: "picked.txt", mimeType: "text/plain", buffer: Buffer.from("picked\n") });
+  await textMatches(page.locator(".upload-status"), /Uploaded docs\/picked\.txt/);
+  assert.equal(readWorkspace("docs/picked.txt"), "picked\n");
+  await page.locator('tr[data-path="docs/picked.txt"]').waitFor();
+
+  await page.evaluate(() => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File(["dropped\n"], "dropped.txt", { type: "text/plain" }));
+    const zone = document.querySelector(".drop-zone");
+    for (const type of ["dragenter", "dragover", "drop"]) {
+      zone.dispatchEvent(new DragEvent(type, { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    }
+  });
+  await textMatches(page.locator(".upload-status"), /Uploaded docs\/dropped\.txt/);
+  assert.equal(readWorkspace("docs/dropped.txt"), "dropped\n");
+  await screenshot(page, "files.png");
+
+  await page.goto(server.base + "/#/files?path=..%2F..%2Fetc");
+  await textMatches(page.locator(".file-list .notice-error"), /Refused by the workspace guard: .*escapes the workspace/);
+  await page.close();
+});
+
+test("audit: the ledger filtered by actor and by task", async () => {
+  const page = await openPage("#/audit");
+  await page.locator("table.audit tbody tr").first().waitFor();
+  await page.selectOption("#audit-actor", "operator");
+  await page.waitForURL(/actor=operator/);
+  await eventually("operator rows", async () => (await page.locator("table.audit tbody tr").count()) > 0);
+  const actors = await page.locator("table.audit tbody tr").evaluateAll((rows) => rows.map((row) => row.dataset.actor));
+  assert.deepEqual([...new Set(actors)], ["operator"]);
+  const actions = await page.locator("table.audit tbody tr").evaluateAll((rows) => rows.map((row) => row.dataset.action));
+  assert.ok(actions.includes("file_uploaded"), actions.join(", "));
+
+  const { tasks } = await (await context.request.get(server.base + "/api/tasks?limit=1000")).json();
+  const first = tasks.find((task) => task.prompt === "Update notes.txt with the new plan");
+  await page.selectOption("#audit-actor", "");
+  await page.fill("#audit-task", first.id);
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.waitForURL(new RegExp(`task_id=${first.id}`));
+  await eventually("task rows", async () => {
+    const links = await page.locator("table.audit tbody tr td:nth-child(4)").allTextContents();
+    return links.length > 0 && links.every((text) => text === first.id);
+  });
+  const taskActions = await page.locator("table.audit tbody tr").evaluateAll((rows) => rows.map((row) => row.dataset.action));
+  assert.ok(taskActions.some((action) => /approv/.test(action)), taskActions.join(", "));
+  await screenshot(page, "audit.png");
+  await page.close();
+});
+
+test("a narrow window: no horizontal scrolling, focus rings on the card's buttons", async () => {
+  const narrow = await context.newPage();
+  await narrow.setViewportSize({ width: 390, height: 800 });
+  fs.writeFileSync(workspaceFile("notes.txt"), PROPOSED);
+  const task = await createTaskViaApi("A pending card on a phone-sized window");
+  await pendingApprovalFor(task.id);
+  await narrow.goto(server.base + "/#/approvals");
+  const card = narrow.locator(`article.card[data-task-id="${task.id}"]`);
+  await card.waitFor();
+  // notes.txt already holds exactly the proposed text: the card says nothing changes.
+  await textMatches(card, /No change on disk/);
+  const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `no horizontal scrolling on a narrow window (overflow ${overflow}px)`);
+  await screenshot(narrow, "inbox-narrow.png");
+  // Keyboard: the approve button is reachable with Tab and shows a focus ring.
+  await narrow.locator(`article.card[data-task-id="${task.id}"] button.approve`).focus();
+  const outline = await narrow.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+  assert.notEqual(outline, "none");
+  await narrow.close();
+});
