@@ -252,6 +252,17 @@ impl TaskService {
     /// Cancels a task that has not ended: a queued or waiting task at once (its pending
     /// approval is cancelled), a running one as soon as its segment notices.
     pub async fn cancel(&self, id: &TaskId) -> Result<TaskRecord> {
+        let record = self.cancel_quietly(id).await?;
+        self.inner.store.append_audit(NewAudit {
+            actor: Some(Actor::Operator),
+            action: "task_cancelled".into(),
+            task_id: Some(id.clone()),
+            ..NewAudit::default()
+        })?;
+        Ok(record)
+    }
+
+    async fn cancel_quietly(&self, id: &TaskId) -> Result<TaskRecord> {
         let task = self.inner.store.task(id).map_err(Error::from_store)?;
         if task.state == TaskState::Running && self.inner.signal_cancel(id) {
             // Our own worker stores the cancellation; wait until it has.
@@ -293,14 +304,6 @@ impl TaskService {
                     action: "cancel",
                 },
                 other => Error::from_store(other),
-            })
-            .inspect(|_| {
-                let _ = self.inner.store.append_audit(NewAudit {
-                    actor: Some(Actor::Operator),
-                    action: "task_cancelled".into(),
-                    task_id: Some(id.clone()),
-                    ..NewAudit::default()
-                });
             })
     }
 
