@@ -42,6 +42,7 @@ before(async () => {
   server = await startServer(tree);
   browser = await launchBrowser();
   context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  context.setDefaultTimeout(10000);
   context.on("page", (page) => watchPage(page, server.base, problems));
   const page = await context.newPage();
   await page.goto(server.loginUrl);
@@ -101,8 +102,8 @@ async function taskEvents(taskId) {
 }
 
 /** Creates a task through the "new task" form; returns its id (from the task page URL). */
-async function createTaskViaForm(page, prompt) {
-  await page.goto(server.base + "/#/tasks");
+async function createTaskViaForm(page, prompt, base = server.base) {
+  await page.goto(base + "/#/tasks");
   await page.locator("#task-workspace option").first().waitFor({ state: "attached" });
   await page.fill("#task-prompt", prompt);
   await page.getByRole("button", { name: "Start task" }).click();
@@ -139,6 +140,22 @@ test("a browser without a session gets a page saying how to log in", async () =>
   await login.waitFor();
   await fresh.close();
   assert.deepEqual(pageProblems, []);
+});
+
+test("a session that ends while the console is open turns into the login page", async () => {
+  const other = await browser.newContext();
+  const page = await other.newPage();
+  await page.goto(server.loginUrl);
+  await page.locator("#nav").waitFor({ state: "visible" });
+  await page.locator(".task-list table, .task-list .empty").first().waitFor();
+  await other.clearCookies();
+  // The next API call (here: opening the audit page) gets a 401.
+  await page.evaluate(() => {
+    location.hash = "#/audit";
+  });
+  await textMatches(page.locator(".login"), /not logged in, or its session has expired/);
+  assert.equal(await page.locator("#nav").isVisible(), false);
+  await other.close();
 });
 
 test("overwrite: see the diff, edit the path, approve; reject another with a reason; live badge", async () => {
@@ -288,6 +305,9 @@ test("the timeline resumes after a dropped connection without duplicating events
   const page = await openPage(`#/tasks/${task.id}`);
   await page.locator('.timeline li[data-type="approval_required"]').waitFor();
   const before = await timelineSeqs(page);
+  const inbox = await openPage("#/approvals");
+  const card = inbox.locator(`article.card[data-approval-id="${approval.id}"]`);
+  await card.waitFor();
 
   // The server goes away; the approval is resolved from the CLI meanwhile; the server
   // comes back on the same port and the page picks up where it stopped.
@@ -301,6 +321,31 @@ test("the timeline resumes after a dropped connection without duplicating events
   const seqs = await timelineSeqs(page);
   assert.deepEqual(seqs.slice(0, before.length), before);
   assert.deepEqual(seqs, (await taskEvents(task.id)).map((event) => event.seq), "every event exactly once");
+  // The inbox catches up too: the card was decided on the command line meanwhile.
+  await textMatches(card.locator(".card-status"), /Resolved elsewhere: approved by operator/, 30000);
+  await eventually("the navigation is live again", async () => !(await inbox.locator("#connection").isVisible()));
+  await page.close();
+  await inbox.close();
+});
+
+test("cancel a task that waits for approval: its card leaves the inbox", async () => {
+  // The prompt doubles as an escaping check: it must show as text, never as markup.
+  const task = await createTaskViaApi('Cancel me while I wait <img src="x" id="pwned">');
+  await pendingApprovalFor(task.id);
+  const page = await openPage(`#/tasks/${task.id}`);
+  await page.locator('.timeline li[data-type="approval_required"]').waitFor();
+  await textMatches(page.locator("h1.task-prompt"), /Cancel me while I wait <img src="x" id="pwned">/);
+  assert.equal(await page.locator("#pwned").count(), 0, "text is never parsed as HTML");
+  await eventually("badge counts the card", async () => (await badgeCount(page)) >= 1);
+  const pending = await badgeCount(page);
+  assert.equal(await page.getByRole("button", { name: "Retry task" }).count(), 0, "no retry while waiting");
+  await page.getByRole("button", { name: "Cancel task" }).click();
+  await textMatches(page.locator(".task-facts .badge"), /^cancelled$/);
+  await textMatches(page.locator('.timeline li[data-type="task_cancelled"]'), /Cancelled/);
+  await eventually("badge drops", async () => (await badgeCount(page)) === pending - 1);
+  assert.equal(await page.getByRole("button", { name: "Cancel task" }).count(), 0);
+  const response = await context.request.get(`${server.base}/api/approvals?state=cancelled`);
+  assert.ok((await response.json()).approvals.some((approval) => approval.task_id === task.id));
   await page.close();
 });
 
@@ -387,4 +432,72 @@ test("a narrow window: no horizontal scrolling, focus rings on the card's button
   const outline = await narrow.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
   assert.notEqual(outline, "none");
   await narrow.close();
+});
+
+test("a richer run: denial, a long result collapsed, a create card with content, an edit with a diff", async () => {
+  const bigLines = Array.from({ length: 60 }, (_, index) => `line ${index + 1}`).join("\n") + "\n";
+  const rich = tempTree({ "big.txt": bigLines, "greeting.txt": "hi there\n" });
+  fs.writeFileSync(path.join(rich.root, "secret.txt"), "TOP-SECRET\n");
+  fs.writeFileSync(
+    rich.script,
+    JSON.stringify([
+      { tool_calls: [{ name: "read_file", arguments: { path: "../secret.txt" } }] },
+      { content: "That file is outside the workspace; reading the one inside instead.", tool_calls: [{ name: "read_file", arguments: { path: "big.txt" } }] },
+      { tool_calls: [{ name: "write_file", arguments: { path: "summary.md", content: "# Summary\n\n60 lines.\n" } }] },
+      { tool_calls: [{ name: "edit_file", arguments: { path: "greeting.txt", old_text: "hi there", new_text: "hello there" } }] },
+      { content: "Wrote summary.md and fixed the greeting." },
+    ]),
+  );
+  const richServer = await startServer(rich);
+  const richContext = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  richContext.setDefaultTimeout(10000);
+  const found = [];
+  richContext.on("page", (page) => watchPage(page, richServer.base, found));
+  try {
+    const page = await richContext.newPage();
+    await page.goto(richServer.loginUrl);
+    await page.locator("#nav").waitFor({ state: "visible" });
+    await createTaskViaForm(page, "Summarise big.txt into summary.md and fix the greeting", richServer.base);
+    const timeline = page.locator(".timeline");
+    await textMatches(timeline.locator('li[data-type="tool_denied"]'), /Denied: read_file.*escapes/s);
+    const result = timeline.locator('li[data-type="tool_result"] details.long');
+    await textMatches(result.locator("summary"), /Output \(61 lines/);
+    assert.equal(await result.getAttribute("open"), null, "long output starts collapsed");
+    assert.equal(await result.locator("pre").isVisible(), false);
+
+    // The create card shows the content; approve it from the timeline's link.
+    await page.getByRole("link", { name: "Open the approval card" }).click();
+    const create = page.locator("article.card");
+    await textMatches(create.locator(".label-create"), /^create$/);
+    await textMatches(create.locator("pre.content"), /# Summary/);
+    await create.getByRole("button", { name: "Approve", exact: true }).click();
+    await textMatches(create.locator(".card-status"), /You approved this call/);
+
+    // The edit card shows a diff.
+    await page.getByRole("link", { name: /Approvals/ }).click();
+    const edit = page.locator("article.card").first();
+    await textMatches(edit.locator(".card-title"), /edit_file\s*greeting\.txt/);
+    assert.deepEqual(await edit.locator(".diff-del").allTextContents(), ["-hi there\n"]);
+    assert.deepEqual(await edit.locator(".diff-add").allTextContents(), ["+hello there\n"]);
+    await screenshot(page, "card-edit-file.png");
+    // Keyboard only: the actions are real buttons and links.
+    await edit.getByRole("button", { name: "Approve", exact: true }).focus();
+    await page.keyboard.press("Enter");
+    await edit.getByRole("link", { name: /Follow the task/ }).focus();
+    await page.keyboard.press("Enter");
+    await textMatches(page.locator('.timeline li[data-type="task_completed"]'), /Wrote summary\.md and fixed the greeting/);
+    assert.equal(fs.readFileSync(path.join(rich.workspace, "summary.md"), "utf8"), "# Summary\n\n60 lines.\n");
+    assert.equal(fs.readFileSync(path.join(rich.workspace, "greeting.txt"), "utf8"), "hello there\n");
+    await timelineSeqs(page);
+    await screenshot(page, "timeline-rich.png");
+    await page.setViewportSize({ width: 390, height: 800 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the timeline fits a narrow window (overflow ${overflow}px)`);
+    await screenshot(page, "timeline-narrow.png");
+    assert.deepEqual(found, []);
+  } finally {
+    await richContext.close();
+    await richServer.stop();
+    fs.rmSync(rich.root, { recursive: true, force: true });
+  }
 });

@@ -18,7 +18,11 @@ const countBadge = document.getElementById("approval-count");
 const connection = document.getElementById("connection");
 const logoutButton = document.getElementById("logout");
 
-/** The page on screen: `{ cleanup(), onEvent(stored) }`, both optional. */
+/**
+ * The page on screen: `{ cleanup(), onEvent(stored), resync() }`, all optional.
+ * `resync` runs when the all-tasks stream comes back after a drop (events may have been
+ * missed while it was down).
+ */
 let page = null;
 /** The all-tasks event stream (drives the approval count and live pages). */
 let globalStream = null;
@@ -79,12 +83,19 @@ function startGlobalStream() {
   if (globalStream) {
     return;
   }
+  let dropped = false;
   globalStream = followEvents("/api/events", {
     onStatus(status) {
       setConnection(status);
-      if (status === "live") {
+      if (status !== "live") {
+        dropped = true;
+      } else if (dropped) {
         // Anything could have happened while the stream was down.
+        dropped = false;
         context.refreshCount();
+        if (page && page.resync) {
+          page.resync();
+        }
       }
     },
     onEvent(stored) {
@@ -226,9 +237,7 @@ async function start() {
 }
 
 onUnauthorized(() => {
-  if (loggedIn) {
-    showLogin();
-  } else if (!view.querySelector(".login")) {
+  if (loggedIn || !view.querySelector(".login")) {
     showLogin();
   }
 });

@@ -115,6 +115,7 @@ export function renderInbox(container, _id, context) {
         reload();
       }
     },
+    resync: reload,
     cleanup: () => reload.cancel(),
   };
 }
@@ -153,6 +154,7 @@ export function renderApproval(container, id, context) {
         reload();
       }
     },
+    resync: reload,
     cleanup: () => reload.cancel(),
   };
 }

@@ -48,7 +48,7 @@ function newTaskForm() {
     "form",
     { class: "panel new-task", "aria-labelledby": "new-task-title" },
     h("h2", { id: "new-task-title", text: "New task" }),
-    h("label", { for: "task-prompt", text: "Prompt" }),
+    h("label", { for: "task-prompt" }, "Prompt ", h("span", { class: "muted small", text: "(Ctrl+Enter starts it)" })),
     prompt,
     h(
       "div",
@@ -58,6 +58,12 @@ function newTaskForm() {
     ),
     status,
   );
+  prompt.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const text = prompt.value.trim();
@@ -162,6 +168,7 @@ export function renderTaskList(container) {
         reload();
       }
     },
+    resync: reload,
     cleanup: () => reload.cancel(),
   };
 }
