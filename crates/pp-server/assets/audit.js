@@ -71,7 +71,9 @@ export function renderAudit(container) {
         "td",
         { "data-label": "Detail", class: "detail" },
         entry.detail || "",
-        entry.approval_id ? h("div", { class: "muted small", text: "approval " + entry.approval_id }) : null,
+        entry.approval_id
+          ? h("div", { class: "muted small" }, "approval ", h("a", { href: "#/approvals/" + encodeURIComponent(entry.approval_id), class: "mono", text: entry.approval_id }))
+          : null,
         entry.arguments_hash
           ? h("div", { class: "muted small mono", title: entry.arguments_hash, text: "arguments " + entry.arguments_hash.slice(0, 19) + "…" })
           : null,
