@@ -235,6 +235,15 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await eventually("badge 0", async () => (await badgeCount(page)) === 0);
   assert.equal(await page.locator("#approval-count").isVisible(), false);
 
+  // The inbox's history shows who decided and why.
+  await page.selectOption("#approval-filter", "rejected");
+  await page.waitForURL(/#\/approvals\?state=rejected/);
+  await textMatches(
+    page.locator(`article.card[data-task-id="${second}"] .card-status`),
+    /Rejected by operator at .*reason: “Not today: keep the old plan”/,
+  );
+  assert.equal(await page.locator(`article.card[data-task-id="${second}"] button.approve`).count(), 0);
+
   await page.goto(`${server.base}/#/tasks/${second}`);
   await textMatches(page.locator('.timeline li[data-type="approval_resolved"]'), /Rejected by the operator.*Not today: keep the old plan/s);
   await textMatches(page.locator('.timeline li[data-type="tool_error"]'), /rejected/i);
