@@ -115,7 +115,7 @@ pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
         HeaderValue::from_static(CONTENT_SECURITY_POLICY_VALUE),
     );
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     if private {
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));

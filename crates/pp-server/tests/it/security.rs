@@ -151,7 +151,7 @@ async fn security_headers_on_every_response() {
         reply.expect(status, None);
         assert_eq!(reply.header("content-security-policy"), CSP);
         assert_eq!(reply.header("x-content-type-options"), "nosniff");
-        assert_eq!(reply.header("referrer-policy"), "no-referrer");
+        assert_eq!(reply.header("referrer-policy"), "same-origin");
         assert_eq!(reply.header("x-frame-options"), "DENY");
         if no_store {
             assert_eq!(reply.header("cache-control"), "no-store");
