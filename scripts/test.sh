@@ -11,7 +11,7 @@ cargo run --locked -q -p pp-cli -- eval evals/cases
 if [ -f e2e/package.json ]; then
   if command -v node >/dev/null 2>&1 && [ -x /usr/bin/chromium ]; then
     cargo build --locked -q -p pp-cli
-    (cd e2e && npm ci --silent --no-audit --no-fund && node --test)
+    (cd e2e && npm ci --silent --no-audit --no-fund && npm test --silent)
   elif [ "${CI:-}" = "true" ]; then
     echo "browser tests need node and /usr/bin/chromium (apt-get install chromium)" >&2
     exit 1
