@@ -451,18 +451,7 @@ impl<'a> Agent<'a> {
         pending: PendingCall,
         later_calls: Vec<ToolCall>,
     ) -> Outcome {
-        self.emit(
-            &mut state,
-            EventKind::ApprovalRequired {
-                approval_id: None,
-                call_id: pending.call.id.clone(),
-                name: pending.call.name.clone(),
-                capability: pending.capability.clone(),
-                risk: pending.risk,
-                arguments: pending.arguments.clone(),
-                preview: pending.preview.clone(),
-            },
-        );
+        self.emit(&mut state, EventKind::approval_required(&pending));
         Outcome::Suspended(Box::new(Checkpoint {
             version: CHECKPOINT_VERSION,
             pending,

@@ -344,7 +344,7 @@ impl TaskService {
                 event(EventKind::TaskRetried {
                     message: message.clone(),
                 }),
-                event(approval_required_event(&checkpoint)),
+                event(EventKind::approval_required(&checkpoint.pending)),
             ];
             self.inner
                 .store
@@ -397,19 +397,5 @@ impl TaskService {
             )?;
         }
         Ok(ids)
-    }
-}
-
-/// The `approval_required` event for a checkpoint (used when an approval is asked again).
-pub(crate) fn approval_required_event(checkpoint: &pp_types::Checkpoint) -> EventKind {
-    let pending = &checkpoint.pending;
-    EventKind::ApprovalRequired {
-        approval_id: None,
-        call_id: pending.call.id.clone(),
-        name: pending.call.name.clone(),
-        capability: pending.capability.clone(),
-        risk: pending.risk,
-        arguments: pending.arguments.clone(),
-        preview: pending.preview.clone(),
     }
 }

@@ -83,13 +83,17 @@ impl TaskService {
     /// The card for one approval.
     pub fn approval_view(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
         let approval = self.inner.store.approval(id).map_err(Error::from_store)?;
+        Ok(self.view_of(approval))
+    }
+
+    fn view_of(&self, approval: ApprovalRecord) -> ApprovalView {
         let prompt = self
             .inner
             .store
             .task(&approval.task_id)
             .map(|task| task.prompt)
             .unwrap_or_default();
-        Ok(ApprovalView::new(approval, prompt))
+        ApprovalView::new(approval, prompt)
     }
 
     /// Cards for approvals in `state` (pending by default), newest first.
@@ -104,15 +108,7 @@ impl TaskService {
             .list_approvals(Some(state.unwrap_or(ApprovalState::Pending)), limit)?;
         Ok(approvals
             .into_iter()
-            .map(|approval| {
-                let prompt = self
-                    .inner
-                    .store
-                    .task(&approval.task_id)
-                    .map(|task| task.prompt)
-                    .unwrap_or_default();
-                ApprovalView::new(approval, prompt)
-            })
+            .map(|approval| self.view_of(approval))
             .collect())
     }
 }

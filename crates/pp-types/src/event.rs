@@ -214,6 +214,20 @@ impl EventKind {
         }
     }
 
+    /// The `approval_required` event for a pending call (its approval id is filled in
+    /// when the approval is stored).
+    pub fn approval_required(pending: &crate::PendingCall) -> Self {
+        Self::ApprovalRequired {
+            approval_id: None,
+            call_id: pending.call.id.clone(),
+            name: pending.call.name.clone(),
+            capability: pending.capability.clone(),
+            risk: pending.risk,
+            arguments: pending.arguments.clone(),
+            preview: pending.preview.clone(),
+        }
+    }
+
     /// A denial event for `denial` of call `call_id`.
     pub fn denied(call: &ToolCall, denial: &Denial, denials: u32) -> Self {
         Self::ToolDenied {
