@@ -135,7 +135,7 @@ impl Config {
             .ok_or_else(|| {
                 Exit::usage("cannot find a data directory: set POCKETPILOT_HOME or pass --home")
             })?;
-        let home = expand_tilde(&home)?;
+        let home = absolute_path(&home)?;
         let tasks_file = file_config.tasks.clone().unwrap_or_default();
         let defaults = TaskSettings::default();
         let tasks = TaskSettings {
@@ -187,7 +187,7 @@ fn read_file(flags: &Flags) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
     let explicit = flags.config.clone().or_else(env::config_override);
     let path = match explicit {
         Some(path) => {
-            let path = expand_tilde(&path)?;
+            let path = absolute_path(&path)?;
             if !path.is_file() {
                 return Err(
                     Exit::usage(format!("config file {} does not exist", path.display())).into(),
@@ -225,7 +225,7 @@ fn resolve_workspaces(
         }
         workspaces.list.push(Workspace {
             name: entry.name.clone(),
-            path: expand_tilde(Path::new(&entry.path))?,
+            path: absolute_path(Path::new(&entry.path))?,
         });
         if entry.default {
             if workspaces.default.is_some() {
@@ -235,7 +235,7 @@ fn resolve_workspaces(
         }
     }
     let one_off = match flag {
-        Some(path) => Some(expand_tilde(path)?),
+        Some(path) => Some(absolute_path(path)?),
         None if workspaces.list.is_empty() => {
             Some(std::env::current_dir().context("cannot read the current directory")?)
         }
@@ -265,13 +265,18 @@ fn resolve_workspaces(
     Ok(workspaces)
 }
 
-/// Expands a leading `~` with `HOME`.
-pub(crate) fn expand_tilde(path: &Path) -> anyhow::Result<PathBuf> {
-    let Ok(rest) = path.strip_prefix("~") else {
-        return Ok(path.to_path_buf());
+/// Expands a leading `~` with `HOME` and makes the path absolute (relative to the
+/// current directory), so a stored task resumes in the same place from any directory.
+pub(crate) fn absolute_path(path: &Path) -> anyhow::Result<PathBuf> {
+    let expanded = match path.strip_prefix("~") {
+        Ok(rest) => {
+            let home =
+                env::home().ok_or_else(|| Exit::usage("cannot expand `~`: HOME is not set"))?;
+            PathBuf::from(home).join(rest)
+        }
+        Err(_) => path.to_path_buf(),
     };
-    let home = env::home().ok_or_else(|| Exit::usage("cannot expand `~`: HOME is not set"))?;
-    Ok(PathBuf::from(home).join(rest))
+    std::path::absolute(&expanded).with_context(|| format!("cannot resolve {}", expanded.display()))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use crate::config::expand_tilde;
+use crate::config::absolute_path;
 use crate::{Exit, env, exit};
 
 /// What `init` writes.
@@ -32,7 +32,7 @@ pub(crate) struct InitOptions {
 )]
 pub(crate) fn run(config_flag: Option<PathBuf>, mut options: InitOptions) -> anyhow::Result<u8> {
     let path = match config_flag.or_else(env::config_override) {
-        Some(path) => expand_tilde(&path)?,
+        Some(path) => absolute_path(&path)?,
         None => env::default_config_file()
             .ok_or_else(|| Exit::usage("cannot find a config directory: pass --config FILE"))?,
     };

@@ -300,3 +300,33 @@ fn token_rotate_takes_effect_on_a_running_server() {
     let (status, _) = request(server.port, "GET", "/api/tasks", Some(&fresh), None);
     assert_eq!(status, 200, "the new token works");
 }
+
+#[test]
+fn a_relative_workspace_resumes_from_another_directory() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
+                {"content": "written"}]),
+    );
+    let run = pocketpilot_in(&home)
+        .current_dir(tree.base())
+        .args(["run", "--workspace", "workspace", "--script"])
+        .arg(&script)
+        .arg("write a")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run).1);
+    let approval = json_out(&run)["approval_id"].as_str().unwrap().to_owned();
+    let approve = pocketpilot_in(&home)
+        .current_dir(tree.outside())
+        .args(["approvals", "approve", &approval])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(approve.status.code(), Some(0), "{}", text(&approve).1);
+    assert_eq!(tree.read("a.txt"), "x");
+    assert!(!tree.outside().join("workspace").exists());
+}
