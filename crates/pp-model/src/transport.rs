@@ -201,6 +201,7 @@ impl Transport {
         let mut bytes = Vec::new();
         while let Some(chunk) = self.next_chunk(&mut response, deadline).await? {
             bytes.extend_from_slice(chunk.as_ref());
+            check_size(bytes.len())?;
         }
         Ok(bytes)
     }
@@ -214,7 +215,10 @@ impl Transport {
         mut handle: impl FnMut(SseEvent) -> std::result::Result<bool, ModelError>,
     ) -> std::result::Result<(), ModelError> {
         let mut parser = SseParser::default();
+        let mut received = 0usize;
         while let Some(chunk) = self.next_chunk(&mut response, deadline).await? {
+            received = received.saturating_add(chunk.as_ref().len());
+            check_size(received)?;
             for event in parser.push(chunk.as_ref()) {
                 if handle(event)? {
                     return Ok(());
@@ -401,6 +405,23 @@ fn error_chain(error: &reqwest::Error) -> String {
         parts.push(error.to_string());
     }
     parts.join(": ")
+}
+
+/// The largest model answer accepted, streamed or not: a broken or hostile server cannot
+/// make PocketPilot buffer without bound.
+pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+fn check_size(received: usize) -> std::result::Result<(), ModelError> {
+    if received > MAX_RESPONSE_BYTES {
+        return Err(ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!(
+                "the model's answer is larger than {} MiB; giving up",
+                MAX_RESPONSE_BYTES / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether a response is a server-sent event stream (by its content type).

@@ -230,3 +230,42 @@ async fn unreachable_server_is_retried_then_reported() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_endless_answer_is_cut_off_not_buffered() {
+    let huge = "x".repeat(17 * 1024 * 1024);
+    let server = MockServer::start(vec![Reply::text(200, "application/json", &huge)]).await;
+    let error = complete(
+        &model(&settings(ProviderKind::OpenAi, &server.url())),
+        &simple_request(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+    assert_eq!(
+        error.message,
+        "the model's answer is larger than 16 MiB; giving up"
+    );
+
+    let delta = json!({"choices": [{"index": 0, "delta": {"content": "y".repeat(1024 * 1024)}}]});
+    let line = format!("data: {delta}\n\n");
+    let server = MockServer::start(vec![
+        Reply::stream(
+            (0..17)
+                .map(|_| (Duration::ZERO, line.clone().into_bytes()))
+                .collect(),
+        )
+        .header("content-type", "text/event-stream"),
+    ])
+    .await;
+    let error = complete(
+        &model(&settings(ProviderKind::OpenAi, &server.url())),
+        &simple_request(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error.message,
+        "the model's answer is larger than 16 MiB; giving up"
+    );
+}
