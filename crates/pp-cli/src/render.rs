@@ -16,9 +16,52 @@ impl EventSink for LiveView {
     fn emit(&self, event: &Event) {
         if let Some(line) = live_line(event) {
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "{line}");
+            let _ = writeln!(stderr, "{}", terminal_safe(&line));
         }
     }
+}
+
+/// Makes model- or file-controlled text safe to print on a terminal: every control
+/// character except newline and tab, DEL, the C1 controls and the bidirectional
+/// overrides are shown as visible escapes (`\x1b`, `\u{202e}`), so text cannot move the
+/// cursor, clear the screen, rewrite an approval card or reorder what a person reads.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_unsafe(text, |c| {
+        if u32::from(c) < 0x100 {
+            format!("\\x{:02x}", u32::from(c))
+        } else {
+            format!("\\u{{{:04x}}}", u32::from(c))
+        }
+    })
+}
+
+/// Like [`terminal_safe`] for JSON text printed on a terminal: the characters serde
+/// leaves raw (DEL, C1 controls, bidi overrides) become `\uXXXX` escapes, so the output
+/// stays valid JSON with the same meaning.
+pub(crate) fn json_safe(json: &str) -> std::borrow::Cow<'_, str> {
+    escape_unsafe(json, |c| format!("\\u{:04x}", u32::from(c)))
+}
+
+fn escape_unsafe(text: &str, escape: impl Fn(char) -> String) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(
+                c,
+                '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+            )
+    };
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            safe.push_str(&escape(c));
+        } else {
+            safe.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(safe)
 }
 
 /// The live-view line for an event, if it gets one.
@@ -130,7 +173,7 @@ pub(crate) fn approval_card(view: &ApprovalView) -> String {
         card.push_str(&format!("│ resolved:   by {} at {at}\n", by.as_str()));
     }
     card.push_str("└───────────────────────────────────────────────");
-    card
+    terminal_safe(&card).into_owned()
 }
 
 fn shorten(text: &str, limit: usize) -> String {
@@ -143,5 +186,35 @@ fn shorten(text: &str, limit: usize) -> String {
     } else {
         let cut: String = flat.chars().take(limit).collect();
         format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_safe_escapes_controls_and_bidi_but_keeps_lines() {
+        assert_eq!(
+            terminal_safe("plain\ntext\twith tab"),
+            "plain\ntext\twith tab"
+        );
+        assert_eq!(terminal_safe("a\x1b[40Ab"), "a\\x1b[40Ab");
+        assert_eq!(terminal_safe("cr\rover"), "cr\\x0dover");
+        assert_eq!(terminal_safe("c1\u{9b}2J"), "c1\\x9b2J");
+        assert_eq!(terminal_safe("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(terminal_safe("del\u{7f}"), "del\\x7f");
+    }
+
+    #[test]
+    fn json_safe_keeps_json_valid() {
+        let json = serde_json::json!({"content": "x\u{9b}2J\u{202e}y\u{1b}[A"}).to_string();
+        let safe = json_safe(&json);
+        assert!(
+            !safe.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{safe}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back["content"], "x\u{9b}2J\u{202e}y\u{1b}[A");
     }
 }

@@ -10,7 +10,7 @@ use pp_types::{Actor, ApprovalId, ApprovalState};
 use crate::app::{App, model_source};
 use crate::commands::run::follow;
 use crate::config::{Config, Flags};
-use crate::render::{LiveView, approval_card};
+use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
 use crate::{Exit, exit};
 
 /// What to do.
@@ -67,7 +67,10 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
                 .transpose()?;
             let views = app.service.approval_views(state, limit)?;
             if json {
-                println!("{}", serde_json::json!({ "approvals": views }));
+                println!(
+                    "{}",
+                    json_safe(&serde_json::json!({ "approvals": views }).to_string())
+                );
             } else if views.is_empty() {
                 println!("no approvals");
             } else {
@@ -80,7 +83,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
                         view.created_at,
                         view.tool,
                         label,
-                        view.target.as_deref().unwrap_or("")
+                        terminal_safe(view.target.as_deref().unwrap_or(""))
                     );
                 }
             }
@@ -90,7 +93,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
             let app = App::open(flags, ModelSource::Scripted, None)?;
             let view = app.service.approval_view(&ApprovalId(id))?;
             if json {
-                println!("{}", serde_json::to_string(&view)?);
+                println!("{}", json_safe(&serde_json::to_string(&view)?));
             } else {
                 println!("{}", approval_card(&view));
             }

@@ -139,6 +139,10 @@ async fn start(service: &TaskService, prompt: &str, script: Value) -> anyhow::Re
 }
 
 fn outcome(task: &TaskRecord) -> String {
+    crate::render::terminal_safe(&outcome_text(task)).into_owned()
+}
+
+fn outcome_text(task: &TaskRecord) -> String {
     match task.state {
         TaskState::Completed => format!("completed: {}", task.final_text.as_deref().unwrap_or("")),
         state => format!(

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::app::{App, read_script};
 use crate::config::{Config, Flags};
-use crate::render::{LiveView, approval_card};
+use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
 use crate::{Exit, env, exit, models};
 
 /// Runs `prompt` and returns the exit code.
@@ -65,21 +65,17 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
     loop {
         match record.state {
             TaskState::Completed => {
-                println!("{}", record.final_text.unwrap_or_default());
+                println!("{}", terminal_safe(&record.final_text.unwrap_or_default()));
                 return Ok(exit::OK);
             }
             TaskState::WaitingApproval => {}
             state => {
-                eprintln!(
-                    "task {} {}{}",
-                    record.id,
-                    state.as_str(),
-                    record
-                        .error
-                        .as_deref()
-                        .map(|error| format!(": {error}"))
-                        .unwrap_or_default()
-                );
+                let error = record
+                    .error
+                    .as_deref()
+                    .map(|error| format!(": {}", terminal_safe(error)))
+                    .unwrap_or_default();
+                eprintln!("task {} {}{error}", record.id, state.as_str());
                 return Ok(exit::FAILED);
             }
         }
@@ -189,7 +185,7 @@ fn print_waiting(view: &pp_tasks::ApprovalView) {
         "label": view.label,
         "arguments": view.arguments,
     });
-    println!("{pending}");
+    println!("{}", json_safe(&pending.to_string()));
     eprintln!(
         "waiting for approval: stdin is not a terminal, and PocketPilot never approves on its \
          own. Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \

@@ -6,7 +6,7 @@ use pp_types::{TaskId, TaskState};
 
 use crate::app::App;
 use crate::config::Flags;
-use crate::render::live_line;
+use crate::render::{json_safe, live_line, terminal_safe};
 use crate::{Exit, exit};
 
 /// What to show.
@@ -72,7 +72,10 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                 .transpose()?;
             let tasks = store.list_tasks(state, limit)?;
             if json {
-                println!("{}", serde_json::json!({ "tasks": tasks }));
+                println!(
+                    "{}",
+                    json_safe(&serde_json::json!({ "tasks": tasks }).to_string())
+                );
             } else if tasks.is_empty() {
                 println!("no tasks");
             } else {
@@ -82,7 +85,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                         task.id,
                         task.state.as_str(),
                         task.created_at,
-                        one_line(&task.prompt)
+                        terminal_safe(&one_line(&task.prompt))
                     );
                 }
             }
@@ -90,9 +93,9 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
         TasksCommand::Show { id, json } => {
             let task = store.task(&TaskId(id))?;
             if json {
-                println!("{}", serde_json::to_string(&task)?);
+                println!("{}", json_safe(&serde_json::to_string(&task)?));
             } else {
-                println!("{}", serde_json::to_string_pretty(&task)?);
+                println!("{}", json_safe(&serde_json::to_string_pretty(&task)?));
             }
         }
         TasksCommand::Events { id, json } => {
@@ -100,12 +103,15 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
             store.task(&id)?;
             let events = store.task_events(&id, 0)?;
             if json {
-                println!("{}", serde_json::json!({ "events": events }));
+                println!(
+                    "{}",
+                    json_safe(&serde_json::json!({ "events": events }).to_string())
+                );
             } else {
                 for stored in events {
                     let line = live_line(&stored.event)
                         .unwrap_or_else(|| format!("           {}", stored.event.type_name()));
-                    println!("#{:<5} {line}", stored.seq);
+                    println!("#{:<5} {}", stored.seq, terminal_safe(&line));
                 }
             }
         }
@@ -123,7 +129,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
 
 fn print_task(task: &pp_types::TaskRecord, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string(task)?);
+        println!("{}", json_safe(&serde_json::to_string(task)?));
     } else {
         println!("{}  {}", task.id, task.state.as_str());
     }
