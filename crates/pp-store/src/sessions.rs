@@ -56,4 +56,9 @@ impl Store {
             Ok(())
         })
     }
+
+    /// Ends every console session (after the API token was rotated); returns how many.
+    pub fn delete_all_sessions(&self) -> Result<usize> {
+        self.write(|transaction| Ok(transaction.execute("DELETE FROM sessions", [])?))
+    }
 }

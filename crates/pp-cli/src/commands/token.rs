@@ -2,6 +2,8 @@
 
 use clap::Subcommand;
 
+use pp_tasks::store::Store;
+
 use crate::config::{Config, Flags};
 use crate::{exit, home};
 
@@ -23,9 +25,12 @@ pub(crate) fn run(flags: &Flags, command: &TokenCommand) -> anyhow::Result<u8> {
         TokenCommand::Rotate => {
             home::write_token(&file)?;
             println!("a new token was written to {}", file.display());
+            let store = Store::open(&config.database())?;
+            let ended = store.delete_all_sessions()?;
+            println!("{ended} console session(s) ended: log in again with the new link");
             println!(
-                "a running `pocketpilot serve` picks it up within seconds: API clients need the \
-                 new token and new console logins the new link"
+                "a running `pocketpilot serve` picks it up within seconds; API clients need \
+                 the new token"
             );
         }
         TokenCommand::Path => println!("{}", file.display()),

@@ -330,3 +330,54 @@ fn a_relative_workspace_resumes_from_another_directory() {
     assert_eq!(tree.read("a.txt"), "x");
     assert!(!tree.outside().join("workspace").exists());
 }
+
+#[test]
+fn token_rotate_ends_console_sessions() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let server = Server::start(&home, tree.workspace(), None);
+    // Log in like a browser and keep the session cookie.
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        format!(
+            "GET /login?token={} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+            server.token, server.port
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    let cookie = response
+        .lines()
+        .find_map(|line| line.strip_prefix("set-cookie: pp_session="))
+        .map(|rest| rest.split(';').next().unwrap().to_owned())
+        .expect("a session cookie");
+    let with_cookie = || {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        std::io::Write::write_all(
+            &mut stream,
+            format!(
+                "GET /api/tasks HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nCookie: pp_session={cookie}\r\nConnection: close\r\n\r\n",
+                server.port
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let mut response = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+        response.split(' ').nth(1).unwrap().to_owned()
+    };
+    assert_eq!(with_cookie(), "200");
+    let rotate = pocketpilot_in(&home)
+        .args(["token", "rotate"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&rotate).0.contains("1 console session(s) ended"),
+        "{}",
+        text(&rotate).0
+    );
+    assert_eq!(with_cookie(), "401", "the old session is gone");
+}

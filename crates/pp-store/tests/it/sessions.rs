@@ -46,3 +46,14 @@ fn only_a_hash_of_the_session_id_is_stored_and_expired_rows_are_purged() {
     assert_ne!(stored[0], session);
     assert_eq!(stored[0].len(), 64);
 }
+
+#[test]
+fn all_sessions_can_be_ended_at_once() {
+    let db = TestDb::new();
+    let first = db.store.create_session(Duration::from_secs(60)).unwrap();
+    let second = db.store.create_session(Duration::from_secs(60)).unwrap();
+    assert_eq!(db.store.delete_all_sessions().unwrap(), 2);
+    assert!(!db.store.session_valid(&first).unwrap());
+    assert!(!db.store.session_valid(&second).unwrap());
+    assert_eq!(db.store.delete_all_sessions().unwrap(), 0);
+}
