@@ -157,6 +157,8 @@ impl Config {
             .or(file_config.server.as_ref().and_then(|server| server.port))
             .unwrap_or(DEFAULT_PORT);
         let workspaces = resolve_workspaces(&file_config.workspace, flags.workspace.as_deref())?;
+        let config_dir = file.as_deref().and_then(Path::parent);
+        refuse_private_inside_workspaces(&workspaces, &home, config_dir)?;
         Ok(Self {
             home,
             file,
@@ -263,6 +265,60 @@ fn resolve_workspaces(
         workspaces.default = workspaces.list.first().map(|w| w.name.clone());
     }
     Ok(workspaces)
+}
+
+/// Refuses a workspace that contains PocketPilot's own data directory (the API token,
+/// the database) or the directory of the config file: reads need no approval, so the
+/// model could read the token, and one approved write could rewrite the configuration.
+fn refuse_private_inside_workspaces(
+    workspaces: &Workspaces,
+    home: &Path,
+    config_dir: Option<&Path>,
+) -> anyhow::Result<()> {
+    let private = [
+        Some((home, "data directory (API token, database)")),
+        config_dir.map(|dir| (dir, "config directory")),
+    ];
+    for workspace in &workspaces.list {
+        let root = real_path(&workspace.path);
+        for (path, what) in private.iter().flatten() {
+            if real_path(path).starts_with(&root) {
+                return Err(Exit::usage(format!(
+                    "workspace `{}` ({}) contains PocketPilot's {what} {}: the agent could \
+                     read or change it. Choose a narrower folder, or move the data directory \
+                     with --home / POCKETPILOT_HOME",
+                    workspace.name,
+                    workspace.path.display(),
+                    path.display()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The canonical form of `path`, or of its nearest existing ancestor joined with the
+/// rest, so a data directory that does not exist yet is compared correctly.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "canonicalises the operator's own configured paths to compare them, opens nothing"
+)]
+fn real_path(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut current = path.to_path_buf();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&current) {
+            return missing.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (current.file_name().map(ToOwned::to_owned), current.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name);
+                current = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 /// Expands a leading `~` with `HOME` and makes the path absolute (relative to the

@@ -381,3 +381,35 @@ fn token_rotate_ends_console_sessions() {
     );
     assert_eq!(with_cookie(), "401", "the old session is gone");
 }
+
+#[test]
+fn a_workspace_holding_the_data_directory_is_refused() {
+    let tree = TempTree::new();
+    // The data directory inside the workspace: the model could read the API token.
+    let home = tree.workspace().join(".local/share/pocketpilot");
+    let script = write_script(tree.base(), &json!([{"content": "hi"}]));
+    let output = pocketpilot_in(&home)
+        .arg("run")
+        .arg("--workspace")
+        .arg(tree.workspace())
+        .arg("--script")
+        .arg(&script)
+        .arg("read the token")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output).1);
+    assert!(
+        text(&output)
+            .1
+            .contains("contains PocketPilot's data directory"),
+        "{}",
+        text(&output).1
+    );
+    let serve = pocketpilot_in(&home)
+        .args(["serve", "--port", "0", "--workspace"])
+        .arg(tree.workspace())
+        .output()
+        .unwrap();
+    assert_eq!(serve.status.code(), Some(2));
+    assert!(!home.join("token").exists(), "nothing was created");
+}
