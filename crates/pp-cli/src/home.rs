@@ -9,24 +9,61 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-/// Creates the data directory (mode 0700 on Unix) if it does not exist.
+use crate::Exit;
+
+/// Creates the data directory (mode 0700 on Unix) if it does not exist, and refuses one
+/// that other users may write to (they could plant a token or a database).
 pub(crate) fn ensure(home: &Path) -> anyhow::Result<()> {
     if !home.is_dir() {
         std::fs::create_dir_all(home)
             .with_context(|| format!("cannot create data directory {}", home.display()))?;
         restrict(home, 0o700)?;
     }
+    if let Some(mode) = mode_of(home)
+        && mode & 0o022 != 0
+    {
+        return Err(Exit::usage(format!(
+            "data directory {} is writable by other users (mode {mode:o}); run `chmod 700 {}`",
+            home.display(),
+            home.display()
+        ))
+        .into());
+    }
     Ok(())
 }
 
-/// Reads the API token, creating one (mode 0600) at first start.
+/// Shortest token accepted from the token file (hex characters).
+const MIN_TOKEN_LEN: usize = 32;
+
+/// Reads the API token, creating one (mode 0600) at first start. A token file that other
+/// users can read, or a short token, is refused: rotate it.
 pub(crate) fn load_or_create_token(file: &Path) -> anyhow::Result<String> {
-    match std::fs::read_to_string(file) {
-        Ok(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
-        Ok(_) => write_token(file),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => write_token(file),
-        Err(error) => Err(error).with_context(|| format!("cannot read {}", file.display())),
+    let token = match std::fs::read_to_string(file) {
+        Ok(text) if !text.trim().is_empty() => text.trim().to_owned(),
+        Ok(_) => return write_token(file),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return write_token(file),
+        Err(error) => {
+            return Err(error).with_context(|| format!("cannot read {}", file.display()));
+        }
+    };
+    if let Some(mode) = mode_of(file)
+        && mode & 0o077 != 0
+    {
+        return Err(Exit::usage(format!(
+            "the token file {} is readable by other users (mode {mode:o}); run \
+             `pocketpilot token rotate`",
+            file.display()
+        ))
+        .into());
     }
+    if token.len() < MIN_TOKEN_LEN {
+        return Err(Exit::usage(format!(
+            "the token in {} is too short to be safe; run `pocketpilot token rotate`",
+            file.display()
+        ))
+        .into());
+    }
+    Ok(token)
 }
 
 /// The current token, if the file exists and holds one.
@@ -41,8 +78,17 @@ pub(crate) fn read_token(file: &Path) -> Option<String> {
 pub(crate) fn write_token(file: &Path) -> anyhow::Result<String> {
     let token = random_hex(32)?;
     let temp = file.with_extension("tmp");
+    // Never write through whatever sits at the temp name (a planted link): remove it and
+    // create the file exclusively.
+    match std::fs::remove_file(&temp) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(error).with_context(|| format!("cannot remove {}", temp.display()));
+        }
+    }
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut handle = options
@@ -60,6 +106,22 @@ pub(crate) fn random_hex(len: usize) -> anyhow::Result<String> {
     let mut bytes = vec![0u8; len];
     getrandom::fill(&mut bytes).map_err(|error| anyhow::anyhow!("no randomness: {error}"))?;
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Permission bits of `path` (Unix), or `None`.
+fn mode_of(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(path)
+            .ok()
+            .map(|meta| meta.permissions().mode() & 0o777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 #[cfg(unix)]

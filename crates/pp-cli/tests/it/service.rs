@@ -413,3 +413,42 @@ fn a_workspace_holding_the_data_directory_is_refused() {
     assert_eq!(serve.status.code(), Some(2));
     assert!(!home.join("token").exists(), "nothing was created");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_weak_token_file_or_data_directory_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(home.join("token"), "known-token\n").unwrap();
+    std::fs::set_permissions(home.join("token"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let serve = |home: &std::path::Path| {
+        pocketpilot_in(home)
+            .args(["serve", "--port", "0", "--workspace"])
+            .arg(tree.workspace())
+            .output()
+            .unwrap()
+    };
+    let output = serve(&home);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output).1.contains("readable by other users"),
+        "{}",
+        text(&output).1
+    );
+    std::fs::set_permissions(home.join("token"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let output = serve(&home);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("too short"), "{}", text(&output).1);
+
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let output = serve(&home);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output).1.contains("writable by other users"),
+        "{}",
+        text(&output).1
+    );
+}
