@@ -37,8 +37,9 @@ pub enum JailError {
     InvalidPath {
         /// The path as written.
         path: String,
-        /// Which lexical rule fired: `contains a NUL byte`, `contains a backslash` or
-        /// `has a drive prefix`.
+        /// Which lexical rule fired: `contains a NUL byte`, `contains a backslash`,
+        /// `has a drive prefix`, `has a name longer than 255 bytes`, `is longer than 4096
+        /// bytes`, or `has a name the filesystem refuses`.
         reason: &'static str,
     },
     /// Nothing exists at the path.
@@ -124,6 +125,10 @@ impl JailError {
             io::ErrorKind::NotFound => Self::NotFound { path },
             io::ErrorKind::NotADirectory => Self::NotADirectory { path },
             io::ErrorKind::IsADirectory => Self::NotAFile { path },
+            io::ErrorKind::InvalidFilename => Self::InvalidPath {
+                path,
+                reason: "has a name the filesystem refuses",
+            },
             _ => Self::Io { path, source },
         }
     }

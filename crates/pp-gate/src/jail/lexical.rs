@@ -14,6 +14,11 @@ pub(crate) enum Part<'a> {
     Name(&'a str),
 }
 
+/// Longest path accepted (bytes), as on Linux.
+const MAX_PATH_BYTES: usize = 4096;
+/// Longest single name accepted (bytes), as on common filesystems.
+const MAX_NAME_BYTES: usize = 255;
+
 /// Validates `path` and splits it into components.
 ///
 /// Rules, in order: NUL byte, drive prefix (`C:`), backslash → [`JailError::InvalidPath`];
@@ -38,6 +43,12 @@ pub(crate) fn split(path: &str) -> Result<Vec<Part<'_>>> {
         return Err(JailError::AbsolutePath {
             path: path.to_owned(),
         });
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return Err(invalid("is longer than 4096 bytes"));
+    }
+    if path.split('/').any(|component| component.len() > MAX_NAME_BYTES) {
+        return Err(invalid("has a name longer than 255 bytes"));
     }
     let mut parts = Vec::new();
     let mut depth = 0_usize;
@@ -84,6 +95,12 @@ mod tests {
         assert_eq!(reason("\\\\server\\share"), Some("contains a backslash"));
         assert_eq!(reason("a\\..\\..\\x"), Some("contains a backslash"));
         assert_eq!(reason("a\0b"), Some("contains a NUL byte"));
+        assert_eq!(
+            reason(&"a".repeat(256)),
+            Some("has a name longer than 255 bytes")
+        );
+        assert_eq!(reason(&"a/".repeat(2100)), Some("is longer than 4096 bytes"));
+        assert_eq!(reason(&"a".repeat(255)), None);
         assert_eq!(reason("/a\0b"), Some("contains a NUL byte"));
         // A colon later in a name is fine (it is a legal Unix file name).
         assert_eq!(reason("notes:2024.txt"), None);

@@ -39,7 +39,8 @@ impl Jail {
         let not_a_file = || JailError::NotAFile {
             path: path.to_owned(),
         };
-        if resolved.is_root() {
+        // `dir/` names a directory: never create a file called `dir` for it.
+        if resolved.is_root() || path.ends_with('/') || path.ends_with("/.") {
             return Err(not_a_file());
         }
         if let Some(metadata) = &resolved.metadata
