@@ -25,11 +25,10 @@ export async function api(path, options = {}) {
   const init = {
     method: options.method || "GET",
     credentials: "same-origin",
-    // The server sends `Referrer-Policy: no-referrer`. Under that policy the Fetch
-    // standard has browsers send `Origin: null` on a same-origin POST or PUT (Chromium
-    // sends the real origin anyway, others follow the standard), and the server refuses
-    // `null` as cross-origin. `same-origin` keeps the real Origin on our own requests;
-    // no referrer ever goes anywhere else because every request stays on this origin.
+    // The server sends `Referrer-Policy: same-origin`; set it here too. Under
+    // `no-referrer` the Fetch standard has browsers send `Origin: null` on a same-origin
+    // POST or PUT, which the server refuses as cross-origin. `same-origin` keeps the real
+    // Origin, and no referrer goes anywhere else because every request stays here.
     referrerPolicy: "same-origin",
     headers: { Accept: "application/json" },
   };

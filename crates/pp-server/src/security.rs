@@ -50,6 +50,10 @@ pub(crate) fn is_loopback_host(host: &str) -> bool {
 /// The Host the request was sent to, from the `Host` header or the URI's authority;
 /// `None` when they disagree or neither is present.
 fn request_host(request: &Request) -> Option<String> {
+    // Two Host headers are ambiguous (a proxy may use the other one): refuse.
+    if request.headers().get_all(HOST).iter().nth(1).is_some() {
+        return None;
+    }
     let header = request
         .headers()
         .get(HOST)

@@ -52,6 +52,14 @@ async fn a_foreign_host_is_refused_on_every_route() {
         .body(Body::empty())
         .unwrap();
     app.send(request).await.expect(403, Some("forbidden"));
+    // Two Host headers, the loopback one first.
+    let request = Request::builder()
+        .uri("/api/health")
+        .header("host", HOST)
+        .header("host", "evil.example.com")
+        .body(Body::empty())
+        .unwrap();
+    app.send(request).await.expect(403, Some("forbidden"));
 }
 
 #[tokio::test]
