@@ -187,6 +187,35 @@ impl Store {
         })
     }
 
+    /// Turns an `approved` approval into `stale` (its target changed between the decision
+    /// and the moment the call was about to run), with the reason and an audit row, in
+    /// one transaction. Any other state is [`Error::AlreadyResolved`].
+    pub fn mark_stale(&self, id: &ApprovalId, reason: &str, audit: NewAudit) -> Result<ApprovalRecord> {
+        let now = Timestamp::now();
+        self.write(|transaction| {
+            let (task_id, current) = state_of(transaction, id)?;
+            if current != ApprovalState::Approved {
+                return Err(Error::AlreadyResolved {
+                    id: id.to_string(),
+                    state: current,
+                });
+            }
+            transaction
+                .prepare_cached(
+                    "UPDATE approvals SET state = 'stale', reason = ?2 \
+                     WHERE id = ?1 AND state = 'approved'",
+                )?
+                .execute(params![id.as_str(), reason])?;
+            let audit_row = NewAudit {
+                task_id: Some(task_id),
+                approval_id: Some(id.clone()),
+                ..audit
+            };
+            audit::insert(transaction, audit_row, now)?;
+            load(transaction, id)
+        })
+    }
+
     /// The retry path: in one transaction, moves the task from one of `from` (normally
     /// `Interrupted`) to `WaitingApproval`, inserts a new `pending` approval (typically
     /// carrying an older approval's checkpoint) and appends `events`, filling the new

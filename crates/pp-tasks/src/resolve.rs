@@ -64,7 +64,10 @@ impl TaskService {
             ));
         }
         let task = store.task(&approval.task_id).map_err(Error::from_store)?;
-        let segment = Segment::build(std::path::Path::new(&task.workspace_path), &[])?;
+        let segment = Segment::build(
+            std::path::Path::new(&task.workspace_path),
+            &self.inner.extra_tools,
+        )?;
 
         if let Some(edited) = &request.edited_arguments {
             let tool = segment.registry.get(&approval.tool).ok_or_else(|| {
@@ -98,24 +101,26 @@ impl TaskService {
                 "approval_rejected",
                 request.reason.clone(),
             ),
-            Decision::Approve => match stale_reason(&segment, &approval, &request) {
-                Some(message) => (
-                    ApprovalState::Stale,
-                    Resolution::Stale {
-                        message: message.clone(),
-                    },
-                    "approval_stale",
-                    Some(message),
-                ),
-                None => (
-                    ApprovalState::Approved,
-                    Resolution::Approve {
-                        edited_arguments: request.edited_arguments.clone(),
-                    },
-                    "approval_approved",
-                    None,
-                ),
-            },
+            Decision::Approve => {
+                match stale_reason(segment.jail(), &approval, request.edited_arguments.as_ref()) {
+                    Some(message) => (
+                        ApprovalState::Stale,
+                        Resolution::Stale {
+                            message: message.clone(),
+                        },
+                        "approval_stale",
+                        Some(message),
+                    ),
+                    None => (
+                        ApprovalState::Approved,
+                        Resolution::Approve {
+                            edited_arguments: request.edited_arguments.clone(),
+                        },
+                        "approval_approved",
+                        None,
+                    ),
+                }
+            }
         };
         let audit = NewAudit {
             actor: Some(request.actor),
@@ -162,20 +167,28 @@ impl TaskService {
 
 /// Why an approval is stale: its target changed after the person was shown it.
 ///
-/// Only unedited approvals are checked: with edited arguments the person chose the call
-/// themselves.
-fn stale_reason(
-    segment: &Segment,
+/// Edited arguments that point at another file skip the check (the person chose that
+/// call themselves); edits that keep the target are checked like unedited approvals.
+/// Called when the decision is recorded and again right before the call runs.
+pub(crate) fn stale_reason(
+    jail: &pp_gate::Jail,
     approval: &pp_types::ApprovalRecord,
-    request: &ResolveRequest,
+    edited: Option<&Value>,
 ) -> Option<String> {
-    if request.edited_arguments.is_some() {
-        return None;
-    }
     let (Some(target), Some(shown)) = (&approval.target, &approval.fingerprint) else {
         return None;
     };
-    let now = segment.jail().fingerprint(target).ok();
+    if let Some(edited) = edited {
+        let edited_target = edited.get("path").and_then(Value::as_str)?;
+        let same = match (jail.check(edited_target), jail.check(target)) {
+            (Ok(edited), Ok(original)) => edited == original,
+            _ => false,
+        };
+        if !same {
+            return None;
+        }
+    }
+    let now = jail.fingerprint(target).ok();
     (now.as_deref() != Some(shown.as_str())).then(|| {
         format!(
             "not run: `{target}` changed after the approval was requested, so the person \

@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 use pp_agent::{Agent, Outcome, Resolution, ResumeError};
 use pp_store::{NewApproval, TaskChange};
 use pp_types::{
-    ApprovalRecord, Checkpoint, Event, EventKind, FailureReason, TaskRecord, TaskState,
+    ApprovalRecord, Checkpoint, Event, EventKind, FailureReason, NewAudit, TaskRecord, TaskState,
 };
 
 use crate::model::TaskModel;
+use crate::resolve::stale_reason;
 use crate::segment::{Segment, arguments_hash};
 use crate::service::Inner;
 use crate::sink::{StoreSink, Watched, ends_segment};
@@ -66,6 +67,15 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
         std::path::Path::new(&task.workspace_path),
         &inner.extra_tools,
     )?;
+    let cancel = inner.cancellation(&task.id);
+    // The run may have waited for a worker: make sure it is still ours to run (a cancel
+    // from another process, or from here before the signal could reach us).
+    let current = inner.store.task(&task.id)?;
+    if current.state != TaskState::Running {
+        inner.forget_cancellation(&task.id);
+        return Ok(current);
+    }
+    let start = recheck_staleness(inner, &segment, start);
     let watched = match &start {
         Start::Resume {
             approval,
@@ -95,7 +105,6 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
         .settings
         .timeout
         .saturating_sub(Duration::from_millis(task.running_ms));
-    let cancel = inner.cancellation(&task.id);
     let began = Instant::now();
     let run = async {
         match start {
@@ -112,9 +121,14 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
             },
         }
     };
-    let ended = tokio::select! {
-        ended = tokio::time::timeout(remaining, run) => ended.unwrap_or(Ended::TimedOut),
-        () = cancel.notified() => Ended::Cancelled,
+    let ended = if cancel.is_cancelled() {
+        Ended::Cancelled
+    } else {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Ended::Cancelled,
+            ended = tokio::time::timeout(remaining, run) => ended.unwrap_or(Ended::TimedOut),
+        }
     };
     inner.forget_cancellation(&task.id);
     let elapsed = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -183,6 +197,41 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
                 Err(_) => Ok(inner.store.task(&task.id)?),
             }
         }
+    }
+}
+
+/// Repeats the stale check right before an approved call runs: the run may have waited
+/// for a worker, and the file may have changed after the decision. A changed target turns
+/// the approval `stale` (audited) and the call is not run.
+fn recheck_staleness(inner: &Arc<Inner>, segment: &Segment, start: Start) -> Start {
+    let Start::Resume {
+        approval,
+        resolution: Resolution::Approve { edited_arguments },
+    } = start
+    else {
+        return start;
+    };
+    let Some(message) = stale_reason(segment.jail(), &approval, edited_arguments.as_ref()) else {
+        return Start::Resume {
+            approval,
+            resolution: Resolution::Approve { edited_arguments },
+        };
+    };
+    let audit = NewAudit {
+        actor: approval.resolved_by,
+        action: "approval_stale".into(),
+        tool: Some(approval.tool.clone()),
+        target: approval.target.clone(),
+        detail: Some(format!(
+            "{message} (changed after the decision, before the call ran)"
+        )),
+        ..NewAudit::default()
+    };
+    // If the row is no longer `approved` something else decided; the call still does not run.
+    let _ = inner.store.mark_stale(&approval.id, &message, audit);
+    Start::Resume {
+        approval,
+        resolution: Resolution::Stale { message },
     }
 }
 

@@ -1,6 +1,7 @@
 //! The service: creating tasks, the worker pool, cancel, retry and recovery.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pp_agent::{EventSink, Tool};
@@ -51,22 +52,50 @@ pub(crate) struct Inner {
     /// Wakes the dispatcher when a task is queued in this process.
     pub(crate) wake: Notify,
     /// Cancellation signals of the segments running in this process.
-    cancellations: Mutex<HashMap<TaskId, Arc<Notify>>>,
+    cancellations: Mutex<HashMap<TaskId, Arc<Cancellation>>>,
     /// Owns every spawned run and the dispatcher: dropping the service aborts them.
     tasks: Mutex<JoinSet<()>>,
 }
 
-impl Inner {
-    /// The cancellation signal for a segment about to run.
-    pub(crate) fn cancellation(&self, task: &TaskId) -> Arc<Notify> {
-        let notify = Arc::new(Notify::new());
-        if let Ok(mut map) = self.cancellations.lock() {
-            map.insert(task.clone(), Arc::clone(&notify));
-        }
-        notify
+/// A cancellation signal for one task run, registered before the run waits for a worker
+/// so a cancel that arrives meanwhile is never lost.
+#[derive(Default)]
+pub(crate) struct Cancellation {
+    /// Set once cancelled; checked before anything runs.
+    flag: AtomicBool,
+    /// Wakes a running segment.
+    notify: Notify,
+}
+
+impl Cancellation {
+    fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_one();
     }
 
-    /// Forgets a finished segment's signal.
+    /// Whether the run was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Completes once the run is cancelled.
+    pub(crate) async fn cancelled(&self) {
+        if !self.is_cancelled() {
+            self.notify.notified().await;
+        }
+    }
+}
+
+impl Inner {
+    /// The cancellation signal of `task`'s run in this process (created on first use).
+    pub(crate) fn cancellation(&self, task: &TaskId) -> Arc<Cancellation> {
+        match self.cancellations.lock() {
+            Ok(mut map) => Arc::clone(map.entry(task.clone()).or_default()),
+            Err(_) => Arc::new(Cancellation::default()),
+        }
+    }
+
+    /// Forgets a finished run's signal.
     pub(crate) fn forget_cancellation(&self, task: &TaskId) {
         if let Ok(mut map) = self.cancellations.lock() {
             map.remove(task);
@@ -78,7 +107,7 @@ impl Inner {
             .lock()
             .ok()
             .and_then(|map| map.get(task).cloned())
-            .map(|notify| notify.notify_one())
+            .map(|cancellation| cancellation.cancel())
             .is_some()
     }
 }
@@ -184,6 +213,7 @@ impl TaskService {
                 };
                 match inner.store.claim_queued() {
                     Ok(Some(task)) => {
+                        inner.cancellation(&task.id);
                         let run_inner = Arc::clone(&inner);
                         let service = TaskService {
                             inner: Arc::clone(&inner),
@@ -230,6 +260,8 @@ impl TaskService {
         start: Start,
     ) -> oneshot::Receiver<TaskRecord> {
         let (sender, receiver) = oneshot::channel();
+        // Registered now, so a cancel while the run waits for a worker is not lost.
+        self.inner.cancellation(&task.id);
         let inner = Arc::clone(&self.inner);
         self.spawn(async move {
             let Ok(_permit) = Arc::clone(&inner.workers).acquire_owned().await else {

@@ -204,3 +204,126 @@ async fn resolving_without_waiting_returns_once_the_decision_is_durable() {
         format!("approval {} is already approved", pending.id)
     );
 }
+
+/// A service with one worker, held by a slow read until the returned handle finishes.
+async fn with_the_only_worker_busy(
+    millis: u64,
+) -> (
+    crate::fixture::Fixture,
+    tokio::task::JoinHandle<pp_types::TaskRecord>,
+) {
+    let fixture = crate::fixture::Fixture::with(pp_tasks::TaskSettings {
+        workers: 1,
+        poll_interval: std::time::Duration::from_millis(20),
+        ..pp_tasks::TaskSettings::default()
+    });
+    let busy = fixture.create(json!([
+        {"tool_calls": [{"name": "slow_read", "arguments": {"millis": millis}}]},
+        {"content": "done"}
+    ]));
+    let service = fixture.service.clone();
+    let handle = tokio::spawn(async move { service.run_now(&busy.id).await.unwrap() });
+    for _ in 0..200 {
+        if fixture.service.store().task(&handle_id(&fixture)).is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    (fixture, handle)
+}
+
+fn handle_id(fixture: &crate::fixture::Fixture) -> pp_types::TaskId {
+    fixture.service.store().list_tasks(None, 1).unwrap()[0]
+        .id
+        .clone()
+}
+
+/// Creates a task that waits for approval to overwrite `notes.txt`, without a worker
+/// (the suspension is driven by a second service on the same database).
+async fn waiting_overwrite(
+    fixture: &crate::fixture::Fixture,
+) -> (pp_types::TaskId, pp_types::ApprovalId) {
+    fixture.tree.file("notes.txt", "v1\n");
+    let other = fixture.another_process();
+    let task = other
+        .create(pp_tasks::CreateTask {
+            prompt: "overwrite".into(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(write_then_done("notes.txt", "model\n")),
+        })
+        .unwrap();
+    let task = other.run_now(&task.id).await.unwrap();
+    assert_eq!(task.state, TaskState::WaitingApproval);
+    let pending = fixture.pending(&task.id);
+    (task.id, pending.id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cancelled_while_its_approved_call_waits_for_a_worker_never_runs_it() {
+    let (fixture, busy) = with_the_only_worker_busy(400).await;
+    let (task, approval) = waiting_overwrite(&fixture).await;
+    let request = ResolveRequest {
+        wait: false,
+        ..approve()
+    };
+    fixture.service.resolve(&approval, request).await.unwrap();
+    let cancelled = fixture.service.cancel(&task).await.unwrap();
+    assert_eq!(cancelled.state, TaskState::Cancelled);
+    busy.await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(
+        fixture.tree.read("notes.txt"),
+        "v1\n",
+        "the approved write never ran"
+    );
+    assert_eq!(
+        fixture.service.store().task(&task).unwrap().state,
+        TaskState::Cancelled
+    );
+    assert!(!fixture.event_types(&task).contains(&"tool_result"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staleness_is_checked_again_right_before_the_call_runs() {
+    let (fixture, busy) = with_the_only_worker_busy(400).await;
+    let (task, approval) = waiting_overwrite(&fixture).await;
+    let request = ResolveRequest {
+        wait: false,
+        ..approve()
+    };
+    fixture.service.resolve(&approval, request).await.unwrap();
+    // The person approved what they saw; then the file changes before the call runs.
+    fixture.tree.file("notes.txt", "v2 by the person\n");
+    busy.await.unwrap();
+    for _ in 0..200 {
+        if fixture.service.store().task(&task).unwrap().state == TaskState::Completed {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(fixture.tree.read("notes.txt"), "v2 by the person\n");
+    let record = fixture.service.store().approval(&approval).unwrap();
+    assert_eq!(record.state, ApprovalState::Stale);
+    assert_eq!(fixture.audit_count("tool_executed"), 0);
+    assert_eq!(fixture.audit_count("approval_stale"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_keeps_the_target_is_still_checked_for_staleness() {
+    let fixture = Fixture::new();
+    let (task, approval) = waiting_overwrite(&fixture).await;
+    fixture.tree.file("notes.txt", "v2 by the person\n");
+    let request = ResolveRequest {
+        edited_arguments: Some(json!({"path": "./notes.txt", "content": "typo fixed\n"})),
+        ..approve()
+    };
+    let done = fixture.service.resolve(&approval, request).await.unwrap();
+    assert_eq!(done.id, task);
+    assert_eq!(fixture.tree.read("notes.txt"), "v2 by the person\n");
+    assert_eq!(
+        fixture.service.store().approval(&approval).unwrap().state,
+        ApprovalState::Stale
+    );
+}
