@@ -255,7 +255,7 @@ impl<'a> Agent<'a> {
                     tool_count: request.tools.len(),
                 },
             );
-            let response = match self.model.complete(&request).await {
+            let mut response = match self.model.complete(&request).await {
                 Ok(response) => response,
                 Err(error) => {
                     return self.fail(state, FailureReason::ModelError, error.to_string());
@@ -264,6 +264,7 @@ impl<'a> Agent<'a> {
             if let Some(usage) = response.usage {
                 state.tokens_used = state.tokens_used.saturating_add(usage.total());
             }
+            unique_call_ids(&mut response.tool_calls, &state.messages, state.step);
             self.emit(
                 &mut state,
                 EventKind::AssistantMessage {
@@ -514,6 +515,32 @@ pub fn check_edit(tool: &dyn Tool, policy: &dyn Policy, arguments: &Value) -> Re
     match policy.evaluate(tool.spec(), arguments) {
         Decision::Deny(denial) => Err(format!("denied by policy: {denial}")),
         Decision::Allow | Decision::Ask { .. } => Ok(()),
+    }
+}
+
+/// Gives every call an id no earlier call in the conversation (or in this turn) has:
+/// the model chooses ids, and an empty or repeated one would let a later call's answer or
+/// event be mistaken for an earlier one's (an approved call's audit row, say).
+fn unique_call_ids(calls: &mut [ToolCall], messages: &[Message], step: u32) {
+    let mut seen: std::collections::HashSet<String> = messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter().map(|c| c.id.clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    for (index, call) in calls.iter_mut().enumerate() {
+        if call.id.trim().is_empty() || seen.contains(&call.id) {
+            let mut candidate = format!("call_{step}_{index}");
+            let mut suffix = 1;
+            while seen.contains(&candidate) {
+                candidate = format!("call_{step}_{index}_{suffix}");
+                suffix += 1;
+            }
+            call.id = candidate;
+        }
+        seen.insert(call.id.clone());
     }
 }
 

@@ -83,7 +83,6 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
         } => Some(Watched {
             call_id: approval.checkpoint.pending.call.id.clone(),
             approval_id: approval.id.clone(),
-            tool: approval.tool.clone(),
             target: target_of(edited_arguments.as_ref().unwrap_or(&approval.arguments))
                 .or_else(|| approval.target.clone()),
             arguments_hash: arguments_hash(

@@ -13,8 +13,6 @@ pub(crate) struct Watched {
     pub(crate) call_id: String,
     /// The approval that allowed it.
     pub(crate) approval_id: ApprovalId,
-    /// The tool.
-    pub(crate) tool: String,
     /// The target path, if any.
     pub(crate) target: Option<String>,
     /// Hash of the exact arguments executed.
@@ -27,7 +25,9 @@ pub(crate) struct Watched {
 pub(crate) struct StoreSink {
     store: Arc<Store>,
     task: TaskId,
-    watched: Option<Watched>,
+    /// Taken by the first outcome of the approved call, so no later event (whatever id
+    /// the model gives it) can be recorded under the approval.
+    watched: Mutex<Option<Watched>>,
     observer: Option<Arc<dyn EventSink>>,
     /// The first store error, reported by the runner after the segment.
     failure: Mutex<Option<String>>,
@@ -43,7 +43,7 @@ impl StoreSink {
         Self {
             store,
             task,
-            watched,
+            watched: Mutex::new(watched),
             observer,
             failure: Mutex::new(None),
         }
@@ -63,56 +63,49 @@ impl StoreSink {
     }
 
     fn audit(&self, event: &Event) -> Option<NewAudit> {
-        let base = |action: &str, tool: &str| NewAudit {
-            actor: Some(Actor::Agent),
-            action: action.to_owned(),
-            task_id: Some(self.task.clone()),
-            tool: Some(tool.to_owned()),
-            ..NewAudit::default()
-        };
-        match &event.kind {
+        let (action, call_id, name, detail) = match &event.kind {
             EventKind::ToolDenied {
+                call_id,
                 name,
                 message,
-                call_id,
                 ..
-            } => {
-                let mut entry = base("tool_denied", name);
-                entry.detail = Some(message.clone());
-                self.fill_watched(&mut entry, call_id);
-                Some(entry)
-            }
-            EventKind::ToolResult { call_id, name, .. } => {
-                let watched = self.watched.as_ref()?;
-                (watched.call_id == *call_id).then(|| {
-                    let mut entry = base("tool_executed", name);
-                    self.fill_watched(&mut entry, call_id);
-                    entry
-                })
-            }
+            } => ("tool_denied", call_id, name, Some(message.clone())),
+            EventKind::ToolResult { call_id, name, .. } => ("tool_executed", call_id, name, None),
             EventKind::ToolError {
                 call_id,
                 name,
                 message,
-            } => {
-                let watched = self.watched.as_ref()?;
-                (watched.call_id == *call_id).then(|| {
-                    let mut entry = base("tool_failed", name);
-                    entry.detail = Some(message.clone());
-                    self.fill_watched(&mut entry, call_id);
-                    entry
-                })
-            }
-            _ => None,
+            } => ("tool_failed", call_id, name, Some(message.clone())),
+            _ => return None,
+        };
+        let watched = self.take_watched(call_id);
+        if watched.is_none() && action != "tool_denied" {
+            // Only the approved call's outcome and denials are side effects or decisions.
+            return None;
         }
+        let mut entry = NewAudit {
+            actor: Some(Actor::Agent),
+            action: action.to_owned(),
+            task_id: Some(self.task.clone()),
+            tool: Some(name.clone()),
+            detail,
+            ..NewAudit::default()
+        };
+        if let Some(watched) = watched {
+            entry.approval_id = Some(watched.approval_id);
+            entry.target = watched.target;
+            entry.arguments_hash = Some(watched.arguments_hash);
+        }
+        Some(entry)
     }
 
-    fn fill_watched(&self, entry: &mut NewAudit, call_id: &str) {
-        if let Some(watched) = self.watched.as_ref().filter(|w| w.call_id == call_id) {
-            entry.approval_id = Some(watched.approval_id.clone());
-            entry.target.clone_from(&watched.target);
-            entry.arguments_hash = Some(watched.arguments_hash.clone());
-            entry.tool = Some(watched.tool.clone());
+    /// The approved call's details, once, for the first outcome carrying its id.
+    fn take_watched(&self, call_id: &str) -> Option<Watched> {
+        let mut watched = self.watched.lock().ok()?;
+        if watched.as_ref().is_some_and(|w| w.call_id == call_id) {
+            watched.take()
+        } else {
+            None
         }
     }
 }

@@ -298,3 +298,39 @@ async fn requests_are_trimmed_to_the_context_window_and_the_trim_is_an_event() {
     assert!(harness.event_types().contains(&"context_trimmed"));
     assert_eq!(messages.len(), 9, "the full history stays in the outcome");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn empty_or_repeated_call_ids_are_made_unique() {
+    let harness = Harness::new();
+    let mut repeated = calls(
+        1,
+        &[
+            ("read_thing", r#"{"path":"b"}"#),
+            ("read_thing", r#"{"path":"c"}"#),
+        ],
+    );
+    for call in &mut repeated.tool_calls {
+        call.id = "c0_0".into(); // the id of the first turn's call, twice
+    }
+    let mut empty = calls(2, &[("read_thing", r#"{"path":"d"}"#)]);
+    empty.tool_calls[0].id = String::new();
+    let model = QueueModel::new(vec![
+        calls(0, &[("read_thing", r#"{"path":"a"}"#)]),
+        repeated,
+        empty,
+        text("done"),
+    ]);
+    let outcome = harness.start(&model, Limits::default()).await;
+    assert_eq!(outcome.status(), "completed");
+    // QueueModel asserts on every request that each id is answered exactly once.
+    let ids: Vec<String> = harness
+        .log
+        .events()
+        .iter()
+        .filter_map(|event| match &event.kind {
+            pp_types::EventKind::ToolCall { call_id, .. } => Some(call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["c0_0", "call_1_0", "call_1_1", "call_2_0"]);
+}

@@ -327,3 +327,41 @@ async fn an_edit_that_keeps_the_target_is_still_checked_for_staleness() {
         ApprovalState::Stale
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_cannot_forge_audit_rows_under_an_approval() {
+    let fixture = Fixture::new();
+    fixture.tree.file("r.txt", "read me\n");
+    let task = fixture
+        .run(json!([
+            {"tool_calls": [{"id": "dup", "name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
+            {"tool_calls": [
+                {"id": "dup", "name": "read_file", "arguments": {"path": "r.txt"}},
+                {"id": "dup", "name": "read_file", "arguments": {"path": "/etc/passwd"}}
+            ]},
+            {"content": "done"}
+        ]))
+        .await;
+    let pending = fixture.pending(&task.id);
+    let done = fixture.service.resolve(&pending.id, approve()).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    let rows = fixture
+        .service
+        .store()
+        .list_audit(&pp_tasks::store::AuditFilter {
+            actor: Some(Actor::Agent),
+            task_id: Some(task.id.clone()),
+            action: None,
+            before_id: None,
+            limit: 100,
+        })
+        .unwrap();
+    let under_approval: Vec<_> = rows.iter().filter(|row| row.approval_id.is_some()).collect();
+    assert_eq!(under_approval.len(), 1, "{rows:#?}");
+    assert_eq!(under_approval[0].action, "tool_executed");
+    assert_eq!(under_approval[0].tool.as_deref(), Some("write_file"));
+    let denied: Vec<_> = rows.iter().filter(|row| row.action == "tool_denied").collect();
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0].tool.as_deref(), Some("read_file"));
+    assert_eq!(rows.len(), 2, "reads are not side effects: {rows:#?}");
+}
