@@ -177,7 +177,11 @@ pub(crate) fn unified_diff(path: &str, old: &str, new: &str) -> String {
     if old == new {
         return String::new();
     }
-    similar::TextDiff::from_lines(old, new)
+    // A deadline keeps a huge rewrite from stalling the approval request: past it the
+    // diff is still correct, only less minimal.
+    similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(500))
+        .diff_lines(old, new)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))

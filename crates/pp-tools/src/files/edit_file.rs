@@ -165,8 +165,8 @@ impl Tool for EditFile {
 enum Problem {
     /// `old_text` does not occur.
     Absent,
-    /// `old_text` occurs this many times (overlapping occurrences counted).
-    Ambiguous(usize),
+    /// `old_text` occurs more than once (overlapping occurrences counted).
+    Ambiguous,
     /// Replacing changes nothing.
     NoChange,
 }
@@ -185,9 +185,9 @@ impl Problem {
                 }
                 message
             }
-            Self::Ambiguous(count) => format!(
-                "old_text matches {count} places in `{path}`; it must match exactly one — \
-                 include more surrounding lines to make it unique"
+            Self::Ambiguous => format!(
+                "old_text matches more than one place in `{path}`; it must match exactly one \
+                 — include more surrounding lines to make it unique"
             ),
             Self::NoChange => "old_text and new_text are identical; nothing to change".to_owned(),
         }
@@ -201,7 +201,11 @@ fn replace_unique(content: &str, old_text: &str, new_text: &str) -> Result<Strin
     }
     let mut starts = Vec::with_capacity(2);
     let mut from = 0;
-    while let Some(found) = content.get(from..).and_then(|rest| rest.find(old_text)) {
+    // Two occurrences are enough to know the edit is ambiguous; stopping there keeps a
+    // pathological text (a long run of one character) linear.
+    while starts.len() < 2
+        && let Some(found) = content.get(from..).and_then(|rest| rest.find(old_text))
+    {
         let start = from + found;
         starts.push(start);
         // Step one character, so overlapping occurrences are counted too.
@@ -218,7 +222,7 @@ fn replace_unique(content: &str, old_text: &str, new_text: &str) -> Result<Strin
                 &content[end..]
             ))
         }
-        many => Err(Problem::Ambiguous(many.len())),
+        _ => Err(Problem::Ambiguous),
     }
 }
 
@@ -243,12 +247,9 @@ mod tests {
     #[test]
     fn absent_ambiguous_and_no_change() {
         assert_eq!(replace_unique("abc", "x", "y"), Err(Problem::Absent));
-        assert_eq!(
-            replace_unique("x x x", "x", "y"),
-            Err(Problem::Ambiguous(3))
-        );
+        assert_eq!(replace_unique("x x x", "x", "y"), Err(Problem::Ambiguous));
         // Overlapping occurrences make the target ambiguous too.
-        assert_eq!(replace_unique("aaa", "aa", "b"), Err(Problem::Ambiguous(2)));
+        assert_eq!(replace_unique("aaa", "aa", "b"), Err(Problem::Ambiguous));
         assert_eq!(replace_unique("abc", "b", "b"), Err(Problem::NoChange));
     }
 
@@ -257,10 +258,10 @@ mod tests {
         let absent = Problem::Absent.message("f.txt", "a\r\nb\r\n", "a\nb");
         assert!(absent.contains("not found in `f.txt`"), "{absent}");
         assert!(absent.contains("CRLF"), "{absent}");
-        let ambiguous = Problem::Ambiguous(2).message("f.txt", "", "x");
+        let ambiguous = Problem::Ambiguous.message("f.txt", "", "x");
         assert_eq!(
             ambiguous,
-            "old_text matches 2 places in `f.txt`; it must match exactly one — include more surrounding lines to make it unique"
+            "old_text matches more than one place in `f.txt`; it must match exactly one — include more surrounding lines to make it unique"
         );
     }
 }

@@ -72,6 +72,20 @@ impl Glob {
         Self { tokens }
     }
 
+    /// What matching a text of `chars` characters costs: the cells of the dynamic
+    /// program, counting a character class once per range it holds.
+    pub(crate) fn cost(&self, chars: usize) -> u64 {
+        let weight: usize = self
+            .tokens
+            .iter()
+            .map(|token| match token {
+                Token::Class { ranges, .. } => 1 + ranges.len(),
+                _ => 1,
+            })
+            .sum();
+        u64::try_from(weight.saturating_mul(chars.saturating_add(1))).unwrap_or(u64::MAX)
+    }
+
     /// Whether the whole of `text` matches the pattern.
     pub(crate) fn matches(&self, text: &str) -> bool {
         let text: Vec<char> = text.chars().collect();

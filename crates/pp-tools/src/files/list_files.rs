@@ -71,6 +71,7 @@ impl ListFiles {
                     "pattern": {
                         "type": "string",
                         "minLength": 1,
+                        "maxLength": 512,
                         "description": "Glob that entries must match, against their path or file name"
                     }
                 },
@@ -121,6 +122,12 @@ impl ListFiles {
                     .is_none_or(|filter| filter.matches(&entry.path))
             })
             .collect();
+        if filter.as_ref().is_some_and(Filter::exhausted) {
+            return Err(ToolOutput::error(
+                "the pattern is too expensive to match against this many entries; use a \
+                 shorter pattern or list a narrower folder",
+            ));
+        }
 
         let mut out = String::new();
         let mut shown = 0;
@@ -180,7 +187,13 @@ struct Filter {
     /// The listed directory as a clean workspace-relative prefix (`""` for the root);
     /// `None` when the argument has `..` and no lexical prefix can be trusted.
     base: Option<String>,
+    /// Matching work left for this call; a model-written pattern cannot make one
+    /// listing run for minutes.
+    budget: std::cell::Cell<u64>,
 }
+
+/// Matching work allowed per `list_files` call (dynamic-program cells, ~50 ms).
+const MATCH_BUDGET: u64 = 20_000_000;
 
 impl Filter {
     fn new(pattern: &str, listed: &str) -> Self {
@@ -196,6 +209,27 @@ impl Filter {
         Self {
             glob: Glob::new(pattern),
             base: clean.then(|| segments.join("/")),
+            budget: std::cell::Cell::new(MATCH_BUDGET),
+        }
+    }
+
+    /// Whether the budget ran out (matching stopped; the listing is refused).
+    fn exhausted(&self) -> bool {
+        self.budget.get() == 0
+    }
+
+    /// Matches one text if the budget allows.
+    fn glob_matches(&self, text: &str) -> bool {
+        let cost = self.glob.cost(text.chars().count());
+        match self.budget.get().checked_sub(cost) {
+            Some(left) => {
+                self.budget.set(left);
+                self.glob.matches(text)
+            }
+            None => {
+                self.budget.set(0);
+                false
+            }
         }
     }
 
@@ -209,9 +243,9 @@ impl Filter {
                     .and_then(|rest| rest.strip_prefix('/'))
             }
         });
-        self.glob.matches(path)
-            || self.glob.matches(name)
-            || relative.is_some_and(|relative| self.glob.matches(relative))
+        self.glob_matches(path)
+            || self.glob_matches(name)
+            || relative.is_some_and(|relative| self.glob_matches(relative))
     }
 }
 

@@ -73,7 +73,7 @@ async fn ambiguous_text_says_how_many_matches() {
         .await;
     assert_eq!(
         message,
-        "old_text matches 2 places in `config.toml`; it must match exactly one — include more surrounding lines to make it unique"
+        "old_text matches more than one place in `config.toml`; it must match exactly one — include more surrounding lines to make it unique"
     );
     assert_eq!(fixture.tree.read("config.toml"), CONFIG);
 }
@@ -171,4 +171,17 @@ fn no_preview_for_an_edit_that_cannot_apply() {
         tool.preview(&json!({"path": "none", "old_text": "x", "new_text": "y"})),
         None
     );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_pathological_ambiguous_edit_is_answered_without_counting_every_match() {
+    let fixture = Fixture::new();
+    fixture.tree.file("spaces.txt", &" ".repeat(200_000));
+    let message = fixture
+        .err(
+            "edit_file",
+            json!({"path": "spaces.txt", "old_text": " ".repeat(100_000), "new_text": "x"}),
+        )
+        .await;
+    assert!(message.contains("more than one place"), "{message}");
 }

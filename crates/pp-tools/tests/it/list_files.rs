@@ -195,3 +195,29 @@ async fn missing_directory_and_file_are_ordinary_errors() {
         .await;
     assert!(file.contains("not a directory"), "{file}");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_expensive_pattern_is_refused_instead_of_running_for_minutes() {
+    let fixture = Fixture::new();
+    for i in 0..400 {
+        fixture
+            .tree
+            .file(&format!("dir/{}-{i}.txt", "n".repeat(120)), "x");
+    }
+    let pattern = format!("*{}", "[a-z]".repeat(100));
+    let message = fixture
+        .err(
+            "list_files",
+            json!({"path": ".", "recursive": true, "pattern": pattern}),
+        )
+        .await;
+    assert!(message.contains("pattern is too expensive"), "{message}");
+    // An ordinary pattern over the same tree works.
+    let listing = fixture
+        .ok(
+            "list_files",
+            json!({"path": ".", "recursive": true, "pattern": "*-7.txt"}),
+        )
+        .await;
+    assert_eq!(listing.lines().count(), 1, "{listing}");
+}
