@@ -3,6 +3,7 @@
 //! These rules hold on every platform: a Windows-looking path is refused on Linux too, so
 //! a path that is safe here is safe everywhere.
 
+use super::sweep::TEMP_PREFIX;
 use crate::error::{JailError, Result};
 
 /// One component of a validated path.
@@ -47,7 +48,10 @@ pub(crate) fn split(path: &str) -> Result<Vec<Part<'_>>> {
     if path.len() > MAX_PATH_BYTES {
         return Err(invalid("is longer than 4096 bytes"));
     }
-    if path.split('/').any(|component| component.len() > MAX_NAME_BYTES) {
+    if path
+        .split('/')
+        .any(|component| component.len() > MAX_NAME_BYTES)
+    {
         return Err(invalid("has a name longer than 255 bytes"));
     }
     let mut parts = Vec::new();
@@ -60,6 +64,11 @@ pub(crate) fn split(path: &str) -> Result<Vec<Part<'_>>> {
                     path: path.to_owned(),
                 })?;
                 parts.push(Part::Parent);
+            }
+            name if name.starts_with(TEMP_PREFIX) => {
+                // Reserved for the jail's own temporary files (which the start-up sweep
+                // removes): the model may not create, read or replace one.
+                return Err(invalid("uses the reserved `.pocketpilot-tmp-` prefix"));
             }
             name => {
                 depth += 1;
@@ -99,8 +108,15 @@ mod tests {
             reason(&"a".repeat(256)),
             Some("has a name longer than 255 bytes")
         );
-        assert_eq!(reason(&"a/".repeat(2100)), Some("is longer than 4096 bytes"));
+        assert_eq!(
+            reason(&"a/".repeat(2100)),
+            Some("is longer than 4096 bytes")
+        );
         assert_eq!(reason(&"a".repeat(255)), None);
+        assert_eq!(
+            reason("dir/.pocketpilot-tmp-1-2-3"),
+            Some("uses the reserved `.pocketpilot-tmp-` prefix")
+        );
         assert_eq!(reason("/a\0b"), Some("contains a NUL byte"));
         // A colon later in a name is fine (it is a legal Unix file name).
         assert_eq!(reason("notes:2024.txt"), None);

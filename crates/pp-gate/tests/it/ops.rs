@@ -238,7 +238,10 @@ fn write_refuses_non_files() {
     assert_eq!(outcome(&jail.write_atomic("docs/", b"x")), "not_a_file");
     assert_eq!(outcome(&jail.write_atomic("new/", b"x")), "not_a_file");
     assert_eq!(outcome(&jail.write_atomic("new/.", b"x")), "not_a_file");
-    assert!(!jail.exists("new").unwrap(), "no file named after the directory");
+    assert!(
+        !jail.exists("new").unwrap(),
+        "no file named after the directory"
+    );
     assert_eq!(
         outcome(&jail.write_atomic("top.txt/x", b"x")),
         "not_a_directory"
