@@ -190,7 +190,12 @@ impl Store {
     /// Turns an `approved` approval into `stale` (its target changed between the decision
     /// and the moment the call was about to run), with the reason and an audit row, in
     /// one transaction. Any other state is [`Error::AlreadyResolved`].
-    pub fn mark_stale(&self, id: &ApprovalId, reason: &str, audit: NewAudit) -> Result<ApprovalRecord> {
+    pub fn mark_stale(
+        &self,
+        id: &ApprovalId,
+        reason: &str,
+        audit: NewAudit,
+    ) -> Result<ApprovalRecord> {
         let now = Timestamp::now();
         self.write(|transaction| {
             let (task_id, current) = state_of(transaction, id)?;

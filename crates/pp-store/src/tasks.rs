@@ -1,6 +1,9 @@
 //! Tasks: creation, claiming and compare-and-set state changes.
 
+use std::time::Duration;
+
 use pp_types::{Actor, Event, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp};
+
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
@@ -202,6 +205,45 @@ impl Store {
         })
     }
 
+    /// Records that the process running `id` is alive (a no-op unless it is `running`).
+    pub fn heartbeat(&self, id: &TaskId) -> Result<()> {
+        let now = Timestamp::now().as_millis();
+        self.write(|transaction| {
+            transaction
+                .prepare_cached(
+                    "UPDATE tasks SET heartbeat_at = ?2 WHERE id = ?1 AND state = 'running'",
+                )?
+                .execute(params![id.as_str(), now])?;
+            Ok(())
+        })
+    }
+
+    /// Marks `interrupted` (with `message`) every `running` task whose runner has not
+    /// sent a heartbeat for `older_than`: its process stopped. Tasks that a live process
+    /// is running are left alone. Returns the tasks' ids, oldest first.
+    pub fn interrupt_stale(&self, message: &str, older_than: Duration) -> Result<Vec<TaskId>> {
+        let now = Timestamp::now().as_millis();
+        let limit = now.saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+        self.write(|transaction| {
+            let ids = transaction
+                .prepare_cached(
+                    "SELECT id FROM tasks WHERE state = 'running' \
+                     AND (heartbeat_at IS NULL OR heartbeat_at <= ?1) ORDER BY rowid",
+                )?
+                .query_map([limit], |row| row.get(0).map(TaskId))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            for id in &ids {
+                transaction
+                    .prepare_cached(
+                        "UPDATE tasks SET state = 'interrupted', error = ?2, updated_at = ?3, \
+                         finished_at = NULL, heartbeat_at = NULL WHERE id = ?1",
+                    )?
+                    .execute(params![id.as_str(), message, now])?;
+            }
+            Ok(ids)
+        })
+    }
+
     /// Cancels a task in one of `from`: sets `error` to `reason`, cancels its pending
     /// approvals and appends `events`, all in one transaction.
     pub fn cancel(
@@ -289,7 +331,8 @@ pub(crate) fn change_state(
             "UPDATE tasks SET state = ?2, final_text = COALESCE(?3, final_text), \
              failure_reason = COALESCE(?4, failure_reason), error = COALESCE(?5, error), \
              running_ms = running_ms + ?6, script_position = COALESCE(?7, script_position), \
-             updated_at = ?8, finished_at = ?9 WHERE id = ?1",
+             updated_at = ?8, finished_at = ?9, \
+             heartbeat_at = CASE WHEN ?2 = 'running' THEN ?8 ELSE NULL END WHERE id = ?1",
         )?
         .execute(params![
             id.as_str(),

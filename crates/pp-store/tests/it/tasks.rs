@@ -210,6 +210,41 @@ fn interrupt_running_touches_only_running_tasks() {
 }
 
 #[test]
+fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted() {
+    let db = TestDb::new();
+    let stopped = db.create("runner crashed");
+    let alive = db.create("runner alive");
+    db.store.claim(&stopped.id, &[TaskState::Queued]).unwrap();
+    db.store.claim(&alive.id, &[TaskState::Queued]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    db.store.heartbeat(&alive.id).unwrap();
+
+    let lease = std::time::Duration::from_millis(40);
+    let interrupted = db
+        .store
+        .interrupt_stale("its process stopped", lease)
+        .unwrap();
+    assert_eq!(interrupted, std::slice::from_ref(&stopped.id));
+    assert_eq!(
+        db.store.task(&stopped.id).unwrap().state,
+        TaskState::Interrupted
+    );
+    assert_eq!(db.store.task(&alive.id).unwrap().state, TaskState::Running);
+    // A heartbeat never revives a task that is no longer running.
+    db.store.heartbeat(&stopped.id).unwrap();
+    assert_eq!(
+        db.store.task(&stopped.id).unwrap().state,
+        TaskState::Interrupted
+    );
+    assert!(
+        db.store
+            .interrupt_stale("again", std::time::Duration::from_secs(60))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
 fn cancel_ends_the_task_and_its_pending_approvals() {
     let db = TestDb::new();
     let (task, approval) = db.waiting("x");
