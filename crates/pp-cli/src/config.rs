@@ -23,6 +23,7 @@ pub(crate) struct FileTasks {
     timeout_secs: Option<u64>,
     max_steps: Option<u32>,
     max_denials: Option<u32>,
+    lease_secs: Option<u64>,
 }
 
 /// The `[server]` table.
@@ -146,6 +147,9 @@ impl Config {
             max_steps: tasks_file.max_steps.unwrap_or(defaults.max_steps),
             max_denials: tasks_file.max_denials.unwrap_or(defaults.max_denials),
             poll_interval: defaults.poll_interval,
+            lease: tasks_file
+                .lease_secs
+                .map_or(defaults.lease, |secs| Duration::from_secs(secs.max(1))),
             context_window: file_config
                 .model
                 .as_ref()

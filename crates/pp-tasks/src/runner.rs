@@ -75,6 +75,7 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
         inner.forget_cancellation(&task.id);
         return Ok(current);
     }
+    let _heartbeat = Heartbeat::start(inner, &task.id);
     let start = recheck_staleness(inner, &segment, start);
     let watched = match &start {
         Start::Resume {
@@ -196,6 +197,29 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
                 Err(_) => Ok(inner.store.task(&task.id)?),
             }
         }
+    }
+}
+
+/// Tells the store this process is still running the task, until dropped.
+struct Heartbeat(tokio::task::JoinHandle<()>);
+
+impl Heartbeat {
+    fn start(inner: &Arc<Inner>, task: &pp_types::TaskId) -> Self {
+        let store = Arc::clone(&inner.store);
+        let task = task.clone();
+        let every = (inner.settings.lease / 3).max(Duration::from_millis(10));
+        Self(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let _ = store.heartbeat(&task);
+            }
+        }))
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

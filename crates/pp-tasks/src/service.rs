@@ -205,19 +205,30 @@ impl TaskService {
     /// Starts the dispatcher: claims queued tasks (also those queued by other processes,
     /// noticed by polling) whenever a worker is free.
     pub fn start_workers(&self) {
-        let inner = Arc::clone(&self.inner);
+        // The dispatcher holds the service weakly: it lives in the service's own task
+        // set, and a strong reference would keep the service (and itself) alive forever.
+        let weak = Arc::downgrade(&self.inner);
+        let (workers, poll, lease) = (
+            Arc::clone(&self.inner.workers),
+            self.inner.settings.poll_interval,
+            self.inner.settings.lease,
+        );
         self.spawn(async move {
+            let mut last_recovery = tokio::time::Instant::now();
             loop {
-                let Ok(permit) = Arc::clone(&inner.workers).acquire_owned().await else {
+                let Ok(permit) = Arc::clone(&workers).acquire_owned().await else {
                     return;
                 };
-                match inner.store.claim_queued() {
+                let Some(inner) = weak.upgrade() else { return };
+                let service = TaskService { inner };
+                if last_recovery.elapsed() >= lease {
+                    let _ = service.recover();
+                    last_recovery = tokio::time::Instant::now();
+                }
+                match service.inner.store.claim_queued() {
                     Ok(Some(task)) => {
-                        inner.cancellation(&task.id);
-                        let run_inner = Arc::clone(&inner);
-                        let service = TaskService {
-                            inner: Arc::clone(&inner),
-                        };
+                        service.inner.cancellation(&task.id);
+                        let run_inner = Arc::clone(&service.inner);
                         service.spawn(async move {
                             let _permit = permit;
                             run_segment(&run_inner, task, Start::Fresh).await;
@@ -225,9 +236,10 @@ impl TaskService {
                     }
                     Ok(None) | Err(_) => {
                         drop(permit);
+                        let wake = async { service.inner.wake.notified().await };
                         tokio::select! {
-                            () = inner.wake.notified() => {}
-                            () = tokio::time::sleep(inner.settings.poll_interval) => {}
+                            () = wake => {}
+                            () = tokio::time::sleep(poll) => {}
                         }
                     }
                 }
@@ -409,14 +421,15 @@ impl TaskService {
         Ok(record)
     }
 
-    /// At start-up: tasks left `running` by a stopped process become `interrupted`
-    /// (never re-run blindly). Call it only where no other live process runs tasks on the
-    /// same database (the server at start).
+    /// Tasks whose process stopped (no heartbeat for [`TaskSettings::lease`]) become
+    /// `interrupted` — never re-run blindly. Tasks a live process is running (a CLI `run`,
+    /// another server) are left alone. `serve` calls it at start-up, and the workers call
+    /// it as they poll.
     pub fn recover(&self) -> Result<Vec<TaskId>> {
-        let ids = self
-            .inner
-            .store
-            .interrupt_running("the process running this task stopped")?;
+        let ids = self.inner.store.interrupt_stale(
+            "the process running this task stopped",
+            self.inner.settings.lease,
+        )?;
         for id in &ids {
             self.inner.store.append_events(
                 id,

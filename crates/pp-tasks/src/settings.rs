@@ -20,6 +20,9 @@ pub struct TaskSettings {
     pub poll_interval: Duration,
     /// The model's context window in tokens (from `[model] context_window`).
     pub context_window: Option<u64>,
+    /// A running task whose process sent no heartbeat for this long is `interrupted`
+    /// (checked at start-up and while the workers run). Heartbeats go out every third of it.
+    pub lease: Duration,
 }
 
 impl Default for TaskSettings {
@@ -31,6 +34,7 @@ impl Default for TaskSettings {
             max_denials: 3,
             poll_interval: Duration::from_millis(250),
             context_window: None,
+            lease: Duration::from_secs(30),
         }
     }
 }

@@ -53,6 +53,10 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
             );
         }
     }
+    let listener = TcpListener::bind(("127.0.0.1", app.config.port))
+        .await
+        .with_context(|| format!("cannot listen on 127.0.0.1:{}", app.config.port))?;
+    // Only after the port is ours: a second server that cannot bind changes nothing.
     let interrupted = app.service.recover()?;
     if !interrupted.is_empty() {
         eprintln!(
@@ -66,9 +70,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
                 .join(", ")
         );
     }
-    let listener = TcpListener::bind(("127.0.0.1", app.config.port))
-        .await
-        .with_context(|| format!("cannot listen on 127.0.0.1:{}", app.config.port))?;
+
     let port = listener.local_addr()?.port();
     let settings = ServerSettings {
         port: Some(port),

@@ -54,7 +54,7 @@ impl Server {
 
     /// Polls `GET /api/tasks/{id}` until its state is `state`.
     pub(crate) fn wait_for_state(&self, id: &str, state: &str) -> Value {
-        for _ in 0..600 {
+        for _ in 0..1000 {
             let (status, task) = self.call("GET", &format!("/api/tasks/{id}"), None);
             if status == 200 && task["state"] == state {
                 return task;

@@ -164,6 +164,12 @@ fn a_waiting_task_survives_kill_9_of_the_server() {
 fn kill_9_during_a_write_leaves_no_half_written_file_and_the_task_interrupted() {
     let tree = TempTree::new();
     let home = tree.base().join("home");
+    std::fs::create_dir_all(home.join("config/pocketpilot")).unwrap();
+    std::fs::write(
+        home.join("config/pocketpilot/pocketpilot.toml"),
+        "[tasks]\nlease_secs = 1\n",
+    )
+    .unwrap();
     let original = "the original content, intact\n".repeat(100);
     tree.file("failpoint-crash-report.txt", &original);
     let replacement = "REPLACEMENT ".repeat(1000);
@@ -213,9 +219,13 @@ fn kill_9_during_a_write_leaves_no_half_written_file_and_the_task_interrupted() 
     );
 
     let server = Server::start(&home, tree.workspace(), Some(&script));
-    let (_, task) = server.call("GET", &format!("/api/tasks/{id}"), None);
-    assert_eq!(task["state"], "interrupted");
     assert!(!temp_exists(), "the stray temp file was swept at start");
+    // Its runner is gone: once the heartbeat lease (1 s here) runs out it is interrupted.
+    let task = server.wait_for_state(&id, "interrupted");
+    assert!(
+        task["error"].as_str().unwrap().contains("stopped"),
+        "{task}"
+    );
     // Retrying asks for the approval again instead of re-running the write blind.
     let (status, task) = server.call("POST", &format!("/api/tasks/{id}/retry"), None);
     assert_eq!(status, 200, "{task}");

@@ -15,6 +15,14 @@ use pp_types::{
 };
 use serde_json::{Value, json};
 
+/// The fixtures' heartbeat lease: a task whose runner is silent this long is stale.
+pub(crate) const LEASE: Duration = Duration::from_millis(200);
+
+/// Waits until a stopped runner's heartbeat is older than the lease.
+pub(crate) async fn outlive_the_lease() {
+    tokio::time::sleep(LEASE + Duration::from_millis(100)).await;
+}
+
 pub(crate) struct Fixture {
     pub(crate) tree: TempTree,
     pub(crate) data: tempfile::TempDir,
@@ -25,6 +33,7 @@ impl Fixture {
     pub(crate) fn new() -> Self {
         Self::with(TaskSettings {
             poll_interval: Duration::from_millis(20),
+            lease: LEASE,
             ..TaskSettings::default()
         })
     }

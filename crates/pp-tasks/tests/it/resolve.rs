@@ -343,7 +343,11 @@ async fn the_model_cannot_forge_audit_rows_under_an_approval() {
         ]))
         .await;
     let pending = fixture.pending(&task.id);
-    let done = fixture.service.resolve(&pending.id, approve()).await.unwrap();
+    let done = fixture
+        .service
+        .resolve(&pending.id, approve())
+        .await
+        .unwrap();
     assert_eq!(done.state, TaskState::Completed);
     let rows = fixture
         .service
@@ -356,11 +360,17 @@ async fn the_model_cannot_forge_audit_rows_under_an_approval() {
             limit: 100,
         })
         .unwrap();
-    let under_approval: Vec<_> = rows.iter().filter(|row| row.approval_id.is_some()).collect();
+    let under_approval: Vec<_> = rows
+        .iter()
+        .filter(|row| row.approval_id.is_some())
+        .collect();
     assert_eq!(under_approval.len(), 1, "{rows:#?}");
     assert_eq!(under_approval[0].action, "tool_executed");
     assert_eq!(under_approval[0].tool.as_deref(), Some("write_file"));
-    let denied: Vec<_> = rows.iter().filter(|row| row.action == "tool_denied").collect();
+    let denied: Vec<_> = rows
+        .iter()
+        .filter(|row| row.action == "tool_denied")
+        .collect();
     assert_eq!(denied.len(), 1);
     assert_eq!(denied[0].tool.as_deref(), Some("read_file"));
     assert_eq!(rows.len(), 2, "reads are not side effects: {rows:#?}");

@@ -36,6 +36,7 @@ async fn running_tasks_become_interrupted_and_retry_from_the_prompt() {
     let task = fixture.create(json!([{"content": "hello again"}]));
     // A process claimed it and died.
     fixture.service.store().claim_queued().unwrap().unwrap();
+    crate::fixture::outlive_the_lease().await;
     let interrupted = fixture.another_process().recover().unwrap();
     assert_eq!(interrupted, vec![task.id.clone()]);
     let record = fixture.service.store().task(&task.id).unwrap();
@@ -81,6 +82,7 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
             },
         )
         .unwrap();
+    crate::fixture::outlive_the_lease().await;
     fixture.another_process().recover().unwrap();
     assert!(!fixture.tree.exists("a.txt"));
 
@@ -97,4 +99,40 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("a.txt"), "x");
     let _ = TaskChange::to(TaskState::Queued);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_process_starting_up_leaves_a_live_run_alone() {
+    let fixture = Fixture::new();
+    let task = fixture.create(json!([
+        {"tool_calls": [{"name": "slow_read", "arguments": {"millis": 700}}]},
+        {"content": "finished"}
+    ]));
+    let service = fixture.service.clone();
+    let id = task.id.clone();
+    let run = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
+    // Well past the lease: the live run keeps its heartbeat fresh.
+    tokio::time::sleep(std::time::Duration::from_millis(450)).await;
+    let interrupted = fixture.another_process().recover().unwrap();
+    assert!(interrupted.is_empty(), "{interrupted:?}");
+    let done = run.await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(done.final_text.as_deref(), Some("finished"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workers_interrupt_a_dead_runners_task_while_they_poll() {
+    let fixture = Fixture::new();
+    let task = fixture.create(json!([{"content": "never"}]));
+    fixture.service.store().claim_queued().unwrap().unwrap();
+    let other = fixture.another_process();
+    other.start_workers();
+    let store = fixture.service.store();
+    for _ in 0..100 {
+        if store.task(&task.id).unwrap().state == TaskState::Interrupted {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(store.task(&task.id).unwrap().state, TaskState::Interrupted);
 }
