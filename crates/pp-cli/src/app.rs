@@ -51,6 +51,22 @@ impl App {
     }
 }
 
+/// Removes temp files an interrupted write left in each workspace, saying so.
+pub(crate) fn sweep_workspaces<'a>(workspaces: impl IntoIterator<Item = &'a pp_tasks::Workspace>) {
+    for workspace in workspaces {
+        if let Ok(jail) = pp_gate::Jail::new(&workspace.path)
+            && let Ok(removed) = jail.sweep_temp_files()
+            && removed > 0
+        {
+            eprintln!(
+                "removed {removed} stray temporary file(s) left by an interrupted write in \
+                 workspace {}",
+                workspace.name
+            );
+        }
+    }
+}
+
 /// The model source for commands that resume tasks: the configured or discovered
 /// provider, or a clear "not configured" (scripted tasks carry their own script).
 pub(crate) async fn model_source(config: &Config) -> anyhow::Result<ModelSource> {

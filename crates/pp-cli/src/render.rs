@@ -176,7 +176,8 @@ pub(crate) fn approval_card(view: &ApprovalView) -> String {
     terminal_safe(&card).into_owned()
 }
 
-fn shorten(text: &str, limit: usize) -> String {
+/// `text` on one line, cut to `limit` characters with `…`.
+pub(crate) fn shorten(text: &str, limit: usize) -> String {
     let flat: String = text
         .chars()
         .map(|c| if c == '\n' { ' ' } else { c })

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use clap::Subcommand;
+use pp_tasks::store::Store;
 use pp_tasks::{Decision, ModelSource, ResolveRequest};
 use pp_types::{Actor, ApprovalId, ApprovalState};
 
@@ -116,9 +117,15 @@ async fn resolve(
     edited_arguments: Option<serde_json::Value>,
     reason: Option<String>,
 ) -> anyhow::Result<u8> {
-    // Scripted tasks carry their script; other tasks need the configured model.
     let config = Config::load(flags)?;
-    let models = model_source(&config).await?;
+    let id = ApprovalId(id);
+    // Scripted tasks carry their script; only other tasks need the configured model, so
+    // look (and probe local servers) only for those.
+    let models = if scripted(&config, &id)? {
+        ModelSource::Scripted
+    } else {
+        model_source(&config).await?
+    };
     let app = App::with_config(config, models, Some(Arc::new(LiveView)))?;
     let request = ResolveRequest {
         decision,
@@ -127,7 +134,7 @@ async fn resolve(
         actor: Actor::Operator,
         wait: true,
     };
-    match app.service.resolve(&ApprovalId(id), request).await {
+    match app.service.resolve(&id, request).await {
         Ok(record) => follow(&app.service, record).await,
         Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
             eprintln!("error: {error}");
@@ -139,6 +146,17 @@ async fn resolve(
         .into()),
         Err(error) => Err(error.into()),
     }
+}
+
+/// Whether the approval's task replays a script (an unknown approval counts as scripted:
+/// resolving it reports "not found" without looking for a model).
+fn scripted(config: &Config, id: &ApprovalId) -> anyhow::Result<bool> {
+    crate::home::ensure(&config.home)?;
+    let store = Store::open(&config.database())?;
+    let Ok(approval) = store.approval(id) else {
+        return Ok(true);
+    };
+    Ok(store.task(&approval.task_id)?.script.is_some())
 }
 
 #[expect(

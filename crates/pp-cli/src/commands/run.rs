@@ -10,7 +10,7 @@ use pp_tasks::{CreateTask, Decision, ModelSource, ResolveRequest, TaskService};
 use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::Value;
 
-use crate::app::{App, read_script};
+use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
 use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
 use crate::{Exit, env, exit, models};
@@ -39,11 +39,11 @@ pub(crate) async fn run(
     };
     let app = App::with_config(config, models, Some(Arc::new(LiveView)))?;
     let service = &app.service;
-    let workspace = service.workspaces().find(None).map(|w| w.path.clone());
-    if let Some(root) = &workspace {
-        eprintln!("workspace: {}", root.display());
-        sweep(root);
+    let workspace = service.workspaces().find(None);
+    if let Some(workspace) = workspace {
+        eprintln!("workspace: {}", workspace.path.display());
     }
+    sweep_workspaces(workspace);
     let task = service.create(CreateTask {
         prompt: prompt.to_owned(),
         workspace: None,
@@ -192,14 +192,4 @@ fn print_waiting(view: &pp_tasks::ApprovalView) {
          approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",
         id = view.id
     );
-}
-
-/// Removes temp files a crashed write left in the workspace.
-fn sweep(root: &std::path::Path) {
-    if let Ok(jail) = pp_gate::Jail::new(root)
-        && let Ok(removed) = jail.sweep_temp_files()
-        && removed > 0
-    {
-        eprintln!("removed {removed} stray temporary file(s) left by an interrupted write");
-    }
 }

@@ -7,7 +7,7 @@ use pp_server::{AppState, ServerSettings};
 use pp_tasks::ModelSource;
 use tokio::net::TcpListener;
 
-use crate::app::{App, read_script};
+use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
 use crate::{exit, home, models};
 
@@ -42,17 +42,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     };
     let app = App::with_config(config, models, None)?;
     let token = home::load_or_create_token(&app.config.token_file())?;
-    for workspace in &app.service.workspaces().list {
-        if let Ok(jail) = pp_gate::Jail::new(&workspace.path)
-            && let Ok(removed) = jail.sweep_temp_files()
-            && removed > 0
-        {
-            eprintln!(
-                "removed {removed} stray temporary file(s) in workspace {}",
-                workspace.name
-            );
-        }
-    }
+    sweep_workspaces(&app.service.workspaces().list);
     let listener = TcpListener::bind(("127.0.0.1", app.config.port))
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", app.config.port))?;

@@ -6,7 +6,7 @@ use pp_types::{TaskId, TaskState};
 
 use crate::app::App;
 use crate::config::Flags;
-use crate::render::{json_safe, live_line, terminal_safe};
+use crate::render::{json_safe, live_line, shorten, terminal_safe};
 use crate::{Exit, exit};
 
 /// What to show.
@@ -85,7 +85,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                         task.id,
                         task.state.as_str(),
                         task.created_at,
-                        terminal_safe(&one_line(&task.prompt))
+                        terminal_safe(&shorten(&task.prompt, 60))
                     );
                 }
             }
@@ -134,13 +134,4 @@ fn print_task(task: &pp_types::TaskRecord, json: bool) -> anyhow::Result<()> {
         println!("{}  {}", task.id, task.state.as_str());
     }
     Ok(())
-}
-
-fn one_line(text: &str) -> String {
-    let flat = text.replace('\n', " ");
-    if flat.chars().count() > 60 {
-        format!("{}…", flat.chars().take(60).collect::<String>())
-    } else {
-        flat
-    }
 }

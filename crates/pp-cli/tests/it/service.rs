@@ -9,6 +9,15 @@ use serde_json::{Value, json};
 use crate::http::{Server, request};
 use crate::{pocketpilot_in, text, write_script};
 
+/// A script that writes `a.txt` (asking first), then answers "written".
+fn write_a_script(tree: &TempTree) -> std::path::PathBuf {
+    write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
+                {"content": "written"}]),
+    )
+}
+
 fn json_out(output: &std::process::Output) -> Value {
     serde_json::from_str(text(output).0.trim()).unwrap_or_else(|_| panic!("{}", text(output).0))
 }
@@ -17,11 +26,7 @@ fn json_out(output: &std::process::Output) -> Value {
 fn a_run_that_waits_is_resolved_from_another_process() {
     let tree = TempTree::new();
     let home = tree.base().join("home");
-    let script = write_script(
-        tree.base(),
-        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
-                {"content": "written"}]),
-    );
+    let script = write_a_script(&tree);
     let run = pocketpilot_in(&home)
         .arg("run")
         .arg("--workspace")
@@ -315,11 +320,7 @@ fn token_rotate_takes_effect_on_a_running_server() {
 fn a_relative_workspace_resumes_from_another_directory() {
     let tree = TempTree::new();
     let home = tree.base().join("home");
-    let script = write_script(
-        tree.base(),
-        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
-                {"content": "written"}]),
-    );
+    let script = write_a_script(&tree);
     let run = pocketpilot_in(&home)
         .current_dir(tree.base())
         .args(["run", "--workspace", "workspace", "--script"])
