@@ -16,6 +16,7 @@
 //! assert_eq!(settings.timeout.as_secs(), 600);
 //! ```
 
+mod blocking;
 mod error;
 mod model;
 mod resolve;

@@ -89,6 +89,11 @@ impl WriteLabel {
 pub struct EffectPreview {
     /// The workspace path as the model wrote it.
     pub target: String,
+    /// The workspace-relative path it designates after `..` and links inside the
+    /// workspace are resolved; shown next to `target` so a forged-looking path cannot
+    /// hide which file changes. `None` in checkpoints written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
     /// Create or overwrite, decided when the approval was requested.
     pub label: WriteLabel,
     /// A unified diff for overwrites and edits.

@@ -140,6 +140,7 @@ impl Tool for RecordingTool {
     fn preview(&self, arguments: &Value) -> Option<EffectPreview> {
         Some(EffectPreview {
             target: arguments["path"].as_str().unwrap_or_default().into(),
+            resolved: None,
             label: WriteLabel::Create,
             diff: None,
             content: arguments["content"].as_str().map(str::to_owned),

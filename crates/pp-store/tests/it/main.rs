@@ -123,6 +123,7 @@ fn checkpoint() -> Checkpoint {
             risk: Risk::High,
             preview: Some(EffectPreview {
                 target: "notes/summary.md".into(),
+                resolved: None,
                 label: WriteLabel::Create,
                 diff: None,
                 content: Some("Three points.".into()),

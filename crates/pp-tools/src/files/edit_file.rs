@@ -135,6 +135,7 @@ impl EditFile {
         let planned = self.plan(arguments).ok()?;
         Some(EffectPreview {
             target: path.to_owned(),
+            resolved: None,
             label: WriteLabel::Overwrite,
             diff: Some(cap_for_display(
                 &unified_diff(path, &planned.old, &planned.new),

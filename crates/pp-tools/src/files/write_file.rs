@@ -103,6 +103,7 @@ impl WriteFile {
         if !exists {
             return Some(EffectPreview {
                 target: path.to_owned(),
+                resolved: None,
                 label: WriteLabel::Create,
                 diff: None,
                 content: Some(cap_for_display(content, max_chars)),
@@ -121,6 +122,7 @@ impl WriteFile {
         let content = diff.is_none().then(|| cap_for_display(content, max_chars));
         Some(EffectPreview {
             target: path.to_owned(),
+            resolved: None,
             label: WriteLabel::Overwrite,
             diff,
             content,

@@ -56,6 +56,7 @@ fn preview_of_a_create_shows_the_content() {
         preview(&fixture, &json!({"path": "new.txt", "content": "hi\n"})),
         EffectPreview {
             target: "new.txt".to_owned(),
+            resolved: None,
             label: WriteLabel::Create,
             diff: None,
             content: Some("hi\n".to_owned()),

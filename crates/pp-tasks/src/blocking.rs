@@ -1,0 +1,18 @@
+//! Running blocking work (SQLite, hashing, file IO) off the async worker threads.
+
+use crate::{Error, Result};
+
+/// Runs `work` on tokio's blocking pool and waits for it, so a slow disk or a busy
+/// database never stalls the runtime threads that serve HTTP and drive other tasks.
+///
+/// A panic inside `work` becomes [`Error::Internal`] instead of unwinding into the caller.
+#[expect(dead_code, reason = "the first users arrive with the hardening work")]
+pub(crate) async fn blocking<T, F>(work: F) -> Result<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| Error::Internal(format!("blocking work did not finish: {error}")))
+}
