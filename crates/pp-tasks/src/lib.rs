@@ -19,6 +19,7 @@
 mod blocking;
 mod error;
 mod model;
+pub mod queries;
 mod resolve;
 mod runner;
 mod segment;
