@@ -57,17 +57,19 @@ pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<String> {
 ///
 /// An `Authorization` header decides on its own (a wrong token is refused even with a
 /// valid cookie); without one, the session cookie must name a live session.
-pub(crate) fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool {
+/// The session lookup runs on the blocking pool (it is a SQLite read).
+pub(crate) async fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool {
     if let Some(token) = bearer(headers) {
         return token.is_some_and(|token| state.token_matches(&token));
     }
-    session_cookie(headers).is_some_and(|session| {
-        state
+    match session_cookie(headers) {
+        Some(session) => state
             .service()
-            .store()
-            .session_valid(&session)
-            .unwrap_or(false)
-    })
+            .session_valid(session)
+            .await
+            .unwrap_or(false),
+        None => false,
+    }
 }
 
 /// Middleware on every `/api` route but health: `401 unauthorized` without a valid
@@ -77,7 +79,7 @@ pub(crate) async fn require_auth(
     request: Request,
     next: Next,
 ) -> Response {
-    if is_authorized(&state, request.headers()) {
+    if is_authorized(&state, request.headers()).await {
         next.run(request).await
     } else {
         ApiError::Unauthorized.into_response()

@@ -32,6 +32,8 @@ pub enum ApiError {
     PayloadTooLarge(String),
     /// Edited arguments fail the tool's schema or the gate: `422 invalid_arguments`.
     InvalidArguments(String),
+    /// As many uploads as allowed are already running: `429 too_many_uploads`.
+    TooManyUploads(String),
     /// Something broke on our side: `500 internal`. The detail goes to the error log
     /// ([`crate::AppState::set_error_log`]), never to the client.
     Internal(String),
@@ -54,6 +56,7 @@ impl ApiError {
             Self::InvalidState(_) => (StatusCode::CONFLICT, "invalid_state"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::InvalidArguments(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
+            Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -67,7 +70,8 @@ impl ApiError {
             | Self::AlreadyResolved(message)
             | Self::InvalidState(message)
             | Self::PayloadTooLarge(message)
-            | Self::InvalidArguments(message) => message.clone(),
+            | Self::InvalidArguments(message)
+            | Self::TooManyUploads(message) => message.clone(),
             Self::Unauthorized => "a valid `Authorization: Bearer <token>` header or console \
                                    session is required; run `pocketpilot serve` and open the \
                                    login link it prints"
@@ -167,6 +171,27 @@ mod tests {
         let response = error.into_response();
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert!(response.extensions().get::<InternalDetail>().is_some());
+    }
+
+    #[test]
+    fn a_lost_cancel_or_resolve_race_is_409_invalid_state() {
+        // Both `POST /api/tasks/{id}/cancel` and `POST /api/approvals/{id}/resolve`
+        // return the service's error through this conversion.
+        let error: ApiError = pp_tasks::Error::InvalidState {
+            id: "t_1".into(),
+            state: pp_types::TaskState::Cancelled,
+            action: "resolve",
+        }
+        .into();
+        assert_eq!(
+            error.status_and_code(),
+            (StatusCode::CONFLICT, "invalid_state")
+        );
+        let error = ApiError::TooManyUploads("busy".into());
+        assert_eq!(
+            error.status_and_code(),
+            (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads")
+        );
     }
 
     #[test]

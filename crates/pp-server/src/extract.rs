@@ -1,8 +1,7 @@
 //! axum's extractors with their rejections turned into [`ApiError`]s, so malformed or
 //! mistyped input gets the same `{"error": …}` shape as everything else.
 
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
@@ -24,11 +23,8 @@ pub(crate) struct ApiQuery<T>(pub(crate) T);
 #[derive(Debug)]
 pub(crate) struct ApiPath<T>(pub(crate) T);
 
-/// A raw body, capped by the route's `DefaultBodyLimit`.
-#[derive(Debug)]
-pub(crate) struct ApiBytes(pub(crate) Bytes);
-
-fn too_large(limit: usize) -> ApiError {
+/// `413 payload_too_large` for a body over `limit` bytes.
+pub(crate) fn too_large(limit: usize) -> ApiError {
     ApiError::PayloadTooLarge(format!(
         "the request body is larger than the limit of {limit} bytes"
     ))
@@ -52,28 +48,6 @@ fn json_rejection(rejection: &JsonRejection, limit: usize) -> ApiError {
         ),
         _ if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => too_large(limit),
         _ => ApiError::BadRequest(rejection.body_text()),
-    }
-}
-
-impl FromRequest<AppState> for ApiBytes {
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
-        match Bytes::from_request(request, state).await {
-            Ok(bytes) => Ok(Self(bytes)),
-            Err(rejection) => Err(bytes_rejection(
-                &rejection,
-                state.settings().max_upload_bytes,
-            )),
-        }
-    }
-}
-
-fn bytes_rejection(rejection: &BytesRejection, limit: usize) -> ApiError {
-    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        too_large(limit)
-    } else {
-        ApiError::BadRequest(rejection.body_text())
     }
 }
 

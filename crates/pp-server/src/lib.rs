@@ -47,6 +47,7 @@ mod routes;
 mod security;
 mod sse;
 mod state;
+mod upload;
 
 use std::future::{Future, IntoFuture};
 
@@ -61,7 +62,7 @@ pub fn router(state: AppState) -> axum::Router {
 /// Every `/api` route as `(method, path)`, in the router's path syntax (`{id}`); the
 /// OpenAPI document lists exactly these.
 pub fn api_routes() -> Vec<(&'static str, &'static str)> {
-    routes::table(&ServerSettings::default())
+    routes::table()
         .into_iter()
         .map(|route| (route.method, route.path))
         .collect()

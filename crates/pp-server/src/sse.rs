@@ -70,11 +70,12 @@ struct Cursor {
 }
 
 impl Cursor {
-    fn fetch(&mut self) {
-        let store = self.state.service().store();
+    /// Reads the next events from the store (on the blocking pool).
+    async fn fetch(&mut self) {
+        let service = self.state.service();
         let events = match &self.source {
-            Source::Task(task) => store.task_events(task, self.last),
-            Source::All => store.events_after(self.last, BATCH),
+            Source::Task(task) => service.task_events_after(task, self.last).await,
+            Source::All => service.events_after(self.last, BATCH).await,
         };
         match events {
             Ok(events) => self
@@ -121,7 +122,7 @@ pub(crate) fn stream(
                 cursor.last = event.seq;
                 return Some((Ok(to_sse(&event)), cursor));
             }
-            cursor.fetch();
+            cursor.fetch().await;
             if cursor.pending.is_empty() {
                 tokio::select! {
                     () = tokio::time::sleep(interval) => {}

@@ -5,15 +5,18 @@ use std::time::Duration;
 
 use pp_tasks::TaskService;
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 
 /// Limits and knobs of the HTTP server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerSettings {
     /// Largest JSON request body; bigger bodies get `413 payload_too_large`.
     pub max_body_bytes: usize,
-    /// Largest operator upload (`PUT /api/files/content`).
+    /// Largest operator upload (`PUT /api/files/content`); the body streams to disk, so
+    /// this bounds the file, not memory.
     pub max_upload_bytes: usize,
+    /// Most uploads running at once; one more gets `429 too_many_uploads`.
+    pub max_concurrent_uploads: usize,
     /// Largest operator download (`GET /api/files/content`); bigger files get 413.
     pub max_download_bytes: u64,
     /// How long a console login session lasts.
@@ -40,6 +43,7 @@ impl Default for ServerSettings {
         Self {
             max_body_bytes: 1024 * 1024,
             max_upload_bytes: 25 * 1024 * 1024,
+            max_concurrent_uploads: 4,
             max_download_bytes: 25 * 1024 * 1024,
             session_ttl: Duration::from_secs(7 * 24 * 60 * 60),
             port: None,
@@ -69,6 +73,9 @@ struct Shared {
     token: RwLock<String>,
     /// Limits and knobs.
     settings: ServerSettings,
+    /// One permit per running upload ([`ServerSettings::max_concurrent_uploads`]); an
+    /// upload holds its permit until its blocking write has ended.
+    upload_slots: Arc<Semaphore>,
     /// Where details of internal errors and warnings go (the client only sees a generic
     /// message); `None` drops them. The CLI sets it to print on stderr.
     error_log: RwLock<Option<ErrorLog>>,
@@ -94,6 +101,7 @@ impl AppState {
             inner: Arc::new(Shared {
                 service,
                 token: RwLock::new(token.into()),
+                upload_slots: Arc::new(Semaphore::new(settings.max_concurrent_uploads)),
                 settings,
                 error_log: RwLock::new(None),
                 shutdown,
@@ -109,6 +117,11 @@ impl AppState {
     /// The settings.
     pub fn settings(&self) -> &ServerSettings {
         &self.inner.settings
+    }
+
+    /// The permits of running uploads.
+    pub(crate) fn upload_slots(&self) -> &Arc<Semaphore> {
+        &self.inner.upload_slots
     }
 
     /// Replaces the API token (after `pocketpilot token rotate` rewrote the token file).

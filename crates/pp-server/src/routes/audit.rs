@@ -42,6 +42,6 @@ pub(crate) async fn list(
         before_id: query.before,
         limit: limit(query.limit, 100, 1000)?,
     };
-    let entries = state.service().store().list_audit(&filter)?;
+    let entries = state.service().list_audit(filter).await?;
     Ok(Json(json!({ "entries": entries })))
 }

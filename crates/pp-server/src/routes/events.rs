@@ -13,14 +13,21 @@ use crate::extract::{ApiPath, ApiQuery, limit};
 use crate::sse::{self, Source};
 use crate::state::AppState;
 
-/// The events query: the sequence number to start after.
+/// Events one JSON page holds when `?limit=` is absent.
+const DEFAULT_PAGE: usize = 500;
+/// The most events one JSON page may hold.
+const MAX_PAGE: usize = 5000;
+
+/// The events query: the sequence number to start after and the page size.
 #[derive(Debug, Deserialize)]
 pub(crate) struct EventsQuery {
     after: Option<i64>,
     limit: Option<usize>,
 }
 
-/// One task's events after `?after=` (default: from the start). With
+/// One task's events after `?after=` (default: from the start), at most `?limit=`
+/// (default 500, at most 5000) per page: `{"events": […], "next_after": seq | null}`,
+/// where `next_after` is the `after` of the next page when more events follow. With
 /// `Accept: text/event-stream` a live stream that resumes after `Last-Event-ID`.
 pub(crate) async fn task_events(
     State(state): State<AppState>,
@@ -29,14 +36,15 @@ pub(crate) async fn task_events(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let id = TaskId(id);
-    let store = state.service().store();
-    store.task(&id)?;
-    let after = sse::last_event_id(&headers)?.or(query.after).unwrap_or(0);
+    let resume = sse::last_event_id(&headers)?.or(query.after);
+    let after = resume.unwrap_or(0);
     if sse::wants_event_stream(&headers) {
+        state.service().task(&id).await?;
         return Ok(sse::stream(state, Source::Task(id), after).into_response());
     }
-    let events = store.task_events(&id, after)?;
-    Ok(Json(json!({ "events": events })).into_response())
+    let limit = limit(query.limit, DEFAULT_PAGE, MAX_PAGE)?;
+    let page = state.service().task_events_page(&id, after, limit).await?;
+    Ok(Json(json!({ "events": page.events, "next_after": page.next_after })).into_response())
 }
 
 /// Every task's events. As SSE (`Accept: text/event-stream`) it starts after
@@ -48,16 +56,16 @@ pub(crate) async fn all_events(
     ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let store = state.service().store();
+    let service = state.service();
     let resume = sse::last_event_id(&headers)?.or(query.after);
     if sse::wants_event_stream(&headers) {
         let after = match resume {
             Some(after) => after,
-            None => store.last_seq()?,
+            None => service.last_seq().await?,
         };
         return Ok(sse::stream(state, Source::All, after).into_response());
     }
-    let limit = limit(query.limit, 500, 5000)?;
-    let events = store.events_after(resume.unwrap_or(0), limit)?;
+    let limit = limit(query.limit, DEFAULT_PAGE, MAX_PAGE)?;
+    let events = service.events_after(resume.unwrap_or(0), limit).await?;
     Ok(Json(json!({ "events": events })).into_response())
 }

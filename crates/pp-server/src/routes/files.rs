@@ -1,22 +1,26 @@
 //! Operator files: list, download and upload through the workspace jail, audited with
 //! `actor = operator` (SPEC §1.6: the operator's road, no approval card, same jail).
 
+use std::io::Read;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::State;
-use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::extract::{Request, State};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use pp_gate::{EntryKind, Jail, ListOptions};
+use pp_gate::{EntryKind, Jail, ListOptions, WriteOutcome};
 use pp_types::{Actor, NewAudit, Timestamp};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiBytes, ApiQuery};
+use crate::extract::{ApiQuery, too_large};
 use crate::state::AppState;
+use crate::upload::{self, AbortFlag, AbortOnDrop, BodyReader, PumpError};
+use tokio::sync::mpsc;
 
 /// Most entries one listing returns.
 const MAX_LIST_ENTRIES: usize = 1000;
@@ -69,23 +73,28 @@ fn required(path: Option<String>) -> ApiResult<String> {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    hex_digest(&Sha256::digest(bytes))
+}
+
+/// `sha256:<lowercase hex>` of a finished SHA-256 digest.
+pub(crate) fn hex_digest(digest: &[u8]) -> String {
     let mut hex = String::with_capacity(64);
-    for byte in digest {
+    for &byte in digest {
         hex.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
         hex.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
     }
     format!("sha256:{hex}")
 }
 
-fn audit(state: &AppState, action: &str, target: String, detail: String) -> ApiResult<()> {
-    state.service().store().append_audit(NewAudit {
+async fn audit(state: &AppState, action: &str, target: String, detail: String) -> ApiResult<()> {
+    let entry = NewAudit {
         actor: Some(Actor::Operator),
         action: action.to_owned(),
         target: Some(target),
         detail: Some(detail),
         ..NewAudit::default()
-    })?;
+    };
+    state.service().append_audit(entry).await?;
     Ok(())
 }
 
@@ -190,7 +199,8 @@ pub(crate) async fn download(
             content.bytes.len(),
             target.workspace
         ),
-    )?;
+    )
+    .await?;
     let headers = [
         (
             CONTENT_TYPE,
@@ -201,32 +211,74 @@ pub(crate) async fn download(
     Ok((headers, content.bytes).into_response())
 }
 
-/// `PUT /api/files/content?path=`: writes the raw body atomically (missing parent
-/// directories are created), audited as `file_uploaded` with the content's hash. `201`
-/// when the file is new, `200` when it replaced one.
+/// `PUT /api/files/content?path=`: streams the raw body to a temp file through the
+/// jail and renames it over the target (missing parent directories are created),
+/// audited as `file_uploaded` with the content's hash. `201` when the file is new, `200`
+/// when it replaced one. Over the upload limit: `413` and the target is untouched; more
+/// than [`crate::ServerSettings::max_concurrent_uploads`] at once: `429
+/// too_many_uploads`.
 pub(crate) async fn upload(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<FileQuery>,
-    ApiBytes(body): ApiBytes,
+    request: Request,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
+    let permit = Arc::clone(state.upload_slots())
+        .try_acquire_owned()
+        .map_err(|_| {
+            ApiError::TooManyUploads(format!(
+                "{} uploads are already running; try again when one has finished",
+                state.settings().max_concurrent_uploads
+            ))
+        })?;
     let target = Target::find(&state, query.workspace.as_deref())?;
     let path = required(query.path)?;
-    let hash = sha256_hex(&body);
-    let size = body.len();
-    let (relative, outcome) = target
-        .with_jail(move |jail| {
-            let relative = jail.check(&path)?;
-            let outcome = jail.write_atomic(&path, &body)?;
-            Ok((relative, outcome))
-        })
-        .await?;
+    let limit = state.settings().max_upload_bytes;
+    let max_bytes = u64::try_from(limit).unwrap_or(u64::MAX);
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > max_bytes) {
+        return Err(too_large(limit));
+    }
+
+    let (frames, receiver) = mpsc::channel(upload::CHANNEL_FRAMES);
+    let abort = AbortFlag::default();
+    let on_drop = AbortOnDrop::new(abort.clone());
+    let writer_abort = abort.clone();
+    let write = target.with_jail(move |jail| {
+        // Held until the write has ended, even if the request went away meanwhile.
+        let _permit = permit;
+        let relative = jail.check(&path)?;
+        let mut reader = BodyReader::new(receiver);
+        let outcome = write_streamed(jail, &path, &mut reader, max_bytes, &|| {
+            writer_abort.is_raised()
+        })?;
+        let (hash, size) = reader.finish();
+        Ok((relative, outcome, hash, size))
+    });
+    let pump = upload::pump(request.into_body(), frames, max_bytes, &abort);
+    let (pumped, written) = tokio::join!(pump, write);
+    on_drop.disarm();
+    match pumped {
+        Err(PumpError::TooLarge) => return Err(too_large(limit)),
+        Err(PumpError::Body(message)) => {
+            return Err(ApiError::BadRequest(format!(
+                "the upload body could not be read: {message}"
+            )));
+        }
+        Ok(()) => {}
+    }
+    let (relative, outcome, hash, size) = written?;
     let relative = relative.to_string_lossy().into_owned();
     audit(
         &state,
         "file_uploaded",
         relative.clone(),
         format!("{hash} ({size} bytes, workspace `{}`)", target.workspace),
-    )?;
+    )
+    .await?;
     let status = if outcome.created {
         StatusCode::CREATED
     } else {
@@ -242,6 +294,28 @@ pub(crate) async fn upload(
             "created": outcome.created,
         })),
     ))
+}
+
+/// Writes what `reader` yields to `path` atomically, at most `max_bytes` bytes; the
+/// target is untouched unless the whole body arrived and `abort` stayed `false`.
+fn write_streamed(
+    jail: &Jail,
+    path: &str,
+    reader: &mut BodyReader,
+    max_bytes: u64,
+    abort: &dyn Fn() -> bool,
+) -> ApiResult<WriteOutcome> {
+    // Until the jail's streaming writer lands (branch `gate`), read into memory here;
+    // the upload semaphore bounds how many such buffers exist at once.
+    let mut content = Vec::new();
+    reader
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut content)
+        .map_err(|error| ApiError::BadRequest(format!("the upload could not be read: {error}")))?;
+    if content.len() as u64 > max_bytes || !reader.complete() || abort() {
+        return Err(ApiError::BadRequest("the upload was not completed".into()));
+    }
+    Ok(jail.write_atomic(path, &content)?)
 }
 
 #[cfg(test)]

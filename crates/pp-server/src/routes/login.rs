@@ -59,18 +59,18 @@ pub(crate) async fn login(
             .into_response();
     }
     let ttl = state.settings().session_ttl;
-    let store = state.service().store();
-    let session = match store.create_session(ttl) {
+    let session = match state.service().create_session(ttl).await {
         Ok(session) => session,
         Err(error) => return ApiError::internal(error).into_response(),
     };
     // The login itself is an operator action worth a ledger row; failing to write it
     // must not lock the person out, so its error is only logged.
-    if let Err(error) = store.append_audit(NewAudit {
+    let entry = NewAudit {
         actor: Some(Actor::Operator),
         action: "console_login".into(),
         ..NewAudit::default()
-    }) {
+    };
+    if let Err(error) = state.service().append_audit(entry).await {
         state.log(&format!("pp-server: cannot audit a console login: {error}"));
     }
     let cookie = format!(
@@ -93,7 +93,7 @@ pub(crate) async fn login(
 /// `POST /logout`: deletes the session and clears the cookie; `303` to `/`.
 pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(session) = session_cookie(&headers)
-        && let Err(error) = state.service().store().delete_session(&session)
+        && let Err(error) = state.service().delete_session(session).await
     {
         return ApiError::internal(error).into_response();
     }

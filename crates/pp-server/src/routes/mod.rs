@@ -10,7 +10,7 @@ use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{MethodRouter, get, post, put};
 
 use crate::error::ApiError;
-use crate::state::{AppState, ServerSettings};
+use crate::state::AppState;
 use crate::{auth, security};
 
 pub(crate) mod approvals;
@@ -44,8 +44,7 @@ fn route(method: &'static str, path: &'static str, handler: MethodRouter<AppStat
 }
 
 /// Every `/api` route.
-pub(crate) fn table(settings: &ServerSettings) -> Vec<Route> {
-    let upload_limit = DefaultBodyLimit::max(settings.max_upload_bytes);
+pub(crate) fn table() -> Vec<Route> {
     vec![
         route("POST", "/api/tasks", post(tasks::create)),
         route("GET", "/api/tasks", get(tasks::list)),
@@ -63,11 +62,7 @@ pub(crate) fn table(settings: &ServerSettings) -> Vec<Route> {
         ),
         route("GET", "/api/files", get(files::list)),
         route("GET", "/api/files/content", get(files::download)),
-        route(
-            "PUT",
-            "/api/files/content",
-            put(files::upload).layer(upload_limit),
-        ),
+        route("PUT", "/api/files/content", put(files::upload)),
         route("GET", "/api/audit", get(audit::list)),
         route("GET", "/api/workspaces", get(workspaces::list)),
         route("GET", "/api/openapi.json", get(openapi::document)),
@@ -81,7 +76,7 @@ pub(crate) fn build(state: AppState) -> Router {
     let settings = state.settings().clone();
     let mut authed = Router::new();
     let mut public = Router::new();
-    for Route { path, handler, .. } in table(&settings) {
+    for Route { path, handler, .. } in table() {
         if path == PUBLIC_API_ROUTE {
             public = public.route(path, handler);
         } else {

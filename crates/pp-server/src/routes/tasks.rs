@@ -46,12 +46,15 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<CreateTaskRequest>,
 ) -> ApiResult<(StatusCode, Json<TaskRecord>)> {
-    let task = state.service().create(CreateTask {
-        prompt: request.prompt,
-        workspace: request.workspace,
-        actor: Actor::Operator,
-        script: state.settings().default_script.clone(),
-    })?;
+    let task = state
+        .service()
+        .create_task(CreateTask {
+            prompt: request.prompt,
+            workspace: request.workspace,
+            actor: Actor::Operator,
+            script: state.settings().default_script.clone(),
+        })
+        .await?;
     Ok((StatusCode::CREATED, Json(task)))
 }
 
@@ -62,7 +65,7 @@ pub(crate) async fn list(
 ) -> ApiResult<Json<Value>> {
     let filter = query.state.as_deref().map(parse_state).transpose()?;
     let limit = limit(query.limit, 50, 1000)?;
-    let tasks = state.service().store().list_tasks(filter, limit)?;
+    let tasks = state.service().list_tasks(filter, limit).await?;
     Ok(Json(json!({ "tasks": tasks })))
 }
 
@@ -71,7 +74,7 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
-    Ok(Json(state.service().store().task(&TaskId(id))?))
+    Ok(Json(state.service().task(&TaskId(id)).await?))
 }
 
 /// Cancels a task that has not ended.
@@ -87,5 +90,5 @@ pub(crate) async fn retry(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
-    Ok(Json(state.service().retry(&TaskId(id))?))
+    Ok(Json(state.service().retry_task(&TaskId(id)).await?))
 }

@@ -10,10 +10,12 @@ mod approvals;
 mod audit;
 mod auth;
 mod bad_input;
+mod events;
 mod files;
 mod openapi;
 mod security;
 mod sse;
+mod uploads;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

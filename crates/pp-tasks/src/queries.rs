@@ -1,0 +1,274 @@
+//! Async reads and small writes of the store for front ends (the HTTP server): each
+//! call runs on tokio's blocking pool through [`crate::blocking::blocking`], so SQLite
+//! never runs on the async worker threads that answer other requests.
+
+use std::time::Duration;
+
+use pp_store::AuditFilter;
+use pp_types::{
+    ApprovalId, ApprovalState, AuditEntry, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState,
+};
+
+use crate::blocking::blocking;
+use crate::{ApprovalView, CreateTask, Error, Result, TaskService};
+
+/// One page of a task's events: at most the requested number, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventsPage {
+    /// The events with `seq` greater than the requested one, oldest first.
+    pub events: Vec<StoredEvent>,
+    /// When more events follow this page: the `seq` to ask for the next page after (the
+    /// last event's). `None` when this page reaches the task's newest event.
+    pub next_after: Option<i64>,
+}
+
+impl TaskService {
+    /// Runs `work` with a clone of the service on the blocking pool.
+    async fn off_thread<T, F>(&self, work: F) -> Result<T>
+    where
+        F: FnOnce(&TaskService) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let service = self.clone();
+        blocking(move || work(&service)).await?
+    }
+
+    /// One task ([`crate::Error::NotFound`] if there is none).
+    pub async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
+        let id = id.clone();
+        self.off_thread(move |service| service.store().task(&id).map_err(Error::from_store))
+            .await
+    }
+
+    /// Up to `limit` tasks in `state` (all states when `None`), newest first.
+    pub async fn list_tasks(
+        &self,
+        state: Option<TaskState>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>> {
+        self.off_thread(move |service| {
+            service
+                .store()
+                .list_tasks(state, limit)
+                .map_err(Error::from_store)
+        })
+        .await
+    }
+
+    /// [`TaskService::create`] off the async threads.
+    pub async fn create_task(&self, request: CreateTask) -> Result<TaskRecord> {
+        self.off_thread(move |service| service.create(request))
+            .await
+    }
+
+    /// [`TaskService::retry`] off the async threads.
+    pub async fn retry_task(&self, id: &TaskId) -> Result<TaskRecord> {
+        let id = id.clone();
+        self.off_thread(move |service| service.retry(&id)).await
+    }
+
+    /// [`TaskService::approval_view`] off the async threads.
+    pub async fn approval_card(&self, id: &ApprovalId) -> Result<ApprovalView> {
+        let id = id.clone();
+        self.off_thread(move |service| service.approval_view(&id))
+            .await
+    }
+
+    /// [`TaskService::approval_views`] off the async threads.
+    pub async fn approval_cards(
+        &self,
+        state: Option<ApprovalState>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalView>> {
+        self.off_thread(move |service| service.approval_views(state, limit))
+            .await
+    }
+
+    /// Up to `limit` (at least 1) of the task's events with `seq > after`, oldest first,
+    /// and where the next page starts. [`crate::Error::NotFound`] if the task does not
+    /// exist.
+    pub async fn task_events_page(
+        &self,
+        task: &TaskId,
+        after: i64,
+        limit: usize,
+    ) -> Result<EventsPage> {
+        let task = task.clone();
+        let limit = limit.max(1);
+        self.off_thread(move |service| {
+            let store = service.store();
+            store.task(&task).map_err(Error::from_store)?;
+            // One more than asked tells whether another page follows.
+            let mut events = store.task_events(&task, after).map_err(Error::from_store)?;
+            let more = events.len() > limit;
+            events.truncate(limit);
+            let next_after = more.then(|| events.last().map(|event| event.seq)).flatten();
+            Ok(EventsPage { events, next_after })
+        })
+        .await
+    }
+
+    /// All of the task's events with `seq > after`, oldest first (what an event stream
+    /// of one task reads on each poll).
+    pub async fn task_events_after(&self, task: &TaskId, after: i64) -> Result<Vec<StoredEvent>> {
+        let task = task.clone();
+        self.off_thread(move |service| {
+            service
+                .store()
+                .task_events(&task, after)
+                .map_err(Error::from_store)
+        })
+        .await
+    }
+
+    /// Up to `limit` events of all tasks with `seq > after`, oldest first.
+    pub async fn events_after(&self, after: i64, limit: usize) -> Result<Vec<StoredEvent>> {
+        self.off_thread(move |service| {
+            service
+                .store()
+                .events_after(after, limit)
+                .map_err(Error::from_store)
+        })
+        .await
+    }
+
+    /// The newest event's sequence number; 0 when there are none.
+    pub async fn last_seq(&self) -> Result<i64> {
+        self.off_thread(|service| service.store().last_seq().map_err(Error::from_store))
+            .await
+    }
+
+    /// Audit rows matching `filter`, newest first.
+    pub async fn list_audit(&self, filter: AuditFilter) -> Result<Vec<AuditEntry>> {
+        self.off_thread(move |service| {
+            service
+                .store()
+                .list_audit(&filter)
+                .map_err(Error::from_store)
+        })
+        .await
+    }
+
+    /// Appends one audit row.
+    pub async fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
+        self.off_thread(move |service| {
+            service
+                .store()
+                .append_audit(entry)
+                .map_err(Error::from_store)
+        })
+        .await
+    }
+
+    /// Creates a console login session lasting `ttl`; returns its secret id.
+    pub async fn create_session(&self, ttl: Duration) -> Result<String> {
+        self.off_thread(move |service| {
+            service
+                .store()
+                .create_session(ttl)
+                .map_err(Error::from_store)
+        })
+        .await
+    }
+
+    /// Whether `session` names a live (unexpired) console session.
+    pub async fn session_valid(&self, session: String) -> Result<bool> {
+        self.off_thread(move |service| {
+            service
+                .store()
+                .session_valid(&session)
+                .map_err(Error::from_store)
+        })
+        .await
+    }
+
+    /// Deletes a console session (logout); unknown sessions are not an error.
+    pub async fn delete_session(&self, session: String) -> Result<()> {
+        self.off_thread(move |service| {
+            service
+                .store()
+                .delete_session(&session)
+                .map_err(Error::from_store)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use pp_store::Store;
+    use pp_types::{Actor, Event, EventKind};
+
+    use super::*;
+    use crate::{ModelSource, TaskSettings, Workspaces};
+
+    fn service(dir: &std::path::Path) -> TaskService {
+        let store = Store::open(&dir.join("db.sqlite")).unwrap();
+        TaskService::new(
+            Arc::new(store),
+            TaskSettings::default(),
+            Workspaces::single("default", dir),
+            ModelSource::Scripted,
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn events_come_in_pages_with_a_next_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = service(dir.path());
+        let task = service
+            .create_task(CreateTask {
+                prompt: "page me".into(),
+                workspace: None,
+                actor: Actor::Operator,
+                script: None,
+            })
+            .await
+            .unwrap();
+        let before = service.task_events_page(&task.id, 0, 5000).await.unwrap();
+        let extra: Vec<Event> = (0..5)
+            .map(|step| Event {
+                step,
+                kind: EventKind::TaskStarted {
+                    prompt: format!("m{step}"),
+                },
+            })
+            .collect();
+        service.store().append_events(&task.id, &extra).unwrap();
+        let total = before.events.len() + 5;
+
+        let mut seen = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = service.task_events_page(&task.id, after, 2).await.unwrap();
+            assert!(page.events.len() <= 2);
+            seen.extend(page.events.iter().map(|event| event.seq));
+            match page.next_after {
+                Some(next) => after = next,
+                None => break,
+            }
+        }
+        assert_eq!(seen.len(), total);
+        assert!(seen.windows(2).all(|pair| pair[0] < pair[1]));
+        let missing = service
+            .task_events_page(&TaskId("nope".into()), 0, 10)
+            .await
+            .unwrap_err();
+        assert!(matches!(missing, crate::Error::NotFound { .. }));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn sessions_round_trip_off_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = service(dir.path());
+        let session = service
+            .create_session(Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(service.session_valid(session.clone()).await.unwrap());
+        service.delete_session(session.clone()).await.unwrap();
+        assert!(!service.session_valid(session).await.unwrap());
+    }
+}
