@@ -141,3 +141,187 @@ fn check_refs(doc: &Value, value: &Value) {
         _ => {}
     }
 }
+
+/// The `` `code` `` names in a response description.
+fn codes_in(description: &str) -> BTreeSet<String> {
+    description
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|word| word.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Fails unless `reply` (an error) is documented for `method path`: its status is one
+/// of the operation's responses, and that response names its code.
+fn assert_documented(doc: &Value, method: &str, path: &str, reply: &crate::Reply, what: &str) {
+    if reply.status.is_success() || reply.status.as_u16() == 405 {
+        return;
+    }
+    let status = reply.status.as_str();
+    let operation = &doc["paths"][path][method.to_lowercase()];
+    let response = operation["responses"]
+        .get(status)
+        .unwrap_or_else(|| panic!("{method} {path}: {status} not documented ({what}): {reply:?}"));
+    let response = resolve(doc, response);
+    let codes = codes_in(response["description"].as_str().unwrap());
+    assert!(
+        codes.contains(reply.code()),
+        "{method} {path} {status}: code `{}` not in {codes:?} ({what})",
+        reply.code()
+    );
+    let known = doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]
+        ["enum"]
+        .as_array()
+        .unwrap();
+    assert!(
+        known.iter().any(|code| code == reply.code()),
+        "{}",
+        reply.code()
+    );
+}
+
+/// Provokes the errors every route can return (missing token, foreign Host and Origin,
+/// garbage input, unknown ids, state conflicts, jail refusals, limits) and checks that
+/// each status and code is in the document for that route.
+#[tokio::test]
+async fn every_error_a_route_returns_is_documented() {
+    use axum::body::Body;
+
+    use crate::{anonymous, authed, json_request};
+
+    let app = App::with_settings(pp_server::ServerSettings {
+        max_download_bytes: 8,
+        ..pp_server::ServerSettings::default()
+    });
+    app.service.start_workers();
+    let doc = app.call(Method::GET, "/api/openapi.json").await.json;
+    let (task, approval) = app.waiting_write("w.txt", "w\n").await;
+    let done = app.create_task(serde_json::json!([{"content": "done"}]));
+    app.wait_for(&done.id, pp_types::TaskState::Completed).await;
+    app.tree.file("big.txt", "more than eight bytes");
+
+    let mut checked = BTreeSet::new();
+    for (method, template) in pp_server::api_routes() {
+        let http = Method::from_bytes(method.as_bytes()).unwrap();
+        let mut ids = vec!["x_unknown".to_owned(), "%FF".to_owned()];
+        if template.starts_with("/api/tasks/") {
+            ids.push(done.id.to_string());
+        }
+        if template.starts_with("/api/approvals/") {
+            ids.push(approval.clone());
+        }
+        for id in ids {
+            let path = template.replace("{id}", &id);
+            let mut replies = Vec::new();
+            replies.push((
+                "no token",
+                app.send(anonymous(http.clone(), &path).body(Body::empty()).unwrap())
+                    .await,
+            ));
+            replies.push((
+                "foreign host",
+                app.send(
+                    authed(http.clone(), &path)
+                        .header("host", "evil.example.com")
+                        .body(Body::empty())
+                        .unwrap(),
+                )
+                .await,
+            ));
+            if method != "GET" {
+                replies.push((
+                    "foreign origin",
+                    app.send(
+                        authed(http.clone(), &path)
+                            .header("origin", "http://evil.example.com")
+                            .body(Body::empty())
+                            .unwrap(),
+                    )
+                    .await,
+                ));
+            }
+            for query in [
+                "",
+                "?limit=0",
+                "?limit=99999&state=nope&after=x&actor=robot&before=x&wait=2",
+                "?path=../../etc/passwd",
+                "?path=/etc/passwd",
+                "?path=missing.txt&workspace=nope",
+                "?path=missing.txt",
+                "?path=big.txt",
+            ] {
+                for body in [
+                    String::new(),
+                    "{{".to_owned(),
+                    r#"{"prompt": "p", "workspace": "nope"}"#.to_owned(),
+                    r#"{"decision": "approve", "edited_arguments": {"path": "/etc/x"}}"#.to_owned(),
+                    format!(r#"{{"prompt": "{}"}}"#, "x".repeat(1 << 20)),
+                ] {
+                    let uri = format!("{path}{query}");
+                    let request = authed(http.clone(), &uri)
+                        .header("content-type", "application/json")
+                        .body(Body::from(body))
+                        .unwrap();
+                    replies.push(("garbage", app.send(request).await));
+                }
+            }
+            for (what, reply) in &replies {
+                assert_documented(&doc, method, template, reply, what);
+                checked.insert((method, template, reply.status.as_u16()));
+            }
+        }
+    }
+    // The states only a scenario reaches.
+    let cancel = format!("/api/tasks/{}/cancel", done.id);
+    let reply = app.call(Method::POST, &cancel).await;
+    reply.expect(409, Some("invalid_state"));
+    assert_documented(&doc, "POST", "/api/tasks/{id}/cancel", &reply, "ended task");
+    let resolve = format!("/api/approvals/{approval}/resolve");
+    app.call_json(
+        Method::POST,
+        &resolve,
+        &serde_json::json!({"decision": "reject"}),
+    )
+    .await
+    .expect(202, None);
+    let reply = app
+        .send(json_request(
+            Method::POST,
+            &resolve,
+            &serde_json::json!({"decision": "approve"}),
+        ))
+        .await;
+    reply.expect(409, Some("already_resolved"));
+    assert_documented(&doc, "POST", "/api/approvals/{id}/resolve", &reply, "twice");
+    let _ = task;
+
+    let busy = App::with_settings(pp_server::ServerSettings {
+        max_concurrent_uploads: 0,
+        ..pp_server::ServerSettings::default()
+    });
+    let reply = busy
+        .send(
+            authed(Method::PUT, "/api/files/content?path=a.txt")
+                .body(Body::from("a"))
+                .unwrap(),
+        )
+        .await;
+    reply.expect(429, Some("too_many_uploads"));
+    assert_documented(&doc, "PUT", "/api/files/content", &reply, "busy");
+
+    // The battery reached the errors it is meant to reach.
+    for expected in [
+        ("GET", "/api/tasks/{id}", 404),
+        ("GET", "/api/files/content", 403),
+        ("GET", "/api/files/content", 413),
+        ("POST", "/api/tasks", 413),
+        ("POST", "/api/tasks", 404),
+        ("POST", "/api/approvals/{id}/resolve", 422),
+        ("GET", "/api/audit", 400),
+        ("GET", "/api/workspaces", 401),
+    ] {
+        assert!(checked.contains(&expected), "{expected:?} was not provoked");
+    }
+}
