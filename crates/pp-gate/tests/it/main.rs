@@ -16,6 +16,7 @@ mod policy;
 mod probe;
 mod props;
 mod race;
+mod special;
 mod writes;
 
 use pp_gate::{Jail, JailError};
