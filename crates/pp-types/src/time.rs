@@ -19,12 +19,12 @@ impl Timestamp {
     }
 
     /// From milliseconds since the epoch.
-    pub fn from_millis(millis: i64) -> Self {
+    pub const fn from_millis(millis: i64) -> Self {
         Self(millis)
     }
 
     /// Milliseconds since the epoch.
-    pub fn as_millis(self) -> i64 {
+    pub const fn as_millis(self) -> i64 {
         self.0
     }
 
@@ -287,7 +287,11 @@ mod tests {
         for thread in threads {
             thread.join().unwrap();
         }
-        assert_eq!(shared.now(), Timestamp::from_millis(400), "no advance is lost");
+        assert_eq!(
+            shared.now(),
+            Timestamp::from_millis(400),
+            "no advance is lost"
+        );
     }
 
     #[test]
