@@ -155,6 +155,7 @@ impl From<JailError> for ApiError {
             JailError::NotAFile { .. } | JailError::NotADirectory { .. } => {
                 Self::BadRequest(error.to_string())
             }
+            JailError::TooLarge { .. } => Self::PayloadTooLarge(error.to_string()),
             other => Self::internal(other),
         }
     }

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Most events read from the store at once by the all-tasks stream.
+/// Most events read from the store at once by a stream.
 const BATCH: usize = 500;
 
 /// Which events a stream follows.
@@ -74,7 +74,10 @@ impl Cursor {
     async fn fetch(&mut self) {
         let service = self.state.service();
         let events = match &self.source {
-            Source::Task(task) => service.task_events_after(task, self.last).await,
+            Source::Task(task) => service
+                .task_events_page(task, self.last, BATCH)
+                .await
+                .map(|page| page.events),
             Source::All => service.events_after(self.last, BATCH).await,
         };
         match events {

@@ -99,24 +99,13 @@ impl TaskService {
             let store = service.store();
             store.task(&task).map_err(Error::from_store)?;
             // One more than asked tells whether another page follows.
-            let mut events = store.task_events(&task, after).map_err(Error::from_store)?;
+            let mut events = store
+                .task_events_page(&task, after, limit.saturating_add(1))
+                .map_err(Error::from_store)?;
             let more = events.len() > limit;
             events.truncate(limit);
             let next_after = more.then(|| events.last().map(|event| event.seq)).flatten();
             Ok(EventsPage { events, next_after })
-        })
-        .await
-    }
-
-    /// All of the task's events with `seq > after`, oldest first (what an event stream
-    /// of one task reads on each poll).
-    pub async fn task_events_after(&self, task: &TaskId, after: i64) -> Result<Vec<StoredEvent>> {
-        let task = task.clone();
-        self.off_thread(move |service| {
-            service
-                .store()
-                .task_events(&task, after)
-                .map_err(Error::from_store)
         })
         .await
     }

@@ -1,7 +1,6 @@
 //! Operator files: list, download and upload through the workspace jail, audited with
 //! `actor = operator` (SPEC §1.6: the operator's road, no approval card, same jail).
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -305,17 +304,13 @@ fn write_streamed(
     max_bytes: u64,
     abort: &dyn Fn() -> bool,
 ) -> ApiResult<WriteOutcome> {
-    // Until the jail's streaming writer lands (branch `gate`), read into memory here;
-    // the upload semaphore bounds how many such buffers exist at once.
-    let mut content = Vec::new();
-    reader
-        .take(max_bytes.saturating_add(1))
-        .read_to_end(&mut content)
-        .map_err(|error| ApiError::BadRequest(format!("the upload could not be read: {error}")))?;
-    if content.len() as u64 > max_bytes || !reader.complete() || abort() {
-        return Err(ApiError::BadRequest("the upload was not completed".into()));
+    let outcome = jail.write_atomic_from(path, reader, max_bytes, abort)?;
+    if !reader.complete() {
+        // Unreachable in practice (the reader only ends after `Frame::End`); kept so a
+        // future change to the reader cannot commit half a body silently.
+        return Err(ApiError::internal("an upload ended without its end marker"));
     }
-    Ok(jail.write_atomic(path, &content)?)
+    Ok(outcome)
 }
 
 #[cfg(test)]
