@@ -41,6 +41,7 @@
 
 mod approvals;
 mod audit;
+mod cancel;
 mod error;
 mod events;
 mod ids;

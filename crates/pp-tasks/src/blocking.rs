@@ -6,7 +6,6 @@ use crate::{Error, Result};
 /// database never stalls the runtime threads that serve HTTP and drive other tasks.
 ///
 /// A panic inside `work` becomes [`Error::Internal`] instead of unwinding into the caller.
-#[expect(dead_code, reason = "the first users arrive with the hardening work")]
 pub(crate) async fn blocking<T, F>(work: F) -> Result<T>
 where
     F: FnOnce() -> T + Send + 'static,

@@ -17,12 +17,14 @@
 //! ```
 
 mod blocking;
+mod checks;
 mod error;
 mod model;
 mod resolve;
 mod runner;
 mod segment;
 mod service;
+mod shared;
 mod settings;
 mod sink;
 mod view;
