@@ -67,6 +67,21 @@ pub enum JailError {
         /// The path as written.
         path: String,
     },
+    /// A cancellable write was called off (its `abort` check said so) before the file was
+    /// replaced; the target is untouched. Not a denial.
+    #[error("write to {path:?} was aborted before the file was replaced")]
+    Aborted {
+        /// The path as written.
+        path: String,
+    },
+    /// More than `max_bytes` bytes arrived for a streamed write; the target is untouched.
+    #[error("content for {path:?} is larger than the limit of {max_bytes} bytes")]
+    TooLarge {
+        /// The path as written.
+        path: String,
+        /// The limit that was exceeded.
+        max_bytes: u64,
+    },
     /// The workspace root does not exist, is not a directory or cannot be opened.
     #[error("workspace root {root:?} is not an existing directory")]
     RootInvalid {
@@ -102,6 +117,8 @@ impl JailError {
             Self::NotFound { .. }
             | Self::NotAFile { .. }
             | Self::NotADirectory { .. }
+            | Self::Aborted { .. }
+            | Self::TooLarge { .. }
             | Self::RootInvalid { .. }
             | Self::Io { .. } => return None,
         };
@@ -198,6 +215,11 @@ mod tests {
             JailError::TooManyLinks {
                 path: "loop".into(),
             },
+            JailError::Aborted { path: "x".into() },
+            JailError::TooLarge {
+                path: "x".into(),
+                max_bytes: 3,
+            },
             JailError::Io {
                 path: "x".into(),
                 source: io::Error::from(io::ErrorKind::PermissionDenied),
@@ -240,6 +262,14 @@ mod tests {
         assert_eq!(rule(JailError::NotFound { path: "x".into() }), None);
         assert_eq!(rule(JailError::NotAFile { path: "x".into() }), None);
         assert_eq!(rule(JailError::NotADirectory { path: "x".into() }), None);
+        assert_eq!(rule(JailError::Aborted { path: "x".into() }), None);
+        assert_eq!(
+            rule(JailError::TooLarge {
+                path: "x".into(),
+                max_bytes: 1
+            }),
+            None
+        );
         assert_eq!(
             rule(JailError::Io {
                 path: "x".into(),

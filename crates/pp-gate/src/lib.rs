@@ -31,7 +31,7 @@ mod policy;
 
 pub use error::{JailError, Result};
 pub use jail::{
-    EntryKind, FileContent, Jail, ListEntry, ListOptions, Listing, MAX_SWEEP_ENTRIES,
-    MAX_SYMLINK_HOPS, TEMP_PREFIX, WriteOutcome,
+    DEFAULT_HASH_MAX_BYTES, EntryKind, FileContent, Jail, ListEntry, ListOptions, Listing,
+    MAX_SWEEP_ENTRIES, MAX_SYMLINK_HOPS, Probe, TEMP_PREFIX, WriteOutcome,
 };
 pub use policy::{Gate, evaluate, evaluate_capability};

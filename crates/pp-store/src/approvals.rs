@@ -67,12 +67,12 @@ impl Store {
         new: NewApproval,
         mut change: TaskChange,
     ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
-        let now = Timestamp::now();
+        let now = self.now();
         let id = ApprovalId(ids::new_id("a_", now)?);
         let new_events = with_approval_id(std::mem::take(&mut change.events), &id);
         self.write(|transaction| {
             let task_record =
-                tasks::change_state(transaction, task, &[TaskState::Running], &change)?;
+                tasks::change_state(transaction, task, &[TaskState::Running], &change, now)?;
             let approval = insert(transaction, &id, task, new, now)?;
             let stored = events::insert(transaction, task, new_events, task_record.updated_at)?;
             Ok((approval, stored))
@@ -146,7 +146,7 @@ impl Store {
             });
         }
         let edited = rows::encode_opt("edited arguments", resolve.edited_arguments.as_ref())?;
-        let now = Timestamp::now();
+        let now = self.now();
         self.write(|transaction| {
             let (task_id, current) = state_of(transaction, id)?;
             if current != ApprovalState::Pending {
@@ -181,6 +181,7 @@ impl Store {
                 &task_id,
                 &[TaskState::WaitingApproval],
                 &change,
+                now,
             )?;
             events::insert(transaction, &task_id, resolve.events, now)?;
             Ok((load(transaction, id)?, task))
@@ -196,7 +197,7 @@ impl Store {
         reason: &str,
         audit: NewAudit,
     ) -> Result<ApprovalRecord> {
-        let now = Timestamp::now();
+        let now = self.now();
         self.write(|transaction| {
             let (task_id, current) = state_of(transaction, id)?;
             if current != ApprovalState::Approved {
@@ -232,12 +233,12 @@ impl Store {
         new: NewApproval,
         events: Vec<Event>,
     ) -> Result<ApprovalRecord> {
-        let now = Timestamp::now();
+        let now = self.now();
         let id = ApprovalId(ids::new_id("a_", now)?);
         let events = with_approval_id(events, &id);
         let change = TaskChange::to(TaskState::WaitingApproval);
         self.write(|transaction| {
-            let task_record = tasks::change_state(transaction, task, from, &change)?;
+            let task_record = tasks::change_state(transaction, task, from, &change, now)?;
             let approval = insert(transaction, &id, task, new, now)?;
             events::insert(transaction, task, events, task_record.updated_at)?;
             Ok(approval)

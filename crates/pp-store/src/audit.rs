@@ -38,7 +38,7 @@ impl Default for AuditFilter {
 impl Store {
     /// Appends one row (`actor: None` means the operator).
     pub fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
-        let now = Timestamp::now();
+        let now = self.now();
         self.write(|transaction| insert(transaction, entry, now))
     }
 

@@ -13,7 +13,7 @@ impl Store {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        let now = Timestamp::now();
+        let now = self.now();
         self.write(|transaction| {
             tasks::ensure_exists(transaction, task)?;
             insert(transaction, task, events.to_vec(), now)
@@ -29,6 +29,29 @@ impl Store {
                      ORDER BY seq"
                 ))?
                 .query_map(params![task.as_str(), after_seq], RawEvent::from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            raw.into_iter().map(RawEvent::decode).collect()
+        })
+    }
+
+    /// Up to `limit` of the task's events with `seq > after_seq`, oldest first: one page
+    /// (pass the last `seq` of a page to get the next one; an empty page is the end).
+    pub fn task_events_page(
+        &self,
+        task: &TaskId,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        self.read(|connection| {
+            let raw = connection
+                .prepare_cached(&format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE task_id = ?1 AND seq > ?2 \
+                     ORDER BY seq LIMIT ?3"
+                ))?
+                .query_map(
+                    params![task.as_str(), after_seq, rows::limit(limit)],
+                    RawEvent::from_row,
+                )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawEvent::decode).collect()
         })

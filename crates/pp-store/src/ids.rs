@@ -36,6 +36,13 @@ pub(crate) fn session_digest(session: &str) -> String {
     hex(&Sha256::digest(session.as_bytes()))
 }
 
+/// 10 random base32 characters (50 bits), for temporary file names.
+pub(crate) fn random_suffix() -> Result<String> {
+    let mut suffix = String::with_capacity(10);
+    push_base32(&mut suffix, random_u64()?, 10);
+    Ok(suffix)
+}
+
 fn random_u64() -> Result<u64> {
     getrandom::u64().map_err(Error::Random)
 }

@@ -10,6 +10,12 @@
 //! [`pp_types::ApprovalRecord`], …) live in `pp-types`; this crate adds the inputs
 //! ([`NewTask`], [`TaskChange`], [`NewApproval`], [`Resolve`], [`AuditFilter`]).
 //!
+//! Every time the store writes or compares comes from its [`pp_types::Clock`]
+//! ([`Store::open_with_clock`]; [`Store::open`] uses the system clock), so tests move a
+//! [`pp_types::ManualClock`] instead of sleeping. [`Store::backup_to`] and
+//! [`Store::restore_file`] copy the database out and back; [`Store::prune`] drops the
+//! history of tasks finished long ago.
+//!
 //! This crate depends only on `pp-types` inside the workspace and is the only user of
 //! `rusqlite`. The schema lives in `migrations/` and is applied on open.
 //!
@@ -41,23 +47,27 @@
 
 mod approvals;
 mod audit;
+mod backup;
 mod cancel;
 mod error;
 mod events;
 mod ids;
+mod prune;
 mod rows;
 mod schema;
 mod sessions;
 mod tasks;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use pp_types::{Clock, SystemClock, Timestamp};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use approvals::{NewApproval, Resolve};
 pub use audit::AuditFilter;
 pub use error::{Error, Result};
+pub use prune::PruneReport;
 pub use schema::SCHEMA_VERSION;
 pub use tasks::{NewTask, TaskChange};
 
@@ -73,15 +83,26 @@ pub struct Store {
     connection: Mutex<Connection>,
     /// The database file, as given to [`Store::open`].
     path: PathBuf,
+    /// Where every stored time comes from (creation, changes, heartbeats, lease and
+    /// session expiry checks, pruning): shared with the task service through
+    /// [`Store::clock`] so both agree, and replaceable in tests.
+    clock: Arc<dyn Clock>,
 }
 
 impl Store {
     /// Opens the database at `path`, creating it (mode 0600 on Unix) and applying any
-    /// missing migrations.
+    /// missing migrations. Times come from the system clock.
     ///
-    /// The parent directory must exist. Fails with [`Error::NewerSchema`] when the file
-    /// was written by a newer build.
+    /// On Unix an existing database file, `-wal` or `-shm` file that its group or other
+    /// users may read or write is tightened to mode 0600: it holds file contents from
+    /// checkpoints. The parent directory must exist. Fails with [`Error::NewerSchema`]
+    /// when the file was written by a newer build.
     pub fn open(path: &Path) -> Result<Store> {
+        Self::open_with_clock(path, Arc::new(SystemClock))
+    }
+
+    /// Like [`Store::open`], with every time taken from `clock`.
+    pub fn open_with_clock(path: &Path, clock: Arc<dyn Clock>) -> Result<Store> {
         let open_error = |source: Box<dyn std::error::Error + Send + Sync>| Error::Open {
             path: path.to_owned(),
             source,
@@ -95,7 +116,18 @@ impl Store {
         Ok(Store {
             connection: Mutex::new(connection),
             path: path.to_owned(),
+            clock,
         })
+    }
+
+    /// The store's clock, for callers that must agree with it (running time, leases).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
+    /// The current time by the store's clock.
+    fn now(&self) -> Timestamp {
+        self.clock.now()
     }
 
     /// The database file.

@@ -5,7 +5,7 @@
 //! Each file is applied in its own `BEGIN IMMEDIATE` transaction, so two processes
 //! opening a fresh database at once apply it exactly once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
@@ -16,6 +16,7 @@ use crate::{Error, Result};
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_heartbeat.sql"),
+    include_str!("../migrations/0003_prune_guard.sql"),
 ];
 
 /// The schema version this build writes.
@@ -26,8 +27,10 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Creates the database file if it is missing, readable and writable by its owner only.
 ///
-/// An existing file keeps its mode. SQLite gives its `-wal` and `-shm` files the mode of
-/// the database file.
+/// On Unix an existing file that its group or other users may read or write is tightened
+/// to 0600 (it holds file contents from checkpoints), and so are existing `-wal` and
+/// `-shm` files; SQLite gives the `-wal` and `-shm` files it creates the mode of the
+/// database file.
 #[expect(
     clippy::disallowed_methods,
     reason = "the operator's own database path from configuration, not a model-supplied path"
@@ -40,7 +43,38 @@ pub(crate) fn create_file(path: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    options.open(path).map(drop)
+    let file = options.open(path)?;
+    #[cfg(unix)]
+    {
+        make_private(&file)?;
+        for suffix in ["-wal", "-shm"] {
+            let side = sidecar(path, suffix);
+            // Only a regular file: never follow a link to somewhere else.
+            let is_file = std::fs::symlink_metadata(&side).is_ok_and(|meta| meta.is_file());
+            if is_file {
+                make_private(&std::fs::File::open(&side)?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sets mode 0600 on an open file whose group or other users have any access (Unix).
+#[cfg(unix)]
+pub(crate) fn make_private(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = file.metadata()?.permissions().mode();
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
+/// The `-wal` or `-shm` file next to the database `path`.
+pub(crate) fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// Connection settings: busy timeout, WAL, foreign keys.

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use pp_types::Timestamp;
 use rusqlite::params;
 
 use crate::{Result, Store, ids};
@@ -14,9 +13,9 @@ impl Store {
     pub fn create_session(&self, ttl: Duration) -> Result<String> {
         let session = ids::new_session_id()?;
         let digest = ids::session_digest(&session);
-        let now = Timestamp::now().as_millis();
-        let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-        let expires_at = now.saturating_add(ttl);
+        let now = self.now();
+        let expires_at = now.saturating_add(ttl).as_millis();
+        let now = now.as_millis();
         self.write(|transaction| {
             transaction
                 .prepare_cached("DELETE FROM sessions WHERE expires_at <= ?1")?
@@ -35,7 +34,7 @@ impl Store {
     /// Whether `session` exists and has not expired.
     pub fn session_valid(&self, session: &str) -> Result<bool> {
         let digest = ids::session_digest(session);
-        let now = Timestamp::now().as_millis();
+        let now = self.now().as_millis();
         self.read(|connection| {
             Ok(connection
                 .prepare_cached(

@@ -66,7 +66,7 @@ impl TaskChange {
 impl Store {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
     pub fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
-        let now = Timestamp::now();
+        let now = self.now();
         let id = TaskId(ids::new_id("t_", now)?);
         let script = rows::encode_opt("task script", new.script.as_ref())?;
         let created_by = rows::name_of("actor", &new.created_by)?;
@@ -148,6 +148,7 @@ impl Store {
     /// Moves the oldest `queued` task to `running` and returns it; `None` if none is
     /// queued. Two processes calling this at once never get the same task.
     pub fn claim_queued(&self) -> Result<Option<TaskRecord>> {
+        let now = self.now();
         self.write(|transaction| {
             let oldest: Option<String> = transaction
                 .prepare_cached(
@@ -159,14 +160,15 @@ impl Store {
                 return Ok(None);
             };
             let change = TaskChange::to(TaskState::Running);
-            change_state(transaction, &TaskId(id), &[TaskState::Queued], &change).map(Some)
+            change_state(transaction, &TaskId(id), &[TaskState::Queued], &change, now).map(Some)
         })
     }
 
     /// Moves one task from one of `from` to `running` ([`Error::Conflict`] otherwise).
     pub fn claim(&self, id: &TaskId, from: &[TaskState]) -> Result<TaskRecord> {
         let change = TaskChange::to(TaskState::Running);
-        self.write(|transaction| change_state(transaction, id, from, &change))
+        let now = self.now();
+        self.write(|transaction| change_state(transaction, id, from, &change, now))
     }
 
     /// Applies `change` if the task is in one of `from` ([`Error::Conflict`] with its
@@ -178,8 +180,9 @@ impl Store {
         mut change: TaskChange,
     ) -> Result<(TaskRecord, Vec<StoredEvent>)> {
         let new_events = std::mem::take(&mut change.events);
+        let now = self.now();
         self.write(|transaction| {
-            let task = change_state(transaction, id, from, &change)?;
+            let task = change_state(transaction, id, from, &change, now)?;
             let stored = events::insert(transaction, id, new_events, task.updated_at)?;
             Ok((task, stored))
         })
@@ -189,7 +192,7 @@ impl Store {
     /// start-up: a task found running was cut off by a crash). Appends no events.
     /// Returns the tasks' ids, oldest first.
     pub fn interrupt_running(&self, message: &str) -> Result<Vec<TaskId>> {
-        let now = Timestamp::now();
+        let now = self.now();
         self.write(|transaction| {
             let ids = transaction
                 .prepare_cached("SELECT id FROM tasks WHERE state = 'running' ORDER BY rowid")?
@@ -207,7 +210,7 @@ impl Store {
 
     /// Records that the process running `id` is alive (a no-op unless it is `running`).
     pub fn heartbeat(&self, id: &TaskId) -> Result<()> {
-        let now = Timestamp::now().as_millis();
+        let now = self.now().as_millis();
         self.write(|transaction| {
             transaction
                 .prepare_cached(
@@ -222,8 +225,9 @@ impl Store {
     /// sent a heartbeat for `older_than`: its process stopped. Tasks that a live process
     /// is running are left alone. Returns the tasks' ids, oldest first.
     pub fn interrupt_stale(&self, message: &str, older_than: Duration) -> Result<Vec<TaskId>> {
-        let now = Timestamp::now().as_millis();
-        let limit = now.saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+        let now = self.now();
+        let limit = now.saturating_sub(older_than).as_millis();
+        let now = now.as_millis();
         self.write(|transaction| {
             let ids = transaction
                 .prepare_cached(
@@ -257,8 +261,9 @@ impl Store {
             error: Some(reason.to_owned()),
             ..TaskChange::to(TaskState::Cancelled)
         };
+        let now = self.now();
         self.write(|transaction| {
-            let task = change_state(transaction, id, from, &change)?;
+            let task = change_state(transaction, id, from, &change, now)?;
             transaction
                 .prepare_cached(
                     "UPDATE approvals SET state = 'cancelled', resolved_at = ?2, reason = ?3 \
@@ -299,12 +304,13 @@ fn not_found(id: &TaskId) -> Error {
 
 /// The compare-and-set at the heart of every task change. Must run inside a
 /// `BEGIN IMMEDIATE` transaction: the state read here cannot change before the update.
-/// Ignores `change.events` (the caller appends them).
+/// Ignores `change.events` (the caller appends them). `now` stamps the change.
 pub(crate) fn change_state(
     connection: &Connection,
     id: &TaskId,
     from: &[TaskState],
     change: &TaskChange,
+    now: Timestamp,
 ) -> Result<TaskRecord> {
     let current = current_state(connection, id)?;
     if !from.contains(&current) {
@@ -314,7 +320,7 @@ pub(crate) fn change_state(
             expected: from.to_vec(),
         });
     }
-    let now = Timestamp::now().as_millis();
+    let now = now.as_millis();
     let finished_at = change.to.is_terminal().then_some(now);
     connection
         .prepare_cached(

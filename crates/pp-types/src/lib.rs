@@ -31,5 +31,5 @@ pub use task::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, NewAudit, StoredEvent, TaskId,
     TaskRecord, TaskState,
 };
-pub use time::Timestamp;
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{EffectPreview, ToolOutput, ToolSpec, WriteLabel};

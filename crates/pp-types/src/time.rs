@@ -1,5 +1,8 @@
-//! Timestamps: milliseconds since the Unix epoch, shown as RFC 3339 UTC.
+//! Timestamps: milliseconds since the Unix epoch, shown as RFC 3339 UTC; and the
+//! [`Clock`] that says what time it is, injected so tests can use [`ManualClock`]
+//! instead of sleeping.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -16,13 +19,23 @@ impl Timestamp {
     }
 
     /// From milliseconds since the epoch.
-    pub fn from_millis(millis: i64) -> Self {
+    pub const fn from_millis(millis: i64) -> Self {
         Self(millis)
     }
 
     /// Milliseconds since the epoch.
-    pub fn as_millis(self) -> i64 {
+    pub const fn as_millis(self) -> i64 {
         self.0
+    }
+
+    /// This time plus `by`, saturating at the end of time.
+    pub fn saturating_add(self, by: Duration) -> Self {
+        Self(self.0.saturating_add(millis_of(by)))
+    }
+
+    /// This time minus `by`, saturating at the beginning of time.
+    pub fn saturating_sub(self, by: Duration) -> Self {
+        Self(self.0.saturating_sub(millis_of(by)))
     }
 
     /// RFC 3339 UTC with milliseconds (`2026-11-29T20:26:56.123Z`).
@@ -121,6 +134,80 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+/// A duration in whole milliseconds, saturating.
+fn millis_of(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What time it is. Everything that stamps or compares times takes one, so tests can
+/// pass a [`ManualClock`] and move time forward instead of sleeping; production code
+/// passes [`SystemClock`].
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current time.
+    fn now(&self) -> Timestamp;
+}
+
+/// The operating system's wall clock ([`Timestamp::now`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+/// A clock that moves only when told to ([`ManualClock::set`], [`ManualClock::advance`]);
+/// thread-safe, so one clock can be shared (in an `Arc`) by a store, a service and the
+/// test driving them.
+///
+/// ```
+/// use std::time::Duration;
+/// use pp_types::{Clock, ManualClock, Timestamp};
+///
+/// let clock = ManualClock::new(Timestamp::from_millis(1_000));
+/// clock.advance(Duration::from_secs(2));
+/// assert_eq!(clock.now(), Timestamp::from_millis(3_000));
+/// clock.set(Timestamp::from_millis(10));
+/// assert_eq!(clock.now().as_millis(), 10);
+/// ```
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    /// Milliseconds since the epoch; an atomic so `now` needs no lock.
+    millis: AtomicI64,
+}
+
+impl ManualClock {
+    /// A clock standing at `at`.
+    pub fn new(at: Timestamp) -> Self {
+        Self {
+            millis: AtomicI64::new(at.as_millis()),
+        }
+    }
+
+    /// Moves the clock to `at` (backwards too).
+    pub fn set(&self, at: Timestamp) {
+        self.millis.store(at.as_millis(), Ordering::SeqCst);
+    }
+
+    /// Moves the clock forward by `by` (whole milliseconds).
+    pub fn advance(&self, by: Duration) {
+        let by = millis_of(by);
+        // `fetch_update` with a closure that always succeeds: saturating, never wraps.
+        let _ = self
+            .millis
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |millis| {
+                Some(millis.saturating_add(by))
+            });
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.millis.load(Ordering::SeqCst))
+    }
+}
+
 /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
@@ -171,6 +258,54 @@ mod tests {
         assert_eq!(
             Timestamp::from_millis(-500).to_rfc3339_seconds(),
             "1969-12-31T23:59:59Z"
+        );
+    }
+
+    #[test]
+    fn a_manual_clock_moves_only_when_told() {
+        let clock = std::sync::Arc::new(ManualClock::new(Timestamp::from_millis(5)));
+        let shared: std::sync::Arc<dyn Clock> = clock.clone();
+        assert_eq!(shared.now(), Timestamp::from_millis(5));
+        clock.advance(Duration::from_millis(1500));
+        assert_eq!(shared.now(), Timestamp::from_millis(1505));
+        clock.set(Timestamp::from_millis(-3));
+        assert_eq!(shared.now(), Timestamp::from_millis(-3));
+        clock.set(Timestamp::from_millis(i64::MAX - 1));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(shared.now(), Timestamp::from_millis(i64::MAX));
+        clock.set(Timestamp::from_millis(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let clock = clock.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..100 {
+                        clock.advance(Duration::from_millis(1));
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(
+            shared.now(),
+            Timestamp::from_millis(400),
+            "no advance is lost"
+        );
+    }
+
+    #[test]
+    fn the_system_clock_is_the_wall_clock() {
+        let before = Timestamp::now();
+        let now = SystemClock.now();
+        assert!(now >= before && now <= Timestamp::now());
+        assert_eq!(
+            Timestamp::from_millis(10).saturating_add(Duration::from_millis(5)),
+            Timestamp::from_millis(15)
+        );
+        assert_eq!(
+            Timestamp::from_millis(10).saturating_sub(Duration::from_secs(1)),
+            Timestamp::from_millis(-990)
         );
     }
 

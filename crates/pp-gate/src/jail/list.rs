@@ -66,7 +66,7 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
-    fn of(file_type: FileType) -> Self {
+    pub(crate) fn of(file_type: FileType) -> Self {
         if file_type.is_symlink() {
             Self::Symlink
         } else if file_type.is_dir() {

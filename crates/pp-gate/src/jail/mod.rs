@@ -7,8 +7,12 @@
 //! manual walk elsewhere), so a link swapped in between our check and the open cannot
 //! escape: the open fails and we report [`JailError::SymlinkEscape`].
 
+mod fingerprint;
+#[cfg(test)]
+mod hooks;
 mod lexical;
 mod list;
+mod probe;
 mod resolve;
 mod sweep;
 mod write;
@@ -17,12 +21,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use cap_std::ambient_authority;
-use cap_std::fs::Dir;
-use sha2::{Digest, Sha256};
+use cap_std::fs::{Dir, OpenOptions};
 
 use crate::error::{JailError, Result};
 
+pub use fingerprint::DEFAULT_HASH_MAX_BYTES;
 pub use list::{EntryKind, ListEntry, ListOptions, Listing};
+pub use probe::Probe;
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use sweep::{MAX_SWEEP_ENTRIES, TEMP_PREFIX};
 pub use write::WriteOutcome;
@@ -91,33 +96,15 @@ impl Jail {
     }
 
     /// Opens a regular file read-only.
+    ///
+    /// Never blocks on a special file: the open is non-blocking (`O_NONBLOCK`, and
+    /// `O_NOCTTY`), and the opened handle itself is checked (`fstat`), so a FIFO or a
+    /// device swapped in after the type check is refused with [`JailError::NotAFile`]
+    /// instead of hanging. The returned handle is blocking again.
     pub fn open_file(&self, path: &str) -> Result<std::fs::File> {
         let resolved = self.resolve(path)?;
-        let not_a_file = || JailError::NotAFile {
-            path: path.to_owned(),
-        };
-        match &resolved.metadata {
-            _ if resolved.is_root() => return Err(not_a_file()),
-            None => {
-                return Err(JailError::NotFound {
-                    path: path.to_owned(),
-                });
-            }
-            // Checked before opening so that a FIFO is never opened (it would block).
-            Some(metadata) if !metadata.is_file() => return Err(not_a_file()),
-            Some(_) => {}
-        }
-        let file = self
-            .dir
-            .open(&resolved.relative)
-            .map_err(|error| JailError::from_io(path, error))?;
-        let metadata = file
-            .metadata()
-            .map_err(|error| JailError::from_io(path, error))?;
-        if !metadata.is_file() {
-            return Err(not_a_file());
-        }
-        Ok(file.into_std())
+        self.open_resolved(path, &resolved)
+            .map(cap_std::fs::File::into_std)
     }
 
     /// Reads at most `max_bytes` bytes of a regular file.
@@ -145,34 +132,36 @@ impl Jail {
         })
     }
 
-    /// `"sha256:<hex>"` of the file's bytes, or `"absent"` when nothing exists there.
-    ///
-    /// Used to detect that a file changed between an approval request and its execution.
-    pub fn fingerprint(&self, path: &str) -> Result<String> {
-        let mut file = match self.open_file(path) {
-            Ok(file) => file,
-            Err(JailError::NotFound { .. }) => return Ok("absent".to_owned()),
-            Err(error) => return Err(error),
+    /// Opens the regular file `resolved` names (see [`Jail::open_file`]).
+    fn open_resolved(&self, path: &str, resolved: &Resolved) -> Result<cap_std::fs::File> {
+        let not_a_file = || JailError::NotAFile {
+            path: path.to_owned(),
         };
-        let mut hasher = Sha256::new();
-        let mut buffer = vec![0_u8; 64 * 1024];
-        loop {
-            let read = file.read(&mut buffer).map_err(|source| JailError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
-            if read == 0 {
-                break;
+        match &resolved.metadata {
+            _ if resolved.is_root() => return Err(not_a_file()),
+            None => {
+                return Err(JailError::NotFound {
+                    path: path.to_owned(),
+                });
             }
-            hasher.update(&buffer[..read]);
+            // A cheap early refusal; the check that counts is on the opened handle.
+            Some(metadata) if !metadata.is_file() => return Err(not_a_file()),
+            Some(_) => {}
         }
-        let mut out = String::with_capacity(7 + 64);
-        out.push_str("sha256:");
-        for byte in hasher.finalize() {
-            out.push(hex_digit(byte >> 4));
-            out.push(hex_digit(byte & 0x0f));
+        let io = |error| JailError::from_io(path, error);
+        #[cfg(test)]
+        hooks::fire(hooks::Point::BeforeOpen, &self.dir, &resolved.relative).map_err(io)?;
+        let file = self
+            .dir
+            .open_with(&resolved.relative, &read_only_non_blocking())
+            .map_err(io)?;
+        // `fstat` of what was opened: whatever was swapped in since the check.
+        if !file.metadata().map_err(io)?.is_file() {
+            return Err(not_a_file());
         }
-        Ok(out)
+        #[cfg(unix)]
+        clear_non_blocking(&file).map_err(io)?;
+        Ok(file)
     }
 
     /// Lexical checks plus link resolution.
@@ -181,8 +170,28 @@ impl Jail {
     }
 }
 
-fn hex_digit(nibble: u8) -> char {
-    char::from(b"0123456789abcdef"[usize::from(nibble & 0x0f)])
+/// Read-only, and never blocking in `open` itself: opening a FIFO without a writer
+/// would wait forever, and a terminal device must not become our controlling terminal.
+fn read_only_non_blocking() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt;
+        use rustix::fs::OFlags;
+        options.custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits().cast_signed());
+    }
+    options
+}
+
+/// Makes reads on an opened regular file blocking again (some network filesystems
+/// honour `O_NONBLOCK` on regular files).
+#[cfg(unix)]
+fn clear_non_blocking(file: &cap_std::fs::File) -> std::io::Result<()> {
+    use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+    let flags = fcntl_getfl(file)?;
+    fcntl_setfl(file, flags.difference(OFlags::NONBLOCK))?;
+    Ok(())
 }
 
 #[expect(
@@ -205,10 +214,68 @@ mod tests {
         assert_send_sync::<Jail>();
     }
 
-    #[test]
-    fn hex_digits() {
-        assert_eq!(hex_digit(0), '0');
-        assert_eq!(hex_digit(10), 'a');
-        assert_eq!(hex_digit(15), 'f');
+    /// Finding 3 of issue 8: a FIFO swapped in between the type check and the open made
+    /// the open block forever.
+    #[cfg(unix)]
+    mod special_files {
+        use std::sync::mpsc;
+        use std::time::Duration;
+
+        use rustix::fs::{Mode, mkfifoat};
+
+        use super::super::hooks::{self, Point};
+        use super::*;
+
+        /// Runs `f` on another thread and returns its result; fails the test if it has
+        /// not returned within five seconds (it is blocked, not slow).
+        fn must_return<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+            let (sender, receiver) = mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = sender.send(f());
+            });
+            receiver
+                .recv_timeout(Duration::from_secs(5))
+                .expect("blocked: the call did not return")
+        }
+
+        /// Renames a fresh FIFO over `relative` when the jail is about to open it.
+        fn swap_in_a_fifo(point: Point, dir: &Dir, relative: &Path) -> std::io::Result<()> {
+            if point == Point::BeforeOpen {
+                mkfifoat(dir, "fifo.tmp", Mode::from_raw_mode(0o600))?;
+                dir.rename("fifo.tmp", dir, relative)?;
+            }
+            Ok(())
+        }
+
+        /// Puts a regular `f.txt` back (removing the FIFO first: writing to it would block).
+        #[expect(clippy::disallowed_methods, reason = "test fixture on a temp dir")]
+        fn write_regular(root: &Path) {
+            let _ = std::fs::remove_file(root.join("f.txt"));
+            std::fs::write(root.join("f.txt"), "regular").unwrap();
+        }
+
+        #[test]
+        fn a_fifo_swapped_in_before_the_open_is_refused_without_blocking() {
+            let temp = tempfile::tempdir().unwrap();
+            let root = temp.path().to_path_buf();
+            write_regular(&root);
+            let jail = Jail::new(&root).unwrap();
+            let outcomes = must_return(move || {
+                hooks::set(swap_in_a_fifo);
+                let read = jail.read("f.txt", 100).map(|content| content.bytes);
+                write_regular(&root);
+                let open = jail.open_file("f.txt").map(|_| ());
+                write_regular(&root);
+                let fingerprint = jail.fingerprint("f.txt");
+                hooks::clear();
+                [read.map(|_| ()), open, fingerprint.map(|_| ())]
+            });
+            for outcome in outcomes {
+                assert!(
+                    matches!(outcome, Err(JailError::NotAFile { ref path }) if path == "f.txt"),
+                    "{outcome:?}"
+                );
+            }
+        }
     }
 }

@@ -1,17 +1,17 @@
 //! Atomic writes through the jail.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cap_std::fs::{Dir, OpenOptions, Permissions};
+use cap_std::fs::{Dir, File, OpenOptions, Permissions};
 
 use super::Jail;
 use super::sweep::TEMP_PREFIX;
 use crate::error::{JailError, Result};
 
-/// What [`Jail::write_atomic`] did.
+/// What [`Jail::write_atomic`] (and its variants) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteOutcome {
     /// `true` when the file did not exist before (it was created), `false` when an
@@ -22,19 +22,73 @@ pub struct WriteOutcome {
 /// Makes temp names unique within this process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Size of the chunks a streamed write copies (and checks `abort` between).
+const CHUNK: usize = 64 * 1024;
+
+/// Where the new content comes from.
+enum Source<'a> {
+    Bytes(&'a [u8]),
+    Reader {
+        reader: &'a mut dyn Read,
+        max_bytes: u64,
+    },
+}
+
 impl Jail {
     /// Writes `bytes` to `path` atomically.
     ///
     /// The bytes go to a hidden temp file in the target's directory (named
     /// `.pocketpilot-tmp-<pid>-…`), which is fsynced and renamed over the target, so a
-    /// crash never leaves a half-written file. An existing file keeps its permissions.
-    /// Missing parent directories are created (through the jail). A final component that
-    /// is a link pointing inside writes the file it points to (chain resolved); one that
-    /// points outside is refused. Because the rename replaces the directory entry, a
-    /// hard link inside the workspace to an outside file can never be used to modify the
-    /// outside file: the workspace entry becomes a new file and the outside one is left
-    /// as it was.
+    /// crash never leaves a half-written file. The temp file is created with mode 0600
+    /// and gets its final mode only once written (the existing file's permissions, or
+    /// the normal mode of a new file: 0666 minus the umask), so new content is never
+    /// readable by more people than the file it replaces. Missing parent directories
+    /// are created (through the jail). A final component that is a link pointing inside
+    /// writes the file it points to (chain resolved); one that points outside is
+    /// refused. Because the rename replaces the directory entry, a hard link inside the
+    /// workspace to an outside file can never be used to modify the outside file: the
+    /// workspace entry becomes a new file and the outside one is left as it was.
     pub fn write_atomic(&self, path: &str, bytes: &[u8]) -> Result<WriteOutcome> {
+        self.write_atomic_unless(path, bytes, &|| false)
+    }
+
+    /// [`Jail::write_atomic`] that can be called off at the last moment: `abort` is
+    /// asked once, after the content is written and fsynced and right before the rename.
+    /// If it returns `true`, the temp file is removed, the target is left untouched and
+    /// the result is [`JailError::Aborted`].
+    pub fn write_atomic_unless(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        abort: &dyn Fn() -> bool,
+    ) -> Result<WriteOutcome> {
+        self.replace(path, Source::Bytes(bytes), abort)
+    }
+
+    /// [`Jail::write_atomic_unless`] streaming the content from `reader` (an upload)
+    /// instead of taking it from memory.
+    ///
+    /// More than `max_bytes` bytes is [`JailError::TooLarge`]; a read error from
+    /// `reader` is [`JailError::Io`]; `abort` is asked between chunks and right before
+    /// the rename. In every one of these cases the temp file is removed and the target
+    /// is left untouched.
+    pub fn write_atomic_from(
+        &self,
+        path: &str,
+        reader: &mut dyn Read,
+        max_bytes: u64,
+        abort: &dyn Fn() -> bool,
+    ) -> Result<WriteOutcome> {
+        self.replace(path, Source::Reader { reader, max_bytes }, abort)
+    }
+
+    /// The one write path: resolve, temp file, content, mode, fsync, `abort`, rename.
+    fn replace(
+        &self,
+        path: &str,
+        source: Source<'_>,
+        abort: &dyn Fn() -> bool,
+    ) -> Result<WriteOutcome> {
         let resolved = self.resolve(path)?;
         let not_a_file = || JailError::NotAFile {
             path: path.to_owned(),
@@ -81,32 +135,151 @@ impl Jail {
 
         let temp = temp_name();
         #[cfg(feature = "failpoints")]
-        failpoint_stall(parent, name, &temp, bytes);
-        let result = write_temp(parent, &temp, bytes, permissions)
-            .and_then(|()| parent.rename(&temp, parent, name));
+        if let Source::Bytes(bytes) = &source {
+            failpoint_stall(parent, name, &temp, bytes);
+        }
+        let result = write_temp(path, parent, &temp, source, permissions, abort)
+            .and_then(|()| {
+                if abort() {
+                    Err(JailError::Aborted {
+                        path: path.to_owned(),
+                    })
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| parent.rename(&temp, parent, name).map_err(io));
         if let Err(error) = result {
             // Best effort: the sweep removes anything left behind.
             let _ = parent.remove_file(&temp);
-            return Err(io(error));
+            return Err(error);
         }
         sync_dir(parent);
         Ok(WriteOutcome { created })
     }
 }
 
-/// Creates `temp` exclusively, writes, applies `permissions`, fsyncs.
+/// Creates `temp` exclusively and privately (0600), writes the content, gives it its
+/// final mode (`permissions`, or a new file's normal mode), fsyncs.
 fn write_temp(
+    path: &str,
     parent: &Dir,
     temp: &str,
-    bytes: &[u8],
+    source: Source<'_>,
     permissions: Option<Permissions>,
-) -> std::io::Result<()> {
-    let mut file = parent.open_with(temp, OpenOptions::new().write(true).create_new(true))?;
-    file.write_all(bytes)?;
-    if let Some(permissions) = permissions {
-        file.set_permissions(permissions)?;
+    abort: &dyn Fn() -> bool,
+) -> Result<()> {
+    let io = |error| JailError::from_io(path, error);
+    let mut file = create_private(parent, temp).map_err(io)?;
+    match source {
+        Source::Bytes(bytes) => file.write_all(bytes).map_err(io)?,
+        Source::Reader { reader, max_bytes } => {
+            copy_bounded(path, reader, &mut file, max_bytes, abort)?;
+        }
     }
-    file.sync_all()
+    #[cfg(test)]
+    super::hooks::fire(super::hooks::Point::TempWritten, parent, temp.as_ref()).map_err(io)?;
+    if let Some(permissions) = permissions.or_else(new_file_permissions) {
+        file.set_permissions(permissions).map_err(io)?;
+    }
+    file.sync_all().map_err(io)
+}
+
+/// Copies `reader` into `file`, refusing more than `max_bytes` bytes.
+fn copy_bounded(
+    path: &str,
+    reader: &mut dyn Read,
+    file: &mut File,
+    max_bytes: u64,
+    abort: &dyn Fn() -> bool,
+) -> Result<()> {
+    let io = |source| JailError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut buffer = vec![0_u8; CHUNK];
+    let mut total: u64 = 0;
+    loop {
+        if abort() {
+            return Err(JailError::Aborted {
+                path: path.to_owned(),
+            });
+        }
+        let read = match reader.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(io(error)),
+        };
+        total = total.saturating_add(read as u64);
+        if total > max_bytes {
+            return Err(JailError::TooLarge {
+                path: path.to_owned(),
+                max_bytes,
+            });
+        }
+        file.write_all(&buffer[..read]).map_err(io)?;
+    }
+}
+
+/// Opens a new file readable and writable by its owner only (0600 on Unix), before any
+/// byte is written: a reader who opens it early gets nothing they could not read later.
+fn create_private(parent: &Dir, temp: &str) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    parent.open_with(temp, &options)
+}
+
+/// The mode a newly created file normally gets: 0666 minus the process umask.
+#[cfg(unix)]
+fn new_file_permissions() -> Option<Permissions> {
+    use cap_std::fs::PermissionsExt;
+    Some(Permissions::from_mode(0o666 & !current_umask()))
+}
+
+/// Without Unix modes a new file keeps what it was created with.
+#[cfg(not(unix))]
+fn new_file_permissions() -> Option<Permissions> {
+    None
+}
+
+/// The process umask, read without changing it (`umask(2)` can only set it, which would
+/// race with other threads creating files): Linux reports it in `/proc/self/status`.
+/// Elsewhere, or if that fails, the usual 022.
+#[cfg(unix)]
+fn current_umask() -> u32 {
+    const USUAL: u32 = 0o022;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a fixed kernel file about this process, not a model path"
+        )]
+        let status = std::fs::read_to_string("/proc/self/status");
+        status
+            .ok()
+            .and_then(|status| parse_umask(&status))
+            .unwrap_or(USUAL)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        USUAL
+    }
+}
+
+/// The `Umask:` line of `/proc/self/status` (octal).
+#[cfg(unix)]
+fn parse_umask(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Umask:"))
+        .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
+        .map(|mask| mask & 0o777)
 }
 
 /// Test-only crash injection (feature `failpoints`): for targets named
@@ -117,7 +290,7 @@ fn failpoint_stall(parent: &Dir, name: &std::ffi::OsStr, temp: &str, bytes: &[u8
     if !name.to_string_lossy().starts_with("failpoint-crash-") {
         return;
     }
-    if let Ok(mut file) = parent.open_with(temp, OpenOptions::new().write(true).create_new(true)) {
+    if let Ok(mut file) = create_private(parent, temp) {
         let _ = file.write_all(&bytes[..bytes.len() / 2]);
         let _ = file.sync_all();
     }
@@ -154,5 +327,93 @@ mod tests {
         assert_ne!(first, second);
         assert!(first.starts_with(".pocketpilot-tmp-"));
         assert!(first.contains(&format!("-{}-", process::id())));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "reads the kernel's status file")]
+    fn umask_is_read_from_the_status_line() {
+        let status = "Name:\tx\nUmask:\t0027\nState:\tR (running)\n";
+        assert_eq!(parse_umask(status), Some(0o027));
+        assert_eq!(parse_umask("Name:\tx\n"), None);
+        assert_eq!(parse_umask("Umask:\tzz\n"), None);
+        assert_ne!(
+            std::fs::read_to_string("/proc/self/status")
+                .map(|status| parse_umask(&status))
+                .ok(),
+            Some(None),
+            "this kernel reports no umask"
+        );
+    }
+
+    /// Finding 6 of issue 8: the temp file was created 0644 and got the target's mode
+    /// only after the content was written, so a private file's new content was briefly
+    /// world-readable. The hook looks at the temp file once all the content is in it.
+    #[cfg(unix)]
+    mod modes {
+        use std::cell::Cell;
+        use std::path::Path;
+        use std::rc::Rc;
+
+        use cap_std::fs::PermissionsExt as _;
+
+        use super::super::super::hooks::{self, Point};
+        use super::*;
+
+        /// Writes `path` and returns (mode of the temp file holding the whole content,
+        /// mode of the result).
+        #[expect(clippy::disallowed_methods, reason = "test inspects its temp dir")]
+        fn write_and_watch(root: &Path, path: &str) -> (u32, u32) {
+            let jail = Jail::new(root).unwrap();
+            let seen = Rc::new(Cell::new(None));
+            let recorder = Rc::clone(&seen);
+            hooks::set(move |point, dir, temp| {
+                if point == Point::TempWritten {
+                    assert_eq!(dir.read(temp)?, b"new content");
+                    recorder.set(Some(dir.metadata(temp)?.permissions().mode() & 0o7777));
+                }
+                Ok(())
+            });
+            let result = jail.write_atomic(path, b"new content");
+            hooks::clear();
+            result.unwrap();
+            let after = std::fs::metadata(root.join(path)).unwrap();
+            let temp_mode = seen.get().expect("the hook ran");
+            (
+                temp_mode,
+                std::os::unix::fs::PermissionsExt::mode(&after.permissions()) & 0o7777,
+            )
+        }
+
+        #[expect(clippy::disallowed_methods, reason = "test fixture on a temp dir")]
+        fn file_with_mode(root: &Path, name: &str, mode: u32) {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(root.join(name), "old content").unwrap();
+            std::fs::set_permissions(root.join(name), std::fs::Permissions::from_mode(mode))
+                .unwrap();
+        }
+
+        #[test]
+        fn a_private_file_is_rewritten_privately() {
+            let temp = tempfile::tempdir().unwrap();
+            file_with_mode(temp.path(), "private.txt", 0o600);
+            assert_eq!(write_and_watch(temp.path(), "private.txt"), (0o600, 0o600));
+        }
+
+        #[test]
+        fn the_temp_file_is_private_until_it_is_complete_whatever_the_target() {
+            let temp = tempfile::tempdir().unwrap();
+            for mode in [0o640, 0o644, 0o755, 0o400] {
+                file_with_mode(temp.path(), "shared.txt", mode);
+                assert_eq!(write_and_watch(temp.path(), "shared.txt"), (0o600, mode));
+            }
+        }
+
+        #[test]
+        fn a_new_file_gets_the_normal_mode_after_being_written_privately() {
+            let temp = tempfile::tempdir().unwrap();
+            let normal = 0o666 & !current_umask();
+            assert_eq!(write_and_watch(temp.path(), "new.txt"), (0o600, normal));
+        }
     }
 }

@@ -10,10 +10,14 @@
 )]
 
 mod escapes;
+mod fingerprint;
 mod ops;
 mod policy;
+mod probe;
 mod props;
 mod race;
+mod special;
+mod writes;
 
 use pp_gate::{Jail, JailError};
 use pp_test_support::TempTree;
@@ -41,6 +45,8 @@ pub(crate) fn kind(error: &JailError) -> &'static str {
         JailError::NotAFile { .. } => "not_a_file",
         JailError::NotADirectory { .. } => "not_a_directory",
         JailError::TooManyLinks { .. } => "too_many_links",
+        JailError::Aborted { .. } => "aborted",
+        JailError::TooLarge { .. } => "too_large",
         JailError::RootInvalid { .. } => "root_invalid",
         JailError::Io { .. } => "io",
     }

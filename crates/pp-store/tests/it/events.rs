@@ -122,3 +122,47 @@ fn seq_stays_unique_across_processes() {
     assert_eq!(all.len(), 4 * per_thread as usize);
     assert!(all.windows(2).all(|pair| pair[0].seq < pair[1].seq));
 }
+
+#[test]
+fn task_events_come_in_pages_of_at_most_limit() {
+    let db = TestDb::new();
+    let a = db.create("a");
+    let b = db.create("b");
+    for step in 0..7 {
+        db.store
+            .append_events(&a.id, &[model_request(step)])
+            .unwrap();
+        db.store
+            .append_events(&b.id, &[model_request(step)])
+            .unwrap();
+    }
+    let all = db.store.task_events(&a.id, 0).unwrap();
+    assert_eq!(all.len(), 7);
+    let mut paged = Vec::new();
+    let mut after = 0;
+    let mut pages = 0;
+    loop {
+        let page = db.store.task_events_page(&a.id, after, 3).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 3);
+        assert!(page.iter().all(|stored| stored.task_id == a.id));
+        after = page.last().unwrap().seq;
+        paged.extend(page);
+        pages += 1;
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(paged, all);
+    assert!(db.store.task_events_page(&a.id, 0, 0).unwrap().is_empty());
+    assert_eq!(
+        db.store.task_events_page(&a.id, all[5].seq, 100).unwrap(),
+        all[6..]
+    );
+    assert!(
+        db.store
+            .task_events_page(&"t_missing".into(), 0, 10)
+            .unwrap()
+            .is_empty()
+    );
+}

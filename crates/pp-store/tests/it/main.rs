@@ -12,44 +12,55 @@
 
 mod approvals;
 mod audit;
+mod backup;
 mod concurrency;
 mod corrupt;
 mod events;
 mod open;
+mod prune;
 mod sessions;
 mod tasks;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use pp_store::{NewApproval, NewTask, Resolve, Store, TaskChange};
 use pp_types::{
     Actor, ApprovalRecord, ApprovalState, CHECKPOINT_VERSION, Checkpoint, EffectPreview, Event,
-    EventKind, Message, NewAudit, PendingCall, Risk, TaskId, TaskRecord, TaskState, ToolCall,
-    WriteLabel,
+    EventKind, ManualClock, Message, NewAudit, PendingCall, Risk, TaskId, TaskRecord, TaskState,
+    Timestamp, ToolCall, WriteLabel,
 };
 use serde_json::json;
 use tempfile::TempDir;
 
-/// A fresh database in a temporary directory.
+/// Where every test's manual clock starts: 2026-11-29T20:26:56.123Z.
+const START: Timestamp = Timestamp::from_millis(1_795_984_016_123);
+
+/// A fresh database in a temporary directory, on a manual clock standing at [`START`]:
+/// tests move time with `db.clock.advance(..)`, never by sleeping.
 struct TestDb {
     dir: TempDir,
     store: Store,
+    clock: Arc<ManualClock>,
 }
 
 impl TestDb {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("pocketpilot.db")).unwrap();
-        Self { dir, store }
+        let clock = Arc::new(ManualClock::new(START));
+        let store =
+            Store::open_with_clock(&dir.path().join("pocketpilot.db"), clock.clone()).unwrap();
+        Self { dir, store, clock }
     }
 
     fn path(&self) -> PathBuf {
         self.dir.path().join("pocketpilot.db")
     }
 
-    /// A second, independent connection to the same file (as another process would).
+    /// A second, independent connection to the same file (as another process would),
+    /// on the same clock.
     fn open_again(&self) -> Store {
-        Store::open(&self.path()).unwrap()
+        Store::open_with_clock(&self.path(), self.clock.clone()).unwrap()
     }
 
     /// A raw SQLite connection, for poking at rows behind the store's back.
@@ -71,6 +82,13 @@ impl TestDb {
             .unwrap();
         (self.store.task(&task.id).unwrap(), approval)
     }
+}
+
+/// The `-wal` or `-shm` file next to `path`.
+fn sidecar(path: &std::path::Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 fn new_task(prompt: &str) -> NewTask {

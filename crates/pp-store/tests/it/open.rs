@@ -121,3 +121,32 @@ fn processes_opening_a_fresh_file_at_once_migrate_it_once() {
         8
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_readable_database_and_its_logs_are_tightened_on_open() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = TestDb::new();
+    let task = db.create("secret file contents");
+    // Keep a second connection open so the -wal and -shm files stay.
+    let keep = db.open_again();
+    let paths: Vec<_> = ["", "-wal", "-shm"]
+        .iter()
+        .map(|suffix| crate::sidecar(&db.path(), suffix))
+        .collect();
+    for path in &paths {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let reopened = db.open_again();
+    for path in &paths {
+        let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}: {mode:o}", path.display());
+    }
+    assert_eq!(reopened.task(&task.id).unwrap(), task);
+    drop(keep);
+    // Owner-only modes are left alone.
+    std::fs::set_permissions(&paths[0], std::fs::Permissions::from_mode(0o700)).unwrap();
+    drop(Store::open(&db.path()).unwrap());
+    let mode = std::fs::metadata(&paths[0]).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}

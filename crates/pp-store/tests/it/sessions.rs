@@ -25,8 +25,35 @@ fn unknown_and_expired_sessions_are_invalid() {
     let expired = db.store.create_session(Duration::ZERO).unwrap();
     assert!(!db.store.session_valid(&expired).unwrap());
     let short = db.store.create_session(Duration::from_millis(30)).unwrap();
-    std::thread::sleep(Duration::from_millis(60));
-    assert!(!db.store.session_valid(&short).unwrap());
+    db.clock.advance(Duration::from_millis(29));
+    assert!(db.store.session_valid(&short).unwrap());
+    assert!(db.open_again().session_valid(&short).unwrap());
+    db.clock.advance(Duration::from_millis(1));
+    assert!(!db.store.session_valid(&short).unwrap(), "expired at 30 ms");
+    assert!(!db.open_again().session_valid(&short).unwrap());
+}
+
+#[test]
+fn sessions_expire_by_the_store_clock_and_are_purged_by_it() {
+    let db = TestDb::new();
+    let day = db
+        .store
+        .create_session(Duration::from_secs(86_400))
+        .unwrap();
+    let raw_expiry: i64 = db
+        .raw()
+        .query_row("SELECT expires_at FROM sessions", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(raw_expiry, crate::START.as_millis() + 86_400_000);
+    db.clock.advance(Duration::from_secs(86_400));
+    assert!(!db.store.session_valid(&day).unwrap());
+    // Creating another session purges the expired one.
+    let _next = db.store.create_session(Duration::from_secs(60)).unwrap();
+    let count: i64 = db
+        .raw()
+        .query_row("SELECT COUNT(*) FROM sessions", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(count, 1);
 }
 
 #[test]

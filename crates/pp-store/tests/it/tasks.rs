@@ -216,10 +216,14 @@ fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted() {
     let alive = db.create("runner alive");
     db.store.claim(&stopped.id, &[TaskState::Queued]).unwrap();
     db.store.claim(&alive.id, &[TaskState::Queued]).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(60));
+    let lease = std::time::Duration::from_millis(40);
+    // Exactly at the lease both are still alive: a claim counts as a heartbeat.
+    db.clock
+        .advance(lease - std::time::Duration::from_millis(1));
+    assert!(db.store.interrupt_stale("early", lease).unwrap().is_empty());
+    db.clock.advance(std::time::Duration::from_millis(21));
     db.store.heartbeat(&alive.id).unwrap();
 
-    let lease = std::time::Duration::from_millis(40);
     let interrupted = db
         .store
         .interrupt_stale("its process stopped", lease)
@@ -322,4 +326,71 @@ fn creating_a_task_writes_its_audit_row() {
     assert_eq!(rows[0].action, "task_created");
     assert_eq!(rows[0].actor, Actor::Webhook);
     assert_eq!(rows[0].task_id.as_ref(), Some(&task.id));
+}
+
+#[test]
+fn every_stored_time_comes_from_the_store_clock() {
+    use std::time::Duration;
+    let db = TestDb::new();
+    let task = db.create("on a manual clock");
+    assert_eq!(task.created_at, crate::START);
+    assert_eq!(db.store.task(&task.id).unwrap().created_at, crate::START);
+    assert!(task.id.as_str().starts_with("t_"));
+
+    db.clock.advance(Duration::from_secs(5));
+    db.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+    let claimed_at = crate::START.saturating_add(Duration::from_secs(5));
+    let heartbeat_at = |db: &TestDb| -> i64 {
+        db.raw()
+            .query_row(
+                "SELECT heartbeat_at FROM tasks WHERE id = ?1",
+                [task.id.as_str()],
+                |row| row.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(heartbeat_at(&db), claimed_at.as_millis());
+    db.clock.advance(Duration::from_secs(1));
+    db.store.heartbeat(&task.id).unwrap();
+    assert_eq!(heartbeat_at(&db), claimed_at.as_millis() + 1000);
+
+    db.clock.advance(Duration::from_secs(60));
+    let done_at = crate::START.saturating_add(Duration::from_secs(66));
+    let (done, events) = db
+        .store
+        .transition(
+            &task.id,
+            &[TaskState::Running],
+            TaskChange {
+                events: vec![crate::started("x")],
+                ..TaskChange::to(TaskState::Completed)
+            },
+        )
+        .unwrap();
+    assert_eq!(done.updated_at, done_at);
+    assert_eq!(done.finished_at, Some(done_at));
+    assert_eq!(events[0].at, done_at);
+    assert_eq!(db.store.task_events(&task.id, 0).unwrap()[0].at, done_at);
+    let audit = db
+        .store
+        .append_audit(pp_types::NewAudit {
+            action: "console_login".into(),
+            ..pp_types::NewAudit::default()
+        })
+        .unwrap();
+    assert_eq!(audit.at, done_at);
+}
+
+#[test]
+fn the_store_hands_out_its_clock() {
+    let db = TestDb::new();
+    let clock = db.store.clock();
+    assert_eq!(clock.now(), crate::START);
+    db.clock.advance(std::time::Duration::from_millis(7));
+    assert_eq!(clock.now().as_millis(), crate::START.as_millis() + 7);
+    // A store opened without a clock runs on the system clock.
+    let system = pp_store::Store::open(&db.path()).unwrap();
+    let before = pp_types::Timestamp::now();
+    let now = system.clock().now();
+    assert!(now >= before && now <= pp_types::Timestamp::now());
 }
