@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::outcome::{Outcome, Resolution, ResumeError};
 use crate::{
-    EventSink, Model, ModelRequest, Tool, ToolRegistry, estimate_tokens, schema, trim_to_window,
+    EventSink, Model, ModelRequest, Tool, ToolContext, ToolRegistry, estimate_tokens, schema,
+    trim_to_window,
 };
 
 /// Limits that end a task.
@@ -52,6 +53,7 @@ pub struct Agent<'a> {
     policy: &'a dyn Policy,
     sink: &'a dyn EventSink,
     limits: Limits,
+    context: ToolContext,
 }
 
 /// Mutable state of one run segment.
@@ -88,7 +90,14 @@ impl<'a> Agent<'a> {
             policy,
             sink,
             limits: Limits::default(),
+            context: ToolContext::default(),
         }
+    }
+
+    /// Replaces the context every tool call receives (task id, deadline, interrupt).
+    pub fn with_context(mut self, context: ToolContext) -> Self {
+        self.context = context;
+        self
     }
 
     /// Replaces the limits.
@@ -378,7 +387,7 @@ impl<'a> Agent<'a> {
                 let spec = tool.spec();
                 CallResult::Suspend(Box::new(PendingCall {
                     call: call.clone(),
-                    preview: tool.preview(&arguments),
+                    preview: tool.preview(&self.context, &arguments).await,
                     arguments,
                     capability: spec
                         .capability
@@ -398,7 +407,11 @@ impl<'a> Agent<'a> {
         tool: &dyn Tool,
         arguments: &Value,
     ) -> CallResult {
-        match tool.execute(arguments).await {
+        let output = {
+            let _in_flight = self.context.interrupt.enter();
+            tool.execute(&self.context, arguments).await
+        };
+        match output {
             ToolOutput::Success { content } => {
                 self.emit(
                     state,

@@ -17,6 +17,7 @@
 
 mod agent;
 mod context;
+mod invocation;
 mod model;
 mod outcome;
 mod prompt;
@@ -26,6 +27,7 @@ mod tool;
 
 pub use agent::{Agent, Limits, NOT_RUN_MESSAGE, check_edit};
 pub use context::{Trimmed, estimate_tokens, trim_to_window};
+pub use invocation::{InFlight, Interrupt, ToolContext};
 pub use model::{
     BoxFuture, Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolDefinition,
 };

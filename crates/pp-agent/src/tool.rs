@@ -6,25 +6,36 @@ use std::sync::Arc;
 use pp_types::{EffectPreview, ToolOutput, ToolSpec};
 use serde_json::Value;
 
+use crate::ToolContext;
 use crate::model::{BoxFuture, ToolDefinition};
 use crate::schema;
 
 /// A tool the model can call.
 ///
 /// Tools receive arguments that already passed their schema and the policy. A tool that
-/// touches files does so only through the workspace jail it was built with.
+/// touches files does so only through the workspace jail it was built with. Blocking work
+/// (file IO, hashing, diffing, parsing) never runs on the async threads: tools hand it to
+/// a blocking thread and check [`ToolContext::should_stop`] before anything irreversible.
 pub trait Tool: Send + Sync {
     /// The tool's specification.
     fn spec(&self) -> &ToolSpec;
 
     /// Describes the effect of a call for an approval card (target, create/overwrite,
-    /// diff). Reads only; `None` for tools without a file effect.
-    fn preview(&self, _arguments: &Value) -> Option<EffectPreview> {
-        None
+    /// diff, fingerprint). Reads only; `None` for tools without a file effect.
+    fn preview<'a>(
+        &'a self,
+        _context: &'a ToolContext,
+        _arguments: &'a Value,
+    ) -> BoxFuture<'a, Option<EffectPreview>> {
+        Box::pin(async { None })
     }
 
     /// Runs the call.
-    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput>;
+    fn execute<'a>(
+        &'a self,
+        context: &'a ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, ToolOutput>;
 }
 
 /// Why a tool could not be registered.

@@ -44,6 +44,13 @@ pub enum Error {
         /// The state it was found in.
         state: ApprovalState,
     },
+    /// A running task whose approved call has not produced its outcome yet cannot be
+    /// cancelled: the person's approval won the race against the cancel.
+    #[error("task {id} is about to run a call the person approved; it cannot be cancelled now")]
+    ApprovedCallPending {
+        /// The task.
+        id: String,
+    },
     /// A resolution asked for a state that is not a decision (`pending`).
     #[error("approval {id} cannot be resolved as {}", state.as_str())]
     InvalidResolution {

@@ -48,6 +48,7 @@
 mod approvals;
 mod audit;
 mod backup;
+mod cancel;
 mod error;
 mod events;
 mod ids;

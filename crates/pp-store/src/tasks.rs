@@ -312,17 +312,7 @@ pub(crate) fn change_state(
     change: &TaskChange,
     now: Timestamp,
 ) -> Result<TaskRecord> {
-    let current: String = connection
-        .prepare_cached("SELECT state FROM tasks WHERE id = ?1")?
-        .query_row([id.as_str()], |row| row.get(0))
-        .optional()?
-        .ok_or_else(|| not_found(id))?;
-    let current = TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
-        table: "tasks",
-        column: "state",
-        id: id.to_string(),
-        source: serde::de::Error::custom(format!("unknown task state `{current}`")),
-    })?;
+    let current = current_state(connection, id)?;
     if !from.contains(&current) {
         return Err(Error::Conflict {
             id: id.to_string(),
@@ -352,4 +342,19 @@ pub(crate) fn change_state(
             finished_at,
         ])?;
     load(connection, id)
+}
+
+/// The state a task is in now ([`Error::NotFound`] if there is no such task).
+pub(crate) fn current_state(connection: &Connection, id: &TaskId) -> Result<TaskState> {
+    let current: String = connection
+        .prepare_cached("SELECT state FROM tasks WHERE id = ?1")?
+        .query_row([id.as_str()], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| not_found(id))?;
+    TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
+        table: "tasks",
+        column: "state",
+        id: id.to_string(),
+        source: serde::de::Error::custom(format!("unknown task state `{current}`")),
+    })
 }

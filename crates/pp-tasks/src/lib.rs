@@ -17,6 +17,7 @@
 //! ```
 
 mod blocking;
+mod checks;
 mod error;
 mod model;
 pub mod queries;
@@ -24,6 +25,7 @@ mod resolve;
 mod runner;
 mod segment;
 mod service;
+mod shared;
 mod settings;
 mod sink;
 mod view;

@@ -1,7 +1,7 @@
 //! Resolving an approval: exactly once, with a fresh gate, then resuming from the
 //! stored checkpoint.
 
-use pp_agent::{Resolution, check_edit};
+use pp_agent::Resolution;
 use pp_store::Resolve;
 use pp_types::{
     Actor, ApprovalId, ApprovalState, Event, EventKind, NewAudit, TaskRecord, TaskState,
@@ -9,8 +9,10 @@ use pp_types::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::blocking::blocking;
+use crate::checks::{Refusal, assess, target_of};
 use crate::runner::Start;
-use crate::segment::{Segment, arguments_hash};
+use crate::segment::arguments_hash;
 use crate::{Error, Result, TaskService};
 
 /// The person's decision.
@@ -43,15 +45,33 @@ impl TaskService {
     ///
     /// The decision and its audit row are recorded in one compare-and-set transaction; a
     /// second resolve of the same approval gets [`Error::AlreadyResolved`] and never runs
-    /// anything. Edited arguments are validated against the tool's schema and checked by
-    /// a freshly built gate first ([`Error::InvalidArguments`] leaves the approval
-    /// pending). If the target changed since the person was shown it, the approval ends
-    /// `stale`, the call does not run and the model is told to look again. Then the task
-    /// resumes from the stored checkpoint (no second trip through the queue); with
-    /// `wait` the call returns once it finishes or pauses again.
+    /// anything. An approval whose task was cancelled first gets [`Error::InvalidState`]
+    /// (the cancel won). Before anything is recorded, an approval passes the
+    /// pre-execution checks ([`crate::checks::assess`], the same ones repeated right
+    /// before the call runs): edited arguments are validated against the tool's schema
+    /// and a freshly built gate ([`Error::InvalidArguments`] leaves the approval pending);
+    /// if the target changed since the person was shown it, the approval ends `stale`,
+    /// the call does not run and the model is told to look again. Then the task resumes
+    /// from the stored checkpoint (no second trip through the queue); with `wait` the
+    /// call returns once it finishes or pauses again.
     pub async fn resolve(&self, id: &ApprovalId, request: ResolveRequest) -> Result<TaskRecord> {
-        let store = &self.inner.store;
-        let approval = store.approval(id).map_err(Error::from_store)?;
+        let shared = &self.inner.shared;
+        let approval_id = id.clone();
+        let (approval, task) = shared
+            .db(move |store| {
+                let approval = store.approval(&approval_id)?;
+                let task = store.task(&approval.task_id)?;
+                Ok((approval, task))
+            })
+            .await?;
+        let cancel_won = || Error::InvalidState {
+            id: task.id.to_string(),
+            state: TaskState::Cancelled,
+            action: "resolve",
+        };
+        if approval.state == ApprovalState::Cancelled {
+            return Err(cancel_won());
+        }
         if approval.state != ApprovalState::Pending {
             return Err(Error::AlreadyResolved {
                 id: id.to_string(),
@@ -63,36 +83,8 @@ impl TaskService {
                 "edited_arguments can only be sent with decision approve".into(),
             ));
         }
-        let task = store.task(&approval.task_id).map_err(Error::from_store)?;
-        let segment = Segment::build(
-            std::path::Path::new(&task.workspace_path),
-            &self.inner.extra_tools,
-        )?;
 
-        if let Some(edited) = &request.edited_arguments {
-            let tool = segment.registry.get(&approval.tool).ok_or_else(|| {
-                Error::InvalidArguments(format!("tool `{}` is not available", approval.tool))
-            })?;
-            if let Err(message) = check_edit(tool.as_ref(), &segment.gate, edited) {
-                store.append_events(
-                    &task.id,
-                    &[Event {
-                        step: approval.checkpoint.step,
-                        kind: EventKind::ApprovalEditRejected {
-                            call_id: approval.checkpoint.pending.call.id.clone(),
-                            message: message.clone(),
-                        },
-                    }],
-                )?;
-                return Err(Error::InvalidArguments(message));
-            }
-        }
-
-        let executed = request
-            .edited_arguments
-            .clone()
-            .unwrap_or_else(|| approval.arguments.clone());
-        let (state, resolution, action, reason) = match request.decision {
+        let (state, resolution, action, reason, target) = match request.decision {
             Decision::Reject => (
                 ApprovalState::Rejected,
                 Resolution::Reject {
@@ -100,57 +92,99 @@ impl TaskService {
                 },
                 "approval_rejected",
                 request.reason.clone(),
+                approval.target.clone(),
             ),
             Decision::Approve => {
-                match stale_reason(segment.jail(), &approval, request.edited_arguments.as_ref()) {
-                    Some(message) => (
+                let segment = shared.segment(&task.workspace_path).await?;
+                let hash_max_bytes = shared.settings.hash_max_bytes;
+                let (checked, edited) = (approval.clone(), request.edited_arguments.clone());
+                let (verdict, target) = blocking(move || {
+                    let verdict = assess(&segment, &checked, edited.as_ref(), hash_max_bytes);
+                    let target = edited
+                        .as_ref()
+                        .and_then(|edited| target_of(&segment, &checked.tool, edited));
+                    (verdict, target.or(checked.target))
+                })
+                .await?;
+                match verdict {
+                    Err(Refusal::InvalidEdit(message)) => {
+                        let event = Event {
+                            step: approval.checkpoint.step,
+                            kind: EventKind::ApprovalEditRejected {
+                                call_id: approval.checkpoint.pending.call.id.clone(),
+                                message: message.clone(),
+                            },
+                        };
+                        let task_id = task.id.clone();
+                        shared
+                            .db(move |store| store.append_events(&task_id, &[event]))
+                            .await?;
+                        return Err(Error::InvalidArguments(message));
+                    }
+                    Err(Refusal::Stale(message)) => (
                         ApprovalState::Stale,
                         Resolution::Stale {
                             message: message.clone(),
                         },
                         "approval_stale",
                         Some(message),
+                        target,
                     ),
-                    None => (
+                    Ok(()) => (
                         ApprovalState::Approved,
                         Resolution::Approve {
                             edited_arguments: request.edited_arguments.clone(),
                         },
                         "approval_approved",
                         None,
+                        target,
                     ),
                 }
             }
         };
+        let executed = request
+            .edited_arguments
+            .clone()
+            .unwrap_or_else(|| approval.arguments.clone());
         let audit = NewAudit {
             actor: Some(request.actor),
             action: action.to_owned(),
             task_id: Some(task.id.clone()),
             approval_id: Some(approval.id.clone()),
             tool: Some(approval.tool.clone()),
-            target: executed
-                .get("path")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .or_else(|| approval.target.clone()),
+            target,
             arguments_hash: (state == ApprovalState::Approved).then(|| arguments_hash(&executed)),
             detail: reason.clone(),
         };
-        let (approval, task) = store
-            .resolve(
-                id,
-                Resolve {
-                    state,
-                    actor: request.actor,
-                    reason,
-                    edited_arguments: request.edited_arguments.clone(),
-                    audit,
-                    task_to: TaskState::Running,
-                    events: Vec::new(),
-                },
-            )
-            .map_err(Error::from_store)?;
-        drop(segment);
+        let resolve = Resolve {
+            state,
+            actor: request.actor,
+            reason,
+            edited_arguments: request.edited_arguments.clone(),
+            audit,
+            task_to: TaskState::Running,
+            events: Vec::new(),
+        };
+        let approval_id = id.clone();
+        let resolved = shared
+            .db_raw(move |store| store.resolve(&approval_id, resolve))
+            .await?;
+        let (approval, task) = match resolved {
+            Ok(resolved) => resolved,
+            // A cancel committed between our read and our compare-and-set: it won.
+            Err(pp_store::Error::AlreadyResolved {
+                state: ApprovalState::Cancelled,
+                ..
+            }) => return Err(cancel_won()),
+            Err(pp_store::Error::Conflict { current, .. }) => {
+                return Err(Error::InvalidState {
+                    id: task.id.to_string(),
+                    state: current,
+                    action: "resolve",
+                });
+            }
+            Err(other) => return Err(Error::from_store(other)),
+        };
         let finished = self.spawn_segment(
             task.clone(),
             Start::Resume {
@@ -159,40 +193,14 @@ impl TaskService {
             },
         );
         if request.wait {
-            return finished.await.or_else(|_| Ok(store.task(&task.id)?));
+            return match finished.await {
+                Ok(record) => Ok(record),
+                Err(_) => {
+                    let task_id = task.id.clone();
+                    shared.db(move |store| store.task(&task_id)).await
+                }
+            };
         }
         Ok(task)
     }
-}
-
-/// Why an approval is stale: its target changed after the person was shown it.
-///
-/// Edited arguments that point at another file skip the check (the person chose that
-/// call themselves); edits that keep the target are checked like unedited approvals.
-/// Called when the decision is recorded and again right before the call runs.
-pub(crate) fn stale_reason(
-    jail: &pp_gate::Jail,
-    approval: &pp_types::ApprovalRecord,
-    edited: Option<&Value>,
-) -> Option<String> {
-    let (Some(target), Some(shown)) = (&approval.target, &approval.fingerprint) else {
-        return None;
-    };
-    if let Some(edited) = edited {
-        let edited_target = edited.get("path").and_then(Value::as_str)?;
-        let same = match (jail.check(edited_target), jail.check(target)) {
-            (Ok(edited), Ok(original)) => edited == original,
-            _ => false,
-        };
-        if !same {
-            return None;
-        }
-    }
-    let now = jail.fingerprint(target).ok();
-    (now.as_deref() != Some(shown.as_str())).then(|| {
-        format!(
-            "not run: `{target}` changed after the approval was requested, so the person \
-             approved a version they never saw; read it again and ask again if still needed"
-        )
-    })
 }

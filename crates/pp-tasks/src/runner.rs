@@ -1,19 +1,21 @@
 //! Runs one segment of a task (a fresh start or a resume) and stores how it ended.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use pp_agent::{Agent, Outcome, Resolution, ResumeError};
+use pp_agent::{Agent, Interrupt, Outcome, Resolution, ResumeError, ToolContext};
 use pp_store::{NewApproval, TaskChange};
 use pp_types::{
     ApprovalRecord, Checkpoint, Event, EventKind, FailureReason, NewAudit, TaskRecord, TaskState,
 };
+use tokio::time::Instant;
 
+use crate::blocking::blocking;
+use crate::checks::{Refusal, assess, target_of};
 use crate::model::TaskModel;
-use crate::resolve::stale_reason;
 use crate::segment::{Segment, arguments_hash};
-use crate::service::Inner;
-use crate::sink::{StoreSink, Watched, ends_segment};
+use crate::shared::{Cancellation, Shared};
+use crate::sink::{QueueingSink, StoreSink, Watched, ends_segment};
 use crate::{Error, Result};
 
 /// How a segment begins.
@@ -39,72 +41,79 @@ enum Ended {
 
 /// Runs `task` (already `running` in the store) for one segment and persists the result.
 /// Returns the task as stored afterwards.
-pub(crate) async fn run_segment(inner: &Arc<Inner>, task: TaskRecord, start: Start) -> TaskRecord {
+pub(crate) async fn run_segment(shared: &Arc<Shared>, task: TaskRecord, start: Start) -> TaskRecord {
     let id = task.id.clone();
-    match drive(inner, &task, start).await {
+    let result = drive(shared, &task, start).await;
+    shared.forget_cancellation(&id);
+    match result {
         Ok(record) => record,
         Err(error) => {
             // The service could not run the task at all (workspace gone, store failure):
             // fail it with that reason rather than leave it running.
             let change = failed_change(FailureReason::Internal, error.to_string(), 0, None);
-            match inner.store.transition(&id, &[TaskState::Running], change) {
-                Ok((record, _)) => record,
-                Err(_) => inner.store.task(&id).unwrap_or(task),
+            match finish(shared, &task, change).await {
+                Ok(record) => record,
+                Err(_) => task,
             }
         }
     }
 }
 
-async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<TaskRecord> {
-    let model = match TaskModel::for_task(&inner.models, task) {
+async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<TaskRecord> {
+    let model = match TaskModel::for_task(&shared.models, task) {
         Ok(model) => model,
         Err(error) => {
             let change = failed_change(FailureReason::ModelError, error.to_string(), 0, None);
-            return finish(inner, task, change);
+            return finish(shared, task, change).await;
         }
     };
-    let segment = Segment::build(
-        std::path::Path::new(&task.workspace_path),
-        &inner.extra_tools,
-    )?;
-    let cancel = inner.cancellation(&task.id);
+    let segment = shared.segment(&task.workspace_path).await?;
+    let cancel = shared.cancellation(&task.id);
     // The run may have waited for a worker: make sure it is still ours to run (a cancel
     // from another process, or from here before the signal could reach us).
-    let current = inner.store.task(&task.id)?;
+    let id = task.id.clone();
+    let current = shared.db(move |store| store.task(&id)).await?;
     if current.state != TaskState::Running {
-        inner.forget_cancellation(&task.id);
         return Ok(current);
     }
-    let _heartbeat = Heartbeat::start(inner, &task.id);
-    let start = recheck_staleness(inner, &segment, start);
+    let _heartbeat = Heartbeat::start(shared, &task.id);
+    let (segment, start) = before_approved_call(shared, segment, start).await?;
     let watched = match &start {
         Start::Resume {
             approval,
             resolution: Resolution::Approve { edited_arguments },
-        } => Some(Watched {
-            call_id: approval.checkpoint.pending.call.id.clone(),
-            approval_id: approval.id.clone(),
-            target: target_of(edited_arguments.as_ref().unwrap_or(&approval.arguments))
-                .or_else(|| approval.target.clone()),
-            arguments_hash: arguments_hash(
-                edited_arguments.as_ref().unwrap_or(&approval.arguments),
-            ),
-        }),
+        } => {
+            let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
+            Some(Watched {
+                call_id: approval.checkpoint.pending.call.id.clone(),
+                approval_id: approval.id.clone(),
+                target: target_of(&segment, &approval.tool, executed)
+                    .or_else(|| approval.target.clone()),
+                arguments_hash: arguments_hash(executed),
+            })
+        }
         Start::Resume { .. } | Start::Fresh => None,
     };
     let sink = StoreSink::new(
-        Arc::clone(&inner.store),
+        Arc::clone(&shared.store),
         task.id.clone(),
         watched,
-        inner.observer.clone(),
+        shared.observer.clone(),
     );
-    let agent = Agent::new(model.as_model(), &segment.registry, &segment.gate, &sink)
-        .with_limits(inner.settings.limits());
-
-    let remaining = inner
+    let queueing = QueueingSink(Arc::clone(&sink));
+    let remaining = shared
         .settings
         .timeout
         .saturating_sub(Duration::from_millis(task.running_ms));
+    let context = ToolContext::for_task(
+        task.id.as_str(),
+        std::time::Instant::now().checked_add(remaining),
+    );
+    let interrupt = context.interrupt.clone();
+    let agent = Agent::new(model.as_model(), &segment.registry, &segment.gate, &queueing)
+        .with_limits(shared.settings.limits())
+        .with_context(context);
+
     let began = Instant::now();
     let run = async {
         match start {
@@ -121,21 +130,13 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
             },
         }
     };
-    let ended = if cancel.is_cancelled() {
-        Ended::Cancelled
-    } else {
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => Ended::Cancelled,
-            ended = tokio::time::timeout(remaining, run) => ended.unwrap_or(Ended::TimedOut),
-        }
-    };
-    inner.forget_cancellation(&task.id);
+    let ended = run_interruptibly(run, &cancel, remaining, &interrupt).await;
+    sink.flush().await;
     let elapsed = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
     let position = model.script_position();
     if let Some(failure) = sink.failure() {
         let change = failed_change(FailureReason::Internal, failure, elapsed, position);
-        return finish(inner, task, change);
+        return finish(shared, task, change).await;
     }
 
     match ended {
@@ -147,7 +148,7 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
             change.events = closing_events(&events);
             change.add_running_ms = elapsed;
             change.script_position = position;
-            finish(inner, task, change)
+            finish(shared, task, change).await
         }
         Ended::Outcome(Outcome::Failed {
             reason,
@@ -161,23 +162,35 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
             change.events = closing_events(&events);
             change.add_running_ms = elapsed;
             change.script_position = position;
-            finish(inner, task, change)
+            finish(shared, task, change).await
         }
         Ended::Outcome(Outcome::Suspended(checkpoint)) => {
-            suspend(inner, task, *checkpoint, elapsed, position)
+            let target = checkpoint
+                .pending
+                .preview
+                .as_ref()
+                .map(|preview| preview.target.clone())
+                .or_else(|| {
+                    target_of(
+                        &segment,
+                        &checkpoint.pending.call.name,
+                        &checkpoint.pending.arguments,
+                    )
+                });
+            suspend(shared, task, *checkpoint, target, elapsed, position).await
         }
         Ended::ResumeFailed(message) => {
             let change = failed_change(FailureReason::Internal, message, elapsed, position);
-            finish(inner, task, change)
+            finish(shared, task, change).await
         }
         Ended::TimedOut => {
             let message = format!(
                 "the task used its {} s of running time",
-                inner.settings.timeout.as_secs()
+                shared.settings.timeout.as_secs()
             );
             let mut change = failed_change(FailureReason::Timeout, message, elapsed, position);
             change.to = TaskState::TimedOut;
-            finish(inner, task, change)
+            finish(shared, task, change).await
         }
         Ended::Cancelled => {
             let event = Event {
@@ -186,32 +199,85 @@ async fn drive(inner: &Arc<Inner>, task: &TaskRecord, start: Start) -> Result<Ta
                     message: "cancelled by the operator while running".into(),
                 },
             };
-            let record = inner.store.cancel(
-                &task.id,
-                &[TaskState::Running],
-                "cancelled by the operator",
-                vec![event],
-            );
-            match record {
+            let mut change = TaskChange::to(TaskState::Cancelled);
+            change.error = Some("cancelled by the operator".into());
+            change.events = vec![event];
+            change.add_running_ms = elapsed;
+            change.script_position = position;
+            let id = task.id.clone();
+            let audit = cancel_audit(&task.id);
+            match shared
+                .db_raw(move |store| store.cancel_task(&id, &[TaskState::Running], change, audit))
+                .await?
+            {
                 Ok(record) => Ok(record),
-                Err(_) => Ok(inner.store.task(&task.id)?),
+                Err(_) => {
+                    let id = task.id.clone();
+                    shared.db(move |store| store.task(&id)).await
+                }
             }
         }
     }
 }
 
-/// Tells the store this process is still running the task, until dropped.
+/// The audit row of a cancellation the operator asked for; written in the same
+/// transaction as the state change, so the ledger never records a cancel that did not
+/// happen.
+pub(crate) fn cancel_audit(task: &pp_types::TaskId) -> NewAudit {
+    NewAudit {
+        actor: Some(pp_types::Actor::Operator),
+        action: "task_cancelled".into(),
+        task_id: Some(task.clone()),
+        ..NewAudit::default()
+    }
+}
+
+/// Drives `run` until it ends, the task is cancelled or its running time is used up.
+///
+/// On cancel or timeout the segment's interrupt is triggered, so tool work on blocking
+/// threads stops at its next check (a write never lands after it), and a tool call that is
+/// running is allowed to finish, so its outcome reaches the events and the audit ledger.
+async fn run_interruptibly(
+    run: impl Future<Output = Ended>,
+    cancel: &Cancellation,
+    remaining: Duration,
+    interrupt: &Interrupt,
+) -> Ended {
+    if cancel.is_cancelled() {
+        interrupt.trigger();
+        return Ended::Cancelled;
+    }
+    let mut run = std::pin::pin!(run);
+    let stopped = tokio::select! {
+        biased;
+        () = cancel.cancelled() => Ended::Cancelled,
+        () = tokio::time::sleep(remaining) => Ended::TimedOut,
+        ended = &mut run => return ended,
+    };
+    interrupt.trigger();
+    while interrupt.tool_in_flight() {
+        tokio::select! {
+            _ = &mut run => break,
+            () = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+    }
+    stopped
+}
+
+/// Tells the store this process is still running the task, until dropped. Beats on its
+/// own task, so tool work on blocking threads never delays it.
 struct Heartbeat(tokio::task::JoinHandle<()>);
 
 impl Heartbeat {
-    fn start(inner: &Arc<Inner>, task: &pp_types::TaskId) -> Self {
-        let store = Arc::clone(&inner.store);
+    fn start(shared: &Arc<Shared>, task: &pp_types::TaskId) -> Self {
+        let shared = Arc::clone(shared);
         let task = task.clone();
-        let every = (inner.settings.lease / 3).max(Duration::from_millis(10));
+        let every = (shared.settings.lease / 3).max(Duration::from_millis(10));
         Self(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                let _ = store.heartbeat(&task);
+                let task = task.clone();
+                let _ = shared.db(move |store| store.heartbeat(&task)).await;
             }
         }))
     }
@@ -223,26 +289,46 @@ impl Drop for Heartbeat {
     }
 }
 
-/// Repeats the stale check right before an approved call runs: the run may have waited
-/// for a worker, and the file may have changed after the decision. A changed target turns
-/// the approval `stale` (audited) and the call is not run.
-fn recheck_staleness(inner: &Arc<Inner>, segment: &Segment, start: Start) -> Start {
+/// Repeats the pre-execution checks right before an approved call runs ([`assess`]): the
+/// run may have waited for a worker, and the file may have changed after the decision. A
+/// changed target turns the approval `stale` (audited) and the call is not run; an edit
+/// the fresh gate now refuses ends the run without running it.
+async fn before_approved_call(
+    shared: &Arc<Shared>,
+    segment: Segment,
+    start: Start,
+) -> Result<(Segment, Start)> {
     let Start::Resume {
         approval,
         resolution: Resolution::Approve { edited_arguments },
     } = start
     else {
-        return start;
+        return Ok((segment, start));
     };
-    let Some(message) = stale_reason(segment.jail(), &approval, edited_arguments.as_ref()) else {
-        return Start::Resume {
-            approval,
-            resolution: Resolution::Approve { edited_arguments },
-        };
+    let hash_max_bytes = shared.settings.hash_max_bytes;
+    let (segment, approval, edited_arguments, verdict) = blocking(move || {
+        let verdict = assess(&segment, &approval, edited_arguments.as_ref(), hash_max_bytes);
+        (segment, approval, edited_arguments, verdict)
+    })
+    .await?;
+    let message = match verdict {
+        // An edit the gate refuses now is refused again by the loop's own check, which
+        // ends the run without running anything.
+        Ok(()) | Err(Refusal::InvalidEdit(_)) => {
+            return Ok((
+                segment,
+                Start::Resume {
+                    approval,
+                    resolution: Resolution::Approve { edited_arguments },
+                },
+            ));
+        }
+        Err(Refusal::Stale(message)) => message,
     };
     let audit = NewAudit {
         actor: approval.resolved_by,
         action: "approval_stale".into(),
+        task_id: Some(approval.task_id.clone()),
         tool: Some(approval.tool.clone()),
         target: approval.target.clone(),
         detail: Some(format!(
@@ -251,19 +337,26 @@ fn recheck_staleness(inner: &Arc<Inner>, segment: &Segment, start: Start) -> Sta
         ..NewAudit::default()
     };
     // If the row is no longer `approved` something else decided; the call still does not run.
-    let _ = inner.store.mark_stale(&approval.id, &message, audit);
-    Start::Resume {
-        approval,
-        resolution: Resolution::Stale { message },
-    }
+    let (id, reason) = (approval.id.clone(), message.clone());
+    let _ = shared
+        .db_raw(move |store| store.mark_stale(&id, &reason, audit))
+        .await?;
+    Ok((
+        segment,
+        Start::Resume {
+            approval,
+            resolution: Resolution::Stale { message },
+        },
+    ))
 }
 
 /// Stores the checkpoint as a pending approval and the task as waiting, in one
 /// transaction, before anything else happens.
-fn suspend(
-    inner: &Arc<Inner>,
+async fn suspend(
+    shared: &Arc<Shared>,
     task: &TaskRecord,
     checkpoint: Checkpoint,
+    target: Option<String>,
     elapsed: u64,
     position: Option<u64>,
 ) -> Result<TaskRecord> {
@@ -271,27 +364,34 @@ fn suspend(
     change.events = closing_events(&checkpoint.events);
     change.add_running_ms = elapsed;
     change.script_position = position;
-    let approval = new_approval(checkpoint);
-    match inner.store.suspend(&task.id, approval, change) {
-        Ok(_) => Ok(inner.store.task(&task.id)?),
-        Err(pp_store::Error::Conflict { .. }) => Ok(inner.store.task(&task.id)?),
+    let approval = new_approval(checkpoint, target);
+    let id = task.id.clone();
+    match shared
+        .db_raw(move |store| {
+            store.suspend(&id, approval, change)?;
+            store.task(&id)
+        })
+        .await?
+    {
+        Ok(record) => Ok(record),
+        Err(pp_store::Error::Conflict { .. }) => {
+            let id = task.id.clone();
+            shared.db(move |store| store.task(&id)).await
+        }
         Err(error) => Err(Error::Store(error)),
     }
 }
 
-/// The approval row for a checkpoint.
-pub(crate) fn new_approval(checkpoint: Checkpoint) -> NewApproval {
+/// The approval row for a checkpoint; `target` is what the stale check and the audit
+/// name (the preview's target, or the tool's first path parameter).
+pub(crate) fn new_approval(checkpoint: Checkpoint, target: Option<String>) -> NewApproval {
     let pending = &checkpoint.pending;
     NewApproval {
         tool: pending.call.name.clone(),
         capability: pending.capability.clone(),
         risk: pending.risk,
         label: pending.preview.as_ref().map(|preview| preview.label),
-        target: pending
-            .preview
-            .as_ref()
-            .map(|preview| preview.target.clone())
-            .or_else(|| target_of(&pending.arguments)),
+        target,
         arguments: pending.arguments.clone(),
         fingerprint: pending
             .preview
@@ -303,13 +403,17 @@ pub(crate) fn new_approval(checkpoint: Checkpoint) -> NewApproval {
 
 /// Moves the task from `running` to the change's state; if someone else changed it first
 /// (a cancel from another process), keeps theirs.
-fn finish(inner: &Arc<Inner>, task: &TaskRecord, change: TaskChange) -> Result<TaskRecord> {
-    match inner
-        .store
-        .transition(&task.id, &[TaskState::Running], change)
-    {
+async fn finish(shared: &Arc<Shared>, task: &TaskRecord, change: TaskChange) -> Result<TaskRecord> {
+    let id = task.id.clone();
+    let result = shared
+        .db_raw(move |store| store.transition(&id, &[TaskState::Running], change))
+        .await?;
+    match result {
         Ok((record, _)) => Ok(record),
-        Err(pp_store::Error::Conflict { .. }) => Ok(inner.store.task(&task.id)?),
+        Err(pp_store::Error::Conflict { .. }) => {
+            let id = task.id.clone();
+            shared.db(move |store| store.task(&id)).await
+        }
         Err(error) => Err(Error::Store(error)),
     }
 }
@@ -342,12 +446,4 @@ fn closing_events(events: &[Event]) -> Vec<Event> {
         .filter(|event| ends_segment(event))
         .cloned()
         .collect()
-}
-
-/// The `path` argument, when a call has one.
-fn target_of(arguments: &serde_json::Value) -> Option<String> {
-    arguments
-        .get("path")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_owned)
 }

@@ -22,15 +22,25 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// Builds a segment on the workspace `root`; `extra` tools are registered without the
-    /// capability check (evals use this to exercise the engine's own denials).
+    /// Builds a segment on the workspace `root` with the default tool limits; `extra`
+    /// tools are registered without the capability check (evals use this to exercise the
+    /// engine's own denials). Touches the disk: call it off the async threads.
     pub fn build(root: &Path, extra: &[Arc<dyn Tool>]) -> Result<Self> {
+        Self::build_with(root, extra, pp_tools::Limits::default())
+    }
+
+    /// Like [`Segment::build`], with the built-in tools' `limits`.
+    pub fn build_with(
+        root: &Path,
+        extra: &[Arc<dyn Tool>],
+        limits: pp_tools::Limits,
+    ) -> Result<Self> {
         let jail = Arc::new(Jail::new(root).map_err(|source| Error::Workspace {
             path: root.display().to_string(),
             source,
         })?);
         let mut registry = ToolRegistry::new();
-        pp_tools::register_file_tools(&mut registry, Arc::clone(&jail))
+        pp_tools::register_file_tools_with(&mut registry, Arc::clone(&jail), limits)
             .map_err(|error| Error::Model(error.to_string()))?;
         for tool in extra {
             registry

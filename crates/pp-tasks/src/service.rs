@@ -1,17 +1,17 @@
 //! The service: creating tasks, the worker pool, cancel, retry and recovery.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use pp_agent::{EventSink, Tool};
 use pp_store::{NewTask, Store, TaskChange};
 use pp_types::{Actor, ApprovalState, Event, EventKind, NewAudit, TaskId, TaskRecord, TaskState};
 use serde_json::Value;
-use tokio::sync::{Notify, Semaphore, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use crate::runner::{Start, new_approval, run_segment};
+use crate::runner::{Start, cancel_audit, new_approval, run_segment};
+use crate::shared::Shared;
 use crate::{Error, ModelSource, Result, TaskSettings, Workspaces};
 
 /// A request to create a task.
@@ -33,82 +33,19 @@ pub struct TaskService {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// Shared state of the service.
+/// The service's own state: what its runs share, plus the set that owns them.
 pub(crate) struct Inner {
-    /// The database every state change goes through.
-    pub(crate) store: Arc<Store>,
-    /// Limits, pool size, timeout.
-    pub(crate) settings: TaskSettings,
-    /// Where tasks may run.
-    pub(crate) workspaces: Workspaces,
-    /// Where tasks get their model.
-    pub(crate) models: ModelSource,
-    /// Extra tools registered without the capability check (evals only).
-    pub(crate) extra_tools: Vec<Arc<dyn Tool>>,
-    /// Sees every event as it happens (the CLI's live view).
-    pub(crate) observer: Option<Arc<dyn EventSink>>,
-    /// One permit per worker; fresh runs and resumed runs both take one.
-    pub(crate) workers: Arc<Semaphore>,
-    /// Wakes the dispatcher when a task is queued in this process.
-    pub(crate) wake: Notify,
-    /// Cancellation signals of the segments running in this process.
-    cancellations: Mutex<HashMap<TaskId, Arc<Cancellation>>>,
+    /// What every run of this service shares (store, settings, workers, cancellations).
+    pub(crate) shared: Arc<Shared>,
     /// Owns every spawned run and the dispatcher: dropping the service aborts them.
     tasks: Mutex<JoinSet<()>>,
 }
 
-/// A cancellation signal for one task run, registered before the run waits for a worker
-/// so a cancel that arrives meanwhile is never lost.
-#[derive(Default)]
-pub(crate) struct Cancellation {
-    /// Set once cancelled; checked before anything runs.
-    flag: AtomicBool,
-    /// Wakes a running segment.
-    notify: Notify,
-}
+impl Deref for Inner {
+    type Target = Shared;
 
-impl Cancellation {
-    fn cancel(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-        self.notify.notify_one();
-    }
-
-    /// Whether the run was cancelled.
-    pub(crate) fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-    }
-
-    /// Completes once the run is cancelled.
-    pub(crate) async fn cancelled(&self) {
-        if !self.is_cancelled() {
-            self.notify.notified().await;
-        }
-    }
-}
-
-impl Inner {
-    /// The cancellation signal of `task`'s run in this process (created on first use).
-    pub(crate) fn cancellation(&self, task: &TaskId) -> Arc<Cancellation> {
-        match self.cancellations.lock() {
-            Ok(mut map) => Arc::clone(map.entry(task.clone()).or_default()),
-            Err(_) => Arc::new(Cancellation::default()),
-        }
-    }
-
-    /// Forgets a finished run's signal.
-    pub(crate) fn forget_cancellation(&self, task: &TaskId) {
-        if let Ok(mut map) = self.cancellations.lock() {
-            map.remove(task);
-        }
-    }
-
-    fn signal_cancel(&self, task: &TaskId) -> bool {
-        self.cancellations
-            .lock()
-            .ok()
-            .and_then(|map| map.get(task).cloned())
-            .map(|cancellation| cancellation.cancel())
-            .is_some()
+    fn deref(&self) -> &Shared {
+        &self.shared
     }
 }
 
@@ -133,18 +70,16 @@ impl TaskService {
         extra_tools: Vec<Arc<dyn Tool>>,
         observer: Option<Arc<dyn EventSink>>,
     ) -> Self {
-        let workers = Arc::new(Semaphore::new(settings.workers.max(1)));
         Self {
             inner: Arc::new(Inner {
-                store,
-                settings,
-                workspaces,
-                models,
-                extra_tools,
-                observer,
-                workers,
-                wake: Notify::new(),
-                cancellations: Mutex::new(HashMap::new()),
+                shared: Arc::new(Shared::new(
+                    store,
+                    settings,
+                    workspaces,
+                    models,
+                    extra_tools,
+                    observer,
+                )),
                 tasks: Mutex::new(JoinSet::new()),
             }),
         }
@@ -175,7 +110,7 @@ impl TaskService {
     }
 
     /// Stores a new `queued` task and wakes the workers.
-    pub fn create(&self, request: CreateTask) -> Result<TaskRecord> {
+    pub async fn create(&self, request: CreateTask) -> Result<TaskRecord> {
         let prompt = request.prompt.trim();
         if prompt.is_empty() {
             return Err(Error::BadRequest("the prompt is empty".into()));
@@ -191,13 +126,14 @@ impl TaskService {
                     .clone()
                     .unwrap_or_else(|| "(default)".into()),
             })?;
-        let task = self.inner.store.create_task(NewTask {
+        let new = NewTask {
             prompt: prompt.to_owned(),
             workspace: workspace.name.clone(),
             workspace_path: workspace.path.display().to_string(),
             created_by: request.actor,
             script: request.script,
-        })?;
+        };
+        let task = self.inner.db(move |store| store.create_task(new)).await?;
         self.inner.wake.notify_one();
         Ok(task)
     }
@@ -222,16 +158,16 @@ impl TaskService {
                 let Some(inner) = weak.upgrade() else { return };
                 let service = TaskService { inner };
                 if last_recovery.elapsed() >= lease {
-                    let _ = service.recover();
+                    let _ = service.recover().await;
                     last_recovery = tokio::time::Instant::now();
                 }
-                match service.inner.store.claim_queued() {
+                match service.inner.db(Store::claim_queued).await {
                     Ok(Some(task)) => {
                         service.inner.cancellation(&task.id);
-                        let run_inner = Arc::clone(&service.inner);
+                        let shared = Arc::clone(&service.inner.shared);
                         service.spawn(async move {
                             let _permit = permit;
-                            run_segment(&run_inner, task, Start::Fresh).await;
+                            run_segment(&shared, task, Start::Fresh).await;
                         });
                     }
                     Ok(None) | Err(_) => {
@@ -254,12 +190,13 @@ impl TaskService {
             .acquire_owned()
             .await
             .map_err(|_| Error::BadRequest("the service is shutting down".into()))?;
+        let id = task.clone();
         let task = self
             .inner
-            .store
-            .claim(task, &[TaskState::Queued])
-            .map_err(Error::from_store)?;
-        let record = run_segment(&self.inner, task, Start::Fresh).await;
+            .db(move |store| store.claim(&id, &[TaskState::Queued]))
+            .await?;
+        self.inner.cancellation(&task.id);
+        let record = run_segment(&self.inner.shared, task, Start::Fresh).await;
         drop(permit);
         Ok(record)
     }
@@ -274,12 +211,12 @@ impl TaskService {
         let (sender, receiver) = oneshot::channel();
         // Registered now, so a cancel while the run waits for a worker is not lost.
         self.inner.cancellation(&task.id);
-        let inner = Arc::clone(&self.inner);
+        let shared = Arc::clone(&self.inner.shared);
         self.spawn(async move {
-            let Ok(_permit) = Arc::clone(&inner.workers).acquire_owned().await else {
+            let Ok(_permit) = Arc::clone(&shared.workers).acquire_owned().await else {
                 return;
             };
-            let record = run_segment(&inner, task, start).await;
+            let record = run_segment(&shared, task, start).await;
             let _ = sender.send(record);
         });
         receiver
@@ -293,31 +230,40 @@ impl TaskService {
         }
     }
 
-    /// Cancels a task that has not ended: a queued or waiting task at once (its pending
-    /// approval is cancelled), a running one as soon as its segment notices.
+    /// Cancels a task that has not ended: a queued, waiting or interrupted task at once
+    /// (its pending approval is cancelled), a running one as soon as its segment notices.
+    ///
+    /// Exactly one of a cancel and a racing resolve wins: if the person's approval was
+    /// recorded first, or the task is about to run a call they approved, the cancel is
+    /// refused with [`Error::InvalidState`]; a running task that ends some other way
+    /// before the cancel reaches it is reported the same way. The audit row is written in
+    /// the transaction that cancels, so the ledger never records a cancel that did not
+    /// happen.
     pub async fn cancel(&self, id: &TaskId) -> Result<TaskRecord> {
-        let record = self.cancel_quietly(id).await?;
-        self.inner.store.append_audit(NewAudit {
-            actor: Some(Actor::Operator),
-            action: "task_cancelled".into(),
-            task_id: Some(id.clone()),
-            ..NewAudit::default()
-        })?;
-        Ok(record)
-    }
-
-    async fn cancel_quietly(&self, id: &TaskId) -> Result<TaskRecord> {
-        let task = self.inner.store.task(id).map_err(Error::from_store)?;
-        if task.state == TaskState::Running && self.inner.signal_cancel(id) {
-            // Our own worker stores the cancellation; wait until it has.
-            for _ in 0..200 {
-                let current = self.inner.store.task(id)?;
-                if current.state != TaskState::Running {
-                    return Ok(current);
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let refused = |state| Error::InvalidState {
+            id: id.to_string(),
+            state,
+            action: "cancel",
+        };
+        let task_id = id.clone();
+        let task = self.inner.db(move |store| store.task(&task_id)).await?;
+        if task.state == TaskState::Running {
+            let task_id = id.clone();
+            if self
+                .inner
+                .db(move |store| store.approved_call_pending(&task_id))
+                .await?
+            {
+                return Err(refused(TaskState::Running));
             }
-            return Ok(self.inner.store.task(id)?);
+            if self.inner.signal_cancel(id) {
+                // Our own worker stores the cancellation; wait until the run has ended.
+                let current = self.wait_until_not_running(id).await?;
+                return match current.state {
+                    TaskState::Cancelled => Ok(current),
+                    other => Err(refused(other)),
+                };
+            }
         }
         let from = [
             TaskState::Queued,
@@ -326,98 +272,67 @@ impl TaskService {
             TaskState::Interrupted,
         ];
         if !from.contains(&task.state) {
-            return Err(Error::InvalidState {
-                id: id.to_string(),
-                state: task.state,
-                action: "cancel",
-            });
+            return Err(refused(task.state));
         }
-        let event = Event {
+        let mut change = TaskChange::to(TaskState::Cancelled);
+        change.error = Some("cancelled by the operator".into());
+        change.events = vec![Event {
             step: 0,
             kind: EventKind::TaskCancelled {
                 message: "cancelled by the operator".into(),
             },
-        };
-        self.inner
-            .store
-            .cancel(id, &from, "cancelled by the operator", vec![event])
-            .map_err(|error| match error {
-                pp_store::Error::Conflict { current, .. } => Error::InvalidState {
-                    id: id.to_string(),
-                    state: current,
-                    action: "cancel",
-                },
-                other => Error::from_store(other),
-            })
+        }];
+        let (task_id, audit) = (id.clone(), cancel_audit(id));
+        match self
+            .inner
+            .db_raw(move |store| store.cancel_task(&task_id, &from, change, audit))
+            .await?
+        {
+            Ok(record) => Ok(record),
+            Err(pp_store::Error::Conflict { current, .. }) => Err(refused(current)),
+            Err(pp_store::Error::ApprovedCallPending { .. }) => {
+                Err(refused(TaskState::Running))
+            }
+            Err(other) => Err(Error::from_store(other)),
+        }
+    }
+
+    /// Polls the store until `id` is no longer `running` (our own worker is storing its
+    /// end); gives the state as found after at most a few seconds.
+    async fn wait_until_not_running(&self, id: &TaskId) -> Result<TaskRecord> {
+        for _ in 0..500 {
+            let task_id = id.clone();
+            let current = self.inner.db(move |store| store.task(&task_id)).await?;
+            if current.state != TaskState::Running {
+                return Ok(current);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let task_id = id.clone();
+        self.inner.db(move |store| store.task(&task_id)).await
     }
 
     /// Retries an interrupted task from its last checkpoint. If the interruption fell
     /// between an approval and its result, the approval is asked again (never re-run
     /// blind); otherwise the task starts again from its prompt (reads are safe to repeat
     /// and every write still asks).
-    pub fn retry(&self, id: &TaskId) -> Result<TaskRecord> {
-        let task = self.inner.store.task(id).map_err(Error::from_store)?;
-        if task.state != TaskState::Interrupted {
-            return Err(Error::InvalidState {
-                id: id.to_string(),
-                state: task.state,
-                action: "retry",
-            });
-        }
-        let last = self.inner.store.approvals_for_task(id)?.into_iter().last();
-        let audit = |detail: &str| NewAudit {
-            actor: Some(Actor::Operator),
-            action: "task_retried".into(),
-            task_id: Some(id.clone()),
-            detail: Some(detail.to_owned()),
-            ..NewAudit::default()
-        };
-        if let Some(approval) = last.filter(|a| a.state == ApprovalState::Approved) {
-            let message = format!(
-                "the process stopped after `{}` was approved and before its result was \
-                 recorded; asking for that approval again",
-                approval.tool
-            );
-            let event = |kind| Event {
-                step: approval.checkpoint.step,
-                kind,
-            };
-            let mut checkpoint = approval.checkpoint.clone();
-            checkpoint.events.clear();
-            let events = vec![
-                event(EventKind::TaskRetried {
-                    message: message.clone(),
-                }),
-                event(EventKind::approval_required(&checkpoint.pending)),
-            ];
-            self.inner
-                .store
-                .reopen_approval(
-                    id,
-                    &[TaskState::Interrupted],
-                    new_approval(checkpoint),
-                    events,
-                )
-                .map_err(Error::from_store)?;
-            self.inner.store.append_audit(audit(&message))?;
-            return Ok(self.inner.store.task(id)?);
-        }
-        let message = "starting again from the prompt".to_owned();
-        let mut change = TaskChange::to(TaskState::Queued);
-        change.events = vec![Event {
-            step: 0,
-            kind: EventKind::TaskRetried {
-                message: message.clone(),
-            },
-        }];
-        change.script_position = Some(0);
-        let (record, _) = self
+    pub async fn retry(&self, id: &TaskId) -> Result<TaskRecord> {
+        let task_id = id.clone();
+        let record = self
             .inner
-            .store
-            .transition(id, &[TaskState::Interrupted], change)
-            .map_err(Error::from_store)?;
-        self.inner.store.append_audit(audit(&message))?;
-        self.inner.wake.notify_one();
+            .db(move |store| retry_in(store, &task_id))
+            .await
+            .map_err(|error| match error {
+                Error::Store(pp_store::Error::Conflict { current, .. }) => Error::InvalidState {
+                    id: id.to_string(),
+                    state: current,
+                    action: "retry",
+                },
+                other => other,
+            })?;
+        if record.state == TaskState::Queued {
+            self.inner.wake.notify_one();
+        }
         Ok(record)
     }
 
@@ -425,22 +340,85 @@ impl TaskService {
     /// `interrupted` — never re-run blindly. Tasks a live process is running (a CLI `run`,
     /// another server) are left alone. `serve` calls it at start-up, and the workers call
     /// it as they poll.
-    pub fn recover(&self) -> Result<Vec<TaskId>> {
-        let ids = self.inner.store.interrupt_stale(
-            "the process running this task stopped",
-            self.inner.settings.lease,
-        )?;
-        for id in &ids {
-            self.inner.store.append_events(
-                id,
-                &[Event {
-                    step: 0,
-                    kind: EventKind::TaskInterrupted {
-                        message: "the process running this task stopped; retry to continue".into(),
-                    },
-                }],
-            )?;
-        }
-        Ok(ids)
+    pub async fn recover(&self) -> Result<Vec<TaskId>> {
+        let lease = self.inner.settings.lease;
+        self.inner
+            .db(move |store| {
+                let ids = store.interrupt_stale("the process running this task stopped", lease)?;
+                for id in &ids {
+                    store.append_events(
+                        id,
+                        &[Event {
+                            step: 0,
+                            kind: EventKind::TaskInterrupted {
+                                message: "the process running this task stopped; retry to continue"
+                                    .into(),
+                            },
+                        }],
+                    )?;
+                }
+                Ok(ids)
+            })
+            .await
     }
+}
+
+/// [`TaskService::retry`]'s store work, on a blocking thread. A task that is not
+/// `interrupted` is a [`pp_store::Error::Conflict`].
+fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
+    let task = store.task(id)?;
+    if task.state != TaskState::Interrupted {
+        return Err(pp_store::Error::Conflict {
+            id: id.to_string(),
+            current: task.state,
+            expected: vec![TaskState::Interrupted],
+        });
+    }
+    let last = store.approvals_for_task(id)?.into_iter().last();
+    let audit = |detail: &str| NewAudit {
+        actor: Some(Actor::Operator),
+        action: "task_retried".into(),
+        task_id: Some(id.clone()),
+        detail: Some(detail.to_owned()),
+        ..NewAudit::default()
+    };
+    if let Some(approval) = last.filter(|a| a.state == ApprovalState::Approved) {
+        let message = format!(
+            "the process stopped after `{}` was approved and before its result was \
+             recorded; asking for that approval again",
+            approval.tool
+        );
+        let event = |kind| Event {
+            step: approval.checkpoint.step,
+            kind,
+        };
+        let mut checkpoint = approval.checkpoint.clone();
+        checkpoint.events.clear();
+        let events = vec![
+            event(EventKind::TaskRetried {
+                message: message.clone(),
+            }),
+            event(EventKind::approval_required(&checkpoint.pending)),
+        ];
+        store.reopen_approval(
+            id,
+            &[TaskState::Interrupted],
+            new_approval(checkpoint, approval.target.clone()),
+            events,
+        )?;
+        store.append_audit(audit(&message))?;
+        return store.task(id);
+    }
+    let message = "starting again from the prompt".to_owned();
+    let mut change = TaskChange::to(TaskState::Queued);
+    change.events = vec![Event {
+        step: 0,
+        kind: EventKind::TaskRetried {
+            message: message.clone(),
+        },
+    }];
+    change.script_position = Some(0);
+    let (record, _) = store.transition(id, &[TaskState::Interrupted], change)?;
+    store.append_audit(audit(&message))?;
+    Ok(record)
 }

@@ -23,6 +23,10 @@ pub struct TaskSettings {
     /// A running task whose process sent no heartbeat for this long is `interrupted`
     /// (checked at start-up and while the workers run). Heartbeats go out every third of it.
     pub lease: Duration,
+    /// Largest file whose content is hashed into an approval's fingerprint
+    /// (`[approvals] hash_max_bytes`, default 64 MiB); larger files are fingerprinted by
+    /// their metadata (device, inode, size, mtime, ctime) only.
+    pub hash_max_bytes: u64,
 }
 
 impl Default for TaskSettings {
@@ -35,11 +39,20 @@ impl Default for TaskSettings {
             poll_interval: Duration::from_millis(250),
             context_window: None,
             lease: Duration::from_secs(30),
+            hash_max_bytes: pp_tools::Limits::default().hash_max_bytes,
         }
     }
 }
 
 impl TaskSettings {
+    /// What one call of a built-in tool may read or return.
+    pub fn tool_limits(&self) -> pp_tools::Limits {
+        pp_tools::Limits {
+            hash_max_bytes: self.hash_max_bytes,
+            ..pp_tools::Limits::default()
+        }
+    }
+
     /// The loop limits these settings imply.
     pub fn limits(&self) -> Limits {
         Limits {

@@ -2,6 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::Notify;
+
 use pp_agent::EventSink;
 use pp_store::Store;
 use pp_types::{Actor, ApprovalId, Event, EventKind, NewAudit, TaskId};
@@ -19,9 +21,14 @@ pub(crate) struct Watched {
     pub(crate) arguments_hash: String,
 }
 
-/// Appends every event to the store at once, so other processes can stream it, except the
-/// events that end a segment (`approval_required`, `task_completed`, `task_failed`): those
-/// are written in the same transaction as the task's state change.
+/// Appends every event to the store as it happens, so other processes can stream it,
+/// except the events that end a segment (`approval_required`, `task_completed`,
+/// `task_failed`): those are written in the same transaction as the task's state change.
+///
+/// `emit` is called by the loop on an async thread, so it never touches SQLite itself: it
+/// queues the event and a writer on the blocking pool appends whatever is queued, in
+/// order, one transaction per batch. [`StoreSink::flush`] waits until every queued event
+/// is stored; the runner calls it before the transaction that ends the segment.
 pub(crate) struct StoreSink {
     store: Arc<Store>,
     task: TaskId,
@@ -31,6 +38,18 @@ pub(crate) struct StoreSink {
     observer: Option<Arc<dyn EventSink>>,
     /// The first store error, reported by the runner after the segment.
     failure: Mutex<Option<String>>,
+    /// Events (with their audit rows) waiting for the writer, and whether one runs.
+    queue: Mutex<Queue>,
+    /// Wakes [`StoreSink::flush`] when the writer has drained the queue.
+    drained: Notify,
+    /// Where the writer runs.
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: Vec<(Event, Option<NewAudit>)>,
+    writing: bool,
 }
 
 impl StoreSink {
@@ -39,14 +58,57 @@ impl StoreSink {
         task: TaskId,
         watched: Option<Watched>,
         observer: Option<Arc<dyn EventSink>>,
-    ) -> Self {
-        Self {
+    ) -> Arc<Self> {
+        Arc::new(Self {
             store,
             task,
             watched: Mutex::new(watched),
             observer,
             failure: Mutex::new(None),
+            queue: Mutex::new(Queue::default()),
+            drained: Notify::new(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        })
+    }
+
+    /// Waits until every event emitted so far is stored (or failed to be).
+    pub(crate) async fn flush(&self) {
+        loop {
+            let drained = self.drained.notified();
+            let idle = self
+                .queue
+                .lock()
+                .map(|queue| queue.pending.is_empty() && !queue.writing)
+                .unwrap_or(true);
+            if idle {
+                return;
+            }
+            drained.await;
         }
+    }
+
+    /// Appends what is queued until the queue is empty; runs on the blocking pool.
+    fn drain(&self) {
+        loop {
+            let batch = match self.queue.lock() {
+                Ok(mut queue) if queue.pending.is_empty() => {
+                    queue.writing = false;
+                    break;
+                }
+                Ok(mut queue) => std::mem::take(&mut queue.pending),
+                Err(_) => break,
+            };
+            let (events, audits): (Vec<Event>, Vec<Option<NewAudit>>) = batch.into_iter().unzip();
+            if let Err(error) = self.store.append_events(&self.task, &events) {
+                self.record_failure(format!("cannot store an event: {error}"));
+            }
+            for entry in audits.into_iter().flatten() {
+                if let Err(error) = self.store.append_audit(entry) {
+                    self.record_failure(format!("cannot write the audit ledger: {error}"));
+                }
+            }
+        }
+        self.drained.notify_waiters();
     }
 
     /// The first error met while persisting, if any.
@@ -120,24 +182,35 @@ pub(crate) fn ends_segment(event: &Event) -> bool {
     )
 }
 
-impl EventSink for StoreSink {
+/// The sink the loop sees: queues into the shared [`StoreSink`] and starts its writer.
+pub(crate) struct QueueingSink(pub(crate) Arc<StoreSink>);
+
+impl EventSink for QueueingSink {
     fn emit(&self, event: &Event) {
-        if let Some(observer) = &self.observer {
+        let sink = &self.0;
+        if let Some(observer) = &sink.observer {
             observer.emit(event);
         }
         if ends_segment(event) {
             return;
         }
-        if let Err(error) = self
-            .store
-            .append_events(&self.task, std::slice::from_ref(event))
-        {
-            self.record_failure(format!("cannot store an event: {error}"));
-        }
-        if let Some(entry) = self.audit(event)
-            && let Err(error) = self.store.append_audit(entry)
-        {
-            self.record_failure(format!("cannot write the audit ledger: {error}"));
+        let audit = sink.audit(event);
+        let start_writer = match sink.queue.lock() {
+            Ok(mut queue) => {
+                queue.pending.push((event.clone(), audit));
+                !std::mem::replace(&mut queue.writing, true)
+            }
+            Err(_) => false,
+        };
+        if start_writer {
+            let writer = Arc::clone(sink);
+            match &sink.runtime {
+                Some(runtime) => {
+                    runtime.spawn_blocking(move || writer.drain());
+                }
+                // No runtime (a synchronous caller): write here.
+                None => writer.drain(),
+            }
         }
     }
 }

@@ -4,7 +4,7 @@ use pp_types::{Actor, ApprovalRecord, ApprovalState, Risk, TaskId, Timestamp, Wr
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{Error, Result, TaskService};
+use crate::{Result, TaskService};
 
 /// An approval as the inbox and the CLI show it (without the full checkpoint).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,6 +37,13 @@ pub struct ApprovalView {
     /// The new content for creates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// The workspace-relative path the target designates after `..` and links inside the
+    /// workspace are resolved (shown next to what the model wrote).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
+    /// Why part of the preview cannot be shown (e.g. the current content is unreadable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
     /// When it was requested.
     pub created_at: Timestamp,
     /// When it was resolved.
@@ -69,7 +76,9 @@ impl ApprovalView {
             target: approval.target,
             arguments: approval.arguments,
             diff: preview.as_ref().and_then(|preview| preview.diff.clone()),
-            content: preview.and_then(|preview| preview.content),
+            content: preview.as_ref().and_then(|preview| preview.content.clone()),
+            resolved: preview.as_ref().and_then(|preview| preview.resolved.clone()),
+            notice: preview.and_then(|preview| preview.notice),
             created_at: approval.created_at,
             resolved_at: approval.resolved_at,
             resolved_by: approval.resolved_by,
@@ -80,35 +89,40 @@ impl ApprovalView {
 }
 
 impl TaskService {
-    /// The card for one approval.
-    pub fn approval_view(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
-        let approval = self.inner.store.approval(id).map_err(Error::from_store)?;
-        Ok(self.view_of(approval))
+    /// One approval as a card shows it.
+    pub async fn approval_view(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
+        let id = id.clone();
+        self.inner
+            .db(move |store| {
+                let approval = store.approval(&id)?;
+                Ok(view_of(store, approval))
+            })
+            .await
     }
 
-    fn view_of(&self, approval: ApprovalRecord) -> ApprovalView {
-        let prompt = self
-            .inner
-            .store
-            .task(&approval.task_id)
-            .map(|task| task.prompt)
-            .unwrap_or_default();
-        ApprovalView::new(approval, prompt)
-    }
-
-    /// Cards for approvals in `state` (pending by default), newest first.
-    pub fn approval_views(
+    /// The approvals in `state` (pending by default), newest first, as cards show them.
+    pub async fn approval_views(
         &self,
         state: Option<ApprovalState>,
         limit: usize,
     ) -> Result<Vec<ApprovalView>> {
-        let approvals = self
-            .inner
-            .store
-            .list_approvals(Some(state.unwrap_or(ApprovalState::Pending)), limit)?;
-        Ok(approvals
-            .into_iter()
-            .map(|approval| self.view_of(approval))
-            .collect())
+        let state = state.unwrap_or(ApprovalState::Pending);
+        self.inner
+            .db(move |store| {
+                let approvals = store.list_approvals(Some(state), limit)?;
+                Ok(approvals
+                    .into_iter()
+                    .map(|approval| view_of(store, approval))
+                    .collect())
+            })
+            .await
     }
+}
+
+fn view_of(store: &pp_store::Store, approval: ApprovalRecord) -> ApprovalView {
+    let prompt = store
+        .task(&approval.task_id)
+        .map(|task| task.prompt)
+        .unwrap_or_default();
+    ApprovalView::new(approval, prompt)
 }

@@ -102,6 +102,11 @@ pub struct EffectPreview {
     /// The new content for creates (capped for display).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// Why part of the preview cannot be shown, e.g. "cannot show the current content:
+    /// permission denied" for an overwrite of an unreadable file. The label still comes
+    /// from whether the target exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
     /// A fingerprint of the target as shown (hash of its bytes, or `absent`), so a
     /// change between request and approval can be noticed.
     pub fingerprint: String,

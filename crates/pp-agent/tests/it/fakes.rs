@@ -137,18 +137,28 @@ impl Tool for RecordingTool {
         &self.spec
     }
 
-    fn preview(&self, arguments: &Value) -> Option<EffectPreview> {
-        Some(EffectPreview {
+    fn preview<'a>(
+        &'a self,
+        _context: &'a pp_agent::ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Option<EffectPreview>> {
+        let preview = EffectPreview {
             target: arguments["path"].as_str().unwrap_or_default().into(),
             resolved: None,
             label: WriteLabel::Create,
             diff: None,
             content: arguments["content"].as_str().map(str::to_owned),
+            notice: None,
             fingerprint: "absent".into(),
-        })
+        };
+        Box::pin(async move { Some(preview) })
     }
 
-    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        _context: &'a pp_agent::ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, ToolOutput> {
         self.executed.lock().unwrap().push(arguments.clone());
         let path = arguments["path"].as_str().unwrap_or_default().to_owned();
         Box::pin(async move {

@@ -437,7 +437,11 @@ impl Tool for EchoTool {
         &self.spec
     }
 
-    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        _context: &'a pp_agent::ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move { ToolOutput::success(arguments.to_string()) })
     }
 }

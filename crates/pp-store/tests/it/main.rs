@@ -142,6 +142,7 @@ fn checkpoint() -> Checkpoint {
             preview: Some(EffectPreview {
                 target: "notes/summary.md".into(),
                 resolved: None,
+                notice: None,
                 label: WriteLabel::Create,
                 diff: None,
                 content: Some("Three points.".into()),

@@ -1,6 +1,7 @@
 //! A service over a temp database and a temp workspace.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pp_agent::{BoxFuture, Tool};
@@ -10,8 +11,8 @@ use pp_tasks::{
 };
 use pp_test_support::TempTree;
 use pp_types::{
-    Actor, ApprovalRecord, ApprovalState, Capability, Risk, TaskId, TaskRecord, ToolOutput,
-    ToolSpec,
+    Actor, ApprovalRecord, ApprovalState, Capability, Risk, TaskId, TaskRecord, TaskState,
+    ToolOutput, ToolSpec,
 };
 use serde_json::{Value, json};
 
@@ -27,6 +28,8 @@ pub(crate) struct Fixture {
     pub(crate) tree: TempTree,
     pub(crate) data: tempfile::TempDir,
     pub(crate) service: TaskService,
+    /// The `blocking_read` tool of this fixture's service, to observe what it saw.
+    pub(crate) blocking: BlockingRead,
 }
 
 impl Fixture {
@@ -41,20 +44,27 @@ impl Fixture {
     pub(crate) fn with(settings: TaskSettings) -> Self {
         let tree = TempTree::new();
         let data = tempfile::tempdir().unwrap();
-        let service = service_on(&tree, &data, settings);
+        let blocking = BlockingRead::default();
+        let service = service_on(&tree, &data, settings, &blocking);
         Self {
             tree,
             data,
             service,
+            blocking,
         }
     }
 
     /// A second service on the same database, as another process would have.
     pub(crate) fn another_process(&self) -> TaskService {
-        service_on(&self.tree, &self.data, self.service.settings().clone())
+        service_on(
+            &self.tree,
+            &self.data,
+            self.service.settings().clone(),
+            &self.blocking,
+        )
     }
 
-    pub(crate) fn create(&self, script: Value) -> TaskRecord {
+    pub(crate) async fn create(&self, script: Value) -> TaskRecord {
         self.service
             .create(CreateTask {
                 prompt: "do the thing".into(),
@@ -62,11 +72,12 @@ impl Fixture {
                 actor: Actor::Operator,
                 script: Some(script),
             })
+            .await
             .unwrap()
     }
 
     pub(crate) async fn run(&self, script: Value) -> TaskRecord {
-        let task = self.create(script);
+        let task = self.create(script).await;
         self.service.run_now(&task.id).await.unwrap()
     }
 
@@ -94,6 +105,50 @@ impl Fixture {
             .len()
     }
 
+    /// The audit actions recorded for `task` after its creation, oldest first.
+    pub(crate) fn audit_actions(&self, task: &TaskId) -> Vec<String> {
+        let mut rows = self
+            .service
+            .store()
+            .list_audit(&pp_tasks::store::AuditFilter {
+                actor: None,
+                task_id: Some(task.clone()),
+                action: None,
+                before_id: None,
+                limit: 1000,
+            })
+            .unwrap();
+        rows.reverse();
+        rows.into_iter()
+            .map(|row| row.action)
+            .filter(|action| action != "task_created")
+            .collect()
+    }
+
+    /// Waits (bounded) until `task` is in `state`; fails the test otherwise.
+    pub(crate) async fn wait_for_state(&self, task: &TaskId, state: TaskState) -> TaskRecord {
+        for _ in 0..1000 {
+            let record = self.service.store().task(task).unwrap();
+            if record.state == state {
+                return record;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("task {task} never reached {}", state.as_str());
+    }
+
+    /// Waits (bounded) until `task` is no longer queued or running.
+    pub(crate) async fn wait_for_end(&self, task: &TaskId) -> TaskRecord {
+        for _ in 0..1000 {
+            let record = self.service.store().task(task).unwrap();
+            if !matches!(record.state, TaskState::Queued | TaskState::Running) {
+                return record;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("task {task} never ended");
+    }
+
     pub(crate) fn event_types(&self, task: &TaskId) -> Vec<&'static str> {
         self.service
             .store()
@@ -105,14 +160,22 @@ impl Fixture {
     }
 }
 
-fn service_on(tree: &TempTree, data: &tempfile::TempDir, settings: TaskSettings) -> TaskService {
+fn service_on(
+    tree: &TempTree,
+    data: &tempfile::TempDir,
+    settings: TaskSettings,
+    blocking: &BlockingRead,
+) -> TaskService {
     let store = Arc::new(Store::open(&data.path().join("test.db")).unwrap());
     TaskService::build(
         store,
         settings,
         Workspaces::single("test", tree.workspace()),
         ModelSource::Scripted,
-        vec![Arc::new(SlowRead) as Arc<dyn Tool>],
+        vec![
+            Arc::new(SlowRead) as Arc<dyn Tool>,
+            Arc::new(blocking.clone()) as Arc<dyn Tool>,
+        ],
         None,
     )
 }
@@ -149,11 +212,88 @@ impl Tool for SlowRead {
         &SLOW_SPEC
     }
 
-    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        _context: &'a pp_agent::ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, ToolOutput> {
         let millis = arguments["millis"].as_u64().unwrap_or(0);
         Box::pin(async move {
             tokio::time::sleep(Duration::from_millis(millis)).await;
             ToolOutput::success("slept")
+        })
+    }
+}
+
+/// A read tool whose work blocks a thread (as file IO does) for `millis` milliseconds, or
+/// with `until_stopped` until its context says stop (bounded by 20 s); runs on the
+/// blocking pool like the file tools.
+#[derive(Default, Clone)]
+pub(crate) struct BlockingRead(Arc<BlockingFlags>);
+
+#[derive(Default)]
+struct BlockingFlags {
+    /// Set once a call has started its blocking work.
+    started: AtomicBool,
+    /// Set when a call saw its context's stop signal.
+    saw_stop: AtomicBool,
+}
+
+impl BlockingRead {
+    /// Whether a call has started its blocking work.
+    pub(crate) fn started(&self) -> bool {
+        self.0.started.load(Ordering::SeqCst)
+    }
+
+    /// Whether a call saw its context's stop signal.
+    pub(crate) fn saw_stop(&self) -> bool {
+        self.0.saw_stop.load(Ordering::SeqCst)
+    }
+}
+
+static BLOCKING_SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| ToolSpec {
+    name: "blocking_read".into(),
+    description: "blocks a thread, then returns".into(),
+    parameters: json!({"type": "object", "properties": {
+        "millis": {"type": "integer"}, "until_stopped": {"type": "boolean"}}}),
+    capability: Some(Capability::new("test:read")),
+    risk: Risk::Low,
+    path_params: Vec::new(),
+});
+
+impl Tool for BlockingRead {
+    fn spec(&self) -> &ToolSpec {
+        &BLOCKING_SPEC
+    }
+
+    fn execute<'a>(
+        &'a self,
+        context: &'a pp_agent::ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, ToolOutput> {
+        let millis = arguments["millis"].as_u64().unwrap_or(0);
+        let until_stopped = arguments["until_stopped"].as_bool().unwrap_or(false);
+        let (flags, context) = (Arc::clone(&self.0), context.clone());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                flags.started.store(true, Ordering::SeqCst);
+                let began = std::time::Instant::now();
+                let limit = if until_stopped {
+                    Duration::from_secs(20)
+                } else {
+                    Duration::from_millis(millis)
+                };
+                while began.elapsed() < limit {
+                    if until_stopped && context.should_stop() {
+                        flags.saw_stop.store(true, Ordering::SeqCst);
+                        return ToolOutput::error("stopped");
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                ToolOutput::success("blocked, then done")
+            })
+            .await
+            .unwrap()
         })
     }
 }

@@ -7,6 +7,7 @@
 )]
 
 mod fixture;
+mod hardening;
 mod lifecycle;
 mod resolve;
 mod restart;

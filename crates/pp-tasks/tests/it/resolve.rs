@@ -184,14 +184,8 @@ async fn resolving_without_waiting_returns_once_the_decision_is_durable() {
     assert_eq!(returned.state, TaskState::Running);
     let approval = fixture.service.store().approval(&pending.id).unwrap();
     assert_eq!(approval.state, ApprovalState::Approved);
-    for _ in 0..200 {
-        if fixture.service.store().task(&task.id).unwrap().state == TaskState::Completed {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
     assert_eq!(
-        fixture.service.store().task(&task.id).unwrap().state,
+        fixture.wait_for_end(&task.id).await.state,
         TaskState::Completed
     );
     let error = fixture
@@ -220,23 +214,13 @@ async fn with_the_only_worker_busy(
     let busy = fixture.create(json!([
         {"tool_calls": [{"name": "slow_read", "arguments": {"millis": millis}}]},
         {"content": "done"}
-    ]));
+    ])).await;
     let service = fixture.service.clone();
-    let handle = tokio::spawn(async move { service.run_now(&busy.id).await.unwrap() });
-    for _ in 0..200 {
-        if fixture.service.store().task(&handle_id(&fixture)).is_ok() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let id = busy.id.clone();
+    let handle = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
+    // The worker is taken once the busy task runs.
+    fixture.wait_for_state(&busy.id, TaskState::Running).await;
     (fixture, handle)
-}
-
-fn handle_id(fixture: &crate::fixture::Fixture) -> pp_types::TaskId {
-    fixture.service.store().list_tasks(None, 1).unwrap()[0]
-        .id
-        .clone()
 }
 
 /// Creates a task that waits for approval to overwrite `notes.txt`, without a worker
@@ -252,7 +236,7 @@ async fn waiting_overwrite(
             workspace: None,
             actor: Actor::Operator,
             script: Some(write_then_done("notes.txt", "model\n")),
-        })
+        }).await
         .unwrap();
     let task = other.run_now(&task.id).await.unwrap();
     assert_eq!(task.state, TaskState::WaitingApproval);
@@ -261,7 +245,7 @@ async fn waiting_overwrite(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_cancelled_while_its_approved_call_waits_for_a_worker_never_runs_it() {
+async fn a_cancel_after_the_approval_won_is_refused_and_the_approved_call_runs() {
     let (fixture, busy) = with_the_only_worker_busy(400).await;
     let (task, approval) = waiting_overwrite(&fixture).await;
     let request = ResolveRequest {
@@ -269,20 +253,26 @@ async fn a_task_cancelled_while_its_approved_call_waits_for_a_worker_never_runs_
         ..approve()
     };
     fixture.service.resolve(&approval, request).await.unwrap();
-    let cancelled = fixture.service.cancel(&task).await.unwrap();
-    assert_eq!(cancelled.state, TaskState::Cancelled);
+    // The approved call waits for the only worker: the person's approval won, so a
+    // cancel now loses instead of stopping the call halfway or lying about it.
+    let error = fixture.service.cancel(&task).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            pp_tasks::Error::InvalidState {
+                state: TaskState::Running,
+                ..
+            }
+        ),
+        "{error}"
+    );
     busy.await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    assert_eq!(
-        fixture.tree.read("notes.txt"),
-        "v1\n",
-        "the approved write never ran"
-    );
-    assert_eq!(
-        fixture.service.store().task(&task).unwrap().state,
-        TaskState::Cancelled
-    );
-    assert!(!fixture.event_types(&task).contains(&"tool_result"));
+    let done = fixture.wait_for_end(&task).await;
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(fixture.tree.read("notes.txt"), "model\n");
+    let actions = fixture.audit_actions(&task);
+    assert!(!actions.contains(&"task_cancelled".to_owned()), "{actions:?}");
+    assert!(actions.contains(&"tool_executed".to_owned()), "{actions:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,12 +287,10 @@ async fn staleness_is_checked_again_right_before_the_call_runs() {
     // The person approved what they saw; then the file changes before the call runs.
     fixture.tree.file("notes.txt", "v2 by the person\n");
     busy.await.unwrap();
-    for _ in 0..200 {
-        if fixture.service.store().task(&task).unwrap().state == TaskState::Completed {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    assert_eq!(
+        fixture.wait_for_end(&task).await.state,
+        TaskState::Completed
+    );
     assert_eq!(fixture.tree.read("notes.txt"), "v2 by the person\n");
     let record = fixture.service.store().approval(&approval).unwrap();
     assert_eq!(record.state, ApprovalState::Stale);

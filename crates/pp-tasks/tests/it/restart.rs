@@ -33,22 +33,22 @@ async fn a_waiting_task_is_resolved_by_another_process_at_the_right_script_turn(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_tasks_become_interrupted_and_retry_from_the_prompt() {
     let fixture = Fixture::new();
-    let task = fixture.create(json!([{"content": "hello again"}]));
+    let task = fixture.create(json!([{"content": "hello again"}])).await;
     // A process claimed it and died.
     fixture.service.store().claim_queued().unwrap().unwrap();
     crate::fixture::outlive_the_lease().await;
-    let interrupted = fixture.another_process().recover().unwrap();
+    let interrupted = fixture.another_process().recover().await.unwrap();
     assert_eq!(interrupted, vec![task.id.clone()]);
     let record = fixture.service.store().task(&task.id).unwrap();
     assert_eq!(record.state, TaskState::Interrupted);
     assert!(fixture.event_types(&task.id).contains(&"task_interrupted"));
 
-    let retried = fixture.service.retry(&task.id).unwrap();
+    let retried = fixture.service.retry(&task.id).await.unwrap();
     assert_eq!(retried.state, TaskState::Queued);
     let done = fixture.service.run_now(&task.id).await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(done.final_text.as_deref(), Some("hello again"));
-    let error = fixture.service.retry(&task.id).unwrap_err();
+    let error = fixture.service.retry(&task.id).await.unwrap_err();
     assert!(matches!(error, pp_tasks::Error::InvalidState { .. }));
 }
 
@@ -83,10 +83,10 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
         )
         .unwrap();
     crate::fixture::outlive_the_lease().await;
-    fixture.another_process().recover().unwrap();
+    fixture.another_process().recover().await.unwrap();
     assert!(!fixture.tree.exists("a.txt"));
 
-    let retried = fixture.service.retry(&task.id).unwrap();
+    let retried = fixture.service.retry(&task.id).await.unwrap();
     assert_eq!(
         retried.state,
         TaskState::WaitingApproval,
@@ -107,13 +107,13 @@ async fn another_process_starting_up_leaves_a_live_run_alone() {
     let task = fixture.create(json!([
         {"tool_calls": [{"name": "slow_read", "arguments": {"millis": 700}}]},
         {"content": "finished"}
-    ]));
+    ])).await;
     let service = fixture.service.clone();
     let id = task.id.clone();
     let run = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
     // Well past the lease: the live run keeps its heartbeat fresh.
     tokio::time::sleep(std::time::Duration::from_millis(450)).await;
-    let interrupted = fixture.another_process().recover().unwrap();
+    let interrupted = fixture.another_process().recover().await.unwrap();
     assert!(interrupted.is_empty(), "{interrupted:?}");
     let done = run.await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
@@ -123,7 +123,7 @@ async fn another_process_starting_up_leaves_a_live_run_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workers_interrupt_a_dead_runners_task_while_they_poll() {
     let fixture = Fixture::new();
-    let task = fixture.create(json!([{"content": "never"}]));
+    let task = fixture.create(json!([{"content": "never"}])).await;
     fixture.service.store().claim_queued().unwrap().unwrap();
     let other = fixture.another_process();
     other.start_workers();

@@ -1,7 +1,8 @@
 //! What the file tools share: argument access, the jail-error mapping, the truncation
 //! marker, text decoding with binary detection, and unified diffs.
 
-use pp_gate::{Jail, JailError};
+use pp_agent::ToolContext;
+use pp_gate::{Jail, JailError, WriteOutcome};
 use pp_types::ToolOutput;
 use serde_json::Value;
 
@@ -14,6 +15,45 @@ pub(crate) fn jail_error(err: &JailError) -> ToolOutput {
     match err.denial() {
         Some(denial) => ToolOutput::Denied(denial),
         None => ToolOutput::error(err.to_string()),
+    }
+}
+
+/// Writes `content` atomically unless the task was cancelled or ran out of time: the
+/// check happens right before the rename that makes the write visible, so a call the
+/// service stopped waiting for never lands.
+pub(crate) fn write_unless_stopped(
+    jail: &Jail,
+    context: &ToolContext,
+    path: &str,
+    content: &[u8],
+) -> Result<WriteOutcome, ToolOutput> {
+    let stop = || context.should_stop();
+    jail.write_atomic_unless(path, content, &stop)
+        .map_err(|err| match err {
+            JailError::Aborted { .. } => ToolOutput::error(format!(
+                "not written: the task was cancelled or ran out of time before `{path}` was \
+                 replaced"
+            )),
+            other => jail_error(&other),
+        })
+}
+
+/// The workspace-relative path `path` designates after `..` and links inside the
+/// workspace are resolved, for the approval card; `None` when the jail refuses it.
+pub(crate) fn resolved_path(jail: &Jail, path: &str) -> Option<String> {
+    jail.check(path)
+        .ok()
+        .map(|relative| relative.to_string_lossy().into_owned())
+}
+
+/// What an approval card says when the current content of an existing target cannot be
+/// read (the label still says overwrite).
+pub(crate) fn unreadable_notice(error: &JailError) -> String {
+    match error {
+        JailError::Io { source, .. } => {
+            format!("cannot show the current content: {}", source.kind())
+        }
+        other => format!("cannot show the current content: {other}"),
     }
 }
 

@@ -26,14 +26,16 @@
 
 use std::sync::Arc;
 
-use pp_agent::{BoxFuture, Tool};
+use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_types::{Capability, EffectPreview, Risk, ToolOutput, ToolSpec, WriteLabel};
 use serde_json::{Value, json};
 
 use super::Limits;
+use super::blocking::SyncTool;
 use super::common::{
-    cap_for_display, jail_error, read_whole_text, required_str, respond, unified_diff,
+    cap_for_display, read_whole_text, required_str, resolved_path, respond, unified_diff,
+    write_unless_stopped,
 };
 
 /// What the model reads about the tool.
@@ -114,11 +116,9 @@ impl EditFile {
         })
     }
 
-    fn run(&self, arguments: &Value) -> Result<String, ToolOutput> {
+    fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
         let planned = self.plan(arguments)?;
-        self.jail
-            .write_atomic(planned.path, planned.new.as_bytes())
-            .map_err(|err| jail_error(&err))?;
+        write_unless_stopped(&self.jail, context, planned.path, planned.new.as_bytes())?;
         Ok(format!(
             "edited `{}`: replaced 1 occurrence ({} → {} characters)",
             planned.path,
@@ -127,15 +127,19 @@ impl EditFile {
         ))
     }
 
-    fn describe(&self, arguments: &Value) -> Option<EffectPreview> {
+    fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
         let path = required_str(arguments, "path").ok()?;
         // Fingerprint first: a change while we read makes the stored fingerprint stale,
         // which the approval check notices.
-        let fingerprint = self.jail.fingerprint(path).ok()?;
+        let fingerprint = self
+            .jail
+            .fingerprint_with(path, self.limits.hash_max_bytes)
+            .ok()?;
         let planned = self.plan(arguments).ok()?;
         Some(EffectPreview {
             target: path.to_owned(),
-            resolved: None,
+            resolved: resolved_path(&self.jail, path),
+            notice: None,
             label: WriteLabel::Overwrite,
             diff: Some(cap_for_display(
                 &unified_diff(path, &planned.old, &planned.new),
@@ -147,17 +151,17 @@ impl EditFile {
     }
 }
 
-impl Tool for EditFile {
+impl SyncTool for EditFile {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn preview(&self, arguments: &Value) -> Option<EffectPreview> {
-        self.describe(arguments)
+    fn describe(&self, _context: &ToolContext, arguments: &Value) -> Option<EffectPreview> {
+        self.preview_of(arguments)
     }
 
-    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { respond(self.run(arguments)) })
+    fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
+        respond(self.run(context, arguments))
     }
 }
 

@@ -26,12 +26,13 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use pp_agent::{BoxFuture, Tool};
+use pp_agent::ToolContext;
 use pp_gate::{EntryKind, Jail, ListEntry, ListOptions};
 use pp_types::{Capability, Risk, Timestamp, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 use super::Limits;
+use super::blocking::SyncTool;
 use super::common::{
     jail_error, optional_bool, optional_str, required_str, respond, truncation_marker,
 };
@@ -170,13 +171,13 @@ impl ListFiles {
     }
 }
 
-impl Tool for ListFiles {
+impl SyncTool for ListFiles {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { respond(self.run(arguments)) })
+    fn call(&self, _context: &ToolContext, arguments: &Value) -> ToolOutput {
+        respond(self.run(arguments))
     }
 }
 

@@ -4,6 +4,7 @@
 //! truncation marker, text decoding and the unified diff used by the write previews;
 //! [`glob`] is the small pattern matcher behind `list_files`' `pattern`.
 
+mod blocking;
 mod common;
 mod edit_file;
 mod glob;
@@ -15,6 +16,8 @@ use std::sync::Arc;
 
 use pp_agent::{RegistryError, Tool, ToolRegistry};
 use pp_gate::Jail;
+
+use blocking::OffThread;
 
 /// How much one call of a file tool may read or return.
 ///
@@ -34,16 +37,22 @@ pub struct Limits {
     /// Largest number of entries `list_files` examines while filtering by `pattern`;
     /// bounds the walk of a huge tree when few entries match.
     pub max_scan_entries: usize,
+    /// Largest file whose content is hashed into an approval's fingerprint; larger files
+    /// are fingerprinted by their metadata only (device, inode, size, mtime, ctime), so a
+    /// preview of a write to a huge file stays cheap (`[approvals] hash_max_bytes`).
+    pub hash_max_bytes: u64,
 }
 
 impl Default for Limits {
-    /// 10 MiB per file, 64 KiB of output text, 1000 listed entries, 20 000 scanned.
+    /// 10 MiB per file, 64 KiB of output text, 1000 listed entries, 20 000 scanned,
+    /// content hashed up to 64 MiB.
     fn default() -> Self {
         Self {
             max_read_bytes: 10 * 1024 * 1024,
             max_output_chars: 64 * 1024,
             max_list_entries: 1000,
             max_scan_entries: 20_000,
+            hash_max_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -57,10 +66,19 @@ pub fn file_tools(jail: Arc<Jail>) -> Vec<Arc<dyn Tool>> {
 /// The four file tools working inside `jail` with the given `limits`.
 pub fn file_tools_with(jail: Arc<Jail>, limits: Limits) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(list_files::ListFiles::new(Arc::clone(&jail), limits)),
-        Arc::new(read_file::ReadFile::new(Arc::clone(&jail), limits)),
-        Arc::new(write_file::WriteFile::new(Arc::clone(&jail), limits)),
-        Arc::new(edit_file::EditFile::new(jail, limits)),
+        Arc::new(OffThread(Arc::new(list_files::ListFiles::new(
+            Arc::clone(&jail),
+            limits,
+        )))),
+        Arc::new(OffThread(Arc::new(read_file::ReadFile::new(
+            Arc::clone(&jail),
+            limits,
+        )))),
+        Arc::new(OffThread(Arc::new(write_file::WriteFile::new(
+            Arc::clone(&jail),
+            limits,
+        )))),
+        Arc::new(OffThread(Arc::new(edit_file::EditFile::new(jail, limits)))),
     ]
 }
 

@@ -24,12 +24,13 @@
 
 use std::sync::Arc;
 
-use pp_agent::{BoxFuture, Tool};
+use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 use super::Limits;
+use super::blocking::SyncTool;
 use super::common::{
     binary_error, decode_text, jail_error, optional_count, prefix_chars, required_str, respond,
     truncation_marker,
@@ -109,13 +110,13 @@ impl ReadFile {
     }
 }
 
-impl Tool for ReadFile {
+impl SyncTool for ReadFile {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { respond(self.run(arguments)) })
+    fn call(&self, _context: &ToolContext, arguments: &Value) -> ToolOutput {
+        respond(self.run(arguments))
     }
 }
 

@@ -26,14 +26,16 @@
 
 use std::sync::Arc;
 
-use pp_agent::{BoxFuture, Tool};
+use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_types::{Capability, EffectPreview, Risk, ToolOutput, ToolSpec, WriteLabel};
 use serde_json::{Value, json};
 
 use super::Limits;
+use super::blocking::SyncTool;
 use super::common::{
-    cap_for_display, decode_text, jail_error, required_str, respond, unified_diff,
+    cap_for_display, decode_text, required_str, resolved_path, respond, unified_diff,
+    unreadable_notice, write_unless_stopped,
 };
 
 /// What the model reads about the tool.
@@ -77,13 +79,10 @@ impl WriteFile {
         Self { jail, limits, spec }
     }
 
-    fn run(&self, arguments: &Value) -> Result<String, ToolOutput> {
+    fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
         let path = required_str(arguments, "path")?;
         let content = required_str(arguments, "content")?;
-        let outcome = self
-            .jail
-            .write_atomic(path, content.as_bytes())
-            .map_err(|err| jail_error(&err))?;
+        let outcome = write_unless_stopped(&self.jail, context, path, content.as_bytes())?;
         let verb = if outcome.created {
             "created"
         } else {
@@ -92,56 +91,65 @@ impl WriteFile {
         Ok(format!("{verb} `{path}` ({} bytes)", content.len()))
     }
 
-    fn describe(&self, arguments: &Value) -> Option<EffectPreview> {
+    fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
         let path = required_str(arguments, "path").ok()?;
         let content = required_str(arguments, "content").ok()?;
         // Fingerprint first: if the file changes while we read it, the fingerprint is
-        // the older one and the change is noticed when it is compared at approval.
-        let fingerprint = self.jail.fingerprint(path).ok()?;
+        // the older one and the change is noticed when it is compared at approval. The
+        // fingerprint needs no read permission and hashes at most `hash_max_bytes`.
+        let fingerprint = self
+            .jail
+            .fingerprint_with(path, self.limits.hash_max_bytes)
+            .ok()?;
+        // The label comes from existence, never from readability.
         let exists = self.jail.exists(path).ok()?;
         let max_chars = self.limits.max_output_chars;
-        if !exists {
-            return Some(EffectPreview {
-                target: path.to_owned(),
-                resolved: None,
-                label: WriteLabel::Create,
-                diff: None,
-                content: Some(cap_for_display(content, max_chars)),
-                fingerprint,
-            });
-        }
-        let old = self.jail.read(path, self.limits.max_read_bytes).ok()?;
-        let diff = match decode_text(&old.bytes, false) {
-            Ok(old_text) if !old.truncated => Some(cap_for_display(
-                &unified_diff(path, old_text, content),
-                max_chars,
-            )),
-            // Too large or binary: no line diff is meaningful; show what will be written.
-            _ => None,
-        };
-        let content = diff.is_none().then(|| cap_for_display(content, max_chars));
-        Some(EffectPreview {
+        let mut preview = EffectPreview {
             target: path.to_owned(),
-            resolved: None,
-            label: WriteLabel::Overwrite,
-            diff,
-            content,
+            resolved: resolved_path(&self.jail, path),
+            label: WriteLabel::Create,
+            diff: None,
+            content: None,
+            notice: None,
             fingerprint,
-        })
+        };
+        if !exists {
+            preview.content = Some(cap_for_display(content, max_chars));
+            return Some(preview);
+        }
+        preview.label = WriteLabel::Overwrite;
+        match self.jail.read(path, self.limits.max_read_bytes) {
+            Ok(old) => {
+                preview.diff = match decode_text(&old.bytes, false) {
+                    Ok(old_text) if !old.truncated => Some(cap_for_display(
+                        &unified_diff(path, old_text, content),
+                        max_chars,
+                    )),
+                    // Too large or binary: no line diff is meaningful; show what will be
+                    // written.
+                    _ => None,
+                };
+            }
+            Err(error) => preview.notice = Some(unreadable_notice(&error)),
+        }
+        if preview.diff.is_none() {
+            preview.content = Some(cap_for_display(content, max_chars));
+        }
+        Some(preview)
     }
 }
 
-impl Tool for WriteFile {
+impl SyncTool for WriteFile {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn preview(&self, arguments: &Value) -> Option<EffectPreview> {
-        self.describe(arguments)
+    fn describe(&self, _context: &ToolContext, arguments: &Value) -> Option<EffectPreview> {
+        self.preview_of(arguments)
     }
 
-    fn execute<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { respond(self.run(arguments)) })
+    fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
+        respond(self.run(context, arguments))
     }
 }
 

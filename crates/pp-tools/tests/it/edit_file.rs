@@ -136,8 +136,10 @@ fn preview_is_an_overwrite_with_the_diff_of_the_edit() {
     let fixture = Fixture::new();
     fixture.tree.file("a.txt", "one\ntwo\nthree\n");
     let shown = fixture
-        .tool("edit_file")
-        .preview(&json!({"path": "a.txt", "old_text": "two", "new_text": "2"}))
+        .preview(
+            "edit_file",
+            &json!({"path": "a.txt", "old_text": "two", "new_text": "2"}),
+        )
         .expect("a preview");
     assert_eq!(shown.label, WriteLabel::Overwrite);
     assert_eq!(shown.target, "a.txt");
@@ -158,17 +160,22 @@ fn preview_is_an_overwrite_with_the_diff_of_the_edit() {
 fn no_preview_for_an_edit_that_cannot_apply() {
     let fixture = Fixture::new();
     fixture.tree.file("a.txt", "x x");
-    let tool = fixture.tool("edit_file");
     assert_eq!(
-        tool.preview(&json!({"path": "a.txt", "old_text": "x", "new_text": "y"})),
+        fixture.preview(
+            "edit_file",
+            &json!({"path": "a.txt", "old_text": "x", "new_text": "y"})),
         None
     );
     assert_eq!(
-        tool.preview(&json!({"path": "a.txt", "old_text": "z", "new_text": "y"})),
+        fixture.preview(
+            "edit_file",
+            &json!({"path": "a.txt", "old_text": "z", "new_text": "y"})),
         None
     );
     assert_eq!(
-        tool.preview(&json!({"path": "none", "old_text": "x", "new_text": "y"})),
+        fixture.preview(
+            "edit_file",
+            &json!({"path": "none", "old_text": "x", "new_text": "y"})),
         None
     );
 }

@@ -133,8 +133,12 @@ async fn previews_never_reveal_or_touch_the_outside() {
     for path in ["out-file", "../outside/secret.txt"] {
         let write = json!({"path": path, "content": "x"});
         let edit = json!({"path": path, "old_text": "TOP-SECRET", "new_text": "x"});
-        assert_eq!(fixture.tool("write_file").preview(&write), None);
-        assert_eq!(fixture.tool("edit_file").preview(&edit), None);
+        let context = pp_agent::ToolContext::default();
+        assert_eq!(
+            fixture.tool("write_file").preview(&context, &write).await,
+            None
+        );
+        assert_eq!(fixture.tool("edit_file").preview(&context, &edit).await, None);
     }
 }
 

@@ -13,11 +13,11 @@ mod write_file;
 
 use std::sync::Arc;
 
-use pp_agent::Tool;
+use pp_agent::{Tool, ToolContext};
 use pp_gate::Jail;
 use pp_test_support::TempTree;
 use pp_tools::Limits;
-use pp_types::{DenyRule, ToolOutput};
+use pp_types::{DenyRule, EffectPreview, ToolOutput};
 use serde_json::Value;
 
 /// A temporary tree and the four tools working in its `workspace/`.
@@ -47,7 +47,18 @@ impl Fixture {
 
     /// Runs a tool directly, bypassing schema and policy.
     pub(crate) async fn call(&self, name: &str, arguments: Value) -> ToolOutput {
-        self.tool(name).execute(&arguments).await
+        self.tool(name)
+            .execute(&ToolContext::default(), &arguments)
+            .await
+    }
+
+    /// A tool's approval preview, from synchronous tests (on a runtime of its own: the
+    /// preview's file work runs on the blocking pool).
+    pub(crate) fn preview(&self, name: &str, arguments: &Value) -> Option<EffectPreview> {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime")
+            .block_on(self.tool(name).preview(&ToolContext::default(), arguments))
     }
 
     /// Runs a tool and returns its success text, failing the test otherwise.

@@ -7,8 +7,7 @@ use crate::Fixture;
 
 fn preview(fixture: &Fixture, arguments: &serde_json::Value) -> EffectPreview {
     fixture
-        .tool("write_file")
-        .preview(arguments)
+        .preview("write_file", arguments)
         .expect("a preview")
 }
 
@@ -56,7 +55,8 @@ fn preview_of_a_create_shows_the_content() {
         preview(&fixture, &json!({"path": "new.txt", "content": "hi\n"})),
         EffectPreview {
             target: "new.txt".to_owned(),
-            resolved: None,
+            resolved: Some("new.txt".to_owned()),
+            notice: None,
             label: WriteLabel::Create,
             diff: None,
             content: Some("hi\n".to_owned()),
@@ -158,8 +158,7 @@ fn preview_of_a_binary_target_shows_the_new_content_instead_of_a_diff() {
 #[test]
 fn preview_without_usable_arguments_is_none() {
     let fixture = Fixture::new();
-    let tool = fixture.tool("write_file");
-    assert_eq!(tool.preview(&json!({"path": "a.txt"})), None);
-    assert_eq!(tool.preview(&json!({"content": "x"})), None);
-    assert_eq!(tool.preview(&json!([])), None);
+    assert_eq!(fixture.preview("write_file", &json!({"path": "a.txt"})), None);
+    assert_eq!(fixture.preview("write_file", &json!({"content": "x"})), None);
+    assert_eq!(fixture.preview("write_file", &json!([])), None);
 }

@@ -1,0 +1,147 @@
+//! What the service and its runs share: the store (reached only off the async threads),
+//! settings, workspaces, the model source, the worker permits and the cancellation
+//! signals of the runs in this process.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pp_agent::{EventSink, Tool};
+use pp_store::Store;
+use pp_types::TaskId;
+use tokio::sync::{Notify, Semaphore};
+
+use crate::blocking::blocking;
+use crate::segment::Segment;
+use crate::{Error, ModelSource, Result, TaskSettings, Workspaces};
+
+/// State shared by the service and every run it starts.
+pub(crate) struct Shared {
+    /// The database every state change goes through; called only via [`Shared::db`].
+    pub(crate) store: Arc<Store>,
+    /// Limits, pool size, timeout.
+    pub(crate) settings: TaskSettings,
+    /// Where tasks may run.
+    pub(crate) workspaces: Workspaces,
+    /// Where tasks get their model.
+    pub(crate) models: ModelSource,
+    /// Extra tools registered without the capability check (evals only).
+    pub(crate) extra_tools: Vec<Arc<dyn Tool>>,
+    /// Sees every event as it happens (the CLI's live view).
+    pub(crate) observer: Option<Arc<dyn EventSink>>,
+    /// One permit per worker; fresh runs and resumed runs both take one.
+    pub(crate) workers: Arc<Semaphore>,
+    /// Wakes the dispatcher when a task is queued in this process.
+    pub(crate) wake: Notify,
+    /// Cancellation signals of the segments running in this process.
+    cancellations: Mutex<HashMap<TaskId, Arc<Cancellation>>>,
+}
+
+/// A cancellation signal for one task run, registered before the run waits for a worker
+/// so a cancel that arrives meanwhile is never lost.
+#[derive(Default)]
+pub(crate) struct Cancellation {
+    /// Set once cancelled; checked before anything runs.
+    flag: AtomicBool,
+    /// Wakes a running segment.
+    notify: Notify,
+}
+
+impl Cancellation {
+    fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    /// Whether the run was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Completes once the run is cancelled.
+    pub(crate) async fn cancelled(&self) {
+        if !self.is_cancelled() {
+            self.notify.notified().await;
+        }
+    }
+}
+
+impl Shared {
+    pub(crate) fn new(
+        store: Arc<Store>,
+        settings: TaskSettings,
+        workspaces: Workspaces,
+        models: ModelSource,
+        extra_tools: Vec<Arc<dyn Tool>>,
+        observer: Option<Arc<dyn EventSink>>,
+    ) -> Self {
+        let workers = Arc::new(Semaphore::new(settings.workers.max(1)));
+        Self {
+            store,
+            settings,
+            workspaces,
+            models,
+            extra_tools,
+            observer,
+            workers,
+            wake: Notify::new(),
+            cancellations: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Runs one store call on the blocking pool; store errors keep their meaning
+    /// ([`Error::from_store`]).
+    pub(crate) async fn db<T, F>(&self, call: F) -> Result<T>
+    where
+        F: FnOnce(&Store) -> pp_store::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.db_raw(call).await?.map_err(Error::from_store)
+    }
+
+    /// Like [`Shared::db`], but hands back the store's own error, for callers that tell
+    /// a compare-and-set conflict from other failures.
+    pub(crate) async fn db_raw<T, F>(&self, call: F) -> Result<pp_store::Result<T>>
+    where
+        F: FnOnce(&Store) -> pp_store::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let store = Arc::clone(&self.store);
+        blocking(move || call(&store)).await
+    }
+
+    /// Builds a fresh jail, tools and gate on `workspace_path`, off the async threads
+    /// (opening the workspace touches the disk).
+    pub(crate) async fn segment(&self, workspace_path: &str) -> Result<Segment> {
+        let root = PathBuf::from(workspace_path);
+        let extra = self.extra_tools.clone();
+        let limits = self.settings.tool_limits();
+        blocking(move || Segment::build_with(&root, &extra, limits)).await?
+    }
+
+    /// The cancellation signal of `task`'s run in this process (created on first use).
+    pub(crate) fn cancellation(&self, task: &TaskId) -> Arc<Cancellation> {
+        match self.cancellations.lock() {
+            Ok(mut map) => Arc::clone(map.entry(task.clone()).or_default()),
+            Err(_) => Arc::new(Cancellation::default()),
+        }
+    }
+
+    /// Forgets a finished run's signal.
+    pub(crate) fn forget_cancellation(&self, task: &TaskId) {
+        if let Ok(mut map) = self.cancellations.lock() {
+            map.remove(task);
+        }
+    }
+
+    /// Signals the run of `task` in this process; `false` when none runs here.
+    pub(crate) fn signal_cancel(&self, task: &TaskId) -> bool {
+        self.cancellations
+            .lock()
+            .ok()
+            .and_then(|map| map.get(task).cloned())
+            .map(|cancellation| cancellation.cancel())
+            .is_some()
+    }
+}

@@ -1,0 +1,63 @@
+//! Runs the file tools' synchronous bodies on tokio's blocking pool.
+//!
+//! Reading, hashing, diffing and writing files can take long (a slow disk, a huge file);
+//! done on an async thread they would stall every other task and the HTTP server. Each
+//! file tool implements [`SyncTool`] and is registered wrapped in [`OffThread`], which
+//! is the [`Tool`] the loop sees.
+
+use std::sync::Arc;
+
+use pp_agent::{BoxFuture, Tool, ToolContext};
+use pp_types::{EffectPreview, ToolOutput, ToolSpec};
+use serde_json::Value;
+
+/// A tool whose work is synchronous (file IO through the jail).
+pub(crate) trait SyncTool: Send + Sync + 'static {
+    /// The tool's specification.
+    fn spec(&self) -> &ToolSpec;
+
+    /// The approval card's description of a call; `None` for tools without an effect.
+    fn describe(&self, _context: &ToolContext, _arguments: &Value) -> Option<EffectPreview> {
+        None
+    }
+
+    /// Runs the call.
+    fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput;
+}
+
+/// A [`SyncTool`] whose preview and execution run on the blocking pool.
+pub(crate) struct OffThread<T>(pub(crate) Arc<T>);
+
+impl<T: SyncTool> Tool for OffThread<T> {
+    fn spec(&self) -> &ToolSpec {
+        self.0.spec()
+    }
+
+    fn preview<'a>(
+        &'a self,
+        context: &'a ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Option<EffectPreview>> {
+        let (tool, context, arguments) = (Arc::clone(&self.0), context.clone(), arguments.clone());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || tool.describe(&context, &arguments))
+                .await
+                .unwrap_or(None)
+        })
+    }
+
+    fn execute<'a>(
+        &'a self,
+        context: &'a ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, ToolOutput> {
+        let (tool, context, arguments) = (Arc::clone(&self.0), context.clone(), arguments.clone());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || tool.call(&context, &arguments))
+                .await
+                .unwrap_or_else(|error| {
+                    ToolOutput::error(format!("the tool stopped unexpectedly: {error}"))
+                })
+        })
+    }
+}
