@@ -25,8 +25,8 @@ mod resolve;
 mod runner;
 mod segment;
 mod service;
-mod shared;
 mod settings;
+mod shared;
 mod sink;
 mod view;
 

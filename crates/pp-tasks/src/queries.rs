@@ -5,12 +5,10 @@
 use std::time::Duration;
 
 use pp_store::AuditFilter;
-use pp_types::{
-    ApprovalId, ApprovalState, AuditEntry, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState,
-};
+use pp_types::{AuditEntry, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState};
 
 use crate::blocking::blocking;
-use crate::{ApprovalView, CreateTask, Error, Result, TaskService};
+use crate::{Error, Result, TaskService};
 
 /// One page of a task's events: at most the requested number, oldest first.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,35 +51,6 @@ impl TaskService {
                 .map_err(Error::from_store)
         })
         .await
-    }
-
-    /// [`TaskService::create`] off the async threads.
-    pub async fn create_task(&self, request: CreateTask) -> Result<TaskRecord> {
-        self.off_thread(move |service| service.create(request))
-            .await
-    }
-
-    /// [`TaskService::retry`] off the async threads.
-    pub async fn retry_task(&self, id: &TaskId) -> Result<TaskRecord> {
-        let id = id.clone();
-        self.off_thread(move |service| service.retry(&id)).await
-    }
-
-    /// [`TaskService::approval_view`] off the async threads.
-    pub async fn approval_card(&self, id: &ApprovalId) -> Result<ApprovalView> {
-        let id = id.clone();
-        self.off_thread(move |service| service.approval_view(&id))
-            .await
-    }
-
-    /// [`TaskService::approval_views`] off the async threads.
-    pub async fn approval_cards(
-        &self,
-        state: Option<ApprovalState>,
-        limit: usize,
-    ) -> Result<Vec<ApprovalView>> {
-        self.off_thread(move |service| service.approval_views(state, limit))
-            .await
     }
 
     /// Up to `limit` (at least 1) of the task's events with `seq > after`, oldest first,
@@ -208,7 +177,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let service = service(dir.path());
         let task = service
-            .create_task(CreateTask {
+            .create(crate::CreateTask {
                 prompt: "page me".into(),
                 workspace: None,
                 actor: Actor::Operator,

@@ -48,7 +48,7 @@ pub(crate) async fn create(
 ) -> ApiResult<(StatusCode, Json<TaskRecord>)> {
     let task = state
         .service()
-        .create_task(CreateTask {
+        .create(CreateTask {
             prompt: request.prompt,
             workspace: request.workspace,
             actor: Actor::Operator,
@@ -90,5 +90,5 @@ pub(crate) async fn retry(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
-    Ok(Json(state.service().retry_task(&TaskId(id)).await?))
+    Ok(Json(state.service().retry(&TaskId(id)).await?))
 }

@@ -282,13 +282,19 @@ async fn cancel_a_waiting_task() {
         .await;
     reply.expect(200, None);
     assert_eq!(reply.json["state"], "cancelled");
+    // The cancel won: a resolve after it is refused as `invalid_state` (finding 7), and
+    // the approval is recorded cancelled.
     app.call_json(
         Method::POST,
         &format!("/api/approvals/{approval}/resolve"),
         &json!({"decision": "approve"}),
     )
     .await
-    .expect(409, Some("already_resolved"));
+    .expect(409, Some("invalid_state"));
+    let card = app
+        .call(Method::GET, &format!("/api/approvals/{approval}"))
+        .await;
+    assert_eq!(card.json["state"], "cancelled");
     assert!(!app.tree.exists("c.txt"));
 }
 
@@ -300,7 +306,9 @@ async fn resolve_latency() {
     let app = App::running();
     let mut approvals = Vec::new();
     for i in 0..200 {
-        let task = app.create_task(crate::write_script(&format!("lat/{i}.txt"), "x\n"));
+        let task = app
+            .create_task(crate::write_script(&format!("lat/{i}.txt"), "x\n"))
+            .await;
         approvals.push(task.id);
     }
     let mut ids = Vec::new();

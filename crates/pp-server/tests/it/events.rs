@@ -10,9 +10,11 @@ use crate::App;
 #[tokio::test]
 async fn task_events_come_in_pages_that_chain_with_next_after() {
     let app = App::running();
-    let task = app.create_task(json!([
-        {"content": "one"},
-    ]));
+    let task = app
+        .create_task(json!([
+            {"content": "one"},
+        ]))
+        .await;
     app.wait_for(&task.id, TaskState::Completed).await;
     let uri = format!("/api/tasks/{}/events", task.id);
 

@@ -198,7 +198,9 @@ async fn every_error_a_route_returns_is_documented() {
     app.service.start_workers();
     let doc = app.call(Method::GET, "/api/openapi.json").await.json;
     let (task, approval) = app.waiting_write("w.txt", "w\n").await;
-    let done = app.create_task(serde_json::json!([{"content": "done"}]));
+    let done = app
+        .create_task(serde_json::json!([{"content": "done"}]))
+        .await;
     app.wait_for(&done.id, pp_types::TaskState::Completed).await;
     app.tree.file("big.txt", "more than eight bytes");
 

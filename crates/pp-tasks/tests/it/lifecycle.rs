@@ -100,7 +100,8 @@ async fn workers_run_queued_tasks_including_ones_from_other_processes() {
             workspace: None,
             actor: Actor::Operator,
             script: Some(read),
-        }).await
+        })
+        .await
         .unwrap();
     fixture.service.start_workers();
     let store = fixture.service.store();

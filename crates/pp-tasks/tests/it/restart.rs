@@ -104,10 +104,12 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_process_starting_up_leaves_a_live_run_alone() {
     let fixture = Fixture::new();
-    let task = fixture.create(json!([
-        {"tool_calls": [{"name": "slow_read", "arguments": {"millis": 700}}]},
-        {"content": "finished"}
-    ])).await;
+    let task = fixture
+        .create(json!([
+            {"tool_calls": [{"name": "slow_read", "arguments": {"millis": 700}}]},
+            {"content": "finished"}
+        ]))
+        .await;
     let service = fixture.service.clone();
     let id = task.id.clone();
     let run = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
