@@ -510,3 +510,57 @@ test("a richer run: denial, a long result collapsed, a create card with content,
     fs.rmSync(rich.root, { recursive: true, force: true });
   }
 });
+
+test("hidden characters in a model-written path are shown visibly, with the file it resolves to", async () => {
+  // U+202E (right-to-left override) and U+200B (zero width space) in a folder name the
+  // path then leaves with `..`: the file touched is notes.txt.
+  const sneaky = "drafts\u202etxt.exe\u200b/../notes.txt";
+  const hidden = tempTree({ "notes.txt": "old\n", "drafts\u202etxt.exe\u200b/keep.txt": "k\n" });
+  fs.writeFileSync(
+    hidden.script,
+    JSON.stringify([
+      { tool_calls: [{ name: "write_file", arguments: { path: sneaky, content: "new\n" } }] },
+      { content: "done" },
+    ]),
+  );
+  const hiddenServer = await startServer(hidden);
+  const hiddenContext = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  hiddenContext.setDefaultTimeout(10000);
+  const found = [];
+  hiddenContext.on("page", (page) => watchPage(page, hiddenServer.base, found));
+  try {
+    const page = await hiddenContext.newPage();
+    await page.goto(hiddenServer.loginUrl);
+    await page.locator("#nav").waitFor({ state: "visible" });
+    await createTaskViaForm(page, "Update the notes", hiddenServer.base);
+
+    // Timeline: the escapes are visible and no raw override reaches the page text.
+    const waiting = page.locator('.timeline li[data-type="approval_required"]');
+    const marks = await waiting.locator(".invisible-char").allTextContents();
+    assert.deepEqual(marks, ["\\u{202e}", "\\u{200b}"]);
+    await textMatches(waiting.locator(".resolves-to"), /resolves to\s*notes\.txt/);
+
+    // The card: the title shows the escapes in their own style, and the resolved file.
+    await page.getByRole("link", { name: "Open the approval card" }).click();
+    const card = page.locator("article.card");
+    const title = card.locator(".card-title .target");
+    assert.equal(await title.textContent(), "drafts\\u{202e}txt.exe\\u{200b}/../notes.txt");
+    assert.deepEqual(await title.locator(".invisible-char").allTextContents(), ["\\u{202e}", "\\u{200b}"]);
+    const style = await title.locator(".invisible-char").first().evaluate((mark) => getComputedStyle(mark).borderStyle);
+    assert.equal(style, "dashed", "escapes are styled apart from the path");
+    await textMatches(card.locator(".resolves-to"), /resolves to\s*notes\.txt/);
+    const pageText = await page.locator("main").evaluate((main) => main.textContent || "");
+    assert.ok(!/[\u202a-\u202e\u2066-\u2069\u200b]/.test(pageText), "no raw bidi or zero-width character on the page");
+    await screenshot(page, "card-hidden-characters.png");
+
+    // Files: the folder name is shown with its escapes too.
+    await page.goto(hiddenServer.base + "/#/files");
+    const folder = page.locator("a.dir").first();
+    await textMatches(folder, /drafts\\u\{202e\}txt\.exe\\u\{200b\}\//);
+    assert.deepEqual(found, []);
+  } finally {
+    await hiddenContext.close();
+    await hiddenServer.stop();
+    fs.rmSync(hidden.root, { recursive: true, force: true });
+  }
+});

@@ -2,6 +2,7 @@
 
 import { api, query } from "./api.js";
 import { h, hashLink, hashQuery, notice, replace, timeElement } from "./dom.js";
+import { visibleCode } from "./visible.js";
 
 const ACTORS = ["agent", "operator", "scheduler", "webhook"];
 const PAGE = 200;
@@ -66,7 +67,7 @@ export function renderAudit(container) {
           : "",
       ),
       h("td", { "data-label": "Tool", text: entry.tool || "" }),
-      h("td", { "data-label": "Target" }, entry.target ? h("code", { text: entry.target }) : ""),
+      h("td", { "data-label": "Target" }, entry.target ? visibleCode(entry.target) : ""),
       h(
         "td",
         { "data-label": "Detail", class: "detail" },

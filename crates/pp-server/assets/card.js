@@ -6,6 +6,7 @@
 
 import { api } from "./api.js";
 import { append, block, formatTime, h, notice, prettyJson, renderDiff, replace } from "./dom.js";
+import { escapeInvisible, escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
 
 const RESOLVED_WORDS = {
   approved: "approved",
@@ -262,9 +263,10 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
     h(
       "header",
       { class: "card-head" },
-      h("h2", { id: uid + "-title", class: "card-title" }, h("span", { class: "tool", text: view.tool }), view.target ? h("code", { class: "target", text: view.target }) : null),
+      h("h2", { id: uid + "-title", class: "card-title" }, h("span", { class: "tool", text: view.tool }), view.target ? visibleCode(view.target, "target") : null),
       badges,
     ),
+    resolvesTo(view.target, view.resolved),
     h(
       "p",
       { class: "card-task" },
@@ -275,13 +277,13 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
     ),
     h("p", { class: "muted small", text: `Requested ${formatTime(view.created_at)} · ${view.id}` }),
     preview,
-    h("details", { class: "arguments", open: args.length < 300 }, h("summary", { text: "Arguments" }), h("pre", { class: "json", text: args })),
+    h("details", { class: "arguments", open: args.length < 300 }, h("summary", { text: "Arguments" }), h("pre", { class: "json", text: escapeInvisibleJson(args) })),
     status,
     actions,
     rejectPanel,
     editPanel,
   ]);
-  element.setAttribute("title", title);
+  element.setAttribute("title", escapeInvisible(title));
 
   function update(fresh) {
     current = fresh;

@@ -1,6 +1,8 @@
 // DOM helpers. Every piece of data reaches the page as a text node or an attribute
 // value set through the DOM API; nothing is ever parsed as HTML.
 
+import { escapeInvisible } from "./visible.js";
+
 /**
  * Creates an element. `attrs` keys: `class`, `text`, `on<event>` (listeners), `dataset`
  * (object), boolean attributes (true/false), anything else as an attribute string.
@@ -165,7 +167,9 @@ export function renderDiff(diff) {
     } else if (line.startsWith("\\")) {
       kind = "note";
     }
-    pre.append(h("span", { class: "diff-line diff-" + kind, text: line + "\n" }));
+    // A path in a header line may hide controls (bidi overrides); show them escaped.
+    const shown = kind === "file" ? escapeInvisible(line) : line;
+    pre.append(h("span", { class: "diff-line diff-" + kind, text: shown + "\n" }));
   }
   return pre;
 }

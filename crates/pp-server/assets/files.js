@@ -4,6 +4,7 @@
 
 import { api, query } from "./api.js";
 import { h, hashLink, hashQuery, notice, replace, timeElement } from "./dom.js";
+import { escapeInvisible, visibleCode } from "./visible.js";
 import { fillWorkspaces } from "./tasks.js";
 
 function formatSize(bytes) {
@@ -70,9 +71,9 @@ export function renderFiles(container) {
     const path = segments.slice(0, index + 1).join("/");
     crumbs.append(h("span", { class: "sep", "aria-hidden": "true", text: " / " }));
     if (index === segments.length - 1) {
-      crumbs.append(h("span", { "aria-current": "page", text: segment }));
+      crumbs.append(h("span", { "aria-current": "page" }, visibleCode(segment)));
     } else {
-      crumbs.append(h("a", { href: link(path), text: segment }));
+      crumbs.append(h("a", { href: link(path) }, visibleCode(segment)));
     }
   });
 
@@ -118,8 +119,8 @@ export function renderFiles(container) {
             "td",
             { "data-label": "Name" },
             isDir
-              ? h("a", { href: link(entry.path), class: "dir", text: name + "/" })
-              : h("span", { class: "file-name " + entry.kind, text: name }),
+              ? h("a", { href: link(entry.path), class: "dir" }, visibleCode(name), "/")
+              : h("span", { class: "file-name " + entry.kind }, visibleCode(name)),
           ),
           h("td", { "data-label": "Size", text: isDir ? "" : formatSize(entry.size) }),
           h("td", { "data-label": "Modified" }, entry.modified_at ? timeElement(entry.modified_at) : ""),
@@ -127,7 +128,7 @@ export function renderFiles(container) {
             "td",
             { "data-label": "" },
             entry.kind === "file"
-              ? h("a", { href: download, download: name, class: "button small", text: "Download", "aria-label": "Download " + name })
+              ? h("a", { href: download, download: name, class: "button small", text: "Download", "aria-label": "Download " + escapeInvisible(name) })
               : null,
           ),
         ),

@@ -6,6 +6,7 @@
 
 import { api, followEvents } from "./api.js";
 import { block, debounce, h, notice, prettyJson, replace, stateBadge, timeElement } from "./dom.js";
+import { escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
@@ -20,7 +21,7 @@ function row(stored, kind, title, ...body) {
     h(
       "div",
       { class: "event-head" },
-      h("span", { class: "event-title", text: title }),
+      h("span", { class: "event-title" }, title),
       h("span", { class: "event-meta" }, `step ${stored.step + 1} · `, timeElement(stored.at, true)),
     ),
     body.length ? h("div", { class: "event-body" }, body) : null,
@@ -28,7 +29,7 @@ function row(stored, kind, title, ...body) {
 }
 
 function describeArguments(args) {
-  return block(prettyJson(args), "Arguments", "json");
+  return block(escapeInvisibleJson(prettyJson(args)), "Arguments", "json");
 }
 
 /** The timeline row for one stored event. */
@@ -84,12 +85,13 @@ export function eventRow(stored) {
       );
     case "approval_required": {
       const preview = stored.preview || {};
-      const what = [stored.name, preview.target].filter(Boolean).join(" ");
+      const target = preview.target ? [" ", visibleCode(preview.target, "target")] : [];
       const facts = [preview.label, stored.risk ? stored.risk + " risk" : null, stored.capability].filter(Boolean);
       return row(
         stored,
         "approval",
-        `Waiting for approval: ${what}`,
+        ["Waiting for approval: ", stored.name, target],
+        resolvesTo(preview.target, preview.resolved),
         h("p", { class: "muted", text: facts.join(" · ") }),
         stored.approval_id
           ? h("p", {}, h("a", {
