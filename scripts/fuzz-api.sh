@@ -76,7 +76,8 @@ if [ -n "${FUZZ_SEED:-}" ]; then
   seed=(--seed "$FUZZ_SEED")
 fi
 status=0
-"$venv/bin/schemathesis" run "$base/api/openapi.json" \
+# Run from the scratch folder: schemathesis keeps its caches in the current directory.
+(cd "$scratch" && "$venv/bin/schemathesis" run "$base/api/openapi.json" \
   --url "$base" \
   --header "Authorization: Bearer $token" \
   --exclude-path-regex '/events$' \
@@ -85,7 +86,7 @@ status=0
   --request-timeout 30 \
   --workers 2 \
   --no-color \
-  "${seed[@]}" "$@" || status=$?
+  "${seed[@]}" "$@") || status=$?
 
 if grep -q 'pp-server:' "$scratch/serve.err"; then
   echo "fuzz-api: the server logged internal errors:" >&2

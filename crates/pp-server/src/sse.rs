@@ -136,3 +136,52 @@ pub(crate) fn stream(
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive))
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn parse(value: HeaderValue) -> Result<Option<i64>, ApiError> {
+        let mut headers = HeaderMap::new();
+        headers.insert("last-event-id", value);
+        last_event_id(&headers)
+    }
+
+    #[test]
+    fn fixed_cases() {
+        assert_eq!(last_event_id(&HeaderMap::new()), Ok(None));
+        assert_eq!(parse(HeaderValue::from_static("42")), Ok(Some(42)));
+        assert_eq!(parse(HeaderValue::from_static(" 7 ")), Ok(Some(7)));
+        for bad in ["", "-1", "x", "1.5", "99999999999999999999", "0x10"] {
+            assert!(parse(HeaderValue::from_static(bad)).is_err(), "{bad:?}");
+        }
+        // Not even UTF-8.
+        let opaque = HeaderValue::from_bytes(&[0xff, 0x31]).unwrap();
+        assert!(parse(opaque).is_err());
+    }
+
+    proptest! {
+        /// Any header value (any bytes a client can put in a header) parses to a
+        /// sequence number or a 400, never a panic, and a number is never negative.
+        #[test]
+        fn arbitrary_values_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(value) = HeaderValue::from_bytes(&bytes) {
+                match parse(value) {
+                    Ok(Some(seq)) => prop_assert!(seq >= 0),
+                    Ok(None) => prop_assert!(false, "a present header is never None"),
+                    Err(error) => prop_assert_eq!(error.status_and_code().1, "bad_request"),
+                }
+            }
+        }
+
+        /// Every valid id (what the server sends as `id:`) round-trips.
+        #[test]
+        fn valid_ids_round_trip(seq in 0_i64..=i64::MAX) {
+            let value = HeaderValue::from_str(&seq.to_string()).unwrap();
+            prop_assert_eq!(parse(value), Ok(Some(seq)));
+        }
+    }
+}
