@@ -174,11 +174,13 @@ pub(crate) async fn download(
     let path = required(query.path)?;
     let limit = state.settings().max_download_bytes;
     let read_path = path.clone();
-    let (relative, content) = target
+    // Reading and hashing (up to 25 MiB) both stay on the blocking pool.
+    let (relative, content, hash) = target
         .with_jail(move |jail| {
             let relative = jail.check(&read_path)?;
             let content = jail.read(&read_path, limit)?;
-            Ok((relative, content))
+            let hash = sha256_hex(&content.bytes);
+            Ok((relative, content, hash))
         })
         .await?;
     if content.truncated {
@@ -193,8 +195,7 @@ pub(crate) async fn download(
         "file_downloaded",
         relative.clone(),
         format!(
-            "{} ({} bytes, workspace `{}`)",
-            sha256_hex(&content.bytes),
+            "{hash} ({} bytes, workspace `{}`)",
             content.bytes.len(),
             target.workspace
         ),
