@@ -24,13 +24,14 @@ impl Store {
         change: TaskChange,
         audit: NewAudit,
     ) -> Result<TaskRecord> {
+        let now = self.now();
         self.write(|transaction| {
             if current_state(transaction, id)? == TaskState::Running
                 && approved_call_pending(transaction, id)?
             {
                 return Err(Error::ApprovedCallPending { id: id.to_string() });
             }
-            let task = change_state(transaction, id, from, &change)?;
+            let task = change_state(transaction, id, from, &change, now)?;
             let reason = change.error.clone().unwrap_or_default();
             transaction
                 .prepare_cached(

@@ -41,7 +41,13 @@ pub(crate) fn assess(
         check_edit(tool.as_ref(), &segment.gate, edited).map_err(Refusal::InvalidEdit)?;
     }
     let param = tool.and_then(|tool| tool.spec().path_params.first().cloned());
-    match stale_reason(segment.jail(), approval, edited, param.as_deref(), hash_max_bytes) {
+    match stale_reason(
+        segment.jail(),
+        approval,
+        edited,
+        param.as_deref(),
+        hash_max_bytes,
+    ) {
         Some(message) => Err(Refusal::Stale(message)),
         None => Ok(()),
     }

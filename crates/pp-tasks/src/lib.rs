@@ -24,8 +24,8 @@ mod resolve;
 mod runner;
 mod segment;
 mod service;
-mod shared;
 mod settings;
+mod shared;
 mod sink;
 mod view;
 

@@ -41,7 +41,11 @@ enum Ended {
 
 /// Runs `task` (already `running` in the store) for one segment and persists the result.
 /// Returns the task as stored afterwards.
-pub(crate) async fn run_segment(shared: &Arc<Shared>, task: TaskRecord, start: Start) -> TaskRecord {
+pub(crate) async fn run_segment(
+    shared: &Arc<Shared>,
+    task: TaskRecord,
+    start: Start,
+) -> TaskRecord {
     let id = task.id.clone();
     let result = drive(shared, &task, start).await;
     shared.forget_cancellation(&id);
@@ -110,9 +114,14 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
         std::time::Instant::now().checked_add(remaining),
     );
     let interrupt = context.interrupt.clone();
-    let agent = Agent::new(model.as_model(), &segment.registry, &segment.gate, &queueing)
-        .with_limits(shared.settings.limits())
-        .with_context(context);
+    let agent = Agent::new(
+        model.as_model(),
+        &segment.registry,
+        &segment.gate,
+        &queueing,
+    )
+    .with_limits(shared.settings.limits())
+    .with_context(context);
 
     let began = Instant::now();
     let run = async {
@@ -307,7 +316,12 @@ async fn before_approved_call(
     };
     let hash_max_bytes = shared.settings.hash_max_bytes;
     let (segment, approval, edited_arguments, verdict) = blocking(move || {
-        let verdict = assess(&segment, &approval, edited_arguments.as_ref(), hash_max_bytes);
+        let verdict = assess(
+            &segment,
+            &approval,
+            edited_arguments.as_ref(),
+            hash_max_bytes,
+        );
         (segment, approval, edited_arguments, verdict)
     })
     .await?;

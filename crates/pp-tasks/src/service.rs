@@ -290,9 +290,7 @@ impl TaskService {
         {
             Ok(record) => Ok(record),
             Err(pp_store::Error::Conflict { current, .. }) => Err(refused(current)),
-            Err(pp_store::Error::ApprovedCallPending { .. }) => {
-                Err(refused(TaskState::Running))
-            }
+            Err(pp_store::Error::ApprovedCallPending { .. }) => Err(refused(TaskState::Running)),
             Err(other) => Err(Error::from_store(other)),
         }
     }

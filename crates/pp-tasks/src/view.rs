@@ -77,7 +77,9 @@ impl ApprovalView {
             arguments: approval.arguments,
             diff: preview.as_ref().and_then(|preview| preview.diff.clone()),
             content: preview.as_ref().and_then(|preview| preview.content.clone()),
-            resolved: preview.as_ref().and_then(|preview| preview.resolved.clone()),
+            resolved: preview
+                .as_ref()
+                .and_then(|preview| preview.resolved.clone()),
             notice: preview.and_then(|preview| preview.notice),
             created_at: approval.created_at,
             resolved_at: approval.resolved_at,

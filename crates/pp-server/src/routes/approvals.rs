@@ -52,7 +52,7 @@ pub(crate) async fn list(
         })?),
     };
     let limit = limit(query.limit, 100, 1000)?;
-    let approvals = state.service().approval_views(filter, limit)?;
+    let approvals = state.service().approval_views(filter, limit).await?;
     Ok(Json(json!({ "approvals": approvals })))
 }
 
@@ -61,7 +61,7 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ApprovalView>> {
-    Ok(Json(state.service().approval_view(&ApprovalId(id))?))
+    Ok(Json(state.service().approval_view(&ApprovalId(id)).await?))
 }
 
 /// Resolves an approval as the operator. `202` with the task once the decision is

@@ -51,7 +51,8 @@ pub(crate) async fn create(
         workspace: request.workspace,
         actor: Actor::Operator,
         script: state.settings().default_script.clone(),
-    })?;
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(task)))
 }
 
@@ -87,5 +88,5 @@ pub(crate) async fn retry(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
-    Ok(Json(state.service().retry(&TaskId(id))?))
+    Ok(Json(state.service().retry(&TaskId(id)).await?))
 }

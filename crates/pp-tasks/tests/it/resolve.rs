@@ -211,10 +211,12 @@ async fn with_the_only_worker_busy(
         poll_interval: std::time::Duration::from_millis(20),
         ..pp_tasks::TaskSettings::default()
     });
-    let busy = fixture.create(json!([
-        {"tool_calls": [{"name": "slow_read", "arguments": {"millis": millis}}]},
-        {"content": "done"}
-    ])).await;
+    let busy = fixture
+        .create(json!([
+            {"tool_calls": [{"name": "slow_read", "arguments": {"millis": millis}}]},
+            {"content": "done"}
+        ]))
+        .await;
     let service = fixture.service.clone();
     let id = busy.id.clone();
     let handle = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
@@ -236,7 +238,8 @@ async fn waiting_overwrite(
             workspace: None,
             actor: Actor::Operator,
             script: Some(write_then_done("notes.txt", "model\n")),
-        }).await
+        })
+        .await
         .unwrap();
     let task = other.run_now(&task.id).await.unwrap();
     assert_eq!(task.state, TaskState::WaitingApproval);
@@ -271,7 +274,10 @@ async fn a_cancel_after_the_approval_won_is_refused_and_the_approved_call_runs()
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("notes.txt"), "model\n");
     let actions = fixture.audit_actions(&task);
-    assert!(!actions.contains(&"task_cancelled".to_owned()), "{actions:?}");
+    assert!(
+        !actions.contains(&"task_cancelled".to_owned()),
+        "{actions:?}"
+    );
     assert!(actions.contains(&"tool_executed".to_owned()), "{actions:?}");
 }
 
