@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
+use crate::output::outln;
 use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
 use crate::{Exit, env, exit, models};
 
@@ -65,7 +66,7 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
     loop {
         match record.state {
             TaskState::Completed => {
-                println!("{}", terminal_safe(&record.final_text.unwrap_or_default()));
+                outln!("{}", terminal_safe(&record.final_text.unwrap_or_default()))?;
                 return Ok(exit::OK);
             }
             TaskState::WaitingApproval => {}
@@ -88,7 +89,7 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
         let view = service.approval_view(&pending.id)?;
         eprintln!("{}", approval_card(&view));
         if !interactive {
-            print_waiting(&view);
+            print_waiting(&view)?;
             return Ok(exit::WAITING_APPROVAL);
         }
         record = loop {
@@ -119,6 +120,7 @@ pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
         wait: true,
     };
     loop {
+        discard_type_ahead();
         eprint!("[a]pprove, [r]eject, [e]dit arguments? ");
         std::io::stderr().flush()?;
         let mut line = String::new();
@@ -142,6 +144,19 @@ pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
                 Err(error) => eprintln!("{error:#}"),
             },
             other => eprintln!("unknown answer `{other}`: type a, r or e"),
+        }
+    }
+}
+
+/// Throws away whatever was typed before the question is shown, so keys pressed while
+/// an earlier card was on screen (or a pasted `a\na\n`) never answer a card nobody saw.
+fn discard_type_ahead() {
+    #[cfg(unix)]
+    {
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            // Best effort: failing to flush must not stop the person from answering.
+            let _ = rustix::termios::tcflush(&stdin, rustix::termios::QueueSelector::IFlush);
         }
     }
 }
@@ -174,7 +189,7 @@ fn edit_arguments(arguments: &Value) -> anyhow::Result<Option<Value>> {
 }
 
 /// Prints the pending approval for scripts and says how to resolve it.
-fn print_waiting(view: &pp_tasks::ApprovalView) {
+fn print_waiting(view: &pp_tasks::ApprovalView) -> std::io::Result<()> {
     let pending = serde_json::json!({
         "status": "waiting_approval",
         "task_id": view.task_id,
@@ -185,11 +200,12 @@ fn print_waiting(view: &pp_tasks::ApprovalView) {
         "label": view.label,
         "arguments": view.arguments,
     });
-    println!("{}", json_safe(&pending.to_string()));
+    outln!("{}", json_safe(&pending.to_string()))?;
     eprintln!(
         "waiting for approval: stdin is not a terminal, and PocketPilot never approves on its \
          own. Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
          approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",
         id = view.id
     );
+    Ok(())
 }
