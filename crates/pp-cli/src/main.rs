@@ -4,9 +4,9 @@
 //! This binary crate sits at the top of the workspace and may depend on every other
 //! crate; it is the only place that reads the environment (`env.rs`) and prints.
 #![allow(
-    clippy::print_stdout,
     clippy::print_stderr,
-    reason = "the command-line front end talks to the person on stdout and stderr"
+    reason = "the command-line front end talks to the person on stderr; stdout goes through \
+              `output::outln!`, which returns a broken pipe as an error instead of panicking"
 )]
 
 mod app;
@@ -16,6 +16,7 @@ mod env;
 mod eval;
 mod home;
 mod models;
+mod output;
 mod render;
 
 use std::path::PathBuf;

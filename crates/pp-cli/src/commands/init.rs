@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 
 use crate::config::absolute_path;
+use crate::output::outln;
 use crate::{Exit, env, exit};
 
 /// What `init` writes.
@@ -70,8 +71,8 @@ pub(crate) fn run(config_flag: Option<PathBuf>, mut options: InitOptions) -> any
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}", path.display());
-    println!("next: `pocketpilot doctor` checks it, then `pocketpilot run \"…\"`");
+    outln!("wrote {}", path.display())?;
+    outln!("next: `pocketpilot doctor` checks it, then `pocketpilot run \"…\"`")?;
     Ok(exit::OK)
 }
 
