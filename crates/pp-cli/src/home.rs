@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::Exit;
+use crate::output::errln;
 
 /// Creates the data directory (mode 0700 on Unix) if it does not exist. One that other
 /// users may write to is refused (they could plant a token or a database); one they may
@@ -37,7 +38,7 @@ pub(crate) fn ensure(home: &Path) -> anyhow::Result<()> {
                     home.display()
                 ))
             })?;
-            eprintln!(
+            errln!(
                 "notice: data directory {} was readable by other users (mode {mode:o});                  tightened it to 700 (the database holds file contents)",
                 home.display()
             );

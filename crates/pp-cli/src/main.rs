@@ -28,6 +28,7 @@ use crate::commands::approvals::ApprovalsCommand;
 use crate::commands::tasks::TasksCommand;
 use crate::commands::token::TokenCommand;
 use crate::config::Flags;
+use crate::output::errln;
 
 /// Exit codes, kept stable for scripts.
 pub(crate) mod exit {
@@ -192,7 +193,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            errln!("error: cannot start the async runtime: {error}");
             return ExitCode::from(exit::FAILED);
         }
     };
@@ -255,7 +256,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&error) {
                 return ExitCode::from(exit::OK);
             }
-            eprintln!("error: {error:#}");
+            errln!("error: {error:#}");
             let code = error
                 .downcast_ref::<Exit>()
                 .map_or(exit::FAILED, |exit| exit.code);

@@ -11,3 +11,22 @@ macro_rules! outln {
 }
 
 pub(crate) use outln;
+
+/// Like `eprintln!`, but a closed stderr is ignored instead of panicking: messages for
+/// the person have nowhere else to go, and the command's result must not depend on them.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// Like `eprint!` (for a question on the same line), ignoring a closed stderr.
+macro_rules! errprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+pub(crate) use {errln, errprint};

@@ -11,7 +11,7 @@ use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 use crate::app::{App, model_source};
 use crate::commands::run::follow;
 use crate::config::{Config, Flags};
-use crate::output::outln;
+use crate::output::{errln, outln};
 use crate::render::{LiveView, approval_card, json_safe, one_line, target_text};
 use crate::{Exit, exit};
 
@@ -151,7 +151,7 @@ async fn resolve(
     match app.service.resolve(&id, request).await {
         Ok(record) => follow(&app.service, record).await,
         Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             Ok(exit::CONFLICT)
         }
         Err(pp_tasks::Error::InvalidArguments(message)) => Err(Exit::usage(format!(

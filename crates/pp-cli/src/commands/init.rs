@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 
 use crate::config::absolute_path;
-use crate::output::outln;
+use crate::output::{errprint, outln};
 use crate::{Exit, env, exit};
 
 /// What `init` writes.
@@ -78,7 +78,7 @@ pub(crate) fn run(config_flag: Option<PathBuf>, mut options: InitOptions) -> any
 
 fn ask_missing(options: &mut InitOptions) -> anyhow::Result<()> {
     let prompt = |question: &str, default: &str| -> anyhow::Result<String> {
-        eprint!("{question} [{default}]: ");
+        errprint!("{question} [{default}]: ");
         std::io::stderr().flush()?;
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line)?;

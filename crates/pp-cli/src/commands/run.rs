@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
-use crate::output::outln;
+use crate::output::{errln, errprint, outln};
 use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
 use crate::{Exit, env, exit, models};
 
@@ -32,7 +32,7 @@ pub(crate) async fn run(
         Some(_) => ModelSource::Scripted,
         None => match models::find(&config).await? {
             models::Found::Chosen(chosen) => {
-                eprintln!("model: {}", chosen.reason);
+                errln!("model: {}", chosen.reason);
                 ModelSource::Provider(chosen.model)
             }
             models::Found::Nothing(message) => return Err(Exit::no_model(message).into()),
@@ -42,7 +42,7 @@ pub(crate) async fn run(
     let service = &app.service;
     let workspace = service.workspaces().find(None);
     if let Some(workspace) = workspace {
-        eprintln!("workspace: {}", workspace.path.display());
+        errln!("workspace: {}", workspace.path.display());
     }
     sweep_workspaces(workspace);
     let task = service.create(CreateTask {
@@ -51,7 +51,7 @@ pub(crate) async fn run(
         actor: Actor::Operator,
         script,
     })?;
-    eprintln!(
+    errln!(
         "task {} (stored in {})",
         task.id,
         app.config.database().display()
@@ -76,7 +76,7 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
                     .as_deref()
                     .map(|error| format!(": {}", terminal_safe(error)))
                     .unwrap_or_default();
-                eprintln!("task {} {}{error}", record.id, state.as_str());
+                errln!("task {} {}{error}", record.id, state.as_str());
                 return Ok(exit::FAILED);
             }
         }
@@ -87,7 +87,7 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
         let view = service.approval_view(&pending.id)?;
-        eprintln!("{}", approval_card(&view));
+        errln!("{}", approval_card(&view));
         if !interactive {
             print_waiting(&view)?;
             return Ok(exit::WAITING_APPROVAL);
@@ -97,10 +97,10 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
             match service.resolve(&pending.id, request).await {
                 Ok(record) => break record,
                 Err(pp_tasks::Error::InvalidArguments(message)) => {
-                    eprintln!("the edited call was refused: {message}");
+                    errln!("the edited call was refused: {message}");
                 }
                 Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
-                    eprintln!("{error}: someone else decided first");
+                    errln!("{error}: someone else decided first");
                     return Ok(exit::CONFLICT);
                 }
                 Err(error) => return Err(error.into()),
@@ -121,7 +121,7 @@ pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
     };
     loop {
         discard_type_ahead();
-        eprint!("[a]pprove, [r]eject, [e]dit arguments? ");
+        errprint!("[a]pprove, [r]eject, [e]dit arguments? ");
         std::io::stderr().flush()?;
         let mut line = String::new();
         if stdin.lock().read_line(&mut line)? == 0 {
@@ -130,7 +130,7 @@ pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
         match line.trim().to_lowercase().as_str() {
             "a" | "approve" | "y" | "yes" => return Ok(request(Decision::Approve, None, None)),
             "r" | "reject" | "n" | "no" => {
-                eprint!("reason (optional): ");
+                errprint!("reason (optional): ");
                 std::io::stderr().flush()?;
                 let mut reason = String::new();
                 stdin.lock().read_line(&mut reason)?;
@@ -140,10 +140,10 @@ pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
             }
             "e" | "edit" => match edit_arguments(arguments) {
                 Ok(Some(edited)) => return Ok(request(Decision::Approve, Some(edited), None)),
-                Ok(None) => eprintln!("arguments unchanged; choose again"),
-                Err(error) => eprintln!("{error:#}"),
+                Ok(None) => errln!("arguments unchanged; choose again"),
+                Err(error) => errln!("{error:#}"),
             },
-            other => eprintln!("unknown answer `{other}`: type a, r or e"),
+            other => errln!("unknown answer `{other}`: type a, r or e"),
         }
     }
 }
@@ -201,7 +201,7 @@ fn print_waiting(view: &pp_tasks::ApprovalView) -> std::io::Result<()> {
         "arguments": view.arguments,
     });
     outln!("{}", json_safe(&pending.to_string()))?;
-    eprintln!(
+    errln!(
         "waiting for approval: stdin is not a terminal, and PocketPilot never approves on its \
          own. Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
          approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",

@@ -36,3 +36,38 @@ fn a_closed_stdout_ends_commands_quietly() {
         assert_eq!(stderr, "", "{args:?} printed on stderr");
     }
 }
+
+#[test]
+fn a_closed_stderr_never_panics_a_run() {
+    let tree = TempTree::new();
+    let script = crate::write_script(
+        tree.base(),
+        &serde_json::json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
+            {"content": "done"}
+        ]),
+    );
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = pocketpilot_in(&tree.base().join("home"))
+        .arg("run")
+        .arg("--workspace")
+        .arg(tree.workspace())
+        .arg("--script")
+        .arg(script)
+        .arg("write a")
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .stderr(writer)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "waiting for approval: {stdout}"
+    );
+    let pending: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(pending["status"], "waiting_approval");
+    assert!(!tree.exists("a.txt"));
+}
