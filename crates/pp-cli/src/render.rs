@@ -24,33 +24,36 @@ impl EventSink for LiveView {
 
 /// Makes model- or file-controlled text safe to print on a terminal: every control
 /// character except newline and tab, DEL, the C1 controls, the bidirectional overrides
-/// and the invisible zero-width characters are shown as visible escapes (`\x1b`,
-/// `\u{202e}`), so text cannot move the cursor, clear the screen, rewrite an approval
-/// card or reorder what a person reads. For multi-line text (file content, diffs).
+/// and the Unicode line separators are shown as visible escapes (`\x1b`, `\u{202e}`), so
+/// text cannot move the cursor, clear the screen, rewrite an approval card or reorder
+/// what a person reads. For multi-line text (answers, file content, diff bodies).
 pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
-    escape_unsafe(text, Lines::Keep, visible_escape)
+    escape_unsafe(text, Kind::Text, visible_escape)
 }
 
-/// Like [`terminal_safe`], and newlines and tabs are escaped too (`\n`, `\t`): for
-/// anything that must stay on its one line — paths, targets, tool names, list rows — so
-/// a model-written name cannot print a line that looks like part of the card.
+/// Like [`terminal_safe`], and newlines, tabs and the invisible zero-width characters
+/// are escaped too (`\n`, `\t`, `\u{200b}`): for anything that must stay on its one line
+/// and read as what it is — paths, targets, tool names, list rows — so a model-written
+/// name cannot print a line that looks like part of the card, nor hide a character.
 pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
-    escape_unsafe(text, Lines::Escape, visible_escape)
+    escape_unsafe(text, Kind::Name, visible_escape)
 }
 
 /// Like [`terminal_safe`] for JSON text printed on a terminal: the characters serde
-/// leaves raw (DEL, C1 controls, bidi overrides, zero-width characters) become `\uXXXX`
+/// leaves raw (DEL, C1 controls, bidi overrides, line separators) become `\uXXXX`
 /// escapes, so the output stays valid JSON with the same meaning. (serde already escapes
 /// newlines inside strings; the newlines left are the layout's.)
 pub(crate) fn json_safe(json: &str) -> Cow<'_, str> {
-    escape_unsafe(json, Lines::Keep, |c| format!("\\u{:04x}", u32::from(c)))
+    escape_unsafe(json, Kind::Text, |c| format!("\\u{:04x}", u32::from(c)))
 }
 
-/// Whether newlines and tabs pass through.
+/// What is being printed.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Lines {
-    Keep,
-    Escape,
+enum Kind {
+    /// Multi-line text: newlines, tabs and zero-width joiners (emoji) pass through.
+    Text,
+    /// A name on one line: those are escaped too.
+    Name,
 }
 
 /// `\n`, `\r`, `\t`, `\x1b` or `\u{202e}`.
@@ -65,33 +68,30 @@ fn visible_escape(c: char) -> String {
 }
 
 /// Characters that change what a terminal shows without being seen themselves.
-fn is_unsafe(c: char, lines: Lines) -> bool {
+fn is_unsafe(c: char, kind: Kind) -> bool {
     match c {
-        '\n' | '\t' => lines == Lines::Escape,
+        '\n' | '\t' => kind == Kind::Name,
         // Bidirectional embeddings, overrides and isolates; marks.
         '\u{202a}'..='\u{202e}'
         | '\u{2066}'..='\u{2069}'
         | '\u{200e}'
         | '\u{200f}'
         | '\u{061c}' => true,
-        // Zero-width space/joiners, word joiner and invisible operators, the byte-order
-        // mark, and the line/paragraph separators some terminals break lines on.
-        '\u{200b}'..='\u{200d}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{feff}'
-        | '\u{2028}'
-        | '\u{2029}' => true,
+        // The line and paragraph separators some terminals break lines on.
+        '\u{2028}' | '\u{2029}' => true,
+        // Zero-width space and joiners, word joiner, invisible operators, byte-order mark.
+        '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}' => kind == Kind::Name,
         c => c.is_control(),
     }
 }
 
-fn escape_unsafe(text: &str, lines: Lines, escape: impl Fn(char) -> String) -> Cow<'_, str> {
-    if !text.chars().any(|c| is_unsafe(c, lines)) {
+fn escape_unsafe(text: &str, kind: Kind, escape: impl Fn(char) -> String) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_unsafe(c, kind)) {
         return Cow::Borrowed(text);
     }
     let mut safe = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if is_unsafe(c, lines) {
+        if is_unsafe(c, kind) {
             safe.push_str(&escape(c));
         } else {
             safe.push(c);
@@ -289,10 +289,8 @@ mod tests {
         );
         assert_eq!(terminal_safe("a\x1b[40Ab"), "a\\x1b[40Ab");
         assert_eq!(terminal_safe("cr\rover"), "cr\\rover");
-        assert_eq!(
-            terminal_safe("zero\u{200b}width\u{feff}"),
-            "zero\\u{200b}width\\u{feff}"
-        );
+        assert_eq!(terminal_safe("line\u{2028}sep"), "line\\u{2028}sep");
+        assert_eq!(terminal_safe("emoji 👩\u{200d}💻"), "emoji 👩\u{200d}💻");
         assert_eq!(terminal_safe("c1\u{9b}2J"), "c1\\x9b2J");
         assert_eq!(terminal_safe("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
         assert_eq!(terminal_safe("del\u{7f}"), "del\\x7f");
