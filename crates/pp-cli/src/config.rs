@@ -441,7 +441,8 @@ mod tests {
 
         use super::super::*;
 
-        /// Every key the file format knows, per table (`""` is the top level).
+        /// Every key the file format knows, per table (`""` is the top level,
+        /// `"[workspace]"` an entry of the `[[workspace]]` array).
         const KNOWN: &[(&str, &[&str])] = &[
             ("", &["model", "discovery", "tasks", "server", "workspace"]),
             (
@@ -472,6 +473,7 @@ mod tests {
                 ],
             ),
             ("server", &["port"]),
+            ("[workspace]", &["name", "path", "default"]),
         ];
 
         /// TOML-looking lines: tables, known and unknown keys, assorted values.
@@ -523,10 +525,10 @@ mod tests {
             ) {
                 let (name, known) = KNOWN[table];
                 prop_assume!(!known.contains(&key.as_str()));
-                let text = if name.is_empty() {
-                    format!("{key} = 1\n")
-                } else {
-                    format!("[{name}]\n{key} = 1\n")
+                let text = match name {
+                    "" => format!("{key} = 1\n"),
+                    "[workspace]" => format!("[[workspace]]\nname = \"a\"\npath = \"/a\"\n{key} = 1\n"),
+                    table => format!("[{table}]\n{key} = 1\n"),
                 };
                 let error = parse_file(Path::new("/cfg/pocketpilot.toml"), &text)
                     .unwrap_err()
