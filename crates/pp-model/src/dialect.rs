@@ -106,3 +106,7 @@ pub(crate) fn secret_header(text: &str) -> Result<HeaderValue, SettingsError> {
     value.set_sensitive(true);
     Ok(value)
 }
+
+#[cfg(test)]
+#[path = "dialect_tests.rs"]
+mod tests;
