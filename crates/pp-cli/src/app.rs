@@ -10,6 +10,7 @@ use pp_tasks::store::Store;
 use pp_tasks::{ModelSource, TaskService};
 
 use crate::config::{Config, Flags};
+use crate::output::errln;
 use crate::{Exit, home, models};
 
 /// Configuration plus an open task service.
@@ -58,7 +59,7 @@ pub(crate) fn sweep_workspaces<'a>(workspaces: impl IntoIterator<Item = &'a pp_t
             && let Ok(removed) = jail.sweep_temp_files()
             && removed > 0
         {
-            eprintln!(
+            errln!(
                 "removed {removed} stray temporary file(s) left by an interrupted write in \
                  workspace {}",
                 workspace.name

@@ -100,6 +100,10 @@ pub(crate) struct Flags {
     pub(crate) workspace: Option<PathBuf>,
     /// `--port N`.
     pub(crate) port: Option<u16>,
+    /// The command only acts on stored tasks (listing, approving, retrying), which carry
+    /// their own workspace: the current directory is not taken as a default workspace,
+    /// so running it from a folder that holds the data directory is fine.
+    pub(crate) stored_tasks_only: bool,
 }
 
 /// The resolved configuration.
@@ -160,7 +164,11 @@ impl Config {
             .port
             .or(file_config.server.as_ref().and_then(|server| server.port))
             .unwrap_or(DEFAULT_PORT);
-        let workspaces = resolve_workspaces(&file_config.workspace, flags.workspace.as_deref())?;
+        let workspaces = resolve_workspaces(
+            &file_config.workspace,
+            flags.workspace.as_deref(),
+            !flags.stored_tasks_only,
+        )?;
         let config_dir = file.as_deref().and_then(Path::parent);
         refuse_private_inside_workspaces(&workspaces, &home, config_dir)?;
         Ok(Self {
@@ -182,6 +190,17 @@ impl Config {
     /// The API token file.
     pub(crate) fn token_file(&self) -> PathBuf {
         self.home.join("token")
+    }
+
+    /// Refuses to resume a stored task whose workspace contains the data directory or
+    /// the config file's directory (moved there since the task was created).
+    pub(crate) fn refuse_private_inside(&self, workspace: Workspace) -> anyhow::Result<()> {
+        let workspaces = Workspaces {
+            list: vec![workspace],
+            default: None,
+        };
+        let config_dir = self.file.as_deref().and_then(Path::parent);
+        refuse_private_inside_workspaces(&workspaces, &self.home, config_dir)
     }
 }
 
@@ -208,9 +227,15 @@ fn read_file(flags: &Flags) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
     };
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read config file {}", path.display()))?;
-    let config = parse(&text)
-        .map_err(|error| Exit::usage(format!("invalid config file {}: {error}", path.display())))?;
+    let config = parse_file(&path, &text)?;
     Ok((config, Some(path)))
+}
+
+/// Parses the text of the config file at `path`; the error names the file (and, for an
+/// unknown key, the key).
+pub(crate) fn parse_file(path: &Path, text: &str) -> Result<FileConfig, Exit> {
+    parse(text)
+        .map_err(|error| Exit::usage(format!("invalid config file {}: {error}", path.display())))
 }
 
 /// Parses a config file's text.
@@ -218,9 +243,12 @@ pub(crate) fn parse(text: &str) -> Result<FileConfig, String> {
     toml::from_str(text).map_err(|error| error.to_string().trim().replace('\n', " "))
 }
 
+/// The configured workspaces plus the one-off `--workspace` (or, when nothing is
+/// configured and `current_dir_default` holds, the current directory) as the default.
 fn resolve_workspaces(
     configured: &[FileWorkspace],
     flag: Option<&Path>,
+    current_dir_default: bool,
 ) -> anyhow::Result<Workspaces> {
     let mut workspaces = Workspaces::default();
     for entry in configured {
@@ -242,7 +270,7 @@ fn resolve_workspaces(
     }
     let one_off = match flag {
         Some(path) => Some(absolute_path(path)?),
-        None if workspaces.list.is_empty() => {
+        None if workspaces.list.is_empty() && current_dir_default => {
             Some(std::env::current_dir().context("cannot read the current directory")?)
         }
         None => None,
@@ -395,9 +423,9 @@ mod tests {
                 default: true,
             },
         ];
-        let workspaces = resolve_workspaces(&configured, None).unwrap();
+        let workspaces = resolve_workspaces(&configured, None, true).unwrap();
         assert_eq!(workspaces.default.as_deref(), Some("b"));
-        let with_flag = resolve_workspaces(&configured, Some(dir.path())).unwrap();
+        let with_flag = resolve_workspaces(&configured, Some(dir.path()), true).unwrap();
         assert_eq!(with_flag.list.len(), 3);
         assert_eq!(
             with_flag.find(None).unwrap().path,
@@ -405,6 +433,109 @@ mod tests {
             "--workspace is the one-off default"
         );
         let twice = vec![configured[0].clone(), configured[0].clone()];
-        assert!(resolve_workspaces(&twice, None).is_err());
+        assert!(resolve_workspaces(&twice, None, true).is_err());
+    }
+
+    mod generated {
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        /// Every key the file format knows, per table (`""` is the top level,
+        /// `"[workspace]"` an entry of the `[[workspace]]` array).
+        const KNOWN: &[(&str, &[&str])] = &[
+            ("", &["model", "discovery", "tasks", "server", "workspace"]),
+            (
+                "model",
+                &[
+                    "provider",
+                    "base_url",
+                    "model",
+                    "api_key_env",
+                    "max_tokens",
+                    "temperature",
+                    "context_window",
+                    "timeout_secs",
+                    "max_retries",
+                    "stream",
+                    "retry_backoff_ms",
+                ],
+            ),
+            ("discovery", &["enabled", "local_ports", "probe_timeout_ms"]),
+            (
+                "tasks",
+                &[
+                    "workers",
+                    "timeout_secs",
+                    "max_steps",
+                    "max_denials",
+                    "lease_secs",
+                ],
+            ),
+            ("server", &["port"]),
+            ("[workspace]", &["name", "path", "default"]),
+        ];
+
+        /// TOML-looking lines: tables, known and unknown keys, assorted values.
+        fn toml_like() -> impl Strategy<Value = String> {
+            let key = prop_oneof![
+                prop::sample::select(
+                    KNOWN
+                        .iter()
+                        .flat_map(|(_, keys)| keys.iter().copied())
+                        .collect::<Vec<_>>()
+                )
+                .prop_map(str::to_owned),
+                "[a-z_]{1,10}",
+            ];
+            let value = prop_oneof![
+                any::<i64>().prop_map(|n| n.to_string()),
+                any::<bool>().prop_map(|b| b.to_string()),
+                any::<String>().prop_map(|s| format!("{s:?}")),
+                Just("[1, 2, 70000]".to_owned()),
+                Just("{ a = 1 }".to_owned()),
+                Just("1.5e3".to_owned()),
+            ];
+            let line = prop_oneof![
+                (key.clone(), value).prop_map(|(key, value)| format!("{key} = {value}")),
+                key.clone().prop_map(|key| format!("[{key}]")),
+                Just("[[workspace]]".to_owned()),
+                any::<String>(),
+            ];
+            prop::collection::vec(line, 0..8).prop_map(|lines| lines.join("\n"))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn arbitrary_text_never_panics(text in any::<String>()) {
+                let _ = parse_file(Path::new("/cfg/pocketpilot.toml"), &text);
+            }
+
+            #[test]
+            fn toml_like_text_never_panics(text in toml_like()) {
+                let _ = parse_file(Path::new("/cfg/pocketpilot.toml"), &text);
+            }
+
+            #[test]
+            fn an_unknown_key_is_an_error_naming_the_key_and_the_file(
+                table in 0..KNOWN.len(),
+                key in "[a-z][a-z_]{0,11}",
+            ) {
+                let (name, known) = KNOWN[table];
+                prop_assume!(!known.contains(&key.as_str()));
+                let text = match name {
+                    "" => format!("{key} = 1\n"),
+                    "[workspace]" => format!("[[workspace]]\nname = \"a\"\npath = \"/a\"\n{key} = 1\n"),
+                    table => format!("[{table}]\n{key} = 1\n"),
+                };
+                let error = parse_file(Path::new("/cfg/pocketpilot.toml"), &text)
+                    .unwrap_err()
+                    .to_string();
+                prop_assert!(error.contains(&format!("`{key}`")), "{}", error);
+                prop_assert!(error.contains("/cfg/pocketpilot.toml"), "{}", error);
+            }
+        }
     }
 }

@@ -10,26 +10,60 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::Exit;
+use crate::output::errln;
 
-/// Creates the data directory (mode 0700 on Unix) if it does not exist, and refuses one
-/// that other users may write to (they could plant a token or a database).
+/// Creates the data directory (mode 0700 on Unix) if it does not exist. One that other
+/// users may write to is refused (they could plant a token or a database); one they may
+/// only read or enter is tightened to 0700 with a notice, since the database holds file
+/// contents from checkpoints.
 pub(crate) fn ensure(home: &Path) -> anyhow::Result<()> {
     if !home.is_dir() {
         std::fs::create_dir_all(home)
             .with_context(|| format!("cannot create data directory {}", home.display()))?;
         restrict(home, 0o700)?;
     }
-    if let Some(mode) = mode_of(home)
-        && mode & 0o022 != 0
-    {
-        return Err(Exit::usage(format!(
+    match assess_mode(mode_of(home)) {
+        DirMode::Private => Ok(()),
+        DirMode::WritableByOthers(mode) => Err(Exit::usage(format!(
             "data directory {} is writable by other users (mode {mode:o}); run `chmod 700 {}`",
             home.display(),
             home.display()
         ))
-        .into());
+        .into()),
+        DirMode::ReadableByOthers(mode) => {
+            restrict(home, 0o700).map_err(|error| {
+                Exit::usage(format!(
+                    "data directory {} is readable by other users (mode {mode:o}) and cannot                      be tightened ({error:#}); run `chmod 700 {}`",
+                    home.display(),
+                    home.display()
+                ))
+            })?;
+            errln!(
+                "notice: data directory {} was readable by other users (mode {mode:o});                  tightened it to 700 (the database holds file contents)",
+                home.display()
+            );
+            Ok(())
+        }
     }
-    Ok(())
+}
+
+/// What the data directory's permission bits allow other users.
+#[derive(Debug, PartialEq, Eq)]
+enum DirMode {
+    /// Only the owner (or no permission bits on this platform).
+    Private,
+    /// Group or others may create or replace files in it: refused.
+    WritableByOthers(u32),
+    /// Group or others may list or enter it: tightened to 0700.
+    ReadableByOthers(u32),
+}
+
+fn assess_mode(mode: Option<u32>) -> DirMode {
+    match mode {
+        Some(mode) if mode & 0o022 != 0 => DirMode::WritableByOthers(mode),
+        Some(mode) if mode & 0o077 != 0 => DirMode::ReadableByOthers(mode),
+        _ => DirMode::Private,
+    }
 }
 
 /// Shortest token accepted from the token file (hex characters).
@@ -134,4 +168,19 @@ fn restrict(path: &Path, mode: u32) -> anyhow::Result<()> {
 #[cfg(not(unix))]
 fn restrict(_path: &Path, _mode: u32) -> anyhow::Result<()> {
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writable_dirs_are_refused_and_readable_ones_tightened() {
+        assert_eq!(assess_mode(Some(0o700)), DirMode::Private);
+        assert_eq!(assess_mode(None), DirMode::Private);
+        assert_eq!(assess_mode(Some(0o755)), DirMode::ReadableByOthers(0o755));
+        assert_eq!(assess_mode(Some(0o710)), DirMode::ReadableByOthers(0o710));
+        assert_eq!(assess_mode(Some(0o770)), DirMode::WritableByOthers(0o770));
+        assert_eq!(assess_mode(Some(0o702)), DirMode::WritableByOthers(0o702));
+    }
 }

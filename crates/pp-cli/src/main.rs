@@ -4,9 +4,9 @@
 //! This binary crate sits at the top of the workspace and may depend on every other
 //! crate; it is the only place that reads the environment (`env.rs`) and prints.
 #![allow(
-    clippy::print_stdout,
     clippy::print_stderr,
-    reason = "the command-line front end talks to the person on stdout and stderr"
+    reason = "the command-line front end talks to the person on stderr; stdout goes through \
+              `output::outln!`, which returns a broken pipe as an error instead of panicking"
 )]
 
 mod app;
@@ -16,6 +16,7 @@ mod env;
 mod eval;
 mod home;
 mod models;
+mod output;
 mod render;
 
 use std::path::PathBuf;
@@ -27,6 +28,7 @@ use crate::commands::approvals::ApprovalsCommand;
 use crate::commands::tasks::TasksCommand;
 use crate::commands::token::TokenCommand;
 use crate::config::Flags;
+use crate::output::errln;
 
 /// Exit codes, kept stable for scripts.
 pub(crate) mod exit {
@@ -191,7 +193,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            errln!("error: cannot start the async runtime: {error}");
             return ExitCode::from(exit::FAILED);
         }
     };
@@ -254,7 +256,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&error) {
                 return ExitCode::from(exit::OK);
             }
-            eprintln!("error: {error:#}");
+            errln!("error: {error:#}");
             let code = error
                 .downcast_ref::<Exit>()
                 .map_or(exit::FAILED, |exit| exit.code);

@@ -7,11 +7,48 @@ use std::collections::BTreeMap;
 
 use pp_agent::{ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 use pp_types::{Message, ToolCall, Usage};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::http_model::{ANTHROPIC_DEFAULT_MAX_TOKENS, HttpModel, StreamDelta};
-use crate::transport::{is_event_stream, json_message, shorten};
+use crate::dialect::{Context, Dialect, StreamAccumulator, StreamDelta, secret_header};
+use crate::error::SettingsError;
+use crate::transport::{json_message, shorten};
+
+/// The `anthropic-version` header value sent with every Anthropic request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Anthropic's required `max_tokens` when the settings leave it open.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The Anthropic Messages dialect.
+pub(crate) struct Messages;
+
+impl Dialect for Messages {
+    const PATH: &'static str = "messages";
+    const SNIFFS_UNLABELLED_STREAMS: bool = false;
+    type Stream = Assembler;
+
+    fn headers(key: Option<&str>) -> Result<HeaderMap, SettingsError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = key {
+            headers.insert(HeaderName::from_static("x-api-key"), secret_header(key)?);
+        }
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        Ok(headers)
+    }
+
+    fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+        request_body(context, request)
+    }
+
+    fn parse_body(context: &Context<'_>, body: &[u8]) -> Result<ModelResponse, ModelError> {
+        parse_message(context, body)
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Request
@@ -54,10 +91,7 @@ fn tool_input(arguments: &str) -> Value {
 }
 
 /// The JSON body of a Messages request.
-pub(crate) fn request_body(
-    model: &HttpModel,
-    request: &ModelRequest,
-) -> Result<Vec<u8>, ModelError> {
+fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
     let mut system = Vec::new();
     let mut messages: Vec<OutMessage> = Vec::new();
     for message in &request.messages {
@@ -112,8 +146,8 @@ pub(crate) fn request_body(
         }
     }
     let body = Body {
-        model: &model.model,
-        max_tokens: model.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
+        model: context.model,
+        max_tokens: context.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
         system: system.join("\n\n"),
         messages,
         tools: request
@@ -125,8 +159,8 @@ pub(crate) fn request_body(
                 input_schema: &tool.parameters,
             })
             .collect(),
-        stream: model.stream,
-        temperature: model.temperature,
+        stream: context.stream,
+        temperature: context.temperature,
     };
     serde_json::to_vec(&body).map_err(|error| {
         ModelError::new(
@@ -201,7 +235,7 @@ impl Assembler {
         }
     }
 
-    fn start_block(&mut self, model: &HttpModel, index: usize, block: &Value) {
+    fn start_block(&mut self, context: &Context<'_>, index: usize, block: &Value) {
         let kind = block
             .get("type")
             .and_then(Value::as_str)
@@ -231,7 +265,7 @@ impl Assembler {
                 .values()
                 .filter(|block| block.kind == "tool_use")
                 .count();
-            model.observe(StreamDelta::ToolCall {
+            context.observe(StreamDelta::ToolCall {
                 index: position,
                 name: &entry.name,
             });
@@ -239,7 +273,7 @@ impl Assembler {
         self.blocks.insert(index, entry);
     }
 
-    fn delta(&mut self, model: &HttpModel, index: usize, delta: &Value) {
+    fn delta(&mut self, context: &Context<'_>, index: usize, delta: &Value) {
         let block = self.blocks.entry(index).or_default();
         let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
         match delta
@@ -248,11 +282,11 @@ impl Assembler {
             .unwrap_or_default()
         {
             "text_delta" => {
-                model.observe(StreamDelta::Text(text("text")));
+                context.observe(StreamDelta::Text(text("text")));
                 block.text.push_str(text("text"));
             }
             "thinking_delta" => {
-                model.observe(StreamDelta::Reasoning(text("thinking")));
+                context.observe(StreamDelta::Reasoning(text("thinking")));
                 block.text.push_str(text("thinking"));
             }
             "input_json_delta" => block.partial_json.push_str(text("partial_json")),
@@ -261,7 +295,7 @@ impl Assembler {
     }
 
     /// Takes one streamed event. Returns `Ok(true)` at `message_stop`.
-    pub(crate) fn push_event(&mut self, model: &HttpModel, data: &str) -> Result<bool, ModelError> {
+    fn push_event(&mut self, context: &Context<'_>, data: &str) -> Result<bool, ModelError> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(false);
@@ -269,7 +303,7 @@ impl Assembler {
         let event: Value = serde_json::from_str(data).map_err(|error| {
             invalid(format!(
                 "{} streamed an event that is not json ({error}): {}",
-                model.base_url(),
+                context.base_url,
                 shorten(data)
             ))
         })?;
@@ -295,11 +329,11 @@ impl Assembler {
             }
             "content_block_start" => {
                 let block = event.get("content_block").cloned().unwrap_or_default();
-                self.start_block(model, index, &block);
+                self.start_block(context, index, &block);
             }
             "content_block_delta" => {
                 let delta = event.get("delta").cloned().unwrap_or_default();
-                self.delta(model, index, &delta);
+                self.delta(context, index, &delta);
             }
             "message_delta" => self.usage(usage_of(event.get("usage"))),
             "message_stop" => return Ok(true),
@@ -312,7 +346,7 @@ impl Assembler {
     }
 
     /// The assembled turn.
-    pub(crate) fn finish(self, model: &HttpModel) -> ModelResponse {
+    fn into_response(self, context: &Context<'_>) -> ModelResponse {
         let mut content = String::new();
         let mut reasoning = String::new();
         let mut tool_calls = Vec::new();
@@ -333,7 +367,7 @@ impl Assembler {
                         id: block
                             .id
                             .filter(|id| !id.is_empty())
-                            .unwrap_or_else(|| model.generate_id()),
+                            .unwrap_or_else(|| context.generate_id()),
                         name: block.name,
                         arguments,
                     });
@@ -355,12 +389,28 @@ impl Assembler {
     }
 }
 
+impl StreamAccumulator for Assembler {
+    fn push(&mut self, context: &Context<'_>, data: &str) -> Result<bool, ModelError> {
+        self.push_event(context, data)
+    }
+
+    fn finish(self, context: &Context<'_>) -> Result<ModelResponse, ModelError> {
+        if self.events == 0 {
+            return Err(invalid(format!(
+                "{} ended the stream before sending any event",
+                context.base_url
+            )));
+        }
+        Ok(self.into_response(context))
+    }
+}
+
 /// Parses a whole (non-streamed) Messages answer.
-pub(crate) fn parse_message(model: &HttpModel, body: &[u8]) -> Result<ModelResponse, ModelError> {
+fn parse_message(context: &Context<'_>, body: &[u8]) -> Result<ModelResponse, ModelError> {
     let message: WireMessage = serde_json::from_slice(body).map_err(|error| {
         invalid(format!(
             "{} answered something that is not a message ({error}): {}",
-            model.base_url(),
+            context.base_url,
             shorten(&String::from_utf8_lossy(body))
         ))
     })?;
@@ -372,43 +422,7 @@ pub(crate) fn parse_message(model: &HttpModel, body: &[u8]) -> Result<ModelRespo
         assembler.usage(usage);
     }
     for (index, block) in message.content.iter().enumerate() {
-        assembler.start_block(model, index, block);
+        assembler.start_block(context, index, block);
     }
-    Ok(assembler.finish(model))
-}
-
-/// One Messages call.
-pub(crate) async fn complete(
-    model: &HttpModel,
-    request: &ModelRequest,
-) -> Result<ModelResponse, ModelError> {
-    let body = request_body(model, request)?;
-    let answer = model
-        .transport
-        .post("messages", body, &|status, quoted| {
-            model.refusal(status, quoted)
-        })
-        .await?;
-    let is_sse = is_event_stream(&answer.response);
-    if !is_sse {
-        let bytes = model
-            .transport
-            .read_to_end(answer.response, answer.deadline)
-            .await?;
-        return parse_message(model, &bytes);
-    }
-    let mut assembler = Assembler::default();
-    model
-        .transport
-        .read_events(answer.response, answer.deadline, |event| {
-            assembler.push_event(model, &event.data)
-        })
-        .await?;
-    if assembler.events == 0 {
-        return Err(invalid(format!(
-            "{} ended the stream before sending any event",
-            model.base_url()
-        )));
-    }
-    Ok(assembler.finish(model))
+    Ok(assembler.into_response(context))
 }

@@ -1,53 +1,33 @@
 //! [`HttpModel`]: one provider behind [`pp_agent::Model`], speaking either dialect.
+//!
+//! The one sequence every call follows lives here ([`HttpModel::call`]): write the body,
+//! post it, then read the answer as a stream or as a whole body and finish it. What
+//! differs between the wire protocols is behind [`Dialect`]; the dialects never reach
+//! back into this file.
 
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use pp_agent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse};
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::error::SettingsError;
+use crate::anthropic::Messages;
+use crate::dialect::{Context, DeltaObserver, Dialect, StreamAccumulator};
+use crate::error::Result;
+use crate::openai::ChatCompletions;
 use crate::settings::{ProviderKind, ProviderSettings};
-use crate::transport::{Transport, quote};
-use crate::{Result, anthropic, openai};
-
-/// The `anthropic-version` header value sent with every Anthropic request.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-/// Anthropic's required `max_tokens` when the settings leave it open.
-pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
-
-/// A piece of a streamed answer, handed to the observer as it arrives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamDelta<'a> {
-    /// Visible text.
-    Text(&'a str),
-    /// Reasoning text (DeepSeek `reasoning_content`, Anthropic thinking).
-    Reasoning(&'a str),
-    /// A tool call started; its arguments are still arriving.
-    ToolCall {
-        /// The call's position in the turn.
-        index: usize,
-        /// The tool's name.
-        name: &'a str,
-    },
-}
-
-/// Receives [`StreamDelta`]s while a streamed answer arrives (the CLI prints them).
-/// Called on the task that awaits [`Model::complete`]; keep it quick.
-pub type DeltaObserver = Arc<dyn Fn(StreamDelta<'_>) + Send + Sync>;
+use crate::sse::SseParser;
+use crate::transport::{Transport, is_event_stream, quote};
 
 /// A model reached over HTTP: OpenAI-compatible chat completions or Anthropic Messages.
 pub struct HttpModel {
-    pub(crate) kind: ProviderKind,
-    pub(crate) model: String,
-    pub(crate) max_tokens: Option<u32>,
-    pub(crate) temperature: Option<f32>,
-    pub(crate) stream: bool,
-    pub(crate) has_key: bool,
-    pub(crate) transport: Transport,
+    kind: ProviderKind,
+    model: String,
+    max_tokens: Option<u32>,
+    temperature: Option<f32>,
+    stream: bool,
+    has_key: bool,
+    transport: Transport,
     observer: Option<DeltaObserver>,
     /// Numbers the ids generated for tool calls a server sent without one, so they stay
     /// unique across the conversation.
@@ -63,26 +43,10 @@ impl HttpModel {
             .as_deref()
             .map(str::trim)
             .filter(|key| !key.is_empty());
-        let mut headers = HeaderMap::new();
-        match settings.kind {
-            ProviderKind::OpenAi => {
-                if let Some(key) = key {
-                    headers.insert(
-                        reqwest::header::AUTHORIZATION,
-                        header_value(&format!("Bearer {key}"))?,
-                    );
-                }
-            }
-            ProviderKind::Anthropic => {
-                if let Some(key) = key {
-                    headers.insert(HeaderName::from_static("x-api-key"), header_value(key)?);
-                }
-                headers.insert(
-                    HeaderName::from_static("anthropic-version"),
-                    HeaderValue::from_static(ANTHROPIC_VERSION),
-                );
-            }
-        }
+        let headers = match settings.kind {
+            ProviderKind::OpenAi => ChatCompletions::headers(key)?,
+            ProviderKind::Anthropic => Messages::headers(key)?,
+        };
         Ok(Self {
             kind: settings.kind,
             model: settings.model.trim().to_owned(),
@@ -117,20 +81,61 @@ impl HttpModel {
         self.transport.base_url()
     }
 
-    pub(crate) fn observe(&self, delta: StreamDelta<'_>) {
-        if let Some(observer) = &self.observer {
-            observer(delta);
+    /// What a dialect reads for one call.
+    fn context(&self) -> Context<'_> {
+        Context {
+            model: &self.model,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            stream: self.stream,
+            base_url: self.transport.base_url(),
+            observer: self.observer.as_ref(),
+            generated_ids: &self.generated_ids,
         }
     }
 
-    /// An id for a tool call the server sent without one.
-    pub(crate) fn generate_id(&self) -> String {
-        let number = self.generated_ids.fetch_add(1, Ordering::Relaxed);
-        format!("call_pp_{number}")
+    /// One call in dialect `D`: post the body, then read the answer as an event stream
+    /// (or as a body that is one, when the dialect sniffs for that) or as a whole body.
+    async fn call<D: Dialect>(
+        &self,
+        request: &ModelRequest,
+    ) -> std::result::Result<ModelResponse, ModelError> {
+        let context = self.context();
+        let body = D::request_body(&context, request)?;
+        let answer = self
+            .transport
+            .post(D::PATH, body, &|status, quoted| {
+                self.refusal(status, quoted)
+            })
+            .await?;
+        let mut stream = D::Stream::default();
+        if is_event_stream(&answer.response) {
+            self.transport
+                .read_events(answer.response, answer.deadline, |event| {
+                    stream.push(&context, &event.data)
+                })
+                .await?;
+            return stream.finish(&context);
+        }
+        let bytes = self
+            .transport
+            .read_to_end(answer.response, answer.deadline)
+            .await?;
+        // A server that streams without the right content type still starts with `data:`.
+        if !(D::SNIFFS_UNLABELLED_STREAMS && bytes.trim_ascii_start().starts_with(b"data:")) {
+            return D::parse_body(&context, &bytes);
+        }
+        let mut parser = SseParser::default();
+        for event in parser.push(&bytes).into_iter().chain(parser.finish()) {
+            if stream.push(&context, &event.data)? {
+                break;
+            }
+        }
+        stream.finish(&context)
     }
 
     /// The operator-facing message for a 4xx the server will not change its mind about.
-    pub(crate) fn refusal(&self, status: StatusCode, quoted: &str) -> String {
+    fn refusal(&self, status: StatusCode, quoted: &str) -> String {
         let base = self.transport.base_url();
         let code = status.as_u16();
         let detail = quote(quoted);
@@ -166,12 +171,6 @@ impl HttpModel {
     }
 }
 
-fn header_value(text: &str) -> Result<HeaderValue> {
-    let mut value = HeaderValue::from_str(text).map_err(|_| SettingsError::ApiKeyNotAHeader)?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
 impl fmt::Debug for HttpModel {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
@@ -191,8 +190,20 @@ impl Model for HttpModel {
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, std::result::Result<ModelResponse, ModelError>> {
         match self.kind {
-            ProviderKind::OpenAi => Box::pin(openai::complete(self, request)),
-            ProviderKind::Anthropic => Box::pin(anthropic::complete(self, request)),
+            ProviderKind::OpenAi => Box::pin(self.call::<ChatCompletions>(request)),
+            ProviderKind::Anthropic => Box::pin(self.call::<Messages>(request)),
         }
     }
+}
+
+/// Builds the provider `settings` describe.
+///
+/// ```
+/// use pp_model::{ProviderKind, ProviderSettings, provider};
+/// let settings = ProviderSettings::new(ProviderKind::OpenAi, "http://127.0.0.1:11434/v1", "qwen3");
+/// let model = provider(&settings).unwrap();
+/// # drop(model);
+/// ```
+pub fn provider(settings: &ProviderSettings) -> Result<Box<dyn Model>> {
+    Ok(Box::new(HttpModel::new(settings)?))
 }

@@ -31,6 +31,7 @@
 //! ```
 
 mod anthropic;
+mod dialect;
 mod discovery;
 mod error;
 mod http_model;
@@ -41,14 +42,14 @@ mod settings;
 mod sse;
 mod transport;
 
+pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION};
+pub use dialect::{DeltaObserver, StreamDelta};
 pub use discovery::{
     Discovered, KNOWN_PROVIDERS, KnownProvider, LocalCandidate, LocalServerKind, ProbeOptions,
     ProbeReport, discover_from_keys, key_variables, probe_local,
 };
 pub use error::{Error, Result, SettingsError};
-pub use http_model::{
-    ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, DeltaObserver, HttpModel, StreamDelta,
-};
+pub use http_model::{HttpModel, provider};
 pub use ping::{PING_TOOL, PingReport, ping, ping_request};
 pub use scripted::{ScriptTurn, ScriptedCall, ScriptedModel};
-pub use settings::{Backoff, ProviderKind, ProviderSettings, Timeouts, provider};
+pub use settings::{Backoff, ProviderKind, ProviderSettings, Timeouts};

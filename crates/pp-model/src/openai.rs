@@ -11,11 +11,38 @@
 
 use pp_agent::{ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 use pp_types::{Message, ToolCall, Usage};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::http_model::{HttpModel, StreamDelta};
-use crate::transport::{is_event_stream, json_message, shorten};
+use crate::dialect::{Context, Dialect, StreamAccumulator, StreamDelta, secret_header};
+use crate::error::SettingsError;
+use crate::transport::{json_message, shorten};
+
+/// The OpenAI-compatible chat-completions dialect.
+pub(crate) struct ChatCompletions;
+
+impl Dialect for ChatCompletions {
+    const PATH: &'static str = "chat/completions";
+    const SNIFFS_UNLABELLED_STREAMS: bool = true;
+    type Stream = StreamAssembler;
+
+    fn headers(key: Option<&str>) -> Result<HeaderMap, SettingsError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = key {
+            headers.insert(AUTHORIZATION, secret_header(&format!("Bearer {key}"))?);
+        }
+        Ok(headers)
+    }
+
+    fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+        request_body(context, request)
+    }
+
+    fn parse_body(context: &Context<'_>, body: &[u8]) -> Result<ModelResponse, ModelError> {
+        parse_completion(context, body)
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Request
@@ -91,10 +118,7 @@ struct OutToolFunction<'a> {
 }
 
 /// The JSON body of a chat-completions request.
-pub(crate) fn request_body(
-    model: &HttpModel,
-    request: &ModelRequest,
-) -> Result<Vec<u8>, ModelError> {
+fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
     let messages = request
         .messages
         .iter()
@@ -142,15 +166,15 @@ pub(crate) fn request_body(
         })
         .collect();
     let body = Body {
-        model: &model.model,
+        model: context.model,
         messages,
         tools,
-        stream: model.stream,
-        stream_options: model.stream.then_some(StreamOptions {
+        stream: context.stream,
+        stream_options: context.stream.then_some(StreamOptions {
             include_usage: true,
         }),
-        max_tokens: model.max_tokens,
-        temperature: model.temperature,
+        max_tokens: context.max_tokens,
+        temperature: context.temperature,
     };
     serde_json::to_vec(&body).map_err(|error| {
         ModelError::new(
@@ -279,15 +303,12 @@ fn body_error(value: &Value) -> ModelError {
 }
 
 /// Parses a whole (non-streamed) chat completion.
-pub(crate) fn parse_completion(
-    model: &HttpModel,
-    body: &[u8],
-) -> Result<ModelResponse, ModelError> {
+fn parse_completion(context: &Context<'_>, body: &[u8]) -> Result<ModelResponse, ModelError> {
     let completion: Completion = serde_json::from_slice(body).map_err(|error| {
         let snippet = shorten(&String::from_utf8_lossy(body));
         invalid(format!(
             "{} answered something that is not a chat completion ({error}): {snippet}",
-            model.base_url()
+            context.base_url
         ))
     })?;
     if let Some(error) = completion.error.as_ref().filter(|error| !error.is_null()) {
@@ -301,7 +322,7 @@ pub(crate) fn parse_completion(
     else {
         return Err(invalid(format!(
             "{} answered a chat completion without any choice",
-            model.base_url()
+            context.base_url
         )));
     };
     let mut tool_calls: Vec<ToolCall> = message
@@ -312,7 +333,7 @@ pub(crate) fn parse_completion(
             let function = call.function.unwrap_or_default();
             let name = non_empty(function.name)?;
             Some(ToolCall {
-                id: non_empty(call.id).unwrap_or_else(|| model.generate_id()),
+                id: non_empty(call.id).unwrap_or_else(|| context.generate_id()),
                 name,
                 arguments: arguments_of(function.arguments.as_ref()),
             })
@@ -323,7 +344,7 @@ pub(crate) fn parse_completion(
         && let Some(name) = non_empty(function.name)
     {
         tool_calls.push(ToolCall {
-            id: model.generate_id(),
+            id: context.generate_id(),
             name,
             arguments: arguments_of(function.arguments.as_ref()),
         });
@@ -361,9 +382,9 @@ pub(crate) struct StreamAssembler {
     chunks: usize,
 }
 
-impl StreamAssembler {
+impl StreamAccumulator for StreamAssembler {
     /// Takes one `data:` payload. Returns `Ok(true)` at `[DONE]`.
-    pub(crate) fn push(&mut self, model: &HttpModel, data: &str) -> Result<bool, ModelError> {
+    fn push(&mut self, context: &Context<'_>, data: &str) -> Result<bool, ModelError> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(false);
@@ -374,7 +395,7 @@ impl StreamAssembler {
         let chunk: Completion = serde_json::from_str(data).map_err(|error| {
             invalid(format!(
                 "{} streamed a chunk that is not json ({error}): {}",
-                model.base_url(),
+                context.base_url,
                 shorten(data)
             ))
         })?;
@@ -390,25 +411,60 @@ impl StreamAssembler {
                 continue;
             }
             if let Some(delta) = choice.delta.or(choice.message) {
-                self.delta(model, delta);
+                self.delta(context, delta);
             }
         }
         Ok(false)
     }
 
-    fn delta(&mut self, model: &HttpModel, delta: WireMessage) {
+    /// The assembled turn.
+    fn finish(self, context: &Context<'_>) -> Result<ModelResponse, ModelError> {
+        if self.chunks == 0 {
+            return Err(invalid(format!(
+                "{} ended the stream before sending any chunk",
+                context.base_url
+            )));
+        }
+        let mut calls: Vec<Partial> = self
+            .calls
+            .into_iter()
+            .filter(|partial| !partial.name.is_empty())
+            .collect();
+        if calls.is_empty()
+            && let Some(legacy) = self.legacy.filter(|legacy| !legacy.name.is_empty())
+        {
+            calls.push(legacy);
+        }
+        Ok(ModelResponse {
+            content: non_empty(Some(self.content)),
+            tool_calls: calls
+                .into_iter()
+                .map(|partial| ToolCall {
+                    id: partial.id.unwrap_or_else(|| context.generate_id()),
+                    name: partial.name,
+                    arguments: partial.arguments,
+                })
+                .collect(),
+            reasoning_content: non_empty(Some(self.reasoning)),
+            usage: self.usage,
+        })
+    }
+}
+
+impl StreamAssembler {
+    fn delta(&mut self, context: &Context<'_>, delta: WireMessage) {
         if let Some(text) = text_of(delta.content.as_ref()).filter(|text| !text.is_empty()) {
-            model.observe(StreamDelta::Text(&text));
+            context.observe(StreamDelta::Text(&text));
             self.content.push_str(&text);
         }
         let reasoning =
             text_of(delta.reasoning_content.as_ref()).or(text_of(delta.reasoning.as_ref()));
         if let Some(text) = reasoning.filter(|text| !text.is_empty()) {
-            model.observe(StreamDelta::Reasoning(&text));
+            context.observe(StreamDelta::Reasoning(&text));
             self.reasoning.push_str(&text);
         }
         for call in delta.tool_calls.unwrap_or_default() {
-            self.fragment(model, call);
+            self.fragment(context, call);
         }
         if let Some(function) = delta.function_call {
             let legacy = self.legacy.get_or_insert_with(Partial::default);
@@ -422,7 +478,7 @@ impl StreamAssembler {
     /// Adds one tool-call fragment to the call it belongs to: the one with the same id;
     /// else the latest one with the same index (that has no other id); else — with
     /// neither id nor index — the latest call; else a new call.
-    fn fragment(&mut self, model: &HttpModel, call: WireCall) {
+    fn fragment(&mut self, context: &Context<'_>, call: WireCall) {
         let index = index_of(call.index.as_ref());
         let id = non_empty(call.id);
         let found = match &id {
@@ -463,7 +519,7 @@ impl StreamAssembler {
         let had_name = !partial.name.is_empty();
         merge_name(&mut partial.name, function.name);
         if !had_name && !partial.name.is_empty() {
-            model.observe(StreamDelta::ToolCall {
+            context.observe(StreamDelta::ToolCall {
                 index: position,
                 name: &partial.name,
             });
@@ -471,38 +527,6 @@ impl StreamAssembler {
         partial
             .arguments
             .push_str(&arguments_of(function.arguments.as_ref()));
-    }
-
-    /// Whether any chunk arrived.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.chunks == 0
-    }
-
-    /// The assembled turn.
-    pub(crate) fn finish(self, model: &HttpModel) -> ModelResponse {
-        let mut calls: Vec<Partial> = self
-            .calls
-            .into_iter()
-            .filter(|partial| !partial.name.is_empty())
-            .collect();
-        if calls.is_empty()
-            && let Some(legacy) = self.legacy.filter(|legacy| !legacy.name.is_empty())
-        {
-            calls.push(legacy);
-        }
-        ModelResponse {
-            content: non_empty(Some(self.content)),
-            tool_calls: calls
-                .into_iter()
-                .map(|partial| ToolCall {
-                    id: partial.id.unwrap_or_else(|| model.generate_id()),
-                    name: partial.name,
-                    arguments: partial.arguments,
-                })
-                .collect(),
-            reasoning_content: non_empty(Some(self.reasoning)),
-            usage: self.usage,
-        }
     }
 }
 
@@ -515,58 +539,4 @@ fn merge_name(name: &mut String, piece: Option<String>) {
     if *name != piece {
         name.push_str(&piece);
     }
-}
-
-/// One chat-completions call.
-pub(crate) async fn complete(
-    model: &HttpModel,
-    request: &ModelRequest,
-) -> Result<ModelResponse, ModelError> {
-    let body = request_body(model, request)?;
-    let answer = model
-        .transport
-        .post("chat/completions", body, &|status, quoted| {
-            model.refusal(status, quoted)
-        })
-        .await?;
-    let is_sse = is_event_stream(&answer.response);
-    if !is_sse {
-        let bytes = model
-            .transport
-            .read_to_end(answer.response, answer.deadline)
-            .await?;
-        // A server that streams without the right content type still starts with `data:`.
-        if !bytes.trim_ascii_start().starts_with(b"data:") {
-            return parse_completion(model, &bytes);
-        }
-        let mut parser = crate::sse::SseParser::default();
-        let mut assembler = StreamAssembler::default();
-        for event in parser.push(&bytes).into_iter().chain(parser.finish()) {
-            if assembler.push(model, &event.data)? {
-                break;
-            }
-        }
-        return finish_stream(model, assembler);
-    }
-    let mut assembler = StreamAssembler::default();
-    model
-        .transport
-        .read_events(answer.response, answer.deadline, |event| {
-            assembler.push(model, &event.data)
-        })
-        .await?;
-    finish_stream(model, assembler)
-}
-
-fn finish_stream(
-    model: &HttpModel,
-    assembler: StreamAssembler,
-) -> Result<ModelResponse, ModelError> {
-    if assembler.is_empty() {
-        return Err(invalid(format!(
-            "{} ended the stream before sending any chunk",
-            model.base_url()
-        )));
-    }
-    Ok(assembler.finish(model))
 }

@@ -8,7 +8,7 @@ use pp_types::ToolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// One assistant turn of a script: text, tool calls, or both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,4 +1,5 @@
-//! Provider settings: what the CLI resolves from its config and hands to [`provider`].
+//! Provider settings: what the CLI resolves from its config and hands to
+//! [`crate::provider`].
 //!
 //! Nothing here reads the environment or a file (STYLE C2): `api_key` is the resolved
 //! secret, not the name of the variable that held it.
@@ -6,11 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use pp_agent::Model;
-
-use crate::Result;
 use crate::error::SettingsError;
-use crate::http_model::HttpModel;
 
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,7 +107,7 @@ pub struct ProviderSettings {
     /// Sampling temperature; the server's default when `None`.
     pub temperature: Option<f32>,
     /// Whether to stream the answer (text deltas go to the observer, see
-    /// [`HttpModel::with_observer`]). Turn off for servers whose streaming is broken.
+    /// [`HttpModel::with_observer`](crate::HttpModel::with_observer)). Turn off for servers whose streaming is broken.
     pub stream: bool,
     /// Phase timeouts.
     pub timeouts: Timeouts,
@@ -187,18 +184,6 @@ impl fmt::Debug for ProviderSettings {
             .field("backoff", &self.backoff)
             .finish()
     }
-}
-
-/// Builds the provider `settings` describe.
-///
-/// ```
-/// use pp_model::{ProviderKind, ProviderSettings, provider};
-/// let settings = ProviderSettings::new(ProviderKind::OpenAi, "http://127.0.0.1:11434/v1", "qwen3");
-/// let model = provider(&settings).unwrap();
-/// # drop(model);
-/// ```
-pub fn provider(settings: &ProviderSettings) -> Result<Box<dyn Model>> {
-    Ok(Box::new(HttpModel::new(settings)?))
 }
 
 #[cfg(test)]

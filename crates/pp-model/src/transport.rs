@@ -9,9 +9,9 @@ use pp_agent::{ModelError, ModelErrorKind};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 
+use crate::error::{Error, Result};
 use crate::settings::{Backoff, ProviderSettings, Timeouts};
 use crate::sse::{SseEvent, SseParser};
-use crate::{Error, Result};
 
 /// The longest server error text quoted in a message.
 const QUOTE_LIMIT: usize = 300;

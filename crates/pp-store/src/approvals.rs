@@ -26,7 +26,7 @@ pub struct NewApproval {
     pub target: Option<String>,
     /// The arguments the person is shown.
     pub arguments: Value,
-    /// What the person is shown of the target (`sha256:…` or `absent`).
+    /// What the person is shown of the target (the jail's fingerprint: `absent`, or metadata plus a content hash).
     pub fingerprint: Option<String>,
     /// Everything needed to continue the task.
     pub checkpoint: Checkpoint,

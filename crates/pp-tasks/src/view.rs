@@ -29,6 +29,10 @@ pub struct ApprovalView {
     /// The target path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The workspace-relative path the target designates once `..` and links inside the
+    /// workspace are resolved (from the preview), shown next to the target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
     /// The arguments as the model wrote them.
     pub arguments: Value,
     /// A unified diff for overwrites and edits.
@@ -74,6 +78,9 @@ impl ApprovalView {
             risk: approval.risk,
             label: approval.label,
             target: approval.target,
+            resolved: preview
+                .as_ref()
+                .and_then(|preview| preview.resolved.clone()),
             arguments: approval.arguments,
             diff: preview.as_ref().and_then(|preview| preview.diff.clone()),
             content: preview.as_ref().and_then(|preview| preview.content.clone()),

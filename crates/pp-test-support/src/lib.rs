@@ -17,7 +17,11 @@
     reason = "test fixtures build trees with std::fs on paths the test chose, and panic on setup failure"
 )]
 
+mod unprivileged;
+
 use std::path::{Path, PathBuf};
+
+pub use unprivileged::{is_root, rerun_as_nobody};
 
 /// A temporary directory with `workspace/` and `outside/` side by side.
 ///

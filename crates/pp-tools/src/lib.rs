@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use pp_agent::{Tool, ToolRegistry};
+//! use pp_agent::{Tool, ToolContext, ToolRegistry};
 //! use pp_types::ToolOutput;
 //! use serde_json::json;
 //!
@@ -27,12 +27,16 @@
 //! let names: Vec<&str> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
 //! assert_eq!(names, ["list_files", "read_file", "write_file", "edit_file"]);
 //!
+//! // File work runs on the blocking pool; any runtime will do.
 //! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
 //! let write = &tools[2];
-//! let output = runtime.block_on(write.execute(&json!({"path": "notes/todo.txt", "content": "milk\n"})));
+//! let context = ToolContext::default();
+//! let arguments = json!({"path": "notes/todo.txt", "content": "milk\n"});
+//! let output = runtime.block_on(write.execute(&context, &arguments));
 //! assert_eq!(output, ToolOutput::success("created `notes/todo.txt` (5 bytes)"));
 //! let read = &tools[1];
-//! let output = runtime.block_on(read.execute(&json!({"path": "notes/todo.txt"})));
+//! let arguments = json!({"path": "notes/todo.txt"});
+//! let output = runtime.block_on(read.execute(&context, &arguments));
 //! assert_eq!(output, ToolOutput::success("milk\n"));
 //!
 //! let mut registry = ToolRegistry::new();

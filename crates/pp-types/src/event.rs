@@ -120,7 +120,7 @@ pub enum EventKind {
         arguments: Value,
         /// Create/overwrite label, diff and fingerprint, when the tool can describe them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        preview: Option<EffectPreview>,
+        preview: Option<Box<EffectPreview>>,
     },
     /// A person decided.
     ApprovalResolved {
@@ -224,7 +224,7 @@ impl EventKind {
             capability: pending.capability.clone(),
             risk: pending.risk,
             arguments: pending.arguments.clone(),
-            preview: pending.preview.clone(),
+            preview: pending.preview.clone().map(Box::new),
         }
     }
 

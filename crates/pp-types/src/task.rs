@@ -247,7 +247,7 @@ pub struct ApprovalRecord {
     pub target: Option<String>,
     /// The arguments the person was shown.
     pub arguments: Value,
-    /// What the person was shown of the target (`sha256:…` or `absent`).
+    /// What the person was shown of the target (the jail's fingerprint: `absent`, or metadata plus a content hash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
     /// Everything needed to continue the task.

@@ -7,4 +7,5 @@
 
 mod fakes;
 mod loop_tests;
+mod props;
 mod resume_tests;

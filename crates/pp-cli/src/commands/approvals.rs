@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use pp_tasks::store::Store;
-use pp_tasks::{Decision, ModelSource, ResolveRequest};
-use pp_types::{Actor, ApprovalId, ApprovalState};
+use pp_tasks::{Decision, ModelSource, ResolveRequest, Workspace};
+use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 
 use crate::app::{App, model_source};
 use crate::commands::run::follow;
 use crate::config::{Config, Flags};
-use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
+use crate::output::{errln, outln};
+use crate::render::{LiveView, approval_card, json_safe, one_line, target_text};
 use crate::{Exit, exit};
 
 /// What to do.
@@ -57,6 +58,11 @@ pub(crate) enum ApprovalsCommand {
 
 /// Runs an `approvals` subcommand.
 pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Result<u8> {
+    // Approvals belong to stored tasks, each with its own workspace.
+    let flags = &Flags {
+        stored_tasks_only: true,
+        ..flags.clone()
+    };
     match command {
         ApprovalsCommand::List { state, limit, json } => {
             let app = App::open(flags, ModelSource::Scripted, None)?;
@@ -68,24 +74,25 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
                 .transpose()?;
             let views = app.service.approval_views(state, limit)?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json_safe(&serde_json::json!({ "approvals": views }).to_string())
-                );
+                )?;
             } else if views.is_empty() {
-                println!("no approvals");
+                outln!("no approvals")?;
             } else {
                 for view in views {
                     let label = view.label.map_or("", |label| label.as_str());
-                    println!(
-                        "{}  {:<8}  {}  {} {} {}",
-                        view.id,
+                    let target = view.target.as_deref().map_or_else(String::new, |target| {
+                        target_text(target, view.resolved.as_deref())
+                    });
+                    outln!(
+                        "{}  {:<8}  {}  {} {label} {target}",
+                        one_line(&view.id),
                         view.state.as_str(),
                         view.created_at,
-                        view.tool,
-                        label,
-                        terminal_safe(view.target.as_deref().unwrap_or(""))
-                    );
+                        one_line(&view.tool),
+                    )?;
                 }
             }
             Ok(exit::OK)
@@ -94,9 +101,9 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
             let app = App::open(flags, ModelSource::Scripted, None)?;
             let view = app.service.approval_view(&ApprovalId(id))?;
             if json {
-                println!("{}", json_safe(&serde_json::to_string(&view)?));
+                outln!("{}", json_safe(&serde_json::to_string(&view)?))?;
             } else {
-                println!("{}", approval_card(&view));
+                outln!("{}", approval_card(&view))?;
             }
             Ok(exit::OK)
         }
@@ -121,7 +128,14 @@ async fn resolve(
     let id = ApprovalId(id);
     // Scripted tasks carry their script; only other tasks need the configured model, so
     // look (and probe local servers) only for those.
-    let models = if scripted(&config, &id)? {
+    let task = stored_task(&config, &id)?;
+    if let Some(task) = &task {
+        config.refuse_private_inside(Workspace {
+            name: task.workspace.clone(),
+            path: task.workspace_path.clone().into(),
+        })?;
+    }
+    let models = if task.is_none_or(|task| task.script.is_some()) {
         ModelSource::Scripted
     } else {
         model_source(&config).await?
@@ -137,7 +151,7 @@ async fn resolve(
     match app.service.resolve(&id, request).await {
         Ok(record) => follow(&app.service, record).await,
         Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             Ok(exit::CONFLICT)
         }
         Err(pp_tasks::Error::InvalidArguments(message)) => Err(Exit::usage(format!(
@@ -148,15 +162,15 @@ async fn resolve(
     }
 }
 
-/// Whether the approval's task replays a script (an unknown approval counts as scripted:
-/// resolving it reports "not found" without looking for a model).
-fn scripted(config: &Config, id: &ApprovalId) -> anyhow::Result<bool> {
+/// The approval's task, or `None` for an unknown approval (resolving it then reports
+/// "not found" without looking for a model).
+fn stored_task(config: &Config, id: &ApprovalId) -> anyhow::Result<Option<TaskRecord>> {
     crate::home::ensure(&config.home)?;
     let store = Store::open(&config.database())?;
     let Ok(approval) = store.approval(id) else {
-        return Ok(true);
+        return Ok(None);
     };
-    Ok(store.task(&approval.task_id)?.script.is_some())
+    Ok(Some(store.task(&approval.task_id)?))
 }
 
 #[expect(

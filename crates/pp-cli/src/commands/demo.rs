@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::commands::run::ask;
 use crate::exit;
+use crate::output::outln;
 use crate::render::{LiveView, approval_card};
 
 /// Runs the tour; exits 0 whether or not a terminal is attached.
@@ -34,11 +35,11 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
     );
     let interactive = std::io::stdin().is_terminal();
 
-    println!("PocketPilot demo: the gate at work, with a scripted model and no network.");
-    println!("Throw-away workspace: {}", workspace.display());
-    println!("(it holds notes.txt; next to it, outside the workspace, is secret.txt)\n");
+    outln!("PocketPilot demo: the gate at work, with a scripted model and no network.")?;
+    outln!("Throw-away workspace: {}", workspace.display())?;
+    outln!("(it holds notes.txt; next to it, outside the workspace, is secret.txt)\n")?;
 
-    println!("1/3  A read. `read_file` declares the capability file:read, so it runs at once.");
+    outln!("1/3  A read. `read_file` declares the capability file:read, so it runs at once.")?;
     let task = start(
         &service,
         "What do my notes say?",
@@ -48,10 +49,10 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
         ]),
     )
     .await?;
-    println!("     → {}\n", outcome(&task));
+    outln!("     → {}\n", outcome(&task))?;
 
-    println!("2/3  An escape. The model asks for ../secret.txt. The jail refuses the path before");
-    println!("     anything is opened (rule: escapes); the model is told and changes course.");
+    outln!("2/3  An escape. The model asks for ../secret.txt. The jail refuses the path before")?;
+    outln!("     anything is opened (rule: escapes); the model is told and changes course.")?;
     let task = start(
         &service,
         "Show me the secret next door",
@@ -61,13 +62,11 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
         ]),
     )
     .await?;
-    println!("     → {}\n", outcome(&task));
+    outln!("     → {}\n", outcome(&task))?;
 
-    println!(
-        "3/3  Writes. `write_file` declares file:write, so the task stops BEFORE touching the"
-    );
-    println!("     disk and waits for a person. One approval covers one call: the second write");
-    println!("     asks again.");
+    outln!("3/3  Writes. `write_file` declares file:write, so the task stops BEFORE touching the")?;
+    outln!("     disk and waits for a person. One approval covers one call: the second write")?;
+    outln!("     asks again.")?;
     let mut task = start(
         &service,
         "Write a summary, then a to-do list",
@@ -86,12 +85,12 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits but has no pending approval")?;
         let view = service.approval_view(&pending.id)?;
-        println!("{}", approval_card(&view));
+        outln!("{}", approval_card(&view))?;
         let request = if interactive {
             ask(&view.arguments)?
         } else {
-            println!("     No terminal is attached, so nobody can decide here: PocketPilot never");
-            println!("     approves on its own. (Demo-only scripted decision: rejecting.)");
+            outln!("     No terminal is attached, so nobody can decide here: PocketPilot never")?;
+            outln!("     approves on its own. (Demo-only scripted decision: rejecting.)")?;
             ResolveRequest {
                 decision: Decision::Reject,
                 edited_arguments: None,
@@ -103,28 +102,28 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
         task = match service.resolve(&pending.id, request).await {
             Ok(task) => task,
             Err(pp_tasks::Error::InvalidArguments(message)) => {
-                println!("     the edited call was refused: {message}");
+                outln!("     the edited call was refused: {message}")?;
                 task
             }
             Err(error) => return Err(error.into()),
         };
     }
-    println!("     → {}", outcome(&task));
+    outln!("     → {}", outcome(&task))?;
     let written: Vec<&str> = ["summary.md", "todo.md"]
         .into_iter()
         .filter(|name| workspace.join(name).exists())
         .collect();
-    println!(
+    outln!(
         "     files written: {}\n",
         if written.is_empty() {
             "none".to_owned()
         } else {
             written.join(", ")
         }
-    );
-    println!("That is the promise: the model decides whether to call a tool; it never decides");
-    println!("what the tool may touch, nor whether anything is written to disk.");
-    println!("Next: `pocketpilot run --script FILE \"…\"` or configure a model (README).");
+    )?;
+    outln!("That is the promise: the model decides whether to call a tool; it never decides")?;
+    outln!("what the tool may touch, nor whether anything is written to disk.")?;
+    outln!("Next: `pocketpilot run --script FILE \"…\"` or configure a model (README).")?;
     Ok(exit::OK)
 }
 

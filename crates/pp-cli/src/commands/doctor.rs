@@ -6,6 +6,7 @@ use std::path::Path;
 use pp_tasks::store::Store;
 
 use crate::config::{Config, Flags};
+use crate::output::outln;
 use crate::{exit, models};
 
 /// One check's verdict.
@@ -18,6 +19,8 @@ enum Verdict {
 
 struct Report {
     failed: bool,
+    /// The first failed write to stdout (a closed pipe), returned at the end.
+    output: std::io::Result<()>,
 }
 
 impl Report {
@@ -30,13 +33,18 @@ impl Report {
                 "FAIL"
             }
         };
-        println!("[{tag}] {what}: {detail}");
+        if self.output.is_ok() {
+            self.output = outln!("[{tag}] {what}: {detail}");
+        }
     }
 }
 
 /// Runs every check; exit code 1 if any failed.
 pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
-    let mut report = Report { failed: false };
+    let mut report = Report {
+        failed: false,
+        output: Ok(()),
+    };
     let config = match Config::load(flags) {
         Ok(config) => {
             let source = config.file.as_ref().map_or_else(
@@ -48,6 +56,7 @@ pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
         }
         Err(error) => {
             report.line(Verdict::Fail, "config", &format!("{error:#}"));
+            report.output?;
             return Ok(exit::FAILED);
         }
     };
@@ -72,14 +81,15 @@ pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
         }
     }
     check_model(&mut report, &config).await;
-    println!(
+    report.output?;
+    outln!(
         "{}",
         if report.failed {
             "verdict: something needs fixing (see FAIL above)"
         } else {
             "verdict: ready"
         }
-    );
+    )?;
     Ok(if report.failed {
         exit::FAILED
     } else {

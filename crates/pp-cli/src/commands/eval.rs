@@ -71,5 +71,5 @@ fn case_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
 fn load(file: &Path) -> anyhow::Result<Case> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("invalid case {}", file.display()))
+    Case::parse(&text).with_context(|| format!("invalid case {}", file.display()))
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 
 use crate::config::absolute_path;
+use crate::output::{errprint, outln};
 use crate::{Exit, env, exit};
 
 /// What `init` writes.
@@ -70,14 +71,14 @@ pub(crate) fn run(config_flag: Option<PathBuf>, mut options: InitOptions) -> any
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}", path.display());
-    println!("next: `pocketpilot doctor` checks it, then `pocketpilot run \"…\"`");
+    outln!("wrote {}", path.display())?;
+    outln!("next: `pocketpilot doctor` checks it, then `pocketpilot run \"…\"`")?;
     Ok(exit::OK)
 }
 
 fn ask_missing(options: &mut InitOptions) -> anyhow::Result<()> {
     let prompt = |question: &str, default: &str| -> anyhow::Result<String> {
-        eprint!("{question} [{default}]: ");
+        errprint!("{question} [{default}]: ");
         std::io::stderr().flush()?;
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line)?;

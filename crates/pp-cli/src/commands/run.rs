@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
+use crate::output::{errln, errprint, outln};
 use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
 use crate::{Exit, env, exit, models};
 
@@ -31,7 +32,7 @@ pub(crate) async fn run(
         Some(_) => ModelSource::Scripted,
         None => match models::find(&config).await? {
             models::Found::Chosen(chosen) => {
-                eprintln!("model: {}", chosen.reason);
+                errln!("model: {}", chosen.reason);
                 ModelSource::Provider(chosen.model)
             }
             models::Found::Nothing(message) => return Err(Exit::no_model(message).into()),
@@ -41,7 +42,7 @@ pub(crate) async fn run(
     let service = &app.service;
     let workspace = service.workspaces().find(None);
     if let Some(workspace) = workspace {
-        eprintln!("workspace: {}", workspace.path.display());
+        errln!("workspace: {}", workspace.path.display());
     }
     sweep_workspaces(workspace);
     let task = service.create(CreateTask {
@@ -50,7 +51,7 @@ pub(crate) async fn run(
         actor: Actor::Operator,
         script,
     })?;
-    eprintln!(
+    errln!(
         "task {} (stored in {})",
         task.id,
         app.config.database().display()
@@ -65,7 +66,7 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
     loop {
         match record.state {
             TaskState::Completed => {
-                println!("{}", terminal_safe(&record.final_text.unwrap_or_default()));
+                outln!("{}", terminal_safe(&record.final_text.unwrap_or_default()))?;
                 return Ok(exit::OK);
             }
             TaskState::WaitingApproval => {}
@@ -75,7 +76,7 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
                     .as_deref()
                     .map(|error| format!(": {}", terminal_safe(error)))
                     .unwrap_or_default();
-                eprintln!("task {} {}{error}", record.id, state.as_str());
+                errln!("task {} {}{error}", record.id, state.as_str());
                 return Ok(exit::FAILED);
             }
         }
@@ -86,9 +87,9 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
         let view = service.approval_view(&pending.id)?;
-        eprintln!("{}", approval_card(&view));
+        errln!("{}", approval_card(&view));
         if !interactive {
-            print_waiting(&view);
+            print_waiting(&view)?;
             return Ok(exit::WAITING_APPROVAL);
         }
         record = loop {
@@ -96,10 +97,10 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
             match service.resolve(&pending.id, request).await {
                 Ok(record) => break record,
                 Err(pp_tasks::Error::InvalidArguments(message)) => {
-                    eprintln!("the edited call was refused: {message}");
+                    errln!("the edited call was refused: {message}");
                 }
                 Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
-                    eprintln!("{error}: someone else decided first");
+                    errln!("{error}: someone else decided first");
                     return Ok(exit::CONFLICT);
                 }
                 Err(error) => return Err(error.into()),
@@ -119,7 +120,8 @@ pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
         wait: true,
     };
     loop {
-        eprint!("[a]pprove, [r]eject, [e]dit arguments? ");
+        discard_type_ahead();
+        errprint!("[a]pprove, [r]eject, [e]dit arguments? ");
         std::io::stderr().flush()?;
         let mut line = String::new();
         if stdin.lock().read_line(&mut line)? == 0 {
@@ -128,7 +130,7 @@ pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
         match line.trim().to_lowercase().as_str() {
             "a" | "approve" | "y" | "yes" => return Ok(request(Decision::Approve, None, None)),
             "r" | "reject" | "n" | "no" => {
-                eprint!("reason (optional): ");
+                errprint!("reason (optional): ");
                 std::io::stderr().flush()?;
                 let mut reason = String::new();
                 stdin.lock().read_line(&mut reason)?;
@@ -138,10 +140,23 @@ pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
             }
             "e" | "edit" => match edit_arguments(arguments) {
                 Ok(Some(edited)) => return Ok(request(Decision::Approve, Some(edited), None)),
-                Ok(None) => eprintln!("arguments unchanged; choose again"),
-                Err(error) => eprintln!("{error:#}"),
+                Ok(None) => errln!("arguments unchanged; choose again"),
+                Err(error) => errln!("{error:#}"),
             },
-            other => eprintln!("unknown answer `{other}`: type a, r or e"),
+            other => errln!("unknown answer `{other}`: type a, r or e"),
+        }
+    }
+}
+
+/// Throws away whatever was typed before the question is shown, so keys pressed while
+/// an earlier card was on screen (or a pasted `a\na\n`) never answer a card nobody saw.
+fn discard_type_ahead() {
+    #[cfg(unix)]
+    {
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            // Best effort: failing to flush must not stop the person from answering.
+            let _ = rustix::termios::tcflush(&stdin, rustix::termios::QueueSelector::IFlush);
         }
     }
 }
@@ -174,7 +189,7 @@ fn edit_arguments(arguments: &Value) -> anyhow::Result<Option<Value>> {
 }
 
 /// Prints the pending approval for scripts and says how to resolve it.
-fn print_waiting(view: &pp_tasks::ApprovalView) {
+fn print_waiting(view: &pp_tasks::ApprovalView) -> std::io::Result<()> {
     let pending = serde_json::json!({
         "status": "waiting_approval",
         "task_id": view.task_id,
@@ -185,11 +200,12 @@ fn print_waiting(view: &pp_tasks::ApprovalView) {
         "label": view.label,
         "arguments": view.arguments,
     });
-    println!("{}", json_safe(&pending.to_string()));
-    eprintln!(
+    outln!("{}", json_safe(&pending.to_string()))?;
+    errln!(
         "waiting for approval: stdin is not a terminal, and PocketPilot never approves on its \
          own. Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
          approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",
         id = view.id
     );
+    Ok(())
 }

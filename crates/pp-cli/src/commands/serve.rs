@@ -9,6 +9,7 @@ use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
+use crate::output::outln;
 use crate::{exit, home, models};
 
 /// Serves until Ctrl-C (or SIGTERM).
@@ -91,7 +92,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         eprintln!("workspace {}: {}", workspace.name, workspace.path.display());
     }
     eprintln!("data: {}", app.config.home.display());
-    println!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}");
+    outln!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}")?;
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let served = pp_server::serve(listener, state, shutdown_signal()).await;
     watcher.abort();

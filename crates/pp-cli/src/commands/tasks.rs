@@ -6,7 +6,8 @@ use pp_types::{TaskId, TaskState};
 
 use crate::app::App;
 use crate::config::Flags;
-use crate::render::{json_safe, live_line, shorten, terminal_safe};
+use crate::output::outln;
+use crate::render::{json_safe, live_line, one_line, shorten};
 use crate::{Exit, exit};
 
 /// What to show.
@@ -60,7 +61,12 @@ pub(crate) enum TasksCommand {
 
 /// Runs a `tasks` subcommand.
 pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<u8> {
-    let app = App::open(flags, ModelSource::Scripted, None)?;
+    // Stored tasks carry their own workspace.
+    let flags = Flags {
+        stored_tasks_only: true,
+        ..flags.clone()
+    };
+    let app = App::open(&flags, ModelSource::Scripted, None)?;
     let store = app.service.store();
     match command {
         TasksCommand::List { state, limit, json } => {
@@ -72,30 +78,30 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                 .transpose()?;
             let tasks = store.list_tasks(state, limit)?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json_safe(&serde_json::json!({ "tasks": tasks }).to_string())
-                );
+                )?;
             } else if tasks.is_empty() {
-                println!("no tasks");
+                outln!("no tasks")?;
             } else {
                 for task in tasks {
-                    println!(
+                    outln!(
                         "{}  {:<16}  {}  {}",
                         task.id,
                         task.state.as_str(),
                         task.created_at,
-                        terminal_safe(&shorten(&task.prompt, 60))
-                    );
+                        one_line(&shorten(&task.prompt, 60))
+                    )?;
                 }
             }
         }
         TasksCommand::Show { id, json } => {
             let task = store.task(&TaskId(id))?;
             if json {
-                println!("{}", json_safe(&serde_json::to_string(&task)?));
+                outln!("{}", json_safe(&serde_json::to_string(&task)?))?;
             } else {
-                println!("{}", json_safe(&serde_json::to_string_pretty(&task)?));
+                outln!("{}", json_safe(&serde_json::to_string_pretty(&task)?))?;
             }
         }
         TasksCommand::Events { id, json } => {
@@ -103,15 +109,15 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
             store.task(&id)?;
             let events = store.task_events(&id, 0)?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json_safe(&serde_json::json!({ "events": events }).to_string())
-                );
+                )?;
             } else {
                 for stored in events {
                     let line = live_line(&stored.event)
                         .unwrap_or_else(|| format!("           {}", stored.event.type_name()));
-                    println!("#{:<5} {}", stored.seq, terminal_safe(&line));
+                    outln!("#{:<5} {}", stored.seq, one_line(&line))?;
                 }
             }
         }
@@ -120,7 +126,13 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
             print_task(&task, json)?;
         }
         TasksCommand::Retry { id, json } => {
-            let task = app.service.retry(&TaskId(id))?;
+            let id = TaskId(id);
+            let stored = store.task(&id)?;
+            app.config.refuse_private_inside(pp_tasks::Workspace {
+                name: stored.workspace,
+                path: stored.workspace_path.into(),
+            })?;
+            let task = app.service.retry(&id)?;
             print_task(&task, json)?;
         }
     }
@@ -129,9 +141,9 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
 
 fn print_task(task: &pp_types::TaskRecord, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", json_safe(&serde_json::to_string(task)?));
+        outln!("{}", json_safe(&serde_json::to_string(task)?))?;
     } else {
-        println!("{}  {}", task.id, task.state.as_str());
+        outln!("{}  {}", task.id, task.state.as_str())?;
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use clap::Subcommand;
 use pp_tasks::store::Store;
 
 use crate::config::{Config, Flags};
+use crate::output::outln;
 use crate::{exit, home};
 
 /// What to do with the token.
@@ -24,16 +25,16 @@ pub(crate) fn run(flags: &Flags, command: &TokenCommand) -> anyhow::Result<u8> {
     match command {
         TokenCommand::Rotate => {
             home::write_token(&file)?;
-            println!("a new token was written to {}", file.display());
+            outln!("a new token was written to {}", file.display())?;
             let store = Store::open(&config.database())?;
             let ended = store.delete_all_sessions()?;
-            println!("{ended} console session(s) ended: log in again with the new link");
-            println!(
+            outln!("{ended} console session(s) ended: log in again with the new link")?;
+            outln!(
                 "a running `pocketpilot serve` picks it up within seconds; API clients need \
                  the new token"
-            );
+            )?;
         }
-        TokenCommand::Path => println!("{}", file.display()),
+        TokenCommand::Path => outln!("{}", file.display())?,
     }
     Ok(exit::OK)
 }

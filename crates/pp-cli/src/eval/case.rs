@@ -1,20 +1,21 @@
 //! The eval case file format.
 
 use std::collections::BTreeMap;
+use std::path::{Component, Path};
 
 use pp_types::Risk;
 use serde::Deserialize;
 use serde_json::Value;
 
 /// One eval case, as read from `evals/cases/*.json`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Case {
     /// Shown in the report.
     pub(crate) name: String,
     /// What the case checks, for people reading it.
     #[serde(default)]
-    #[expect(dead_code, reason = "documentation for people reading the case file")]
     pub(crate) description: Option<String>,
     /// The workspace's initial content.
     #[serde(default)]
@@ -39,8 +40,71 @@ pub(crate) struct Case {
     pub(crate) expect: Expect,
 }
 
+impl Case {
+    /// Parses a case file's text and checks that every file, directory and link it
+    /// creates stays inside its own `workspace/` or `outside/` (link *targets* are free:
+    /// escape cases need links that point outside).
+    pub(crate) fn parse(text: &str) -> anyhow::Result<Self> {
+        let case: Self = serde_json::from_str(text)?;
+        let locations = [
+            ("workspace.files", keys(&case.workspace.files)),
+            ("workspace.dirs", case.workspace.dirs.iter().collect()),
+            ("workspace.symlinks", keys(&case.workspace.symlinks)),
+            ("outside", keys(&case.outside)),
+        ];
+        for (field, entries) in locations {
+            for location in entries {
+                check_location(location)
+                    .map_err(|problem| anyhow::anyhow!("{field}: {problem}"))?;
+            }
+        }
+        Ok(case)
+    }
+}
+
+fn keys<V>(map: &BTreeMap<String, V>) -> Vec<&String> {
+    map.keys().collect()
+}
+
+/// Checks where a case creates something: a relative path made of plain names only — no
+/// `..`, no absolute path, no backslash, no drive (`C:`), not empty.
+pub(crate) fn check_location(location: &str) -> Result<(), String> {
+    let refuse = |why: &str| {
+        Err(format!(
+            "`{}` {why}; locations must be relative paths inside the case's tree",
+            location.escape_debug()
+        ))
+    };
+    if location.contains('\\') {
+        return refuse("contains a backslash");
+    }
+    if location.contains('\0') {
+        return refuse("contains a NUL byte");
+    }
+    let mut chars = location.chars();
+    if let (Some(first), Some(':')) = (chars.next(), chars.next())
+        && first.is_ascii_alphabetic()
+    {
+        return refuse("starts with a drive");
+    }
+    let mut names = 0;
+    for component in Path::new(location).components() {
+        match component {
+            Component::Normal(_) => names += 1,
+            Component::CurDir => {}
+            Component::ParentDir => return refuse("contains `..`"),
+            Component::RootDir | Component::Prefix(_) => return refuse("is absolute"),
+        }
+    }
+    if names == 0 {
+        return refuse("names nothing");
+    }
+    Ok(())
+}
+
 /// Files, directories and symbolic links to create in the workspace.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WorkspaceSpec {
     /// Relative path → content.
@@ -55,7 +119,8 @@ pub(crate) struct WorkspaceSpec {
 }
 
 /// One decision: `"approve"`, `"reject"` or the full object.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(untagged)]
 pub(crate) enum ApprovalEntry {
     /// `"approve"` or `"reject"`.
@@ -65,7 +130,8 @@ pub(crate) enum ApprovalEntry {
 }
 
 /// The object form of a decision.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ApprovalDecision {
     /// `approve` or `reject`.
@@ -79,7 +145,8 @@ pub(crate) struct ApprovalDecision {
 }
 
 /// A tool that returns its arguments as JSON, to exercise the policy table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TestTool {
     /// The tool's name.
@@ -99,7 +166,8 @@ pub(crate) struct TestTool {
 }
 
 /// Optional loop limits.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CaseLimits {
     /// Maximum model calls.
@@ -111,7 +179,8 @@ pub(crate) struct CaseLimits {
 }
 
 /// Expectations; only the fields present are checked. Unknown keys fail the case.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Expect {
     /// `completed`, `failed` or `waiting_approval`.
@@ -141,4 +210,256 @@ pub(crate) struct Expect {
     /// A substring of the final answer.
     #[serde(default)]
     pub(crate) final_contains: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn locations_must_stay_inside_the_tree() {
+        for good in [
+            "a.txt",
+            "dir/sub/f.md",
+            "./x",
+            "dir/",
+            ".hidden",
+            "a b/ü.txt",
+        ] {
+            assert_eq!(check_location(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "../../../../tmp/x.txt",
+            "/tmp/abs.txt",
+            "a/../../b",
+            "a/..",
+            "..",
+            "",
+            ".",
+            "./",
+            "C:/x",
+            "c:x",
+            "dir\\x",
+            "\\\\server\\share",
+            "nul\0byte",
+        ] {
+            assert!(check_location(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn a_case_with_escaping_locations_is_refused_naming_the_field() {
+        let case = |workspace: Value, outside: Value| {
+            json!({"name": "n", "prompt": "p", "script": [], "expect": {},
+                   "workspace": workspace, "outside": outside})
+            .to_string()
+        };
+        let error = Case::parse(&case(
+            json!({"files": {"../../../../tmp/x.txt": "x", "/tmp/abs.txt": "y"}}),
+            json!({}),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(error.starts_with("workspace.files: `"), "{error}");
+        let error = Case::parse(&case(
+            json!({"symlinks": {"../l": "/etc/passwd"}}),
+            json!({}),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("workspace.symlinks: `../l` contains `..`"),
+            "{error}"
+        );
+        let error = Case::parse(&case(json!({"dirs": ["/abs"]}), json!({})))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("workspace.dirs: `/abs` is absolute"),
+            "{error}"
+        );
+        let error = Case::parse(&case(json!({}), json!({"..\\x": "y"})))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("outside: "), "{error}");
+        // Link targets stay free.
+        assert!(
+            Case::parse(&case(
+                json!({"symlinks": {"l": "/etc/passwd", "m": "$OUTSIDE/../x"}}),
+                json!({})
+            ))
+            .is_ok()
+        );
+    }
+
+    /// Any JSON value, with keys often drawn from the case format so the parser gets
+    /// past the first field.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let key = prop_oneof![
+            prop::sample::select(vec![
+                "name",
+                "prompt",
+                "script",
+                "expect",
+                "workspace",
+                "files",
+                "dirs",
+                "symlinks",
+                "outside",
+                "approvals",
+                "decision",
+                "tools",
+                "limits",
+                "status",
+                "events",
+                "capability",
+                "risk",
+                "max_steps",
+            ])
+            .prop_map(str::to_owned),
+            "[a-z./\\\\:]{0,8}",
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "(\\.\\./|/|[a-z]|\\\\|:){0,6}".prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                prop::collection::btree_map(key.clone(), inner, 0..6)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn location() -> impl Strategy<Value = String> {
+        prop::collection::vec("[a-zA-Z0-9_ .-]{1,8}", 1..4).prop_filter_map(
+            "plain names only",
+            |names| {
+                let location = names.join("/");
+                check_location(&location).ok().map(|()| location)
+            },
+        )
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        any::<String>()
+    }
+
+    fn files() -> impl Strategy<Value = BTreeMap<String, String>> {
+        prop::collection::btree_map(location(), text(), 0..4)
+    }
+
+    fn case() -> impl Strategy<Value = Case> {
+        let workspace = (files(), prop::collection::vec(location(), 0..3), files()).prop_map(
+            |(files, dirs, symlinks)| WorkspaceSpec {
+                files,
+                dirs,
+                symlinks,
+            },
+        );
+        let approval = prop_oneof![
+            prop::sample::select(vec!["approve", "reject"])
+                .prop_map(|word| ApprovalEntry::Word(word.to_owned())),
+            (prop::option::of(text()), prop::option::of(text())).prop_map(|(reason, path)| {
+                ApprovalEntry::Full(ApprovalDecision {
+                    decision: "approve".to_owned(),
+                    edited_arguments: path.map(|path| json!({"path": path})),
+                    reason,
+                })
+            }),
+        ];
+        let expect = (
+            prop::option::of(prop::sample::select(vec!["completed", "failed"])),
+            prop::option::of(files()),
+            prop::option::of(any::<bool>()),
+            prop::option::of(prop::collection::vec(location(), 0..3)),
+        )
+            .prop_map(|(status, files, outside_unchanged, absent)| Expect {
+                status: status.map(str::to_owned),
+                files,
+                outside_unchanged,
+                absent,
+                ..Expect::default()
+            });
+        (
+            text(),
+            prop::option::of(text()),
+            workspace,
+            files(),
+            text(),
+            prop::collection::vec(approval, 0..3),
+            (prop::option::of(1u32..50), prop::option::of(1u32..5)),
+            expect,
+        )
+            .prop_map(
+                |(name, description, workspace, outside, prompt, approvals, limits, expect)| Case {
+                    name,
+                    description,
+                    workspace,
+                    outside,
+                    prompt: prompt.clone(),
+                    script: json!([{"content": prompt}]),
+                    approvals,
+                    tools: Vec::new(),
+                    limits: CaseLimits {
+                        max_steps: limits.0,
+                        max_denials: limits.1,
+                    },
+                    expect,
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn arbitrary_json_never_panics_and_accepted_cases_stay_inside(value in any_json()) {
+            if let Ok(case) = Case::parse(&value.to_string()) {
+                let workspace = &case.workspace;
+                for location in workspace.files.keys().chain(&workspace.dirs)
+                    .chain(workspace.symlinks.keys()).chain(case.outside.keys())
+                {
+                    prop_assert!(check_location(location).is_ok(), "{location:?}");
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(text in any::<String>()) {
+            let _ = Case::parse(&text);
+        }
+
+        #[test]
+        fn a_generated_case_parses_to_what_was_generated(case in case()) {
+            let text = serde_json::to_string(&case).unwrap();
+            let parsed = Case::parse(&text).unwrap();
+            prop_assert_eq!(parsed, case);
+        }
+
+        #[test]
+        fn a_generated_case_with_one_escaping_location_is_refused(
+            case in case(),
+            bad in prop::sample::select(vec!["../x", "/tmp/x", "a/../../x", "C:/x", "a\\b"]),
+            field in 0usize..4,
+        ) {
+            let mut case = case;
+            match field {
+                0 => { case.workspace.files.insert(bad.to_owned(), String::new()); }
+                1 => case.workspace.dirs.push(bad.to_owned()),
+                2 => { case.workspace.symlinks.insert(bad.to_owned(), "/etc/passwd".to_owned()); }
+                _ => { case.outside.insert(bad.to_owned(), String::new()); }
+            }
+            let text = serde_json::to_string(&case).unwrap();
+            prop_assert!(Case::parse(&text).is_err());
+        }
+    }
 }

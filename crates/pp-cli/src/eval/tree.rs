@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::case::WorkspaceSpec;
+use super::case::{WorkspaceSpec, check_location};
 
 /// Creates `workspace/` and `outside/` side by side under `base`.
 pub(crate) fn create_halves(base: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
@@ -28,17 +28,18 @@ pub(crate) fn build_workspace(
     outside: &Path,
 ) -> anyhow::Result<()> {
     for dir in &spec.dirs {
-        std::fs::create_dir_all(workspace.join(dir))
+        std::fs::create_dir_all(place(workspace, dir)?)
             .with_context(|| format!("cannot create dir {dir}"))?;
     }
     for (relative, content) in &spec.files {
-        write_file(&workspace.join(relative), content)?;
+        write_file(&place(workspace, relative)?, content)?;
     }
     for (relative, target) in &spec.symlinks {
-        let link = workspace.join(relative);
+        let link = place(workspace, relative)?;
         if let Some(parent) = link.parent() {
             std::fs::create_dir_all(parent)?;
         }
+        // The target is free: escape cases need links that point outside.
         let target = substitute(target, outside);
         symlink(&target, &link).with_context(|| format!("cannot create link {relative}"))?;
     }
@@ -51,9 +52,27 @@ pub(crate) fn build_outside(
     files: &BTreeMap<String, String>,
 ) -> anyhow::Result<()> {
     for (relative, content) in files {
-        write_file(&outside.join(relative), content)?;
+        write_file(&place(outside, relative)?, content)?;
     }
     Ok(())
+}
+
+/// Where `relative` is created under `root`: only a relative path without `..` (see
+/// [`check_location`]), and never through a link an earlier entry created, so nothing
+/// a case builds lands outside its temp tree.
+fn place(root: &Path, relative: &str) -> anyhow::Result<PathBuf> {
+    check_location(relative).map_err(|problem| anyhow::anyhow!(problem))?;
+    let mut path = root.to_path_buf();
+    for component in Path::new(relative).components() {
+        path.push(component);
+        if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_symlink()) {
+            anyhow::bail!(
+                "`{}` goes through a link the case created",
+                relative.escape_debug()
+            );
+        }
+    }
+    Ok(path)
 }
 
 /// Replaces `$OUTSIDE` with the outside directory's absolute path.

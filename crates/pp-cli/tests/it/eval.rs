@@ -56,3 +56,92 @@ fn wrong_expectations_and_typos_fail() {
     );
     assert_eq!(stdout.lines().last().unwrap(), "0 passed, 3 failed");
 }
+
+/// Everything under `dir`, as relative paths.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn a_case_never_creates_anything_outside_its_temp_dir() {
+    let root = tempfile::tempdir().unwrap();
+    // The harness makes `$TMPDIR/pocketpilot-eval-*/workspace`: four `..` from the
+    // workspace lead to `root`, two levels above TMPDIR.
+    let tmpdir = root.path().join("l1/l2");
+    std::fs::create_dir_all(&tmpdir).unwrap();
+    let cases = tempfile::tempdir().unwrap();
+    let absolute = root.path().join("abs.txt");
+    let base = |name: &str| {
+        serde_json::json!({
+            "name": name, "prompt": "p", "script": [{"content": "done"}],
+            "expect": {"status": "completed"}
+        })
+    };
+    let mut escaping_files = base("escaping-files");
+    escaping_files["workspace"] = serde_json::json!({"files": {
+        "../../../../tmp/x.txt": "x",
+        absolute.to_str().unwrap(): "y",
+    }});
+    let mut escaping_link = base("escaping-link");
+    escaping_link["workspace"] =
+        serde_json::json!({"symlinks": {"../../../../passwd-link": "/etc/passwd"}});
+    let mut escaping_outside = base("escaping-outside");
+    escaping_outside["outside"] = serde_json::json!({"../../../../out.txt": "z"});
+    // Each location is plain, but the second goes through the link the first makes.
+    let mut through_link = base("through-link");
+    through_link["workspace"] = serde_json::json!({"symlinks": {
+        "a": "$OUTSIDE/../../..",
+        "a/escaped-link": "/etc/passwd",
+    }});
+    for (file, case) in [
+        ("a.json", escaping_files),
+        ("b.json", escaping_link),
+        ("c.json", escaping_outside),
+        ("d.json", through_link),
+    ] {
+        std::fs::write(cases.path().join(file), case.to_string()).unwrap();
+    }
+
+    let output = pocketpilot()
+        .arg("eval")
+        .arg(cases.path())
+        .env("TMPDIR", &tmpdir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("workspace.files: `../../../../tmp/x.txt` contains `..`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("workspace.symlinks: `../../../../passwd-link` contains `..`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("outside: `../../../../out.txt`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("`a/escaped-link` goes through a link the case created"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().last().unwrap(), "0 passed, 4 failed");
+    assert_eq!(
+        listing(root.path()),
+        ["l1", "l1/l2"],
+        "nothing was created outside the case's temp dirs (which are removed)"
+    );
+}

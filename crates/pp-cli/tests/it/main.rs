@@ -6,10 +6,13 @@
     reason = "tests set up fixtures with std::fs and panic on broken fixtures"
 )]
 
+mod approvals;
 mod architecture;
 mod eval;
+mod home;
 mod http;
 mod models;
+mod pipe;
 mod run;
 mod service;
 

@@ -133,43 +133,128 @@ fn usage_errors_exit_2_and_a_missing_model_exits_4() {
     assert!(text(&output).1.contains("no model is configured"));
 }
 
-/// Runs `pocketpilot run` under a pseudo-terminal (util-linux `script`) feeding `answers`.
+/// The question `run` asks at each approval.
+const PROMPT: &str = "[a]pprove, [r]eject, [e]dit arguments? ";
+
+/// `pocketpilot run` under a pseudo-terminal (util-linux `script`): answers are typed
+/// only once the question they answer is on screen, as a person would (input typed
+/// earlier is discarded on purpose).
+struct Terminal {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    screen: std::sync::Arc<std::sync::Mutex<String>>,
+    updates: std::sync::mpsc::Receiver<()>,
+}
+
+impl Terminal {
+    fn start(
+        tree: &TempTree,
+        script: &serde_json::Value,
+        editor: Option<&std::path::Path>,
+    ) -> Self {
+        let script_path = write_script(tree.base(), script);
+        let command = format!(
+            "{} run --workspace '{}' --script '{}' 'do it'",
+            env!("CARGO_BIN_EXE_pocketpilot"),
+            tree.workspace().display(),
+            script_path.display()
+        );
+        let mut child = std::process::Command::new("script");
+        child.args(["-qefc", &command, "/dev/null"]);
+        isolate(&mut child, &tree.base().join("home"));
+        if let Some(editor) = editor {
+            child.env("VISUAL", editor);
+        }
+        let mut child = child
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("util-linux `script` provides the pseudo-terminal");
+        let stdin = child.stdin.take();
+        let mut stdout = child.stdout.take().unwrap();
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (notify, updates) = std::sync::mpsc::channel();
+        let shared = std::sync::Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            loop {
+                match std::io::Read::read(&mut stdout, &mut buffer) {
+                    Ok(0) | Err(_) => return,
+                    Ok(read) => {
+                        shared
+                            .lock()
+                            .unwrap()
+                            .push_str(&String::from_utf8_lossy(&buffer[..read]));
+                        if notify.send(()).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            screen,
+            updates,
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.screen.lock().unwrap().clone()
+    }
+
+    /// Waits until the question has been asked `count` times.
+    fn wait_for_prompt(&self, count: usize) {
+        while self.screen().matches(PROMPT).count() < count {
+            // A guard against a hang, not a timing assertion.
+            if self
+                .updates
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .is_err()
+            {
+                panic!(
+                    "the program ended or stalled before question {count}:\n{}",
+                    self.screen()
+                );
+            }
+        }
+    }
+
+    fn type_text(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Answers question 1, 2, … in turn, each once it is on screen.
+    fn answer(&mut self, answers: &[&str]) {
+        for (index, answer) in answers.iter().enumerate() {
+            self.wait_for_prompt(index + 1);
+            self.type_text(answer);
+        }
+    }
+
+    /// Closes the keyboard and returns the exit code and everything shown.
+    fn finish(mut self) -> (i32, String) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        while self.updates.recv().is_ok() {}
+        (status.code().unwrap_or(-1), self.screen())
+    }
+}
+
+/// Runs `pocketpilot run` in a pseudo-terminal, typing `answers` one per question.
 fn run_in_terminal(
     tree: &TempTree,
     script: &serde_json::Value,
-    answers: &str,
+    answers: &[&str],
     editor: Option<&std::path::Path>,
 ) -> (i32, String) {
-    let script_path = write_script(tree.base(), script);
-    let command = format!(
-        "{} run --workspace '{}' --script '{}' 'do it'",
-        env!("CARGO_BIN_EXE_pocketpilot"),
-        tree.workspace().display(),
-        script_path.display()
-    );
-    let mut child = std::process::Command::new("script");
-    child.args(["-qefc", &command, "/dev/null"]);
-    isolate(&mut child, &tree.base().join("home"));
-    if let Some(editor) = editor {
-        child.env("VISUAL", editor);
-    }
-    let mut child = child
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` provides the pseudo-terminal");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(answers.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
+    let mut terminal = Terminal::start(tree, script, editor);
+    terminal.answer(answers);
+    terminal.finish()
 }
 
 fn write_then_done() -> serde_json::Value {
@@ -180,7 +265,7 @@ fn write_then_done() -> serde_json::Value {
 #[test]
 fn in_a_terminal_the_person_approves() {
     let tree = TempTree::new();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), "a\n", None);
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["a\n"], None);
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("(pending)") && screen.contains("create a.txt"),
@@ -191,9 +276,41 @@ fn in_a_terminal_the_person_approves() {
 }
 
 #[test]
+fn type_ahead_never_answers_a_card_that_was_not_shown() {
+    let tree = TempTree::new();
+    let two_writes = json!([
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "first\n"}}]},
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "second\n"}}]},
+        {"content": "all done"}
+    ]);
+    let mut terminal = Terminal::start(&tree, &two_writes, None);
+    terminal.wait_for_prompt(1);
+    // Both answers typed at the first question: the second must not approve the card
+    // that is printed after it.
+    terminal.type_text("a\na\n");
+    terminal.wait_for_prompt(2);
+    let (code, screen) = terminal.finish();
+    assert_eq!(tree.read("a.txt"), "first\n", "{screen}");
+    assert!(
+        !tree.exists("b.txt"),
+        "the second write ran unseen: {screen}"
+    );
+    assert!(
+        screen.contains("create b.txt"),
+        "the second card was shown: {screen}"
+    );
+    assert_eq!(
+        screen.matches("decision: approved").count(),
+        1,
+        "one approval only: {screen}"
+    );
+    assert_ne!(code, 0, "the task did not complete: {screen}");
+}
+
+#[test]
 fn in_a_terminal_the_person_rejects_with_a_reason() {
     let tree = TempTree::new();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), "r\nnot today\n", None);
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["r\nnot today\n"], None);
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("rejected by the operator: not today"),
@@ -210,7 +327,7 @@ fn in_a_terminal_the_person_edits_the_arguments() {
     let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&editor, permissions).unwrap();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), "e\n", Some(&editor));
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["e\n"], Some(&editor));
     assert_eq!(code, 0, "{screen}");
     assert!(!tree.exists("a.txt"));
     assert_eq!(tree.read("b.txt"), "hello\n");
@@ -228,7 +345,8 @@ fn in_a_terminal_an_escaping_edit_is_refused_and_asked_again() {
     let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&editor, permissions).unwrap();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), "e\nr\n\n", Some(&editor));
+    let (code, screen) =
+        run_in_terminal(&tree, &write_then_done(), &["e\n", "r\n\n"], Some(&editor));
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("the edited call was refused"), "{screen}");
     assert!(

@@ -19,9 +19,34 @@ use serde_json::{Value, json};
 /// The fixtures' heartbeat lease: a task whose runner is silent this long is stale.
 pub(crate) const LEASE: Duration = Duration::from_millis(200);
 
-/// Waits until a stopped runner's heartbeat is older than the lease.
+/// Waits until a stopped runner's heartbeat is older than the lease (instant in tests
+/// on paused time: the store's clock is tokio's).
 pub(crate) async fn outlive_the_lease() {
     tokio::time::sleep(LEASE + Duration::from_millis(100)).await;
+}
+
+/// The store's clock in these tests: tokio's clock, so a test on paused time
+/// (`start_paused = true`) moves heartbeats, leases and running time together, with no
+/// real sleeping.
+#[derive(Debug)]
+pub(crate) struct TokioClock {
+    base: pp_types::Timestamp,
+    start: tokio::time::Instant,
+}
+
+impl TokioClock {
+    fn new() -> Self {
+        Self {
+            base: pp_types::Timestamp::now(),
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl pp_types::Clock for TokioClock {
+    fn now(&self) -> pp_types::Timestamp {
+        self.base.saturating_add(self.start.elapsed())
+    }
 }
 
 pub(crate) struct Fixture {
@@ -30,6 +55,8 @@ pub(crate) struct Fixture {
     pub(crate) service: TaskService,
     /// The `blocking_read` tool of this fixture's service, to observe what it saw.
     pub(crate) blocking: BlockingRead,
+    /// The clock every store of this fixture (its "processes") shares.
+    clock: Arc<TokioClock>,
 }
 
 impl Fixture {
@@ -45,12 +72,14 @@ impl Fixture {
         let tree = TempTree::new();
         let data = tempfile::tempdir().unwrap();
         let blocking = BlockingRead::default();
-        let service = service_on(&tree, &data, settings, &blocking);
+        let clock = Arc::new(TokioClock::new());
+        let service = service_on(&tree, &data, settings, &blocking, &clock);
         Self {
             tree,
             data,
             service,
             blocking,
+            clock,
         }
     }
 
@@ -61,6 +90,7 @@ impl Fixture {
             &self.data,
             self.service.settings().clone(),
             &self.blocking,
+            &self.clock,
         )
     }
 
@@ -165,8 +195,11 @@ fn service_on(
     data: &tempfile::TempDir,
     settings: TaskSettings,
     blocking: &BlockingRead,
+    clock: &Arc<TokioClock>,
 ) -> TaskService {
-    let store = Arc::new(Store::open(&data.path().join("test.db")).unwrap());
+    let store = Arc::new(
+        Store::open_with_clock(&data.path().join("test.db"), Arc::clone(clock) as _).unwrap(),
+    );
     TaskService::build(
         store,
         settings,

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::fixture::{Fixture, approve};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_waiting_task_is_resolved_by_another_process_at_the_right_script_turn() {
     let fixture = Fixture::new();
     fixture.tree.file("a.txt", "a\n");
@@ -30,7 +30,7 @@ async fn a_waiting_task_is_resolved_by_another_process_at_the_right_script_turn(
     assert_eq!(fixture.tree.read("b.txt"), "b");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn running_tasks_become_interrupted_and_retry_from_the_prompt() {
     let fixture = Fixture::new();
     let task = fixture.create(json!([{"content": "hello again"}])).await;
@@ -52,7 +52,7 @@ async fn running_tasks_become_interrupted_and_retry_from_the_prompt() {
     assert!(matches!(error, pp_tasks::Error::InvalidState { .. }));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn an_interruption_after_an_approval_asks_for_it_again() {
     let fixture = Fixture::new();
     let task = fixture
@@ -101,7 +101,7 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
     let _ = TaskChange::to(TaskState::Queued);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn another_process_starting_up_leaves_a_live_run_alone() {
     let fixture = Fixture::new();
     let task = fixture
@@ -113,8 +113,8 @@ async fn another_process_starting_up_leaves_a_live_run_alone() {
     let service = fixture.service.clone();
     let id = task.id.clone();
     let run = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
-    // Well past the lease: the live run keeps its heartbeat fresh.
-    tokio::time::sleep(std::time::Duration::from_millis(450)).await;
+    // Well past the lease (on paused time): the live run keeps its heartbeat fresh.
+    tokio::time::sleep(crate::fixture::LEASE * 2 + std::time::Duration::from_millis(50)).await;
     let interrupted = fixture.another_process().recover().await.unwrap();
     assert!(interrupted.is_empty(), "{interrupted:?}");
     let done = run.await.unwrap();
@@ -122,7 +122,7 @@ async fn another_process_starting_up_leaves_a_live_run_alone() {
     assert_eq!(done.final_text.as_deref(), Some("finished"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_workers_interrupt_a_dead_runners_task_while_they_poll() {
     let fixture = Fixture::new();
     let task = fixture.create(json!([{"content": "never"}])).await;

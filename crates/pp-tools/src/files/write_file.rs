@@ -178,15 +178,15 @@ mod tests {
         let (_dir, tool) = tool();
         let arguments = json!({"path": "a.txt", "content": "héllo"});
         assert_eq!(
-            tool.run(&arguments),
+            tool.run(&ToolContext::default(), &arguments),
             Ok("created `a.txt` (6 bytes)".to_owned())
         );
         assert_eq!(
-            tool.run(&arguments),
+            tool.run(&ToolContext::default(), &arguments),
             Ok("overwrote `a.txt` (6 bytes)".to_owned())
         );
         assert_eq!(
-            tool.describe(&arguments).map(|preview| preview.diff),
+            tool.preview_of(&arguments).map(|preview| preview.diff),
             Some(Some(String::new()))
         );
     }

@@ -148,7 +148,11 @@ fn preview_is_an_overwrite_with_the_diff_of_the_edit() {
         shown.diff.as_deref(),
         Some("--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n")
     );
-    assert!(shown.fingerprint.starts_with("sha256:"));
+    assert!(
+        shown.fingerprint.contains(" sha256="),
+        "{}",
+        shown.fingerprint
+    );
     assert_eq!(
         fixture.tree.read("a.txt"),
         "one\ntwo\nthree\n",
@@ -163,19 +167,22 @@ fn no_preview_for_an_edit_that_cannot_apply() {
     assert_eq!(
         fixture.preview(
             "edit_file",
-            &json!({"path": "a.txt", "old_text": "x", "new_text": "y"})),
+            &json!({"path": "a.txt", "old_text": "x", "new_text": "y"})
+        ),
         None
     );
     assert_eq!(
         fixture.preview(
             "edit_file",
-            &json!({"path": "a.txt", "old_text": "z", "new_text": "y"})),
+            &json!({"path": "a.txt", "old_text": "z", "new_text": "y"})
+        ),
         None
     );
     assert_eq!(
         fixture.preview(
             "edit_file",
-            &json!({"path": "none", "old_text": "x", "new_text": "y"})),
+            &json!({"path": "none", "old_text": "x", "new_text": "y"})
+        ),
         None
     );
 }

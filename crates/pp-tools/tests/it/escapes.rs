@@ -138,7 +138,10 @@ async fn previews_never_reveal_or_touch_the_outside() {
             fixture.tool("write_file").preview(&context, &write).await,
             None
         );
-        assert_eq!(fixture.tool("edit_file").preview(&context, &edit).await, None);
+        assert_eq!(
+            fixture.tool("edit_file").preview(&context, &edit).await,
+            None
+        );
     }
 }
 

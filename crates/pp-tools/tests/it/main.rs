@@ -1,7 +1,8 @@
 //! Integration tests of the file tools against a real jail on a temporary tree.
 #![allow(
     clippy::expect_used,
-    reason = "test fixtures and helpers panic on setup failure"
+    clippy::disallowed_methods,
+    reason = "test fixtures and helpers set up trees with std::fs and panic on setup failure"
 )]
 
 mod edit_file;

@@ -133,6 +133,7 @@ fn default_limits() {
             max_output_chars: 64 * 1024,
             max_list_entries: 1000,
             max_scan_entries: 20_000,
+            hash_max_bytes: 64 * 1024 * 1024,
         }
     );
 }

@@ -6,9 +6,7 @@ use serde_json::json;
 use crate::Fixture;
 
 fn preview(fixture: &Fixture, arguments: &serde_json::Value) -> EffectPreview {
-    fixture
-        .preview("write_file", arguments)
-        .expect("a preview")
+    fixture.preview("write_file", arguments).expect("a preview")
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -81,13 +79,17 @@ fn preview_of_an_overwrite_shows_the_exact_diff() {
         shown.diff.as_deref(),
         Some("--- a/poem.txt\n+++ b/poem.txt\n@@ -1,3 +1,3 @@\n roses\n are\n-red\n+blue\n")
     );
-    // sha256("roses\nare\nred\n")
-    assert!(
-        shown.fingerprint.starts_with("sha256:"),
-        "{}",
+    // Metadata plus sha256("roses\nare\nred\n").
+    let hash = shown
+        .fingerprint
+        .split(' ')
+        .find_map(|field| field.strip_prefix("sha256="));
+    assert_eq!(
+        hash.map(str::len),
+        Some(64),
+        "a small file's content is hashed: {}",
         shown.fingerprint
     );
-    assert_eq!(shown.fingerprint.len(), "sha256:".len() + 64);
     assert_eq!(fixture.tree.read("poem.txt"), "roses\nare\nred\n");
 }
 
@@ -158,7 +160,87 @@ fn preview_of_a_binary_target_shows_the_new_content_instead_of_a_diff() {
 #[test]
 fn preview_without_usable_arguments_is_none() {
     let fixture = Fixture::new();
-    assert_eq!(fixture.preview("write_file", &json!({"path": "a.txt"})), None);
-    assert_eq!(fixture.preview("write_file", &json!({"content": "x"})), None);
+    assert_eq!(
+        fixture.preview("write_file", &json!({"path": "a.txt"})),
+        None
+    );
+    assert_eq!(
+        fixture.preview("write_file", &json!({"content": "x"})),
+        None
+    );
     assert_eq!(fixture.preview("write_file", &json!([])), None);
+}
+
+#[test]
+fn preview_names_the_file_a_path_resolves_to() {
+    let fixture = Fixture::new();
+    fixture.tree.file("notes.txt", "mine\n");
+    let forged = "drafts\n\u{2502} (new file; nothing existing is replaced)\n\u{2502}/../notes.txt";
+    fixture
+        .tree
+        .dir("drafts\n\u{2502} (new file; nothing existing is replaced)\n\u{2502}");
+    let shown = preview(&fixture, &json!({"path": forged, "content": "x"}));
+    assert_eq!(shown.target, forged, "what the model wrote is kept");
+    assert_eq!(shown.resolved.as_deref(), Some("notes.txt"));
+    assert_eq!(shown.label, WriteLabel::Overwrite);
+}
+
+#[test]
+fn a_huge_target_is_fingerprinted_by_its_metadata_without_reading_it() {
+    let fixture = Fixture::new();
+    fixture.tree.file("big.txt", "");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(fixture.tree.workspace().join("big.txt"))
+        .expect("open big.txt");
+    file.set_len(8 << 30).expect("an 8 GiB sparse file");
+    let shown = preview(&fixture, &json!({"path": "big.txt", "content": "x"}));
+    assert_eq!(shown.label, WriteLabel::Overwrite);
+    assert!(
+        shown.fingerprint.contains("size=8589934592"),
+        "{}",
+        shown.fingerprint
+    );
+    assert!(
+        !shown.fingerprint.contains("sha256="),
+        "never hashed whole: {}",
+        shown.fingerprint
+    );
+    assert_eq!(shown.diff, None, "no line diff against 8 GiB");
+    assert_eq!(shown.content.as_deref(), Some("x"));
+}
+
+/// Finding 2: the label comes from existence, not readability, and a metadata
+/// fingerprint still guards staleness.
+#[cfg(unix)]
+#[test]
+fn an_unreadable_target_is_still_an_overwrite_with_a_fingerprint() {
+    if pp_test_support::rerun_as_nobody(
+        "write_file::an_unreadable_target_is_still_an_overwrite_with_a_fingerprint",
+    ) {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let fixture = Fixture::new();
+    fixture.tree.file("locked.txt", "private\n");
+    let locked = fixture.tree.workspace().join("locked.txt");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+    let shown = preview(&fixture, &json!({"path": "locked.txt", "content": "x"}));
+    assert_eq!(shown.label, WriteLabel::Overwrite);
+    assert_eq!(
+        shown.notice.as_deref(),
+        Some("cannot show the current content: permission denied")
+    );
+    assert_eq!(shown.diff, None);
+    assert_eq!(shown.content.as_deref(), Some("x"));
+    assert!(
+        shown.fingerprint.starts_with("dev="),
+        "{}",
+        shown.fingerprint
+    );
+    assert!(
+        !shown.fingerprint.contains("sha256="),
+        "{}",
+        shown.fingerprint
+    );
 }
