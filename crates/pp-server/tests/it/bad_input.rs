@@ -173,7 +173,7 @@ async fn filters_and_ids_are_checked() {
 #[tokio::test]
 async fn state_conflicts_are_409() {
     let app = App::running();
-    let task = app.create_task(json!([{"content": "done"}]));
+    let task = app.create_task(json!([{"content": "done"}])).await;
     app.wait_for(&task.id, pp_types::TaskState::Completed).await;
     app.call(Method::POST, &format!("/api/tasks/{}/cancel", task.id))
         .await

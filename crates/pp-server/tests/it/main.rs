@@ -96,7 +96,7 @@ impl App {
     }
 
     /// A task created directly through the service with a script.
-    pub(crate) fn create_task(&self, script: Value) -> TaskRecord {
+    pub(crate) async fn create_task(&self, script: Value) -> TaskRecord {
         self.service
             .create(CreateTask {
                 prompt: "do the thing".into(),
@@ -104,6 +104,7 @@ impl App {
                 actor: Actor::Operator,
                 script: Some(script),
             })
+            .await
             .unwrap()
     }
 
@@ -126,7 +127,7 @@ impl App {
 
     /// A task waiting for approval of a `write_file` to `path`, and the approval's id.
     pub(crate) async fn waiting_write(&self, path: &str, content: &str) -> (TaskId, String) {
-        let task = self.create_task(write_script(path, content));
+        let task = self.create_task(write_script(path, content)).await;
         self.wait_for(&task.id, TaskState::WaitingApproval).await;
         let approvals = self.service.store().approvals_for_task(&task.id).unwrap();
         let approval = approvals.last().unwrap();

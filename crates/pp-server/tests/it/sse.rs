@@ -175,7 +175,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
     }));
 
     // 1. Live: the task's events up to the approval request arrive as they happen.
-    let task = app.create_task(crate::write_script("live.txt", "live\n"));
+    let task = app.create_task(crate::write_script("live.txt", "live\n")).await;
     let path = format!("/api/tasks/{}/events", task.id);
     let mut first = SseClient::connect(port, &path, None).await;
     let seen = first.until("approval_required").await;
@@ -244,7 +244,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
     assert_eq!(on_all.id, written[0].seq, "the global stream starts live");
 
     // 5. The global stream also resumes after Last-Event-ID.
-    let other_task = app.create_task(json!([{"content": "quick"}]));
+    let other_task = app.create_task(json!([{"content": "quick"}])).await;
     app.wait_for(&other_task.id, TaskState::Completed).await;
     let mut replay = SseClient::connect(port, "/api/events", Some(written[0].seq)).await;
     let replayed = replay.until("task_completed").await;
