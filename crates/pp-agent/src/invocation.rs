@@ -94,7 +94,8 @@ mod tests {
         let interrupt = Interrupt::default();
         assert!(!interrupt.tool_in_flight());
         let first = interrupt.enter();
-        let second = interrupt.clone().enter();
+        let shared = interrupt.clone();
+        let second = shared.enter();
         assert!(interrupt.tool_in_flight());
         drop(first);
         assert!(interrupt.tool_in_flight());

@@ -26,6 +26,14 @@ pub(crate) struct FileTasks {
     lease_secs: Option<u64>,
 }
 
+/// The `[approvals]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileApprovals {
+    /// Largest file whose content is hashed into an approval's fingerprint.
+    hash_max_bytes: Option<u64>,
+}
+
 /// The `[server]` table.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,6 +91,8 @@ pub(crate) struct FileConfig {
     pub(crate) discovery: Option<FileDiscovery>,
     #[serde(default)]
     tasks: Option<FileTasks>,
+    #[serde(default)]
+    approvals: Option<FileApprovals>,
     #[serde(default)]
     server: Option<FileServer>,
     #[serde(default)]
@@ -159,6 +169,11 @@ impl Config {
                 .as_ref()
                 .and_then(|model| model.context_window)
                 .map(u64::from),
+            hash_max_bytes: file_config
+                .approvals
+                .as_ref()
+                .and_then(|approvals| approvals.hash_max_bytes)
+                .unwrap_or(defaults.hash_max_bytes),
         };
         let port = flags
             .port

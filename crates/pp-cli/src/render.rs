@@ -340,6 +340,7 @@ mod tests {
             arguments: serde_json::json!({"path": FORGED, "content": "new\n"}),
             diff,
             content,
+            notice: None,
             created_at: pp_types::Timestamp::from_millis(0),
             resolved_at: None,
             resolved_by: None,

@@ -2,7 +2,9 @@
 //! cost of `check`, and a TOCTOU race run against a naive canonicalize-then-open guard
 //! and against the jail.
 //!
-//! Run with `cargo bench -p pp-gate` (release). Prints plain text; no harness.
+//! Run with `cargo bench -p pp-gate` (release). Prints plain text; no harness. A word
+//! after `--` runs only the groups whose name contains it: `open`, `fingerprint`, `race`
+//! (`cargo bench -p pp-gate -- fingerprint`).
 #![allow(
     clippy::print_stdout,
     clippy::disallowed_methods,
@@ -33,9 +35,25 @@ fn main() {
     tree.file("inside_dir/secret.txt", "inside");
     tree.outside_file("secret.txt", "TOP-SECRET");
     let jail = Jail::new(tree.workspace()).unwrap();
-    let plain_path = tree.workspace().join("small.txt");
-
+    let filter = std::env::args()
+        .skip(1)
+        .find(|argument| !argument.starts_with('-'));
+    let wanted = |group: &str| filter.as_deref().is_none_or(|word| group.contains(word));
     println!("pp-gate bench ({OPEN_ITERATIONS} iterations each)");
+    if wanted("open") {
+        opens(&tree, &jail);
+    }
+    if wanted("fingerprint") {
+        fingerprints(&tree, &jail);
+    }
+    if wanted("race") {
+        races(&tree, &jail);
+    }
+}
+
+/// Guarded opens and checks against plain ones.
+fn opens(tree: &TempTree, jail: &Jail) {
+    let plain_path = tree.workspace().join("small.txt");
     let plain = per_op(|| {
         let mut file = std::fs::File::open(&plain_path).unwrap();
         let mut bytes = Vec::new();
@@ -76,7 +94,52 @@ fn main() {
     println!("  jail.check (4 components, existing)        {check:>8.0} ns/op");
     println!("  jail.check (4 components, 2 missing)       {check_missing:>8.0} ns/op");
     println!("  jail.check (lexical escape)                {check_escape:>8.0} ns/op");
+}
 
+/// Fingerprints and probes, huge sparse file included.
+fn fingerprints(tree: &TempTree, jail: &Jail) {
+    // Issue 8, finding 1: a fingerprint must stay cheap for huge files (metadata only
+    // above the hash limit), not hash gigabytes on the caller's thread.
+    let big = tree.file("big.txt", "");
+    std::fs::File::options()
+        .write(true)
+        .open(&big)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    tree.file("one-mib.txt", &"x".repeat(1 << 20));
+    let fingerprint_big = per_op_n(10_000, || {
+        black_box(jail.fingerprint("big.txt").unwrap());
+    });
+    let fingerprint_small = per_op(|| {
+        black_box(jail.fingerprint("small.txt").unwrap());
+    });
+    let fingerprint_mib = per_op_n(200, || {
+        black_box(jail.fingerprint("one-mib.txt").unwrap());
+    });
+    let probe_big = per_op(|| {
+        black_box(jail.probe("big.txt").unwrap());
+    });
+    println!(
+        "  jail.fingerprint (8 GiB sparse, metadata)  {:>8.1} us/op",
+        fingerprint_big / 1_000.0
+    );
+    println!(
+        "  jail.fingerprint (18 B, hashed)            {:>8.1} us/op",
+        fingerprint_small / 1_000.0
+    );
+    println!(
+        "  jail.fingerprint (1 MiB, hashed)           {:>8.1} us/op",
+        fingerprint_mib / 1_000.0
+    );
+    println!(
+        "  jail.probe (8 GiB sparse)                  {:>8.1} us/op",
+        probe_big / 1_000.0
+    );
+}
+
+/// TOCTOU races: a naive guard against the jail.
+fn races(tree: &TempTree, jail: &Jail) {
     let workspace = tree.workspace().to_path_buf();
     let jail_read = |path: &str| match jail.read(path, 1024) {
         Ok(content) => Outcome::Read(content.bytes),
@@ -118,15 +181,20 @@ fn main() {
 }
 
 /// Average nanoseconds per call of `f` over `OPEN_ITERATIONS` calls (after a warm-up).
-fn per_op(mut f: impl FnMut()) -> f64 {
-    for _ in 0..1_000 {
+fn per_op(f: impl FnMut()) -> f64 {
+    per_op_n(OPEN_ITERATIONS, f)
+}
+
+/// Average nanoseconds per call of `f` over `iterations` calls (after a warm-up).
+fn per_op_n(iterations: u32, mut f: impl FnMut()) -> f64 {
+    for _ in 0..iterations.min(1_000) {
         f();
     }
     let start = Instant::now();
-    for _ in 0..OPEN_ITERATIONS {
+    for _ in 0..iterations {
         f();
     }
-    start.elapsed().as_nanos() as f64 / f64::from(OPEN_ITERATIONS)
+    start.elapsed().as_nanos() as f64 / f64::from(iterations)
 }
 
 enum Outcome {

@@ -36,7 +36,7 @@ fn build_service(dir: &std::path::Path, workers: usize) -> TaskService {
     )
 }
 
-fn create(service: &TaskService, script: serde_json::Value) -> pp_types::TaskRecord {
+async fn create(service: &TaskService, script: serde_json::Value) -> pp_types::TaskRecord {
     service
         .create(CreateTask {
             prompt: "bench".into(),
@@ -44,6 +44,7 @@ fn create(service: &TaskService, script: serde_json::Value) -> pp_types::TaskRec
             actor: Actor::Operator,
             script: Some(script),
         })
+        .await
         .unwrap()
 }
 
@@ -75,7 +76,7 @@ fn main() {
         let count = 500;
         let started = Instant::now();
         for _ in 0..count {
-            create(&service, read.clone());
+            create(&service, read.clone()).await;
         }
         service.start_workers();
         loop {
@@ -111,7 +112,7 @@ fn main() {
         let mut durable = Vec::new();
         let mut finished = Vec::new();
         for i in 0..300 {
-            let task = create(&service, write.clone());
+            let task = create(&service, write.clone()).await;
             let task = service.run_now(&task.id).await.unwrap();
             assert_eq!(task.state, TaskState::WaitingApproval);
             let approval = service

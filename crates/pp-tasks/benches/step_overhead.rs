@@ -149,6 +149,7 @@ fn main() {
                     actor: Actor::Operator,
                     script: None,
                 })
+                .await
                 .unwrap();
             let done = service.run_now(&task.id).await.unwrap();
             assert_eq!(done.state, TaskState::Completed, "{:?}", done.error);

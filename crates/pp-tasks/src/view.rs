@@ -41,10 +41,6 @@ pub struct ApprovalView {
     /// The new content for creates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
-    /// The workspace-relative path the target designates after `..` and links inside the
-    /// workspace are resolved (shown next to what the model wrote).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resolved: Option<String>,
     /// Why part of the preview cannot be shown (e.g. the current content is unreadable).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
@@ -84,9 +80,6 @@ impl ApprovalView {
             arguments: approval.arguments,
             diff: preview.as_ref().and_then(|preview| preview.diff.clone()),
             content: preview.as_ref().and_then(|preview| preview.content.clone()),
-            resolved: preview
-                .as_ref()
-                .and_then(|preview| preview.resolved.clone()),
             notice: preview.and_then(|preview| preview.notice),
             created_at: approval.created_at,
             resolved_at: approval.resolved_at,

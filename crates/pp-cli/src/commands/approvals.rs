@@ -72,7 +72,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
                         .ok_or_else(|| Exit::usage(format!("unknown state `{name}`")))
                 })
                 .transpose()?;
-            let views = app.service.approval_views(state, limit)?;
+            let views = app.service.approval_views(state, limit).await?;
             if json {
                 outln!(
                     "{}",
@@ -99,7 +99,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
         }
         ApprovalsCommand::Show { id, json } => {
             let app = App::open(flags, ModelSource::Scripted, None)?;
-            let view = app.service.approval_view(&ApprovalId(id))?;
+            let view = app.service.approval_view(&ApprovalId(id)).await?;
             if json {
                 outln!("{}", json_safe(&serde_json::to_string(&view)?))?;
             } else {

@@ -84,7 +84,7 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
             .into_iter()
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits but has no pending approval")?;
-        let view = service.approval_view(&pending.id)?;
+        let view = service.approval_view(&pending.id).await?;
         outln!("{}", approval_card(&view))?;
         let request = if interactive {
             ask(&view.arguments)?
@@ -133,7 +133,8 @@ async fn start(service: &TaskService, prompt: &str, script: Value) -> anyhow::Re
         workspace: None,
         actor: Actor::Operator,
         script: Some(script),
-    })?;
+    })
+    .await?;
     Ok(service.run_now(&task.id).await?)
 }
 

@@ -50,7 +50,8 @@ pub(crate) async fn run(
         workspace: None,
         actor: Actor::Operator,
         script,
-    })?;
+    })
+    .await?;
     errln!(
         "task {} (stored in {})",
         task.id,
@@ -86,7 +87,7 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
             .into_iter()
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
-        let view = service.approval_view(&pending.id)?;
+        let view = service.approval_view(&pending.id).await?;
         errln!("{}", approval_card(&view));
         if !interactive {
             print_waiting(&view)?;

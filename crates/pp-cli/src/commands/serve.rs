@@ -48,7 +48,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", app.config.port))?;
     // Only after the port is ours: a second server that cannot bind changes nothing.
-    let interrupted = app.service.recover()?;
+    let interrupted = app.service.recover().await?;
     if !interrupted.is_empty() {
         eprintln!(
             "{} task(s) were running when the last server stopped; they are now \

@@ -132,7 +132,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                 name: stored.workspace,
                 path: stored.workspace_path.into(),
             })?;
-            let task = app.service.retry(&id)?;
+            let task = app.service.retry(&id).await?;
             print_task(&task, json)?;
         }
     }

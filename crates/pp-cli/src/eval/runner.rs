@@ -185,7 +185,8 @@ async fn execute_service(
         workspace: None,
         actor: Actor::Operator,
         script: Some(substitute_value(&case.script, outside)),
-    })?;
+    })
+    .await?;
     let mut record = service.run_now(&task.id).await?;
     let mut approvals = case.approvals.iter();
     while record.state == TaskState::WaitingApproval {

@@ -201,7 +201,7 @@ fn approval_required() -> Event {
             capability: "file:write".into(),
             risk: Risk::High,
             arguments: checkpoint.pending.arguments,
-            preview: checkpoint.pending.preview,
+            preview: checkpoint.pending.preview.map(Box::new),
         },
     )
 }
