@@ -235,3 +235,40 @@ pub(crate) async fn send(router: &Router, request: Request<Body>) -> Reply {
         json,
     }
 }
+
+/// Every store call of a route goes through the task service's async queries (which run
+/// on the blocking pool), never `service().store()` on an async worker thread; operator
+/// file work goes through `spawn_blocking`.
+#[test]
+fn routes_never_call_the_store_on_async_threads() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut pending = vec![src];
+    let mut offenders = Vec::new();
+    let mut files = 0;
+    while let Some(dir) = pending.pop() {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the test reads this crate's sources"
+        )]
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                files += 1;
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "the test reads this crate's sources"
+                )]
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (number, line) in text.lines().enumerate() {
+                    if line.contains(".store()") {
+                        offenders.push(format!("{}:{}: {line}", path.display(), number + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(files > 10, "the sources were found");
+    assert_eq!(offenders, Vec::<String>::new());
+}
