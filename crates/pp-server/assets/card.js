@@ -203,6 +203,12 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
       if (error.status === 409 && error.code === "already_resolved") {
         await showAlreadyResolved();
         onResolved();
+      } else if (error.status === 409 && error.code === "invalid_state") {
+        // The task ended first (a cancel won the race): the call will never run.
+        resolvedHere = true;
+        element.dataset.state = "cancelled";
+        finish("Not run: the task ended before your decision was recorded (" + error.message + ").", "warn");
+        onResolved();
       } else if (error.status === 422 && body.edited_arguments !== undefined) {
         replace(status);
         replace(editError, notice("error", "The server refused the edited arguments: " + error.message));
