@@ -288,7 +288,8 @@ async fn cancel_a_waiting_task() {
         &json!({"decision": "approve"}),
     )
     .await
-    .expect(409, Some("already_resolved"));
+    // The cancel won: the approval was cancelled with its task.
+    .expect(409, Some("invalid_state"));
     assert!(!app.tree.exists("c.txt"));
 }
 
