@@ -7,6 +7,7 @@
 )]
 
 mod architecture;
+mod backup;
 mod eval;
 mod http;
 mod models;
