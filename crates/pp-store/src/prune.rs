@@ -26,7 +26,7 @@ impl Store {
     /// Removes, in one transaction, the events and audit rows older than `older_than`
     /// (by the store's clock) of tasks that finished (`completed`, `failed`,
     /// `cancelled`, `timed_out`) before that, and audit rows tied to no task (console
-    /// logins, token rotations) older than that.
+    /// logins) older than that.
     ///
     /// The rows of tasks that are `queued`, `running`, `waiting_approval` or
     /// `interrupted` are never removed, however old; nor are the task rows, approvals
