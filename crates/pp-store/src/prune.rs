@@ -39,6 +39,8 @@ impl Store {
                 .prepare(
                     "SELECT id FROM tasks WHERE finished_at IS NOT NULL AND finished_at <= ?1 \
                      AND state IN ('completed', 'failed', 'cancelled', 'timed_out') \
+                     AND (EXISTS (SELECT 1 FROM events WHERE task_id = tasks.id AND at <= ?1) \
+                     OR EXISTS (SELECT 1 FROM audit WHERE task_id = tasks.id AND at <= ?1)) \
                      ORDER BY rowid",
                 )?
                 .query_map([cutoff], |row| row.get::<_, String>(0))?

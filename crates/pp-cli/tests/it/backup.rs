@@ -48,6 +48,10 @@ fn backup_while_serving_restore_only_once_the_server_is_gone() {
     let backup = tree.base().join("backup.db");
     let server = Server::start(&home, tree.workspace(), Some(&script));
     run_task(&server, "first");
+    let session = pp_store::Store::open(&home.join("pocketpilot.db"))
+        .unwrap()
+        .create_session(std::time::Duration::from_secs(3600))
+        .unwrap();
 
     let output = pocketpilot_in(&home)
         .arg("backup")
@@ -80,6 +84,12 @@ fn backup_while_serving_restore_only_once_the_server_is_gone() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output).1);
     assert!(text(&output).1.contains("1 task(s)"), "{}", text(&output).1);
     assert_eq!(prompts(&home), ["first"]);
+    let restored = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
+    assert!(
+        !restored.session_valid(&session).unwrap(),
+        "console sessions from the backup do not come back"
+    );
+    drop(restored);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
