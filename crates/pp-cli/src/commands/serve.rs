@@ -8,13 +8,17 @@ use pp_tasks::ModelSource;
 use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
+use crate::commands::backup::spawn_daily_prune;
 use crate::config::{Config, Flags};
 use crate::output::outln;
-use crate::{exit, home, models};
+use crate::{exit, home, lock, models};
 
 /// Serves until Ctrl-C (or SIGTERM).
 pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result<u8> {
     let config = Config::load(&flags)?;
+    home::ensure(&config.home)?;
+    // Held until the server stops: `restore` refuses to replace the database meanwhile.
+    let _serve_lock = lock::hold_for_serve(&config.home)?;
     let default_script = script.as_deref().map(read_script).transpose()?;
     let models = match &default_script {
         Some(_) => {
@@ -69,6 +73,10 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         ..ServerSettings::default()
     };
     app.service.start_workers();
+    let pruner = app
+        .config
+        .retain
+        .map(|retain| spawn_daily_prune(app.config.database(), retain));
     let state = AppState::new(app.service.clone(), token.clone(), settings);
     state.set_error_log(|line| eprintln!("{line}"));
     // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.
@@ -96,6 +104,9 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let served = pp_server::serve(listener, state, shutdown_signal()).await;
     watcher.abort();
+    if let Some(pruner) = pruner {
+        pruner.abort();
+    }
     served?;
     eprintln!("stopped");
     Ok(exit::OK)
