@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use pp_store::{PruneReport, Store};
 
 use crate::config::{Config, Flags, absolute_path};
+use crate::output::errln;
 use crate::{Exit, exit, home, lock};
 
 /// How often `serve` prunes (after once at start).
@@ -30,7 +31,7 @@ pub(crate) async fn backup(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
             .with_context(|| format!("cannot back up {}", database.display()))
     })
     .await?;
-    eprintln!(
+    errln!(
         "backed up {} to {}",
         config.database().display(),
         file.display()
@@ -65,7 +66,7 @@ pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
         })
         .await?
     };
-    eprintln!(
+    errln!(
         "restored {} into {} ({restored} task(s))",
         file.display(),
         database.display()
@@ -94,7 +95,7 @@ pub(crate) async fn prune(flags: &Flags, days: Option<u32>) -> anyhow::Result<u8
         Ok(store.prune(older_than)?)
     })
     .await?;
-    eprintln!("{}", describe(&report));
+    errln!("{}", describe(&report));
     Ok(exit::OK)
 }
 
@@ -119,8 +120,8 @@ pub(crate) fn spawn_daily_prune(
             .await;
             match pruned {
                 Ok(report) if report == PruneReport::default() => {}
-                Ok(report) => eprintln!("{}", describe(&report)),
-                Err(error) => eprintln!("warning: pruning old history failed: {error:#}"),
+                Ok(report) => errln!("{}", describe(&report)),
+                Err(error) => errln!("warning: pruning old history failed: {error:#}"),
             }
             tokio::time::sleep(PRUNE_EVERY).await;
         }
