@@ -41,6 +41,15 @@ pub(crate) struct FileServer {
     port: Option<u16>,
 }
 
+/// The `[store]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileStore {
+    /// Prune the history of tasks finished more than this many days ago (default: keep
+    /// everything).
+    retain_days: Option<u32>,
+}
+
 /// One `[[workspace]]` entry.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -96,6 +105,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     server: Option<FileServer>,
     #[serde(default)]
+    store: Option<FileStore>,
+    #[serde(default)]
     workspace: Vec<FileWorkspace>,
 }
 
@@ -133,6 +144,9 @@ pub(crate) struct Config {
     pub(crate) model: Option<FileModel>,
     /// The `[discovery]` table.
     pub(crate) discovery: FileDiscovery,
+    /// `[store] retain_days`: how long the history of finished tasks is kept (`None`:
+    /// forever).
+    pub(crate) retain: Option<Duration>,
 }
 
 /// The default port of `pocketpilot serve`.
@@ -179,6 +193,14 @@ impl Config {
             .port
             .or(file_config.server.as_ref().and_then(|server| server.port))
             .unwrap_or(DEFAULT_PORT);
+        let retain = match file_config
+            .store
+            .as_ref()
+            .and_then(|store| store.retain_days)
+        {
+            Some(0) => return Err(Exit::usage("`[store] retain_days` must be at least 1").into()),
+            days => days.map(crate::commands::backup::retain_window),
+        };
         let workspaces = resolve_workspaces(
             &file_config.workspace,
             flags.workspace.as_deref(),
@@ -194,6 +216,7 @@ impl Config {
             port,
             model: file_config.model,
             discovery: file_config.discovery.unwrap_or_default(),
+            retain,
         })
     }
 
@@ -413,6 +436,16 @@ mod tests {
         assert_eq!(config.server.unwrap().port, Some(9000));
         assert_eq!(config.workspace[0].name, "notes");
         assert_eq!(config.model.unwrap().model.as_deref(), Some("gpt-4o-mini"));
+    }
+
+    #[test]
+    fn store_retain_days_parses_and_defaults_to_forever() {
+        let config = parse("[store]\nretain_days = 30\n").unwrap();
+        assert_eq!(config.store.unwrap().retain_days, Some(30));
+        assert!(parse("").unwrap().store.is_none());
+        let error = parse("[store]\nretain_dayz = 3\n").unwrap_err();
+        assert!(error.contains("retain_dayz"), "{error}");
+        assert!(parse("[store]\nretain_days = -1\n").is_err());
     }
 
     #[test]

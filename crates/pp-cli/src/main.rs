@@ -15,6 +15,7 @@ mod config;
 mod env;
 mod eval;
 mod home;
+mod lock;
 mod models;
 mod output;
 mod render;
@@ -42,7 +43,8 @@ pub(crate) mod exit {
     pub(crate) const WAITING_APPROVAL: u8 = 3;
     /// No model is configured.
     pub(crate) const NO_MODEL: u8 = 4;
-    /// Someone else resolved the approval first.
+    /// Someone else resolved the approval first, or (restore) a server holds the data
+    /// directory.
     pub(crate) const CONFLICT: u8 = 5;
 }
 
@@ -132,6 +134,22 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Write a consistent copy of the database to FILE (also while `serve` runs).
+    Backup {
+        /// Where to write the copy (replaced if it exists).
+        file: PathBuf,
+    },
+    /// Replace the database with a backup (refused while a server runs).
+    Restore {
+        /// A file written by `pocketpilot backup`.
+        file: PathBuf,
+    },
+    /// Drop the events and audit rows of tasks finished long ago.
+    Prune {
+        /// Prune what finished more than this many days ago (default `[store] retain_days`).
+        #[arg(long, value_name = "DAYS")]
+        older_than_days: Option<u32>,
     },
     /// Run the eval cases: the real loop, gate and tools against scripted models.
     Eval {
@@ -248,6 +266,11 @@ fn main() -> ExitCode {
             Command::Approvals { command } => commands::approvals::run(&flags, command).await,
             Command::Token { command } => commands::token::run(&flags, &command),
             Command::Eval { path } => commands::eval::run(&path).await,
+            Command::Backup { file } => commands::backup::backup(&flags, &file).await,
+            Command::Restore { file } => commands::backup::restore(&flags, &file).await,
+            Command::Prune { older_than_days } => {
+                commands::backup::prune(&flags, older_than_days).await
+            }
         }
     });
     match result {

@@ -1,5 +1,6 @@
 //! Figures for the store on a real file (WAL, `synchronous = NORMAL`): event appends
-//! one per transaction and batched, resolve latency, and create + claim throughput.
+//! one per transaction and batched, resolve latency, create + claim throughput, backup
+//! and prune.
 //!
 //! Run with `cargo bench -p pp-store` (release). Prints plain text; no harness.
 #![allow(
@@ -121,6 +122,34 @@ fn main() {
     println!(
         "create + claim:                    {:>9.0} tasks/s",
         rate(TASKS, created + claiming)
+    );
+
+    let copy = dir.path().join("backup.db");
+    let start = Instant::now();
+    store.backup_to(&copy).unwrap();
+    let backed_up = start.elapsed();
+    let size = copy.metadata().unwrap().len();
+    println!(
+        "backup_to (online backup):         {:>9.1} ms ({:.1} MiB)",
+        micros(backed_up) / 1000.0,
+        size as f64 / (1024.0 * 1024.0)
+    );
+
+    // Prune the history of the first task (every appended event) once it has finished.
+    store
+        .transition(
+            &task.id,
+            &[TaskState::Running],
+            TaskChange::to(TaskState::Completed),
+        )
+        .unwrap();
+    let start = Instant::now();
+    let pruned = store.prune(Duration::ZERO).unwrap();
+    let pruning = start.elapsed();
+    println!(
+        "prune:                             {:>9.0} events/s ({} events)",
+        rate(pruned.events, pruning),
+        pruned.events
     );
 }
 

@@ -26,7 +26,7 @@ impl Store {
     /// Removes, in one transaction, the events and audit rows older than `older_than`
     /// (by the store's clock) of tasks that finished (`completed`, `failed`,
     /// `cancelled`, `timed_out`) before that, and audit rows tied to no task (console
-    /// logins, token rotations) older than that.
+    /// logins) older than that.
     ///
     /// The rows of tasks that are `queued`, `running`, `waiting_approval` or
     /// `interrupted` are never removed, however old; nor are the task rows, approvals
@@ -39,6 +39,8 @@ impl Store {
                 .prepare(
                     "SELECT id FROM tasks WHERE finished_at IS NOT NULL AND finished_at <= ?1 \
                      AND state IN ('completed', 'failed', 'cancelled', 'timed_out') \
+                     AND (EXISTS (SELECT 1 FROM events WHERE task_id = tasks.id AND at <= ?1) \
+                     OR EXISTS (SELECT 1 FROM audit WHERE task_id = tasks.id AND at <= ?1)) \
                      ORDER BY rowid",
                 )?
                 .query_map([cutoff], |row| row.get::<_, String>(0))?

@@ -31,41 +31,51 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
 /// to 0600 (it holds file contents from checkpoints), and so are existing `-wal` and
 /// `-shm` files; SQLite gives the `-wal` and `-shm` files it creates the mode of the
 /// database file.
+///
+/// An existing file is never opened here, only `chmod`ed by path: another connection of
+/// this process may have it open, and closing any descriptor of a file drops all of the
+/// process's POSIX locks on it, SQLite's included (another process could then reset the
+/// shared-memory file under a live mapping).
 #[expect(
     clippy::disallowed_methods,
     reason = "the operator's own database path from configuration, not a model-supplied path"
 )]
 pub(crate) fn create_file(path: &Path) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(false);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let file = options.open(path)?;
+    match options.open(path) {
+        Ok(file) => drop(file),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
     #[cfg(unix)]
-    {
-        make_private(&file)?;
-        for suffix in ["-wal", "-shm"] {
-            let side = sidecar(path, suffix);
-            // Only a regular file: never follow a link to somewhere else.
-            let is_file = std::fs::symlink_metadata(&side).is_ok_and(|meta| meta.is_file());
-            if is_file {
-                make_private(&std::fs::File::open(&side)?)?;
-            }
-        }
+    for suffix in ["", "-wal", "-shm"] {
+        make_private(&sidecar(path, suffix))?;
     }
     Ok(())
 }
 
-/// Sets mode 0600 on an open file whose group or other users have any access (Unix).
+/// Sets mode 0600 on a regular file whose group or other users have any access (Unix);
+/// a missing file or anything else (a link) is left alone.
 #[cfg(unix)]
-pub(crate) fn make_private(file: &std::fs::File) -> std::io::Result<()> {
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the operator's own database files, not a model-supplied path"
+)]
+pub(crate) fn make_private(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
-    let mode = file.metadata()?.permissions().mode();
-    if mode & 0o077 != 0 {
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub(crate) mod approvals;
+pub(crate) mod backup;
 pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod eval;

@@ -8,17 +8,21 @@ use pp_tasks::ModelSource;
 use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
+use crate::commands::backup::spawn_daily_prune;
 use crate::config::{Config, Flags};
-use crate::output::outln;
-use crate::{exit, home, models};
+use crate::output::{errln, outln};
+use crate::{exit, home, lock, models};
 
 /// Serves until Ctrl-C (or SIGTERM).
 pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result<u8> {
     let config = Config::load(&flags)?;
+    home::ensure(&config.home)?;
+    // Held until the server stops: `restore` refuses to replace the database meanwhile.
+    let _serve_lock = lock::hold_for_serve(&config.home)?;
     let default_script = script.as_deref().map(read_script).transpose()?;
     let models = match &default_script {
         Some(_) => {
-            eprintln!(
+            errln!(
                 "model: every task replays the script {}",
                 script
                     .as_deref()
@@ -29,12 +33,12 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         }
         None => match models::find(&config).await? {
             models::Found::Chosen(chosen) => {
-                eprintln!("model: {}", chosen.reason);
+                errln!("model: {}", chosen.reason);
                 ModelSource::Provider(chosen.model)
             }
             models::Found::Nothing(message) => {
-                eprintln!("warning: {message}");
-                eprintln!(
+                errln!("warning: {message}");
+                errln!(
                     "the server starts anyway; tasks fail at once until a model is configured"
                 );
                 ModelSource::Unconfigured(message)
@@ -50,7 +54,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     // Only after the port is ours: a second server that cannot bind changes nothing.
     let interrupted = app.service.recover().await?;
     if !interrupted.is_empty() {
-        eprintln!(
+        errln!(
             "{} task(s) were running when the last server stopped; they are now \
              `interrupted` (retry them to continue): {}",
             interrupted.len(),
@@ -69,8 +73,12 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         ..ServerSettings::default()
     };
     app.service.start_workers();
+    let pruner = app
+        .config
+        .retain
+        .map(|retain| spawn_daily_prune(app.config.database(), retain));
     let state = AppState::new(app.service.clone(), token.clone(), settings);
-    state.set_error_log(|line| eprintln!("{line}"));
+    state.set_error_log(|line| errln!("{line}"));
     // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.
     let watched = state.clone();
     let token_for_watch = token.clone();
@@ -84,20 +92,23 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
             {
                 watched.set_token(fresh.clone());
                 current = fresh;
-                eprintln!("the API token was rotated; new logins need the new link");
+                errln!("the API token was rotated; new logins need the new link");
             }
         }
     });
     for workspace in &app.service.workspaces().list {
-        eprintln!("workspace {}: {}", workspace.name, workspace.path.display());
+        errln!("workspace {}: {}", workspace.name, workspace.path.display());
     }
-    eprintln!("data: {}", app.config.home.display());
+    errln!("data: {}", app.config.home.display());
     outln!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}")?;
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let served = pp_server::serve(listener, state, shutdown_signal()).await;
     watcher.abort();
+    if let Some(pruner) = pruner {
+        pruner.abort();
+    }
     served?;
-    eprintln!("stopped");
+    errln!("stopped");
     Ok(exit::OK)
 }
 

@@ -8,6 +8,7 @@
 
 mod approvals;
 mod architecture;
+mod backup;
 mod eval;
 mod home;
 mod http;

@@ -1,0 +1,149 @@
+//! The data you keep: `pocketpilot backup FILE`, `pocketpilot restore FILE`,
+//! `pocketpilot prune`, and the daily prune `serve` runs when `[store] retain_days` is set.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use pp_store::{PruneReport, Store};
+
+use crate::config::{Config, Flags, absolute_path};
+use crate::output::errln;
+use crate::{Exit, exit, home, lock};
+
+/// How often `serve` prunes (after once at start).
+const PRUNE_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// `pocketpilot backup FILE`: a consistent copy of the database, also while `serve` runs.
+pub(crate) async fn backup(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
+    let config = Config::load(flags)?;
+    let database = config.database();
+    let file = absolute_path(file)?;
+    if !exists(&database) {
+        return Err(Exit::usage(format!("there is no database at {}", database.display())).into());
+    }
+    let target = file.clone();
+    blocking(move || {
+        let store = Store::open(&database)
+            .with_context(|| format!("cannot open {}", database.display()))?;
+        store
+            .backup_to(&target)
+            .with_context(|| format!("cannot back up {}", database.display()))
+    })
+    .await?;
+    errln!(
+        "backed up {} to {}",
+        config.database().display(),
+        file.display()
+    );
+    Ok(exit::OK)
+}
+
+/// `pocketpilot restore FILE`: replaces the database with a backup. Refused (exit code
+/// 5) while a server runs on the data directory; a file that is not a PocketPilot
+/// database is refused (exit code 2) and nothing changes.
+pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
+    let config = Config::load(flags)?;
+    let file = absolute_path(file)?;
+    home::ensure(&config.home)?;
+    let database = config.database();
+    let restored = {
+        let (file, database) = (file.clone(), database.clone());
+        blocking(move || {
+            // Held until the restored database has been opened once (and migrated).
+            let _lock = lock::hold_for_restore(&config.home)?;
+            Store::restore_file(&file, &database).map_err(|error| match error {
+                pp_store::Error::NotAStore { .. } => Exit::usage(error.to_string()).into(),
+                other => {
+                    anyhow::Error::new(other).context(format!("cannot restore {}", file.display()))
+                }
+            })?;
+            let store = Store::open(&database)
+                .with_context(|| format!("cannot open the restored {}", database.display()))?;
+            // A console session that logged out after the backup must not come back.
+            store.delete_all_sessions()?;
+            Ok(store.list_tasks(None, usize::MAX)?.len())
+        })
+        .await?
+    };
+    errln!(
+        "restored {} into {} ({restored} task(s))",
+        file.display(),
+        database.display()
+    );
+    Ok(exit::OK)
+}
+
+/// `pocketpilot prune`: drops the history of tasks finished more than `days` (default
+/// `[store] retain_days`) ago.
+pub(crate) async fn prune(flags: &Flags, days: Option<u32>) -> anyhow::Result<u8> {
+    let config = Config::load(flags)?;
+    let older_than = match days {
+        Some(0) => return Err(Exit::usage("--older-than-days must be at least 1").into()),
+        Some(days) => retain_window(days),
+        None => config.retain.ok_or_else(|| {
+            Exit::usage("nothing to prune by: set `[store] retain_days` or pass --older-than-days")
+        })?,
+    };
+    let database = config.database();
+    if !exists(&database) {
+        return Err(Exit::usage(format!("there is no database at {}", database.display())).into());
+    }
+    let report = blocking(move || {
+        let store = Store::open(&database)
+            .with_context(|| format!("cannot open {}", database.display()))?;
+        Ok(store.prune(older_than)?)
+    })
+    .await?;
+    errln!("{}", describe(&report));
+    Ok(exit::OK)
+}
+
+/// `retain_days` as a duration.
+pub(crate) fn retain_window(days: u32) -> Duration {
+    Duration::from_secs(u64::from(days) * 24 * 60 * 60)
+}
+
+/// For `serve` with `[store] retain_days`: prunes now and then once a day, on a blocking
+/// thread, until the returned task is aborted. Failures are reported, never fatal.
+pub(crate) fn spawn_daily_prune(
+    database: PathBuf,
+    older_than: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let database = database.clone();
+            let pruned = blocking(move || {
+                let store = Store::open(&database)?;
+                Ok(store.prune(older_than)?)
+            })
+            .await;
+            match pruned {
+                Ok(report) if report == PruneReport::default() => {}
+                Ok(report) => errln!("{}", describe(&report)),
+                Err(error) => errln!("warning: pruning old history failed: {error:#}"),
+            }
+            tokio::time::sleep(PRUNE_EVERY).await;
+        }
+    })
+}
+
+fn describe(report: &PruneReport) -> String {
+    format!(
+        "pruned the history of {} finished task(s): {} event(s), {} audit row(s)",
+        report.tasks, report.events, report.audit
+    )
+}
+
+/// Runs blocking store work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .context("the store task stopped")?
+}
+
+fn exists(path: &Path) -> bool {
+    path.is_file()
+}
