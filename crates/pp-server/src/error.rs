@@ -204,5 +204,11 @@ mod tests {
         assert_eq!(error.status_and_code().1, "forbidden");
         let error: ApiError = JailError::NotFound { path: "x".into() }.into();
         assert_eq!(error.status_and_code().1, "not_found");
+        let error: ApiError = JailError::TooLarge {
+            path: "x".into(),
+            max_bytes: 3,
+        }
+        .into();
+        assert_eq!(error.status_and_code().1, "payload_too_large");
     }
 }

@@ -1,5 +1,5 @@
 //! Async reads and small writes of the store for front ends (the HTTP server): each
-//! call runs on tokio's blocking pool through [`crate::blocking::blocking`], so SQLite
+//! call runs on tokio's blocking pool through the crate's `blocking` helper, so SQLite
 //! never runs on the async worker threads that answer other requests.
 
 use std::time::Duration;
