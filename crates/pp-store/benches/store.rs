@@ -234,8 +234,7 @@ fn approve() -> Resolve {
         reason: None,
         edited_arguments: None,
         audit: NewAudit {
-            action: "approval_approved".into(),
-            ..NewAudit::default()
+            ..NewAudit::new(pp_types::AuditAction::ApprovalApproved)
         },
         task_to: TaskState::Running,
         events: vec![Event {

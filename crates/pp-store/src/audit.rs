@@ -95,7 +95,7 @@ pub(crate) fn insert(
         .execute(params![
             at.as_millis(),
             actor.as_str(),
-            entry.action,
+            entry.action.as_str(),
             entry.task_id.as_ref().map(|id| id.as_str()),
             entry.approval_id.as_ref().map(|id| id.as_str()),
             entry.tool,

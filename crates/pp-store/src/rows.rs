@@ -153,6 +153,7 @@ impl RawTask {
         let script = decoder.json_opt("script", self.script.as_deref())?;
         let script_position = decoder.count("script_position", self.script_position)?;
         let running_ms = decoder.count("running_ms", self.running_ms)?;
+        let failure_reason = decoder.name_opt("failure_reason", self.failure_reason)?;
         Ok(TaskRecord {
             id: TaskId(self.id),
             prompt: self.prompt,
@@ -164,7 +165,7 @@ impl RawTask {
             script_position,
             running_ms,
             final_text: self.final_text,
-            failure_reason: self.failure_reason,
+            failure_reason,
             error: self.error,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
@@ -341,7 +342,7 @@ impl RawAudit {
             id: self.id,
             at: Timestamp::from_millis(self.at),
             actor: decoder.name("actor", self.actor)?,
-            action: self.action,
+            action: decoder.name("action", self.action)?,
             task_id: self.task_id.map(TaskId),
             approval_id: self.approval_id.map(ApprovalId),
             tool: self.tool,

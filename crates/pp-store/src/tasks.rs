@@ -37,7 +37,7 @@ pub struct TaskChange {
     /// The final answer.
     pub final_text: Option<String>,
     /// Machine-readable failure reason (`policy_violation`, …).
-    pub failure_reason: Option<String>,
+    pub failure_reason: Option<pp_types::FailureReason>,
     /// Human-readable detail of a failure.
     pub error: Option<String>,
     /// Running time to add to `running_ms`.
@@ -90,9 +90,8 @@ impl Store {
                 transaction,
                 NewAudit {
                     actor: Some(new.created_by),
-                    action: "task_created".into(),
                     task_id: Some(id.clone()),
-                    ..NewAudit::default()
+                    ..NewAudit::new(pp_types::AuditAction::TaskCreated)
                 },
                 now,
             )?;
@@ -334,7 +333,7 @@ pub(crate) fn change_state(
             id.as_str(),
             change.to.as_str(),
             change.final_text,
-            change.failure_reason,
+            change.failure_reason.map(pp_types::FailureReason::as_str),
             change.error,
             rows::int(change.add_running_ms),
             change.script_position.map(rows::int),

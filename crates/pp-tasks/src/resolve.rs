@@ -4,7 +4,8 @@
 use pp_agent::Resolution;
 use pp_store::Resolve;
 use pp_types::{
-    Actor, ApprovalId, ApprovalState, Event, EventKind, NewAudit, TaskRecord, TaskState,
+    Actor, ApprovalId, ApprovalState, AuditAction, Event, EventKind, NewAudit, TaskRecord,
+    TaskState,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -47,7 +48,7 @@ impl TaskService {
     /// second resolve of the same approval gets [`Error::AlreadyResolved`] and never runs
     /// anything. An approval whose task was cancelled first gets [`Error::InvalidState`]
     /// (the cancel won). Before anything is recorded, an approval passes the
-    /// pre-execution checks ([`crate::checks::assess`], the same ones repeated right
+    /// pre-execution checks (`checks::assess`, the same ones repeated right
     /// before the call runs): edited arguments are validated against the tool's schema
     /// and a freshly built gate ([`Error::InvalidArguments`] leaves the approval pending);
     /// if the target changed since the person was shown it, the approval ends `stale`,
@@ -90,7 +91,7 @@ impl TaskService {
                 Resolution::Reject {
                     reason: request.reason.clone(),
                 },
-                "approval_rejected",
+                AuditAction::ApprovalRejected,
                 request.reason.clone(),
                 approval.target.clone(),
             ),
@@ -126,7 +127,7 @@ impl TaskService {
                         Resolution::Stale {
                             message: message.clone(),
                         },
-                        "approval_stale",
+                        AuditAction::ApprovalStale,
                         Some(message),
                         target,
                     ),
@@ -135,7 +136,7 @@ impl TaskService {
                         Resolution::Approve {
                             edited_arguments: request.edited_arguments.clone(),
                         },
-                        "approval_approved",
+                        AuditAction::ApprovalApproved,
                         None,
                         target,
                     ),
@@ -148,13 +149,13 @@ impl TaskService {
             .unwrap_or_else(|| approval.arguments.clone());
         let audit = NewAudit {
             actor: Some(request.actor),
-            action: action.to_owned(),
             task_id: Some(task.id.clone()),
             approval_id: Some(approval.id.clone()),
             tool: Some(approval.tool.clone()),
             target,
             arguments_hash: (state == ApprovalState::Approved).then(|| arguments_hash(&executed)),
             detail: reason.clone(),
+            action,
         };
         let resolve = Resolve {
             state,

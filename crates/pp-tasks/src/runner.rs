@@ -6,7 +6,8 @@ use std::time::Duration;
 use pp_agent::{Agent, Interrupt, Outcome, Resolution, ResumeError, ToolContext};
 use pp_store::{NewApproval, TaskChange};
 use pp_types::{
-    ApprovalRecord, Checkpoint, Event, EventKind, FailureReason, NewAudit, TaskRecord, TaskState,
+    ApprovalRecord, AuditAction, Checkpoint, Event, EventKind, FailureReason, NewAudit, TaskRecord,
+    TaskState,
 };
 use tokio::time::Instant;
 
@@ -166,7 +167,7 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
             ..
         }) => {
             let mut change = TaskChange::to(TaskState::Failed);
-            change.failure_reason = Some(reason.as_str().to_owned());
+            change.failure_reason = Some(reason);
             change.error = Some(message);
             change.events = closing_events(&events);
             change.add_running_ms = elapsed;
@@ -235,9 +236,8 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
 pub(crate) fn cancel_audit(task: &pp_types::TaskId) -> NewAudit {
     NewAudit {
         actor: Some(pp_types::Actor::Operator),
-        action: "task_cancelled".into(),
         task_id: Some(task.clone()),
-        ..NewAudit::default()
+        ..NewAudit::new(AuditAction::TaskCancelled)
     }
 }
 
@@ -341,14 +341,13 @@ async fn before_approved_call(
     };
     let audit = NewAudit {
         actor: approval.resolved_by,
-        action: "approval_stale".into(),
         task_id: Some(approval.task_id.clone()),
         tool: Some(approval.tool.clone()),
         target: approval.target.clone(),
         detail: Some(format!(
             "{message} (changed after the decision, before the call ran)"
         )),
-        ..NewAudit::default()
+        ..NewAudit::new(AuditAction::ApprovalStale)
     };
     // If the row is no longer `approved` something else decided; the call still does not run.
     let (id, reason) = (approval.id.clone(), message.clone());
@@ -439,7 +438,7 @@ fn failed_change(
     position: Option<u64>,
 ) -> TaskChange {
     let mut change = TaskChange::to(TaskState::Failed);
-    change.failure_reason = Some(reason.as_str().to_owned());
+    change.failure_reason = Some(reason);
     change.events = vec![Event {
         step: 0,
         kind: EventKind::TaskFailed {

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use pp_agent::{EventSink, Tool};
 use pp_store::{NewTask, Store, TaskChange};
-use pp_types::{Actor, ApprovalState, Event, EventKind, NewAudit, TaskId, TaskRecord, TaskState};
+use pp_types::{
+    Actor, ApprovalState, AuditAction, Event, EventKind, NewAudit, TaskId, TaskRecord, TaskState,
+};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
@@ -375,10 +377,9 @@ fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
     let last = store.approvals_for_task(id)?.into_iter().last();
     let audit = |detail: &str| NewAudit {
         actor: Some(Actor::Operator),
-        action: "task_retried".into(),
         task_id: Some(id.clone()),
         detail: Some(detail.to_owned()),
-        ..NewAudit::default()
+        ..NewAudit::new(AuditAction::TaskRetried)
     };
     if let Some(approval) = last.filter(|a| a.state == ApprovalState::Approved) {
         let message = format!(

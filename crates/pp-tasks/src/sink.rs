@@ -6,7 +6,7 @@ use tokio::sync::Notify;
 
 use pp_agent::EventSink;
 use pp_store::Store;
-use pp_types::{Actor, ApprovalId, Event, EventKind, NewAudit, TaskId};
+use pp_types::{Actor, ApprovalId, AuditAction, Event, EventKind, NewAudit, TaskId};
 
 /// The approved call whose outcome must reach the audit ledger.
 #[derive(Debug, Clone)]
@@ -131,27 +131,38 @@ impl StoreSink {
                 name,
                 message,
                 ..
-            } => ("tool_denied", call_id, name, Some(message.clone())),
-            EventKind::ToolResult { call_id, name, .. } => ("tool_executed", call_id, name, None),
+            } => (
+                AuditAction::ToolDenied,
+                call_id,
+                name,
+                Some(message.clone()),
+            ),
+            EventKind::ToolResult { call_id, name, .. } => {
+                (AuditAction::ToolExecuted, call_id, name, None)
+            }
             EventKind::ToolError {
                 call_id,
                 name,
                 message,
-            } => ("tool_failed", call_id, name, Some(message.clone())),
+            } => (
+                AuditAction::ToolFailed,
+                call_id,
+                name,
+                Some(message.clone()),
+            ),
             _ => return None,
         };
         let watched = self.take_watched(call_id);
-        if watched.is_none() && action != "tool_denied" {
+        if watched.is_none() && action != AuditAction::ToolDenied {
             // Only the approved call's outcome and denials are side effects or decisions.
             return None;
         }
         let mut entry = NewAudit {
             actor: Some(Actor::Agent),
-            action: action.to_owned(),
             task_id: Some(self.task.clone()),
             tool: Some(name.clone()),
             detail,
-            ..NewAudit::default()
+            ..NewAudit::new(action)
         };
         if let Some(watched) = watched {
             entry.approval_id = Some(watched.approval_id);

@@ -283,6 +283,21 @@ impl FailureReason {
             Self::Internal => "internal",
         }
     }
+
+    /// Every reason, in declaration order.
+    pub const ALL: [Self; 6] = [
+        Self::PolicyViolation,
+        Self::MaxSteps,
+        Self::TokenBudget,
+        Self::ModelError,
+        Self::Timeout,
+        Self::Internal,
+    ];
+
+    /// The reason named `name`, if there is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|reason| reason.as_str() == name)
+    }
 }
 
 #[cfg(test)]

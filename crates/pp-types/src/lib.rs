@@ -13,6 +13,7 @@
 //! assert!(matches!(Decision::Allow, Decision::Allow));
 //! ```
 
+mod audit;
 mod capability;
 mod checkpoint;
 mod decision;
@@ -22,6 +23,7 @@ mod task;
 mod time;
 mod tool;
 
+pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Checkpoint, Event, Risk, Timestamp, WriteLabel};
+use crate::{AuditAction, Checkpoint, Event, FailureReason, Risk, Timestamp, WriteLabel};
 
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
@@ -169,7 +169,7 @@ pub struct TaskRecord {
     pub final_text: Option<String>,
     /// Why it failed (`policy_violation`, `max_steps`, `model_error`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_reason: Option<String>,
+    pub failure_reason: Option<FailureReason>,
     /// Human-readable detail of a failure, cancellation or interruption.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -292,9 +292,8 @@ pub struct AuditEntry {
     pub at: Timestamp,
     /// Who acted.
     pub actor: Actor,
-    /// What happened: `task_created`, `approval_approved`, `approval_rejected`,
-    /// `approval_stale`, `tool_executed`, `file_uploaded`, `file_downloaded`, …
-    pub action: String,
+    /// What happened.
+    pub action: AuditAction,
     /// The task, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<TaskId>,
@@ -316,12 +315,12 @@ pub struct AuditEntry {
 }
 
 /// A new audit row (the store assigns `id` and `at`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewAudit {
     /// Who acted (default: operator).
     pub actor: Option<Actor>,
     /// What happened.
-    pub action: String,
+    pub action: AuditAction,
     /// The task, if any.
     pub task_id: Option<TaskId>,
     /// The approval, if any.
@@ -334,4 +333,20 @@ pub struct NewAudit {
     pub arguments_hash: Option<String>,
     /// Free-form detail.
     pub detail: Option<String>,
+}
+
+impl NewAudit {
+    /// A row recording `action`, with every other field empty.
+    pub fn new(action: AuditAction) -> Self {
+        Self {
+            actor: None,
+            action,
+            task_id: None,
+            approval_id: None,
+            tool: None,
+            target: None,
+            arguments_hash: None,
+            detail: None,
+        }
+    }
 }

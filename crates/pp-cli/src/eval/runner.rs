@@ -180,13 +180,14 @@ async fn execute_service(
         extra_tools(case),
         None,
     );
-    let task = service.create(CreateTask {
-        prompt: case.prompt.clone(),
-        workspace: None,
-        actor: Actor::Operator,
-        script: Some(substitute_value(&case.script, outside)),
-    })
-    .await?;
+    let task = service
+        .create(CreateTask {
+            prompt: case.prompt.clone(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(substitute_value(&case.script, outside)),
+        })
+        .await?;
     let mut record = service.run_now(&task.id).await?;
     let mut approvals = case.approvals.iter();
     while record.state == TaskState::WaitingApproval {
@@ -226,7 +227,9 @@ async fn execute_service(
         .collect();
     Ok(Observed {
         status,
-        failure_reason: record.failure_reason.clone(),
+        failure_reason: record
+            .failure_reason
+            .map(|reason| reason.as_str().to_owned()),
         final_text: record.final_text.clone(),
         events,
         model_requests: Vec::new(),

@@ -10,7 +10,7 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use pp_gate::{EntryKind, Jail, ListOptions, WriteOutcome};
-use pp_types::{Actor, NewAudit, Timestamp};
+use pp_types::{Actor, AuditAction, NewAudit, Timestamp};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -85,13 +85,17 @@ pub(crate) fn hex_digest(digest: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
-async fn audit(state: &AppState, action: &str, target: String, detail: String) -> ApiResult<()> {
+async fn audit(
+    state: &AppState,
+    action: AuditAction,
+    target: String,
+    detail: String,
+) -> ApiResult<()> {
     let entry = NewAudit {
         actor: Some(Actor::Operator),
-        action: action.to_owned(),
         target: Some(target),
         detail: Some(detail),
-        ..NewAudit::default()
+        ..NewAudit::new(action)
     };
     state.service().append_audit(entry).await?;
     Ok(())
@@ -192,7 +196,7 @@ pub(crate) async fn download(
     let relative = relative.to_string_lossy().into_owned();
     audit(
         &state,
-        "file_downloaded",
+        AuditAction::FileDownloaded,
         relative.clone(),
         format!(
             "{hash} ({} bytes, workspace `{}`)",
@@ -274,7 +278,7 @@ pub(crate) async fn upload(
     let relative = relative.to_string_lossy().into_owned();
     audit(
         &state,
-        "file_uploaded",
+        AuditAction::FileUploaded,
         relative.clone(),
         format!("{hash} ({size} bytes, workspace `{}`)", target.workspace),
     )

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use pp_types::{Actor, NewAudit};
+use pp_types::{Actor, AuditAction, NewAudit};
 use serde::Deserialize;
 
 use crate::auth::{SESSION_COOKIE, session_cookie};
@@ -67,8 +67,7 @@ pub(crate) async fn login(
     // must not lock the person out, so its error is only logged.
     let entry = NewAudit {
         actor: Some(Actor::Operator),
-        action: "console_login".into(),
-        ..NewAudit::default()
+        ..NewAudit::new(AuditAction::ConsoleLogin)
     };
     if let Err(error) = state.service().append_audit(entry).await {
         state.log(&format!("pp-server: cannot audit a console login: {error}"));

@@ -187,8 +187,7 @@ fn a_rejection_records_the_reason_and_the_actor() {
         actor: Actor::Operator,
         reason: Some("not that file".into()),
         audit: pp_types::NewAudit {
-            action: "approval_rejected".into(),
-            ..pp_types::NewAudit::default()
+            ..pp_types::NewAudit::new(pp_types::AuditAction::ApprovalRejected)
         },
         ..approve()
     };

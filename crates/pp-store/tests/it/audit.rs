@@ -9,9 +9,8 @@ use crate::TestDb;
 fn row(actor: Option<Actor>, action: &str, task: Option<&TaskId>) -> NewAudit {
     NewAudit {
         actor,
-        action: action.into(),
         task_id: task.cloned(),
-        ..NewAudit::default()
+        ..NewAudit::new(pp_types::AuditAction::parse(action).expect("a known action"))
     }
 }
 
@@ -21,11 +20,10 @@ fn a_row_without_an_actor_is_the_operators() {
     let entry = db
         .store
         .append_audit(NewAudit {
-            action: "file_uploaded".into(),
             target: Some("inbox/invoice.pdf".into()),
             arguments_hash: Some("sha256:abc".into()),
             detail: Some("12 KiB".into()),
-            ..NewAudit::default()
+            ..NewAudit::new(pp_types::AuditAction::FileUploaded)
         })
         .unwrap();
     assert_eq!(entry.actor, Actor::Operator);

@@ -222,10 +222,9 @@ fn approve() -> Resolve {
         reason: None,
         edited_arguments: None,
         audit: NewAudit {
-            action: "approval_approved".into(),
             tool: Some("write_file".into()),
             target: Some("notes/summary.md".into()),
-            ..NewAudit::default()
+            ..NewAudit::new(pp_types::AuditAction::ApprovalApproved)
         },
         task_to: TaskState::Running,
         events: vec![event(

@@ -38,8 +38,7 @@ fn ended(db: &TestDb, prompt: &str, to: TaskState) -> TaskRecord {
 fn login(db: &TestDb) {
     db.store
         .append_audit(NewAudit {
-            action: "console_login".into(),
-            ..NewAudit::default()
+            ..NewAudit::new(pp_types::AuditAction::ConsoleLogin)
         })
         .unwrap();
 }

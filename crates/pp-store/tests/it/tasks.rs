@@ -165,7 +165,7 @@ fn transitions_add_running_time_and_terminal_states_set_finished_at() {
             &[TaskState::Running],
             TaskChange {
                 add_running_ms: 250,
-                failure_reason: Some("max_steps".into()),
+                failure_reason: Some(pp_types::FailureReason::MaxSteps),
                 error: Some("used all 20 steps".into()),
                 ..TaskChange::to(TaskState::Failed)
             },
@@ -177,7 +177,7 @@ fn transitions_add_running_time_and_terminal_states_set_finished_at() {
         done.script_position, 2,
         "None leaves the position unchanged"
     );
-    assert_eq!(done.failure_reason.as_deref(), Some("max_steps"));
+    assert_eq!(done.failure_reason, Some(pp_types::FailureReason::MaxSteps));
     assert_eq!(done.error.as_deref(), Some("used all 20 steps"));
     let finished = done.finished_at.expect("terminal state sets finished_at");
     assert!(finished >= task.created_at);
@@ -374,8 +374,7 @@ fn every_stored_time_comes_from_the_store_clock() {
     let audit = db
         .store
         .append_audit(pp_types::NewAudit {
-            action: "console_login".into(),
-            ..pp_types::NewAudit::default()
+            ..pp_types::NewAudit::new(pp_types::AuditAction::ConsoleLogin)
         })
         .unwrap();
     assert_eq!(audit.at, done_at);

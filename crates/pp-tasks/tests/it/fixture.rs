@@ -150,7 +150,7 @@ impl Fixture {
             .unwrap();
         rows.reverse();
         rows.into_iter()
-            .map(|row| row.action)
+            .map(|row| row.action.as_str().to_owned())
             .filter(|action| action != "task_created")
             .collect()
     }

@@ -126,7 +126,10 @@ async fn the_denial_cap_fails_the_task() {
     let escape = json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "../x"}}]});
     let task = fixture.run(json!([escape, escape, escape])).await;
     assert_eq!(task.state, TaskState::Failed);
-    assert_eq!(task.failure_reason.as_deref(), Some("policy_violation"));
+    assert_eq!(
+        task.failure_reason,
+        Some(pp_types::FailureReason::PolicyViolation)
+    );
     assert_eq!(fixture.audit_count("tool_denied"), 3);
 }
 
@@ -158,7 +161,7 @@ async fn running_time_is_capped_and_waiting_does_not_count() {
     // A task that runs longer than its budget times out.
     let task = fixture.run(json!([slow(1000), {"content": "never"}])).await;
     assert_eq!(task.state, TaskState::TimedOut);
-    assert_eq!(task.failure_reason.as_deref(), Some("timeout"));
+    assert_eq!(task.failure_reason, Some(pp_types::FailureReason::Timeout));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -74,8 +74,7 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
                 reason: None,
                 edited_arguments: None,
                 audit: pp_types::NewAudit {
-                    action: "approval_approved".into(),
-                    ..pp_types::NewAudit::default()
+                    ..pp_types::NewAudit::new(pp_types::AuditAction::ApprovalApproved)
                 },
                 task_to: TaskState::Running,
                 events: Vec::new(),
