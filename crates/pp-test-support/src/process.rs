@@ -79,26 +79,51 @@ impl Pocketpilot {
         command
     }
 
-    /// Runs a CLI command to the end (tokio-friendly: the wait happens on a blocking
-    /// thread), killing it after `limit`.
+    /// Runs a CLI command to the end (tokio-friendly), killing it after `limit`.
     pub async fn cli(&self, args: &[&str], limit: Duration) -> io::Result<CliOutput> {
+        self.cli_killed_after(args, None, limit).await
+    }
+
+    /// Runs a CLI command; with `kill_after`, SIGKILLs it at that moment if it is still
+    /// running (then `code` is `None`). A command still running after `limit` is killed
+    /// and reported as an error.
+    pub async fn cli_killed_after(
+        &self,
+        args: &[&str],
+        kill_after: Option<Duration>,
+        limit: Duration,
+    ) -> io::Result<CliOutput> {
         let mut command = tokio::process::Command::from(self.command(args));
-        command.kill_on_drop(true).stdin(Stdio::null());
-        let output = tokio::time::timeout(limit, command.output())
-            .await
-            .map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "pocketpilot {}: still running after {limit:?}",
-                        args.join(" ")
-                    ),
-                )
-            })??;
+        command
+            .kill_on_drop(true)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn()?;
+        let stdout = drain(child.stdout.take());
+        let stderr = drain(child.stderr.take());
+        let stop_at = kill_after.map_or(limit, |after| after.min(limit));
+        let status = match tokio::time::timeout(stop_at, child.wait()).await {
+            Ok(status) => Some(status?),
+            Err(_) => {
+                child.kill().await?;
+                if kill_after.is_none_or(|after| after >= limit) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "pocketpilot {}: still running after {limit:?}",
+                            args.join(" ")
+                        ),
+                    ));
+                }
+                None
+            }
+        };
+        let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
         Ok(CliOutput {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            code: status.and_then(|status| status.code()),
+            stdout: text(stdout.await.unwrap_or_default()),
+            stderr: text(stderr.await.unwrap_or_default()),
         })
     }
 
@@ -143,6 +168,19 @@ impl Pocketpilot {
             }
         }
     }
+}
+
+/// Reads a child's pipe to the end on a task of its own.
+fn drain(
+    pipe: Option<impl tokio::io::AsyncRead + Unpin + Send + 'static>,
+) -> tokio::task::JoinHandle<Vec<u8>> {
+    tokio::spawn(async move {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = tokio::io::AsyncReadExt::read_to_end(&mut pipe, &mut bytes).await;
+        }
+        bytes
+    })
 }
 
 /// `PocketPilot console: http://127.0.0.1:PORT/login?token=TOKEN`.

@@ -40,6 +40,14 @@ struct Args {
     /// Longest random wait, in milliseconds, between a start and the next kill.
     #[arg(long, default_value_t = 1500)]
     max_kill_ms: u64,
+    /// Percent of approvals resolved through `POST /api/approvals/{id}/resolve`, so the
+    /// server (not the CLI) runs the write and a kill can land in the middle of it; the
+    /// rest go through `pocketpilot approvals approve`.
+    #[arg(long, default_value_t = 50)]
+    api_approvals: u64,
+    /// Percent of `approvals approve` processes also SIGKILLed at a random moment.
+    #[arg(long, default_value_t = 10)]
+    cli_kills: u64,
     /// Seed for the random kill points and choices (printed; replays the choices).
     #[arg(long)]
     seed: Option<u64>,
@@ -86,6 +94,12 @@ struct Shared {
     cli_notes: Vec<String>,
     retries: usize,
     request_errors: usize,
+    /// Resolutions sent through the API, through the CLI, and CLI processes killed.
+    api_resolves: usize,
+    cli_resolves: usize,
+    cli_killed: usize,
+    /// Signalled when the driver has just sent approvals (the killer may aim at them).
+    burst: Arc<tokio::sync::Notify>,
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -155,8 +169,7 @@ async fn run(args: Args) -> std::io::Result<bool> {
     let drove = drive(
         &pocketpilot,
         &shared,
-        args.tasks,
-        args.kills,
+        &args,
         Rng::new(seed.rotate_left(17) ^ 0x5eed),
         deadline,
     )
@@ -165,6 +178,10 @@ async fn run(args: Args) -> std::io::Result<bool> {
         .await
         .map_err(|error| std::io::Error::other(format!("the killer task failed: {error}")))??;
     let wall = started.elapsed();
+    // One more (uncounted) restart, so the start-up sweep removes the temp files of
+    // writers that were killed (the documented clean-up) before the workspaces are checked.
+    serve.kill()?;
+    let serve = start_serve(&pocketpilot).await?;
 
     let mut violations = Vec::new();
     if let Err(message) = drove {
@@ -182,8 +199,15 @@ async fn run(args: Args) -> std::io::Result<bool> {
             eprintln!("note: {note}");
         }
         format!(
-            "kills survived: {}; tasks: {}; retries: {}; requests refused while down: {}",
-            shared.kills, args.tasks, shared.retries, shared.request_errors
+            "kills survived: {} of serve, {} of `approvals approve`; tasks: {}; retries: {}; \
+             resolved via API {}, via CLI {}; requests refused while down: {}",
+            shared.kills,
+            shared.cli_killed,
+            args.tasks,
+            shared.retries,
+            shared.api_resolves,
+            shared.cli_resolves,
+            shared.request_errors
         )
     };
     let approved = lock(&shared).approved.clone();
@@ -194,8 +218,9 @@ async fn run(args: Args) -> std::io::Result<bool> {
     println!("{summary}");
     println!("task states: {:?}", report.states);
     println!(
-        "approvals: {} approved, {} executions audited, {} approvals asked again after a crash",
-        report.approved, report.executions, report.reasked
+        "approvals: {} approved, {} stale, {} executions audited, {} files written again \
+         after a crash",
+        report.approved, report.stale, report.executions, report.reasked
     );
     println!("wall time: {:.1} s", wall.as_secs_f64());
     if violations.is_empty() {
@@ -277,7 +302,15 @@ async fn killer(
         if Instant::now() >= deadline {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(rng.range(0, max_kill_ms))).await;
+        if rng.range(0, 2) == 0 {
+            tokio::time::sleep(Duration::from_millis(rng.range(0, max_kill_ms))).await;
+        } else {
+            // Aim at work in progress: just after the driver sent approvals to the server.
+            let burst = Arc::clone(&lock(&shared).burst);
+            let waited = Duration::from_millis(max_kill_ms.max(1));
+            let _ = tokio::time::timeout(waited, burst.notified()).await;
+            tokio::time::sleep(Duration::from_millis(rng.range(0, 30))).await;
+        }
         if !serve.alive() {
             return Err(std::io::Error::other(
                 "serve exited on its own (see serve.log)",
@@ -304,11 +337,11 @@ const CLI_LIMIT: Duration = Duration::from_secs(60);
 async fn drive(
     pocketpilot: &Pocketpilot,
     shared: &SharedState,
-    tasks: usize,
-    kills: usize,
+    args: &Args,
     mut rng: Rng,
     deadline: Instant,
 ) -> Result<(), String> {
+    let (tasks, kills) = (args.tasks, args.kills);
     loop {
         if Instant::now() >= deadline {
             return Err("the deadline passed before every task ended".into());
@@ -361,25 +394,58 @@ async fn drive(
         }
         let approvals = batch.into_iter().map(|id| {
             let pocketpilot = pocketpilot.clone();
+            let via_api = rng.range(0, 100) < args.api_approvals;
+            let kill_after = (rng.range(0, 100) < args.cli_kills)
+                .then(|| Duration::from_millis(rng.range(0, 80)));
+            let endpoint = endpoint(shared).filter(|_| via_api);
             async move {
-                let output = pocketpilot
-                    .cli(&["approvals", "approve", &id], CLI_LIMIT)
-                    .await;
-                (id, output)
+                let resolved = match endpoint {
+                    Some(endpoint) => Resolved::Api(
+                        endpoint
+                            .request(
+                                "POST",
+                                &format!("/api/approvals/{id}/resolve"),
+                                Some(&json!({"decision": "approve"})),
+                                REQUEST_LIMIT,
+                            )
+                            .await,
+                    ),
+                    None => Resolved::Cli(
+                        pocketpilot
+                            .cli_killed_after(&["approvals", "approve", &id], kill_after, CLI_LIMIT)
+                            .await,
+                    ),
+                };
+                (id, resolved)
             }
         });
-        for (id, output) in futures_join(approvals).await {
+        let running: Vec<_> = approvals.map(tokio::spawn).collect();
+        lock(shared).burst.notify_one();
+        for (id, resolved) in futures_join(running.into_iter()).await {
             let mut shared = lock(shared);
-            match output {
-                Ok(output) if matches!(output.code, Some(0 | 3)) => {
+            match resolved {
+                Resolved::Api(Ok(response)) if response.status == 202 => {
+                    shared.api_resolves += 1;
                     shared.approved.insert(id);
                 }
-                Ok(output) => shared.cli_notes.push(format!(
+                Resolved::Api(Ok(response)) => shared.cli_notes.push(format!(
+                    "POST resolve {id}: {} {}",
+                    response.status,
+                    String::from_utf8_lossy(&response.body)
+                )),
+                // The server was killed under the request: the end checks decide.
+                Resolved::Api(Err(_)) => shared.request_errors += 1,
+                Resolved::Cli(Ok(output)) if matches!(output.code, Some(0 | 3)) => {
+                    shared.cli_resolves += 1;
+                    shared.approved.insert(id);
+                }
+                Resolved::Cli(Ok(output)) if output.code.is_none() => shared.cli_killed += 1,
+                Resolved::Cli(Ok(output)) => shared.cli_notes.push(format!(
                     "approvals approve {id}: exit {:?}: {}",
                     output.code,
                     output.stderr.trim()
                 )),
-                Err(error) => shared
+                Resolved::Cli(Err(error)) => shared
                     .cli_notes
                     .push(format!("approvals approve {id}: {error}")),
             }
@@ -433,14 +499,15 @@ async fn drive(
     }
 }
 
-/// Runs the futures concurrently and returns their outputs in order.
-async fn futures_join<F: Future + Send + 'static>(
-    futures: impl Iterator<Item = F>,
-) -> Vec<F::Output>
-where
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+/// How one approval was resolved.
+#[derive(Debug)]
+enum Resolved {
+    Api(std::io::Result<pp_test_support::http::Response>),
+    Cli(std::io::Result<pp_test_support::process::CliOutput>),
+}
+
+/// Waits for spawned tasks and returns their outputs in order.
+async fn futures_join<T>(handles: impl Iterator<Item = tokio::task::JoinHandle<T>>) -> Vec<T> {
     let mut outputs = Vec::new();
     for handle in handles {
         if let Ok(output) = handle.await {
@@ -491,6 +558,7 @@ struct Report {
     violations: Vec<String>,
     states: BTreeMap<String, usize>,
     approved: usize,
+    stale: usize,
     executions: usize,
     reasked: usize,
 }
@@ -547,7 +615,9 @@ async fn verify(
     }
     for id in approved_by_us {
         match approval_states.get(id).map(String::as_str) {
-            Some("approved") => {}
+            // Stale: the decision is recorded, the stale check refused to run it (only a
+            // re-asked, already executed call can be stale here; `check_task` flags that).
+            Some("approved" | "stale") => {}
             Some(state) => report.violations.push(format!(
                 "lost approval: `approvals approve {id}` succeeded but the approval is {state}"
             )),
@@ -625,10 +695,42 @@ async fn check_task(
     }
     for (approval, card) in &approvals {
         let approval_state = card["state"].as_str().unwrap_or("?").to_owned();
-        if approval_state == "approved" {
-            report.approved += 1;
+        match approval_state.as_str() {
+            "approved" => report.approved += 1,
+            "stale" => report.stale += 1,
+            _ => {}
         }
         approval_states.insert(approval.clone(), approval_state);
+    }
+
+    // A retry asks again only for a call whose result was never recorded.
+    let mut executed_calls = BTreeSet::new();
+    let mut after_retry = false;
+    for event in &events {
+        match event["type"].as_str() {
+            Some("tool_result") => {
+                executed_calls.insert(event["call_id"].as_str().unwrap_or("").to_owned());
+            }
+            Some("task_retried") => after_retry = true,
+            Some("approval_required") if after_retry => {
+                after_retry = false;
+                let call = event["call_id"].as_str().unwrap_or("");
+                if executed_calls.contains(call) {
+                    report.violations.push(format!(
+                        "task {id}: the retry asked again for approval of call {call} ({}), \
+                         which had already run (its result is event #{}); approving it again \
+                         would run it twice",
+                        event["name"].as_str().unwrap_or("?"),
+                        events
+                            .iter()
+                            .find(|e| e["type"] == "tool_result" && e["call_id"] == call)
+                            .and_then(|e| e["seq"].as_u64())
+                            .unwrap_or(0)
+                    ));
+                }
+            }
+            _ => {}
+        }
     }
 
     // Audit rows of executions: at most one per approval, only for approved ones.
