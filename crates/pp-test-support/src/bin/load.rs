@@ -59,7 +59,11 @@ fn parse_prompt(prompt: &str) -> Option<(usize, bool)> {
 }
 
 fn prompt(index: usize) -> String {
-    let kind = if index % 2 == 0 { "write" } else { "read" };
+    let kind = if index.is_multiple_of(2) {
+        "write"
+    } else {
+        "read"
+    };
     format!("load task {index} {kind}")
 }
 
@@ -599,7 +603,7 @@ async fn check_executions(
     for index in 0..tasks {
         let path = workspace.join(output_name(index));
         let found = std::fs::read_to_string(&path).ok();
-        let expected = (index % 2 == 0).then(|| output_content(index));
+        let expected = (index.is_multiple_of(2)).then(|| output_content(index));
         if found != expected {
             violations.push(format!(
                 "{}: found {found:?}, expected {expected:?}",
