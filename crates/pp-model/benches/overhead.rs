@@ -11,19 +11,11 @@
     reason = "a benchmark binary that reports on stdout"
 )]
 
-#[allow(
-    dead_code,
-    unreachable_pub,
-    reason = "shared with the integration tests"
-)]
-#[path = "../tests/it/mock.rs"]
-mod mock;
-
 use std::time::{Duration, Instant};
 
-use mock::{MockServer, Reply};
 use pp_agent::{Model, ModelRequest, ToolDefinition};
 use pp_model::{HttpModel, ProviderKind, ProviderSettings};
+use pp_test_support::mock::{MockServer, Reply};
 use pp_types::{Message, ToolCall};
 use serde_json::json;
 

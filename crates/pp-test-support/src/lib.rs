@@ -2,8 +2,14 @@
 //! and an `outside/` side by side, with helpers to fill both with files, directories and
 //! symbolic links.
 //!
+//! It also holds the mock HTTP server the model tests and the load test use ([`mock`]),
+//! and the pieces of the fault and load binaries (`src/bin/soak.rs`, `src/bin/load.rs`,
+//! see `docs/testing.md`): a small HTTP/1.1 and SSE client ([`http`]) and a runner for
+//! the real `pocketpilot` binary that can SIGKILL and restart `serve` ([`process`]).
+//!
 //! This crate is a dev-dependency only (`publish = false`); it sits beside the workspace
-//! and may depend on any PocketPilot crate, though today it needs none.
+//! and may depend on any PocketPilot crate, though today it needs none: the binaries drive
+//! `pocketpilot` only through its HTTP API and its command line.
 //!
 //! ```
 //! let tree = pp_test_support::TempTree::new();
@@ -17,6 +23,9 @@
     reason = "test fixtures build trees with std::fs on paths the test chose, and panic on setup failure"
 )]
 
+pub mod http;
+pub mod mock;
+pub mod process;
 mod unprivileged;
 
 use std::path::{Path, PathBuf};

@@ -6,8 +6,8 @@ use pp_types::{Message, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::mock::{MockServer, Reply};
 use crate::{call, complete, model, read_file_tool, settings, simple_request};
+use pp_test_support::mock::{MockServer, Reply};
 
 fn sse(events: &[serde_json::Value]) -> Reply {
     let text: Vec<u8> = events

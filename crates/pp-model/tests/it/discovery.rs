@@ -9,7 +9,7 @@ use pp_model::{
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::mock::{MockServer, Reply};
+use pp_test_support::mock::{MockServer, Reply};
 
 #[test]
 fn keys_pick_the_first_known_provider_with_a_value() {

@@ -7,7 +7,6 @@
 
 mod anthropic;
 mod discovery;
-mod mock;
 mod openai;
 mod resilience;
 

@@ -8,8 +8,8 @@ use pp_types::{Message, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::mock::{MockServer, Reply};
 use crate::{call, complete, model, settings, simple_request};
+use pp_test_support::mock::{MockServer, Reply};
 
 fn completion(message: &Value) -> Value {
     json!({

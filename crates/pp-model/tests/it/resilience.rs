@@ -7,8 +7,8 @@ use pp_model::ProviderKind;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::mock::{MockServer, Reply};
 use crate::{complete, model, settings, simple_request};
+use pp_test_support::mock::{MockServer, Reply};
 
 const SECRET: &str = "sk-test-secret-123";
 

@@ -1,6 +1,7 @@
 //! A tiny HTTP/1.1 mock server on `127.0.0.1:0`: replays scripted replies in order (the
-//! last one repeats), records every request, supports keep-alive, chunked bodies and
-//! delays. Hand-written on tokio to keep the build small.
+//! last one repeats) and records every request, or answers each request with a handler
+//! (the load test's OpenAI-compatible conversations); supports keep-alive, chunked bodies
+//! and delays. Hand-written on tokio to keep the build small.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -14,22 +15,25 @@ use tokio::task::JoinHandle;
 
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
-pub(crate) struct Recorded {
-    pub(crate) method: String,
-    pub(crate) path: String,
+pub struct Recorded {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The request target (path and query).
+    pub path: String,
     /// Lower-case names.
-    pub(crate) headers: BTreeMap<String, String>,
-    pub(crate) body: Vec<u8>,
+    pub headers: BTreeMap<String, String>,
+    /// The raw body.
+    pub body: Vec<u8>,
 }
 
 impl Recorded {
     /// The body as JSON.
-    pub(crate) fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("the request body is JSON")
     }
 
     /// A header's value.
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
     }
 }
@@ -45,7 +49,7 @@ enum Body {
 
 /// One scripted reply.
 #[derive(Debug, Clone)]
-pub(crate) struct Reply {
+pub struct Reply {
     status: u16,
     headers: Vec<(String, String)>,
     body: Body,
@@ -55,7 +59,7 @@ pub(crate) struct Reply {
 
 impl Reply {
     /// A reply with `content_type` and a full body.
-    pub(crate) fn text(status: u16, content_type: &str, body: &str) -> Self {
+    pub fn text(status: u16, content_type: &str, body: &str) -> Self {
         Self {
             status,
             headers: vec![("content-type".into(), content_type.into())],
@@ -65,12 +69,12 @@ impl Reply {
     }
 
     /// A JSON reply.
-    pub(crate) fn json(status: u16, value: &Value) -> Self {
+    pub fn json(status: u16, value: &Value) -> Self {
         Self::text(status, "application/json", &value.to_string())
     }
 
     /// A 200 event stream: each item becomes `data: {item}\n\n`, sent as its own chunk.
-    pub(crate) fn sse<S: AsRef<str>>(items: &[S]) -> Self {
+    pub fn sse<S: AsRef<str>>(items: &[S]) -> Self {
         let pieces = items
             .iter()
             .map(|item| {
@@ -84,7 +88,7 @@ impl Reply {
     }
 
     /// A 200 event stream of raw pieces (already SSE-formatted), each a chunk.
-    pub(crate) fn stream(pieces: Vec<(Duration, Vec<u8>)>) -> Self {
+    pub fn stream(pieces: Vec<(Duration, Vec<u8>)>) -> Self {
         Self {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
@@ -94,28 +98,43 @@ impl Reply {
     }
 
     /// Adds a header.
-    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
+    pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
     /// Waits `delay` before answering.
-    pub(crate) fn delayed(mut self, delay: Duration) -> Self {
+    pub fn delayed(mut self, delay: Duration) -> Self {
         self.delay = delay;
         self
     }
 }
 
-#[derive(Debug, Default)]
+/// Answers one request (handler mode).
+pub type Handler = dyn Fn(&Recorded) -> Reply + Send + Sync;
+
+#[derive(Default)]
 struct State {
     replies: Vec<Reply>,
     served: usize,
     requests: Vec<Recorded>,
+    /// When set, answers every request and nothing is recorded (long runs stay small).
+    handler: Option<Arc<Handler>>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("served", &self.served)
+            .field("requests", &self.requests.len())
+            .field("handler", &self.handler.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The running server; stops when dropped.
 #[derive(Debug)]
-pub(crate) struct MockServer {
+pub struct MockServer {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
     task: JoinHandle<()>,
@@ -123,19 +142,35 @@ pub(crate) struct MockServer {
 
 impl MockServer {
     /// Starts serving `replies` in order; the last one repeats.
-    pub(crate) async fn start(replies: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = Arc::new(Mutex::new(State {
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        Self::start_with_state(State {
             replies,
             ..State::default()
-        }));
+        })
+        .await
+    }
+
+    /// Answers every request with `handler` (requests are counted, not recorded).
+    pub async fn start_with(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        Self::start_with_state(State {
+            handler: Some(Arc::new(handler)),
+            ..State::default()
+        })
+        .await
+    }
+
+    async fn start_with_state(state: State) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the mock server");
+        let addr = listener.local_addr().expect("the mock server's address");
+        let state = Arc::new(Mutex::new(state));
         let shared = Arc::clone(&state);
         let task = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
             while let Ok((stream, _)) = listener.accept().await {
                 // Like real servers: no Nagle delay between the small writes of a stream.
-                stream.set_nodelay(true).unwrap();
+                let _ = stream.set_nodelay(true);
                 connections.spawn(serve(stream, Arc::clone(&shared)));
             }
         });
@@ -143,25 +178,30 @@ impl MockServer {
     }
 
     /// `http://127.0.0.1:port`.
-    pub(crate) fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
     /// The port.
-    pub(crate) fn port(&self) -> u16 {
+    pub fn port(&self) -> u16 {
         self.addr.port()
     }
 
     /// Every request so far.
-    pub(crate) fn requests(&self) -> Vec<Recorded> {
-        self.state.lock().unwrap().requests.clone()
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().expect("mock state").requests.clone()
+    }
+
+    /// How many requests were answered.
+    pub fn served(&self) -> usize {
+        self.state.lock().expect("mock state").served
     }
 
     /// The single request received (panics unless exactly one).
-    pub(crate) fn only_request(&self) -> Recorded {
+    pub fn only_request(&self) -> Recorded {
         let requests = self.requests();
         assert_eq!(requests.len(), 1, "{requests:#?}");
-        requests.into_iter().next().unwrap()
+        requests.into_iter().next().expect("one request")
     }
 }
 
@@ -178,11 +218,17 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
             return;
         };
         let reply = {
-            let mut state = state.lock().unwrap();
-            state.requests.push(request);
-            let index = state.served.min(state.replies.len().saturating_sub(1));
-            state.served += 1;
-            state.replies.get(index).cloned()
+            let mut state = state.lock().expect("mock state");
+            if let Some(handler) = state.handler.clone() {
+                state.served += 1;
+                drop(state);
+                Some(handler(&request))
+            } else {
+                state.requests.push(request);
+                let index = state.served.min(state.replies.len().saturating_sub(1));
+                state.served += 1;
+                state.replies.get(index).cloned()
+            }
         };
         let Some(reply) = reply else { return };
         if write_reply(&mut stream, reply).await.is_err() {
