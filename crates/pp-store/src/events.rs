@@ -1,6 +1,6 @@
 //! Events: append-only, with one global sequence number across all tasks.
 
-use pp_types::{Event, StoredEvent, TaskId, Timestamp};
+use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
 use rusqlite::{Connection, params};
 
 use crate::rows::{self, EVENT_COLUMNS, RawEvent};
@@ -17,6 +17,29 @@ impl Store {
         self.write(|transaction| {
             tasks::ensure_exists(transaction, task)?;
             insert(transaction, task, events.to_vec(), now)
+        })
+    }
+
+    /// Appends `events` to `task` and the `audit` rows they caused, in one transaction:
+    /// an approved call's result is never stored without its audit row, nor the other
+    /// way round.
+    pub fn append_events_with_audit(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+    ) -> Result<Vec<StoredEvent>> {
+        if events.is_empty() && audit.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now();
+        self.write(|transaction| {
+            tasks::ensure_exists(transaction, task)?;
+            let stored = insert(transaction, task, events.to_vec(), now)?;
+            for entry in audit {
+                crate::audit::insert(transaction, entry, now)?;
+            }
+            Ok(stored)
         })
     }
 

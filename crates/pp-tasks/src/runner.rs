@@ -326,9 +326,32 @@ async fn before_approved_call(
     })
     .await?;
     let message = match verdict {
+        // The call will run: say so in the ledger before the side effect, so a crash
+        // between the effect and its recorded result still leaves a trace.
+        Ok(()) => {
+            let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
+            let started = NewAudit {
+                actor: Some(pp_types::Actor::Agent),
+                task_id: Some(approval.task_id.clone()),
+                approval_id: Some(approval.id.clone()),
+                tool: Some(approval.tool.clone()),
+                target: target_of(&segment, &approval.tool, executed)
+                    .or_else(|| approval.target.clone()),
+                arguments_hash: Some(arguments_hash(executed)),
+                ..NewAudit::new(AuditAction::ToolStarted)
+            };
+            shared.db(move |store| store.append_audit(started)).await?;
+            return Ok((
+                segment,
+                Start::Resume {
+                    approval,
+                    resolution: Resolution::Approve { edited_arguments },
+                },
+            ));
+        }
         // An edit the gate refuses now is refused again by the loop's own check, which
         // ends the run without running anything.
-        Ok(()) | Err(Refusal::InvalidEdit(_)) => {
+        Err(Refusal::InvalidEdit(_)) => {
             return Ok((
                 segment,
                 Start::Resume {

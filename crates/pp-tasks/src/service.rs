@@ -381,7 +381,14 @@ fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
         detail: Some(detail.to_owned()),
         ..NewAudit::new(AuditAction::TaskRetried)
     };
-    if let Some(approval) = last.filter(|a| a.state == ApprovalState::Approved) {
+    // Ask again only for an approved call whose outcome never reached the ledger; one
+    // that ran (its result is recorded) is never offered for approval a second time.
+    let unfinished = last.filter(|a| a.state == ApprovalState::Approved);
+    let unfinished = match unfinished {
+        Some(approval) if store.approved_call_pending(id)? => Some(approval),
+        _ => None,
+    };
+    if let Some(approval) = unfinished {
         let message = format!(
             "the process stopped after `{}` was approved and before its result was \
              recorded; asking for that approval again",

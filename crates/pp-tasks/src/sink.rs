@@ -99,13 +99,12 @@ impl StoreSink {
                 Err(_) => break,
             };
             let (events, audits): (Vec<Event>, Vec<Option<NewAudit>>) = batch.into_iter().unzip();
-            if let Err(error) = self.store.append_events(&self.task, &events) {
-                self.record_failure(format!("cannot store an event: {error}"));
-            }
-            for entry in audits.into_iter().flatten() {
-                if let Err(error) = self.store.append_audit(entry) {
-                    self.record_failure(format!("cannot write the audit ledger: {error}"));
-                }
+            let audits: Vec<NewAudit> = audits.into_iter().flatten().collect();
+            if let Err(error) = self
+                .store
+                .append_events_with_audit(&self.task, &events, audits)
+            {
+                self.record_failure(format!("cannot store events and their audit rows: {error}"));
             }
         }
         self.drained.notify_waiters();

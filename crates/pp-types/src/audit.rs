@@ -19,6 +19,9 @@ pub enum AuditAction {
     ApprovalRejected,
     /// An approval went stale: its target changed after the person saw it.
     ApprovalStale,
+    /// An approved call passed its last checks and is about to run: written before the
+    /// side effect, so a crash between the effect and its result still leaves a trace.
+    ToolStarted,
     /// An approved call ran and succeeded.
     ToolExecuted,
     /// An approved call ran and failed.
@@ -35,13 +38,14 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::TaskCreated,
         Self::TaskCancelled,
         Self::TaskRetried,
         Self::ApprovalApproved,
         Self::ApprovalRejected,
         Self::ApprovalStale,
+        Self::ToolStarted,
         Self::ToolExecuted,
         Self::ToolFailed,
         Self::ToolDenied,
@@ -59,6 +63,7 @@ impl AuditAction {
             Self::ApprovalApproved => "approval_approved",
             Self::ApprovalRejected => "approval_rejected",
             Self::ApprovalStale => "approval_stale",
+            Self::ToolStarted => "tool_started",
             Self::ToolExecuted => "tool_executed",
             Self::ToolFailed => "tool_failed",
             Self::ToolDenied => "tool_denied",

@@ -160,11 +160,14 @@ async fn check_task(
         approval_states.insert(approval.clone(), approval_state);
     }
 
-    // A retry asks again only for a call whose result was never recorded.
+    // A retry asks again only for a call whose result was never recorded. A retry that
+    // starts again from the prompt begins a new conversation (`task_started`), whose
+    // calls are new calls that ask again, whatever ids they reuse.
     let mut executed_calls = BTreeSet::new();
     let mut after_retry = false;
     for event in &events {
         match event["type"].as_str() {
+            Some("task_started") => executed_calls.clear(),
             Some("tool_result") => {
                 executed_calls.insert(event["call_id"].as_str().unwrap_or("").to_owned());
             }
@@ -236,6 +239,23 @@ async fn check_task(
         report.reasked += count.saturating_sub(1);
     }
 
+    // Calls recorded as started (the write-ahead trace written right before an approved
+    // call runs): a crash between the write and its recorded result leaves the file with
+    // this trace and no `tool_executed` row, which is the truth the ledger can tell.
+    let started_rows = endpoint
+        .get_json(
+            &format!("/api/audit?task_id={id}&action=tool_started&limit=1000"),
+            REQUEST_LIMIT,
+        )
+        .await?;
+    let mut started_per_file: BTreeMap<String, usize> = BTreeMap::new();
+    for row in started_rows["entries"].as_array().into_iter().flatten() {
+        let card = row["approval_id"].as_str().and_then(|a| approvals.get(a));
+        if let Some(path) = card.and_then(|card| card["arguments"]["path"].as_str()) {
+            *started_per_file.entry(path.to_owned()).or_default() += 1;
+        }
+    }
+
     // Events agree with the audit: one write result per audited execution.
     let write_results = events
         .iter()
@@ -248,12 +268,20 @@ async fn check_task(
         ));
     }
 
-    check_files(id, &state, folder, &executed_per_file, report);
+    check_files(
+        id,
+        &state,
+        folder,
+        &executed_per_file,
+        &started_per_file,
+        report,
+    );
     Ok(())
 }
 
-/// Each file is absent or exactly what the script wrote, exists exactly when an execution
-/// was audited, and nothing else is left in the workspace.
+/// Each file is absent or exactly what the script wrote, exists only when an execution
+/// was audited (or, after a crash right after the write, recorded as started), and
+/// nothing else is left in the workspace.
 #[expect(
     clippy::disallowed_methods,
     reason = "the soak reads back its own temporary workspaces"
@@ -263,6 +291,7 @@ fn check_files(
     state: &str,
     folder: &Path,
     executed: &BTreeMap<String, usize>,
+    started: &BTreeMap<String, usize>,
     report: &mut Report,
 ) {
     for file in FILES {
@@ -278,9 +307,10 @@ fn check_files(
                         content(file).len()
                     ));
                 }
-                if audited == 0 {
+                if audited == 0 && started.get(file).copied().unwrap_or(0) == 0 {
                     report.violations.push(format!(
-                        "task {id}: {} exists but no tool_executed audit row covers it",
+                        "task {id}: {} exists but no tool_executed or tool_started audit row \
+                         covers it",
                         path.display()
                     ));
                 }
