@@ -1,44 +1,54 @@
 //! `pocketpilot run`: one task in the terminal, stored like every other task, with
 //! approvals asked of the person at the terminal.
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::Context as _;
-use pp_tasks::{CreateTask, Decision, ModelSource, ResolveRequest, TaskService};
-use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
+use pp_tasks::store::AuditFilter;
+use pp_tasks::{ApprovalView, CreateTask, Decision, ModelSource, ResolveRequest, TaskService};
+use pp_types::{Actor, ApprovalState, Event, EventKind, TaskId, TaskRecord, TaskState};
 use serde_json::Value;
 
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
+use crate::keys::{self, Key, Line};
+use crate::live::LiveView;
 use crate::output::{errln, errprint, outln};
-use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
+use crate::render::{CARD_LINES, Fold, approval_card, json_safe, terminal_safe};
+use crate::style::{Paint, Palette, terminal_columns};
 use crate::{Exit, env, exit, models};
 
-/// Runs `prompt` and returns the exit code.
+/// Runs `prompt` and returns the exit code; `json` prints the task's events on stdout,
+/// one JSON object per line, then a `result` line.
 pub(crate) async fn run(
     mut flags: Flags,
     script: Option<PathBuf>,
     prompt: &str,
+    json: bool,
 ) -> anyhow::Result<u8> {
+    let started = Instant::now();
     if flags.workspace.is_none() {
         flags.workspace =
             Some(std::env::current_dir().context("cannot read the current directory")?);
     }
     let config = Config::load(&flags)?;
     let script = script.as_deref().map(read_script).transpose()?;
+    let live = LiveView::new(json);
     let models = match &script {
         Some(_) => ModelSource::Scripted,
         None => match models::find(&config).await? {
             models::Found::Chosen(chosen) => {
                 errln!("model: {}", chosen.reason);
-                ModelSource::Provider(chosen.model)
+                ModelSource::Provider(streaming(chosen, &live))
             }
             models::Found::Nothing(message) => return Err(Exit::no_model(message).into()),
         },
     };
-    let app = App::with_config(config, models, Some(Arc::new(LiveView)))?;
+    let observer: Arc<dyn pp_agent::EventSink> = live.clone();
+    let app = App::with_config(config, models, Some(observer))?;
     let service = &app.service;
     let workspace = service.workspaces().find(None);
     if let Some(workspace) = workspace {
@@ -57,29 +67,66 @@ pub(crate) async fn run(
         task.id,
         app.config.database().display()
     );
+    let feed = json.then(|| JsonFeed::start(service, &task.id));
     let record = service.run_now(&task.id).await?;
-    follow(service, record).await
+    let ui = Ui {
+        live,
+        feed,
+        started,
+    };
+    follow(service, record, &ui).await
+}
+
+/// The configured provider with its streamed text sent to the live view.
+fn streaming(chosen: models::Chosen, live: &Arc<LiveView>) -> Arc<dyn pp_agent::Model> {
+    let live = Arc::clone(live);
+    match pp_model::HttpModel::new(&chosen.settings) {
+        Ok(model) => Arc::new(model.with_observer(Arc::new(move |delta| live.delta(delta)))),
+        Err(_) => chosen.model,
+    }
+}
+
+/// What `follow` reports through.
+pub(crate) struct Ui {
+    /// The live view (paused before each card and question).
+    pub(crate) live: Arc<LiveView>,
+    /// `--json`: the events printed on stdout.
+    pub(crate) feed: Option<JsonFeed>,
+    /// When the command started, for the summary's wall time.
+    pub(crate) started: Instant,
 }
 
 /// Reports how a task ended, asking the person at each approval; returns the exit code.
-pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> anyhow::Result<u8> {
+pub(crate) async fn follow(
+    service: &TaskService,
+    mut record: TaskRecord,
+    ui: &Ui,
+) -> anyhow::Result<u8> {
     let interactive = std::io::stdin().is_terminal();
     loop {
-        match record.state {
-            TaskState::Completed => {
-                outln!("{}", terminal_safe(&record.final_text.unwrap_or_default()))?;
-                return Ok(exit::OK);
+        if record.state != TaskState::WaitingApproval {
+            ui.live.pause();
+            summary(service, &record, ui).await;
+            if let Some(feed) = &ui.feed {
+                feed.finish(&record, None).await?;
             }
-            TaskState::WaitingApproval => {}
-            state => {
-                let error = record
-                    .error
-                    .as_deref()
-                    .map(|error| format!(": {}", terminal_safe(error)))
-                    .unwrap_or_default();
-                errln!("task {} {}{error}", record.id, state.as_str());
-                return Ok(exit::FAILED);
-            }
+            return match record.state {
+                TaskState::Completed => {
+                    if ui.feed.is_none() {
+                        outln!("{}", terminal_safe(&record.final_text.unwrap_or_default()))?;
+                    }
+                    Ok(exit::OK)
+                }
+                state => {
+                    let error = record
+                        .error
+                        .as_deref()
+                        .map(|error| format!(": {}", terminal_safe(error)))
+                        .unwrap_or_default();
+                    errln!("task {} {}{error}", record.id, state.as_str());
+                    Ok(exit::FAILED)
+                }
+            };
         }
         let pending = service
             .store()
@@ -88,13 +135,35 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
         let view = service.approval_view(&pending.id).await?;
-        errln!("{}", approval_card(&view));
+        ui.live.pause();
+        if let Some(feed) = &ui.feed {
+            feed.pump().await?;
+        }
+        let palette = Palette::stderr();
+        errln!(
+            "{}",
+            approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
+        );
         if !interactive {
-            print_waiting(&view)?;
+            summary(service, &record, ui).await;
+            print_waiting(&view, ui.feed.is_none())?;
+            if let Some(feed) = &ui.feed {
+                feed.finish(&record, Some(&view.id)).await?;
+            }
             return Ok(exit::WAITING_APPROVAL);
         }
         record = loop {
-            let request = ask(&view.arguments)?;
+            let request = match ask(&view, palette)? {
+                Answer::Decided(request) => request,
+                Answer::Interrupted => {
+                    errln!("\ninterrupted: nothing was run and the approval stays pending.");
+                    print_hints(&view.id);
+                    if let Some(feed) = &ui.feed {
+                        feed.finish(&record, Some(&view.id)).await?;
+                    }
+                    return Ok(exit::INTERRUPTED);
+                }
+            };
             match service.resolve(&pending.id, request).await {
                 Ok(record) => break record,
                 Err(pp_tasks::Error::InvalidArguments(message)) => {
@@ -110,43 +179,294 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
     }
 }
 
-/// Reads the person's decision from the terminal.
-pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
-    let stdin = std::io::stdin();
-    let request = |decision, edited_arguments, reason| ResolveRequest {
-        decision,
-        edited_arguments,
-        reason,
-        actor: Actor::Operator,
-        wait: true,
+/// The question at each approval card.
+pub(crate) const QUESTION: &str =
+    "[a]pprove  [r]eject  [e]dit  [d]etails  [?] help › ";
+
+/// The `?` help.
+const HELP: &str = "  a  approve: run this one call as shown
+  r  reject: the model is told (you may give a reason; Esc goes back)
+  e  edit the call's arguments in $VISUAL/$EDITOR, then run the edited call
+  d  show everything (the full change and the arguments) in $PAGER
+  ?  this help        Ctrl+C  stop here; the approval stays pending";
+
+/// The person's answer at a card.
+pub(crate) enum Answer {
+    /// Resolve the approval so.
+    Decided(ResolveRequest),
+    /// Ctrl+C: leave it pending.
+    Interrupted,
+}
+
+/// Reads the person's decision from the terminal, one key at a time.
+pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answer> {
+    let request = |decision, edited_arguments, reason| {
+        Answer::Decided(ResolveRequest {
+            decision,
+            edited_arguments,
+            reason,
+            actor: Actor::Operator,
+            wait: true,
+        })
     };
     loop {
         discard_type_ahead();
-        errprint!("[a]pprove, [r]eject, [e]dit arguments? ");
+        errprint!("{}", palette.paint(Paint::Yellow, QUESTION));
         std::io::stderr().flush()?;
-        let mut line = String::new();
-        if stdin.lock().read_line(&mut line)? == 0 {
-            anyhow::bail!("stdin closed before a decision was made; nothing was run");
-        }
-        match line.trim().to_lowercase().as_str() {
-            "a" | "approve" | "y" | "yes" => return Ok(request(Decision::Approve, None, None)),
-            "r" | "reject" | "n" | "no" => {
-                errprint!("reason (optional): ");
-                std::io::stderr().flush()?;
-                let mut reason = String::new();
-                stdin.lock().read_line(&mut reason)?;
-                let reason = reason.trim();
-                let reason = (!reason.is_empty()).then(|| reason.to_owned());
-                return Ok(request(Decision::Reject, None, reason));
+        let key = loop {
+            match keys::read_key()? {
+                // Enter alone, Escape, arrows: nothing happens.
+                Key::Ignored => {}
+                key => break key,
             }
-            "e" | "edit" => match edit_arguments(arguments) {
-                Ok(Some(edited)) => return Ok(request(Decision::Approve, Some(edited), None)),
-                Ok(None) => errln!("arguments unchanged; choose again"),
-                Err(error) => errln!("{error:#}"),
-            },
-            other => errln!("unknown answer `{other}`: type a, r or e"),
+        };
+        match key {
+            Key::Char('a') => {
+                errln!("approve");
+                return Ok(request(Decision::Approve, None, None));
+            }
+            Key::Char('r') => {
+                errln!("reject");
+                errprint!("reason (optional; Enter to send, Esc to go back): ");
+                std::io::stderr().flush()?;
+                match keys::read_line()? {
+                    Line::Done(reason) => {
+                        let reason = (!reason.is_empty()).then_some(reason);
+                        return Ok(request(Decision::Reject, None, reason));
+                    }
+                    Line::Cancelled => {}
+                    Line::Interrupt => return Ok(Answer::Interrupted),
+                    Line::End => closed()?,
+                }
+            }
+            Key::Char('e') => {
+                errln!("edit");
+                match edit_arguments(&view.arguments) {
+                    Ok(Some(edited)) => return Ok(request(Decision::Approve, Some(edited), None)),
+                    Ok(None) => errln!("arguments unchanged; choose again"),
+                    Err(error) => errln!("{error:#}"),
+                }
+            }
+            Key::Char('d') => {
+                errln!("details");
+                show_details(view, palette)?;
+            }
+            Key::Char('?' | 'h') => {
+                errln!("help\n{HELP}");
+            }
+            Key::Char(other) => {
+                errln!("`{other}` answers nothing: press a, r, e, d, or ? for help");
+            }
+            Key::Interrupt => return Ok(Answer::Interrupted),
+            Key::End | Key::Ignored => closed()?,
         }
     }
+}
+
+fn closed() -> anyhow::Result<()> {
+    anyhow::bail!("stdin closed before a decision was made; nothing was run")
+}
+
+/// Pipes the whole card (every line of the change, and the arguments) into `$PAGER`;
+/// prints it when there is no pager or it cannot start.
+fn show_details(view: &ApprovalView, palette: Palette) -> anyhow::Result<()> {
+    let text = format!("{}\n", approval_card(view, palette, Fold::Nothing));
+    if let Some(pager) = env::pager() {
+        let child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&pager)
+            .stdin(std::process::Stdio::piped())
+            .spawn();
+        if let Ok(mut child) = child {
+            if let Some(mut stdin) = child.stdin.take() {
+                // A pager quit early closes its input: not an error.
+                let _ = stdin.write_all(text.as_bytes());
+            }
+            let status = child.wait()?;
+            // 127: the shell could not find the pager.
+            if status.code() != Some(127) {
+                return Ok(());
+            }
+        }
+    }
+    errprint!("{text}");
+    Ok(())
+}
+
+/// The one-line summary on stderr when a run stops: steps, tool calls, denials,
+/// approvals, files changed (from the audit ledger), tokens when known, wall time.
+async fn summary(service: &TaskService, record: &TaskRecord, ui: &Ui) {
+    let store = Arc::clone(service.store());
+    let task = record.id.clone();
+    let counts = tokio::task::spawn_blocking(move || Counts::read(&store, &task)).await;
+    let Ok(Ok(counts)) = counts else {
+        return;
+    };
+    let state = match record.state {
+        TaskState::WaitingApproval => "waiting for approval".to_owned(),
+        state => state.as_str().replace('_', " "),
+    };
+    errln!(
+        "{}",
+        Palette::stderr().paint(
+            Paint::Dim,
+            &format!("{state} · {} · {:.1}s", counts.describe(), ui.started.elapsed().as_secs_f64())
+        )
+    );
+}
+
+/// What a task did, counted from its events and its audit rows.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    steps: u32,
+    tool_calls: usize,
+    denials: usize,
+    approvals: usize,
+    files_changed: usize,
+    tokens: Option<u64>,
+}
+
+impl Counts {
+    fn read(store: &pp_tasks::store::Store, task: &TaskId) -> anyhow::Result<Self> {
+        let events = store.task_events(task, 0)?;
+        let audit = store.list_audit(&AuditFilter {
+            task_id: Some(task.clone()),
+            action: Some("tool_executed".to_owned()),
+            limit: 10_000,
+            ..AuditFilter::default()
+        })?;
+        let events: Vec<Event> = events.into_iter().map(|stored| stored.event).collect();
+        Ok(Self::count(&events, audit.iter().filter_map(|entry| entry.target.as_deref())))
+    }
+
+    /// Counts `events`; `targets` are the paths the approved calls wrote.
+    pub(crate) fn count<'a>(events: &[Event], targets: impl Iterator<Item = &'a str>) -> Self {
+        let mut counts = Self::default();
+        for event in events {
+            counts.steps = counts.steps.max(event.step + 1);
+            match &event.kind {
+                EventKind::ToolCall { .. } => counts.tool_calls += 1,
+                EventKind::ToolDenied { .. } => counts.denials += 1,
+                EventKind::ApprovalRequired { .. } => counts.approvals += 1,
+                EventKind::AssistantMessage {
+                    usage: Some(usage), ..
+                } => *counts.tokens.get_or_insert(0) += usage.total(),
+                _ => {}
+            }
+        }
+        let targets: std::collections::BTreeSet<&str> = targets.collect();
+        counts.files_changed = targets.len();
+        counts
+    }
+
+    /// `2 steps · 3 tool calls · 1 denied · 1 approval · 1 file changed · 812 tokens`.
+    pub(crate) fn describe(&self) -> String {
+        let plural = |n: usize, one: &str, many: &str| {
+            format!("{n} {}", if n == 1 { one } else { many })
+        };
+        let steps = usize::try_from(self.steps).unwrap_or(usize::MAX);
+        let mut parts = vec![
+            plural(steps, "step", "steps"),
+            plural(self.tool_calls, "tool call", "tool calls"),
+            format!("{} denied", self.denials),
+            plural(self.approvals, "approval", "approvals"),
+            plural(self.files_changed, "file changed", "files changed"),
+        ];
+        if let Some(tokens) = self.tokens {
+            parts.push(format!("{tokens} tokens"));
+        }
+        parts.join(" · ")
+    }
+}
+
+/// `run --json`: prints the task's stored events on stdout as they are stored (the
+/// objects the API's event stream sends as `data:`), one per line, then a `result` line.
+pub(crate) struct JsonFeed {
+    store: Arc<pp_tasks::store::Store>,
+    task: TaskId,
+    /// The sequence number of the last event printed; held while printing so the poller
+    /// and the final drain never interleave or repeat.
+    last: Arc<tokio::sync::Mutex<i64>>,
+    /// Polls the store while the task runs; aborted on drop.
+    poller: tokio::task::JoinHandle<()>,
+}
+
+/// How often `run --json` looks for new events while a segment runs.
+const JSON_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+impl JsonFeed {
+    /// Starts following `task`.
+    pub(crate) fn start(service: &TaskService, task: &TaskId) -> Self {
+        let store = Arc::clone(service.store());
+        let last = Arc::new(tokio::sync::Mutex::new(0));
+        let poller = {
+            let (store, task, last) = (Arc::clone(&store), task.clone(), Arc::clone(&last));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(JSON_POLL).await;
+                    if print_new(&store, &task, &last).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        Self {
+            store,
+            task: task.clone(),
+            last,
+            poller,
+        }
+    }
+
+    /// Prints what was stored since the last call.
+    pub(crate) async fn pump(&self) -> anyhow::Result<()> {
+        print_new(&self.store, &self.task, &self.last).await
+    }
+
+    /// Prints the remaining events and the `result` line.
+    pub(crate) async fn finish(
+        &self,
+        record: &TaskRecord,
+        approval: Option<&str>,
+    ) -> anyhow::Result<()> {
+        self.poller.abort();
+        self.pump().await?;
+        let result = serde_json::json!({
+            "type": "result",
+            "task_id": record.id,
+            "state": record.state,
+            "final_text": record.final_text,
+            "failure_reason": record.failure_reason,
+            "error": record.error,
+            "approval_id": approval,
+        });
+        outln!("{}", json_safe(&result.to_string()))?;
+        Ok(())
+    }
+}
+
+impl Drop for JsonFeed {
+    fn drop(&mut self) {
+        self.poller.abort();
+    }
+}
+
+async fn print_new(
+    store: &Arc<pp_tasks::store::Store>,
+    task: &TaskId,
+    last: &tokio::sync::Mutex<i64>,
+) -> anyhow::Result<()> {
+    let mut last = last.lock().await;
+    let after = *last;
+    let (store, task) = (Arc::clone(store), task.clone());
+    let events = tokio::task::spawn_blocking(move || store.task_events(&task, after)).await??;
+    for event in events {
+        if event.seq > *last {
+            outln!("{}", json_safe(&serde_json::to_string(&event)?))?;
+            *last = event.seq;
+        }
+    }
+    Ok(())
 }
 
 /// Throws away whatever was typed before the question is shown, so keys pressed while
@@ -189,24 +509,35 @@ fn edit_arguments(arguments: &Value) -> anyhow::Result<Option<Value>> {
     Ok((&edited != arguments).then_some(edited))
 }
 
-/// Prints the pending approval for scripts and says how to resolve it.
-fn print_waiting(view: &pp_tasks::ApprovalView) -> std::io::Result<()> {
-    let pending = serde_json::json!({
-        "status": "waiting_approval",
-        "task_id": view.task_id,
-        "approval_id": view.id,
-        "tool": view.tool,
-        "capability": view.capability,
-        "risk": view.risk,
-        "label": view.label,
-        "arguments": view.arguments,
-    });
-    outln!("{}", json_safe(&pending.to_string()))?;
+/// Prints the pending approval for scripts (unless `--json` prints its own `result`
+/// line) and says how to resolve it.
+fn print_waiting(view: &ApprovalView, json_line: bool) -> std::io::Result<()> {
+    if json_line {
+        let pending = serde_json::json!({
+            "status": "waiting_approval",
+            "task_id": view.task_id,
+            "approval_id": view.id,
+            "tool": view.tool,
+            "capability": view.capability,
+            "risk": view.risk,
+            "label": view.label,
+            "arguments": view.arguments,
+        });
+        outln!("{}", json_safe(&pending.to_string()))?;
+    }
     errln!(
         "waiting for approval: stdin is not a terminal, and PocketPilot never approves on its \
-         own. Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
-         approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",
-        id = view.id
+         own."
     );
+    print_hints(&view.id);
     Ok(())
+}
+
+/// How to resolve an approval from anywhere.
+fn print_hints(id: &str) {
+    errln!(
+        "Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
+         approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",
+        id = crate::render::one_line(id)
+    );
 }
