@@ -134,7 +134,10 @@ fn usage_errors_exit_2_and_a_missing_model_exits_4() {
 }
 
 /// The question `run` asks at each approval.
-const PROMPT: &str = "[a]pprove, [r]eject, [e]dit arguments? ";
+const PROMPT: &str = "[a]pprove  [r]eject  [e]dit  [d]etails  [?] help › ";
+
+/// The question after `r`.
+const REASON: &str = "reason (optional; Enter to send, Esc to go back): ";
 
 /// `pocketpilot run` under a pseudo-terminal (util-linux `script`): answers are typed
 /// only once the question they answer is on screen, as a person would (input typed
@@ -152,9 +155,21 @@ impl Terminal {
         script: &serde_json::Value,
         editor: Option<&std::path::Path>,
     ) -> Self {
+        Self::start_with(tree, script, editor, &[], "")
+    }
+
+    /// Like [`Terminal::start`] with extra environment variables and a shell command
+    /// run after `pocketpilot` in the same terminal.
+    fn start_with(
+        tree: &TempTree,
+        script: &serde_json::Value,
+        editor: Option<&std::path::Path>,
+        env: &[(&str, &str)],
+        after: &str,
+    ) -> Self {
         let script_path = write_script(tree.base(), script);
         let command = format!(
-            "{} run --workspace '{}' --script '{}' 'do it'",
+            "{} run --workspace '{}' --script '{}' 'do it'{after}",
             env!("CARGO_BIN_EXE_pocketpilot"),
             tree.workspace().display(),
             script_path.display()
@@ -162,8 +177,14 @@ impl Terminal {
         let mut child = std::process::Command::new("script");
         child.args(["-qefc", &command, "/dev/null"]);
         isolate(&mut child, &tree.base().join("home"));
+        // Colours off unless a test turns them on (`NO_COLOR=""`).
+        child.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
+        child.env("PAGER", "cat");
         if let Some(editor) = editor {
             child.env("VISUAL", editor);
+        }
+        for (key, value) in env {
+            child.env(key, value);
         }
         let mut child = child
             .stdin(Stdio::piped())
@@ -207,7 +228,12 @@ impl Terminal {
 
     /// Waits until the question has been asked `count` times.
     fn wait_for_prompt(&self, count: usize) {
-        while self.screen().matches(PROMPT).count() < count {
+        self.wait_for(PROMPT, count);
+    }
+
+    /// Waits until `text` has been shown `count` times.
+    fn wait_for(&self, text: &str, count: usize) {
+        while self.screen().matches(text).count() < count {
             // A guard against a hang, not a timing assertion.
             if self
                 .updates
@@ -265,7 +291,7 @@ fn write_then_done() -> serde_json::Value {
 #[test]
 fn in_a_terminal_the_person_approves() {
     let tree = TempTree::new();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["a\n"], None);
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["a"], None);
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("(pending)") && screen.contains("create a.txt"),
@@ -310,7 +336,12 @@ fn type_ahead_never_answers_a_card_that_was_not_shown() {
 #[test]
 fn in_a_terminal_the_person_rejects_with_a_reason() {
     let tree = TempTree::new();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["r\nnot today\n"], None);
+    let mut terminal = Terminal::start(&tree, &write_then_done(), None);
+    terminal.wait_for_prompt(1);
+    terminal.type_text("r");
+    terminal.wait_for(REASON, 1);
+    terminal.type_text("not today\r");
+    let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("rejected by the operator: not today"),
@@ -327,7 +358,7 @@ fn in_a_terminal_the_person_edits_the_arguments() {
     let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&editor, permissions).unwrap();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["e\n"], Some(&editor));
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["e"], Some(&editor));
     assert_eq!(code, 0, "{screen}");
     assert!(!tree.exists("a.txt"));
     assert_eq!(tree.read("b.txt"), "hello\n");
@@ -345,8 +376,11 @@ fn in_a_terminal_an_escaping_edit_is_refused_and_asked_again() {
     let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&editor, permissions).unwrap();
-    let (code, screen) =
-        run_in_terminal(&tree, &write_then_done(), &["e\n", "r\n\n"], Some(&editor));
+    let mut terminal = Terminal::start(&tree, &write_then_done(), Some(&editor));
+    terminal.answer(&["e", "r"]);
+    terminal.wait_for(REASON, 1);
+    terminal.type_text("\r");
+    let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("the edited call was refused"), "{screen}");
     assert!(
@@ -388,4 +422,275 @@ fn escape_sequences_from_the_model_cannot_rewrite_the_approval_card() {
             .contains('\u{1b}'),
         "JSON keeps the data"
     );
+}
+
+/// Writes an executable shell script.
+fn executable(path: &std::path::Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    let mut permissions = std::fs::metadata(path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(path, permissions).unwrap();
+}
+
+#[test]
+fn enter_alone_does_nothing_and_question_mark_shows_the_help() {
+    let tree = TempTree::new();
+    let mut terminal = Terminal::start(&tree, &write_then_done(), None);
+    terminal.wait_for_prompt(1);
+    // Enter, then an unknown key: neither decides; the unknown key is named.
+    terminal.type_text("\r\r");
+    terminal.type_text("x");
+    terminal.wait_for_prompt(2);
+    terminal.type_text("?");
+    terminal.wait_for_prompt(3);
+    terminal.type_text("a");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("`x` answers nothing"), "{screen}");
+    assert!(screen.contains("d  show everything"), "the help: {screen}");
+    assert_eq!(screen.matches("decision: approved").count(), 1, "{screen}");
+    assert_eq!(tree.read("a.txt"), "hello\n");
+}
+
+#[test]
+fn d_pipes_the_whole_change_and_the_arguments_into_the_pager() {
+    let tree = TempTree::new();
+    let pager = tree.base().join("pager.sh");
+    let record = tree.base().join("paged.txt");
+    executable(&pager, &format!("cat > '{}'\n", record.display()));
+    let long: String = (1..=40).map(|n| format!("line {n}\n")).collect();
+    let script = json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "long.txt", "content": long}}]},
+                        {"content": "all done"}]);
+    let mut terminal = Terminal::start_with(
+        &tree,
+        &script,
+        None,
+        &[("PAGER", pager.to_str().unwrap())],
+        "",
+    );
+    terminal.wait_for_prompt(1);
+    terminal.type_text("d");
+    terminal.wait_for_prompt(2);
+    terminal.type_text("a");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    // The card folds the 40 lines; the pager gets every one, and the arguments.
+    assert!(screen.contains("… 20 more lines (press d to see everything)"), "{screen}");
+    assert!(!screen.contains("line 40"), "folded on the card: {screen}");
+    let paged = std::fs::read_to_string(&record).unwrap();
+    assert!(paged.contains("  40 line 40"), "{paged}");
+    assert!(paged.contains("│ arguments:"), "{paged}");
+    assert!(paged.contains("\"path\": \"long.txt\""), "{paged}");
+    assert!(!paged.contains("more lines"), "{paged}");
+}
+
+#[test]
+fn ctrl_c_leaves_the_approval_pending_and_restores_the_terminal() {
+    let tree = TempTree::new();
+    let mut terminal = Terminal::start_with(
+        &tree,
+        &write_then_done(),
+        None,
+        &[],
+        "; echo \"exit=$?\"; stty -a",
+    );
+    terminal.wait_for_prompt(1);
+    terminal.type_text("\u{3}");
+    let (_, screen) = terminal.finish();
+    assert!(screen.contains("exit=130"), "{screen}");
+    assert!(screen.contains("the approval stays pending"), "{screen}");
+    assert!(screen.contains("pocketpilot approvals approve"), "{screen}");
+    assert!(!tree.exists("a.txt"));
+    let modes = screen.rsplit("exit=130").next().unwrap();
+    let modes: Vec<&str> = modes.split_whitespace().collect();
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(modes.contains(&mode), "`{mode}` restored: {modes:?}");
+    }
+}
+
+#[test]
+fn colours_are_on_in_a_terminal_and_off_with_no_color() {
+    let tree = TempTree::new();
+    let mut terminal =
+        Terminal::start_with(&tree, &write_then_done(), None, &[("NO_COLOR", "")], "");
+    terminal.answer(&["a"]);
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("\x1b[1mwrite_file\x1b[0m"), "{screen}");
+
+    let tree = TempTree::new();
+    let mut terminal =
+        Terminal::start_with(&tree, &write_then_done(), None, &[("NO_COLOR", "1")], "");
+    terminal.answer(&["a"]);
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains("\x1b[1m") && !screen.contains("\x1b[3"), "{screen}");
+    assert!(screen.contains("all done"), "{screen}");
+}
+
+#[test]
+fn without_a_terminal_there_is_no_spinner_no_colour_and_a_summary() {
+    let tree = TempTree::new();
+    tree.file("notes.txt", "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n");
+    tree.file("会议记录.md", "x");
+    let output = run_in(
+        &tree,
+        &json!([{"tool_calls": [{"name": "list_files", "arguments": {"path": "."}}]},
+                {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+                {"content": "Read."}]),
+        "read",
+    );
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "Read.\n");
+    assert!(!stderr.contains('\r') && !stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(!stderr.contains('⠋') && !stderr.contains("waiting for the model"), "{stderr}");
+    // The listing is a table, the read is folded.
+    let redacted: Vec<String> = stderr
+        .lines()
+        .skip_while(|line| !line.starts_with("[step 1]"))
+        .map(|line| {
+            let line = regex_free_redact(line);
+            line.trim_end().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        redacted,
+        [
+            "[step 1] → list_files {\"path\":\".\"}",
+            "         type  size  modified          name",
+            "         file  40 B  TIME              notes.txt",
+            "         file   1 B  TIME              会议记录.md",
+            "[step 2] → read_file {\"path\":\"notes.txt\"}",
+            "         one",
+            "         two",
+            "         three",
+            "         four",
+            "         five",
+            "         six",
+            "         … 2 more lines",
+            "[step 3] model:",
+            "         Read.",
+            "[step 3] completed",
+            "completed · 3 steps · 2 tool calls · 0 denied · 0 approvals · 0 files changed · TIME",
+        ],
+        "{stderr}"
+    );
+}
+
+/// Replaces `YYYY-MM-DD HH:MM` and `N.Ns` with `TIME`.
+fn regex_free_redact(line: &str) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::new();
+    let mut index = 0;
+    while index < chars.len() {
+        let rest: String = chars[index..].iter().take(16).collect();
+        let is_date = rest.len() == 16
+            && rest.chars().enumerate().all(|(at, c)| match at {
+                4 | 7 => c == '-',
+                10 => c == ' ',
+                13 => c == ':',
+                _ => c.is_ascii_digit(),
+            });
+        if is_date {
+            out.push_str("TIME            ");
+            index += 16;
+            continue;
+        }
+        out.push(chars[index]);
+        index += 1;
+    }
+    match out.rsplit_once(" · ") {
+        Some((head, tail)) if tail.ends_with('s') && tail[..tail.len() - 1].parse::<f64>().is_ok() => {
+            format!("{head} · TIME")
+        }
+        _ => out,
+    }
+}
+
+#[test]
+fn run_json_prints_one_event_per_line_then_the_result() {
+    let tree = TempTree::new();
+    tree.file("notes.txt", "hi\n");
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
+                {"content": "done"}]),
+    );
+    let output = pocketpilot_in(&tree.base().join("home"))
+        .arg("run")
+        .arg("--json")
+        .arg("--workspace")
+        .arg(tree.workspace())
+        .arg("--script")
+        .arg(script)
+        .arg("go")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let types: Vec<&str> = lines.iter().map(|line| line["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "task_started",
+            "model_request",
+            "assistant_message",
+            "tool_call",
+            "tool_result",
+            "model_request",
+            "assistant_message",
+            "tool_call",
+            "approval_required",
+            "result"
+        ],
+        "{stdout}"
+    );
+    let task_id = lines[0]["task_id"].as_str().unwrap();
+    let mut seqs = Vec::new();
+    for event in &lines[..lines.len() - 1] {
+        assert_eq!(event["task_id"], task_id);
+        assert!(event["at"].is_number() || event["at"].is_string(), "{event}");
+        seqs.push(event["seq"].as_i64().unwrap());
+    }
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "{seqs:?}");
+    let result = lines.last().unwrap();
+    assert_eq!(result["task_id"], task_id);
+    assert_eq!(result["state"], "waiting_approval");
+    assert!(result["approval_id"].is_string(), "{result}");
+    assert!(!tree.exists("a.txt"));
+
+    // Resolving it from anywhere finishes the task.
+    let approve = pocketpilot_in(&tree.base().join("home"))
+        .args(["approvals", "approve", result["approval_id"].as_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(approve.status.code(), Some(0), "{}", text(&approve).1);
+    assert_eq!(tree.read("a.txt"), "x\n");
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_command_line_definitions() {
+    for shell in ["bash", "zsh", "fish"] {
+        let output = pocketpilot().args(["completions", shell]).output().unwrap();
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        assert!(stdout.contains("pocketpilot"), "{shell}: {stdout}");
+        assert!(stdout.contains("approvals"), "{shell}: {stdout}");
+        assert!(stdout.contains("workspace"), "{shell}: {stdout}");
+    }
+    let output = pocketpilot().args(["man"]).output().unwrap();
+    let (stdout, _) = text(&output);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout.starts_with(".ie") || stdout.contains(".TH pocketpilot"), "{stdout}");
+    assert!(stdout.contains("completions"), "{stdout}");
+    let output = pocketpilot().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "unknown shells are a usage error");
 }
