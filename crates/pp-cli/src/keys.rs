@@ -46,8 +46,9 @@ mod raw {
             let stdin = std::io::stdin();
             let saved = tcgetattr(&stdin)?;
             let mut raw = saved.clone();
-            raw.local_modes
-                .remove(LocalModes::ICANON | LocalModes::ECHO | LocalModes::ISIG | LocalModes::IEXTEN);
+            raw.local_modes.remove(
+                LocalModes::ICANON | LocalModes::ECHO | LocalModes::ISIG | LocalModes::IEXTEN,
+            );
             raw.input_modes.remove(InputModes::IXON);
             raw.special_codes[SpecialCodeIndex::VMIN] = 1;
             raw.special_codes[SpecialCodeIndex::VTIME] = 0;
@@ -135,7 +136,9 @@ pub(crate) fn read_line() -> std::io::Result<Line> {
         match byte {
             b'\r' | b'\n' => {
                 let _ = writeln!(stderr, "\r");
-                return Ok(Line::Done(String::from_utf8_lossy(&typed).trim().to_owned()));
+                return Ok(Line::Done(
+                    String::from_utf8_lossy(&typed).trim().to_owned(),
+                ));
             }
             0x03 => return Ok(Line::Interrupt),
             0x04 if typed.is_empty() => return Ok(Line::End),

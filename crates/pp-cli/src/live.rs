@@ -104,7 +104,11 @@ impl LiveView {
                     state.drawn = false;
                 }
                 if !state.streaming {
-                    let _ = write!(stderr, "{}", self.shared.palette.paint(Paint::Dim, "model › "));
+                    let _ = write!(
+                        stderr,
+                        "{}",
+                        self.shared.palette.paint(Paint::Dim, "model › ")
+                    );
                     state.streaming = true;
                     state.streamed = true;
                 }
@@ -117,8 +121,14 @@ impl LiveView {
                 }
             }
             StreamDelta::ToolCall { name, .. } => {
-                let since = state.spinner.as_ref().map_or_else(Instant::now, |(_, at)| *at);
-                state.spinner = Some((format!("preparing {}", crate::render::one_line(name)), since));
+                let since = state
+                    .spinner
+                    .as_ref()
+                    .map_or_else(Instant::now, |(_, at)| *at);
+                state.spinner = Some((
+                    format!("preparing {}", crate::render::one_line(name)),
+                    since,
+                ));
             }
             StreamDelta::Text(_) => {}
         }

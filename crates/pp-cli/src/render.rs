@@ -1,8 +1,8 @@
 //! Terminal rendering: the live view of a run and the approval card.
 
-use std::borrow::Cow;
 use pp_tasks::ApprovalView;
 use pp_types::{Event, EventKind, ResolutionKind, Risk};
+use std::borrow::Cow;
 
 use crate::style::{Paint, Palette};
 
@@ -262,7 +262,11 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         card.push_str(&format!(
             "│ new content ({} line{}, {} bytes):\n",
             content.lines().count(),
-            if content.lines().count() == 1 { "" } else { "s" },
+            if content.lines().count() == 1 {
+                ""
+            } else {
+                "s"
+            },
             content.len()
         ));
         body = content
@@ -308,7 +312,13 @@ fn push_folded(card: &mut String, body: &[String], palette: Palette, fold: Fold)
             Some(columns) => {
                 let room = columns.saturating_sub(5).max(20);
                 let (cut, was_cut) = crate::style::cut_to_width(line, room);
-                let end = if was_cut && line.contains('\x1b') { "\x1b[0m…" } else if was_cut { "…" } else { "" };
+                let end = if was_cut && line.contains('\x1b') {
+                    "\x1b[0m…"
+                } else if was_cut {
+                    "…"
+                } else {
+                    ""
+                };
                 card.push_str(&format!("│   {cut}{end}\n"));
             }
             None => card.push_str(&format!("│   {line}\n")),

@@ -75,7 +75,11 @@ fn short_time(modified: &str) -> String {
 
 /// A listing as a table with a header, when every line is a listing row (or one of the
 /// listing's notes: `(empty directory)`, `[truncated: …]`).
-pub(crate) fn listing_table(content: &str, palette: Palette, columns: usize) -> Option<Vec<String>> {
+pub(crate) fn listing_table(
+    content: &str,
+    palette: Palette,
+    columns: usize,
+) -> Option<Vec<String>> {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     for line in content.lines().filter(|line| !line.trim().is_empty()) {
@@ -92,7 +96,9 @@ pub(crate) fn listing_table(content: &str, palette: Palette, columns: usize) -> 
     let times: Vec<String> = rows.iter().map(|row| short_time(row.modified)).collect();
     let size_width = sizes.iter().map(|s| s.len()).max().unwrap_or(0).max(4);
     let time_width = times.iter().map(|t| t.len()).max().unwrap_or(0).max(8);
-    let name_room = columns.saturating_sub(6 + size_width + 2 + time_width + 2).max(12);
+    let name_room = columns
+        .saturating_sub(6 + size_width + 2 + time_width + 2)
+        .max(12);
     let mut lines = vec![palette.paint(
         Paint::Dim,
         &format!(
@@ -127,7 +133,12 @@ pub(crate) fn listing_table(content: &str, palette: Palette, columns: usize) -> 
 
 /// The first [`SHOWN_LINES`] lines of `text`, each cut to `columns`, then
 /// `… N more lines`; a single long line is cut with its size in bytes.
-pub(crate) fn folded_text(text: &str, palette: Palette, columns: usize, shown: usize) -> Vec<String> {
+pub(crate) fn folded_text(
+    text: &str,
+    palette: Palette,
+    columns: usize,
+    shown: usize,
+) -> Vec<String> {
     let all: Vec<&str> = text.trim_end_matches('\n').lines().collect();
     let mut lines = Vec::new();
     for line in all.iter().take(shown) {
@@ -223,7 +234,10 @@ mod tests {
             "a".repeat(80)
         );
         let table = listing_table(&listing, Palette::OFF, 60).unwrap();
-        let widths: Vec<usize> = table[1..].iter().map(|row| crate::style::width(row)).collect();
+        let widths: Vec<usize> = table[1..]
+            .iter()
+            .map(|row| crate::style::width(row))
+            .collect();
         // A wide character never straddles the edge, so a row may end one column short.
         assert_eq!(widths[1], 60, "{table:#?}");
         assert_eq!(widths[0], 59, "{table:#?}");
@@ -235,7 +249,15 @@ mod tests {
         let text: String = (1..=10).map(|n| format!("line {n}\n")).collect();
         assert_eq!(
             tool_output(&text, Palette::OFF, 80),
-            ["line 1", "line 2", "line 3", "line 4", "line 5", "line 6", "… 4 more lines"]
+            [
+                "line 1",
+                "line 2",
+                "line 3",
+                "line 4",
+                "line 5",
+                "line 6",
+                "… 4 more lines"
+            ]
         );
     }
 

@@ -10,8 +10,8 @@ use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 
 use crate::app::{App, model_source};
 use crate::commands::run::{Ui, follow};
-use crate::live::LiveView;
 use crate::config::{Config, Flags};
+use crate::live::LiveView;
 use crate::output::{errln, outln};
 use crate::render::{Fold, approval_card, json_safe, one_line, target_text};
 use crate::style::Palette;

@@ -12,8 +12,8 @@ use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::{Value, json};
 
 use crate::commands::run::{Answer, ask};
-use crate::live::LiveView;
 use crate::exit;
+use crate::live::LiveView;
 use crate::output::outln;
 use crate::render::{CARD_LINES, Fold, approval_card};
 use crate::style::{Palette, terminal_columns};
@@ -142,13 +142,14 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
 }
 
 async fn start(service: &TaskService, prompt: &str, script: Value) -> anyhow::Result<TaskRecord> {
-    let task = service.create(CreateTask {
-        prompt: prompt.to_owned(),
-        workspace: None,
-        actor: Actor::Operator,
-        script: Some(script),
-    })
-    .await?;
+    let task = service
+        .create(CreateTask {
+            prompt: prompt.to_owned(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(script),
+        })
+        .await?;
     Ok(service.run_now(&task.id).await?)
 }
 

@@ -55,13 +55,14 @@ pub(crate) async fn run(
         errln!("workspace: {}", workspace.path.display());
     }
     sweep_workspaces(workspace);
-    let task = service.create(CreateTask {
-        prompt: prompt.to_owned(),
-        workspace: None,
-        actor: Actor::Operator,
-        script,
-    })
-    .await?;
+    let task = service
+        .create(CreateTask {
+            prompt: prompt.to_owned(),
+            workspace: None,
+            actor: Actor::Operator,
+            script,
+        })
+        .await?;
     errln!(
         "task {} (stored in {})",
         task.id,
@@ -180,8 +181,7 @@ pub(crate) async fn follow(
 }
 
 /// The question at each approval card.
-pub(crate) const QUESTION: &str =
-    "[a]pprove  [r]eject  [e]dit  [d]etails  [?] help › ";
+pub(crate) const QUESTION: &str = "[a]pprove  [r]eject  [e]dit  [d]etails  [?] help › ";
 
 /// The `?` help.
 const HELP: &str = "  a  approve: run this one call as shown
@@ -310,7 +310,11 @@ async fn summary(service: &TaskService, record: &TaskRecord, ui: &Ui) {
         "{}",
         Palette::stderr().paint(
             Paint::Dim,
-            &format!("{state} · {} · {:.1}s", counts.describe(), ui.started.elapsed().as_secs_f64())
+            &format!(
+                "{state} · {} · {:.1}s",
+                counts.describe(),
+                ui.started.elapsed().as_secs_f64()
+            )
         )
     );
 }
@@ -336,7 +340,10 @@ impl Counts {
             ..AuditFilter::default()
         })?;
         let events: Vec<Event> = events.into_iter().map(|stored| stored.event).collect();
-        Ok(Self::count(&events, audit.iter().filter_map(|entry| entry.target.as_deref())))
+        Ok(Self::count(
+            &events,
+            audit.iter().filter_map(|entry| entry.target.as_deref()),
+        ))
     }
 
     /// Counts `events`; `targets` are the paths the approved calls wrote.
@@ -361,9 +368,8 @@ impl Counts {
 
     /// `2 steps · 3 tool calls · 1 denied · 1 approval · 1 file changed · 812 tokens`.
     pub(crate) fn describe(&self) -> String {
-        let plural = |n: usize, one: &str, many: &str| {
-            format!("{n} {}", if n == 1 { one } else { many })
-        };
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let steps = usize::try_from(self.steps).unwrap_or(usize::MAX);
         let mut parts = vec![
             plural(steps, "step", "steps"),

@@ -475,7 +475,10 @@ fn d_pipes_the_whole_change_and_the_arguments_into_the_pager() {
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     // The card folds the 40 lines; the pager gets every one, and the arguments.
-    assert!(screen.contains("… 20 more lines (press d to see everything)"), "{screen}");
+    assert!(
+        screen.contains("… 20 more lines (press d to see everything)"),
+        "{screen}"
+    );
     assert!(!screen.contains("line 40"), "folded on the card: {screen}");
     let paged = std::fs::read_to_string(&record).unwrap();
     assert!(paged.contains("  40 line 40"), "{paged}");
@@ -524,14 +527,20 @@ fn colours_are_on_in_a_terminal_and_off_with_no_color() {
     terminal.answer(&["a"]);
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
-    assert!(!screen.contains("\x1b[1m") && !screen.contains("\x1b[3"), "{screen}");
+    assert!(
+        !screen.contains("\x1b[1m") && !screen.contains("\x1b[3"),
+        "{screen}"
+    );
     assert!(screen.contains("all done"), "{screen}");
 }
 
 #[test]
 fn without_a_terminal_there_is_no_spinner_no_colour_and_a_summary() {
     let tree = TempTree::new();
-    tree.file("notes.txt", "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n");
+    tree.file(
+        "notes.txt",
+        "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n",
+    );
     tree.file("会议记录.md", "x");
     let output = run_in(
         &tree,
@@ -543,8 +552,14 @@ fn without_a_terminal_there_is_no_spinner_no_colour_and_a_summary() {
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout, "Read.\n");
-    assert!(!stderr.contains('\r') && !stderr.contains('\u{1b}'), "{stderr:?}");
-    assert!(!stderr.contains('⠋') && !stderr.contains("waiting for the model"), "{stderr}");
+    assert!(
+        !stderr.contains('\r') && !stderr.contains('\u{1b}'),
+        "{stderr:?}"
+    );
+    assert!(
+        !stderr.contains('⠋') && !stderr.contains("waiting for the model"),
+        "{stderr}"
+    );
     // The listing is a table, the read is folded.
     let redacted: Vec<String> = stderr
         .lines()
@@ -601,7 +616,9 @@ fn regex_free_redact(line: &str) -> String {
         index += 1;
     }
     match out.rsplit_once(" · ") {
-        Some((head, tail)) if tail.ends_with('s') && tail[..tail.len() - 1].parse::<f64>().is_ok() => {
+        Some((head, tail))
+            if tail.ends_with('s') && tail[..tail.len() - 1].parse::<f64>().is_ok() =>
+        {
             format!("{head} · TIME")
         }
         _ => out,
@@ -635,7 +652,10 @@ fn run_json_prints_one_event_per_line_then_the_result() {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    let types: Vec<&str> = lines.iter().map(|line| line["type"].as_str().unwrap()).collect();
+    let types: Vec<&str> = lines
+        .iter()
+        .map(|line| line["type"].as_str().unwrap())
+        .collect();
     assert_eq!(
         types,
         [
@@ -656,7 +676,10 @@ fn run_json_prints_one_event_per_line_then_the_result() {
     let mut seqs = Vec::new();
     for event in &lines[..lines.len() - 1] {
         assert_eq!(event["task_id"], task_id);
-        assert!(event["at"].is_number() || event["at"].is_string(), "{event}");
+        assert!(
+            event["at"].is_number() || event["at"].is_string(),
+            "{event}"
+        );
         seqs.push(event["seq"].as_i64().unwrap());
     }
     assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "{seqs:?}");
@@ -668,7 +691,11 @@ fn run_json_prints_one_event_per_line_then_the_result() {
 
     // Resolving it from anywhere finishes the task.
     let approve = pocketpilot_in(&tree.base().join("home"))
-        .args(["approvals", "approve", result["approval_id"].as_str().unwrap()])
+        .args([
+            "approvals",
+            "approve",
+            result["approval_id"].as_str().unwrap(),
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -689,8 +716,18 @@ fn completions_and_the_man_page_come_from_the_command_line_definitions() {
     let output = pocketpilot().args(["man"]).output().unwrap();
     let (stdout, _) = text(&output);
     assert_eq!(output.status.code(), Some(0));
-    assert!(stdout.starts_with(".ie") || stdout.contains(".TH pocketpilot"), "{stdout}");
+    assert!(
+        stdout.starts_with(".ie") || stdout.contains(".TH pocketpilot"),
+        "{stdout}"
+    );
     assert!(stdout.contains("completions"), "{stdout}");
-    let output = pocketpilot().args(["completions", "tcsh"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2), "unknown shells are a usage error");
+    let output = pocketpilot()
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "unknown shells are a usage error"
+    );
 }
