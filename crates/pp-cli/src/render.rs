@@ -118,8 +118,9 @@ pub(crate) fn live_lines(event: &Event, palette: Palette, columns: usize) -> Vec
             name, arguments, ..
         } => {
             let arguments = crate::results::folded_arguments(arguments);
+            let used = crate::style::width(&format!("[step {step}] → {} ", one_line(name)));
             let (arguments, cut) =
-                crate::style::cut_to_width(&arguments, room.saturating_sub(name.len()).max(20));
+                crate::style::cut_to_width(&arguments, columns.saturating_sub(used + 1).max(20));
             format!(
                 "[step {step}] → {} {}{}",
                 palette.paint(Paint::Bold, &one_line(name)),

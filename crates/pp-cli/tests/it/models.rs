@@ -107,6 +107,17 @@ fn run_against_a_real_openai_compatible_server() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout, "The notes say hi.\n");
     assert!(!stderr.contains("sk-test-123"), "the key is never printed");
+    // The answer streamed in as it arrived (in 4-character pieces), shown once.
+    assert!(stderr.contains("model › The notes say hi.\n"), "{stderr}");
+    assert!(
+        !stderr.contains("[step 2] model:"),
+        "not repeated: {stderr}"
+    );
+    // The summary counts the provider's tokens (15 per call).
+    assert!(
+        stderr.contains("completed · 2 steps · 1 tool call · 0 denied · 0 approvals · 0 files changed · 30 tokens · "),
+        "{stderr}"
+    );
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
