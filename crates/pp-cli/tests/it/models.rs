@@ -152,6 +152,52 @@ fn run_against_a_real_openai_compatible_server() {
     );
 }
 
+/// In a terminal, a spinner with the elapsed time runs while the model thinks, and is
+/// cleared before the streamed answer.
+#[test]
+fn in_a_terminal_a_spinner_runs_while_the_model_thinks() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(
+        tree.base(),
+        // The pause is what the spinner fills; no assertion depends on its length.
+        &json!([{"content": "Thought about it.", "delay_ms": 1500}]),
+    );
+    let config = write_config(&tree, &config_for(server.port));
+    let command = format!(
+        "{} --config '{}' run --workspace '{}' 'think'",
+        env!("CARGO_BIN_EXE_pocketpilot"),
+        config.display(),
+        tree.workspace().display()
+    );
+    let mut child = Command::new("script");
+    child.args(["-qefc", &command, "/dev/null"]);
+    crate::isolate(&mut child, &tree.base().join("home"));
+    let mut child = child
+        .env("PP_TEST_KEY", "sk-test-123")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut screen = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut screen)
+        .unwrap();
+    drop(child.stdin.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{screen}");
+    assert!(screen.contains("waiting for the model"), "{screen}");
+    assert!(screen.contains("⠋ waiting for the model "), "{screen}");
+    // Cleared (carriage return, erase line) before the answer streams in.
+    assert!(
+        screen.contains("\r\u{1b}[2Kmodel › Thought about it."),
+        "{screen:?}"
+    );
+}
+
 #[test]
 fn doctor_reaches_the_model_and_reports_tool_calling() {
     let tree = TempTree::new();
