@@ -21,6 +21,7 @@ mod lock;
 mod models;
 mod output;
 mod render;
+mod report;
 mod results;
 mod style;
 
