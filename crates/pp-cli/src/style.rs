@@ -176,10 +176,19 @@ pub(crate) fn width(text: &str) -> usize {
 }
 
 /// The longest prefix of `text` that fits in `columns`, and whether anything was cut.
-/// Never splits a wide character across the edge.
+/// Never splits a wide character across the edge, nor one of our colour sequences.
 pub(crate) fn cut_to_width(text: &str, columns: usize) -> (&str, bool) {
     let mut used = 0;
+    let mut in_escape = false;
     for (at, c) in text.char_indices() {
+        if in_escape {
+            in_escape = c != 'm';
+            continue;
+        }
+        if c == '\x1b' {
+            in_escape = true;
+            continue;
+        }
         let w = char_width(c);
         if used + w > columns {
             return (&text[..at], true);
@@ -249,5 +258,10 @@ mod tests {
         assert_eq!(cut_to_width("会议记录", 8), ("会议记录", false));
         assert_eq!(cut_to_width("abc", 2), ("ab", true));
         assert_eq!(pad_to_width("会议", 6), "会议  ");
+        assert_eq!(
+            cut_to_width("\x1b[31m-old line\x1b[0m", 4),
+            ("\x1b[31m-old", true),
+            "colour sequences take no room and are never cut"
+        );
     }
 }

@@ -11,7 +11,7 @@ use pp_tasks::{
 use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::{Value, json};
 
-use crate::commands::run::{Answer, ask};
+use crate::commands::run::{Answer, ask_blocking};
 use crate::exit;
 use crate::live::LiveView;
 use crate::output::outln;
@@ -95,7 +95,7 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
             approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
         )?;
         let request = if interactive {
-            match ask(&view, palette)? {
+            match ask_blocking(&view, palette).await? {
                 Answer::Decided(request) => request,
                 Answer::Interrupted => {
                     outln!("\n     Interrupted: nothing was written. The demo ends here.")?;

@@ -154,7 +154,7 @@ pub(crate) async fn follow(
             return Ok(exit::WAITING_APPROVAL);
         }
         record = loop {
-            let request = match ask(&view, palette)? {
+            let request = match ask_blocking(&view, palette).await? {
                 Answer::Decided(request) => request,
                 Answer::Interrupted => {
                     errln!("\ninterrupted: nothing was run and the approval stays pending.");
@@ -196,6 +196,13 @@ pub(crate) enum Answer {
     Decided(ResolveRequest),
     /// Ctrl+C: leave it pending.
     Interrupted,
+}
+
+/// [`ask`] on a blocking thread: waiting for a key (or the editor, or the pager) never
+/// holds up an async worker.
+pub(crate) async fn ask_blocking(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answer> {
+    let view = view.clone();
+    tokio::task::spawn_blocking(move || ask(&view, palette)).await?
 }
 
 /// Reads the person's decision from the terminal, one key at a time.
