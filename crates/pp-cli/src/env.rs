@@ -9,6 +9,8 @@
 //! | `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `DEEPSEEK_API_KEY`, `DASHSCOPE_API_KEY`, `OPENROUTER_API_KEY` | zero-config discovery when `[model]` is absent (first one set wins) |
 //! | the variable `[model] api_key_env` names | the model's API key (never written anywhere) |
 //! | `VISUAL`, then `EDITOR` | the editor `run` opens to edit a call's arguments (default `vi`) |
+//! | `PAGER` | what `d` on an approval card pipes the full change into (default `less -R`; empty: print it) |
+//! | `NO_COLOR`, `CLICOLOR_FORCE` | colours off / on even when the output is not a terminal |
 //!
 //! Libraries never read the environment; they receive settings from here and from
 //! `config.rs`. Nothing is ever read from inside a workspace.
@@ -89,4 +91,23 @@ pub(crate) fn provider_keys() -> Vec<(&'static str, String)> {
     pp_model::key_variables()
         .filter_map(|name| var(name).map(|value| (name, value)))
         .collect()
+}
+
+/// `NO_COLOR` (any non-empty value turns colours off; <https://no-color.org>).
+pub(crate) fn no_color() -> bool {
+    non_empty("NO_COLOR").is_some()
+}
+
+/// `CLICOLOR_FORCE` (any non-empty value but `0` turns colours on without a terminal).
+pub(crate) fn clicolor_force() -> bool {
+    non_empty("CLICOLOR_FORCE").is_some_and(|value| value != "0")
+}
+
+/// The pager for `d` on an approval card: `PAGER`, else `less -R`.
+pub(crate) fn pager() -> Option<String> {
+    match std::env::var_os("PAGER") {
+        Some(value) => Some(value.to_string_lossy().into_owned()),
+        None => Some("less -R".to_owned()),
+    }
+    .filter(|value| !value.trim().is_empty())
 }

@@ -15,10 +15,15 @@ mod config;
 mod env;
 mod eval;
 mod home;
+mod keys;
+mod live;
 mod lock;
 mod models;
 mod output;
 mod render;
+mod report;
+mod results;
+mod style;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,12 +51,15 @@ pub(crate) mod exit {
     /// Someone else resolved the approval first, or (restore) a server holds the data
     /// directory.
     pub(crate) const CONFLICT: u8 = 5;
+    /// Ctrl+C at an approval question: nothing was run, the approval stays pending
+    /// (128 + SIGINT, as shells report an interrupted program).
+    pub(crate) const INTERRUPTED: u8 = 130;
 }
 
 /// PocketPilot: a local-first agent whose every tool call passes one gate.
 #[derive(Debug, Parser)]
 #[command(name = "pocketpilot", version, about)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
     #[command(subcommand)]
@@ -80,6 +88,10 @@ enum Command {
         /// Replay a JSON list of assistant turns instead of calling a model.
         #[arg(long, value_name = "FILE")]
         script: Option<PathBuf>,
+        /// Print the task's events on stdout, one JSON object per line (as the API's
+        /// event stream sends them), then a `{"type":"result",…}` line.
+        #[arg(long)]
+        json: bool,
         /// What you want done.
         prompt: String,
     },
@@ -157,6 +169,13 @@ enum Command {
         #[arg(default_value = "evals/cases")]
         path: PathBuf,
     },
+    /// Print shell completions (bash, zsh or fish) on stdout.
+    Completions {
+        /// The shell.
+        shell: commands::completions::Shell,
+    },
+    /// Print the man page (roff) on stdout: `pocketpilot man | man -l -`.
+    Man,
 }
 
 /// A failure that maps to a specific exit code.
@@ -225,10 +244,11 @@ fn main() -> ExitCode {
             Command::Run {
                 workspace,
                 script,
+                json,
                 prompt,
             } => {
                 let flags = Flags { workspace, ..flags };
-                commands::run::run(flags, script, &prompt).await
+                commands::run::run(flags, script, &prompt, json).await
             }
             Command::Serve {
                 port,
@@ -271,6 +291,8 @@ fn main() -> ExitCode {
             Command::Prune { older_than_days } => {
                 commands::backup::prune(&flags, older_than_days).await
             }
+            Command::Completions { shell } => commands::completions::completions(shell),
+            Command::Man => commands::completions::man(),
         }
     });
     match result {

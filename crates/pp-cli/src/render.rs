@@ -1,26 +1,10 @@
 //! Terminal rendering: the live view of a run and the approval card.
 
-use std::borrow::Cow;
-use std::io::Write as _;
-
-use pp_agent::EventSink;
 use pp_tasks::ApprovalView;
 use pp_types::{Event, EventKind, ResolutionKind, Risk};
+use std::borrow::Cow;
 
-/// Longest tool output shown in the live view, in characters.
-const SHOWN_OUTPUT: usize = 200;
-
-/// Prints each event as one or two short lines on stderr while the task runs.
-pub(crate) struct LiveView;
-
-impl EventSink for LiveView {
-    fn emit(&self, event: &Event) {
-        if let Some(line) = live_line(event) {
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "{}", one_line(&line));
-        }
-    }
-}
+use crate::style::{Paint, Palette};
 
 /// Makes model- or file-controlled text safe to print on a terminal: every control
 /// character except newline and tab, DEL, the C1 controls, the bidirectional overrides
@@ -100,11 +84,17 @@ fn escape_unsafe(text: &str, kind: Kind, escape: impl Fn(char) -> String) -> Cow
     Cow::Owned(safe)
 }
 
-/// The live-view line for an event, if it gets one.
-pub(crate) fn live_line(event: &Event) -> Option<String> {
+/// Indent of the lines under a step's line.
+const INDENT: &str = "         ";
+
+/// The live-view lines for an event (none for some), already escaped: one line per
+/// step event, and under a tool call its result (a listing as a table, text folded), its
+/// error or its denial with the rule that fired, each on a line of its own.
+pub(crate) fn live_lines(event: &Event, palette: Palette, columns: usize) -> Vec<String> {
     let step = event.step + 1;
-    Some(match &event.kind {
-        EventKind::TaskStarted { .. } | EventKind::ModelRequest { .. } => return None,
+    let room = columns.saturating_sub(INDENT.len());
+    let line = match &event.kind {
+        EventKind::TaskStarted { .. } | EventKind::ModelRequest { .. } => return Vec::new(),
         EventKind::ContextTrimmed {
             dropped_messages,
             window,
@@ -113,71 +103,126 @@ pub(crate) fn live_line(event: &Event) -> Option<String> {
             "[step {step}] left {dropped_messages} older message(s) out to fit the {window}-token window"
         ),
         EventKind::AssistantMessage { content, .. } => {
-            let text = content
-                .as_deref()
-                .map(str::trim)
-                .filter(|t| !t.is_empty())?;
-            format!("[step {step}] model: {}", shorten(text, SHOWN_OUTPUT))
+            let Some(text) = content.as_deref().map(str::trim).filter(|t| !t.is_empty()) else {
+                return Vec::new();
+            };
+            let mut lines = vec![format!("[step {step}] model:")];
+            lines.extend(
+                crate::results::folded_text(text, palette, room, crate::results::SHOWN_LINES)
+                    .into_iter()
+                    .map(|line| format!("{INDENT}{line}")),
+            );
+            return lines;
         }
         EventKind::ToolCall {
             name, arguments, ..
-        } => format!(
-            "[step {step}] → {name} {}",
-            shorten(arguments, SHOWN_OUTPUT)
-        ),
-        EventKind::ToolResult { content, .. } => {
-            format!("           ✓ {}", shorten(content, SHOWN_OUTPUT))
+        } => {
+            let arguments = crate::results::folded_arguments(arguments);
+            let used = crate::style::width(&format!("[step {step}] → {} ", one_line(name)));
+            let (arguments, cut) =
+                crate::style::cut_to_width(&arguments, columns.saturating_sub(used + 1).max(20));
+            format!(
+                "[step {step}] → {} {}{}",
+                palette.paint(Paint::Bold, &one_line(name)),
+                one_line(arguments),
+                if cut { "…" } else { "" }
+            )
         }
-        EventKind::ToolError { message, .. } => format!("           ✗ {message}"),
+        EventKind::ToolResult { content, .. } => {
+            return crate::results::tool_output(content, palette, room)
+                .into_iter()
+                .map(|line| format!("{INDENT}{line}"))
+                .collect();
+        }
+        EventKind::ToolError { message, .. } => format!(
+            "{INDENT}{} {}",
+            palette.paint(Paint::Red, "✗ error:"),
+            one_line(message)
+        ),
         EventKind::ToolDenied {
             message,
             rule,
             denials,
             ..
         } => format!(
-            "           ⛔ denied ({}, denial {denials}): {message}",
-            rule.as_str()
+            "{INDENT}{} {}",
+            palette.paint(
+                Paint::Red,
+                &format!("⛔ denied by rule {} (denial {denials}):", rule.as_str())
+            ),
+            one_line(message)
         ),
-        EventKind::ApprovalRequired { name, .. } => {
-            format!("[step {step}] ⏸ {name} needs your approval")
-        }
+        EventKind::ApprovalRequired { name, .. } => format!(
+            "[step {step}] ⏸ {} needs your approval",
+            palette.paint(Paint::Bold, &one_line(name))
+        ),
         EventKind::ApprovalResolved {
             decision, edited, ..
         } => {
             let decision = match decision {
-                ResolutionKind::Approved if *edited => "approved (edited arguments)",
-                ResolutionKind::Approved => "approved",
-                ResolutionKind::Rejected => "rejected",
-                ResolutionKind::Stale => "not run: the target changed since it was shown",
+                ResolutionKind::Approved if *edited => {
+                    palette.paint(Paint::Green, "approved (edited arguments)")
+                }
+                ResolutionKind::Approved => palette.paint(Paint::Green, "approved"),
+                ResolutionKind::Rejected => palette.paint(Paint::Red, "rejected"),
+                ResolutionKind::Stale => palette.paint(
+                    Paint::Yellow,
+                    "not run: the target changed since it was shown",
+                ),
             };
-            format!("           decision: {decision}")
+            format!("{INDENT}decision: {decision}")
         }
         EventKind::ApprovalEditRejected { message, .. } => {
-            format!("           edit refused: {message}")
+            format!("{INDENT}edit refused: {}", one_line(message))
         }
-        EventKind::TaskCompleted { .. } => format!("[step {step}] completed"),
-        EventKind::TaskCancelled { message } => format!("[step {step}] cancelled: {message}"),
+        EventKind::TaskCompleted { .. } => {
+            format!("[step {step}] {}", palette.paint(Paint::Green, "completed"))
+        }
+        EventKind::TaskCancelled { message } => {
+            format!("[step {step}] cancelled: {}", one_line(message))
+        }
         EventKind::TaskInterrupted { message } => {
-            format!("[step {step}] interrupted: {message}")
+            format!("[step {step}] interrupted: {}", one_line(message))
         }
-        EventKind::TaskRetried { message } => format!("[step {step}] retried: {message}"),
-        EventKind::TaskFailed { reason, message } => {
-            format!("[step {step}] failed ({}): {message}", reason.as_str())
+        EventKind::TaskRetried { message } => {
+            format!("[step {step}] retried: {}", one_line(message))
         }
-    })
+        EventKind::TaskFailed { reason, message } => format!(
+            "[step {step}] {} {}",
+            palette.paint(Paint::Red, &format!("failed ({}):", reason.as_str())),
+            one_line(message)
+        ),
+    };
+    vec![line]
 }
 
-/// The approval card: tool, capability, risk, label, arguments and the change.
+/// How much of a change the card shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fold {
+    /// The first this many lines of the change, then `… N more lines (d shows all)`;
+    /// lines are cut to the terminal's width.
+    Lines(usize, usize),
+    /// Everything, and the arguments JSON even for file tools (the pager, `approvals
+    /// show`).
+    Nothing,
+}
+
+/// Lines of a change the card shows before the fold.
+pub(crate) const CARD_LINES: usize = 20;
+
+/// The approval card: tool, capability, risk, the target with its create / overwrite /
+/// edit label, a numbered diff (or the new file's content), and the arguments JSON for
+/// tools without a preview.
 ///
 /// Every name on the card (tool, capability, target, diff headers) is printed with
 /// [`one_line`], so a model-written path cannot add lines that look like the card's own;
 /// when the target resolves to a different workspace path, that path is shown too.
-pub(crate) fn approval_card(view: &ApprovalView) -> String {
+pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -> String {
     let mut card = String::new();
     let risk = match view.risk {
-        Risk::High => "HIGH RISK",
-        Risk::Medium => "medium risk",
-        Risk::Low => "low risk",
+        Risk::High => palette.paint(Paint::Red, "HIGH RISK"),
+        Risk::Medium => palette.paint(Paint::Yellow, "medium risk"),
+        Risk::Low => "low risk".to_owned(),
     };
     card.push_str(&format!(
         "┌─ approval {} ({}) ─────────────────\n",
@@ -190,34 +235,63 @@ pub(crate) fn approval_card(view: &ApprovalView) -> String {
     ));
     card.push_str(&format!(
         "│ tool:       {} ({})\n│ risk:       {risk}\n",
-        one_line(&view.tool),
+        palette.paint(Paint::Bold, &one_line(&view.tool)),
         one_line(&view.capability)
     ));
-    if let (Some(label), Some(target)) = (view.label, &view.target) {
+    if let Some(target) = &view.target {
+        let label = view.label.map_or("target", |label| label.as_str());
         card.push_str(&format!(
             "│ action:     {} {}\n",
-            label.as_str(),
+            palette.paint(Paint::Bold, label),
             target_text(target, view.resolved.as_deref())
         ));
     }
-    let arguments = serde_json::to_string_pretty(&view.arguments)
-        .unwrap_or_else(|_| view.arguments.to_string());
-    card.push_str("│ arguments:\n");
-    for line in arguments.lines() {
-        card.push_str(&format!("│   {}\n", terminal_safe(line)));
+    if let Some(notice) = &view.notice {
+        card.push_str(&format!(
+            "│ notice:     {}\n",
+            palette.paint(Paint::Yellow, &one_line(notice))
+        ));
     }
+    // A file tool is one whose call came with a preview: its change says everything
+    // the arguments do. Other tools show their arguments.
+    let previewed = view.diff.is_some() || view.content.is_some() || view.label.is_some();
+    let mut body = Vec::new();
     if let Some(diff) = &view.diff {
         card.push_str("│ change:\n");
-        let (headers, body) = split_diff_headers(diff);
-        for header in headers {
-            card.push_str(&format!("│   {header}\n"));
-        }
-        for line in body.lines() {
-            card.push_str(&format!("│   {}\n", terminal_safe(line)));
-        }
+        body = diff_lines(diff, palette);
     } else if let Some(content) = &view.content {
-        card.push_str("│ new content:\n");
-        for line in content.lines() {
+        card.push_str(&format!(
+            "│ new content ({} line{}, {} bytes):\n",
+            content.lines().count(),
+            if content.lines().count() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            content.len()
+        ));
+        body = content
+            .lines()
+            .enumerate()
+            .map(|(index, line)| {
+                format!(
+                    "{} {}",
+                    palette.paint(Paint::Dim, &format!("{:>4}", index + 1)),
+                    terminal_safe(line)
+                )
+            })
+            .collect();
+    }
+    push_folded(&mut card, &body, palette, fold);
+    if !previewed || fold == Fold::Nothing {
+        let arguments = match fold {
+            Fold::Nothing => view.arguments.clone(),
+            Fold::Lines(..) => crate::results::folded_json(&view.arguments),
+        };
+        let arguments =
+            serde_json::to_string_pretty(&arguments).unwrap_or_else(|_| arguments.to_string());
+        card.push_str("│ arguments:\n");
+        for line in arguments.lines() {
             card.push_str(&format!("│   {}\n", terminal_safe(line)));
         }
     }
@@ -226,6 +300,104 @@ pub(crate) fn approval_card(view: &ApprovalView) -> String {
     }
     card.push_str("└───────────────────────────────────────────────");
     card
+}
+
+/// Appends the change's lines to the card, folded as asked.
+fn push_folded(card: &mut String, body: &[String], palette: Palette, fold: Fold) {
+    let (shown, columns) = match fold {
+        Fold::Lines(lines, columns) => (lines, Some(columns)),
+        Fold::Nothing => (body.len(), None),
+    };
+    for line in body.iter().take(shown) {
+        match columns {
+            Some(columns) => {
+                let room = columns.saturating_sub(5).max(20);
+                let (cut, was_cut) = crate::style::cut_to_width(line, room);
+                let end = if was_cut && line.contains('\x1b') {
+                    "\x1b[0m…"
+                } else if was_cut {
+                    "…"
+                } else {
+                    ""
+                };
+                card.push_str(&format!("│   {cut}{end}\n"));
+            }
+            None => card.push_str(&format!("│   {line}\n")),
+        }
+    }
+    if body.len() > shown {
+        let more = body.len() - shown;
+        card.push_str(&format!(
+            "│   {}\n",
+            palette.paint(
+                Paint::Dim,
+                &format!(
+                    "… {more} more line{} (press d to see everything)",
+                    if more == 1 { "" } else { "s" }
+                )
+            )
+        ));
+    }
+}
+
+/// A unified diff as card lines: headers on one line each, then every line numbered
+/// with its old and new line number and coloured by kind.
+fn diff_lines(diff: &str, palette: Palette) -> Vec<String> {
+    let (headers, body) = split_diff_headers(diff);
+    let mut lines: Vec<String> = headers
+        .iter()
+        .map(|header| palette.paint(Paint::Bold, header))
+        .collect();
+    let (mut old, mut new) = (0_usize, 0_usize);
+    let number = |n: Option<usize>| match n {
+        Some(n) => palette.paint(Paint::Dim, &format!("{n:>4}")),
+        None => "    ".to_owned(),
+    };
+    for line in body.lines() {
+        let safe = terminal_safe(line);
+        if let Some((old_start, new_start)) = hunk_starts(line) {
+            old = old_start;
+            new = new_start;
+            lines.push(palette.paint(Paint::Cyan, &safe));
+        } else if let Some(text) = line.strip_prefix('-') {
+            lines.push(format!(
+                "{} {} {}",
+                number(Some(old)),
+                number(None),
+                palette.paint(Paint::Red, &format!("-{}", terminal_safe(text)))
+            ));
+            old += 1;
+        } else if let Some(text) = line.strip_prefix('+') {
+            lines.push(format!(
+                "{} {} {}",
+                number(None),
+                number(Some(new)),
+                palette.paint(Paint::Green, &format!("+{}", terminal_safe(text)))
+            ));
+            new += 1;
+        } else if let Some(text) = line.strip_prefix(' ') {
+            lines.push(format!(
+                "{} {}  {}",
+                number(Some(old)),
+                number(Some(new)),
+                terminal_safe(text)
+            ));
+            old += 1;
+            new += 1;
+        } else {
+            lines.push(palette.paint(Paint::Dim, &safe));
+        }
+    }
+    lines
+}
+
+/// The old and new start lines of a hunk header `@@ -a,b +c,d @@`.
+fn hunk_starts(line: &str) -> Option<(usize, usize)> {
+    let rest = line.strip_prefix("@@ -")?;
+    let (old, rest) = rest.split_once(" +")?;
+    let (new, _) = rest.split_once(" @@")?;
+    let start = |range: &str| range.split(',').next()?.parse::<usize>().ok();
+    Some((start(old)?, start(new)?))
 }
 
 /// A target as the model wrote it, on one line, followed by `→ resolves to PATH` when
@@ -278,136 +450,5 @@ pub(crate) fn shorten(text: &str, limit: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn terminal_safe_escapes_controls_and_bidi_but_keeps_lines() {
-        assert_eq!(
-            terminal_safe("plain\ntext\twith tab"),
-            "plain\ntext\twith tab"
-        );
-        assert_eq!(terminal_safe("a\x1b[40Ab"), "a\\x1b[40Ab");
-        assert_eq!(terminal_safe("cr\rover"), "cr\\rover");
-        assert_eq!(terminal_safe("line\u{2028}sep"), "line\\u{2028}sep");
-        assert_eq!(terminal_safe("emoji 👩\u{200d}💻"), "emoji 👩\u{200d}💻");
-        assert_eq!(terminal_safe("c1\u{9b}2J"), "c1\\x9b2J");
-        assert_eq!(terminal_safe("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
-        assert_eq!(terminal_safe("del\u{7f}"), "del\\x7f");
-    }
-
-    #[test]
-    fn json_safe_keeps_json_valid() {
-        let json = serde_json::json!({"content": "x\u{9b}2J\u{202e}y\u{1b}[A"}).to_string();
-        let safe = json_safe(&json);
-        assert!(
-            !safe.chars().any(|c| c.is_control() || c == '\u{202e}'),
-            "{safe}"
-        );
-        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
-        assert_eq!(back["content"], "x\u{9b}2J\u{202e}y\u{1b}[A");
-    }
-
-    /// The path from issue 8, finding 4: it resolves to `notes.txt`.
-    const FORGED: &str = "drafts\n│ (new file; nothing existing is replaced)\n│/../notes.txt";
-
-    #[test]
-    fn one_line_escapes_line_breaks_tabs_controls_bidi_and_zero_width() {
-        assert_eq!(one_line("plain/path.txt"), "plain/path.txt");
-        assert_eq!(one_line("a\nb\tc\rd"), "a\\nb\\tc\\rd");
-        assert_eq!(one_line("x\u{1b}[2J"), "x\\x1b[2J");
-        assert_eq!(one_line("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
-        assert_eq!(
-            one_line("iso\u{2066}late\u{2069}"),
-            "iso\\u{2066}late\\u{2069}"
-        );
-        assert_eq!(one_line("zw\u{200d}j\u{2028}"), "zw\\u{200d}j\\u{2028}");
-        assert!(!one_line(FORGED).contains('\n'));
-    }
-
-    fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
-        ApprovalView {
-            id: "ap-1".to_owned(),
-            task_id: pp_types::TaskId("t-1".to_owned()),
-            prompt: "tidy\nup".to_owned(),
-            state: pp_types::ApprovalState::Pending,
-            tool: "write\u{202e}_file".to_owned(),
-            capability: "file:write".to_owned(),
-            risk: Risk::High,
-            label: Some(pp_types::WriteLabel::Overwrite),
-            target: Some(FORGED.to_owned()),
-            resolved: Some("notes.txt".to_owned()),
-            arguments: serde_json::json!({"path": FORGED, "content": "new\n"}),
-            diff,
-            content,
-            notice: None,
-            created_at: pp_types::Timestamp::from_millis(0),
-            resolved_at: None,
-            resolved_by: None,
-            reason: None,
-            edited_arguments: None,
-        }
-    }
-
-    #[test]
-    fn a_forged_path_stays_on_the_action_line_and_the_resolved_path_is_shown() {
-        let card = approval_card(&view(None, Some("new\n".to_owned())));
-        let lines: Vec<&str> = card.lines().collect();
-        assert_eq!(
-            lines[4],
-            "│ action:     overwrite drafts\\n│ (new file; nothing existing is replaced)\\n│/../notes.txt → resolves to notes.txt"
-        );
-        assert_eq!(lines[2], "│ tool:       write\\u{202e}_file (file:write)");
-        assert!(
-            !lines.iter().any(|line| line.starts_with("│ (new file")),
-            "no forged line: {card}"
-        );
-    }
-
-    #[test]
-    fn diff_headers_holding_newlines_are_printed_on_one_line_each() {
-        let diff = format!("--- a/{FORGED}\n+++ b/{FORGED}\n@@ -1 +1 @@\n-old\n+new\n");
-        let card = approval_card(&view(Some(diff), None));
-        let change: Vec<&str> = card
-            .lines()
-            .skip_while(|line| *line != "│ change:")
-            .collect();
-        let header = "drafts\\n│ (new file; nothing existing is replaced)\\n│/../notes.txt";
-        assert_eq!(
-            change,
-            [
-                "│ change:".to_owned(),
-                format!("│   --- a/{header}"),
-                format!("│   +++ b/{header}"),
-                "│   @@ -1 +1 @@".to_owned(),
-                "│   -old".to_owned(),
-                "│   +new".to_owned(),
-                "└───────────────────────────────────────────────".to_owned(),
-            ]
-        );
-    }
-
-    #[test]
-    fn the_resolved_path_is_shown_only_when_it_differs() {
-        assert_eq!(target_text("notes.txt", Some("notes.txt")), "notes.txt");
-        assert_eq!(target_text("a/../b.txt", None), "a/../b.txt");
-        assert_eq!(
-            target_text("a/../b.txt", Some("b.txt")),
-            "a/../b.txt → resolves to b.txt"
-        );
-    }
-
-    #[test]
-    fn live_lines_name_tools_on_one_line() {
-        let event: Event = serde_json::from_value(serde_json::json!({
-            "step": 0, "type": "approval_required", "call_id": "c", "name": "write\nfake line",
-            "capability": "file:write", "risk": "high", "arguments": {}
-        }))
-        .unwrap();
-        let line = live_line(&event).unwrap();
-        assert_eq!(
-            one_line(&line),
-            "[step 1] ⏸ write\\nfake line needs your approval"
-        );
-    }
-}
+#[path = "render_tests.rs"]
+mod tests;

@@ -9,10 +9,12 @@ use pp_tasks::{Decision, ModelSource, ResolveRequest, Workspace};
 use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 
 use crate::app::{App, model_source};
-use crate::commands::run::follow;
+use crate::commands::run::{Ui, follow};
 use crate::config::{Config, Flags};
+use crate::live::LiveView;
 use crate::output::{errln, outln};
-use crate::render::{LiveView, approval_card, json_safe, one_line, target_text};
+use crate::render::{Fold, approval_card, json_safe, one_line, target_text};
+use crate::style::Palette;
 use crate::{Exit, exit};
 
 /// What to do.
@@ -103,7 +105,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
             if json {
                 outln!("{}", json_safe(&serde_json::to_string(&view)?))?;
             } else {
-                outln!("{}", approval_card(&view))?;
+                outln!("{}", approval_card(&view, Palette::stdout(), Fold::Nothing))?;
             }
             Ok(exit::OK)
         }
@@ -124,6 +126,7 @@ async fn resolve(
     edited_arguments: Option<serde_json::Value>,
     reason: Option<String>,
 ) -> anyhow::Result<u8> {
+    let started = std::time::Instant::now();
     let config = Config::load(flags)?;
     let id = ApprovalId(id);
     // Scripted tasks carry their script; only other tasks need the configured model, so
@@ -140,7 +143,14 @@ async fn resolve(
     } else {
         model_source(&config).await?
     };
-    let app = App::with_config(config, models, Some(Arc::new(LiveView)))?;
+    let live = LiveView::new(false);
+    let observer: Arc<dyn pp_agent::EventSink> = live.clone();
+    let app = App::with_config(config, models, Some(observer))?;
+    let ui = Ui {
+        live,
+        feed: None,
+        started,
+    };
     let request = ResolveRequest {
         decision,
         edited_arguments,
@@ -149,7 +159,7 @@ async fn resolve(
         wait: true,
     };
     match app.service.resolve(&id, request).await {
-        Ok(record) => follow(&app.service, record).await,
+        Ok(record) => follow(&app.service, record, &ui).await,
         Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
             errln!("error: {error}");
             Ok(exit::CONFLICT)

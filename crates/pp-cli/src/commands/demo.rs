@@ -11,10 +11,12 @@ use pp_tasks::{
 use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::{Value, json};
 
-use crate::commands::run::ask;
+use crate::commands::run::{Answer, ask_blocking};
 use crate::exit;
+use crate::live::LiveView;
 use crate::output::outln;
-use crate::render::{LiveView, approval_card};
+use crate::render::{CARD_LINES, Fold, approval_card};
+use crate::style::{Palette, terminal_columns};
 
 /// Runs the tour; exits 0 whether or not a terminal is attached.
 pub(crate) async fn run() -> anyhow::Result<u8> {
@@ -25,13 +27,14 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
     let workspace = temp.path().join("workspace");
     create_files(temp.path())?;
     let store = Arc::new(Store::open(&temp.path().join("demo.db"))?);
+    let live = LiveView::new(false);
     let service = TaskService::build(
         store,
         TaskSettings::default(),
         Workspaces::single("demo", &workspace),
         ModelSource::Scripted,
         Vec::new(),
-        Some(Arc::new(LiveView)),
+        Some(live.clone()),
     );
     let interactive = std::io::stdin().is_terminal();
 
@@ -85,9 +88,20 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits but has no pending approval")?;
         let view = service.approval_view(&pending.id).await?;
-        outln!("{}", approval_card(&view))?;
+        live.pause();
+        let palette = Palette::stdout();
+        outln!(
+            "{}",
+            approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
+        )?;
         let request = if interactive {
-            ask(&view.arguments)?
+            match ask_blocking(&view, palette).await? {
+                Answer::Decided(request) => request,
+                Answer::Interrupted => {
+                    outln!("\n     Interrupted: nothing was written. The demo ends here.")?;
+                    return Ok(exit::INTERRUPTED);
+                }
+            }
         } else {
             outln!("     No terminal is attached, so nobody can decide here: PocketPilot never")?;
             outln!("     approves on its own. (Demo-only scripted decision: rejecting.)")?;

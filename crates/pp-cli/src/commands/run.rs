@@ -1,44 +1,54 @@
 //! `pocketpilot run`: one task in the terminal, stored like every other task, with
 //! approvals asked of the person at the terminal.
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::Context as _;
-use pp_tasks::{CreateTask, Decision, ModelSource, ResolveRequest, TaskService};
+use pp_tasks::{ApprovalView, CreateTask, Decision, ModelSource, ResolveRequest, TaskService};
 use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::Value;
 
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
+use crate::keys::{self, Key, Line};
+use crate::live::LiveView;
 use crate::output::{errln, errprint, outln};
-use crate::render::{LiveView, approval_card, json_safe, terminal_safe};
+use crate::render::{CARD_LINES, Fold, approval_card, json_safe, terminal_safe};
+use crate::report::{Counts, JsonFeed};
+use crate::style::{Paint, Palette, terminal_columns};
 use crate::{Exit, env, exit, models};
 
-/// Runs `prompt` and returns the exit code.
+/// Runs `prompt` and returns the exit code; `json` prints the task's events on stdout,
+/// one JSON object per line, then a `result` line.
 pub(crate) async fn run(
     mut flags: Flags,
     script: Option<PathBuf>,
     prompt: &str,
+    json: bool,
 ) -> anyhow::Result<u8> {
+    let started = Instant::now();
     if flags.workspace.is_none() {
         flags.workspace =
             Some(std::env::current_dir().context("cannot read the current directory")?);
     }
     let config = Config::load(&flags)?;
     let script = script.as_deref().map(read_script).transpose()?;
+    let live = LiveView::new(json);
     let models = match &script {
         Some(_) => ModelSource::Scripted,
         None => match models::find(&config).await? {
             models::Found::Chosen(chosen) => {
                 errln!("model: {}", chosen.reason);
-                ModelSource::Provider(chosen.model)
+                ModelSource::Provider(streaming(chosen, &live))
             }
             models::Found::Nothing(message) => return Err(Exit::no_model(message).into()),
         },
     };
-    let app = App::with_config(config, models, Some(Arc::new(LiveView)))?;
+    let observer: Arc<dyn pp_agent::EventSink> = live.clone();
+    let app = App::with_config(config, models, Some(observer))?;
     let service = &app.service;
     let workspace = service.workspaces().find(None);
     if let Some(workspace) = workspace {
@@ -58,29 +68,66 @@ pub(crate) async fn run(
         task.id,
         app.config.database().display()
     );
+    let feed = json.then(|| JsonFeed::start(service, &task.id));
     let record = service.run_now(&task.id).await?;
-    follow(service, record).await
+    let ui = Ui {
+        live,
+        feed,
+        started,
+    };
+    follow(service, record, &ui).await
+}
+
+/// The configured provider with its streamed text sent to the live view.
+fn streaming(chosen: models::Chosen, live: &Arc<LiveView>) -> Arc<dyn pp_agent::Model> {
+    let live = Arc::clone(live);
+    match pp_model::HttpModel::new(&chosen.settings) {
+        Ok(model) => Arc::new(model.with_observer(Arc::new(move |delta| live.delta(delta)))),
+        Err(_) => chosen.model,
+    }
+}
+
+/// What `follow` reports through.
+pub(crate) struct Ui {
+    /// The live view (paused before each card and question).
+    pub(crate) live: Arc<LiveView>,
+    /// `--json`: the events printed on stdout.
+    pub(crate) feed: Option<JsonFeed>,
+    /// When the command started, for the summary's wall time.
+    pub(crate) started: Instant,
 }
 
 /// Reports how a task ended, asking the person at each approval; returns the exit code.
-pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> anyhow::Result<u8> {
+pub(crate) async fn follow(
+    service: &TaskService,
+    mut record: TaskRecord,
+    ui: &Ui,
+) -> anyhow::Result<u8> {
     let interactive = std::io::stdin().is_terminal();
     loop {
-        match record.state {
-            TaskState::Completed => {
-                outln!("{}", terminal_safe(&record.final_text.unwrap_or_default()))?;
-                return Ok(exit::OK);
+        if record.state != TaskState::WaitingApproval {
+            ui.live.pause();
+            summary(service, &record, ui).await;
+            if let Some(feed) = &ui.feed {
+                feed.finish(&record, None).await?;
             }
-            TaskState::WaitingApproval => {}
-            state => {
-                let error = record
-                    .error
-                    .as_deref()
-                    .map(|error| format!(": {}", terminal_safe(error)))
-                    .unwrap_or_default();
-                errln!("task {} {}{error}", record.id, state.as_str());
-                return Ok(exit::FAILED);
-            }
+            return match record.state {
+                TaskState::Completed => {
+                    if ui.feed.is_none() {
+                        outln!("{}", terminal_safe(&record.final_text.unwrap_or_default()))?;
+                    }
+                    Ok(exit::OK)
+                }
+                state => {
+                    let error = record
+                        .error
+                        .as_deref()
+                        .map(|error| format!(": {}", terminal_safe(error)))
+                        .unwrap_or_default();
+                    errln!("task {} {}{error}", record.id, state.as_str());
+                    Ok(exit::FAILED)
+                }
+            };
         }
         let pending = service
             .store()
@@ -89,13 +136,35 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
         let view = service.approval_view(&pending.id).await?;
-        errln!("{}", approval_card(&view));
+        ui.live.pause();
+        if let Some(feed) = &ui.feed {
+            feed.pump().await?;
+        }
+        let palette = Palette::stderr();
+        errln!(
+            "{}",
+            approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
+        );
         if !interactive {
-            print_waiting(&view)?;
+            summary(service, &record, ui).await;
+            print_waiting(&view, ui.feed.is_none())?;
+            if let Some(feed) = &ui.feed {
+                feed.finish(&record, Some(&view.id)).await?;
+            }
             return Ok(exit::WAITING_APPROVAL);
         }
         record = loop {
-            let request = ask(&view.arguments)?;
+            let request = match ask_blocking(&view, palette).await? {
+                Answer::Decided(request) => request,
+                Answer::Interrupted => {
+                    errln!("\ninterrupted: nothing was run and the approval stays pending.");
+                    print_hints(&view.id);
+                    if let Some(feed) = &ui.feed {
+                        feed.finish(&record, Some(&view.id)).await?;
+                    }
+                    return Ok(exit::INTERRUPTED);
+                }
+            };
             match service.resolve(&pending.id, request).await {
                 Ok(record) => break record,
                 Err(pp_tasks::Error::InvalidArguments(message)) => {
@@ -111,43 +180,150 @@ pub(crate) async fn follow(service: &TaskService, mut record: TaskRecord) -> any
     }
 }
 
-/// Reads the person's decision from the terminal.
-pub(crate) fn ask(arguments: &Value) -> anyhow::Result<ResolveRequest> {
-    let stdin = std::io::stdin();
-    let request = |decision, edited_arguments, reason| ResolveRequest {
-        decision,
-        edited_arguments,
-        reason,
-        actor: Actor::Operator,
-        wait: true,
+/// The question at each approval card.
+pub(crate) const QUESTION: &str = "[a]pprove  [r]eject  [e]dit  [d]etails  [?] help › ";
+
+/// The `?` help.
+const HELP: &str = "  a  approve: run this one call as shown
+  r  reject: the model is told (you may give a reason; Esc goes back)
+  e  edit the call's arguments in $VISUAL/$EDITOR, then run the edited call
+  d  show everything (the full change and the arguments) in $PAGER
+  ?  this help        Ctrl+C  stop here; the approval stays pending";
+
+/// The person's answer at a card.
+pub(crate) enum Answer {
+    /// Resolve the approval so.
+    Decided(ResolveRequest),
+    /// Ctrl+C: leave it pending.
+    Interrupted,
+}
+
+/// [`ask`] on a blocking thread: waiting for a key (or the editor, or the pager) never
+/// holds up an async worker.
+pub(crate) async fn ask_blocking(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answer> {
+    let view = view.clone();
+    tokio::task::spawn_blocking(move || ask(&view, palette)).await?
+}
+
+/// Reads the person's decision from the terminal, one key at a time.
+pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answer> {
+    let request = |decision, edited_arguments, reason| {
+        Answer::Decided(ResolveRequest {
+            decision,
+            edited_arguments,
+            reason,
+            actor: Actor::Operator,
+            wait: true,
+        })
     };
     loop {
         discard_type_ahead();
-        errprint!("[a]pprove, [r]eject, [e]dit arguments? ");
+        errprint!("{}", palette.paint(Paint::Yellow, QUESTION));
         std::io::stderr().flush()?;
-        let mut line = String::new();
-        if stdin.lock().read_line(&mut line)? == 0 {
-            anyhow::bail!("stdin closed before a decision was made; nothing was run");
-        }
-        match line.trim().to_lowercase().as_str() {
-            "a" | "approve" | "y" | "yes" => return Ok(request(Decision::Approve, None, None)),
-            "r" | "reject" | "n" | "no" => {
-                errprint!("reason (optional): ");
-                std::io::stderr().flush()?;
-                let mut reason = String::new();
-                stdin.lock().read_line(&mut reason)?;
-                let reason = reason.trim();
-                let reason = (!reason.is_empty()).then(|| reason.to_owned());
-                return Ok(request(Decision::Reject, None, reason));
+        let key = loop {
+            match keys::read_key()? {
+                // Enter alone, Escape, arrows: nothing happens.
+                Key::Ignored => {}
+                key => break key,
             }
-            "e" | "edit" => match edit_arguments(arguments) {
-                Ok(Some(edited)) => return Ok(request(Decision::Approve, Some(edited), None)),
-                Ok(None) => errln!("arguments unchanged; choose again"),
-                Err(error) => errln!("{error:#}"),
-            },
-            other => errln!("unknown answer `{other}`: type a, r or e"),
+        };
+        match key {
+            Key::Char('a') => {
+                errln!("approve");
+                return Ok(request(Decision::Approve, None, None));
+            }
+            Key::Char('r') => {
+                errln!("reject");
+                errprint!("reason (optional; Enter to send, Esc to go back): ");
+                std::io::stderr().flush()?;
+                match keys::read_line()? {
+                    Line::Done(reason) => {
+                        let reason = (!reason.is_empty()).then_some(reason);
+                        return Ok(request(Decision::Reject, None, reason));
+                    }
+                    Line::Cancelled => {}
+                    Line::Interrupt => return Ok(Answer::Interrupted),
+                    Line::End => closed()?,
+                }
+            }
+            Key::Char('e') => {
+                errln!("edit");
+                match edit_arguments(&view.arguments) {
+                    Ok(Some(edited)) => return Ok(request(Decision::Approve, Some(edited), None)),
+                    Ok(None) => errln!("arguments unchanged; choose again"),
+                    Err(error) => errln!("{error:#}"),
+                }
+            }
+            Key::Char('d') => {
+                errln!("details");
+                show_details(view, palette)?;
+            }
+            Key::Char('?' | 'h') => {
+                errln!("help\n{HELP}");
+            }
+            Key::Char(other) => {
+                errln!("`{other}` answers nothing: press a, r, e, d, or ? for help");
+            }
+            Key::Interrupt => return Ok(Answer::Interrupted),
+            Key::End | Key::Ignored => closed()?,
         }
     }
+}
+
+fn closed() -> anyhow::Result<()> {
+    anyhow::bail!("stdin closed before a decision was made; nothing was run")
+}
+
+/// Pipes the whole card (every line of the change, and the arguments) into `$PAGER`;
+/// prints it when there is no pager or it cannot start.
+fn show_details(view: &ApprovalView, palette: Palette) -> anyhow::Result<()> {
+    let text = format!("{}\n", approval_card(view, palette, Fold::Nothing));
+    if let Some(pager) = env::pager() {
+        let child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&pager)
+            .stdin(std::process::Stdio::piped())
+            .spawn();
+        if let Ok(mut child) = child {
+            if let Some(mut stdin) = child.stdin.take() {
+                // A pager quit early closes its input: not an error.
+                let _ = stdin.write_all(text.as_bytes());
+            }
+            let status = child.wait()?;
+            // 127: the shell could not find the pager.
+            if status.code() != Some(127) {
+                return Ok(());
+            }
+        }
+    }
+    errprint!("{text}");
+    Ok(())
+}
+
+/// The one-line summary on stderr when a run stops: steps, tool calls, denials,
+/// approvals, files changed (from the audit ledger), tokens when known, wall time.
+async fn summary(service: &TaskService, record: &TaskRecord, ui: &Ui) {
+    let store = Arc::clone(service.store());
+    let task = record.id.clone();
+    let counts = tokio::task::spawn_blocking(move || Counts::read(&store, &task)).await;
+    let Ok(Ok(counts)) = counts else {
+        return;
+    };
+    let state = match record.state {
+        TaskState::WaitingApproval => "waiting for approval".to_owned(),
+        state => state.as_str().replace('_', " "),
+    };
+    errln!(
+        "{}",
+        Palette::stderr().paint(
+            Paint::Dim,
+            &format!(
+                "{state} · {} · {:.1}s",
+                counts.describe(),
+                ui.started.elapsed().as_secs_f64()
+            )
+        )
+    );
 }
 
 /// Throws away whatever was typed before the question is shown, so keys pressed while
@@ -190,24 +366,35 @@ fn edit_arguments(arguments: &Value) -> anyhow::Result<Option<Value>> {
     Ok((&edited != arguments).then_some(edited))
 }
 
-/// Prints the pending approval for scripts and says how to resolve it.
-fn print_waiting(view: &pp_tasks::ApprovalView) -> std::io::Result<()> {
-    let pending = serde_json::json!({
-        "status": "waiting_approval",
-        "task_id": view.task_id,
-        "approval_id": view.id,
-        "tool": view.tool,
-        "capability": view.capability,
-        "risk": view.risk,
-        "label": view.label,
-        "arguments": view.arguments,
-    });
-    outln!("{}", json_safe(&pending.to_string()))?;
+/// Prints the pending approval for scripts (unless `--json` prints its own `result`
+/// line) and says how to resolve it.
+fn print_waiting(view: &ApprovalView, json_line: bool) -> std::io::Result<()> {
+    if json_line {
+        let pending = serde_json::json!({
+            "status": "waiting_approval",
+            "task_id": view.task_id,
+            "approval_id": view.id,
+            "tool": view.tool,
+            "capability": view.capability,
+            "risk": view.risk,
+            "label": view.label,
+            "arguments": view.arguments,
+        });
+        outln!("{}", json_safe(&pending.to_string()))?;
+    }
     errln!(
         "waiting for approval: stdin is not a terminal, and PocketPilot never approves on its \
-         own. Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
-         approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",
-        id = view.id
+         own."
     );
+    print_hints(&view.id);
     Ok(())
+}
+
+/// How to resolve an approval from anywhere.
+fn print_hints(id: &str) {
+    errln!(
+        "Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
+         approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",
+        id = crate::render::one_line(id)
+    );
 }

@@ -7,7 +7,8 @@ use pp_types::{TaskId, TaskState};
 use crate::app::App;
 use crate::config::Flags;
 use crate::output::outln;
-use crate::render::{json_safe, live_line, one_line, shorten};
+use crate::render::{json_safe, live_lines, one_line, shorten};
+use crate::style::{Palette, terminal_columns};
 use crate::{Exit, exit};
 
 /// What to show.
@@ -114,10 +115,20 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                     json_safe(&serde_json::json!({ "events": events }).to_string())
                 )?;
             } else {
+                let palette = Palette::stdout();
+                let columns = terminal_columns().saturating_sub(7);
                 for stored in events {
-                    let line = live_line(&stored.event)
-                        .unwrap_or_else(|| format!("           {}", stored.event.type_name()));
-                    outln!("#{:<5} {}", stored.seq, one_line(&line))?;
+                    let mut lines = live_lines(&stored.event, palette, columns);
+                    if lines.is_empty() {
+                        lines.push(format!("         {}", stored.event.type_name()));
+                    }
+                    for (index, line) in lines.iter().enumerate() {
+                        if index == 0 {
+                            outln!("#{:<5} {line}", stored.seq)?;
+                        } else {
+                            outln!("       {line}")?;
+                        }
+                    }
                 }
             }
         }

@@ -15,6 +15,7 @@ mod http;
 mod models;
 mod pipe;
 mod run;
+mod scripting;
 mod service;
 
 use std::path::{Path, PathBuf};

@@ -107,6 +107,17 @@ fn run_against_a_real_openai_compatible_server() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout, "The notes say hi.\n");
     assert!(!stderr.contains("sk-test-123"), "the key is never printed");
+    // The answer streamed in as it arrived (in 4-character pieces), shown once.
+    assert!(stderr.contains("model › The notes say hi.\n"), "{stderr}");
+    assert!(
+        !stderr.contains("[step 2] model:"),
+        "not repeated: {stderr}"
+    );
+    // The summary counts the provider's tokens (15 per call).
+    assert!(
+        stderr.contains("completed · 2 steps · 1 tool call · 0 denied · 0 approvals · 0 files changed · 30 tokens · "),
+        "{stderr}"
+    );
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -138,6 +149,52 @@ fn run_against_a_real_openai_compatible_server() {
             .as_str()
             .unwrap()
             .contains("hi from the notes")
+    );
+}
+
+/// In a terminal, a spinner with the elapsed time runs while the model thinks, and is
+/// cleared before the streamed answer.
+#[test]
+fn in_a_terminal_a_spinner_runs_while_the_model_thinks() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(
+        tree.base(),
+        // The pause is what the spinner fills; no assertion depends on its length.
+        &json!([{"content": "Thought about it.", "delay_ms": 1500}]),
+    );
+    let config = write_config(&tree, &config_for(server.port));
+    let command = format!(
+        "{} --config '{}' run --workspace '{}' 'think'",
+        env!("CARGO_BIN_EXE_pocketpilot"),
+        config.display(),
+        tree.workspace().display()
+    );
+    let mut child = Command::new("script");
+    child.args(["-qefc", &command, "/dev/null"]);
+    crate::isolate(&mut child, &tree.base().join("home"));
+    let mut child = child
+        .env("PP_TEST_KEY", "sk-test-123")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut screen = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut screen)
+        .unwrap();
+    drop(child.stdin.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{screen}");
+    assert!(screen.contains("waiting for the model"), "{screen}");
+    assert!(screen.contains("⠋ waiting for the model "), "{screen}");
+    // Cleared (carriage return, erase line) before the answer streams in.
+    assert!(
+        screen.contains("\r\u{1b}[2Kmodel › Thought about it."),
+        "{screen:?}"
     );
 }
 

@@ -8,7 +8,11 @@ use serde_json::json;
 
 use crate::{isolate, pocketpilot, pocketpilot_in, text, write_script};
 
-fn run_in(tree: &TempTree, script: &serde_json::Value, prompt: &str) -> std::process::Output {
+pub(crate) fn run_in(
+    tree: &TempTree,
+    script: &serde_json::Value,
+    prompt: &str,
+) -> std::process::Output {
     let script = write_script(tree.base(), script);
     pocketpilot_in(&tree.base().join("home"))
         .arg("run")
@@ -134,7 +138,10 @@ fn usage_errors_exit_2_and_a_missing_model_exits_4() {
 }
 
 /// The question `run` asks at each approval.
-const PROMPT: &str = "[a]pprove, [r]eject, [e]dit arguments? ";
+const PROMPT: &str = "[a]pprove  [r]eject  [e]dit  [d]etails  [?] help › ";
+
+/// The question after `r`.
+const REASON: &str = "reason (optional; Enter to send, Esc to go back): ";
 
 /// `pocketpilot run` under a pseudo-terminal (util-linux `script`): answers are typed
 /// only once the question they answer is on screen, as a person would (input typed
@@ -152,9 +159,21 @@ impl Terminal {
         script: &serde_json::Value,
         editor: Option<&std::path::Path>,
     ) -> Self {
+        Self::start_with(tree, script, editor, &[], "")
+    }
+
+    /// Like [`Terminal::start`] with extra environment variables and a shell command
+    /// run after `pocketpilot` in the same terminal.
+    fn start_with(
+        tree: &TempTree,
+        script: &serde_json::Value,
+        editor: Option<&std::path::Path>,
+        env: &[(&str, &str)],
+        after: &str,
+    ) -> Self {
         let script_path = write_script(tree.base(), script);
         let command = format!(
-            "{} run --workspace '{}' --script '{}' 'do it'",
+            "{} run --workspace '{}' --script '{}' 'do it'{after}",
             env!("CARGO_BIN_EXE_pocketpilot"),
             tree.workspace().display(),
             script_path.display()
@@ -162,8 +181,14 @@ impl Terminal {
         let mut child = std::process::Command::new("script");
         child.args(["-qefc", &command, "/dev/null"]);
         isolate(&mut child, &tree.base().join("home"));
+        // Colours off unless a test turns them on (`NO_COLOR=""`).
+        child.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
+        child.env("PAGER", "cat");
         if let Some(editor) = editor {
             child.env("VISUAL", editor);
+        }
+        for (key, value) in env {
+            child.env(key, value);
         }
         let mut child = child
             .stdin(Stdio::piped())
@@ -207,7 +232,12 @@ impl Terminal {
 
     /// Waits until the question has been asked `count` times.
     fn wait_for_prompt(&self, count: usize) {
-        while self.screen().matches(PROMPT).count() < count {
+        self.wait_for(PROMPT, count);
+    }
+
+    /// Waits until `text` has been shown `count` times.
+    fn wait_for(&self, text: &str, count: usize) {
+        while self.screen().matches(text).count() < count {
             // A guard against a hang, not a timing assertion.
             if self
                 .updates
@@ -265,7 +295,7 @@ fn write_then_done() -> serde_json::Value {
 #[test]
 fn in_a_terminal_the_person_approves() {
     let tree = TempTree::new();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["a\n"], None);
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["a"], None);
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("(pending)") && screen.contains("create a.txt"),
@@ -310,7 +340,12 @@ fn type_ahead_never_answers_a_card_that_was_not_shown() {
 #[test]
 fn in_a_terminal_the_person_rejects_with_a_reason() {
     let tree = TempTree::new();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["r\nnot today\n"], None);
+    let mut terminal = Terminal::start(&tree, &write_then_done(), None);
+    terminal.wait_for_prompt(1);
+    terminal.type_text("r");
+    terminal.wait_for(REASON, 1);
+    terminal.type_text("not today\r");
+    let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("rejected by the operator: not today"),
@@ -327,7 +362,7 @@ fn in_a_terminal_the_person_edits_the_arguments() {
     let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&editor, permissions).unwrap();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["e\n"], Some(&editor));
+    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["e"], Some(&editor));
     assert_eq!(code, 0, "{screen}");
     assert!(!tree.exists("a.txt"));
     assert_eq!(tree.read("b.txt"), "hello\n");
@@ -345,8 +380,11 @@ fn in_a_terminal_an_escaping_edit_is_refused_and_asked_again() {
     let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&editor, permissions).unwrap();
-    let (code, screen) =
-        run_in_terminal(&tree, &write_then_done(), &["e\n", "r\n\n"], Some(&editor));
+    let mut terminal = Terminal::start(&tree, &write_then_done(), Some(&editor));
+    terminal.answer(&["e", "r"]);
+    terminal.wait_for(REASON, 1);
+    terminal.type_text("\r");
+    let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("the edited call was refused"), "{screen}");
     assert!(
@@ -388,4 +426,114 @@ fn escape_sequences_from_the_model_cannot_rewrite_the_approval_card() {
             .contains('\u{1b}'),
         "JSON keeps the data"
     );
+}
+
+/// Writes an executable shell script.
+fn executable(path: &std::path::Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    let mut permissions = std::fs::metadata(path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(path, permissions).unwrap();
+}
+
+#[test]
+fn enter_alone_does_nothing_and_question_mark_shows_the_help() {
+    let tree = TempTree::new();
+    let mut terminal = Terminal::start(&tree, &write_then_done(), None);
+    terminal.wait_for_prompt(1);
+    // Enter, then an unknown key: neither decides; the unknown key is named.
+    terminal.type_text("\r\r");
+    terminal.type_text("x");
+    terminal.wait_for_prompt(2);
+    terminal.type_text("?");
+    terminal.wait_for_prompt(3);
+    terminal.type_text("a");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("`x` answers nothing"), "{screen}");
+    assert!(screen.contains("d  show everything"), "the help: {screen}");
+    assert_eq!(screen.matches("decision: approved").count(), 1, "{screen}");
+    assert_eq!(tree.read("a.txt"), "hello\n");
+}
+
+#[test]
+fn d_pipes_the_whole_change_and_the_arguments_into_the_pager() {
+    let tree = TempTree::new();
+    let pager = tree.base().join("pager.sh");
+    let record = tree.base().join("paged.txt");
+    executable(&pager, &format!("cat > '{}'\n", record.display()));
+    let long: String = (1..=40).map(|n| format!("line {n}\n")).collect();
+    let script = json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "long.txt", "content": long}}]},
+                        {"content": "all done"}]);
+    let mut terminal = Terminal::start_with(
+        &tree,
+        &script,
+        None,
+        &[("PAGER", pager.to_str().unwrap())],
+        "",
+    );
+    terminal.wait_for_prompt(1);
+    terminal.type_text("d");
+    terminal.wait_for_prompt(2);
+    terminal.type_text("a");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    // The card folds the 40 lines; the pager gets every one, and the arguments.
+    assert!(
+        screen.contains("… 20 more lines (press d to see everything)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("line 40"), "folded on the card: {screen}");
+    let paged = std::fs::read_to_string(&record).unwrap();
+    assert!(paged.contains("  40 line 40"), "{paged}");
+    assert!(paged.contains("│ arguments:"), "{paged}");
+    assert!(paged.contains("\"path\": \"long.txt\""), "{paged}");
+    assert!(!paged.contains("more lines"), "{paged}");
+}
+
+#[test]
+fn ctrl_c_leaves_the_approval_pending_and_restores_the_terminal() {
+    let tree = TempTree::new();
+    let mut terminal = Terminal::start_with(
+        &tree,
+        &write_then_done(),
+        None,
+        &[],
+        "; echo \"exit=$?\"; stty -a",
+    );
+    terminal.wait_for_prompt(1);
+    terminal.type_text("\u{3}");
+    let (_, screen) = terminal.finish();
+    assert!(screen.contains("exit=130"), "{screen}");
+    assert!(screen.contains("the approval stays pending"), "{screen}");
+    assert!(screen.contains("pocketpilot approvals approve"), "{screen}");
+    assert!(!tree.exists("a.txt"));
+    let modes = screen.rsplit("exit=130").next().unwrap();
+    let modes: Vec<&str> = modes.split_whitespace().collect();
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(modes.contains(&mode), "`{mode}` restored: {modes:?}");
+    }
+}
+
+#[test]
+fn colours_are_on_in_a_terminal_and_off_with_no_color() {
+    let tree = TempTree::new();
+    let mut terminal =
+        Terminal::start_with(&tree, &write_then_done(), None, &[("NO_COLOR", "")], "");
+    terminal.answer(&["a"]);
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("\x1b[1mwrite_file\x1b[0m"), "{screen}");
+
+    let tree = TempTree::new();
+    let mut terminal =
+        Terminal::start_with(&tree, &write_then_done(), None, &[("NO_COLOR", "1")], "");
+    terminal.answer(&["a"]);
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        !screen.contains("\x1b[1m") && !screen.contains("\x1b[3"),
+        "{screen}"
+    );
+    assert!(screen.contains("all done"), "{screen}");
 }
