@@ -108,7 +108,10 @@ async fn cancel_and_resolve_racing_have_exactly_one_winner() {
                 assert_eq!(end.state, TaskState::Completed);
                 assert_eq!(approval.state, ApprovalState::Approved);
                 assert_eq!(fixture.tree.read(&path), "written");
-                assert_eq!(actions, ["approval_approved", "tool_executed"]);
+                assert_eq!(
+                    actions,
+                    ["approval_approved", "tool_started", "tool_executed"]
+                );
             }
             (Err(pp_tasks::Error::InvalidState { .. }), Ok(record)) => {
                 cancels_won += 1;
@@ -125,7 +128,12 @@ async fn cancel_and_resolve_racing_have_exactly_one_winner() {
                 assert_eq!(fixture.tree.read(&path), "written");
                 assert_eq!(
                     actions,
-                    ["approval_approved", "tool_executed", "task_cancelled"]
+                    [
+                        "approval_approved",
+                        "tool_started",
+                        "tool_executed",
+                        "task_cancelled"
+                    ]
                 );
             }
             (resolved, cancelled) => {

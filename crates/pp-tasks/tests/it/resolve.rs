@@ -354,18 +354,26 @@ async fn the_model_cannot_forge_audit_rows_under_an_approval() {
             limit: 100,
         })
         .unwrap();
-    let under_approval: Vec<_> = rows
+    let mut under_approval: Vec<_> = rows
         .iter()
         .filter(|row| row.approval_id.is_some())
         .collect();
-    assert_eq!(under_approval.len(), 1, "{rows:#?}");
-    assert_eq!(under_approval[0].action, "tool_executed");
-    assert_eq!(under_approval[0].tool.as_deref(), Some("write_file"));
+    under_approval.sort_by_key(|row| row.id);
+    let actions: Vec<&str> = under_approval
+        .iter()
+        .map(|row| row.action.as_str())
+        .collect();
+    assert_eq!(actions, ["tool_started", "tool_executed"], "{rows:#?}");
+    assert!(
+        under_approval
+            .iter()
+            .all(|row| row.tool.as_deref() == Some("write_file"))
+    );
     let denied: Vec<_> = rows
         .iter()
         .filter(|row| row.action == "tool_denied")
         .collect();
     assert_eq!(denied.len(), 1);
     assert_eq!(denied[0].tool.as_deref(), Some("read_file"));
-    assert_eq!(rows.len(), 2, "reads are not side effects: {rows:#?}");
+    assert_eq!(rows.len(), 3, "reads are not side effects: {rows:#?}");
 }
