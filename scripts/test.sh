@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: Rust tests, the eval cases, and the console's browser tests.
+# The whole test suite: Rust tests, the eval cases, the fault and load runs (reduced
+# sizes; see docs/testing.md for the full ones), API fuzzing with schemathesis, and the
+# console's browser tests.
 # Browser tests need Node and Debian's Chromium (/usr/bin/chromium); without them they are
 # skipped with a message, except under CI (CI=true), where that is a failure.
 set -euo pipefail
@@ -7,6 +9,15 @@ cd "$(dirname "$0")/.."
 
 cargo test --workspace --locked
 cargo run --locked -q -p pp-cli -- eval evals/cases
+
+# Fault and load runs: bounded loops that fail on any lost approval, double execution or
+# lost event (docs/testing.md).
+cargo build --locked -q -p pp-cli -p pp-test-support --bins
+target/debug/soak --tasks 20 --kills 10 --max-secs 300
+target/debug/load --tasks 200 --sse-clients 50 --max-secs 300
+
+# API fuzzing against /api/openapi.json (installs schemathesis into target/fuzz-venv).
+bash scripts/fuzz-api.sh
 
 if [ -f e2e/package.json ]; then
   if command -v node >/dev/null 2>&1 && [ -x /usr/bin/chromium ]; then
