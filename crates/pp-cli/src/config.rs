@@ -199,7 +199,7 @@ impl Config {
             .and_then(|store| store.retain_days)
         {
             Some(0) => return Err(Exit::usage("`[store] retain_days` must be at least 1").into()),
-            days => days.map(crate::commands::backup::retain_window),
+            days => days.map(retain_window),
         };
         let workspaces = resolve_workspaces(
             &file_config.workspace,
@@ -403,6 +403,11 @@ pub(crate) fn absolute_path(path: &Path) -> anyhow::Result<PathBuf> {
         Err(_) => path.to_path_buf(),
     };
     std::path::absolute(&expanded).with_context(|| format!("cannot resolve {}", expanded.display()))
+}
+
+/// `retain_days` as a duration.
+pub(crate) fn retain_window(days: u32) -> Duration {
+    Duration::from_secs(u64::from(days) * 24 * 60 * 60)
 }
 
 #[cfg(test)]

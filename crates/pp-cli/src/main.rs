@@ -13,6 +13,7 @@ mod app;
 mod commands;
 mod config;
 mod env;
+mod escape;
 mod eval;
 mod home;
 mod keys;

@@ -1,12 +1,12 @@
 //! Tool results at a glance: a listing as an aligned table, anything longer than a few
 //! lines folded with "… N more lines", long values cut with their byte count.
 //!
-//! Everything returned here is already escaped for the terminal (`render::one_line`);
+//! Everything returned here is already escaped for the terminal (`escape::one_line`);
 //! nothing looks at tool names: a listing is recognised by its rows.
 
 use serde_json::Value;
 
-use crate::render::one_line;
+use crate::escape::{one_line, shorten, terminal_safe};
 use crate::style::{Paint, Palette, cut_to_width, pad_to_width};
 
 /// Lines of a result shown before the fold.
@@ -142,7 +142,7 @@ pub(crate) fn folded_text(
     let all: Vec<&str> = text.trim_end_matches('\n').lines().collect();
     let mut lines = Vec::new();
     for line in all.iter().take(shown) {
-        let safe = crate::render::terminal_safe(line).replace('\t', "    ");
+        let safe = terminal_safe(line).replace('\t', "    ");
         let (cut_line, cut) = cut_to_width(&safe, columns.saturating_sub(1).max(10));
         if cut && all.len() == 1 {
             lines.push(format!(
@@ -197,7 +197,7 @@ pub(crate) fn folded_json(value: &Value) -> Value {
 pub(crate) fn folded_arguments(arguments: &str) -> String {
     match serde_json::from_str::<Value>(arguments) {
         Ok(value) => folded_json(&value).to_string(),
-        Err(_) => crate::render::shorten(arguments, 200),
+        Err(_) => shorten(arguments, 200),
     }
 }
 

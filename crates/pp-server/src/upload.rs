@@ -149,10 +149,7 @@ impl BodyReader {
 
     /// The SHA-256 (`sha256:<hex>`) and the size of what was read.
     pub(crate) fn finish(self) -> (String, u64) {
-        (
-            crate::routes::files::hex_digest(&self.hasher.finalize()),
-            self.size,
-        )
+        (hex_digest(&self.hasher.finalize()), self.size)
     }
 }
 
@@ -181,6 +178,16 @@ impl Read for BodyReader {
         self.size = self.size.saturating_add(count as u64);
         Ok(count)
     }
+}
+
+/// `sha256:<lowercase hex>` of a finished SHA-256 digest.
+pub(crate) fn hex_digest(digest: &[u8]) -> String {
+    let mut hex = String::with_capacity(64);
+    for &byte in digest {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
+    }
+    format!("sha256:{hex}")
 }
 
 #[cfg(test)]

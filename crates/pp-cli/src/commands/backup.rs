@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use pp_store::{PruneReport, Store};
 
-use crate::config::{Config, Flags, absolute_path};
+use crate::config::{Config, Flags, absolute_path, retain_window};
 use crate::output::errln;
 use crate::{Exit, exit, home, lock};
 
@@ -97,11 +97,6 @@ pub(crate) async fn prune(flags: &Flags, days: Option<u32>) -> anyhow::Result<u8
     .await?;
     errln!("{}", describe(&report));
     Ok(exit::OK)
-}
-
-/// `retain_days` as a duration.
-pub(crate) fn retain_window(days: u32) -> Duration {
-    Duration::from_secs(u64::from(days) * 24 * 60 * 60)
 }
 
 /// For `serve` with `[store] retain_days`: prunes now and then once a day, on a blocking

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, too_large};
 use crate::state::AppState;
-use crate::upload::{self, AbortFlag, AbortOnDrop, BodyReader, PumpError};
+use crate::upload::{self, AbortFlag, AbortOnDrop, BodyReader, PumpError, hex_digest};
 use tokio::sync::mpsc;
 
 /// Most entries one listing returns.
@@ -73,16 +73,6 @@ fn required(path: Option<String>) -> ApiResult<String> {
 
 fn sha256_hex(bytes: &[u8]) -> String {
     hex_digest(&Sha256::digest(bytes))
-}
-
-/// `sha256:<lowercase hex>` of a finished SHA-256 digest.
-pub(crate) fn hex_digest(digest: &[u8]) -> String {
-    let mut hex = String::with_capacity(64);
-    for &byte in digest {
-        hex.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-        hex.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
-    }
-    format!("sha256:{hex}")
 }
 
 async fn audit(
