@@ -7,7 +7,7 @@
 //! through a symbolic link that stays inside the workspace writes the link's target; a
 //! link leading outside is refused.
 //!
-//! Its [`Tool::preview`] is what the approval card shows: `create` or `overwrite`
+//! Its [`pp_agent::Tool::preview`] is what the approval card shows: `create` or `overwrite`
 //! depending on whether the target exists at that moment, a unified diff of the old text
 //! against the new for an overwrite, the new content for a create, and the target's
 //! fingerprint so a change between approval request and execution can be noticed.
