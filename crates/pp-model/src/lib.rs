@@ -40,6 +40,7 @@ mod ping;
 mod scripted;
 mod settings;
 mod sse;
+mod tls;
 mod transport;
 
 pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION};
