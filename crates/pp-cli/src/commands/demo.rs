@@ -128,13 +128,14 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
 }
 
 async fn start(service: &TaskService, prompt: &str, script: Value) -> anyhow::Result<TaskRecord> {
-    let task = service.create(CreateTask {
-        prompt: prompt.to_owned(),
-        workspace: None,
-        actor: Actor::Operator,
-        script: Some(script),
-    })
-    .await?;
+    let task = service
+        .create(CreateTask {
+            prompt: prompt.to_owned(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(script),
+        })
+        .await?;
     Ok(service.run_now(&task.id).await?)
 }
 

@@ -45,13 +45,14 @@ pub(crate) async fn run(
         errln!("workspace: {}", workspace.path.display());
     }
     sweep_workspaces(workspace);
-    let task = service.create(CreateTask {
-        prompt: prompt.to_owned(),
-        workspace: None,
-        actor: Actor::Operator,
-        script,
-    })
-    .await?;
+    let task = service
+        .create(CreateTask {
+            prompt: prompt.to_owned(),
+            workspace: None,
+            actor: Actor::Operator,
+            script,
+        })
+        .await?;
     errln!(
         "task {} (stored in {})",
         task.id,

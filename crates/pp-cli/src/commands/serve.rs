@@ -38,9 +38,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
             }
             models::Found::Nothing(message) => {
                 errln!("warning: {message}");
-                errln!(
-                    "the server starts anyway; tasks fail at once until a model is configured"
-                );
+                errln!("the server starts anyway; tasks fail at once until a model is configured");
                 ModelSource::Unconfigured(message)
             }
         },

@@ -180,13 +180,14 @@ async fn execute_service(
         extra_tools(case),
         None,
     );
-    let task = service.create(CreateTask {
-        prompt: case.prompt.clone(),
-        workspace: None,
-        actor: Actor::Operator,
-        script: Some(substitute_value(&case.script, outside)),
-    })
-    .await?;
+    let task = service
+        .create(CreateTask {
+            prompt: case.prompt.clone(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(substitute_value(&case.script, outside)),
+        })
+        .await?;
     let mut record = service.run_now(&task.id).await?;
     let mut approvals = case.approvals.iter();
     while record.state == TaskState::WaitingApproval {
