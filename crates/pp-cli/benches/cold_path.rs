@@ -6,10 +6,10 @@
 //!
 //! Run with `cargo bench -p pp-cli --bench cold_path` (release profile). Options after
 //! `--`: `--runs N` (default 20), `--bin PATH` (default: the `pocketpilot` cargo built for
-//! this bench). Peak RSS comes from GNU time (`/usr/bin/time -f %M`) in extra runs that
-//! are not timed, so its own fork and exec never count against the wall times. Prints
-//! plain text; no harness. Goals (issue 16): `run` <= 0.7x `curl`, peak RSS <= 12 MiB;
-//! `serve` ready <= 20 ms, idle RSS <= 15 MiB.
+//! this bench). Peak RSS is the median of five extra runs under GNU time
+//! (`/usr/bin/time -f %M`), not timed, so its own fork and exec never count against the
+//! wall times. Prints plain text; no harness. Goals (issue 16): `run` <= 0.7x `curl`, peak
+//! RSS <= 12 MiB; `serve` ready <= 20 ms, idle RSS <= 15 MiB. See `docs/performance.md`.
 #![allow(
     clippy::print_stdout,
     clippy::unwrap_used,
@@ -42,6 +42,9 @@ const WHOLE: &str = concat!(
 );
 
 const GNU_TIME: &str = "/usr/bin/time";
+
+/// Runs (not timed) whose peak RSS is measured; the median is printed.
+const RSS_SAMPLES: usize = 5;
 
 struct Options {
     runs: usize,
@@ -140,11 +143,7 @@ fn main() {
         times[1].push(timed(&mut curl()));
         times[2].push(timed(&mut version()));
     }
-    let rss = [
-        peak_rss(&mut run()),
-        peak_rss(&mut curl()),
-        peak_rss(&mut version()),
-    ];
+    let rss = [median_rss(run), median_rss(curl), median_rss(version)];
     println!();
     println!(
         "{:<28} {:>9} {:>9} {:>9} {:>11}",
@@ -225,6 +224,15 @@ fn timed(command: &mut Command) -> Duration {
     let elapsed = start.elapsed();
     assert!(status.success(), "{command:?}: {status}");
     elapsed
+}
+
+/// The median of [`RSS_SAMPLES`] peak RSS figures (KiB).
+fn median_rss(command: impl Fn() -> Command) -> Option<u64> {
+    let mut samples = (0..RSS_SAMPLES)
+        .map(|_| peak_rss(&mut command()))
+        .collect::<Option<Vec<_>>>()?;
+    samples.sort_unstable();
+    Some(samples[samples.len() / 2])
 }
 
 /// Peak RSS in KiB, through GNU time; `None` without it.
