@@ -46,15 +46,13 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<CreateTaskRequest>,
 ) -> ApiResult<(StatusCode, Json<TaskRecord>)> {
-    let task = state
-        .service()
-        .create(CreateTask {
-            prompt: request.prompt,
-            workspace: request.workspace,
-            actor: Actor::Operator,
-            script: state.settings().default_script.clone(),
-        })
-        .await?;
+    let task = state.service().create(CreateTask {
+        prompt: request.prompt,
+        workspace: request.workspace,
+        actor: Actor::Operator,
+        script: state.settings().default_script.clone(),
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(task)))
 }
 

@@ -301,9 +301,7 @@ async fn resolve_latency() {
     let app = App::running();
     let mut approvals = Vec::new();
     for i in 0..200 {
-        let task = app
-            .create_task(crate::write_script(&format!("lat/{i}.txt"), "x\n"))
-            .await;
+        let task = app.create_task(crate::write_script(&format!("lat/{i}.txt"), "x\n")).await;
         approvals.push(task.id);
     }
     let mut ids = Vec::new();

@@ -175,9 +175,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
     }));
 
     // 1. Live: the task's events up to the approval request arrive as they happen.
-    let task = app
-        .create_task(crate::write_script("live.txt", "live\n"))
-        .await;
+    let task = app.create_task(crate::write_script("live.txt", "live\n")).await;
     let path = format!("/api/tasks/{}/events", task.id);
     let mut first = SseClient::connect(port, &path, None).await;
     let seen = first.until("approval_required").await;
