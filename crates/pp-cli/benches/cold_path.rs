@@ -6,7 +6,8 @@
 //!
 //! Run with `cargo bench -p pp-cli --bench cold_path` (release profile). Options after
 //! `--`: `--runs N` (default 20), `--bin PATH` (default: the `pocketpilot` cargo built for
-//! this bench). Peak RSS is the median of five extra runs under GNU time
+//! this bench), `--dir PATH` (where the data directory goes; `/dev/shm` shows the run
+//! without the disk's `fsync` cost). Peak RSS is the median of five extra runs under GNU time
 //! (`/usr/bin/time -f %M`), not timed, so its own fork and exec never count against the
 //! wall times. Prints plain text; no harness. Goals (issue 16): `run` <= 0.7x `curl`, peak
 //! RSS <= 12 MiB; `serve` ready <= 20 ms, idle RSS <= 15 MiB. See `docs/performance.md`.
@@ -49,18 +50,23 @@ const RSS_SAMPLES: usize = 5;
 struct Options {
     runs: usize,
     bin: PathBuf,
+    /// Where the data directory goes (`--dir`; default the system's temp directory). On
+    /// tmpfs (`/dev/shm`) `fsync` costs nothing, which shows what the disk adds.
+    dir: Option<PathBuf>,
 }
 
 fn options() -> Options {
     let mut options = Options {
         runs: 20,
         bin: PathBuf::from(env!("CARGO_BIN_EXE_pocketpilot")),
+        dir: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--runs" => options.runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(20),
             "--bin" => options.bin = PathBuf::from(args.next().expect("--bin PATH")),
+            "--dir" => options.dir = Some(PathBuf::from(args.next().expect("--dir PATH"))),
             _ => {} // `cargo bench` passes `--bench`.
         }
     }
@@ -69,7 +75,10 @@ fn options() -> Options {
 
 fn main() {
     let options = options();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = match &options.dir {
+        Some(parent) => tempfile::tempdir_in(parent).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    };
     let server = MockServer::start();
     let home = dir.path().join("home");
     let workspace = dir.path().join("workspace");
@@ -108,7 +117,11 @@ fn main() {
         command
     };
 
-    println!("pocketpilot cold path: {}", bin.display());
+    println!(
+        "pocketpilot cold path: {} (data in {})",
+        bin.display(),
+        dir.path().display()
+    );
     println!(
         "loopback server on 127.0.0.1:{}, {} rounds",
         server.port, options.runs
