@@ -206,9 +206,9 @@ const MAX_CONCURRENT_PROBES: usize = 8;
 /// Probes local OpenAI-compatible servers and returns the first (in the order of
 /// `options.candidates`) with a usable model.
 ///
-/// The ports are probed concurrently, at most [`MAX_CONCURRENT_PROBES`] at a time, so the
-/// whole search takes about as long as the slowest port rather than the sum of them: at
-/// most two requests of `options.timeout` per batch of ports.
+/// The ports are probed concurrently, at most 8 at a time, so the whole search takes
+/// about as long as the slowest port rather than the sum of them: at most two requests of
+/// `options.timeout` per batch of ports.
 pub async fn probe_local(options: &ProbeOptions) -> Result<Discovered, ProbeReport> {
     let mut tried = Vec::new();
     let Ok(client) = transport::client(options.timeout) else {
