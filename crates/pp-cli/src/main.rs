@@ -224,11 +224,17 @@ fn main() -> ExitCode {
             });
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // `serve` answers many clients at once; every other command is one request after
+    // another and runs on the main thread (no worker threads to start). Blocking work
+    // (SQLite, files) goes to the blocking pool either way.
+    let mut builder = if matches!(cli.command, Command::Serve { .. }) {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(2);
+        builder
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             errln!("error: cannot start the async runtime: {error}");

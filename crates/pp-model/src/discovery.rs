@@ -15,7 +15,7 @@
 //! An empty or blank value does not count. The config file's `model` overrides the
 //! default model.
 //!
-//! # Local servers, probed in order (`127.0.0.1`, 500 ms per request by default)
+//! # Local servers, probed at once, first in this order wins (`127.0.0.1`, 500 ms per request by default)
 //!
 //! | server | port | models listed by |
 //! |---|---|---|
@@ -200,58 +200,86 @@ impl fmt::Display for ProbeReport {
     }
 }
 
-/// Probes local OpenAI-compatible servers and returns the first with a usable model.
+/// At most this many ports are probed at once.
+const MAX_CONCURRENT_PROBES: usize = 8;
+
+/// Probes local OpenAI-compatible servers and returns the first (in the order of
+/// `options.candidates`) with a usable model.
+///
+/// The ports are probed concurrently, at most 8 at a time, so the whole search takes
+/// about as long as the slowest port rather than the sum of them: at most two requests of
+/// `options.timeout` per batch of ports.
 pub async fn probe_local(options: &ProbeOptions) -> Result<Discovered, ProbeReport> {
     let mut tried = Vec::new();
     let Ok(client) = transport::client(options.timeout) else {
         tried.push("cannot build an http client".to_owned());
         return Err(ProbeReport { tried });
     };
-    for candidate in &options.candidates {
-        let root = match options.host {
-            IpAddr::V4(host) => format!("http://{host}:{}", candidate.port),
-            IpAddr::V6(host) => format!("http://[{host}]:{}", candidate.port),
-        };
-        let place = format!(
-            "{} on {}",
-            candidate.kind,
-            root.trim_start_matches("http://")
-        );
-        let mut models = Err("nothing listening".to_owned());
-        if candidate.kind == LocalServerKind::Ollama {
-            models = list(&client, &format!("{root}/api/tags"), options.timeout).await;
-        }
-        if models.as_ref().map_or(true, Vec::is_empty) {
-            let listed = list(&client, &format!("{root}/v1/models"), options.timeout).await;
-            if listed.is_ok() || models.is_err() {
-                models = listed;
+    for batch in options.candidates.chunks(MAX_CONCURRENT_PROBES) {
+        let outcomes = futures_util::future::join_all(
+            batch
+                .iter()
+                .map(|candidate| probe(&client, options, *candidate)),
+        )
+        .await;
+        for outcome in outcomes {
+            match outcome {
+                Ok(found) => return Ok(found),
+                Err(line) => tried.push(line),
             }
-        }
-        match models {
-            Ok(names) => match pick(&names) {
-                Some(model) => {
-                    let base_url = format!("{root}/v1");
-                    let others = names.len() - 1;
-                    let reason = format!(
-                        "found {place}: using model `{model}`{}",
-                        if others == 0 {
-                            String::new()
-                        } else {
-                            format!(" (first of {} listed; set `model` to choose)", names.len())
-                        }
-                    );
-                    return Ok(Discovered {
-                        settings: ProviderSettings::new(ProviderKind::OpenAi, base_url, model),
-                        reason,
-                    });
-                }
-                None if names.is_empty() => tried.push(format!("{place}: no models installed")),
-                None => tried.push(format!("{place}: only embedding models installed")),
-            },
-            Err(why) => tried.push(format!("{place}: {why}")),
         }
     }
     Err(ProbeReport { tried })
+}
+
+/// Probes one port: the server found there, or one line saying why not.
+async fn probe(
+    client: &reqwest::Client,
+    options: &ProbeOptions,
+    candidate: LocalCandidate,
+) -> Result<Discovered, String> {
+    let root = match options.host {
+        IpAddr::V4(host) => format!("http://{host}:{}", candidate.port),
+        IpAddr::V6(host) => format!("http://[{host}]:{}", candidate.port),
+    };
+    let place = format!(
+        "{} on {}",
+        candidate.kind,
+        root.trim_start_matches("http://")
+    );
+    let mut models = Err("nothing listening".to_owned());
+    if candidate.kind == LocalServerKind::Ollama {
+        models = list(client, &format!("{root}/api/tags"), options.timeout).await;
+    }
+    if models.as_ref().map_or(true, Vec::is_empty) {
+        let listed = list(client, &format!("{root}/v1/models"), options.timeout).await;
+        if listed.is_ok() || models.is_err() {
+            models = listed;
+        }
+    }
+    match models {
+        Ok(names) => match pick(&names) {
+            Some(model) => {
+                let base_url = format!("{root}/v1");
+                let others = names.len() - 1;
+                let reason = format!(
+                    "found {place}: using model `{model}`{}",
+                    if others == 0 {
+                        String::new()
+                    } else {
+                        format!(" (first of {} listed; set `model` to choose)", names.len())
+                    }
+                );
+                Ok(Discovered {
+                    settings: ProviderSettings::new(ProviderKind::OpenAi, base_url, model),
+                    reason,
+                })
+            }
+            None if names.is_empty() => Err(format!("{place}: no models installed")),
+            None => Err(format!("{place}: only embedding models installed")),
+        },
+        Err(why) => Err(format!("{place}: {why}")),
+    }
 }
 
 /// The first model that does not look like an embedding model.

@@ -22,6 +22,9 @@ pub enum Error {
     /// The HTTP client could not be built (TLS setup).
     #[error("cannot build the http client")]
     HttpClient(#[source] Box<reqwest::Error>),
+    /// The TLS settings could not be built.
+    #[error("cannot set up tls for the http client")]
+    Tls(#[source] rustls::Error),
 }
 
 /// What is wrong with a [`crate::ProviderSettings`].

@@ -17,7 +17,8 @@
 //!   loop's job: `pp_agent::trim_to_window`.)
 //!
 //! This crate depends on `pp-types` and `pp-agent` only, and owns `reqwest` (rustls on
-//! the ring backend). It reads no environment variable and no file: the CLI resolves
+//! the ring backend; the system's root certificates are read at the first `https://`
+//! handshake of the process, never for a plain-`http://` local model). It reads no environment variable and no file: the CLI resolves
 //! its config into [`ProviderSettings`].
 //!
 //! ```
@@ -40,6 +41,7 @@ mod ping;
 mod scripted;
 mod settings;
 mod sse;
+mod tls;
 mod transport;
 
 pub use anthropic::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION};

@@ -3,6 +3,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pp_agent::{ModelError, ModelErrorKind};
@@ -12,6 +13,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use crate::error::{Error, Result};
 use crate::settings::{Backoff, ProviderSettings, Timeouts};
 use crate::sse::{SseEvent, SseParser};
+use crate::tls::LazyRoots;
 
 /// The longest server error text quoted in a message.
 const QUOTE_LIMIT: usize = 300;
@@ -43,11 +45,19 @@ pub(crate) fn ensure_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Builds a client with the connect timeout set.
+/// Builds a client with the connect timeout set. The TLS roots are read at the first
+/// `https://` handshake of the process, not here (see [`crate::tls`]).
 pub(crate) fn client(connect: Duration) -> Result<reqwest::Client> {
+    client_with(connect, LazyRoots::process())
+}
+
+/// [`client`] with its own roots (tests count their loads).
+pub(crate) fn client_with(connect: Duration, roots: Arc<LazyRoots>) -> Result<reqwest::Client> {
     ensure_crypto_provider();
+    let tls = crate::tls::client_config(roots).map_err(Error::Tls)?;
     reqwest::Client::builder()
         .connect_timeout(connect)
+        .tls_backend_preconfigured(tls)
         .build()
         .map_err(|error| Error::HttpClient(Box::new(error)))
 }

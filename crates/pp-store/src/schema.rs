@@ -87,16 +87,19 @@ pub(crate) fn sidecar(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Connection settings: busy timeout, WAL, foreign keys.
+/// Connection settings, set once per connection in one batch: WAL, `synchronous`,
+/// foreign keys.
+///
+/// `synchronous = NORMAL` is durable across application crashes in WAL mode; a power
+/// loss may lose the last transactions but never corrupts the file.
+const PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                       PRAGMA foreign_keys = ON;";
+
+/// Connection settings: busy timeout, then [`PRAGMAS`].
 pub(crate) fn configure(connection: &Connection) -> rusqlite::Result<()> {
     // First, so that the journal-mode switch below also waits for other processes.
     connection.busy_timeout(BUSY_TIMEOUT)?;
-    let _mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
-    // NORMAL is durable across application crashes in WAL mode; a power loss may lose
-    // the last transactions but never corrupts the file.
-    connection.pragma_update(None, "synchronous", "NORMAL")?;
-    connection.pragma_update(None, "foreign_keys", true)?;
-    Ok(())
+    connection.execute_batch(PRAGMAS)
 }
 
 /// The database's schema version.
@@ -111,6 +114,13 @@ pub(crate) fn migrate(connection: &mut Connection) -> Result<()> {
 
 fn migrate_with(connection: &mut Connection, migrations: &[&str]) -> Result<()> {
     let supported = i64::try_from(migrations.len()).unwrap_or(i64::MAX);
+    // The common case, an up-to-date database, costs this one read and no write lock.
+    // The version only grows, so a current one cannot go stale before the next query.
+    match user_version(connection)? {
+        found if found == supported => return Ok(()),
+        found if found > supported => return Err(Error::NewerSchema { found, supported }),
+        _ => {}
+    }
     loop {
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         // Read under the write lock: another process may have migrated meanwhile.
@@ -181,6 +191,36 @@ mod tests {
                 supported: 1
             }
         ));
+    }
+
+    #[test]
+    fn opening_a_current_database_takes_no_write_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pocketpilot.db");
+        drop(crate::Store::open(&path).unwrap());
+        // Another process is in the middle of a write.
+        let writer = Connection::open(&path).unwrap();
+        writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let store = crate::Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        writer.execute_batch("COMMIT").unwrap();
+    }
+
+    #[test]
+    fn pragmas_are_set_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let connection = Connection::open(dir.path().join("db")).unwrap();
+        configure(&connection).unwrap();
+        let mode: String = connection
+            .pragma_query_value(None, "journal_mode", |row| row.get(0))
+            .unwrap();
+        let synchronous: i64 = connection
+            .pragma_query_value(None, "synchronous", |row| row.get(0))
+            .unwrap();
+        let foreign_keys: i64 = connection
+            .pragma_query_value(None, "foreign_keys", |row| row.get(0))
+            .unwrap();
+        assert_eq!((mode.as_str(), synchronous, foreign_keys), ("wal", 1, 1));
     }
 
     #[test]

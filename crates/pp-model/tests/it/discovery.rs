@@ -145,3 +145,67 @@ async fn a_silent_port_times_out_quickly() {
     assert!(start.elapsed() < Duration::from_millis(1000));
     assert!(report.tried[0].contains("no answer within"), "{report}");
 }
+
+/// A loopback server (std, one thread) answering every request on each connection with
+/// `body` as JSON, after `before_answer` returns.
+fn answering_server(body: serde_json::Value, before_answer: impl Fn() + Send + 'static) -> u16 {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            before_answer();
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 1024];
+            while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+                match stream.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => request.extend_from_slice(&buffer[..read]),
+                }
+            }
+            let body = body.to_string();
+            let _ = stream.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn ports_are_probed_at_once_and_the_first_in_order_wins() {
+    // The preferred server answers only once the second one has been contacted. Probed
+    // one after the other it would time out first (and the second would win); probed
+    // concurrently, both answer and the preferred one is chosen.
+    let (contacted, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Mutex::new(wait);
+    let preferred = answering_server(json!({"models": [{"name": "first-choice"}]}), move || {
+        let _ = wait.lock().unwrap().recv_timeout(Duration::from_secs(10));
+    });
+    let contacted = std::sync::Mutex::new(contacted);
+    let second = answering_server(
+        json!({"object": "list", "data": [{"id": "second-choice"}]}),
+        move || {
+            let _ = contacted.lock().unwrap().send(());
+        },
+    );
+    let mut options = options(vec![
+        LocalCandidate {
+            kind: LocalServerKind::Ollama,
+            port: preferred,
+        },
+        LocalCandidate {
+            kind: LocalServerKind::LlamaCpp,
+            port: second,
+        },
+    ]);
+    options.timeout = Duration::from_secs(5);
+    let found = probe_local(&options).await.unwrap();
+    assert_eq!(found.settings.model, "first-choice", "{}", found.reason);
+}
