@@ -246,33 +246,6 @@ impl Store {
             Ok(ids)
         })
     }
-
-    /// Cancels a task in one of `from`: sets `error` to `reason`, cancels its pending
-    /// approvals and appends `events`, all in one transaction.
-    pub fn cancel(
-        &self,
-        id: &TaskId,
-        from: &[TaskState],
-        reason: &str,
-        events: Vec<Event>,
-    ) -> Result<TaskRecord> {
-        let change = TaskChange {
-            error: Some(reason.to_owned()),
-            ..TaskChange::to(TaskState::Cancelled)
-        };
-        let now = self.now();
-        self.write(|transaction| {
-            let task = change_state(transaction, id, from, &change, now)?;
-            transaction
-                .prepare_cached(
-                    "UPDATE approvals SET state = 'cancelled', resolved_at = ?2, reason = ?3 \
-                     WHERE task_id = ?1 AND state = 'pending'",
-                )?
-                .execute(params![id.as_str(), task.updated_at.as_millis(), reason])?;
-            events::insert(transaction, id, events, task.updated_at)?;
-            Ok(task)
-        })
-    }
 }
 
 /// Reads one task.

@@ -133,7 +133,15 @@ fn racing_transitions_on_one_task_let_exactly_one_through() {
                             )
                             .map(|(task, _)| task)
                     } else {
-                        store.cancel(id, &[TaskState::Running], "stop", Vec::new())
+                        store.cancel_task(
+                            id,
+                            &[TaskState::Running],
+                            pp_store::TaskChange {
+                                error: Some("stop".into()),
+                                ..pp_store::TaskChange::to(TaskState::Cancelled)
+                            },
+                            pp_types::NewAudit::new(pp_types::AuditAction::TaskCancelled),
+                        )
                     };
                     match result {
                         Ok(_) => 1,

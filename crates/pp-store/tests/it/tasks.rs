@@ -259,11 +259,11 @@ fn cancel_ends_the_task_and_its_pending_approvals() {
     ];
     let cancelled = db
         .store
-        .cancel(
+        .cancel_task(
             &task.id,
             &from,
-            "cancelled by the operator",
-            vec![started("bye")],
+            cancel_change("cancelled by the operator", vec![started("bye")]),
+            pp_types::NewAudit::new(pp_types::AuditAction::TaskCancelled),
         )
         .unwrap();
     assert_eq!(cancelled.state, TaskState::Cancelled);
@@ -284,9 +284,26 @@ fn cancel_ends_the_task_and_its_pending_approvals() {
     assert_eq!(events.last().unwrap().event, started("bye"));
 
     // Cancelling again is a conflict; resolving the cancelled approval is refused.
+    let audit = db.store.list_audit(&pp_store::AuditFilter {
+        actor: None,
+        task_id: Some(task.id.clone()),
+        action: Some("task_cancelled".into()),
+        before_id: None,
+        limit: 10,
+    });
+    assert_eq!(
+        audit.unwrap().len(),
+        1,
+        "the cancel's audit row is written with it"
+    );
     let error = db
         .store
-        .cancel(&task.id, &from, "again", Vec::new())
+        .cancel_task(
+            &task.id,
+            &from,
+            cancel_change("again", Vec::new()),
+            pp_types::NewAudit::new(pp_types::AuditAction::TaskCancelled),
+        )
         .unwrap_err();
     assert!(matches!(
         error,
@@ -392,4 +409,43 @@ fn the_store_hands_out_its_clock() {
     let before = pp_types::Timestamp::now();
     let now = system.clock().now();
     assert!(now >= before && now <= pp_types::Timestamp::now());
+}
+
+/// A cancel's state change: `cancelled` with `reason` and `events`.
+fn cancel_change(reason: &str, events: Vec<pp_types::Event>) -> TaskChange {
+    TaskChange {
+        error: Some(reason.to_owned()),
+        events,
+        ..TaskChange::to(TaskState::Cancelled)
+    }
+}
+
+#[test]
+fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled() {
+    let db = TestDb::new();
+    let (task, approval) = db.waiting("x");
+    db.store.resolve(&approval.id, crate::approve()).unwrap();
+    assert!(db.store.approved_call_pending(&task.id).unwrap());
+    let cancel = || {
+        db.store.cancel_task(
+            &task.id,
+            &[TaskState::Running],
+            cancel_change("stop", Vec::new()),
+            pp_types::NewAudit::new(pp_types::AuditAction::TaskCancelled),
+        )
+    };
+    assert!(matches!(
+        cancel().unwrap_err(),
+        Error::ApprovedCallPending { .. }
+    ));
+    // Once the call's outcome is in the ledger, the running task can be cancelled.
+    db.store
+        .append_audit(pp_types::NewAudit {
+            task_id: Some(task.id.clone()),
+            approval_id: Some(approval.id.clone()),
+            ..pp_types::NewAudit::new(pp_types::AuditAction::ToolExecuted)
+        })
+        .unwrap();
+    assert!(!db.store.approved_call_pending(&task.id).unwrap());
+    assert_eq!(cancel().unwrap().state, TaskState::Cancelled);
 }
