@@ -442,7 +442,7 @@ fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled() {
     db.store
         .append_audit(pp_types::NewAudit {
             task_id: Some(task.id.clone()),
-            approval_id: Some(approval.id.clone()),
+            approval_id: Some(approval.id),
             ..pp_types::NewAudit::new(pp_types::AuditAction::ToolExecuted)
         })
         .unwrap();
