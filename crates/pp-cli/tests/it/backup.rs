@@ -1,5 +1,6 @@
 //! `backup`, `restore` and `prune` against a real data directory and a running `serve`.
 
+use std::ffi::OsStr;
 use std::path::Path;
 
 use pp_test_support::TempTree;
@@ -23,6 +24,12 @@ fn prompts(home: &Path) -> Vec<String> {
         .collect();
     prompts.sort();
     prompts
+}
+
+/// Runs `pocketpilot ARGS` on `home`; its exit code and standard error.
+fn cli(home: &Path, args: &[&OsStr]) -> (Option<i32>, String) {
+    let output = pocketpilot_in(home).args(args).output().unwrap();
+    (output.status.code(), text(&output).1)
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -53,36 +60,20 @@ fn backup_while_serving_restore_only_once_the_server_is_gone() {
         .create_session(std::time::Duration::from_secs(3600))
         .unwrap();
 
-    let output = pocketpilot_in(&home)
-        .arg("backup")
-        .arg(&backup)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output).1);
+    let (code, stderr) = cli(&home, &[OsStr::new("backup"), backup.as_os_str()]);
+    assert_eq!(code, Some(0), "{stderr}");
     run_task(&server, "second");
 
-    let output = pocketpilot_in(&home)
-        .arg("restore")
-        .arg(&backup)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(5), "{}", text(&output).1);
-    assert!(
-        text(&output).1.contains("a server is running"),
-        "{}",
-        text(&output).1
-    );
+    let (code, stderr) = cli(&home, &[OsStr::new("restore"), backup.as_os_str()]);
+    assert_eq!(code, Some(5), "{stderr}");
+    assert!(stderr.contains("a server is running"), "{stderr}");
     assert_eq!(prompts(&home), ["first", "second"], "nothing was replaced");
 
     // kill -9: the operating system releases the server's lock.
     server.kill();
-    let output = pocketpilot_in(&home)
-        .arg("restore")
-        .arg(&backup)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output).1);
-    assert!(text(&output).1.contains("1 task(s)"), "{}", text(&output).1);
+    let (code, stderr) = cli(&home, &[OsStr::new("restore"), backup.as_os_str()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("1 task(s)"), "{stderr}");
     assert_eq!(prompts(&home), ["first"]);
     let restored = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
     assert!(
@@ -119,17 +110,9 @@ fn restoring_a_file_that_is_not_a_store_changes_nothing() {
     let not_a_store = tree.base().join("notes.txt");
     std::fs::write(&not_a_store, "just some notes\n".repeat(500)).unwrap();
     let before = names(&home);
-    let output = pocketpilot_in(&home)
-        .arg("restore")
-        .arg(&not_a_store)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output).1);
-    assert!(
-        text(&output).1.contains("is not a PocketPilot database"),
-        "{}",
-        text(&output).1
-    );
+    let (code, stderr) = cli(&home, &[OsStr::new("restore"), not_a_store.as_os_str()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is not a PocketPilot database"), "{stderr}");
     assert_eq!(names(&home), before, "no temporary file left behind");
     assert!(database.is_file());
     assert_eq!(prompts(&home), ["kept"]);
@@ -143,39 +126,36 @@ fn prune_needs_a_window_and_reports_what_it_removed() {
     let server = Server::start(&home, tree.workspace(), Some(&script));
     run_task(&server, "recent");
     drop(server);
-    let output = pocketpilot_in(&home).arg("prune").output().unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output).1);
-    assert!(
-        text(&output).1.contains("retain_days"),
-        "{}",
-        text(&output).1
-    );
+    let (code, stderr) = cli(&home, &[OsStr::new("prune")]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("retain_days"), "{stderr}");
 
     let config = tree.base().join("pocketpilot.toml");
     std::fs::write(&config, "[store]\nretain_days = 30\n").unwrap();
-    let output = pocketpilot_in(&home)
-        .arg("--config")
-        .arg(&config)
-        .arg("prune")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output).1);
+    let (code, stderr) = cli(
+        &home,
+        &[
+            OsStr::new("--config"),
+            config.as_os_str(),
+            OsStr::new("prune"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(
-        text(&output)
-            .1
-            .contains("pruned the history of 0 finished task(s)"),
-        "{}",
-        text(&output).1
+        stderr.contains("pruned the history of 0 finished task(s)"),
+        "{stderr}"
     );
     assert_eq!(prompts(&home), ["recent"]);
     std::fs::write(&config, "[store]\nretain_days = 0\n").unwrap();
-    let output = pocketpilot_in(&home)
-        .arg("--config")
-        .arg(&config)
-        .arg("prune")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output).1);
+    let (code, stderr) = cli(
+        &home,
+        &[
+            OsStr::new("--config"),
+            config.as_os_str(),
+            OsStr::new("prune"),
+        ],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
 }
 
 #[test]

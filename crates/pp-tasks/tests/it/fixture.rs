@@ -157,26 +157,27 @@ impl Fixture {
 
     /// Waits (bounded) until `task` is in `state`; fails the test otherwise.
     pub(crate) async fn wait_for_state(&self, task: &TaskId, state: TaskState) -> TaskRecord {
-        for _ in 0..1000 {
-            let record = self.service.store().task(task).unwrap();
-            if record.state == state {
-                return record;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!("task {task} never reached {}", state.as_str());
+        self.wait_until(task, |current| current == state).await
     }
 
     /// Waits (bounded) until `task` is no longer queued or running.
     pub(crate) async fn wait_for_end(&self, task: &TaskId) -> TaskRecord {
+        self.wait_until(task, |current| {
+            !matches!(current, TaskState::Queued | TaskState::Running)
+        })
+        .await
+    }
+
+    /// Polls `task` (at most 1,000 times, 5 ms apart) until its state passes `done`.
+    async fn wait_until(&self, task: &TaskId, done: impl Fn(TaskState) -> bool) -> TaskRecord {
         for _ in 0..1000 {
             let record = self.service.store().task(task).unwrap();
-            if !matches!(record.state, TaskState::Queued | TaskState::Running) {
+            if done(record.state) {
                 return record;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        panic!("task {task} never ended");
+        panic!("task {task} never reached the state waited for");
     }
 
     pub(crate) fn event_types(&self, task: &TaskId) -> Vec<&'static str> {
