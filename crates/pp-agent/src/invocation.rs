@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
+use pp_types::Actor;
+
 /// The context every tool call receives next to its arguments.
 ///
 /// Tools do their blocking work off the async threads; the task service may stop waiting
@@ -15,6 +17,9 @@ use std::time::Instant;
 pub struct ToolContext {
     /// The task the call belongs to (`None` outside the task service: tests, tools).
     pub task_id: Option<String>,
+    /// Who started the task (operator, scheduler, webhook). A tool never widens anything
+    /// because of it; it is there for the ledger and for tools that say who asked.
+    pub actor: Option<Actor>,
     /// When the task's running time ends, if it has a limit; for tools that size their
     /// own work (the service itself triggers the interrupt when it passes).
     pub deadline: Option<Instant>,
@@ -27,9 +32,16 @@ impl ToolContext {
     pub fn for_task(task_id: impl Into<String>, deadline: Option<Instant>) -> Self {
         Self {
             task_id: Some(task_id.into()),
+            actor: None,
             deadline,
             interrupt: Interrupt::default(),
         }
+    }
+
+    /// The same context, naming the task's `actor`.
+    pub fn with_actor(mut self, actor: Actor) -> Self {
+        self.actor = Some(actor);
+        self
     }
 
     /// Whether the call should stop now: the task was cancelled or timed out. Only the

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pp_types::{EffectPreview, ToolOutput, ToolSpec};
+use pp_types::{EffectPreview, TargetState, ToolOutput, ToolSpec, pointer_property};
 use serde_json::Value;
 
 use crate::ToolContext;
@@ -30,6 +30,24 @@ pub trait Tool: Send + Sync {
         Box::pin(async { None })
     }
 
+    /// The call's target as the model wrote it, for the audit ledger and the approval
+    /// record: by default the first path its spec's pointers designate.
+    fn target(&self, arguments: &Value) -> Option<String> {
+        self.spec().first_path(arguments).map(str::to_owned)
+    }
+
+    /// The target's state now — what it resolves to and its fingerprint, in the format
+    /// of this tool's [`Tool::preview`] — for the stale check before an approved call
+    /// runs. `None` (the default) for tools whose effect has no target that could change
+    /// under the person's feet; such approvals are never stale.
+    fn target_state<'a>(
+        &'a self,
+        _context: &'a ToolContext,
+        _arguments: &'a Value,
+    ) -> BoxFuture<'a, Option<TargetState>> {
+        Box::pin(async { None })
+    }
+
     /// Runs the call.
     fn execute<'a>(
         &'a self,
@@ -53,7 +71,7 @@ pub enum RegistryError {
         /// The tool's name.
         name: String,
     },
-    /// A path parameter must be a declared property of the schema.
+    /// A path pointer must name a declared property of the schema.
     #[error("tool `{name}` declares path parameter `{param}` that its schema does not have")]
     UnknownPathParam {
         /// The tool's name.
@@ -87,10 +105,14 @@ impl ToolRegistry {
         self.insert(tool)
     }
 
-    /// Adds a tool even if it declares no capability.
+    /// Adds a tool even if it declares no capability: the test-only door.
     ///
-    /// Only for evals and tests that check the policy engine denies such tools by itself.
-    pub fn register_unchecked(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+    /// Only evals and tests that check the policy engine denies such tools by itself call
+    /// this; production tools arrive through `pp_tools::Toolbox`, which refuses them.
+    pub fn register_unclassified_for_evals(
+        &mut self,
+        tool: Arc<dyn Tool>,
+    ) -> Result<(), RegistryError> {
         self.insert(tool)
     }
 
@@ -102,7 +124,7 @@ impl ToolRegistry {
             });
         }
         for param in &spec.path_params {
-            if !schema::has_property(&spec.parameters, param) {
+            if !schema::has_property(&spec.parameters, pointer_property(param)) {
                 return Err(RegistryError::UnknownPathParam {
                     name: spec.name.clone(),
                     param: param.clone(),

@@ -45,7 +45,7 @@ impl App {
             config.tasks.clone(),
             config.workspaces.clone(),
             models,
-            Vec::new(),
+            pp_tools::Toolbox::files(),
             observer,
         );
         Ok(Self { config, service })

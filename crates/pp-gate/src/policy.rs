@@ -7,9 +7,10 @@
 //! | anything else | [`Decision::Deny`] ([`DenyRule::UnknownCapability`]) |
 //! | no capability | [`Decision::Deny`] ([`DenyRule::MissingCapability`]) |
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pp_types::{Capability, Decision, Denial, DenyRule, Policy, ToolSpec};
+use pp_types::{Capability, Decision, Denial, DenyRule, Policy, ToolSpec, pointer_paths};
 use serde_json::Value;
 
 use crate::Jail;
@@ -44,54 +45,93 @@ pub fn evaluate_capability(capability: Option<&Capability>) -> Decision {
 
 /// Decides one call: every path argument through `jail`, then the capability.
 ///
-/// For each name in `spec.path_params` present in the `arguments` object, the value
+/// Every path a pointer of `spec.path_params` designates in the `arguments` object (a
+/// top-level string for `"path"`, each element of a top-level array for `"paths[]"`)
 /// must be a string ([`DenyRule::PathNotString`] otherwise) that passes
 /// [`Jail::check`]; a rule violation is a denial, while a missing file or an I/O error
 /// is not (the tool reports it when it runs). The tool's name is never consulted.
 pub fn evaluate(jail: &Jail, spec: &ToolSpec, arguments: &Value) -> Decision {
-    for name in &spec.path_params {
-        let Some(value) = arguments.get(name) else {
-            continue;
-        };
-        let Some(path) = value.as_str() else {
-            return Decision::Deny(Denial::new(
-                DenyRule::PathNotString,
-                format!("path argument {name:?} is not a string"),
-            ));
-        };
-        if let Err(error) = jail.check(path)
-            && let Some(denial) = error.denial()
-        {
-            return Decision::Deny(denial);
-        }
+    match check_paths(Some(jail), spec, arguments) {
+        Some(denial) => Decision::Deny(denial),
+        None => evaluate_capability(spec.capability.as_ref()),
     }
-    evaluate_capability(spec.capability.as_ref())
 }
 
-/// The real [`Policy`]: [`evaluate`] with a shared jail.
+/// The first path argument `jail` refuses; with no jail (an unknown root), the first
+/// path argument at all.
+fn check_paths(jail: Option<&Jail>, spec: &ToolSpec, arguments: &Value) -> Option<Denial> {
+    for pointer in &spec.path_params {
+        let paths = match pointer_paths(pointer, arguments) {
+            Ok(paths) => paths,
+            Err(error) => return Some(Denial::new(DenyRule::PathNotString, error.to_string())),
+        };
+        for path in paths {
+            let Some(jail) = jail else {
+                return Some(Denial::new(
+                    DenyRule::UnknownRoot,
+                    format!("{path:?} is relative to a folder that does not exist in this run"),
+                ));
+            };
+            if let Err(error) = jail.check(path)
+                && let Some(denial) = error.denial()
+            {
+                return Some(denial);
+            }
+        }
+    }
+    None
+}
+
+/// The real [`Policy`]: [`evaluate`] with a shared jail for the workspace and one per
+/// scoped root (a skill's folder), chosen by the tool's [`PathRoot`](pp_types::PathRoot).
 ///
 /// Build a fresh one for every run and every resume.
 #[derive(Debug, Clone)]
 pub struct Gate {
-    /// The jail path arguments are checked against; shared with the tools.
+    /// The workspace jail path arguments are checked against; shared with the tools.
     jail: Arc<Jail>,
+    /// Scoped roots by [`PathRoot::key`](pp_types::PathRoot::key).
+    roots: BTreeMap<String, Arc<Jail>>,
 }
 
 impl Gate {
-    /// A gate checking paths against `jail`.
+    /// A gate checking paths against the workspace `jail`.
     pub fn new(jail: Arc<Jail>) -> Self {
-        Self { jail }
+        Self {
+            jail,
+            roots: BTreeMap::new(),
+        }
     }
 
-    /// The jail this gate checks paths against.
+    /// Adds a scoped root: tools whose [`PathRoot::Scoped`](pp_types::PathRoot::Scoped) resolves to `key` have their
+    /// paths checked against `jail`.
+    pub fn add_root(&mut self, key: impl Into<String>, jail: Arc<Jail>) {
+        self.roots.insert(key.into(), jail);
+    }
+
+    /// The workspace jail.
     pub fn jail(&self) -> &Arc<Jail> {
         &self.jail
+    }
+
+    /// The jail `spec`'s paths are checked against for `arguments`: the workspace, a
+    /// registered scoped root, or `None` when the root is unknown or unnamed.
+    pub fn root_for(&self, spec: &ToolSpec, arguments: &Value) -> Option<&Arc<Jail>> {
+        match spec.root.key_for(arguments) {
+            None => Some(&self.jail),
+            Some(Ok(key)) => self.roots.get(&key),
+            Some(Err(())) => None,
+        }
     }
 }
 
 impl Policy for Gate {
     fn evaluate(&self, spec: &ToolSpec, arguments: &Value) -> Decision {
-        evaluate(&self.jail, spec, arguments)
+        let jail = self.root_for(spec, arguments).map(Arc::as_ref);
+        match check_paths(jail, spec, arguments) {
+            Some(denial) => Decision::Deny(denial),
+            None => evaluate_capability(spec.capability.as_ref()),
+        }
     }
 }
 

@@ -126,7 +126,9 @@ impl From<pp_tasks::Error> for ApiError {
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
             Error::Store(error) => error.into(),
-            Error::Workspace { .. } | Error::Model(_) | Error::Internal(_) => Self::internal(error),
+            Error::Workspace { .. } | Error::Model(_) | Error::Tools(_) | Error::Internal(_) => {
+                Self::internal(error)
+            }
         }
     }
 }

@@ -2,11 +2,12 @@
 //! again right before the call executes (the run may have waited for a worker, and the
 //! tree may have changed since). Both paths call [`assess`]; nothing else decides this.
 
-use pp_agent::check_edit;
-use pp_gate::Jail;
+use pp_agent::{ToolContext, check_edit};
 use pp_types::ApprovalRecord;
 use serde_json::Value;
 
+use crate::Result;
+use crate::blocking::blocking;
 use crate::segment::Segment;
 
 /// Why an approved call must not run.
@@ -19,72 +20,71 @@ pub(crate) enum Refusal {
 }
 
 /// Assesses an approved call (`edited` replaces its arguments when the person edited
-/// them) against a freshly built `segment`. Touches the disk (gate, fingerprint): call it
-/// off the async threads.
+/// them) against a freshly built `segment`, and hands the segment back.
 ///
-/// Edited arguments are validated against the tool's schema and checked by the gate.
-/// Then the stale check: the call's target (the tool's first path parameter, never a
-/// hard-coded argument name) must still have the fingerprint shown on the card. Edits
-/// that point at another file skip it (the person chose that call themselves); edits
-/// that keep the target are checked like unedited approvals.
-pub(crate) fn assess(
+/// Edited arguments are validated against the tool's schema and checked by the gate
+/// (on the blocking pool: the jail touches the disk). Then the stale check: the tool
+/// reports its target's state now ([`pp_agent::Tool::target_state`], never a hard-coded
+/// argument name), which must still have the fingerprint shown on the card. Edits that
+/// point at another target skip it (the person chose that call themselves); edits that
+/// keep the target are checked like unedited approvals.
+pub(crate) async fn assess(
+    segment: Segment,
+    approval: &ApprovalRecord,
+    edited: Option<&Value>,
+    context: &ToolContext,
+) -> Result<(Segment, std::result::Result<(), Refusal>)> {
+    if let Some(edited) = edited {
+        let (tool_name, arguments) = (approval.tool.clone(), edited.clone());
+        let (segment, verdict) = blocking(move || {
+            let verdict = match segment.registry.get(&tool_name) {
+                Some(tool) => check_edit(tool.as_ref(), &segment.gate, &arguments),
+                None => Err(format!("tool `{tool_name}` is not available")),
+            };
+            (segment, verdict)
+        })
+        .await?;
+        if let Err(message) = verdict {
+            return Ok((segment, Err(Refusal::InvalidEdit(message))));
+        }
+        let verdict = stale_check(&segment, approval, Some(edited), context).await;
+        return Ok((segment, verdict));
+    }
+    let verdict = stale_check(&segment, approval, None, context).await;
+    Ok((segment, verdict))
+}
+
+async fn stale_check(
     segment: &Segment,
     approval: &ApprovalRecord,
     edited: Option<&Value>,
-    hash_max_bytes: u64,
-) -> Result<(), Refusal> {
-    let tool = segment.registry.get(&approval.tool);
-    if let Some(edited) = edited {
-        let tool = tool.ok_or_else(|| {
-            Refusal::InvalidEdit(format!("tool `{}` is not available", approval.tool))
-        })?;
-        check_edit(tool.as_ref(), &segment.gate, edited).map_err(Refusal::InvalidEdit)?;
-    }
-    let param = tool.and_then(|tool| tool.spec().path_params.first().cloned());
-    match stale_reason(
-        segment.jail(),
-        approval,
-        edited,
-        param.as_deref(),
-        hash_max_bytes,
-    ) {
-        Some(message) => Err(Refusal::Stale(message)),
-        None => Ok(()),
-    }
-}
-
-fn stale_reason(
-    jail: &Jail,
-    approval: &ApprovalRecord,
-    edited: Option<&Value>,
-    param: Option<&str>,
-    hash_max_bytes: u64,
-) -> Option<String> {
-    let (Some(target), Some(shown)) = (&approval.target, &approval.fingerprint) else {
-        return None;
+    context: &ToolContext,
+) -> std::result::Result<(), Refusal> {
+    let Some(shown) = &approval.fingerprint else {
+        return Ok(());
     };
-    if let Some(edited) = edited {
-        let edited_target = param.and_then(|param| edited.get(param)?.as_str())?;
-        let same = match (jail.check(edited_target), jail.check(target)) {
-            (Ok(edited), Ok(original)) => edited == original,
-            _ => false,
-        };
-        if !same {
-            return None;
+    let tool = segment.registry.get(&approval.tool);
+    let now = match tool {
+        Some(tool) => tool.target_state(context, &approval.arguments).await,
+        None => None,
+    };
+    if let (Some(tool), Some(edited), Some(now)) = (tool, edited, now.as_ref()) {
+        let edited_state = tool.target_state(context, edited).await;
+        if edited_state.is_none_or(|state| state.identity != now.identity) {
+            return Ok(());
         }
     }
-    let now = jail.fingerprint_with(target, hash_max_bytes).ok();
-    (now.as_deref() != Some(shown.as_str())).then(|| {
-        format!(
-            "not run: `{target}` changed after the approval was requested, so the person \
-             approved a version they never saw; read it again and ask again if still needed"
-        )
-    })
+    if now.as_ref().is_some_and(|now| &now.fingerprint == shown) {
+        return Ok(());
+    }
+    let target = approval.target.as_deref().unwrap_or(approval.tool.as_str());
+    Err(Refusal::Stale(format!(
+        "not run: `{target}` changed after the approval was requested, so the person \
+         approved a version they never saw; read it again and ask again if still needed"
+    )))
 }
 
-/// The target of a call for the audit ledger: the tool's first path parameter's value.
+/// The target of a call for the audit ledger, as the tool names it.
 pub(crate) fn target_of(segment: &Segment, tool: &str, arguments: &Value) -> Option<String> {
-    let tool = segment.registry.get(tool)?;
-    let param = tool.spec().path_params.first()?;
-    arguments.get(param)?.as_str().map(str::to_owned)
+    segment.registry.get(tool)?.target(arguments)
 }

@@ -52,6 +52,10 @@ pub enum Error {
     /// The task's model could not be built.
     #[error("model: {0}")]
     Model(String),
+    /// The toolbox could not equip a run segment (a provider failed, or offered a tool
+    /// the policy cannot classify).
+    #[error("tools: {0}")]
+    Tools(String),
     /// Work the service handed to a blocking thread did not finish (it panicked or the
     /// runtime is shutting down).
     #[error("internal error: {0}")]

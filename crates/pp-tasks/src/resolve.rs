@@ -1,7 +1,7 @@
 //! Resolving an approval: exactly once, with a fresh gate, then resuming from the
 //! stored checkpoint.
 
-use pp_agent::Resolution;
+use pp_agent::{Resolution, ToolContext};
 use pp_store::Resolve;
 use pp_types::{
     Actor, ApprovalId, ApprovalState, AuditAction, Event, EventKind, NewAudit, TaskRecord,
@@ -10,7 +10,6 @@ use pp_types::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::blocking::blocking;
 use crate::checks::{Refusal, assess, target_of};
 use crate::runner::Start;
 use crate::segment::arguments_hash;
@@ -97,16 +96,13 @@ impl TaskService {
             ),
             Decision::Approve => {
                 let segment = shared.segment(&task.workspace_path).await?;
-                let hash_max_bytes = shared.settings.hash_max_bytes;
-                let (checked, edited) = (approval.clone(), request.edited_arguments.clone());
-                let (verdict, target) = blocking(move || {
-                    let verdict = assess(&segment, &checked, edited.as_ref(), hash_max_bytes);
-                    let target = edited
-                        .as_ref()
-                        .and_then(|edited| target_of(&segment, &checked.tool, edited));
-                    (verdict, target.or(checked.target))
-                })
-                .await?;
+                let context =
+                    ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
+                let edited = request.edited_arguments.as_ref();
+                let (segment, verdict) = assess(segment, &approval, edited, &context).await?;
+                let target = edited
+                    .and_then(|edited| target_of(&segment, &approval.tool, edited))
+                    .or_else(|| approval.target.clone());
                 match verdict {
                     Err(Refusal::InvalidEdit(message)) => {
                         let event = Event {

@@ -11,7 +11,6 @@ use pp_types::{
 };
 use tokio::time::Instant;
 
-use crate::blocking::blocking;
 use crate::checks::{Refusal, assess, target_of};
 use crate::model::TaskModel;
 use crate::segment::{Segment, arguments_hash};
@@ -113,7 +112,8 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
     let context = ToolContext::for_task(
         task.id.as_str(),
         std::time::Instant::now().checked_add(remaining),
-    );
+    )
+    .with_actor(task.created_by);
     let interrupt = context.interrupt.clone();
     let agent = Agent::new(
         model.as_model(),
@@ -128,7 +128,7 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
     let run = async {
         match start {
             Start::Fresh => {
-                Ended::Outcome(agent.start(segment.system_prompt(), &task.prompt).await)
+                Ended::Outcome(agent.start(segment.system_prompt(None), &task.prompt).await)
             }
             Start::Resume {
                 approval,
@@ -314,17 +314,9 @@ async fn before_approved_call(
     else {
         return Ok((segment, start));
     };
-    let hash_max_bytes = shared.settings.hash_max_bytes;
-    let (segment, approval, edited_arguments, verdict) = blocking(move || {
-        let verdict = assess(
-            &segment,
-            &approval,
-            edited_arguments.as_ref(),
-            hash_max_bytes,
-        );
-        (segment, approval, edited_arguments, verdict)
-    })
-    .await?;
+    let context = ToolContext::for_task(approval.task_id.as_str(), None);
+    let (segment, verdict) =
+        assess(segment, &approval, edited_arguments.as_ref(), &context).await?;
     let message = match verdict {
         // The call will run: say so in the ledger before the side effect, so a crash
         // between the effect and its recorded result still leaves a trace.

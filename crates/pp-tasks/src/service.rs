@@ -3,8 +3,9 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
-use pp_agent::{EventSink, Tool};
+use pp_agent::EventSink;
 use pp_store::{NewTask, Store, TaskChange};
+use pp_tools::Toolbox;
 use pp_types::{
     Actor, ApprovalState, AuditAction, Event, EventKind, NewAudit, TaskId, TaskRecord, TaskState,
 };
@@ -60,27 +61,23 @@ impl TaskService {
         workspaces: Workspaces,
         models: ModelSource,
     ) -> Self {
-        Self::build(store, settings, workspaces, models, Vec::new(), None)
+        Self::build(store, settings, workspaces, models, Toolbox::files(), None)
     }
 
-    /// A service with extra tools (evals) and an observer of every event (live views).
+    /// A service whose segments are equipped from `toolbox` (files, memory, skills, ...),
+    /// with an optional observer of every event (live views).
     pub fn build(
         store: Arc<Store>,
         settings: TaskSettings,
         workspaces: Workspaces,
         models: ModelSource,
-        extra_tools: Vec<Arc<dyn Tool>>,
+        toolbox: Toolbox,
         observer: Option<Arc<dyn EventSink>>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 shared: Arc::new(Shared::new(
-                    store,
-                    settings,
-                    workspaces,
-                    models,
-                    extra_tools,
-                    observer,
+                    store, settings, workspaces, models, toolbox, observer,
                 )),
                 tasks: Mutex::new(JoinSet::new()),
             }),

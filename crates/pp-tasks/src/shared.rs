@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use pp_agent::{EventSink, Tool};
+use pp_agent::EventSink;
 use pp_store::Store;
 use pp_types::TaskId;
 use tokio::sync::{Notify, Semaphore};
@@ -26,8 +26,8 @@ pub(crate) struct Shared {
     pub(crate) workspaces: Workspaces,
     /// Where tasks get their model.
     pub(crate) models: ModelSource,
-    /// Extra tools registered without the capability check (evals only).
-    pub(crate) extra_tools: Vec<Arc<dyn Tool>>,
+    /// The tool providers every segment is equipped from.
+    pub(crate) toolbox: Arc<pp_tools::Toolbox>,
     /// Sees every event as it happens (the CLI's live view).
     pub(crate) observer: Option<Arc<dyn EventSink>>,
     /// One permit per worker; fresh runs and resumed runs both take one.
@@ -73,7 +73,7 @@ impl Shared {
         settings: TaskSettings,
         workspaces: Workspaces,
         models: ModelSource,
-        extra_tools: Vec<Arc<dyn Tool>>,
+        toolbox: pp_tools::Toolbox,
         observer: Option<Arc<dyn EventSink>>,
     ) -> Self {
         let workers = Arc::new(Semaphore::new(settings.workers.max(1)));
@@ -82,7 +82,7 @@ impl Shared {
             settings,
             workspaces,
             models,
-            extra_tools,
+            toolbox: Arc::new(toolbox),
             observer,
             workers,
             wake: Notify::new(),
@@ -112,12 +112,12 @@ impl Shared {
     }
 
     /// Builds a fresh jail, tools and gate on `workspace_path`, off the async threads
-    /// (opening the workspace touches the disk).
+    /// (opening the workspace and the providers' folders touches the disk).
     pub(crate) async fn segment(&self, workspace_path: &str) -> Result<Segment> {
         let root = PathBuf::from(workspace_path);
-        let extra = self.extra_tools.clone();
+        let toolbox = Arc::clone(&self.toolbox);
         let limits = self.settings.tool_limits();
-        blocking(move || Segment::build_with(&root, &extra, limits)).await?
+        blocking(move || Segment::build(&root, &toolbox, limits)).await?
     }
 
     /// The cancellation signal of `task`'s run in this process (created on first use).

@@ -7,9 +7,12 @@
 //! see `docs/testing.md`): a small HTTP/1.1 and SSE client ([`http`]) and a runner for
 //! the real `pocketpilot` binary that can SIGKILL and restart `serve` ([`process`]).
 //!
+//! [`provider`] holds tool providers that exist only for tests: the acceptance test of
+//! the tool seam plugs one into the task service without touching `pp-tasks`.
+//!
 //! This crate is a dev-dependency only (`publish = false`); it sits beside the workspace
-//! and may depend on any PocketPilot crate, though today it needs none: the binaries drive
-//! `pocketpilot` only through its HTTP API and its command line.
+//! and may depend on any PocketPilot crate. The binaries drive `pocketpilot` only
+//! through its HTTP API and its command line.
 //!
 //! ```
 //! let tree = pp_test_support::TempTree::new();
@@ -26,6 +29,7 @@
 pub mod http;
 pub mod mock;
 pub mod process;
+pub mod provider;
 mod unprivileged;
 
 use std::path::{Path, PathBuf};

@@ -45,7 +45,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod blocking;
 mod files;
+mod provider;
+
+pub use provider::{
+    Equipment, FilesProvider, ProviderError, Provision, Scope, ToolProvider, Toolbox, ToolboxError,
+};
 
 pub use files::{
     Limits, file_tools, file_tools_with, register_file_tools, register_file_tools_with,

@@ -61,8 +61,12 @@ pub enum DenyRule {
     SymlinkEscape,
     /// A NUL byte, a backslash or a drive prefix, refused on every platform.
     InvalidPath,
-    /// A path argument that is not a string.
+    /// A path argument that is not a string (or, for an array pointer, not an array of
+    /// strings).
     PathNotString,
+    /// A path argument of a tool whose root folder (a skill's folder) does not exist in
+    /// this run.
+    UnknownRoot,
     /// The capability's action is not one the policy knows.
     UnknownCapability,
     /// The tool declares no capability at all.
@@ -78,6 +82,7 @@ impl DenyRule {
             Self::SymlinkEscape => "symlink_escape",
             Self::InvalidPath => "invalid_path",
             Self::PathNotString => "path_not_string",
+            Self::UnknownRoot => "unknown_root",
             Self::UnknownCapability => "unknown_capability",
             Self::MissingCapability => "missing_capability",
         }

@@ -34,4 +34,7 @@ pub use task::{
     TaskRecord, TaskState,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
-pub use tool::{EffectPreview, ToolOutput, ToolSpec, WriteLabel};
+pub use tool::{
+    EffectPreview, NotAPath, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
+    pointer_paths, pointer_property,
+};

@@ -7,7 +7,8 @@ use crate::{Capability, Denial, Risk};
 
 /// Everything the gate and the model know about a tool.
 ///
-/// The policy engine reads only `capability` and `path_params`; it never looks at `name`.
+/// The policy engine reads only `capability`, `path_params` and `root`; it never looks at
+/// `name`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// The name the model calls the tool by.
@@ -20,9 +21,125 @@ pub struct ToolSpec {
     pub capability: Option<Capability>,
     /// How dangerous the tool is; shown in approval cards.
     pub risk: Risk,
-    /// Names of top-level arguments that are workspace paths; each is checked by the
-    /// workspace jail before the capability is considered.
+    /// Pointers to the arguments that are paths: `"path"` names a top-level string,
+    /// `"paths[]"` every string element of a top-level array. Each path is checked
+    /// against `root` before the capability is considered.
     pub path_params: Vec<String>,
+    /// What the paths are relative to: the workspace, or a folder the tool's provider
+    /// names (a skill's own folder).
+    #[serde(default, skip_serializing_if = "PathRoot::is_workspace")]
+    pub root: PathRoot,
+}
+
+/// The folder a tool's path arguments are checked against.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PathRoot {
+    /// The task's workspace (file tools).
+    #[default]
+    Workspace,
+    /// One of a family of folders, chosen by a string argument: the skill named by
+    /// `name`, say (`scope = "skill"`, `key_param = "name"`). The gate looks the folder
+    /// up under [`PathRoot::key`]; the provider that registered the tool registers the
+    /// folders for the same segment.
+    Scoped {
+        /// The family of folders (`skill`).
+        scope: String,
+        /// The argument naming the folder.
+        key_param: String,
+    },
+}
+
+impl PathRoot {
+    /// Whether this is the workspace.
+    pub fn is_workspace(&self) -> bool {
+        matches!(self, Self::Workspace)
+    }
+
+    /// The key a scoped root is registered under: `"{scope}:{name}"`.
+    pub fn key(scope: &str, name: &str) -> String {
+        format!("{scope}:{name}")
+    }
+
+    /// The key of the folder `arguments` choose, for a scoped root; `None` for the
+    /// workspace, and `Some(Err(()))` when the naming argument is missing or not a string.
+    pub fn key_for(&self, arguments: &Value) -> Option<Result<String, ()>> {
+        match self {
+            Self::Workspace => None,
+            Self::Scoped { scope, key_param } => Some(
+                arguments
+                    .get(key_param)
+                    .and_then(Value::as_str)
+                    .map(|name| Self::key(scope, name))
+                    .ok_or(()),
+            ),
+        }
+    }
+}
+
+/// The property a path pointer refers to: `"paths[]"` → `"paths"`, `"path"` → `"path"`.
+pub fn pointer_property(pointer: &str) -> &str {
+    pointer.strip_suffix("[]").unwrap_or(pointer)
+}
+
+/// A path argument that is not what its pointer promises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAPath {
+    /// The pointer (`"path"`, `"paths[]"`).
+    pub pointer: String,
+}
+
+impl std::fmt::Display for NotAPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pointer.strip_suffix("[]") {
+            Some(array) => write!(f, "path argument {array:?} is not an array of strings"),
+            None => write!(f, "path argument {:?} is not a string", self.pointer),
+        }
+    }
+}
+
+/// Every path the `pointer` designates in `arguments`, in order: the string at a
+/// top-level property (`"path"`), or each string element of a top-level array
+/// (`"paths[]"`). A missing property designates nothing; a value of the wrong shape is
+/// an error (the gate denies it).
+pub fn pointer_paths<'a>(pointer: &str, arguments: &'a Value) -> Result<Vec<&'a str>, NotAPath> {
+    let wrong = || NotAPath {
+        pointer: pointer.to_owned(),
+    };
+    let Some(value) = arguments.get(pointer_property(pointer)) else {
+        return Ok(Vec::new());
+    };
+    if pointer.ends_with("[]") {
+        let items = value.as_array().ok_or_else(wrong)?;
+        items
+            .iter()
+            .map(|item| item.as_str().ok_or_else(wrong))
+            .collect()
+    } else {
+        value.as_str().map(|path| vec![path]).ok_or_else(wrong)
+    }
+}
+
+impl ToolSpec {
+    /// The first path the spec's pointers designate in `arguments`: the call's target
+    /// for the audit ledger and the approval card, unless the tool says otherwise.
+    pub fn first_path<'a>(&self, arguments: &'a Value) -> Option<&'a str> {
+        self.path_params.iter().find_map(|pointer| {
+            pointer_paths(pointer, arguments)
+                .ok()
+                .and_then(|paths| paths.first().copied())
+        })
+    }
+}
+
+/// The state of a call's target now, compared with what the approval card showed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetState {
+    /// What the target designates once resolved (a workspace-relative path, `memory.md`):
+    /// two argument sets with the same identity change the same thing.
+    pub identity: String,
+    /// The target's fingerprint now, in the format the tool's preview used.
+    pub fingerprint: String,
 }
 
 /// What a tool returned to the model.
@@ -110,4 +227,56 @@ pub struct EffectPreview {
     /// A fingerprint of the target as shown (hash of its bytes, or `absent`), so a
     /// change between request and approval can be noticed.
     pub fingerprint: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointers_designate_strings_and_array_elements() {
+        let arguments = json!({"path": "a.txt", "paths": ["b", "c"], "n": 3, "bad": ["x", 1]});
+        assert_eq!(pointer_paths("path", &arguments), Ok(vec!["a.txt"]));
+        assert_eq!(pointer_paths("paths[]", &arguments), Ok(vec!["b", "c"]));
+        assert_eq!(pointer_paths("missing", &arguments), Ok(vec![]));
+        assert_eq!(pointer_paths("missing[]", &arguments), Ok(vec![]));
+        assert!(pointer_paths("n", &arguments).is_err());
+        assert!(
+            pointer_paths("path[]", &arguments).is_err(),
+            "a string is not an array"
+        );
+        assert!(
+            pointer_paths("paths", &arguments).is_err(),
+            "an array is not a string"
+        );
+        let error = pointer_paths("bad[]", &arguments).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "path argument \"bad\" is not an array of strings"
+        );
+    }
+
+    #[test]
+    fn scoped_roots_are_chosen_by_an_argument() {
+        let root = PathRoot::Scoped {
+            scope: "skill".into(),
+            key_param: "name".into(),
+        };
+        assert_eq!(
+            root.key_for(&json!({"name": "pdf"})),
+            Some(Ok("skill:pdf".into()))
+        );
+        assert_eq!(root.key_for(&json!({"name": 1})), Some(Err(())));
+        assert_eq!(PathRoot::Workspace.key_for(&json!({})), None);
+        let spec: ToolSpec = serde_json::from_value(json!({
+            "name": "t", "description": "", "parameters": {}, "capability": null,
+            "risk": "low", "path_params": []
+        }))
+        .unwrap();
+        assert!(
+            spec.root.is_workspace(),
+            "older specs default to the workspace"
+        );
+    }
 }

@@ -122,6 +122,7 @@ impl RecordingTool {
                 capability: Some(Capability::new(capability)),
                 risk,
                 path_params: vec!["path".into()],
+                root: pp_types::PathRoot::Workspace,
             },
             executed: Arc::new(Mutex::new(Vec::new())),
         })

@@ -33,7 +33,7 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
         TaskSettings::default(),
         Workspaces::single("demo", &workspace),
         ModelSource::Scripted,
-        Vec::new(),
+        pp_tools::Toolbox::files(),
         Some(live.clone()),
     );
     let interactive = std::io::stdin().is_terminal();

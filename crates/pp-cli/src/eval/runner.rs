@@ -12,6 +12,7 @@ use pp_tasks::{
     CreateTask, Decision, ModelSource, ResolveRequest, Segment, TaskService, TaskSettings,
     Workspaces,
 };
+use pp_tools::Toolbox;
 use pp_types::{
     Actor, ApprovalState, Capability, Event, EventKind, TaskState, ToolOutput, ToolSpec,
 };
@@ -92,11 +93,15 @@ async fn run_case_in(case: &Case, mode: Mode) -> anyhow::Result<CaseReport> {
     })
 }
 
-fn extra_tools(case: &Case) -> Vec<Arc<dyn Tool>> {
-    case.tools
+/// The file tools plus the case's own tools, registered through the test-only door (a
+/// case may declare a tool without a capability to show the engine denies it).
+fn toolbox(case: &Case) -> Toolbox {
+    let extra = case
+        .tools
         .iter()
         .map(|tool| Arc::new(EchoTool::new(tool)) as Arc<dyn Tool>)
-        .collect()
+        .collect();
+    Toolbox::files().with_unclassified_for_evals(extra)
 }
 
 fn limits(case: &Case) -> Limits {
@@ -111,13 +116,13 @@ fn limits(case: &Case) -> Limits {
 async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Result<Observed> {
     let script = substitute_value(&case.script, outside);
     let model = ScriptedModel::from_value(script).context("invalid `script`")?;
-    let extra = extra_tools(case);
+    let toolbox = toolbox(case);
     let limits = limits(case);
     let log = EventLog::new();
 
-    let segment = Segment::build(workspace, &extra)?;
+    let segment = Segment::build(workspace, &toolbox, pp_tools::Limits::default())?;
     let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
-    let mut outcome = agent.start(segment.system_prompt(), &case.prompt).await;
+    let mut outcome = agent.start(segment.system_prompt(None), &case.prompt).await;
 
     let mut approvals = case.approvals.iter();
     while let Outcome::Suspended(checkpoint) = outcome {
@@ -127,7 +132,7 @@ async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Resul
         };
         let resolution = resolution(entry, outside)?;
         // Every resume gets a fresh jail, tools and gate.
-        let segment = Segment::build(workspace, &extra)?;
+        let segment = Segment::build(workspace, &toolbox, pp_tools::Limits::default())?;
         let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
         outcome = match agent.resume(*checkpoint, resolution).await {
             Ok(outcome) => outcome,
@@ -177,7 +182,7 @@ async fn execute_service(
         settings,
         Workspaces::single("eval", workspace),
         ModelSource::Scripted,
-        extra_tools(case),
+        toolbox(case),
         None,
     );
     let task = service
@@ -431,6 +436,7 @@ impl EchoTool {
                 capability: tool.capability.clone().map(Capability::new),
                 risk: tool.risk,
                 path_params: tool.path_params.clone(),
+                root: pp_types::PathRoot::Workspace,
             },
         }
     }

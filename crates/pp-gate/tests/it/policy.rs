@@ -17,6 +17,7 @@ fn spec(name: &str, capability: Option<&str>, path_params: &[&str]) -> ToolSpec 
         capability: capability.map(Capability::new),
         risk: Risk::Low,
         path_params: path_params.iter().map(|p| (*p).to_owned()).collect(),
+        root: pp_types::PathRoot::Workspace,
     }
 }
 

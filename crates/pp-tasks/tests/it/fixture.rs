@@ -206,10 +206,13 @@ fn service_on(
         settings,
         Workspaces::single("test", tree.workspace()),
         ModelSource::Scripted,
-        vec![
-            Arc::new(SlowRead) as Arc<dyn Tool>,
-            Arc::new(blocking.clone()) as Arc<dyn Tool>,
-        ],
+        pp_tools::Toolbox::files().with(Arc::new(pp_test_support::provider::Fixed::new(
+            "fixture",
+            vec![
+                Arc::new(SlowRead) as Arc<dyn Tool>,
+                Arc::new(blocking.clone()) as Arc<dyn Tool>,
+            ],
+        ))),
         None,
     )
 }
@@ -239,6 +242,7 @@ static SLOW_SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| To
     capability: Some(Capability::new("test:read")),
     risk: Risk::Low,
     path_params: Vec::new(),
+    root: pp_types::PathRoot::Workspace,
 });
 
 impl Tool for SlowRead {
@@ -293,6 +297,7 @@ static BLOCKING_SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|
     capability: Some(Capability::new("test:read")),
     risk: Risk::Low,
     path_params: Vec::new(),
+    root: pp_types::PathRoot::Workspace,
 });
 
 impl Tool for BlockingRead {

@@ -3,7 +3,7 @@
 
 use pp_agent::ToolContext;
 use pp_gate::{Jail, JailError, WriteOutcome};
-use pp_types::ToolOutput;
+use pp_types::{TargetState, ToolOutput};
 use serde_json::Value;
 
 /// How many leading bytes are searched for a NUL byte to call a file binary.
@@ -44,6 +44,19 @@ pub(crate) fn resolved_path(jail: &Jail, path: &str) -> Option<String> {
     jail.check(path)
         .ok()
         .map(|relative| relative.to_string_lossy().into_owned())
+}
+
+/// The state of the workspace file `path` now, for the stale check of an approved write:
+/// what it resolves to and its fingerprint (the format of the preview's). A path the jail
+/// refuses keeps the raw path as its identity and an error as its fingerprint, which
+/// never equals one a card showed.
+pub(crate) fn file_state(jail: &Jail, path: &str, hash_max_bytes: u64) -> TargetState {
+    TargetState {
+        identity: resolved_path(jail, path).unwrap_or_else(|| path.to_owned()),
+        fingerprint: jail
+            .fingerprint_with(path, hash_max_bytes)
+            .unwrap_or_else(|error| format!("unavailable: {error}")),
+    }
 }
 
 /// What an approval card says when the current content of an existing target cannot be

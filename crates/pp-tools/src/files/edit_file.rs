@@ -28,15 +28,15 @@ use std::sync::Arc;
 
 use pp_agent::ToolContext;
 use pp_gate::Jail;
-use pp_types::{Capability, EffectPreview, Risk, ToolOutput, ToolSpec, WriteLabel};
+use pp_types::{Capability, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel};
 use serde_json::{Value, json};
 
 use super::Limits;
-use super::blocking::SyncTool;
 use super::common::{
-    cap_for_display, read_whole_text, required_str, resolved_path, respond, unified_diff,
-    write_unless_stopped,
+    cap_for_display, file_state, read_whole_text, required_str, resolved_path, respond,
+    unified_diff, write_unless_stopped,
 };
+use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Edit a text file by replacing one exact occurrence of \
@@ -90,6 +90,7 @@ impl EditFile {
             capability: Some(Capability::new("file:update")),
             risk: Risk::High,
             path_params: vec!["path".to_owned()],
+            root: pp_types::PathRoot::Workspace,
         };
         Self { jail, limits, spec }
     }
@@ -158,6 +159,11 @@ impl SyncTool for EditFile {
 
     fn describe(&self, _context: &ToolContext, arguments: &Value) -> Option<EffectPreview> {
         self.preview_of(arguments)
+    }
+
+    fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
+        let path = arguments.get(self.spec.path_params.first()?)?.as_str()?;
+        Some(file_state(&self.jail, path, self.limits.hash_max_bytes))
     }
 
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {

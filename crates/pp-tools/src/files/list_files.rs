@@ -32,11 +32,11 @@ use pp_types::{Capability, Risk, Timestamp, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 use super::Limits;
-use super::blocking::SyncTool;
 use super::common::{
     jail_error, optional_bool, optional_str, required_str, respond, truncation_marker,
 };
 use super::glob::Glob;
+use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "List the files and directories in a workspace directory, with \
@@ -82,6 +82,7 @@ impl ListFiles {
             capability: Some(Capability::new("file:read")),
             risk: Risk::Low,
             path_params: vec!["path".to_owned()],
+            root: pp_types::PathRoot::Workspace,
         };
         Self { jail, limits, spec }
     }

@@ -4,8 +4,7 @@
 //! truncation marker, text decoding and the unified diff used by the write previews;
 //! [`glob`] is the small pattern matcher behind `list_files`' `pattern`.
 
-mod blocking;
-mod common;
+pub(crate) mod common;
 mod edit_file;
 mod glob;
 mod list_files;
@@ -17,7 +16,7 @@ use std::sync::Arc;
 use pp_agent::{RegistryError, Tool, ToolRegistry};
 use pp_gate::Jail;
 
-use blocking::OffThread;
+use crate::blocking::OffThread;
 
 /// How much one call of a file tool may read or return.
 ///

@@ -30,11 +30,11 @@ use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 use super::Limits;
-use super::blocking::SyncTool;
 use super::common::{
     binary_error, decode_text, jail_error, optional_count, prefix_chars, required_str, respond,
     truncation_marker,
 };
+use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Read a UTF-8 text file in the workspace. Returns the text \
@@ -80,6 +80,7 @@ impl ReadFile {
             capability: Some(Capability::new("file:read")),
             risk: Risk::Low,
             path_params: vec!["path".to_owned()],
+            root: pp_types::PathRoot::Workspace,
         };
         Self { jail, limits, spec }
     }

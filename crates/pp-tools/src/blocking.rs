@@ -1,14 +1,14 @@
-//! Runs the file tools' synchronous bodies on tokio's blocking pool.
+//! Runs the built-in tools' synchronous bodies on tokio's blocking pool.
 //!
 //! Reading, hashing, diffing and writing files can take long (a slow disk, a huge file);
 //! done on an async thread they would stall every other task and the HTTP server. Each
-//! file tool implements [`SyncTool`] and is registered wrapped in [`OffThread`], which
-//! is the [`Tool`] the loop sees.
+//! built-in tool (files, memory, skills) implements [`SyncTool`] and is registered
+//! wrapped in [`OffThread`], which is the [`Tool`] the loop sees.
 
 use std::sync::Arc;
 
 use pp_agent::{BoxFuture, Tool, ToolContext};
-use pp_types::{EffectPreview, ToolOutput, ToolSpec};
+use pp_types::{EffectPreview, TargetState, ToolOutput, ToolSpec};
 use serde_json::Value;
 
 /// A tool whose work is synchronous (file IO through the jail).
@@ -18,6 +18,16 @@ pub(crate) trait SyncTool: Send + Sync + 'static {
 
     /// The approval card's description of a call; `None` for tools without an effect.
     fn describe(&self, _context: &ToolContext, _arguments: &Value) -> Option<EffectPreview> {
+        None
+    }
+
+    /// The call's target as the model wrote it; by default the first path argument.
+    fn target(&self, arguments: &Value) -> Option<String> {
+        self.spec().first_path(arguments).map(str::to_owned)
+    }
+
+    /// The target's state now, for the stale check; `None` for tools without one.
+    fn state(&self, _context: &ToolContext, _arguments: &Value) -> Option<TargetState> {
         None
     }
 
@@ -41,6 +51,23 @@ impl<T: SyncTool> Tool for OffThread<T> {
         let (tool, context, arguments) = (Arc::clone(&self.0), context.clone(), arguments.clone());
         Box::pin(async move {
             tokio::task::spawn_blocking(move || tool.describe(&context, &arguments))
+                .await
+                .unwrap_or(None)
+        })
+    }
+
+    fn target(&self, arguments: &Value) -> Option<String> {
+        self.0.target(arguments)
+    }
+
+    fn target_state<'a>(
+        &'a self,
+        context: &'a ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Option<TargetState>> {
+        let (tool, context, arguments) = (Arc::clone(&self.0), context.clone(), arguments.clone());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || tool.state(&context, &arguments))
                 .await
                 .unwrap_or(None)
         })
