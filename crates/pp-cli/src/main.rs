@@ -32,6 +32,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::approvals::ApprovalsCommand;
+use crate::commands::sessions::SessionsCommand;
 use crate::commands::tasks::TasksCommand;
 use crate::commands::token::TokenCommand;
 use crate::config::Flags;
@@ -95,6 +96,27 @@ enum Command {
         json: bool,
         /// What you want done.
         prompt: String,
+    },
+    /// A conversation in the terminal: each message is a turn of a stored session.
+    Chat {
+        /// Continue this session (`pocketpilot sessions list` shows them).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// The workspace a new session may touch (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Replay this script in every turn instead of calling a model (tests, demos).
+        #[arg(long, value_name = "FILE")]
+        script: Option<PathBuf>,
+        /// Print each turn's events on stdout as `run --json` does, after a
+        /// `{"type":"session",…}` line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List, show and delete chat sessions.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
     },
     /// Serve the HTTP API and the web console on 127.0.0.1.
     Serve {
@@ -257,6 +279,21 @@ fn main() -> ExitCode {
                 let flags = Flags { workspace, ..flags };
                 commands::run::run(flags, script, &prompt, json).await
             }
+            Command::Chat {
+                session,
+                workspace,
+                script,
+                json,
+            } => {
+                let flags = Flags { workspace, ..flags };
+                let options = commands::chat::ChatOptions {
+                    session,
+                    script,
+                    json,
+                };
+                commands::chat::run(flags, options).await
+            }
+            Command::Sessions { command } => commands::sessions::run(&flags, command).await,
             Command::Serve {
                 port,
                 workspace,

@@ -2,6 +2,7 @@
 
 pub(crate) mod approvals;
 pub(crate) mod backup;
+pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod demo;
 pub(crate) mod doctor;
@@ -9,5 +10,6 @@ pub(crate) mod eval;
 pub(crate) mod init;
 pub(crate) mod run;
 pub(crate) mod serve;
+pub(crate) mod sessions;
 pub(crate) mod tasks;
 pub(crate) mod token;

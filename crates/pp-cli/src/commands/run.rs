@@ -37,24 +37,8 @@ pub(crate) async fn run(
     let config = Config::load(&flags)?;
     let script = script.as_deref().map(read_script).transpose()?;
     let live = LiveView::new(json);
-    let models = match &script {
-        Some(_) => ModelSource::Scripted,
-        None => match models::find(&config).await? {
-            models::Found::Chosen(chosen) => {
-                errln!("model: {}", chosen.reason);
-                ModelSource::Provider(streaming(chosen, &live))
-            }
-            models::Found::Nothing(message) => return Err(Exit::no_model(message).into()),
-        },
-    };
-    let observer: Arc<dyn pp_agent::EventSink> = live.clone();
-    let app = App::with_config(config, models, Some(observer))?;
+    let app = open_live(config, script.is_some(), &live).await?;
     let service = &app.service;
-    let workspace = service.workspaces().find(None);
-    if let Some(workspace) = workspace {
-        errln!("workspace: {}", workspace.path.display());
-    }
-    sweep_workspaces(workspace);
     let task = service
         .create(CreateTask {
             prompt: prompt.to_owned(),
@@ -74,8 +58,38 @@ pub(crate) async fn run(
         live,
         feed,
         started,
+        interrupt: OnInterrupt::LeavePending,
     };
     follow(service, record, &ui).await
+}
+
+/// Opens the task service with the live view as its observer and the configured model streaming into it (or only scripted tasks when
+/// `scripted`); says which model and workspace are used and sweeps stray temp files.
+/// Shared by `run` and `chat`.
+pub(crate) async fn open_live(
+    config: Config,
+    scripted: bool,
+    live: &Arc<LiveView>,
+) -> anyhow::Result<App> {
+    let models = if scripted {
+        ModelSource::Scripted
+    } else {
+        match models::find(&config).await? {
+            models::Found::Chosen(chosen) => {
+                errln!("model: {}", chosen.reason);
+                ModelSource::Provider(streaming(chosen, live))
+            }
+            models::Found::Nothing(message) => return Err(Exit::no_model(message).into()),
+        }
+    };
+    let observer: Arc<dyn pp_agent::EventSink> = live.clone();
+    let app = App::with_config(config, models, Some(observer))?;
+    let workspace = app.service.workspaces().find(None);
+    if let Some(workspace) = workspace {
+        errln!("workspace: {}", workspace.path.display());
+    }
+    sweep_workspaces(workspace);
+    Ok(app)
 }
 
 /// The configured provider with its streamed text sent to the live view.
@@ -95,6 +109,17 @@ pub(crate) struct Ui {
     pub(crate) feed: Option<JsonFeed>,
     /// When the command started, for the summary's wall time.
     pub(crate) started: Instant,
+    /// What Ctrl+C at an approval question does.
+    pub(crate) interrupt: OnInterrupt,
+}
+
+/// What Ctrl+C at an approval question does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnInterrupt {
+    /// `run`: stop here, exit 130; the approval stays pending for later.
+    LeavePending,
+    /// `chat`: cancel the task (this turn only), so the conversation can go on.
+    CancelTask,
 }
 
 /// Reports how a task ended, asking the person at each approval; returns the exit code.
@@ -156,6 +181,17 @@ pub(crate) async fn follow(
         record = loop {
             let request = match ask_blocking(&view, palette).await? {
                 Answer::Decided(request) => request,
+                Answer::Interrupted if ui.interrupt == OnInterrupt::CancelTask => {
+                    errln!("\ninterrupted: nothing was run; cancelling this turn.");
+                    match service.cancel(&record.id).await {
+                        Ok(cancelled) => break cancelled,
+                        // Resolved elsewhere first: follow the task as it is now.
+                        Err(pp_tasks::Error::InvalidState { .. }) => {
+                            break service.task(&record.id).await?;
+                        }
+                        Err(error) => return Err(error.into()),
+                    }
+                }
                 Answer::Interrupted => {
                     errln!("\ninterrupted: nothing was run and the approval stays pending.");
                     print_hints(&view.id);

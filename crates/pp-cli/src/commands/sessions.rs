@@ -1,0 +1,163 @@
+//! `pocketpilot sessions [list|show ID|delete ID]`: the stored chat sessions.
+
+use clap::Subcommand;
+use pp_tasks::{ModelSource, SessionRecord, SessionView};
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::config::Flags;
+use crate::exit;
+use crate::output::{errln, outln};
+use crate::render::{json_safe, one_line, shorten, terminal_safe};
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsCommand {
+    /// List chat sessions, most recently used first.
+    List {
+        /// Print one JSON object: `{"sessions": […]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one session: its turns with their task ids and states.
+    Show {
+        /// The session id.
+        id: String,
+        /// Print the session as one JSON object (as `GET /api/sessions/{id}` does).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session (its turns' tasks, events and audit rows stay).
+    Delete {
+        /// The session id.
+        id: String,
+    },
+}
+
+/// Runs a `sessions` subcommand.
+pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Result<u8> {
+    let flags = Flags {
+        stored_tasks_only: true,
+        ..flags.clone()
+    };
+    let app = App::open(&flags, ModelSource::Scripted, None)?;
+    let service = &app.service;
+    match command {
+        SessionsCommand::List { json } => {
+            let sessions = service.sessions().await?;
+            if json {
+                let list: Vec<Value> = sessions.iter().map(session_json).collect();
+                outln!("{}", json_safe(&json!({ "sessions": list }).to_string()))?;
+            } else {
+                print_sessions(&sessions, None, false)?;
+            }
+        }
+        SessionsCommand::Show { id, json } => {
+            let view = service.session(&id).await?;
+            if json {
+                outln!("{}", json_safe(&view_json(&view).to_string()))?;
+            } else {
+                print_view(&view)?;
+            }
+        }
+        SessionsCommand::Delete { id } => {
+            service.delete_session(&id).await?;
+            errln!("deleted session {}", one_line(&id));
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// A session as the API sends it.
+fn session_json(session: &SessionRecord) -> Value {
+    json!({
+        "id": session.id,
+        "title": session.title,
+        "workspace": session.workspace,
+        "created_at": session.created_at,
+        "updated_at": session.updated_at,
+    })
+}
+
+/// A session with its turns, as `GET /api/sessions/{id}` sends it.
+fn view_json(view: &SessionView) -> Value {
+    let mut value = session_json(&view.session);
+    value["summary"] = json!(view.summary);
+    value["turns"] = view
+        .turns
+        .iter()
+        .map(|turn| {
+            json!({
+                "index": turn.index,
+                "task_id": turn.task_id,
+                "state": turn.state,
+                "prompt": turn.prompt,
+                "final_text": turn.final_text,
+            })
+        })
+        .collect();
+    value
+}
+
+/// One line per session (on stdout, or on stderr inside a chat, where `current` is
+/// marked with `*`).
+pub(crate) fn print_sessions(
+    sessions: &[SessionRecord],
+    current: Option<&str>,
+    to_stderr: bool,
+) -> anyhow::Result<()> {
+    let mut lines = Vec::new();
+    if sessions.is_empty() {
+        lines.push("no sessions".to_owned());
+    }
+    for session in sessions {
+        let mark = if Some(session.id.as_str()) == current {
+            "*"
+        } else {
+            " "
+        };
+        lines.push(format!(
+            "{mark} {}  {}  {:<12}  {}",
+            one_line(&session.id),
+            session.updated_at,
+            one_line(&shorten(&session.workspace, 12)),
+            one_line(&shorten(session.title.as_deref().unwrap_or("(untitled)"), 50)),
+        ));
+    }
+    for line in lines {
+        if to_stderr {
+            errln!("{line}");
+        } else {
+            outln!("{line}")?;
+        }
+    }
+    Ok(())
+}
+
+fn print_view(view: &SessionView) -> anyhow::Result<()> {
+    let session = &view.session;
+    outln!(
+        "session {}  {}\nworkspace {} · created {} · updated {}",
+        one_line(&session.id),
+        one_line(session.title.as_deref().unwrap_or("(untitled)")),
+        one_line(&session.workspace),
+        session.created_at,
+        session.updated_at
+    )?;
+    if let Some(summary) = &view.summary {
+        outln!("summary of earlier turns: {}", one_line(&shorten(summary, 200)))?;
+    }
+    for turn in &view.turns {
+        outln!(
+            "\n#{} {} {}\nyou › {}",
+            turn.index,
+            turn.task_id,
+            turn.state.as_str(),
+            one_line(&turn.prompt)
+        )?;
+        if let Some(answer) = &turn.final_text {
+            outln!("model › {}", terminal_safe(answer))?;
+        }
+    }
+    Ok(())
+}
