@@ -109,10 +109,24 @@ impl<'a> Agent<'a> {
     /// Starts a task: emits `task_started` and runs from step 0 with the system prompt
     /// and the person's prompt.
     pub async fn start(&self, system_prompt: String, prompt: &str) -> Outcome {
-        let mut state = RunState::new(
-            vec![Message::system(system_prompt), Message::user(prompt)],
-            0,
-        );
+        self.start_with_history(system_prompt, Vec::new(), prompt)
+            .await
+    }
+
+    /// Like [`Agent::start`], with earlier turns of a conversation (a chat session)
+    /// between the system prompt and the person's new message. `history` must keep every
+    /// assistant tool call together with its results.
+    pub async fn start_with_history(
+        &self,
+        system_prompt: String,
+        history: Vec<Message>,
+        prompt: &str,
+    ) -> Outcome {
+        let mut messages = Vec::with_capacity(history.len() + 2);
+        messages.push(Message::system(system_prompt));
+        messages.extend(history);
+        messages.push(Message::user(prompt));
+        let mut state = RunState::new(messages, 0);
         self.emit(
             &mut state,
             EventKind::TaskStarted {

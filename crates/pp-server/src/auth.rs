@@ -63,11 +63,7 @@ pub(crate) async fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool
         return token.is_some_and(|token| state.token_matches(&token));
     }
     match session_cookie(headers) {
-        Some(session) => state
-            .service()
-            .session_valid(session)
-            .await
-            .unwrap_or(false),
+        Some(session) => state.service().login_valid(session).await.unwrap_or(false),
         None => false,
     }
 }

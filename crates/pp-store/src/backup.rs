@@ -24,8 +24,18 @@ use rusqlite::{Connection, OpenFlags};
 use crate::schema::{self, BUSY_TIMEOUT, SCHEMA_VERSION};
 use crate::{Error, Result, Store, ids};
 
-/// The tables every PocketPilot database has, whatever its schema version.
-const REQUIRED_TABLES: &[&str] = &["approvals", "audit", "events", "sessions", "tasks"];
+/// The tables every PocketPilot database has, whatever its schema version (plus the
+/// login table, see [`login_table`]).
+const REQUIRED_TABLES: &[&str] = &["approvals", "audit", "events", "tasks"];
+
+/// The console login table at schema `version`: `sessions` until migration 4 renamed it.
+fn login_table(version: i64) -> &'static str {
+    if version >= 4 {
+        "console_logins"
+    } else {
+        "sessions"
+    }
+}
 
 impl Store {
     /// Writes a consistent copy of the database to `dest` (replacing it atomically if it
@@ -144,7 +154,7 @@ fn check_store(temp: &Path, origin: &Path) -> Result<()> {
             "schema version {version} is not one this build knows (1 to {SCHEMA_VERSION})"
         )));
     }
-    for table in REQUIRED_TABLES {
+    for table in REQUIRED_TABLES.iter().chain([&login_table(version)]) {
         let found: bool = connection
             .query_row(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",

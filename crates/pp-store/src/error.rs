@@ -13,7 +13,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// Why a store operation failed.
 ///
-/// Thirteen variants, past the style guide's ~12: the two file ones ([`Error::File`],
+/// Fourteen variants, past the style guide's ~12: the two file ones ([`Error::File`],
 /// [`Error::NotAStore`]) belong to backup and restore and could move to an enum of their
 /// own if more arrive.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +50,15 @@ pub enum Error {
     ApprovedCallPending {
         /// The task.
         id: String,
+    },
+    /// A chat session's latest turn is still `queued`, `running` or `waiting_approval`:
+    /// no new message (and no delete) until it ends.
+    #[error("session {id} is busy: its turn {task_id} has not ended")]
+    SessionBusy {
+        /// The session.
+        id: String,
+        /// The task of the turn that is still active.
+        task_id: String,
     },
     /// A resolution asked for a state that is not a decision (`pending`).
     #[error("approval {id} cannot be resolved as {}", state.as_str())]
@@ -120,7 +129,7 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// The operating system's random source failed (ids, session ids).
+    /// The operating system's random source failed (ids, login ids).
     #[error("cannot read random bytes from the operating system")]
     Random(#[source] getrandom::Error),
     /// SQLite failed (busy past the timeout, disk full, constraint, …).

@@ -1,4 +1,4 @@
-//! Ids (`t_…`, `a_…`) and session ids.
+//! Ids (`t_…`, `a_…`) and console login ids.
 //!
 //! An id is a prefix, 10 base32 characters of the creation time in milliseconds (so ids
 //! sort by time, good for about 35 000 years) and 10 base32 characters (50 bits) from the
@@ -24,16 +24,16 @@ pub(crate) fn new_id(prefix: &str, now: Timestamp) -> Result<String> {
     Ok(id)
 }
 
-/// A new console session id: 32 random bytes as 64 lower-case hex characters.
-pub(crate) fn new_session_id() -> Result<String> {
+/// A new console login id: 32 random bytes as 64 lower-case hex characters.
+pub(crate) fn new_login_id() -> Result<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(Error::Random)?;
     Ok(hex(&bytes))
 }
 
-/// The SHA-256 of a session id in hex: what the sessions table stores.
-pub(crate) fn session_digest(session: &str) -> String {
-    hex(&Sha256::digest(session.as_bytes()))
+/// The SHA-256 of a login id in hex: what the console_logins table stores.
+pub(crate) fn login_digest(login: &str) -> String {
+    hex(&Sha256::digest(login.as_bytes()))
 }
 
 /// 10 random base32 characters (50 bits), for temporary file names.
@@ -88,12 +88,12 @@ mod tests {
     }
 
     #[test]
-    fn session_ids_are_hex_and_hash_to_sha256() {
-        let session = new_session_id().unwrap();
-        assert_eq!(session.len(), 64);
-        assert!(session.bytes().all(|byte| byte.is_ascii_hexdigit()));
+    fn login_ids_are_hex_and_hash_to_sha256() {
+        let login = new_login_id().unwrap();
+        assert_eq!(login.len(), 64);
+        assert!(login.bytes().all(|byte| byte.is_ascii_hexdigit()));
         assert_eq!(
-            session_digest("abc"),
+            login_digest("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }

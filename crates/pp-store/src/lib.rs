@@ -1,5 +1,6 @@
 //! Embedded SQLite storage for PocketPilot: tasks, their append-only events, approvals
-//! with the checkpoints to resume from, the audit ledger and console login sessions.
+//! with the checkpoints to resume from, the audit ledger, chat sessions
+//! and their turns, and console logins.
 //!
 //! [`Store`] is the one type: open it with [`Store::open`], share it with an `Arc`, and
 //! call its synchronous methods (async callers wrap them in a blocking task). Every state
@@ -49,13 +50,14 @@ mod approvals;
 mod audit;
 mod backup;
 mod cancel;
+mod chat;
 mod error;
 mod events;
 mod ids;
+mod logins;
 mod prune;
 mod rows;
 mod schema;
-mod sessions;
 mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -66,6 +68,7 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use approvals::{NewApproval, Resolve};
 pub use audit::AuditFilter;
+pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use error::{Error, Result};
 pub use prune::PruneReport;
 pub use schema::SCHEMA_VERSION;

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_heartbeat.sql"),
     include_str!("../migrations/0003_prune_guard.sql"),
+    include_str!("../migrations/0004_chat_sessions.sql"),
 ];
 
 /// The schema version this build writes.
@@ -229,7 +230,15 @@ mod tests {
         migrate(&mut connection).unwrap();
         assert_eq!(user_version(&connection).unwrap(), SCHEMA_VERSION);
         let tables = table_names(&connection);
-        for table in ["approvals", "audit", "events", "sessions", "tasks"] {
+        for table in [
+            "approvals",
+            "audit",
+            "chat_sessions",
+            "console_logins",
+            "events",
+            "session_turns",
+            "tasks",
+        ] {
             assert!(
                 tables.iter().any(|name| name == table),
                 "{table}: {tables:?}"

@@ -67,53 +67,7 @@ impl Store {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
     pub fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
         let now = self.now();
-        let id = TaskId(ids::new_id("t_", now)?);
-        let script = rows::encode_opt("task script", new.script.as_ref())?;
-        let created_by = rows::name_of("actor", &new.created_by)?;
-        self.write(|transaction| {
-            transaction
-                .prepare_cached(
-                    "INSERT INTO tasks (id, prompt, workspace, workspace_path, state, \
-                     created_by, script, created_at, updated_at) \
-                     VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7)",
-                )?
-                .execute(params![
-                    id.as_str(),
-                    new.prompt,
-                    new.workspace,
-                    new.workspace_path,
-                    created_by,
-                    script,
-                    now.as_millis(),
-                ])?;
-            audit::insert(
-                transaction,
-                NewAudit {
-                    actor: Some(new.created_by),
-                    task_id: Some(id.clone()),
-                    ..NewAudit::new(pp_types::AuditAction::TaskCreated)
-                },
-                now,
-            )?;
-            Ok(())
-        })?;
-        Ok(TaskRecord {
-            id,
-            prompt: new.prompt,
-            workspace: new.workspace,
-            workspace_path: new.workspace_path,
-            state: TaskState::Queued,
-            created_by: new.created_by,
-            script: new.script,
-            script_position: 0,
-            running_ms: 0,
-            final_text: None,
-            failure_reason: None,
-            error: None,
-            created_at: now,
-            updated_at: now,
-            finished_at: None,
-        })
+        self.write(|transaction| insert(transaction, new, now))
     }
 
     /// One task; [`Error::NotFound`] if there is none with this id.
@@ -246,6 +200,55 @@ impl Store {
             Ok(ids)
         })
     }
+}
+
+/// Inserts a `queued` task and its `task_created` audit row (inside the caller's
+/// transaction).
+pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> Result<TaskRecord> {
+    let id = TaskId(ids::new_id("t_", now)?);
+    let script = rows::encode_opt("task script", new.script.as_ref())?;
+    let created_by = rows::name_of("actor", &new.created_by)?;
+    connection
+        .prepare_cached(
+            "INSERT INTO tasks (id, prompt, workspace, workspace_path, state, \
+             created_by, script, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7)",
+        )?
+        .execute(params![
+            id.as_str(),
+            new.prompt,
+            new.workspace,
+            new.workspace_path,
+            created_by,
+            script,
+            now.as_millis(),
+        ])?;
+    audit::insert(
+        connection,
+        NewAudit {
+            actor: Some(new.created_by),
+            task_id: Some(id.clone()),
+            ..NewAudit::new(pp_types::AuditAction::TaskCreated)
+        },
+        now,
+    )?;
+    Ok(TaskRecord {
+        id,
+        prompt: new.prompt,
+        workspace: new.workspace,
+        workspace_path: new.workspace_path,
+        state: TaskState::Queued,
+        created_by: new.created_by,
+        script: new.script,
+        script_position: 0,
+        running_ms: 0,
+        final_text: None,
+        failure_reason: None,
+        error: None,
+        created_at: now,
+        updated_at: now,
+        finished_at: None,
+    })
 }
 
 /// Reads one task.

@@ -5,7 +5,7 @@ use pp_types::{ApprovalState, TaskState};
 /// What went wrong in a task-service call.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// No task, approval or workspace with that id or name.
+    /// No task, approval, session or workspace with that id or name.
     #[error("{what} `{id}` not found")]
     NotFound {
         /// What was looked up.
@@ -30,6 +30,15 @@ pub enum Error {
         state: TaskState,
         /// What was attempted.
         action: &'static str,
+    },
+    /// A chat session's latest turn has not ended (`queued`, `running` or
+    /// `waiting_approval`): no new message, no delete, until it does.
+    #[error("session {id} is busy: turn task {task_id} has not ended")]
+    SessionBusy {
+        /// The session.
+        id: String,
+        /// The task of the active turn.
+        task_id: pp_types::TaskId,
     },
     /// Edited arguments failed the tool's schema or the gate; the approval stays pending.
     #[error("invalid edited arguments: {0}")]
@@ -71,6 +80,10 @@ impl Error {
         match error {
             pp_store::Error::NotFound { what, id } => Self::NotFound { what, id },
             pp_store::Error::AlreadyResolved { id, state } => Self::AlreadyResolved { id, state },
+            pp_store::Error::SessionBusy { id, task_id } => Self::SessionBusy {
+                id,
+                task_id: pp_types::TaskId(task_id),
+            },
             other => Self::Store(other),
         }
     }

@@ -18,6 +18,7 @@
 
 mod blocking;
 mod checks;
+mod conversation;
 mod error;
 mod model;
 pub mod queries;
@@ -25,16 +26,19 @@ mod resolve;
 mod runner;
 mod segment;
 mod service;
+mod sessions;
 mod settings;
 mod shared;
 mod sink;
 mod view;
 
+pub use conversation::SUMMARY_INSTRUCTION;
 pub use error::{Error, Result};
 pub use model::ModelSource;
 pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
+pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
 pub use settings::{TaskSettings, Workspace, Workspaces};
 pub use view::ApprovalView;
 

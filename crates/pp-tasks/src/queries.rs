@@ -118,34 +118,29 @@ impl TaskService {
         .await
     }
 
-    /// Creates a console login session lasting `ttl`; returns its secret id.
-    pub async fn create_session(&self, ttl: Duration) -> Result<String> {
+    /// Creates a console login lasting `ttl`; returns its secret id.
+    pub async fn create_login(&self, ttl: Duration) -> Result<String> {
+        self.off_thread(move |service| service.store().create_login(ttl).map_err(Error::from_store))
+            .await
+    }
+
+    /// Whether `login` names a live (unexpired) console login.
+    pub async fn login_valid(&self, login: String) -> Result<bool> {
         self.off_thread(move |service| {
             service
                 .store()
-                .create_session(ttl)
+                .login_valid(&login)
                 .map_err(Error::from_store)
         })
         .await
     }
 
-    /// Whether `session` names a live (unexpired) console session.
-    pub async fn session_valid(&self, session: String) -> Result<bool> {
+    /// Deletes a console login (logout); unknown logins are not an error.
+    pub async fn delete_login(&self, login: String) -> Result<()> {
         self.off_thread(move |service| {
             service
                 .store()
-                .session_valid(&session)
-                .map_err(Error::from_store)
-        })
-        .await
-    }
-
-    /// Deletes a console session (logout); unknown sessions are not an error.
-    pub async fn delete_session(&self, session: String) -> Result<()> {
-        self.off_thread(move |service| {
-            service
-                .store()
-                .delete_session(&session)
+                .delete_login(&login)
                 .map_err(Error::from_store)
         })
         .await
@@ -218,15 +213,12 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn sessions_round_trip_off_thread() {
+    async fn logins_round_trip_off_thread() {
         let dir = tempfile::tempdir().unwrap();
         let service = service(dir.path());
-        let session = service
-            .create_session(Duration::from_secs(60))
-            .await
-            .unwrap();
-        assert!(service.session_valid(session.clone()).await.unwrap());
-        service.delete_session(session.clone()).await.unwrap();
-        assert!(!service.session_valid(session).await.unwrap());
+        let login = service.create_login(Duration::from_secs(60)).await.unwrap();
+        assert!(service.login_valid(login.clone()).await.unwrap());
+        service.delete_login(login.clone()).await.unwrap();
+        assert!(!service.login_valid(login).await.unwrap());
     }
 }

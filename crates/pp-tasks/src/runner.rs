@@ -12,6 +12,7 @@ use pp_types::{
 use tokio::time::Instant;
 
 use crate::checks::{Refusal, assess, target_of};
+use crate::conversation;
 use crate::model::TaskModel;
 use crate::segment::{Segment, arguments_hash};
 use crate::shared::{Cancellation, Shared};
@@ -34,6 +35,8 @@ pub(crate) enum Start {
 /// How the loop future ended.
 enum Ended {
     Outcome(Outcome),
+    /// The segment could not start or resume (an invalid checkpoint, a store failure
+    /// while building a chat turn's conversation).
     ResumeFailed(String),
     TimedOut,
     Cancelled,
@@ -124,12 +127,42 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
     .with_limits(shared.settings.limits())
     .with_context(context);
 
+    // A chat session's turn starts with the session's history (and stores its own
+    // messages when it ends, for the turns after it).
+    let task_id = task.id.clone();
+    let turn = shared.db(move |store| store.turn_of_task(&task_id)).await?;
     let began = Instant::now();
     let run = async {
         match start {
-            Start::Fresh => {
-                Ended::Outcome(agent.start(segment.system_prompt(None), &task.prompt).await)
-            }
+            Start::Fresh => match &turn {
+                None => {
+                    Ended::Outcome(agent.start(segment.system_prompt(None), &task.prompt).await)
+                }
+                Some((session, index)) => {
+                    match conversation::prepare(
+                        shared,
+                        task,
+                        session,
+                        *index,
+                        &segment,
+                        model.as_model(),
+                        &queueing,
+                    )
+                    .await
+                    {
+                        Ok(conversation) => Ended::Outcome(
+                            agent
+                                .start_with_history(
+                                    segment.system_prompt(conversation.summary.as_deref()),
+                                    conversation.history,
+                                    &task.prompt,
+                                )
+                                .await,
+                        ),
+                        Err(error) => Ended::ResumeFailed(error.to_string()),
+                    }
+                }
+            },
             Start::Resume {
                 approval,
                 resolution,
@@ -147,6 +180,22 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
     if let Some(failure) = sink.failure() {
         let change = failed_change(FailureReason::Internal, failure, elapsed, position);
         return finish(shared, task, change).await;
+    }
+
+    if turn.is_some()
+        && let Ended::Outcome(
+            Outcome::Completed { messages, .. } | Outcome::Failed { messages, .. },
+        ) = &ended
+    {
+        // Before the state change, so the next turn (allowed once this one has ended)
+        // finds it. A failure here only costs the next turns this turn's detail.
+        let (id, own) = (
+            task.id.clone(),
+            conversation::own_messages(messages.clone()),
+        );
+        let _ = shared
+            .db(move |store| store.set_turn_messages(&id, &own))
+            .await;
     }
 
     match ended {

@@ -162,6 +162,21 @@ pub enum EventKind {
         /// How it continues (from the prompt, or by asking an approval again).
         message: String,
     },
+    /// A chat session's history passed 80 % of the context window, so its older turns
+    /// were summarised by the model into one message (kept in the system prompt); the
+    /// turns themselves stay in the store. Emitted on the task of the turn that needed it.
+    SessionSummarised {
+        /// The session.
+        session_id: String,
+        /// The summary now covers turns 1 to this one.
+        through_turn: u32,
+        /// Turns folded into the summary by this step.
+        turns: u32,
+        /// Estimated tokens of the conversation before.
+        tokens_before: u64,
+        /// Estimated tokens after (summary in the system prompt, newer turns in full).
+        tokens_after: u64,
+    },
     /// The task ended without an answer.
     TaskFailed {
         /// Machine-readable reason.
@@ -173,7 +188,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every event type name, for validating eval expectations and docs.
-    pub const TYPE_NAMES: [&'static str; 16] = [
+    pub const TYPE_NAMES: [&'static str; 17] = [
         "task_started",
         "model_request",
         "context_trimmed",
@@ -189,6 +204,7 @@ impl EventKind {
         "task_cancelled",
         "task_interrupted",
         "task_retried",
+        "session_summarised",
         "task_failed",
     ];
 
@@ -210,6 +226,7 @@ impl EventKind {
             Self::TaskCancelled { .. } => "task_cancelled",
             Self::TaskInterrupted { .. } => "task_interrupted",
             Self::TaskRetried { .. } => "task_retried",
+            Self::SessionSummarised { .. } => "session_summarised",
             Self::TaskFailed { .. } => "task_failed",
         }
     }

@@ -61,7 +61,7 @@ pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
             let store = Store::open(&database)
                 .with_context(|| format!("cannot open the restored {}", database.display()))?;
             // A console session that logged out after the backup must not come back.
-            store.delete_all_sessions()?;
+            store.delete_all_logins()?;
             Ok(store.list_tasks(None, usize::MAX)?.len())
         })
         .await?

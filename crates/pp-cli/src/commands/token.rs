@@ -27,7 +27,7 @@ pub(crate) fn run(flags: &Flags, command: &TokenCommand) -> anyhow::Result<u8> {
             home::write_token(&file)?;
             outln!("a new token was written to {}", file.display())?;
             let store = Store::open(&config.database())?;
-            let ended = store.delete_all_sessions()?;
+            let ended = store.delete_all_logins()?;
             outln!("{ended} console session(s) ended: log in again with the new link")?;
             outln!(
                 "a running `pocketpilot serve` picks it up within seconds; API clients need \

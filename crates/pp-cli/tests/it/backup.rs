@@ -57,7 +57,7 @@ fn backup_while_serving_restore_only_once_the_server_is_gone() {
     run_task(&server, "first");
     let session = pp_store::Store::open(&home.join("pocketpilot.db"))
         .unwrap()
-        .create_session(std::time::Duration::from_secs(3600))
+        .create_login(std::time::Duration::from_secs(3600))
         .unwrap();
 
     let (code, stderr) = cli(&home, &[OsStr::new("backup"), backup.as_os_str()]);
@@ -77,7 +77,7 @@ fn backup_while_serving_restore_only_once_the_server_is_gone() {
     assert_eq!(prompts(&home), ["first"]);
     let restored = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
     assert!(
-        !restored.session_valid(&session).unwrap(),
+        !restored.login_valid(&session).unwrap(),
         "console sessions from the backup do not come back"
     );
     drop(restored);

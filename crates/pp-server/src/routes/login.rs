@@ -59,7 +59,7 @@ pub(crate) async fn login(
             .into_response();
     }
     let ttl = state.settings().session_ttl;
-    let session = match state.service().create_session(ttl).await {
+    let session = match state.service().create_login(ttl).await {
         Ok(session) => session,
         Err(error) => return ApiError::internal(error).into_response(),
     };
@@ -92,7 +92,7 @@ pub(crate) async fn login(
 /// `POST /logout`: deletes the session and clears the cookie; `303` to `/`.
 pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(session) = session_cookie(&headers)
-        && let Err(error) = state.service().delete_session(session).await
+        && let Err(error) = state.service().delete_login(session).await
     {
         return ApiError::internal(error).into_response();
     }

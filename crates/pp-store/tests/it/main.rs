@@ -13,12 +13,13 @@
 mod approvals;
 mod audit;
 mod backup;
+mod chat;
 mod concurrency;
 mod corrupt;
 mod events;
+mod logins;
 mod open;
 mod prune;
-mod sessions;
 mod tasks;
 
 use std::path::PathBuf;

@@ -69,11 +69,17 @@ impl Fixture {
     }
 
     pub(crate) fn with(settings: TaskSettings) -> Self {
+        Self::with_model(settings, ModelSource::Scripted)
+    }
+
+    /// A fixture whose tasks without a script use `models` (a shared scripted model
+    /// records every request, across tasks).
+    pub(crate) fn with_model(settings: TaskSettings, models: ModelSource) -> Self {
         let tree = TempTree::new();
         let data = tempfile::tempdir().unwrap();
         let blocking = BlockingRead::default();
         let clock = Arc::new(TokioClock::new());
-        let service = service_on(&tree, &data, settings, &blocking, &clock);
+        let service = service_on(&tree, &data, settings, models, &blocking, &clock);
         Self {
             tree,
             data,
@@ -89,6 +95,7 @@ impl Fixture {
             &self.tree,
             &self.data,
             self.service.settings().clone(),
+            ModelSource::Scripted,
             &self.blocking,
             &self.clock,
         )
@@ -195,6 +202,7 @@ fn service_on(
     tree: &TempTree,
     data: &tempfile::TempDir,
     settings: TaskSettings,
+    models: ModelSource,
     blocking: &BlockingRead,
     clock: &Arc<TokioClock>,
 ) -> TaskService {
@@ -205,7 +213,7 @@ fn service_on(
         store,
         settings,
         Workspaces::single("test", tree.workspace()),
-        ModelSource::Scripted,
+        models,
         pp_tools::Toolbox::files().with(Arc::new(pp_test_support::provider::Fixed::new(
             "fixture",
             vec![

@@ -1,0 +1,212 @@
+//! Chat sessions and their turns; the migration that renamed the login table.
+
+use std::time::Duration;
+
+use pp_store::{Error, NewChatSession, Store, TaskChange};
+use pp_types::{Actor, Message, TaskState};
+use pretty_assertions::assert_eq;
+
+use crate::{TestDb, new_task};
+
+fn session(db: &TestDb) -> pp_store::ChatSession {
+    db.store
+        .create_chat_session(NewChatSession {
+            title: Some("Notes".into()),
+            workspace: "home".into(),
+            created_by: Actor::Operator,
+        })
+        .unwrap()
+}
+
+fn complete(store: &Store, task: &pp_types::TaskId) {
+    store.claim(task, &[TaskState::Queued]).unwrap();
+    store
+        .transition(
+            task,
+            &[TaskState::Running],
+            TaskChange::to(TaskState::Completed),
+        )
+        .unwrap();
+}
+
+#[test]
+fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end() {
+    let db = TestDb::new();
+    let session = session(&db);
+    assert!(session.id.starts_with("s_"), "{}", session.id);
+    let first = db
+        .store
+        .add_chat_turn(&session.id, new_task("one"))
+        .unwrap();
+    assert_eq!(first.index, 1);
+    assert_eq!(first.task.state, TaskState::Queued);
+
+    let busy = db
+        .store
+        .add_chat_turn(&session.id, new_task("two"))
+        .unwrap_err();
+    assert!(
+        matches!(&busy, Error::SessionBusy { id, task_id }
+            if *id == session.id && *task_id == first.task.id.to_string()),
+        "{busy:?}"
+    );
+    complete(&db.store, &first.task.id);
+    let second = db
+        .store
+        .add_chat_turn(&session.id, new_task("two"))
+        .unwrap();
+    assert_eq!(second.index, 2);
+
+    let messages = vec![
+        Message::user("one"),
+        Message::Assistant {
+            content: Some("done".into()),
+            tool_calls: Vec::new(),
+            reasoning_content: None,
+        },
+    ];
+    db.store
+        .set_turn_messages(&first.task.id, &messages)
+        .unwrap();
+    let turns = db.store.chat_turns(&session.id).unwrap();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[0].messages.as_deref(), Some(&messages[..]));
+    assert_eq!(turns[1].messages, None);
+    assert_eq!(
+        db.store.turn_of_task(&second.task.id).unwrap(),
+        Some((session.id.clone(), 2))
+    );
+    // A task that is no turn: nothing to record.
+    let plain = db.create("plain");
+    assert_eq!(db.store.turn_of_task(&plain.id).unwrap(), None);
+    db.store.set_turn_messages(&plain.id, &messages).unwrap();
+}
+
+#[test]
+fn a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it() {
+    let db = TestDb::new();
+    let session = session(&db);
+    let turn = db
+        .store
+        .add_chat_turn(&session.id, new_task("one"))
+        .unwrap();
+    assert!(matches!(
+        db.store.delete_chat_session(&session.id),
+        Err(Error::SessionBusy { .. })
+    ));
+    complete(&db.store, &turn.task.id);
+    db.store.delete_chat_session(&session.id).unwrap();
+    assert!(matches!(
+        db.store.chat_session(&session.id),
+        Err(Error::NotFound {
+            what: "session",
+            ..
+        })
+    ));
+    assert!(matches!(
+        db.store.delete_chat_session(&session.id),
+        Err(Error::NotFound { .. })
+    ));
+    assert_eq!(
+        db.store.task(&turn.task.id).unwrap().state,
+        TaskState::Completed
+    );
+    assert_eq!(db.store.turn_of_task(&turn.task.id).unwrap(), None);
+}
+
+#[test]
+fn sessions_list_most_recently_active_first_and_keep_their_summary() {
+    let db = TestDb::new();
+    let older = session(&db);
+    db.clock.advance(Duration::from_secs(1));
+    let newer = session(&db);
+    let listed: Vec<String> = db
+        .store
+        .chat_sessions()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(listed, [newer.id.clone(), older.id.clone()]);
+    db.clock.advance(Duration::from_secs(1));
+    db.store
+        .add_chat_turn(&older.id, new_task("again"))
+        .unwrap();
+    let listed: Vec<String> = db
+        .store
+        .chat_sessions()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(listed, [older.id.clone(), newer.id.clone()]);
+
+    db.store
+        .set_session_summary(&older.id, "They talked.", 1)
+        .unwrap();
+    let stored = db.open_again().chat_session(&older.id).unwrap();
+    assert_eq!(
+        (stored.summary.as_deref(), stored.summarised_through),
+        (Some("They talked."), 1)
+    );
+}
+
+#[test]
+fn prune_keeps_the_conversation_of_a_session() {
+    let db = TestDb::new();
+    let session = session(&db);
+    let turn = db
+        .store
+        .add_chat_turn(&session.id, new_task("one"))
+        .unwrap();
+    complete(&db.store, &turn.task.id);
+    let messages = vec![
+        Message::user("one"),
+        Message::Assistant {
+            content: Some("done".into()),
+            tool_calls: Vec::new(),
+            reasoning_content: None,
+        },
+    ];
+    db.store
+        .set_turn_messages(&turn.task.id, &messages)
+        .unwrap();
+    db.clock.advance(Duration::from_secs(40 * 86_400));
+    let report = db.store.prune(Duration::from_secs(30 * 86_400)).unwrap();
+    assert!(report.audit > 0, "{report:?}");
+    let turns = db.store.chat_turns(&session.id).unwrap();
+    assert_eq!(turns[0].messages.as_deref(), Some(&messages[..]));
+    assert_eq!(turns[0].task.id, turn.task.id);
+}
+
+#[test]
+fn a_version_3_database_migrates_and_keeps_its_logins() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pocketpilot.db");
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        for sql in [
+            include_str!("../../migrations/0001_init.sql"),
+            include_str!("../../migrations/0002_heartbeat.sql"),
+            include_str!("../../migrations/0003_prune_guard.sql"),
+        ] {
+            connection.execute_batch(sql).unwrap();
+        }
+        connection.pragma_update(None, "user_version", 3).unwrap();
+        // The login whose secret is "abc" (only its SHA-256 is stored), valid for ever.
+        connection
+            .execute(
+                "INSERT INTO sessions (id_sha256, created_at, expires_at) VALUES \
+                 ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 1, ?1)",
+                [i64::MAX],
+            )
+            .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), pp_store::SCHEMA_VERSION);
+    assert!(store.login_valid("abc").unwrap());
+    assert!(!store.login_valid("abd").unwrap());
+    store.delete_login("abc").unwrap();
+    assert!(!store.login_valid("abc").unwrap());
+    assert!(store.chat_sessions().unwrap().is_empty());
+}
