@@ -109,6 +109,14 @@ pub(crate) fn live_lines(event: &Event, palette: Palette, columns: usize) -> Vec
         EventKind::TaskRetried { message } => {
             format!("[step {step}] retried: {}", one_line(message))
         }
+        EventKind::SessionSummarised {
+            turns,
+            through_turn,
+            ..
+        } => format!(
+            "[step {step}] summarised {turns} older turn(s) of the conversation (through turn \
+             {through_turn}) to fit the model's window"
+        ),
         EventKind::TaskFailed { reason, message } => format!(
             "[step {step}] {} {}",
             palette.paint(Paint::Red, &format!("failed ({}):", reason.as_str())),

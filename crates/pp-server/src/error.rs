@@ -122,7 +122,9 @@ impl From<pp_tasks::Error> for ApiError {
         match error {
             Error::NotFound { .. } => Self::NotFound(error.to_string()),
             Error::AlreadyResolved { .. } => Self::AlreadyResolved(error.to_string()),
-            Error::InvalidState { .. } => Self::InvalidState(error.to_string()),
+            Error::InvalidState { .. } | Error::SessionBusy { .. } => {
+                Self::InvalidState(error.to_string())
+            }
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
             Error::Store(error) => error.into(),

@@ -9,7 +9,7 @@ use pp_tasks::{Decision, ModelSource, ResolveRequest, Workspace};
 use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 
 use crate::app::{App, model_source};
-use crate::commands::run::{Ui, follow};
+use crate::commands::run::{OnInterrupt, Ui, follow};
 use crate::config::{Config, Flags};
 use crate::live::LiveView;
 use crate::output::{errln, outln};
@@ -150,6 +150,7 @@ async fn resolve(
         live,
         feed: None,
         started,
+        interrupt: OnInterrupt::LeavePending,
     };
     let request = ResolveRequest {
         decision,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use pp_tasks::{NewSession, TaskService};
+use pp_tasks::{ModelSource, NewSession, TaskService};
 use pp_types::{Actor, TaskId, TaskState};
 use serde_json::Value;
 
@@ -43,9 +43,15 @@ const COMMANDS: &str = "/new  start a new session    /sessions  list sessions   
 
 /// Runs the conversation; returns the exit code (see docs/terminal.md).
 pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Result<u8> {
-    if flags.workspace.is_none() && options.session.is_none() {
-        flags.workspace =
-            Some(std::env::current_dir().context("cannot read the current directory")?);
+    if flags.workspace.is_none() {
+        let stored = match &options.session {
+            Some(id) => stored_workspace(&flags, id).await?,
+            None => None,
+        };
+        flags.workspace = match stored {
+            Some(path) => Some(path),
+            None => Some(std::env::current_dir().context("cannot read the current directory")?),
+        };
     }
     let config = Config::load(&flags)?;
     let script = options.script.as_deref().map(read_script).transpose()?;
@@ -71,6 +77,35 @@ pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Resul
     let code = chat.converse(interactive).await;
     watcher.abort();
     code
+}
+
+/// Where a continued session's turns ran (its last turn's workspace folder), so
+/// `--session ID` without `--workspace` works from any directory; `None` before the
+/// first turn.
+async fn stored_workspace(flags: &Flags, id: &str) -> anyhow::Result<Option<PathBuf>> {
+    let flags = Flags {
+        stored_tasks_only: true,
+        ..flags.clone()
+    };
+    let app = App::open(&flags, ModelSource::Scripted, None)?;
+    let view = match app.service.session(id).await {
+        Ok(view) => view,
+        Err(pp_tasks::Error::NotFound { .. }) => return Err(no_session(id).into()),
+        Err(error) => return Err(error.into()),
+    };
+    let Some(last) = view.turns.last() else {
+        return Ok(None);
+    };
+    let task = app.service.task(&last.task_id).await?;
+    Ok(Some(PathBuf::from(task.workspace_path)))
+}
+
+/// The usage error for an unknown `--session`.
+fn no_session(id: &str) -> Exit {
+    Exit::usage(format!(
+        "there is no session {}: `pocketpilot sessions list` shows them",
+        one_line(id)
+    ))
 }
 
 /// The conversation's state.
@@ -99,13 +134,7 @@ impl Chat {
     async fn resume(&mut self, id: &str) -> anyhow::Result<()> {
         let view = match self.app.service.session(id).await {
             Ok(view) => view,
-            Err(pp_tasks::Error::NotFound { .. }) => {
-                return Err(Exit::usage(format!(
-                    "there is no session {}: `pocketpilot sessions list` shows them",
-                    one_line(id)
-                ))
-                .into());
-            }
+            Err(pp_tasks::Error::NotFound { .. }) => return Err(no_session(id).into()),
             Err(error) => return Err(error.into()),
         };
         errln!(

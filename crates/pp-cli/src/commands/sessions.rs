@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 use pp_tasks::{ModelSource, SessionRecord, SessionView};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::app::App;
 use crate::config::Flags;
@@ -46,8 +46,8 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
         SessionsCommand::List { json } => {
             let sessions = service.sessions().await?;
             if json {
-                let list: Vec<Value> = sessions.iter().map(session_json).collect();
-                outln!("{}", json_safe(&json!({ "sessions": list }).to_string()))?;
+                let list = json!({ "sessions": sessions });
+                outln!("{}", json_safe(&list.to_string()))?;
             } else {
                 print_sessions(&sessions, None, false)?;
             }
@@ -55,7 +55,7 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
         SessionsCommand::Show { id, json } => {
             let view = service.session(&id).await?;
             if json {
-                outln!("{}", json_safe(&view_json(&view).to_string()))?;
+                outln!("{}", json_safe(&serde_json::to_string(&view)?))?;
             } else {
                 print_view(&view)?;
             }
@@ -66,37 +66,6 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
         }
     }
     Ok(exit::OK)
-}
-
-/// A session as the API sends it.
-fn session_json(session: &SessionRecord) -> Value {
-    json!({
-        "id": session.id,
-        "title": session.title,
-        "workspace": session.workspace,
-        "created_at": session.created_at,
-        "updated_at": session.updated_at,
-    })
-}
-
-/// A session with its turns, as `GET /api/sessions/{id}` sends it.
-fn view_json(view: &SessionView) -> Value {
-    let mut value = session_json(&view.session);
-    value["summary"] = json!(view.summary);
-    value["turns"] = view
-        .turns
-        .iter()
-        .map(|turn| {
-            json!({
-                "index": turn.index,
-                "task_id": turn.task_id,
-                "state": turn.state,
-                "prompt": turn.prompt,
-                "final_text": turn.final_text,
-            })
-        })
-        .collect();
-    value
 }
 
 /// One line per session (on stdout, or on stderr inside a chat, where `current` is
