@@ -106,9 +106,20 @@ mod raw {
     pub(super) fn discard() {}
 }
 
-/// Reads one key in raw mode (the terminal is restored before this returns).
-pub(crate) fn read_key() -> std::io::Result<Key> {
+/// Shows `prompt` on stderr once the terminal is in raw mode: a key pressed as soon as
+/// the prompt is on screen is read as a key (Ctrl+C included), never handled by the
+/// terminal in its ordinary mode (where Ctrl+C would be a signal).
+fn show(prompt: &str) -> std::io::Result<()> {
+    let mut stderr = std::io::stderr();
+    stderr.write_all(prompt.as_bytes())?;
+    stderr.flush()
+}
+
+/// Shows `prompt` and reads one key in raw mode (the terminal is restored before this
+/// returns).
+pub(crate) fn read_key(prompt: &str) -> std::io::Result<Key> {
     let _raw = raw::RawMode::enter()?;
+    show(prompt)?;
     Ok(match raw::read_byte()? {
         None | Some(0x04) => Key::End,
         Some(0x03) => Key::Interrupt,
@@ -123,10 +134,11 @@ pub(crate) fn read_key() -> std::io::Result<Key> {
     })
 }
 
-/// Reads a line in raw mode, echoing it: Enter ends it, Backspace deletes, Escape
+/// Shows `prompt` and reads a line in raw mode, echoing it: Enter ends it, Backspace deletes, Escape
 /// cancels, Ctrl+C interrupts. Control characters are never echoed or kept.
-pub(crate) fn read_line() -> std::io::Result<Line> {
+pub(crate) fn read_line(prompt: &str) -> std::io::Result<Line> {
     let _raw = raw::RawMode::enter()?;
+    show(prompt)?;
     let mut typed: Vec<u8> = Vec::new();
     let mut stderr = std::io::stderr();
     loop {

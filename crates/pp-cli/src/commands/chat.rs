@@ -5,7 +5,7 @@
 //! Without a terminal on stdin each input line is one turn, so a chat can be scripted;
 //! a turn that needs an approval then stops the chat (exit 3), as `run` does.
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -21,7 +21,7 @@ use crate::commands::sessions::print_sessions;
 use crate::config::{Config, Flags};
 use crate::keys::{self, Line};
 use crate::live::LiveView;
-use crate::output::{errln, errprint, outln};
+use crate::output::{errln, outln};
 use crate::render::{json_safe, one_line};
 use crate::report::JsonFeed;
 use crate::style::{Paint, Palette};
@@ -188,12 +188,11 @@ impl Chat {
                     return Ok(exit::OK);
                 }
                 Line::Interrupt => return Ok(exit::INTERRUPTED),
-                Line::End => {
-                    if interactive {
-                        errln!();
-                    }
-                    return Ok(if self.failed { exit::FAILED } else { exit::OK });
+                Line::End if interactive => {
+                    errln!();
+                    return Ok(exit::OK);
                 }
+                Line::End => return Ok(if self.failed { exit::FAILED } else { exit::OK }),
             };
             if let Next::Exit(code) = self.handle(&line, interactive).await? {
                 return Ok(code);
@@ -266,6 +265,7 @@ impl Chat {
         {
             Ok(task) => task,
             Err(pp_tasks::Error::SessionBusy { .. }) => {
+                self.failed = true;
                 errln!(
                     "the session's last turn has not ended (it may wait for an approval \
                      elsewhere): resolve or cancel it, or start a new session with /new"
@@ -358,9 +358,8 @@ fn interrupted_between_turns() {
 /// The prompt on a terminal: `you › `, read with echo in raw mode (Ctrl+C and Ctrl+D
 /// arrive as keys), on a blocking thread.
 async fn prompt_line() -> anyhow::Result<Line> {
-    errprint!("{}", Palette::stderr().paint(Paint::Bold, "you › "));
-    std::io::stderr().flush()?;
-    Ok(tokio::task::spawn_blocking(keys::read_line).await??)
+    let prompt = Palette::stderr().paint(Paint::Bold, "you › ");
+    Ok(tokio::task::spawn_blocking(move || keys::read_line(&prompt)).await??)
 }
 
 /// One line of plain (non-terminal) input; `End` at the end of the input.

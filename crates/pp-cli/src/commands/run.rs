@@ -254,10 +254,9 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
     };
     loop {
         discard_type_ahead();
-        errprint!("{}", palette.paint(Paint::Yellow, QUESTION));
-        std::io::stderr().flush()?;
+        let mut question = palette.paint(Paint::Yellow, QUESTION);
         let key = loop {
-            match keys::read_key()? {
+            match keys::read_key(&std::mem::take(&mut question))? {
                 // Enter alone, Escape, arrows: nothing happens.
                 Key::Ignored => {}
                 key => break key,
@@ -270,9 +269,7 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
             }
             Key::Char('r') => {
                 errln!("reject");
-                errprint!("reason (optional; Enter to send, Esc to go back): ");
-                std::io::stderr().flush()?;
-                match keys::read_line()? {
+                match keys::read_line("reason (optional; Enter to send, Esc to go back): ")? {
                     Line::Done(reason) => {
                         let reason = (!reason.is_empty()).then_some(reason);
                         return Ok(request(Decision::Reject, None, reason));

@@ -90,7 +90,10 @@ pub(crate) fn print_sessions(
             one_line(&session.id),
             session.updated_at,
             one_line(&shorten(&session.workspace, 12)),
-            one_line(&shorten(session.title.as_deref().unwrap_or("(untitled)"), 50)),
+            one_line(&shorten(
+                session.title.as_deref().unwrap_or("(untitled)"),
+                50
+            )),
         ));
     }
     for line in lines {
@@ -114,7 +117,10 @@ fn print_view(view: &SessionView) -> anyhow::Result<()> {
         session.updated_at
     )?;
     if let Some(summary) = &view.summary {
-        outln!("summary of earlier turns: {}", one_line(&shorten(summary, 200)))?;
+        outln!(
+            "summary of earlier turns: {}",
+            one_line(&shorten(summary, 200))
+        )?;
     }
     for turn in &view.turns {
         outln!(

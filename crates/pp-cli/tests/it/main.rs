@@ -9,6 +9,7 @@
 mod approvals;
 mod architecture;
 mod backup;
+mod chat;
 mod eval;
 mod home;
 mod http;
@@ -17,6 +18,7 @@ mod pipe;
 mod run;
 mod scripting;
 mod service;
+mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

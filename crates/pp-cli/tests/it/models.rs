@@ -11,15 +11,16 @@ use serde_json::{Value, json};
 
 use crate::{pocketpilot_in, text};
 
-/// The fake server process; killed on drop.
-struct FakeServer {
+/// The fake server process (tests/it/fixtures/fake_openai.py); killed on drop.
+pub(crate) struct FakeServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
 impl FakeServer {
-    fn start(dir: &Path, turns: &Value) -> Self {
+    /// Serves `turns` in order, one per request.
+    pub(crate) fn start(dir: &Path, turns: &Value) -> Self {
         let turns_file = dir.join("turns.json");
         std::fs::write(&turns_file, turns.to_string()).unwrap();
         let log = dir.join("requests.jsonl");
@@ -46,7 +47,8 @@ impl FakeServer {
         panic!("the fake server did not start");
     }
 
-    fn requests(&self) -> Vec<Value> {
+    /// Every request body so far, as `{"auth", "body"}`.
+    pub(crate) fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -62,13 +64,15 @@ impl Drop for FakeServer {
     }
 }
 
-fn write_config(tree: &TempTree, body: &str) -> PathBuf {
+/// Writes `pocketpilot.toml` in the tree's base.
+pub(crate) fn write_config(tree: &TempTree, body: &str) -> PathBuf {
     let path = tree.base().join("pocketpilot.toml");
     std::fs::write(&path, body).unwrap();
     path
 }
 
-fn config_for(port: u16) -> String {
+/// A config for the fake server on `port` (key in `PP_TEST_KEY`).
+pub(crate) fn config_for(port: u16) -> String {
     format!(
         "[model]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
          model = \"fake-model\"\napi_key_env = \"PP_TEST_KEY\"\nretry_backoff_ms = 1\n"

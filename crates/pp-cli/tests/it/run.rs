@@ -1,12 +1,12 @@
 //! `pocketpilot run`: exit codes, non-interactive refusal, and terminal approvals.
 
-use std::io::Write as _;
 use std::process::Stdio;
 
 use pp_test_support::TempTree;
 use serde_json::json;
 
-use crate::{isolate, pocketpilot, pocketpilot_in, text, write_script};
+use crate::terminal::Terminal;
+use crate::{pocketpilot, pocketpilot_in, text, write_script};
 
 pub(crate) fn run_in(
     tree: &TempTree,
@@ -137,23 +137,11 @@ fn usage_errors_exit_2_and_a_missing_model_exits_4() {
     assert!(text(&output).1.contains("no model is configured"));
 }
 
-/// The question `run` asks at each approval.
-const PROMPT: &str = "[a]pprove  [r]eject  [e]dit  [d]etails  [?] help › ";
-
 /// The question after `r`.
 const REASON: &str = "reason (optional; Enter to send, Esc to go back): ";
 
-/// `pocketpilot run` under a pseudo-terminal (util-linux `script`): answers are typed
-/// only once the question they answer is on screen, as a person would (input typed
-/// earlier is discarded on purpose).
-struct Terminal {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    screen: std::sync::Arc<std::sync::Mutex<String>>,
-    updates: std::sync::mpsc::Receiver<()>,
-}
-
 impl Terminal {
+    /// `pocketpilot run 'do it'` on `script` in a pseudo-terminal.
     fn start(
         tree: &TempTree,
         script: &serde_json::Value,
@@ -178,100 +166,11 @@ impl Terminal {
             tree.workspace().display(),
             script_path.display()
         );
-        let mut child = std::process::Command::new("script");
-        child.args(["-qefc", &command, "/dev/null"]);
-        isolate(&mut child, &tree.base().join("home"));
-        // Colours off unless a test turns them on (`NO_COLOR=""`).
-        child.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
-        child.env("PAGER", "cat");
+        let mut env = env.to_vec();
         if let Some(editor) = editor {
-            child.env("VISUAL", editor);
+            env.push(("VISUAL", editor.to_str().unwrap()));
         }
-        for (key, value) in env {
-            child.env(key, value);
-        }
-        let mut child = child
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("util-linux `script` provides the pseudo-terminal");
-        let stdin = child.stdin.take();
-        let mut stdout = child.stdout.take().unwrap();
-        let screen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let (notify, updates) = std::sync::mpsc::channel();
-        let shared = std::sync::Arc::clone(&screen);
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            loop {
-                match std::io::Read::read(&mut stdout, &mut buffer) {
-                    Ok(0) | Err(_) => return,
-                    Ok(read) => {
-                        shared
-                            .lock()
-                            .unwrap()
-                            .push_str(&String::from_utf8_lossy(&buffer[..read]));
-                        if notify.send(()).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        Self {
-            child,
-            stdin,
-            screen,
-            updates,
-        }
-    }
-
-    fn screen(&self) -> String {
-        self.screen.lock().unwrap().clone()
-    }
-
-    /// Waits until the question has been asked `count` times.
-    fn wait_for_prompt(&self, count: usize) {
-        self.wait_for(PROMPT, count);
-    }
-
-    /// Waits until `text` has been shown `count` times.
-    fn wait_for(&self, text: &str, count: usize) {
-        while self.screen().matches(text).count() < count {
-            // A guard against a hang, not a timing assertion.
-            if self
-                .updates
-                .recv_timeout(std::time::Duration::from_secs(120))
-                .is_err()
-            {
-                panic!(
-                    "the program ended or stalled before question {count}:\n{}",
-                    self.screen()
-                );
-            }
-        }
-    }
-
-    fn type_text(&mut self, text: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(text.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Answers question 1, 2, … in turn, each once it is on screen.
-    fn answer(&mut self, answers: &[&str]) {
-        for (index, answer) in answers.iter().enumerate() {
-            self.wait_for_prompt(index + 1);
-            self.type_text(answer);
-        }
-    }
-
-    /// Closes the keyboard and returns the exit code and everything shown.
-    fn finish(mut self) -> (i32, String) {
-        drop(self.stdin.take());
-        let status = self.child.wait().unwrap();
-        while self.updates.recv().is_ok() {}
-        (status.code().unwrap_or(-1), self.screen())
+        Self::spawn(&command, &tree.base().join("home"), &env)
     }
 }
 
