@@ -109,6 +109,16 @@ pub(crate) fn live_lines(event: &Event, palette: Palette, columns: usize) -> Vec
         EventKind::TaskRetried { message } => {
             format!("[step {step}] retried: {}", one_line(message))
         }
+        EventKind::SessionSummarised {
+            through_turn,
+            turns,
+            tokens_before,
+            tokens_after,
+            ..
+        } => format!(
+            "[step {step}] summarised {turns} earlier turn(s) (the summary now covers turns \
+             1-{through_turn}): ~{tokens_before} -> ~{tokens_after} tokens"
+        ),
         EventKind::TaskFailed { reason, message } => format!(
             "[step {step}] {} {}",
             palette.paint(Paint::Red, &format!("failed ({}):", reason.as_str())),
