@@ -157,10 +157,7 @@ impl Toolbox {
         let mut registry = ToolRegistry::new();
         let mut gate = Gate::new(Arc::clone(workspace));
         let mut prompt = PromptContext::default();
-        let scope = Scope {
-            workspace,
-            limits,
-        };
+        let scope = Scope { workspace, limits };
         for provider in &self.providers {
             let name = provider.name().to_owned();
             let mut provision = Provision::default();

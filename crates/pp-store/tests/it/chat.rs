@@ -74,7 +74,7 @@ fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end() {
     assert_eq!(turns[1].messages, None);
     assert_eq!(
         db.store.turn_of_task(&second.task.id).unwrap(),
-        Some((session.id.clone(), 2))
+        Some((session.id, 2))
     );
     // A task that is no turn: nothing to record.
     let plain = db.create("plain");
@@ -139,7 +139,7 @@ fn sessions_list_most_recently_active_first_and_keep_their_summary() {
         .into_iter()
         .map(|s| s.id)
         .collect();
-    assert_eq!(listed, [older.id.clone(), newer.id.clone()]);
+    assert_eq!(listed, [older.id.clone(), newer.id]);
 
     db.store
         .set_session_summary(&older.id, "They talked.", 1)
