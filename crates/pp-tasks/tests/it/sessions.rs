@@ -351,3 +351,46 @@ async fn without_a_summary_the_drop_oldest_trimming_is_the_last_resort() {
     let view = fixture.service.session(&session).await.unwrap();
     assert_eq!(view.summary, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_cancelled_while_waiting_is_remembered_with_its_call_answered() {
+    let model = scripted(json!([
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "a"}}]},
+        {"content": "two"},
+    ]));
+    let fixture = fixture_with(&model, TaskSettings::default());
+    let session = new_session(&fixture).await;
+    let service = &fixture.service;
+    let first = service
+        .send_message(&session, "first".into(), Actor::Operator, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        service.run_now(&first.id).await.unwrap().state,
+        TaskState::WaitingApproval
+    );
+    service.cancel(&first.id).await.unwrap();
+    let second = service
+        .send_message(&session, "second".into(), Actor::Operator, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        service.run_now(&second.id).await.unwrap().state,
+        TaskState::Completed
+    );
+    let requests = model.requests();
+    let last = requests.last().unwrap();
+    assert_pairs_intact(last);
+    assert_eq!(
+        transcript(last),
+        [
+            "system",
+            "user: first",
+            "calls: write_file",
+            "result: error: not run (the ",
+            "assistant: (this turn ended cancelled without an answer)",
+            "user: second",
+        ]
+    );
+    assert!(!fixture.tree.exists("a.txt"));
+}
