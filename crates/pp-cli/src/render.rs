@@ -110,12 +110,14 @@ pub(crate) fn live_lines(event: &Event, palette: Palette, columns: usize) -> Vec
             format!("[step {step}] retried: {}", one_line(message))
         }
         EventKind::SessionSummarised {
-            turns,
             through_turn,
+            turns,
+            tokens_before,
+            tokens_after,
             ..
         } => format!(
-            "[step {step}] summarised {turns} older turn(s) of the conversation (through turn \
-             {through_turn}) to fit the model's window"
+            "[step {step}] summarised {turns} earlier turn(s) (the summary now covers turns \
+             1-{through_turn}): ~{tokens_before} -> ~{tokens_after} tokens"
         ),
         EventKind::TaskFailed { reason, message } => format!(
             "[step {step}] {} {}",

@@ -179,5 +179,6 @@ export const EVENT_TYPES = [
   "task_cancelled",
   "task_interrupted",
   "task_retried",
+  "session_summarised",
   "task_failed",
 ];

@@ -126,6 +126,12 @@ export function eventRow(stored) {
       return row(stored, "ended", "Interrupted", h("p", { text: stored.message }));
     case "task_retried":
       return row(stored, "start", "Retried", h("p", { text: stored.message }));
+    case "session_summarised":
+      return row(
+        stored,
+        "quiet",
+        `Summarised ${stored.turns} earlier turn(s) of the conversation (turns 1 to ${stored.through_turn}; about ${stored.tokens_before} → ${stored.tokens_after} tokens)`,
+      );
     case "task_failed":
       return row(
         stored,

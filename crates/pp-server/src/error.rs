@@ -28,6 +28,8 @@ pub enum ApiError {
     AlreadyResolved(String),
     /// The task is in a state that does not allow this: `409 invalid_state`.
     InvalidState(String),
+    /// A chat session's previous turn has not ended: `409 session_busy`.
+    SessionBusy(String),
     /// Body or file over the limit: `413 payload_too_large`.
     PayloadTooLarge(String),
     /// Edited arguments fail the tool's schema or the gate: `422 invalid_arguments`.
@@ -54,6 +56,7 @@ impl ApiError {
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::AlreadyResolved(_) => (StatusCode::CONFLICT, "already_resolved"),
             Self::InvalidState(_) => (StatusCode::CONFLICT, "invalid_state"),
+            Self::SessionBusy(_) => (StatusCode::CONFLICT, "session_busy"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::InvalidArguments(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
             Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads"),
@@ -69,6 +72,7 @@ impl ApiError {
             | Self::NotFound(message)
             | Self::AlreadyResolved(message)
             | Self::InvalidState(message)
+            | Self::SessionBusy(message)
             | Self::PayloadTooLarge(message)
             | Self::InvalidArguments(message)
             | Self::TooManyUploads(message) => message.clone(),
@@ -122,9 +126,8 @@ impl From<pp_tasks::Error> for ApiError {
         match error {
             Error::NotFound { .. } => Self::NotFound(error.to_string()),
             Error::AlreadyResolved { .. } => Self::AlreadyResolved(error.to_string()),
-            Error::InvalidState { .. } | Error::SessionBusy { .. } => {
-                Self::InvalidState(error.to_string())
-            }
+            Error::InvalidState { .. } => Self::InvalidState(error.to_string()),
+            Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
             Error::Store(error) => error.into(),
@@ -142,6 +145,7 @@ impl From<pp_tasks::store::Error> for ApiError {
             Error::NotFound { .. } => Self::NotFound(error.to_string()),
             Error::AlreadyResolved { .. } => Self::AlreadyResolved(error.to_string()),
             Error::Conflict { .. } => Self::InvalidState(error.to_string()),
+            Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
             other => Self::internal(other),
         }
     }

@@ -4,9 +4,10 @@
 //! Where the history comes from: when a turn's task ends (completed or failed), the
 //! runner stores the turn's own messages — its user message, the model's turns and the
 //! tool results — with the turn ([`own_messages`], `Store::set_turn_messages`). A turn
-//! that ended without any (cancelled, timed out, interrupted) contributes its prompt and
-//! a one-line note instead. Events and checkpoints are not used: retention may prune a
-//! task's events, never a conversation.
+//! that ended without any contributes what its last approval's checkpoint holds (it was
+//! cancelled while waiting) or else its prompt, followed by a one-line note of how it
+//! ended. Events are not used: retention may prune a task's events, never a
+//! conversation (it keeps approvals and their checkpoints).
 //!
 //! Tool calls and their results always travel together: a turn is summarised or sent
 //! whole, and [`close_open_calls`] answers any call a turn left unanswered (a run stopped
@@ -60,15 +61,35 @@ pub(crate) async fn prepare(
     sink: &dyn EventSink,
 ) -> Result<Conversation> {
     let id = session.to_owned();
-    let (record, turns) = shared
-        .db(move |store| Ok((store.chat_session(&id)?, store.chat_turns(&id)?)))
+    let (record, turns, checkpoints) = shared
+        .db(move |store| {
+            let record = store.chat_session(&id)?;
+            let covered = record.summarised_through;
+            let turns: Vec<ChatTurn> = store
+                .chat_turns(&id)?
+                .into_iter()
+                .filter(|turn| turn.index < index && turn.index > covered)
+                .collect();
+            // A turn that ended while it waited for approval (cancelled) stored no
+            // messages; its last checkpoint holds what it did.
+            let mut checkpoints = HashMap::new();
+            for turn in turns.iter().filter(|turn| turn.messages.is_none()) {
+                if let Some(approval) = store.approvals_for_task(&turn.task.id)?.pop() {
+                    checkpoints.insert(turn.index, approval.checkpoint.messages);
+                }
+            }
+            Ok((record, turns, checkpoints))
+        })
         .await?;
     let mut summary = record.summary;
-    let covered = record.summarised_through;
     let mut prior: Vec<(u32, Vec<Message>)> = turns
         .iter()
-        .filter(|turn| turn.index < index && turn.index > covered)
-        .map(|turn| (turn.index, turn_messages(turn)))
+        .map(|turn| {
+            (
+                turn.index,
+                turn_messages(turn, checkpoints.get(&turn.index)),
+            )
+        })
         .collect();
     if let Some(window) = shared.settings.context_window {
         let prompt_cost = estimate_tokens(&Message::user(task.prompt.as_str()));
@@ -135,22 +156,26 @@ fn tokens(messages: &[Message]) -> u64 {
     messages.iter().map(estimate_tokens).sum()
 }
 
-/// The messages a stored turn contributes to later turns.
-pub(crate) fn turn_messages(turn: &ChatTurn) -> Vec<Message> {
-    match turn.messages.as_deref() {
-        Some(messages) if !messages.is_empty() => close_open_calls(messages.to_vec()),
-        _ => vec![
-            Message::user(turn.task.prompt.as_str()),
-            Message::Assistant {
-                content: Some(format!(
-                    "(this turn ended {} without an answer)",
-                    turn.task.state.as_str()
-                )),
-                tool_calls: Vec::new(),
-                reasoning_content: None,
-            },
-        ],
+/// The messages a stored turn contributes to later turns: its own messages; for a turn
+/// that stored none, what its last `checkpoint` holds (it ended while waiting for
+/// approval) or just its prompt, each followed by a note of how it ended.
+pub(crate) fn turn_messages(turn: &ChatTurn, checkpoint: Option<&Vec<Message>>) -> Vec<Message> {
+    if let Some(messages) = turn.messages.as_deref().filter(|m| !m.is_empty()) {
+        return close_open_calls(messages.to_vec());
     }
+    let mut messages = match checkpoint {
+        Some(messages) => close_open_calls(own_messages(messages.clone())),
+        None => vec![Message::user(turn.task.prompt.as_str())],
+    };
+    messages.push(Message::Assistant {
+        content: Some(format!(
+            "(this turn ended {} without an answer)",
+            turn.task.state.as_str()
+        )),
+        tool_calls: Vec::new(),
+        reasoning_content: None,
+    });
+    messages
 }
 
 /// The turn's own part of a finished run's messages: from its user message (the last

@@ -33,7 +33,7 @@ impl Segment {
             source,
         })?);
         let equipment = toolbox
-            .equip(jail, limits)
+            .equip(&jail, limits)
             .map_err(|error| Error::Tools(error.to_string()))?;
         Ok(Self {
             registry: equipment.registry,

@@ -153,14 +153,11 @@ impl Toolbox {
 
     /// Equips one segment on the fresh `workspace` jail. Touches the disk: call it off
     /// the async threads.
-    pub fn equip(&self, workspace: Arc<Jail>, limits: Limits) -> Result<Equipment, ToolboxError> {
+    pub fn equip(&self, workspace: &Arc<Jail>, limits: Limits) -> Result<Equipment, ToolboxError> {
         let mut registry = ToolRegistry::new();
-        let mut gate = Gate::new(Arc::clone(&workspace));
+        let mut gate = Gate::new(Arc::clone(workspace));
         let mut prompt = PromptContext::default();
-        let scope = Scope {
-            workspace: &workspace,
-            limits,
-        };
+        let scope = Scope { workspace, limits };
         for provider in &self.providers {
             let name = provider.name().to_owned();
             let mut provision = Provision::default();

@@ -342,6 +342,6 @@ mod tests {
     fn type_names_list_every_variant() {
         let kind = EventKind::TaskStarted { prompt: "p".into() };
         assert!(EventKind::TYPE_NAMES.contains(&kind.type_name()));
-        assert_eq!(EventKind::TYPE_NAMES.len(), 16);
+        assert_eq!(EventKind::TYPE_NAMES.len(), 17);
     }
 }

@@ -176,3 +176,35 @@ fn the_checker_catches_a_forbidden_edge() {
     assert!(!allowed["pp-server"].contains("pp-store"));
     assert!(!allowed["pp-gate"].contains("pp-agent"));
 }
+
+/// The task service never names a tool argument: the stale check, the audit target and
+/// the approval preview come from the tool (issue 9's acceptance).
+#[test]
+fn the_task_service_names_no_tool_argument() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pp-tasks/src");
+    let mut offenders = Vec::new();
+    let mut stack = vec![src];
+    while let Some(dir) = stack.pop() {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "reads the repository's own sources"
+        )]
+        let entries = std::fs::read_dir(&dir).expect("pp-tasks/src");
+        for entry in entries {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "reads the repository's own sources"
+                )]
+                let text = std::fs::read_to_string(&path).expect("source");
+                if text.contains("\"path\"") {
+                    offenders.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "`\"path\"` literal in {offenders:?}");
+}

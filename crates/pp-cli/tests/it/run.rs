@@ -402,6 +402,9 @@ fn ctrl_c_leaves_the_approval_pending_and_restores_the_terminal() {
     );
     terminal.wait_for_prompt(1);
     terminal.type_text("\u{3}");
+    // Closing the keyboard before the key is read would hang up the terminal instead
+    // (seen under load): wait for the shell's line after the program.
+    terminal.wait_for("exit=", 1);
     let (_, screen) = terminal.finish();
     assert!(screen.contains("exit=130"), "{screen}");
     assert!(screen.contains("the approval stays pending"), "{screen}");

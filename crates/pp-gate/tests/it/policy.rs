@@ -247,3 +247,121 @@ fn gate_is_a_policy_trait_object() {
         Decision::Allow
     );
 }
+
+#[test]
+fn every_element_of_a_path_array_is_checked() {
+    let (_tree, jail) = setup();
+    let stamp = spec("stamp", Some("stamp:update"), &["paths[]"]);
+    assert_eq!(
+        evaluate(&jail, &stamp, &json!({"paths": ["top.txt", "a/b.txt"]})),
+        ask("update")
+    );
+    let denied = evaluate(
+        &jail,
+        &stamp,
+        &json!({"paths": ["top.txt", "ok.txt", "../outside/secret.txt"]}),
+    );
+    assert_eq!(rule(&denied), Some(DenyRule::Escapes), "the third element");
+    for wrong in [json!({"paths": "top.txt"}), json!({"paths": ["a", 1]})] {
+        let denied = evaluate(&jail, &stamp, &wrong);
+        assert_eq!(rule(&denied), Some(DenyRule::PathNotString), "{wrong}");
+    }
+    assert_eq!(
+        evaluate(&jail, &stamp, &json!({"paths": []})),
+        ask("update"),
+        "an empty array designates nothing"
+    );
+}
+
+#[test]
+fn scoped_roots_are_chosen_by_the_naming_argument() {
+    let (tree, workspace) = setup();
+    let skill = tree.workspace().join("skills/pdf");
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    std::fs::write(skill.join("scripts/run.py"), "print()").unwrap();
+    let mut gate = Gate::new(Arc::new(workspace));
+    gate.add_root(
+        pp_types::PathRoot::key("skill", "pdf"),
+        Arc::new(pp_gate::Jail::new(&skill).unwrap()),
+    );
+    let mut read = spec("read_skill_file", Some("skill:read"), &["path"]);
+    read.root = pp_types::PathRoot::Scoped {
+        scope: "skill".into(),
+        key_param: "name".into(),
+    };
+    let decide = |arguments: Value| gate.evaluate(&read, &arguments);
+    assert_eq!(
+        decide(json!({"name": "pdf", "path": "scripts/run.py"})),
+        Decision::Allow
+    );
+    // `..` leaves the skill's folder even though it stays inside the workspace.
+    assert_eq!(
+        rule(&decide(
+            json!({"name": "pdf", "path": "../pdf/scripts/run.py"})
+        )),
+        Some(DenyRule::Escapes)
+    );
+    assert_eq!(
+        rule(&decide(json!({"name": "pdf", "path": "/etc/passwd"}))),
+        Some(DenyRule::AbsolutePath)
+    );
+    assert_eq!(
+        rule(&decide(json!({"name": "nope", "path": "x"}))),
+        Some(DenyRule::UnknownRoot)
+    );
+    assert_eq!(
+        rule(&decide(json!({"name": 7, "path": "x"}))),
+        Some(DenyRule::UnknownRoot),
+        "a root named by a non-string is unknown"
+    );
+    assert_eq!(
+        decide(json!({"name": "nope"})),
+        Decision::Allow,
+        "no path, nothing to check: the tool reports the unknown name"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_out_of_a_scoped_root_is_a_denial() {
+    let (tree, workspace) = setup();
+    let skill = tree.workspace().join("skill");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::os::unix::fs::symlink("../top.txt", skill.join("up")).unwrap();
+    let mut gate = Gate::new(Arc::new(workspace));
+    gate.add_root("skill:s", Arc::new(pp_gate::Jail::new(&skill).unwrap()));
+    let mut read = spec("read_skill_file", Some("skill:read"), &["path"]);
+    read.root = pp_types::PathRoot::Scoped {
+        scope: "skill".into(),
+        key_param: "name".into(),
+    };
+    let decision = gate.evaluate(&read, &json!({"name": "s", "path": "up"}));
+    assert_eq!(rule(&decision), Some(DenyRule::SymlinkEscape));
+}
+
+mod arrays {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const PARTS: [&str; 7] = ["ok.txt", "a/b", "../x", "/abs", "a/../../y", "c\\d", ""];
+
+    proptest! {
+        /// An array is denied exactly when one of its elements alone would be.
+        #[test]
+        fn an_array_is_as_strict_as_its_worst_element(
+            picks in proptest::collection::vec(0..PARTS.len(), 0..6)
+        ) {
+            let (_tree, jail) = setup();
+            let one = spec("one", Some("file:read"), &["path"]);
+            let many = spec("many", Some("file:read"), &["paths[]"]);
+            let paths: Vec<&str> = picks.iter().map(|&i| PARTS[i]).collect();
+            let first_denial = paths
+                .iter()
+                .map(|path| evaluate(&jail, &one, &json!({ "path": path })))
+                .find(|decision| matches!(decision, Decision::Deny(_)));
+            let decision = evaluate(&jail, &many, &json!({ "paths": paths }));
+            prop_assert_eq!(decision, first_denial.unwrap_or(Decision::Allow));
+        }
+    }
+}

@@ -7,7 +7,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Uri;
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::routing::{MethodRouter, get, post, put};
+use axum::routing::{MethodRouter, delete, get, post, put};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -21,6 +21,7 @@ pub(crate) mod files;
 pub(crate) mod health;
 pub(crate) mod login;
 pub(crate) mod openapi;
+pub(crate) mod sessions;
 pub(crate) mod tasks;
 pub(crate) mod workspaces;
 
@@ -29,7 +30,7 @@ const PUBLIC_API_ROUTE: &str = "/api/health";
 
 /// One `/api` route: method, path, handler.
 pub(crate) struct Route {
-    /// `GET`, `POST`, `PUT`.
+    /// `GET`, `POST`, `PUT`, `DELETE`.
     pub(crate) method: &'static str,
     pub(crate) path: &'static str,
     pub(crate) handler: MethodRouter<AppState>,
@@ -60,6 +61,11 @@ pub(crate) fn table() -> Vec<Route> {
             "/api/approvals/{id}/resolve",
             post(approvals::resolve),
         ),
+        route("POST", "/api/sessions", post(sessions::create)),
+        route("GET", "/api/sessions", get(sessions::list)),
+        route("GET", "/api/sessions/{id}", get(sessions::show)),
+        route("DELETE", "/api/sessions/{id}", delete(sessions::delete)),
+        route("POST", "/api/sessions/{id}/messages", post(sessions::send)),
         route("GET", "/api/files", get(files::list)),
         route("GET", "/api/files/content", get(files::download)),
         route("PUT", "/api/files/content", put(files::upload)),

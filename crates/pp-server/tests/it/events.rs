@@ -58,3 +58,34 @@ async fn task_events_come_in_pages_that_chain_with_next_after() {
         .await
         .expect(404, Some("not_found"));
 }
+
+/// The event types the console listens for and renders, and the OpenAPI document's list,
+/// are copies of `EventKind::TYPE_NAMES`: every type appears in each.
+#[tokio::test]
+async fn every_event_type_is_listed_by_the_console_and_the_document() {
+    let app = crate::App::idle();
+    let doc = app
+        .call(axum::http::Method::GET, "/api/openapi.json")
+        .await
+        .json;
+    let described =
+        doc["components"]["schemas"]["StoredEvent"]["properties"]["type"]["description"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let api_js = include_str!("../../assets/api.js");
+    let listed = api_js
+        .split("export const EVENT_TYPES = [")
+        .nth(1)
+        .and_then(|rest| rest.split("];").next())
+        .unwrap();
+    let timeline_js = include_str!("../../assets/timeline.js");
+    for name in pp_types::EventKind::TYPE_NAMES {
+        assert!(described.contains(&format!("`{name}`")), "openapi: {name}");
+        assert!(listed.contains(&format!("\"{name}\"")), "api.js: {name}");
+        assert!(
+            timeline_js.contains(&format!("case \"{name}\":")),
+            "timeline.js: {name}"
+        );
+    }
+}

@@ -14,6 +14,7 @@ mod events;
 mod files;
 mod openapi;
 mod security;
+mod sessions;
 mod sse;
 mod uploads;
 

@@ -155,7 +155,13 @@ fn codes_in(description: &str) -> BTreeSet<String> {
 
 /// Fails unless `reply` (an error) is documented for `method path`: its status is one
 /// of the operation's responses, and that response names its code.
-fn assert_documented(doc: &Value, method: &str, path: &str, reply: &crate::Reply, what: &str) {
+pub(crate) fn assert_documented(
+    doc: &Value,
+    method: &str,
+    path: &str,
+    reply: &crate::Reply,
+    what: &str,
+) {
     if reply.status.is_success() || reply.status.as_u16() == 405 {
         return;
     }
@@ -323,6 +329,9 @@ async fn every_error_a_route_returns_is_documented() {
         ("POST", "/api/approvals/{id}/resolve", 422),
         ("GET", "/api/audit", 400),
         ("GET", "/api/workspaces", 401),
+        ("GET", "/api/sessions/{id}", 404),
+        ("DELETE", "/api/sessions/{id}", 404),
+        ("POST", "/api/sessions/{id}/messages", 400),
     ] {
         assert!(checked.contains(&expected), "{expected:?} was not provoked");
     }

@@ -74,7 +74,7 @@ fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end() {
     assert_eq!(turns[1].messages, None);
     assert_eq!(
         db.store.turn_of_task(&second.task.id).unwrap(),
-        Some((session.id.clone(), 2))
+        Some((session.id, 2))
     );
     // A task that is no turn: nothing to record.
     let plain = db.create("plain");
@@ -139,7 +139,7 @@ fn sessions_list_most_recently_active_first_and_keep_their_summary() {
         .into_iter()
         .map(|s| s.id)
         .collect();
-    assert_eq!(listed, [older.id.clone(), newer.id.clone()]);
+    assert_eq!(listed, [older.id.clone(), newer.id]);
 
     db.store
         .set_session_summary(&older.id, "They talked.", 1)
@@ -179,29 +179,32 @@ fn prune_keeps_the_conversation_of_a_session() {
     assert_eq!(turns[0].task.id, turn.task.id);
 }
 
+/// A database as a version 3 build left it, with one login (secret "abc") valid for ever.
+fn version_3_database(path: &std::path::Path) {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    for sql in [
+        include_str!("../../migrations/0001_init.sql"),
+        include_str!("../../migrations/0002_heartbeat.sql"),
+        include_str!("../../migrations/0003_prune_guard.sql"),
+    ] {
+        connection.execute_batch(sql).unwrap();
+    }
+    connection.pragma_update(None, "user_version", 3).unwrap();
+    // Only the SHA-256 of the login's secret is stored.
+    connection
+        .execute(
+            "INSERT INTO sessions (id_sha256, created_at, expires_at) VALUES \
+             ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 1, ?1)",
+            [i64::MAX],
+        )
+        .unwrap();
+}
+
 #[test]
 fn a_version_3_database_migrates_and_keeps_its_logins() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pocketpilot.db");
-    {
-        let connection = rusqlite::Connection::open(&path).unwrap();
-        for sql in [
-            include_str!("../../migrations/0001_init.sql"),
-            include_str!("../../migrations/0002_heartbeat.sql"),
-            include_str!("../../migrations/0003_prune_guard.sql"),
-        ] {
-            connection.execute_batch(sql).unwrap();
-        }
-        connection.pragma_update(None, "user_version", 3).unwrap();
-        // The login whose secret is "abc" (only its SHA-256 is stored), valid for ever.
-        connection
-            .execute(
-                "INSERT INTO sessions (id_sha256, created_at, expires_at) VALUES \
-                 ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 1, ?1)",
-                [i64::MAX],
-            )
-            .unwrap();
-    }
+    version_3_database(&path);
     let store = Store::open(&path).unwrap();
     assert_eq!(store.schema_version().unwrap(), pp_store::SCHEMA_VERSION);
     assert!(store.login_valid("abc").unwrap());
@@ -209,4 +212,19 @@ fn a_version_3_database_migrates_and_keeps_its_logins() {
     store.delete_login("abc").unwrap();
     assert!(!store.login_valid("abc").unwrap());
     assert!(store.chat_sessions().unwrap().is_empty());
+}
+
+#[test]
+fn a_version_3_backup_restores_and_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let backup = dir.path().join("old.db");
+    version_3_database(&backup);
+    let database = dir.path().join("pocketpilot.db");
+    Store::restore_file(&backup, &database).unwrap();
+    let store = Store::open(&database).unwrap();
+    assert!(store.login_valid("abc").unwrap());
+    // And a current database backs up and restores too (its login table has the new name).
+    let current = dir.path().join("current.db");
+    store.backup_to(&current).unwrap();
+    Store::restore_file(&current, &dir.path().join("again.db")).unwrap();
 }

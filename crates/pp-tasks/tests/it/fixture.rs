@@ -214,13 +214,16 @@ fn service_on(
         settings,
         Workspaces::single("test", tree.workspace()),
         models,
-        pp_tools::Toolbox::files().with(Arc::new(pp_test_support::provider::Fixed::new(
-            "fixture",
-            vec![
-                Arc::new(SlowRead) as Arc<dyn Tool>,
-                Arc::new(blocking.clone()) as Arc<dyn Tool>,
-            ],
-        ))),
+        pp_tools::Toolbox::files()
+            .with(Arc::new(pp_test_support::provider::Fixed::new(
+                "fixture",
+                vec![
+                    Arc::new(SlowRead) as Arc<dyn Tool>,
+                    Arc::new(blocking.clone()) as Arc<dyn Tool>,
+                ],
+            )))
+            // A provider pp-tasks has never heard of (the tool seam's acceptance test).
+            .with(Arc::new(pp_test_support::provider::Stamps)),
         None,
     )
 }

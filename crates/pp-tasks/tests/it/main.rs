@@ -11,4 +11,5 @@ mod hardening;
 mod lifecycle;
 mod resolve;
 mod restart;
+mod seam;
 mod sessions;

@@ -308,3 +308,89 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
         Some("SUMMARY: the user read big.txt twice.")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_summary_the_drop_oldest_trimming_is_the_last_resort() {
+    let read = json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]});
+    let model = scripted(json!([
+        read, {"content": "one"},
+        read, {"content": "two"},
+        read, {"content": "three"},
+        // The summarising call gets no text back: no summary.
+        {"tool_calls": [{"name": "list_files", "arguments": {}}]},
+        {"content": "four"},
+    ]));
+    let settings = TaskSettings {
+        context_window: Some(15_000),
+        ..TaskSettings::default()
+    };
+    let fixture = fixture_with(&model, settings);
+    fixture.tree.file("big.txt", &"lorem ipsum ".repeat(1700));
+    let session = new_session(&fixture).await;
+    let mut last = None;
+    for prompt in ["first", "second", "third", "fourth"] {
+        let task = fixture
+            .service
+            .send_message(&session, prompt.into(), Actor::Operator, None)
+            .await
+            .unwrap();
+        let done = fixture.service.run_now(&task.id).await.unwrap();
+        assert_eq!(done.state, TaskState::Completed, "{done:?}");
+        last = Some(task.id);
+    }
+    let last = last.unwrap();
+    let types = fixture.event_types(&last);
+    assert!(!types.contains(&"session_summarised"), "{types:?}");
+    assert!(types.contains(&"context_trimmed"), "{types:?}");
+    let requests = model.requests();
+    let fourth = requests.last().unwrap();
+    assert_pairs_intact(fourth);
+    let lines = transcript(fourth);
+    assert!(!lines.contains(&"user: first".to_owned()), "{lines:?}");
+    assert_eq!(lines.last().unwrap(), "user: fourth");
+    let view = fixture.service.session(&session).await.unwrap();
+    assert_eq!(view.summary, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_cancelled_while_waiting_is_remembered_with_its_call_answered() {
+    let model = scripted(json!([
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "a"}}]},
+        {"content": "two"},
+    ]));
+    let fixture = fixture_with(&model, TaskSettings::default());
+    let session = new_session(&fixture).await;
+    let service = &fixture.service;
+    let first = service
+        .send_message(&session, "first".into(), Actor::Operator, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        service.run_now(&first.id).await.unwrap().state,
+        TaskState::WaitingApproval
+    );
+    service.cancel(&first.id).await.unwrap();
+    let second = service
+        .send_message(&session, "second".into(), Actor::Operator, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        service.run_now(&second.id).await.unwrap().state,
+        TaskState::Completed
+    );
+    let requests = model.requests();
+    let last = requests.last().unwrap();
+    assert_pairs_intact(last);
+    assert_eq!(
+        transcript(last),
+        [
+            "system",
+            "user: first",
+            "calls: write_file",
+            "result: error: not run (the ",
+            "assistant: (this turn ended cancelled without an answer)",
+            "user: second",
+        ]
+    );
+    assert!(!fixture.tree.exists("a.txt"));
+}

@@ -1,0 +1,94 @@
+//! `/api/sessions`: chat sessions — create, list, show, send a message, delete.
+//!
+//! Each message starts a turn, which is a task: its events stream on
+//! `/api/tasks/{id}/events` and its approvals appear in `/api/approvals` like any other.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use pp_tasks::{NewSession, SessionRecord, SessionView};
+use pp_types::Actor;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiResult;
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+
+/// `POST /api/sessions` body (`{}` for an untitled session in the default workspace).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateSessionRequest {
+    /// A configured workspace's name; the default when absent.
+    #[serde(default)]
+    workspace: Option<String>,
+    /// An optional title.
+    #[serde(default)]
+    title: Option<String>,
+}
+
+/// `POST /api/sessions/{id}/messages` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MessageRequest {
+    /// The person's message.
+    content: String,
+}
+
+/// Creates a session as the operator; `201` with the session.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<CreateSessionRequest>,
+) -> ApiResult<(StatusCode, Json<SessionRecord>)> {
+    let session = state
+        .service()
+        .create_session(NewSession {
+            workspace: request.workspace,
+            title: request.title,
+            actor: Actor::Operator,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(session)))
+}
+
+/// Lists sessions, most recently active first: `{"sessions": […]}`.
+pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    let sessions = state.service().sessions().await?;
+    Ok(Json(json!({ "sessions": sessions })))
+}
+
+/// One session with its turns and summary.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<SessionView>> {
+    Ok(Json(state.service().session(&id).await?))
+}
+
+/// Sends a message: `202 {"task_id"}` for the new turn's task; `409 session_busy` while
+/// the previous turn is queued, running or waiting for approval.
+pub(crate) async fn send(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(request): ApiJson<MessageRequest>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let task = state
+        .service()
+        .send_message(
+            &id,
+            request.content,
+            Actor::Operator,
+            state.settings().default_script.clone(),
+        )
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "task_id": task.id }))))
+}
+
+/// Deletes a session and its list of turns (the turns' tasks stay); `204`.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    state.service().delete_session(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
