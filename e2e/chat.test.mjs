@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, afterEach, before, test } from "node:test";
 
-import { eventually, launchBrowser, screenshot, startServer, tempTree, textMatches, watchPage } from "./harness.mjs";
+import { eventually, openConsole, screenshot, tempTree, textMatches } from "./harness.mjs";
 
 const ORIGINAL = "Buy milk\n";
 const PROPOSED = "Buy milk\nCall Ada\n";
@@ -22,34 +22,23 @@ const SCRIPT = [
 
 let tree;
 let server;
-let browser;
 let context;
-const problems = [];
+let opened;
 
 before(async () => {
   tree = tempTree({ "notes.txt": ORIGINAL });
   fs.writeFileSync(tree.script, JSON.stringify(SCRIPT));
-  server = await startServer(tree);
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  context.setDefaultTimeout(10000);
-  context.on("page", (page) => watchPage(page, server.base, problems));
-  const page = await context.newPage();
-  await page.goto(server.loginUrl);
-  await page.locator("#nav").waitFor({ state: "visible" });
-  await page.close();
+  opened = await openConsole(tree);
+  ({ server, context } = opened);
 });
 
 afterEach(() => {
-  assert.deepEqual(problems.splice(0), []);
+  // No script errors, no CSP violations, no request that leaves the server's origin.
+  assert.deepEqual(opened.problems.splice(0), []);
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.stop();
-  if (tree && !process.env.KEEP_E2E_TREE) {
-    fs.rmSync(tree.root, { recursive: true, force: true });
-  }
+  await opened?.close();
 });
 
 test("chat: start a session, a turn waits for approval, approve inline, see the answer", async () => {

@@ -211,3 +211,34 @@ export async function screenshot(page, name) {
   await page.screenshot({ path: file, fullPage: true });
   return file;
 }
+
+/**
+ * A logged-in console for a test file: `pocketpilot serve` on `tree`, Chromium and one
+ * browser context (one person's cookies) whose pages are all watched (`problems`).
+ * Returns `{ server, browser, context, problems, close() }`.
+ */
+export async function openConsole(tree) {
+  const server = await startServer(tree);
+  const browser = await launchBrowser();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  context.setDefaultTimeout(10000);
+  const problems = [];
+  context.on("page", (page) => watchPage(page, server.base, problems));
+  const page = await context.newPage();
+  await page.goto(server.loginUrl);
+  await page.locator("#nav").waitFor({ state: "visible" });
+  await page.close();
+  return {
+    server,
+    browser,
+    context,
+    problems,
+    async close() {
+      await browser.close();
+      await server.stop();
+      if (!process.env.KEEP_E2E_TREE) {
+        fs.rmSync(tree.root, { recursive: true, force: true });
+      }
+    },
+  };
+}

@@ -31,6 +31,17 @@ impl App {
         Self::with_config(Config::load(flags)?, models, observer)
     }
 
+    /// [`App::open`] for commands that only read or change what is stored (tasks,
+    /// sessions): stored tasks carry their own workspace, so the current directory is
+    /// not taken as a default one, and no model is needed.
+    pub(crate) fn stored(flags: &Flags) -> anyhow::Result<Self> {
+        let flags = Flags {
+            stored_tasks_only: true,
+            ..flags.clone()
+        };
+        Self::open(&flags, ModelSource::Scripted, None)
+    }
+
     /// Like [`App::open`] with an already loaded configuration.
     pub(crate) fn with_config(
         config: Config,

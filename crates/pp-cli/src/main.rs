@@ -80,20 +80,29 @@ struct GlobalArgs {
     config: Option<PathBuf>,
 }
 
+/// How `run` and `chat` run their tasks (for `chat`, each turn).
+#[derive(Debug, Args)]
+struct TaskArgs {
+    /// The workspace the task may touch (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Replay a JSON list of assistant turns instead of calling a model (`chat`: in
+    /// every turn).
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Print the task's events on stdout, one JSON object per line (as the API's event
+    /// stream sends them), then a `{"type":"result",…}` line (`chat`: per turn, after a
+    /// `{"type":"session",…}` line).
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one task in the terminal, asking you before any write.
     Run {
-        /// The workspace the task may touch (default: the current directory).
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-        /// Replay a JSON list of assistant turns instead of calling a model.
-        #[arg(long, value_name = "FILE")]
-        script: Option<PathBuf>,
-        /// Print the task's events on stdout, one JSON object per line (as the API's
-        /// event stream sends them), then a `{"type":"result",…}` line.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        task: TaskArgs,
         /// What you want done.
         prompt: String,
     },
@@ -102,16 +111,8 @@ enum Command {
         /// Continue this session (`pocketpilot sessions list` shows them).
         #[arg(long, value_name = "ID")]
         session: Option<String>,
-        /// The workspace a new session may touch (default: the current directory).
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-        /// Replay this script in every turn instead of calling a model (tests, demos).
-        #[arg(long, value_name = "FILE")]
-        script: Option<PathBuf>,
-        /// Print each turn's events on stdout as `run --json` does, after a
-        /// `{"type":"session",…}` line.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        task: TaskArgs,
     },
     /// List, show and delete chat sessions.
     Sessions {
@@ -270,26 +271,22 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Run {
-                workspace,
-                script,
-                json,
-                prompt,
-            } => {
-                let flags = Flags { workspace, ..flags };
-                commands::run::run(flags, script, &prompt, json).await
+            Command::Run { task, prompt } => {
+                let flags = Flags {
+                    workspace: task.workspace,
+                    ..flags
+                };
+                commands::run::run(flags, task.script, &prompt, task.json).await
             }
-            Command::Chat {
-                session,
-                workspace,
-                script,
-                json,
-            } => {
-                let flags = Flags { workspace, ..flags };
+            Command::Chat { session, task } => {
+                let flags = Flags {
+                    workspace: task.workspace,
+                    ..flags
+                };
                 let options = commands::chat::ChatOptions {
                     session,
-                    script,
-                    json,
+                    script: task.script,
+                    json: task.json,
                 };
                 commands::chat::run(flags, options).await
             }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use pp_tasks::{ModelSource, NewSession, TaskService};
+use pp_tasks::{NewSession, TaskService};
 use pp_types::{Actor, TaskId, TaskState};
 use serde_json::Value;
 
@@ -83,11 +83,7 @@ pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Resul
 /// `--session ID` without `--workspace` works from any directory; `None` before the
 /// first turn.
 async fn stored_workspace(flags: &Flags, id: &str) -> anyhow::Result<Option<PathBuf>> {
-    let flags = Flags {
-        stored_tasks_only: true,
-        ..flags.clone()
-    };
-    let app = App::open(&flags, ModelSource::Scripted, None)?;
+    let app = App::stored(flags)?;
     let view = match app.service.session(id).await {
         Ok(view) => view,
         Err(pp_tasks::Error::NotFound { .. }) => return Err(no_session(id).into()),

@@ -1,7 +1,7 @@
 //! `pocketpilot sessions [list|show ID|delete ID]`: the stored chat sessions.
 
 use clap::Subcommand;
-use pp_tasks::{ModelSource, SessionRecord, SessionView};
+use pp_tasks::{SessionRecord, SessionView};
 use serde_json::json;
 
 use crate::app::App;
@@ -36,11 +36,7 @@ pub(crate) enum SessionsCommand {
 
 /// Runs a `sessions` subcommand.
 pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Result<u8> {
-    let flags = Flags {
-        stored_tasks_only: true,
-        ..flags.clone()
-    };
-    let app = App::open(&flags, ModelSource::Scripted, None)?;
+    let app = App::stored(flags)?;
     let service = &app.service;
     match command {
         SessionsCommand::List { json } => {

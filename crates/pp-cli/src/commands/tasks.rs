@@ -1,7 +1,6 @@
 //! `pocketpilot tasks [list|show ID|events ID]`: reads the store directly.
 
 use clap::Subcommand;
-use pp_tasks::ModelSource;
 use pp_types::{TaskId, TaskState};
 
 use crate::app::App;
@@ -62,12 +61,7 @@ pub(crate) enum TasksCommand {
 
 /// Runs a `tasks` subcommand.
 pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<u8> {
-    // Stored tasks carry their own workspace.
-    let flags = Flags {
-        stored_tasks_only: true,
-        ..flags.clone()
-    };
-    let app = App::open(&flags, ModelSource::Scripted, None)?;
+    let app = App::stored(flags)?;
     let store = app.service.store();
     match command {
         TasksCommand::List { state, limit, json } => {

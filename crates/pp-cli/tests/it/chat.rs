@@ -43,6 +43,26 @@ fn sessions(tree: &TempTree, args: &[&str]) -> Value {
     serde_json::from_str(&stdout).unwrap()
 }
 
+/// The ids of the stored sessions, most recently active first.
+fn session_ids(tree: &TempTree) -> Vec<String> {
+    sessions(tree, &["list"])["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| session["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The states of a session's turns, oldest first.
+fn turn_states(tree: &TempTree, id: &str) -> Vec<String> {
+    sessions(tree, &["show", id])["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| turn["state"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// The messages the model was sent in request `index`, as `role: content` lines.
 fn conversation(server: &FakeServer, index: usize) -> Vec<String> {
     server.requests()[index]["body"]["messages"]
@@ -171,21 +191,9 @@ fn ctrl_c_cancels_the_turn_not_the_session_then_new_and_ctrl_d() {
     assert!(!tree.exists("a.txt"), "the cancelled call never ran");
     assert!(!screen.contains("too late"), "{screen}");
 
-    let list = sessions(&tree, &["list"]);
-    let listed = list["sessions"].as_array().unwrap();
-    assert_eq!(listed.len(), 2, "/new started a second session: {list}");
-    let states = |id: &str| -> Vec<String> {
-        sessions(&tree, &["show", id])["turns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|turn| turn["state"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    let mut all: Vec<Vec<String>> = listed
-        .iter()
-        .map(|session| states(session["id"].as_str().unwrap()))
-        .collect();
+    let ids = session_ids(&tree);
+    assert_eq!(ids.len(), 2, "/new started a second session");
+    let mut all: Vec<Vec<String>> = ids.iter().map(|id| turn_states(&tree, id)).collect();
     all.sort();
     assert_eq!(
         all,
@@ -237,19 +245,12 @@ fn without_a_terminal_each_line_is_a_turn() {
     );
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "noted\nnoted\n", "answers on stdout: {stderr}");
-    let listed = sessions(&tree, &["list"]);
-    let id = listed["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let id = session_ids(&tree)[0].clone();
     assert!(
         stderr.contains(&format!("* {id}")),
         "/sessions marks the current one: {stderr}"
     );
-    assert_eq!(
-        sessions(&tree, &["show", &id])["turns"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(turn_states(&tree, &id).len(), 2);
 
     // --json: a session line, each turn's events, a result line per turn.
     let (code, stdout, stderr) = chat_lines(
@@ -266,13 +267,7 @@ fn without_a_terminal_each_line_is_a_turn() {
     assert_eq!(lines[0], json!({"type": "session", "session_id": id}));
     assert_eq!(lines.last().unwrap()["type"], "result");
     assert_eq!(lines.last().unwrap()["final_text"], "again");
-    assert_eq!(
-        sessions(&tree, &["show", &id])["turns"]
-            .as_array()
-            .unwrap()
-            .len(),
-        3
-    );
+    assert_eq!(turn_states(&tree, &id).len(), 3);
 }
 
 #[test]
@@ -286,22 +281,13 @@ fn without_a_terminal_an_approval_stops_the_chat_with_exit_3_and_the_session_is_
     assert_eq!(pending["status"], "waiting_approval");
     assert!(stderr.contains("pocketpilot chat --session s_"), "{stderr}");
     assert!(!tree.exists("a.txt"));
-    let id = sessions(&tree, &["list"])["sessions"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = session_ids(&tree)[0].clone();
 
     // The next message is refused while the turn waits; the chat says why.
     let (code, _, stderr) = chat_lines(&tree, &script, "next\n", &["--session", &id]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("last turn has not ended"), "{stderr}");
-    assert_eq!(
-        sessions(&tree, &["show", &id])["turns"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(turn_states(&tree, &id).len(), 1);
 }
 
 #[test]
