@@ -260,11 +260,12 @@ impl Chat {
             .await
         {
             Ok(task) => task,
-            Err(pp_tasks::Error::SessionBusy { .. }) => {
+            Err(pp_tasks::Error::SessionBusy { task_id, .. }) => {
                 self.failed = true;
                 errln!(
-                    "the session's last turn has not ended (it may wait for an approval \
-                     elsewhere): resolve or cancel it, or start a new session with /new"
+                    "not sent: the session's last turn (task {task_id}) has not ended; resolve \
+                     its approval (pocketpilot approvals list) or cancel it (pocketpilot tasks \
+                     cancel {task_id}), or start a new session with /new"
                 );
                 return Ok(Next::Continue);
             }

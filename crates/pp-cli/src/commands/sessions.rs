@@ -27,7 +27,8 @@ pub(crate) enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a session (its turns' tasks, events and audit rows stay).
+    /// Delete a session (its turns' tasks, events and audit rows stay); refused with exit
+    /// code 5 while a turn has not ended.
     Delete {
         /// The session id.
         id: String,
@@ -56,10 +57,14 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
                 print_view(&view)?;
             }
         }
-        SessionsCommand::Delete { id } => {
-            service.delete_session(&id).await?;
-            errln!("deleted session {}", one_line(&id));
-        }
+        SessionsCommand::Delete { id } => match service.delete_session(&id).await {
+            Ok(()) => errln!("deleted session {}", one_line(&id)),
+            Err(error @ pp_tasks::Error::SessionBusy { .. }) => {
+                errln!("{error}: cancel that turn first (pocketpilot tasks cancel ID)");
+                return Ok(exit::CONFLICT);
+            }
+            Err(error) => return Err(error.into()),
+        },
     }
     Ok(exit::OK)
 }

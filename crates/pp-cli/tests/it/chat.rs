@@ -286,8 +286,32 @@ fn without_a_terminal_an_approval_stops_the_chat_with_exit_3_and_the_session_is_
     // The next message is refused while the turn waits; the chat says why.
     let (code, _, stderr) = chat_lines(&tree, &script, "next\n", &["--session", &id]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("last turn has not ended"), "{stderr}");
-    assert_eq!(turn_states(&tree, &id).len(), 1);
+    assert!(stderr.contains("last turn (task t_"), "{stderr}");
+    assert_eq!(turn_states(&tree, &id), ["waiting_approval"]);
+
+    // Nor can it be deleted (exit 5) until the turn is cancelled; then it can.
+    let delete = |tree: &TempTree| {
+        pocketpilot_in(&tree.base().join("home"))
+            .args(["sessions", "delete", &id])
+            .output()
+            .unwrap()
+    };
+    let refused = delete(&tree);
+    assert_eq!(refused.status.code(), Some(5), "{}", text(&refused).1);
+    assert!(text(&refused).1.contains("is busy"));
+    let task = sessions(&tree, &["show", &id])["turns"][0]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancelled = pocketpilot_in(&tree.base().join("home"))
+        .args(["tasks", "cancel", &task])
+        .output()
+        .unwrap();
+    assert_eq!(cancelled.status.code(), Some(0), "{}", text(&cancelled).1);
+    let deleted = delete(&tree);
+    assert_eq!(deleted.status.code(), Some(0), "{}", text(&deleted).1);
+    assert!(session_ids(&tree).is_empty());
+    assert!(!tree.exists("a.txt"));
 }
 
 #[test]
