@@ -67,6 +67,10 @@ test("chat: start a session, a turn waits for approval, approve inline, see the 
   const busy = await context.request.post(`${server.base}/api/sessions/${sessionId}/messages`, { data: { content: "and another" } });
   assert.equal(busy.status(), 409);
   assert.equal((await busy.json()).error.code, "session_busy");
+  await page.getByRole("button", { name: "Delete chat…" }).click();
+  await page.getByRole("button", { name: "Delete this chat" }).click();
+  await textMatches(page.locator(".chat-actions .notice"), /Not deleted/);
+  await page.getByRole("button", { name: "Keep it" }).click();
 
   // The tool call is folded under the message.
   const folded = turn.locator("details.turn-tools");
@@ -123,5 +127,13 @@ test("chat on a narrow window: no horizontal scrolling", async () => {
   await card.locator("button.reject").click();
   await card.locator("button.confirm-reject").click();
   await textMatches(card.locator(".card-status"), /You rejected this call/);
+
+  // Delete the chat: two steps; back to the list, where it is gone.
+  await narrow.getByRole("button", { name: "Delete chat…" }).click();
+  await narrow.getByRole("button", { name: "Delete this chat" }).click();
+  await narrow.waitForURL(/#\/chat$/);
+  await narrow.locator(".session-list, .chat-list .empty").first().waitFor();
+  assert.equal(await narrow.locator(`.session-list li[data-session-id="${id}"]`).count(), 0);
+  assert.equal((await context.request.get(`${server.base}/api/sessions/${id}`)).status(), 404);
   await narrow.close();
 });

@@ -306,6 +306,47 @@ export function renderChat(container, id) {
     }
   };
 
+  // Delete: two steps, outside the header (which each load redraws).
+  const deleteStatus = h("div", { class: "form-status" });
+  const deleteButton = h("button", { type: "button", class: "button small ghost delete-chat", text: "Delete chat…" });
+  const confirmButton = h("button", { type: "button", class: "button small danger confirm-delete", text: "Delete this chat" });
+  const keepButton = h("button", { type: "button", class: "button small ghost", text: "Keep it" });
+  const confirmRow = h(
+    "div",
+    { class: "button-row", hidden: true },
+    h("span", { class: "muted small", text: "The messages’ tasks, approvals and audit entries stay." }),
+    confirmButton,
+    keepButton,
+  );
+  deleteButton.addEventListener("click", () => {
+    replace(deleteStatus);
+    deleteButton.hidden = true;
+    confirmRow.hidden = false;
+    confirmButton.focus();
+  });
+  keepButton.addEventListener("click", () => {
+    replace(deleteStatus);
+    confirmRow.hidden = true;
+    deleteButton.hidden = false;
+    deleteButton.focus();
+  });
+  confirmButton.addEventListener("click", async () => {
+    confirmButton.disabled = true;
+    try {
+      await api("/api/sessions/" + encodeURIComponent(id), { method: "DELETE" });
+      location.hash = "#/chat";
+    } catch (error) {
+      confirmButton.disabled = false;
+      replace(
+        deleteStatus,
+        error.status === 409 && error.code === "session_busy"
+          ? notice("warn", "Not deleted: the last message is still being answered or waits for your approval. Reject or cancel it first.")
+          : notice("error", "The chat was not deleted: " + error.message),
+      );
+    }
+  });
+  const deleteBox = h("div", { class: "chat-actions" }, deleteButton, confirmRow, deleteStatus);
+
   const load = async () => {
     let session;
     try {
@@ -313,6 +354,7 @@ export function renderChat(container, id) {
     } catch (error) {
       if (error.status === 404) {
         gone = true;
+        deleteBox.hidden = true;
       }
       replace(
         header,
@@ -406,7 +448,7 @@ export function renderChat(container, id) {
     }
   });
 
-  replace(container, header, h("section", { class: "conversation", "aria-label": "Conversation" }, turnsBox), form);
+  replace(container, header, deleteBox, h("section", { class: "conversation", "aria-label": "Conversation" }, turnsBox), form);
   load();
   return {
     onEvent(stored) {
