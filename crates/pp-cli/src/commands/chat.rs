@@ -127,7 +127,10 @@ enum Next {
 
 impl Chat {
     /// Continues session `id`: says how many turns it has and shows the last answer.
+    /// A turn whose process stopped (a closed terminal) is marked `interrupted` first,
+    /// as `serve` does at start-up, so it no longer blocks the next message.
     async fn resume(&mut self, id: &str) -> anyhow::Result<()> {
+        self.app.service.recover().await?;
         let view = match self.app.service.session(id).await {
             Ok(view) => view,
             Err(pp_tasks::Error::NotFound { .. }) => return Err(no_session(id).into()),

@@ -326,3 +326,61 @@ fn an_unknown_session_is_a_usage_error() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("there is no session s_nope"), "{stderr}");
 }
+
+/// A chat killed mid-turn (a closed terminal) leaves its turn `running`; `--session`
+/// marks it `interrupted` once its lease is over, and the conversation goes on.
+#[test]
+fn a_turn_whose_process_died_does_not_block_the_session() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(
+        tree.base(),
+        &json!([{"content": "never seen", "delay_ms": 60000}, {"content": "back again"}]),
+    );
+    let config = write_config(
+        &tree,
+        &format!("{}\n[tasks]\nlease_secs = 1\n", config_for(server.port)),
+    );
+    let chat = |args: &[&str]| {
+        pocketpilot_in(&tree.base().join("home"))
+            .arg("--config")
+            .arg(&config)
+            .arg("chat")
+            .arg("--workspace")
+            .arg(tree.workspace())
+            .args(args)
+            .env("PP_TEST_KEY", "sk-test")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = chat(&[]);
+    let mut input = first.stdin.take().unwrap();
+    std::io::Write::write_all(&mut input, b"think forever\n").unwrap();
+    while server.requests().is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let id = session_ids(&tree)[0].clone();
+    assert_eq!(turn_states(&tree, &id), ["running"]);
+
+    // Until the lease runs out the turn still counts as running somewhere; then the
+    // next message goes through.
+    let mut answered = None;
+    for _ in 0..100 {
+        let mut again = chat(&["--session", &id]);
+        let mut input = again.stdin.take().unwrap();
+        std::io::Write::write_all(&mut input, b"are you back?\n").unwrap();
+        drop(input);
+        let output = again.wait_with_output().unwrap();
+        if output.status.code() == Some(0) {
+            answered = Some(text(&output).0);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(answered.as_deref(), Some("back again\n"));
+    assert_eq!(turn_states(&tree, &id), ["interrupted", "completed"]);
+}
