@@ -10,6 +10,7 @@ mod escapes;
 mod list_files;
 mod read_file;
 mod registry;
+mod skills;
 mod write_file;
 
 use std::sync::Arc;
