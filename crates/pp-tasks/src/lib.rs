@@ -28,6 +28,7 @@ mod service;
 mod settings;
 mod shared;
 mod sink;
+mod skills;
 mod view;
 
 pub use error::{Error, Result};
@@ -36,6 +37,9 @@ pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use settings::{TaskSettings, Workspace, Workspaces};
+pub use skills::{
+    SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
+};
 pub use view::ApprovalView;
 
 /// The store, re-exported so front ends reach audit queries and sessions through the

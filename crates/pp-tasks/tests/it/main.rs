@@ -11,3 +11,4 @@ mod hardening;
 mod lifecycle;
 mod resolve;
 mod restart;
+mod skills;
