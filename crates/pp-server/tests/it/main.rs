@@ -14,6 +14,7 @@ mod events;
 mod files;
 mod openapi;
 mod security;
+mod skills;
 mod sse;
 mod uploads;
 
@@ -72,6 +73,7 @@ impl App {
             ModelSource::Scripted,
         );
         let state = AppState::new(service.clone(), TOKEN, settings);
+        state.set_skills(skills::service(&tree, &service));
         let router = pp_server::router(state.clone());
         Self {
             tree,
