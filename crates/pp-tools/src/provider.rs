@@ -155,10 +155,11 @@ impl Toolbox {
     /// the async threads.
     pub fn equip(&self, workspace: Arc<Jail>, limits: Limits) -> Result<Equipment, ToolboxError> {
         let mut registry = ToolRegistry::new();
-        let mut gate = Gate::new(Arc::clone(&workspace));
+        let bound = Arc::clone(&workspace);
+        let mut gate = Gate::new(workspace);
         let mut prompt = PromptContext::default();
         let scope = Scope {
-            workspace: &workspace,
+            workspace: &bound,
             limits,
         };
         for provider in &self.providers {

@@ -85,7 +85,7 @@ impl Fixture {
     }
 }
 
-fn call(name: &str, arguments: Value) -> Value {
+fn call(name: &str, arguments: &Value) -> Value {
     json!({"tool_calls": [{"name": name, "arguments": arguments}]})
 }
 
@@ -105,9 +105,9 @@ async fn reading_outside_the_skill_folder_is_denied_and_counts_toward_the_cap() 
     .unwrap();
     let task = fixture
         .run(json!([
-            call("read_skill_file", json!({"name": "tidy", "path": "../../../outside/secret.txt"})),
-            call("read_skill_file", json!({"name": "tidy", "path": "/etc/passwd"})),
-            call("read_skill_file", json!({"name": "tidy", "path": "leak.md"})),
+            call("read_skill_file", &json!({"name": "tidy", "path": "../../../outside/secret.txt"})),
+            call("read_skill_file", &json!({"name": "tidy", "path": "/etc/passwd"})),
+            call("read_skill_file", &json!({"name": "tidy", "path": "leak.md"})),
             {"content": "never reached"}
         ]))
         .await;
@@ -149,8 +149,8 @@ async fn a_skill_that_grants_write_permission_changes_nothing() {
     );
     let task = fixture
         .run(json!([
-            call("expand_skill", json!({"name": "fast-writer"})),
-            call("write_file", json!({"path": "out.txt", "content": "x"})),
+            call("expand_skill", &json!({"name": "fast-writer"})),
+            call("write_file", &json!({"path": "out.txt", "content": "x"})),
             {"content": "done"}
         ]))
         .await;
