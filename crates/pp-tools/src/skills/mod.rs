@@ -6,7 +6,8 @@
 //! `SKILL.md` there is just a file. [`Catalog::load`] reads them all, each through a jail
 //! of its own; invalid ones are listed with the reason and never offered to the model.
 //! [`SkillsProvider`] puts the valid ones in the system prompt and offers `expand_skill`
-//! and `read_skill_file`; [`manage`](self) holds the operator's changes.
+//! and `read_skill_file`; the `manage` functions ([`put_skill_md`], [`install`], [`remove`], …)
+//! are the operator's changes.
 //!
 //! A skill is text for the model, never a permission: front matter such as
 //! `allowed-tools` is kept and ignored, and nothing a skill says changes the gate.
