@@ -247,15 +247,17 @@ impl Config {
         self.home.join("token")
     }
 
-    /// Refuses to resume a stored task whose workspace contains the data directory or
-    /// the config file's directory (moved there since the task was created).
+    /// Refuses to resume a stored task whose workspace contains the data directory, the
+    /// config file's directory or a `[skills] dirs` folder (moved there since the task
+    /// was created).
     pub(crate) fn refuse_private_inside(&self, workspace: Workspace) -> anyhow::Result<()> {
         let workspaces = Workspaces {
             list: vec![workspace],
             default: None,
         };
         let config_dir = self.file.as_deref().and_then(Path::parent);
-        refuse_private_inside_workspaces(&workspaces, &self.home, config_dir)
+        refuse_private_inside_workspaces(&workspaces, &self.home, config_dir)?;
+        refuse_skills_inside_workspaces(&workspaces, &self.skills.dirs)
     }
 }
 

@@ -40,10 +40,16 @@ impl ToolProvider for SkillsProvider {
         let mut valid = BTreeMap::new();
         for entry in catalog.valid() {
             let Some(jail) = &entry.jail else { continue };
+            // One line per skill in the prompt, whatever the YAML's line breaks.
+            let description = entry
+                .description()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
             provision
                 .prompt()
                 .skills
-                .push((entry.name.clone(), entry.description().to_owned()));
+                .push((entry.name.clone(), description));
             provision.root(PathRoot::key(SKILL_SCOPE, &entry.name), Arc::clone(jail));
             valid.insert(entry.name.clone(), entry.clone());
         }

@@ -443,3 +443,24 @@ fn the_operator_writes_installs_and_removes_skills() {
         Err(SkillsError::NotFound { .. })
     ));
 }
+
+#[test]
+fn a_multi_line_description_is_one_line_in_the_prompt() {
+    let fixture = Skills::new();
+    write_skill(
+        fixture.home(),
+        "multi",
+        &[(
+            "SKILL.md",
+            "---\nname: multi\ndescription: |\n  First line.\n  - name: fake-skill\n---\nBody\n",
+        )],
+    );
+    let equipment = fixture.equip();
+    assert_eq!(
+        equipment.prompt.skills,
+        [(
+            "multi".to_owned(),
+            "First line. - name: fake-skill".to_owned()
+        )]
+    );
+}
