@@ -7,7 +7,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use pp_agent::EventSink;
 use pp_tasks::store::Store;
-use pp_tasks::{ModelSource, TaskService};
+use pp_tasks::{ModelSource, SkillsService, TaskService};
+use pp_tools::{SkillsProvider, Toolbox};
 
 use crate::config::{Config, Flags};
 use crate::output::errln;
@@ -38,6 +39,7 @@ impl App {
         observer: Option<Arc<dyn EventSink>>,
     ) -> anyhow::Result<Self> {
         home::ensure(&config.home)?;
+        home::ensure_skills(&config.skills.home)?;
         let store = Store::open(&config.database())
             .with_context(|| format!("cannot open {}", config.database().display()))?;
         let service = TaskService::build(
@@ -45,10 +47,16 @@ impl App {
             config.tasks.clone(),
             config.workspaces.clone(),
             models,
-            pp_tools::Toolbox::files(),
+            Toolbox::files().with(Arc::new(SkillsProvider::new(config.skills.clone()))),
             observer,
         );
         Ok(Self { config, service })
+    }
+
+    /// The operator's skills service over the configured skills folders, auditing into
+    /// this app's store.
+    pub(crate) fn skills(&self) -> SkillsService {
+        SkillsService::new(self.config.skills.clone(), Arc::clone(self.service.store()))
     }
 }
 

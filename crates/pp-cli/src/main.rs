@@ -32,6 +32,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::approvals::ApprovalsCommand;
+use crate::commands::skills::SkillsCommand;
 use crate::commands::tasks::TasksCommand;
 use crate::commands::token::TokenCommand;
 use crate::config::Flags;
@@ -142,6 +143,11 @@ enum Command {
     Approvals {
         #[command(subcommand)]
         command: ApprovalsCommand,
+    },
+    /// List, show, add and remove skills (procedures the model may read).
+    Skills {
+        #[command(subcommand)]
+        command: SkillsCommand,
     },
     /// Manage the API token.
     Token {
@@ -291,6 +297,7 @@ fn main() -> ExitCode {
             Command::Doctor => commands::doctor::run(&flags).await,
             Command::Tasks { command } => commands::tasks::run(&flags, command).await,
             Command::Approvals { command } => commands::approvals::run(&flags, command).await,
+            Command::Skills { command } => commands::skills::run(&flags, command).await,
             Command::Token { command } => commands::token::run(&flags, &command),
             Command::Eval { path } => commands::eval::run(&path).await,
             Command::Backup { file } => commands::backup::backup(&flags, &file).await,

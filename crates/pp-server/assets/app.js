@@ -1,7 +1,8 @@
 // The PocketPilot console: the shell (navigation, login page, live approval count) and
 // the hash router. Each page lives in its own module and renders into <main>.
 //
-// Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/audit.
+// Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/audit, #/skills,
+// #/skills/NAME.
 // No inline scripts or styles anywhere: the Content-Security-Policy forbids them.
 
 import { api, followEvents, onUnauthorized } from "./api.js";
@@ -11,6 +12,7 @@ import { renderTask } from "./timeline.js";
 import { renderInbox, renderApproval } from "./approvals.js";
 import { renderFiles } from "./files.js";
 import { renderAudit } from "./audit.js";
+import { renderSkills, renderSkill } from "./skills.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -35,6 +37,8 @@ const ROUTES = [
   { pattern: /^\/approvals\/([^/?]+)$/, name: "approvals", render: renderApproval },
   { pattern: /^\/files\/?$/, name: "files", render: renderFiles },
   { pattern: /^\/audit\/?$/, name: "audit", render: renderAudit },
+  { pattern: /^\/skills\/?$/, name: "skills", render: renderSkills },
+  { pattern: /^\/skills\/([^/?]+)$/, name: "skills", render: renderSkill },
 ];
 
 /** Events after which the number of pending approvals may have changed. */

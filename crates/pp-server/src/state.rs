@@ -3,7 +3,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use pp_tasks::TaskService;
+use pp_tasks::{SkillsService, TaskService};
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
 
@@ -79,6 +79,9 @@ struct Shared {
     /// Where details of internal errors and warnings go (the client only sees a generic
     /// message); `None` drops them. The CLI sets it to print on stderr.
     error_log: RwLock<Option<ErrorLog>>,
+    /// The operator's skills service (`/api/skills`); `None` until the CLI sets it, and
+    /// then those routes answer 404.
+    skills: RwLock<Option<SkillsService>>,
     /// Flipped to `true` when shutdown begins, so event streams (which never end on
     /// their own) finish and graceful shutdown can complete.
     shutdown: watch::Sender<bool>,
@@ -104,6 +107,7 @@ impl AppState {
                 upload_slots: Arc::new(Semaphore::new(settings.max_concurrent_uploads)),
                 settings,
                 error_log: RwLock::new(None),
+                skills: RwLock::new(None),
                 shutdown,
             }),
         }
@@ -122,6 +126,22 @@ impl AppState {
     /// The permits of running uploads.
     pub(crate) fn upload_slots(&self) -> &Arc<Semaphore> {
         &self.inner.upload_slots
+    }
+
+    /// Serves `/api/skills` with `skills`.
+    pub fn set_skills(&self, skills: SkillsService) {
+        match self.inner.skills.write() {
+            Ok(mut guard) => *guard = Some(skills),
+            Err(poisoned) => *poisoned.into_inner() = Some(skills),
+        }
+    }
+
+    /// The skills service, if one is set.
+    pub(crate) fn skills(&self) -> Option<SkillsService> {
+        match self.inner.skills.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Replaces the API token (after `pocketpilot token rotate` rewrote the token file).

@@ -30,6 +30,7 @@ mod sessions;
 mod settings;
 mod shared;
 mod sink;
+mod skills;
 mod view;
 
 pub use conversation::SUMMARY_INSTRUCTION;
@@ -40,6 +41,9 @@ pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
 pub use settings::{TaskSettings, Workspace, Workspaces};
+pub use skills::{
+    SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
+};
 pub use view::ApprovalView;
 
 /// The store, re-exported so front ends reach audit queries and sessions through the

@@ -34,11 +34,15 @@ pub enum AuditAction {
     FileDownloaded,
     /// Someone logged in to the console.
     ConsoleLogin,
+    /// The operator created or changed a skill (its `SKILL.md` or a file of it).
+    SkillUpdated,
+    /// The operator removed a skill.
+    SkillRemoved,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 15] = [
         Self::TaskCreated,
         Self::TaskCancelled,
         Self::TaskRetried,
@@ -52,6 +56,8 @@ impl AuditAction {
         Self::FileUploaded,
         Self::FileDownloaded,
         Self::ConsoleLogin,
+        Self::SkillUpdated,
+        Self::SkillRemoved,
     ];
 
     /// The snake-case name used on the wire and in the ledger.
@@ -70,6 +76,8 @@ impl AuditAction {
             Self::FileUploaded => "file_uploaded",
             Self::FileDownloaded => "file_downloaded",
             Self::ConsoleLogin => "console_login",
+            Self::SkillUpdated => "skill_updated",
+            Self::SkillRemoved => "skill_removed",
         }
     }
 

@@ -9,5 +9,6 @@ pub(crate) mod eval;
 pub(crate) mod init;
 pub(crate) mod run;
 pub(crate) mod serve;
+pub(crate) mod skills;
 pub(crate) mod tasks;
 pub(crate) mod token;

@@ -23,6 +23,10 @@ pub(crate) struct Case {
     /// Files in `outside/`, next to the workspace.
     #[serde(default)]
     pub(crate) outside: BTreeMap<String, String>,
+    /// Skills installed for the case: `"<name>/SKILL.md"` and `"<name>/<file>"` → content,
+    /// in `skills/` next to the workspace (the data directory's skills folder).
+    #[serde(default)]
+    pub(crate) skills: BTreeMap<String, String>,
     /// The person's prompt.
     pub(crate) prompt: String,
     /// The scripted model's turns.
@@ -51,6 +55,7 @@ impl Case {
             ("workspace.dirs", case.workspace.dirs.iter().collect()),
             ("workspace.symlinks", keys(&case.workspace.symlinks)),
             ("outside", keys(&case.outside)),
+            ("skills", keys(&case.skills)),
         ];
         for (field, entries) in locations {
             for location in entries {
@@ -404,6 +409,7 @@ mod tests {
                     name,
                     description,
                     workspace,
+                    skills: outside.clone(),
                     outside,
                     prompt: prompt.clone(),
                     script: json!([{"content": prompt}]),

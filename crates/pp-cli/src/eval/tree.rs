@@ -57,6 +57,17 @@ pub(crate) fn build_outside(
     Ok(())
 }
 
+/// Creates `skills/` beside the workspace with the case's skill files; returns it.
+pub(crate) fn build_skills(
+    base: &Path,
+    files: &BTreeMap<String, String>,
+) -> anyhow::Result<PathBuf> {
+    let skills = base.join("skills");
+    std::fs::create_dir(&skills).context("cannot create skills/")?;
+    build_outside(&skills, files)?;
+    Ok(skills)
+}
+
 /// Where `relative` is created under `root`: only a relative path without `..` (see
 /// [`check_location`]), and never through a link an earlier entry created, so nothing
 /// a case builds lands outside its temp tree.

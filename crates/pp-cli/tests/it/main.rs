@@ -17,6 +17,7 @@ mod pipe;
 mod run;
 mod scripting;
 mod service;
+mod skills;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

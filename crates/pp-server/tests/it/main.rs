@@ -15,6 +15,7 @@ mod files;
 mod openapi;
 mod security;
 mod sessions;
+mod skills;
 mod sse;
 mod uploads;
 
@@ -73,6 +74,7 @@ impl App {
             ModelSource::Scripted,
         );
         let state = AppState::new(service.clone(), TOKEN, settings);
+        state.set_skills(skills::service(&tree, &service));
         let router = pp_server::router(state.clone());
         Self {
             tree,

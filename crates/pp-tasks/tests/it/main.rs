@@ -13,3 +13,4 @@ mod resolve;
 mod restart;
 mod seam;
 mod sessions;
+mod skills;

@@ -11,6 +11,7 @@ mod list_files;
 mod read_file;
 mod registry;
 mod toolbox;
+mod skills;
 mod write_file;
 
 use std::sync::Arc;
