@@ -10,8 +10,8 @@ mod escapes;
 mod list_files;
 mod read_file;
 mod registry;
-mod toolbox;
 mod skills;
+mod toolbox;
 mod write_file;
 
 use std::sync::Arc;
