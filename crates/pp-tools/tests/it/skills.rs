@@ -59,7 +59,7 @@ impl Skills {
         let jail = Arc::new(Jail::new(self.tree.workspace()).expect("workspace jail"));
         Toolbox::files()
             .with(Arc::new(SkillsProvider::new(self.settings.clone())))
-            .equip(jail, Limits::default())
+            .equip(&jail, Limits::default())
             .expect("equipped")
     }
 }
