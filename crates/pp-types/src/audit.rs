@@ -38,11 +38,13 @@ pub enum AuditAction {
     SkillUpdated,
     /// The operator removed a skill.
     SkillRemoved,
+    /// The operator replaced the memory file (`memory.md` in the data directory).
+    MemoryUpdated,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::TaskCreated,
         Self::TaskCancelled,
         Self::TaskRetried,
@@ -58,6 +60,7 @@ impl AuditAction {
         Self::ConsoleLogin,
         Self::SkillUpdated,
         Self::SkillRemoved,
+        Self::MemoryUpdated,
     ];
 
     /// The snake-case name used on the wire and in the ledger.
@@ -78,6 +81,7 @@ impl AuditAction {
             Self::ConsoleLogin => "console_login",
             Self::SkillUpdated => "skill_updated",
             Self::SkillRemoved => "skill_removed",
+            Self::MemoryUpdated => "memory_updated",
         }
     }
 
