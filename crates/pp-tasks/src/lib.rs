@@ -20,6 +20,7 @@ mod blocking;
 mod checks;
 mod conversation;
 mod error;
+mod memory;
 mod model;
 pub mod queries;
 mod resolve;
@@ -35,6 +36,7 @@ mod view;
 
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use error::{Error, Result};
+pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
 pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};

@@ -9,6 +9,7 @@
 mod fixture;
 mod hardening;
 mod lifecycle;
+mod memory;
 mod resolve;
 mod restart;
 mod seam;
