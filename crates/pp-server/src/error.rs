@@ -38,6 +38,10 @@ pub enum ApiError {
     InvalidSkill(String),
     /// A skill from a read-only `[skills] dirs` folder: `409 read_only`.
     ReadOnly(String),
+    /// A conditional write without `If-Match`: `428 precondition_required`.
+    PreconditionRequired(String),
+    /// `If-Match` names a version that is no longer current: `412 version_mismatch`.
+    VersionMismatch(String),
     /// As many uploads as allowed are already running: `429 too_many_uploads`.
     TooManyUploads(String),
     /// Something broke on our side: `500 internal`. The detail goes to the error log
@@ -65,6 +69,10 @@ impl ApiError {
             Self::InvalidArguments(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
             Self::InvalidSkill(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill"),
             Self::ReadOnly(_) => (StatusCode::CONFLICT, "read_only"),
+            Self::PreconditionRequired(_) => {
+                (StatusCode::PRECONDITION_REQUIRED, "precondition_required")
+            }
+            Self::VersionMismatch(_) => (StatusCode::PRECONDITION_FAILED, "version_mismatch"),
             Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -83,6 +91,8 @@ impl ApiError {
             | Self::InvalidArguments(message)
             | Self::InvalidSkill(message)
             | Self::ReadOnly(message)
+            | Self::PreconditionRequired(message)
+            | Self::VersionMismatch(message)
             | Self::TooManyUploads(message) => message.clone(),
             Self::Unauthorized => "a valid `Authorization: Bearer <token>` header or console \
                                    session is required; run `pocketpilot serve` and open the \
@@ -140,6 +150,7 @@ impl From<pp_tasks::Error> for ApiError {
             Error::BadRequest(message) => Self::BadRequest(message),
             Error::Store(error) => error.into(),
             Error::Skill(error) => error.into(),
+            Error::Memory(error) => error.into(),
             Error::Workspace { .. } | Error::Model(_) | Error::Tools(_) | Error::Internal(_) => {
                 Self::internal(error)
             }
@@ -171,6 +182,17 @@ impl From<pp_tasks::SkillsError> for ApiError {
             SkillsError::ReadOnly { .. } => Self::ReadOnly(error.to_string()),
             SkillsError::Exists { .. } => Self::InvalidState(error.to_string()),
             SkillsError::Jail { source, .. } => source.into(),
+        }
+    }
+}
+
+impl From<pp_tasks::MemoryError> for ApiError {
+    fn from(error: pp_tasks::MemoryError) -> Self {
+        use pp_tasks::MemoryError;
+        match error {
+            MemoryError::VersionMismatch { .. } => Self::VersionMismatch(error.to_string()),
+            MemoryError::TooLarge => Self::PayloadTooLarge(error.to_string()),
+            MemoryError::Jail(source) => source.into(),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use pp_tasks::{SkillsService, TaskService};
+use pp_tasks::{MemoryService, SkillsService, TaskService};
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
 
@@ -82,6 +82,9 @@ struct Shared {
     /// The operator's skills service (`/api/skills`); `None` until the CLI sets it, and
     /// then those routes answer 404.
     skills: RwLock<Option<SkillsService>>,
+    /// The operator's memory service (`/api/memory`); `None` until the CLI sets it, and
+    /// then that route answers 404.
+    memory: RwLock<Option<MemoryService>>,
     /// Flipped to `true` when shutdown begins, so event streams (which never end on
     /// their own) finish and graceful shutdown can complete.
     shutdown: watch::Sender<bool>,
@@ -108,6 +111,7 @@ impl AppState {
                 settings,
                 error_log: RwLock::new(None),
                 skills: RwLock::new(None),
+                memory: RwLock::new(None),
                 shutdown,
             }),
         }
@@ -139,6 +143,22 @@ impl AppState {
     /// The skills service, if one is set.
     pub(crate) fn skills(&self) -> Option<SkillsService> {
         match self.inner.skills.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serves `/api/memory` with `memory`.
+    pub fn set_memory(&self, memory: MemoryService) {
+        match self.inner.memory.write() {
+            Ok(mut guard) => *guard = Some(memory),
+            Err(poisoned) => *poisoned.into_inner() = Some(memory),
+        }
+    }
+
+    /// The memory service, if one is set.
+    pub(crate) fn memory(&self) -> Option<MemoryService> {
+        match self.inner.memory.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }

@@ -20,6 +20,7 @@ pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod health;
 pub(crate) mod login;
+pub(crate) mod memory;
 pub(crate) mod openapi;
 pub(crate) mod sessions;
 pub(crate) mod skills;
@@ -81,6 +82,8 @@ pub(crate) fn table() -> Vec<Route> {
             "/api/skills/{name}/files/{path}",
             put(skills::put_file),
         ),
+        route("GET", "/api/memory", get(memory::show)),
+        route("PUT", "/api/memory", put(memory::put)),
         route("GET", "/api/openapi.json", get(openapi::document)),
         route("GET", PUBLIC_API_ROUTE, get(health::health)),
     ]

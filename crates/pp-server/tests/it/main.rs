@@ -12,6 +12,7 @@ mod auth;
 mod bad_input;
 mod events;
 mod files;
+mod memory;
 mod openapi;
 mod security;
 mod sessions;
@@ -75,6 +76,7 @@ impl App {
         );
         let state = AppState::new(service.clone(), TOKEN, settings);
         state.set_skills(skills::service(&tree, &service));
+        state.set_memory(memory::service(&tree, &service));
         let router = pp_server::router(state.clone());
         Self {
             tree,

@@ -272,6 +272,7 @@ async fn every_error_a_route_returns_is_documented() {
                     r#"{"prompt": "p", "workspace": "nope"}"#.to_owned(),
                     r#"{"decision": "approve", "edited_arguments": {"path": "/etc/x"}}"#.to_owned(),
                     r#"{"skill_md": "no front matter"}"#.to_owned(),
+                    r#"{"content": "memory"}"#.to_owned(),
                     format!(r#"{{"prompt": "{}"}}"#, "x".repeat(1 << 20)),
                 ] {
                     let uri = format!("{path}{query}");
@@ -326,6 +327,18 @@ async fn every_error_a_route_returns_is_documented() {
     reply.expect(429, Some("too_many_uploads"));
     assert_documented(&doc, "PUT", "/api/files/content", &reply, "busy");
 
+    let reply = app
+        .send(
+            authed(Method::PUT, "/api/memory")
+                .header("content-type", "application/json")
+                .header("if-match", "\"sha256:stale\"")
+                .body(Body::from(r#"{"content": "x"}"#))
+                .unwrap(),
+        )
+        .await;
+    reply.expect(412, Some("version_mismatch"));
+    assert_documented(&doc, "PUT", "/api/memory", &reply, "stale version");
+
     // The battery reached the errors it is meant to reach.
     for expected in [
         ("GET", "/api/tasks/{id}", 404),
@@ -341,6 +354,8 @@ async fn every_error_a_route_returns_is_documented() {
         ("POST", "/api/sessions/{id}/messages", 400),
         ("PUT", "/api/skills/{name}", 422),
         ("DELETE", "/api/skills/{name}", 404),
+        ("PUT", "/api/memory", 428),
+        ("PUT", "/api/memory", 400),
     ] {
         assert!(checked.contains(&expected), "{expected:?} was not provoked");
     }
