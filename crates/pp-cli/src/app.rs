@@ -7,8 +7,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use pp_agent::EventSink;
 use pp_tasks::store::Store;
-use pp_tasks::{ModelSource, SkillsService, TaskService};
-use pp_tools::{SkillsProvider, Toolbox};
+use pp_tasks::{MemoryService, ModelSource, SkillsService, TaskService};
+use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
 
 use crate::config::{Config, Flags};
 use crate::output::errln;
@@ -47,7 +47,9 @@ impl App {
             config.tasks.clone(),
             config.workspaces.clone(),
             models,
-            Toolbox::files().with(Arc::new(SkillsProvider::new(config.skills.clone()))),
+            Toolbox::files()
+                .with(Arc::new(SkillsProvider::new(config.skills.clone())))
+                .with(Arc::new(MemoryProvider::new(config.memory.clone()))),
             observer,
         );
         Ok(Self { config, service })
@@ -57,6 +59,12 @@ impl App {
     /// this app's store.
     pub(crate) fn skills(&self) -> SkillsService {
         SkillsService::new(self.config.skills.clone(), Arc::clone(self.service.store()))
+    }
+
+    /// The operator's memory service over `memory.md` in the data directory, auditing
+    /// into this app's store.
+    pub(crate) fn memory(&self) -> MemoryService {
+        MemoryService::new(self.config.memory.clone(), Arc::clone(self.service.store()))
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pp_tasks::{SkillsSettings, TaskSettings, Workspace, Workspaces};
+use pp_tasks::{MemorySettings, SkillsSettings, TaskSettings, Workspace, Workspaces};
 use serde::Deserialize;
 
 use crate::{Exit, env};
@@ -58,6 +58,14 @@ pub(crate) struct FileSkills {
     dirs: Option<Vec<String>>,
     /// Largest `SKILL.md` body offered to the model (default 64 KiB).
     max_body_bytes: Option<u64>,
+}
+
+/// The `[memory]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileMemory {
+    /// The most bytes of `memory.md` put into the system prompt (default 8 KiB).
+    max_prompt_bytes: Option<usize>,
 }
 
 /// One `[[workspace]]` entry.
@@ -119,6 +127,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     skills: Option<FileSkills>,
     #[serde(default)]
+    memory: Option<FileMemory>,
+    #[serde(default)]
     workspace: Vec<FileWorkspace>,
 }
 
@@ -161,6 +171,8 @@ pub(crate) struct Config {
     pub(crate) retain: Option<Duration>,
     /// `[skills]`: the data directory's `skills/` plus the read-only `dirs`.
     pub(crate) skills: SkillsSettings,
+    /// `[memory]`: `memory.md` in the data directory and its prompt cap.
+    pub(crate) memory: MemorySettings,
 }
 
 /// The default port of `pocketpilot serve`.
@@ -224,6 +236,14 @@ impl Config {
         refuse_private_inside_workspaces(&workspaces, &home, config_dir)?;
         let skills = resolve_skills(file_config.skills.as_ref(), &home)?;
         refuse_skills_inside_workspaces(&workspaces, &skills.dirs)?;
+        let memory = MemorySettings {
+            max_prompt_bytes: file_config
+                .memory
+                .as_ref()
+                .and_then(|memory| memory.max_prompt_bytes)
+                .unwrap_or(MemorySettings::DEFAULT_MAX_PROMPT_BYTES),
+            ..MemorySettings::new(&home)
+        };
         Ok(Self {
             home,
             file,
@@ -234,6 +254,7 @@ impl Config {
             discovery: file_config.discovery.unwrap_or_default(),
             retain,
             skills,
+            memory,
         })
     }
 
@@ -532,6 +553,17 @@ mod tests {
     }
 
     #[test]
+    fn memory_max_prompt_bytes_parses_and_unknown_keys_are_refused() {
+        let config = parse("[memory]\nmax_prompt_bytes = 100\n").unwrap();
+        assert_eq!(config.memory.and_then(|m| m.max_prompt_bytes), Some(100));
+        assert!(
+            parse("[memory]\nmax_bytes = 1\n")
+                .unwrap_err()
+                .contains("max_bytes")
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_named() {
         let error = parse("[tasks]\nworkerz = 3\n").unwrap_err();
         assert!(error.contains("workerz"), "{error}");
@@ -584,9 +616,11 @@ mod tests {
                     "server",
                     "workspace",
                     "skills",
+                    "memory",
                 ],
             ),
             ("skills", &["dirs", "max_body_bytes"]),
+            ("memory", &["max_prompt_bytes"]),
             (
                 "model",
                 &[

@@ -7,6 +7,7 @@ pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod eval;
 pub(crate) mod init;
+pub(crate) mod memory;
 pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod skills;

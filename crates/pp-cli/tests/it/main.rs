@@ -12,6 +12,7 @@ mod backup;
 mod eval;
 mod home;
 mod http;
+mod memory;
 mod models;
 mod pipe;
 mod run;
