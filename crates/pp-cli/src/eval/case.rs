@@ -27,6 +27,10 @@ pub(crate) struct Case {
     /// in `skills/` next to the workspace (the data directory's skills folder).
     #[serde(default)]
     pub(crate) skills: BTreeMap<String, String>,
+    /// The memory file's content before the run (`data/memory.md` beside the workspace,
+    /// the case's data directory); absent: no memory file.
+    #[serde(default)]
+    pub(crate) memory: Option<String>,
     /// The person's prompt.
     pub(crate) prompt: String,
     /// The scripted model's turns.
@@ -215,6 +219,9 @@ pub(crate) struct Expect {
     /// A substring of the final answer.
     #[serde(default)]
     pub(crate) final_contains: Option<String>,
+    /// The memory file's exact content after the run (`""` also matches no file).
+    #[serde(default)]
+    pub(crate) memory: Option<String>,
 }
 
 #[cfg(test)]
@@ -410,6 +417,7 @@ mod tests {
                     description,
                     workspace,
                     skills: outside.clone(),
+                    memory: None,
                     outside,
                     prompt: prompt.clone(),
                     script: json!([{"content": prompt}]),
