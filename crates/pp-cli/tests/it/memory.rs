@@ -129,3 +129,48 @@ fn edit_is_a_conflict_when_the_memory_changed_meanwhile_and_keeps_the_text() {
     assert_eq!(std::fs::read_to_string(kept).unwrap(), "mine\n");
     std::fs::remove_file(kept).unwrap();
 }
+
+#[test]
+fn run_offers_memory_write_which_waits_for_approval_then_writes_the_memory() {
+    let tree = TempTree::new();
+    let script = crate::write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "memory_write",
+                                 "arguments": {"mode": "append", "content": "likes tea\n"}}]},
+                {"content": "remembered"}]),
+    );
+    let output = pocketpilot_in(&home(&tree))
+        .arg("run")
+        .arg("--workspace")
+        .arg(tree.workspace())
+        .arg("--script")
+        .arg(script)
+        .arg("remember that I like tea")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "waits for approval: {stderr}"
+    );
+    let pending: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(pending["tool"], "memory_write");
+    assert_eq!(pending["capability"], "memory:write");
+    assert_eq!(show_json(&tree)["content"], "", "nothing written yet");
+
+    let output = pocketpilot_in(&home(&tree))
+        .args([
+            "approvals",
+            "approve",
+            pending["approval_id"].as_str().unwrap(),
+        ])
+        .current_dir(tree.base())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(show_json(&tree)["content"], "likes tea\n");
+}
