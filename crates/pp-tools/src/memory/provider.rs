@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::memory_write::MemoryWrite;
-use super::{MemorySettings, jail, prompt_section, read};
+use super::{MAX_MEMORY_BYTES, MemoryError, MemorySettings, jail, prompt_section, read};
 use crate::blocking::OffThread;
 use crate::{ProviderError, Provision, Scope, ToolProvider};
 
@@ -31,11 +31,18 @@ impl ToolProvider for MemoryProvider {
     }
 
     fn provide(&self, scope: &Scope<'_>, provision: &mut Provision) -> Result<(), ProviderError> {
-        let error = |error: super::MemoryError| ProviderError(error.to_string());
+        let error = |error: MemoryError| ProviderError(error.to_string());
         let jail = Arc::new(jail(&self.settings.dir).map_err(error)?);
-        let snapshot = read(&jail).map_err(error)?;
-        provision.prompt().memory =
-            prompt_section(&snapshot.content, self.settings.max_prompt_bytes);
+        provision.prompt().memory = match read(&jail) {
+            Ok(snapshot) => prompt_section(&snapshot.content, self.settings.max_prompt_bytes),
+            // Only a change made behind PocketPilot's back gets here (every write is
+            // capped): say so rather than fail every task.
+            Err(MemoryError::TooLarge) => Some(format!(
+                "[memory.md is larger than {MAX_MEMORY_BYTES} bytes and is not shown; ask the \
+                 operator to shorten it]"
+            )),
+            Err(other) => return Err(error(other)),
+        };
         provision.tool(Arc::new(OffThread(Arc::new(MemoryWrite::new(
             jail,
             scope.limits,
@@ -77,6 +84,21 @@ mod tests {
         assert_eq!(spec.capability.as_ref().unwrap().as_str(), "memory:write");
         assert_eq!(spec.risk, pp_types::Risk::High);
         assert!(spec.path_params.is_empty());
+    }
+
+    #[test]
+    fn a_memory_too_large_to_read_is_a_notice_not_a_failure() {
+        let data = tempfile::tempdir().unwrap();
+        let size = usize::try_from(MAX_MEMORY_BYTES).unwrap() + 1;
+        std::fs::write(data.path().join("memory.md"), "x".repeat(size)).unwrap();
+        let provider = MemoryProvider::new(MemorySettings::new(data.path()));
+        let workspace = Arc::new(Jail::new(data.path()).unwrap());
+        let equipment = Toolbox::new()
+            .with(Arc::new(provider))
+            .equip(&workspace, Limits::default())
+            .unwrap();
+        let memory = equipment.prompt.memory.unwrap();
+        assert!(memory.contains("is not shown"), "{memory}");
     }
 
     #[test]
