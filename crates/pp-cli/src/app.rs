@@ -7,7 +7,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use pp_agent::EventSink;
 use pp_tasks::store::Store;
-use pp_tasks::{ModelSource, TaskService};
+use pp_tasks::{MemoryService, ModelSource, SkillsService, TaskService};
+use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
 
 use crate::config::{Config, Flags};
 use crate::output::errln;
@@ -49,6 +50,7 @@ impl App {
         observer: Option<Arc<dyn EventSink>>,
     ) -> anyhow::Result<Self> {
         home::ensure(&config.home)?;
+        home::ensure_skills(&config.skills.home)?;
         let store = Store::open(&config.database())
             .with_context(|| format!("cannot open {}", config.database().display()))?;
         let service = TaskService::build(
@@ -56,10 +58,24 @@ impl App {
             config.tasks.clone(),
             config.workspaces.clone(),
             models,
-            pp_tools::Toolbox::files(),
+            Toolbox::files()
+                .with(Arc::new(SkillsProvider::new(config.skills.clone())))
+                .with(Arc::new(MemoryProvider::new(config.memory.clone()))),
             observer,
         );
         Ok(Self { config, service })
+    }
+
+    /// The operator's skills service over the configured skills folders, auditing into
+    /// this app's store.
+    pub(crate) fn skills(&self) -> SkillsService {
+        SkillsService::new(self.config.skills.clone(), Arc::clone(self.service.store()))
+    }
+
+    /// The operator's memory service over `memory.md` in the data directory, auditing
+    /// into this app's store.
+    pub(crate) fn memory(&self) -> MemoryService {
+        MemoryService::new(self.config.memory.clone(), Arc::clone(self.service.store()))
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pp_tasks::{TaskSettings, Workspace, Workspaces};
+use pp_tasks::{MemorySettings, SkillsSettings, TaskSettings, Workspace, Workspaces};
 use serde::Deserialize;
 
 use crate::{Exit, env};
@@ -48,6 +48,24 @@ pub(crate) struct FileStore {
     /// Prune the history of tasks finished more than this many days ago (default: keep
     /// everything).
     retain_days: Option<u32>,
+}
+
+/// The `[skills]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileSkills {
+    /// Read-only folders of skills, after the data directory's `skills/`.
+    dirs: Option<Vec<String>>,
+    /// Largest `SKILL.md` body offered to the model (default 64 KiB).
+    max_body_bytes: Option<u64>,
+}
+
+/// The `[memory]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileMemory {
+    /// The most bytes of `memory.md` put into the system prompt (default 8 KiB).
+    max_prompt_bytes: Option<usize>,
 }
 
 /// One `[[workspace]]` entry.
@@ -107,6 +125,10 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     store: Option<FileStore>,
     #[serde(default)]
+    skills: Option<FileSkills>,
+    #[serde(default)]
+    memory: Option<FileMemory>,
+    #[serde(default)]
     workspace: Vec<FileWorkspace>,
 }
 
@@ -147,6 +169,10 @@ pub(crate) struct Config {
     /// `[store] retain_days`: how long the history of finished tasks is kept (`None`:
     /// forever).
     pub(crate) retain: Option<Duration>,
+    /// `[skills]`: the data directory's `skills/` plus the read-only `dirs`.
+    pub(crate) skills: SkillsSettings,
+    /// `[memory]`: `memory.md` in the data directory and its prompt cap.
+    pub(crate) memory: MemorySettings,
 }
 
 /// The default port of `pocketpilot serve`.
@@ -208,6 +234,16 @@ impl Config {
         )?;
         let config_dir = file.as_deref().and_then(Path::parent);
         refuse_private_inside_workspaces(&workspaces, &home, config_dir)?;
+        let skills = resolve_skills(file_config.skills.as_ref(), &home)?;
+        refuse_skills_inside_workspaces(&workspaces, &skills.dirs)?;
+        let memory = MemorySettings {
+            max_prompt_bytes: file_config
+                .memory
+                .as_ref()
+                .and_then(|memory| memory.max_prompt_bytes)
+                .unwrap_or(MemorySettings::DEFAULT_MAX_PROMPT_BYTES),
+            ..MemorySettings::new(&home)
+        };
         Ok(Self {
             home,
             file,
@@ -217,6 +253,8 @@ impl Config {
             model: file_config.model,
             discovery: file_config.discovery.unwrap_or_default(),
             retain,
+            skills,
+            memory,
         })
     }
 
@@ -230,15 +268,17 @@ impl Config {
         self.home.join("token")
     }
 
-    /// Refuses to resume a stored task whose workspace contains the data directory or
-    /// the config file's directory (moved there since the task was created).
+    /// Refuses to resume a stored task whose workspace contains the data directory, the
+    /// config file's directory or a `[skills] dirs` folder (moved there since the task
+    /// was created).
     pub(crate) fn refuse_private_inside(&self, workspace: Workspace) -> anyhow::Result<()> {
         let workspaces = Workspaces {
             list: vec![workspace],
             default: None,
         };
         let config_dir = self.file.as_deref().and_then(Path::parent);
-        refuse_private_inside_workspaces(&workspaces, &self.home, config_dir)
+        refuse_private_inside_workspaces(&workspaces, &self.home, config_dir)?;
+        refuse_skills_inside_workspaces(&workspaces, &self.skills.dirs)
     }
 }
 
@@ -368,6 +408,44 @@ fn refuse_private_inside_workspaces(
     Ok(())
 }
 
+/// `[skills]` resolved: `skills/` in the data directory, the `dirs` made absolute.
+fn resolve_skills(file: Option<&FileSkills>, home: &Path) -> anyhow::Result<SkillsSettings> {
+    let mut settings = SkillsSettings::new(home.join("skills"));
+    if let Some(file) = file {
+        for dir in file.dirs.iter().flatten() {
+            settings.dirs.push(absolute_path(Path::new(dir))?);
+        }
+        if let Some(max) = file.max_body_bytes {
+            settings.max_body_bytes = max;
+        }
+    }
+    Ok(settings)
+}
+
+/// Refuses a `[skills] dirs` folder inside a workspace: the model could write a skill
+/// there (with approval) and have it offered, as instructions, in the next run.
+fn refuse_skills_inside_workspaces(
+    workspaces: &Workspaces,
+    dirs: &[PathBuf],
+) -> anyhow::Result<()> {
+    for workspace in &workspaces.list {
+        let root = real_path(&workspace.path);
+        for dir in dirs {
+            if real_path(dir).starts_with(&root) {
+                return Err(Exit::usage(format!(
+                    "skills folder {} (`[skills] dirs`) is inside workspace `{}` ({}): nothing \
+                     in a workspace is loaded as a skill. Choose a folder outside every workspace",
+                    dir.display(),
+                    workspace.name,
+                    workspace.path.display()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The canonical form of `path`, or of its nearest existing ancestor joined with the
 /// rest, so a data directory that does not exist yet is compared correctly.
 #[expect(
@@ -454,6 +532,38 @@ mod tests {
     }
 
     #[test]
+    fn skills_dirs_resolve_and_are_refused_inside_a_workspace() {
+        let config = parse("[skills]\ndirs = [\"/srv/skills\"]\nmax_body_bytes = 100\n").unwrap();
+        let skills = resolve_skills(config.skills.as_ref(), Path::new("/data")).unwrap();
+        assert_eq!(skills.home, Path::new("/data/skills"));
+        assert_eq!(skills.dirs, [PathBuf::from("/srv/skills")]);
+        assert_eq!(skills.max_body_bytes, 100);
+        let defaults = resolve_skills(None, Path::new("/data")).unwrap();
+        assert_eq!(defaults.max_body_bytes, 64 * 1024);
+        assert!(parse("[skills]\ndirz = []\n").unwrap_err().contains("dirz"));
+
+        let dir = tempfile::tempdir().unwrap();
+        let workspaces = Workspaces::single("w", dir.path());
+        let inside = refuse_skills_inside_workspaces(&workspaces, &[dir.path().join("skills")])
+            .unwrap_err()
+            .to_string();
+        assert!(inside.contains("is inside workspace `w`"), "{inside}");
+        let outside = tempfile::tempdir().unwrap();
+        refuse_skills_inside_workspaces(&workspaces, &[outside.path().to_path_buf()]).unwrap();
+    }
+
+    #[test]
+    fn memory_max_prompt_bytes_parses_and_unknown_keys_are_refused() {
+        let config = parse("[memory]\nmax_prompt_bytes = 100\n").unwrap();
+        assert_eq!(config.memory.and_then(|m| m.max_prompt_bytes), Some(100));
+        assert!(
+            parse("[memory]\nmax_bytes = 1\n")
+                .unwrap_err()
+                .contains("max_bytes")
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_named() {
         let error = parse("[tasks]\nworkerz = 3\n").unwrap_err();
         assert!(error.contains("workerz"), "{error}");
@@ -497,7 +607,20 @@ mod tests {
         /// Every key the file format knows, per table (`""` is the top level,
         /// `"[workspace]"` an entry of the `[[workspace]]` array).
         const KNOWN: &[(&str, &[&str])] = &[
-            ("", &["model", "discovery", "tasks", "server", "workspace"]),
+            (
+                "",
+                &[
+                    "model",
+                    "discovery",
+                    "tasks",
+                    "server",
+                    "workspace",
+                    "skills",
+                    "memory",
+                ],
+            ),
+            ("skills", &["dirs", "max_body_bytes"]),
+            ("memory", &["max_prompt_bytes"]),
             (
                 "model",
                 &[

@@ -8,7 +8,7 @@
 //! | `HOME` | expands a leading `~`; default data dir `~/.local/share/pocketpilot`, config `~/.config/pocketpilot/pocketpilot.toml` |
 //! | `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `DEEPSEEK_API_KEY`, `DASHSCOPE_API_KEY`, `OPENROUTER_API_KEY` | zero-config discovery when `[model]` is absent (first one set wins) |
 //! | the variable `[model] api_key_env` names | the model's API key (never written anywhere) |
-//! | `VISUAL`, then `EDITOR` | the editor `run` opens to edit a call's arguments (default `vi`) |
+//! | `VISUAL`, then `EDITOR` | the editor `run` opens to edit a call's arguments, and `memory edit` opens on the memory (default `vi`) |
 //! | `PAGER` | what `d` on an approval card pipes the full change into (default `less -R`; empty: print it) |
 //! | `NO_COLOR`, `CLICOLOR_FORCE` | colours off / on even when the output is not a terminal |
 //!
@@ -31,7 +31,7 @@ fn non_empty(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|value| !value.is_empty())
 }
 
-/// The editor to open for argument edits.
+/// The editor to open for argument edits and `memory edit`.
 pub(crate) fn editor() -> OsString {
     non_empty("VISUAL")
         .or_else(|| non_empty("EDITOR"))

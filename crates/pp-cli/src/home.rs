@@ -47,6 +47,12 @@ pub(crate) fn ensure(home: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Creates `skills/` in the data directory (the operator's skills) if it is missing.
+pub(crate) fn ensure_skills(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the skills folder {}", dir.display()))
+}
+
 /// What the data directory's permission bits allow other users.
 #[derive(Debug, PartialEq, Eq)]
 enum DirMode {

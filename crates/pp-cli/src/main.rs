@@ -32,7 +32,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::approvals::ApprovalsCommand;
+use crate::commands::memory::MemoryCommand;
 use crate::commands::sessions::SessionsCommand;
+use crate::commands::skills::SkillsCommand;
 use crate::commands::tasks::TasksCommand;
 use crate::commands::token::TokenCommand;
 use crate::config::Flags;
@@ -166,6 +168,16 @@ enum Command {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
+    /// List, show, add and remove skills (procedures the model may read).
+    Skills {
+        #[command(subcommand)]
+        command: SkillsCommand,
+    },
+    /// Show, edit or set the memory file (notes the model sees in every task).
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
     /// Manage the API token.
     Token {
         #[command(subcommand)]
@@ -214,6 +226,14 @@ impl Exit {
     pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self {
             code: exit::USAGE,
+            message: message.into(),
+        }
+    }
+
+    /// A conflict (exit code 5): someone else changed it first.
+    pub(crate) fn conflict(message: impl Into<String>) -> Self {
+        Self {
+            code: exit::CONFLICT,
             message: message.into(),
         }
     }
@@ -325,6 +345,8 @@ fn main() -> ExitCode {
             Command::Doctor => commands::doctor::run(&flags).await,
             Command::Tasks { command } => commands::tasks::run(&flags, command).await,
             Command::Approvals { command } => commands::approvals::run(&flags, command).await,
+            Command::Skills { command } => commands::skills::run(&flags, command).await,
+            Command::Memory { command } => commands::memory::run(&flags, command).await,
             Command::Token { command } => commands::token::run(&flags, &command),
             Command::Eval { path } => commands::eval::run(&path).await,
             Command::Backup { file } => commands::backup::backup(&flags, &file).await,

@@ -19,7 +19,7 @@ export function onUnauthorized(handler) {
 
 /**
  * Calls the API. `options.body` is sent as JSON unless `options.raw` is set (then it is
- * sent as is). Resolves to the parsed JSON answer (or null for an empty body).
+ * sent as is); `options.headers` adds request headers (`If-Match`). Resolves to the parsed JSON answer (or null for an empty body).
  */
 export async function api(path, options = {}) {
   const init = {
@@ -38,6 +38,9 @@ export async function api(path, options = {}) {
   } else if (options.body !== undefined) {
     init.body = JSON.stringify(options.body);
     init.headers["Content-Type"] = "application/json";
+  }
+  if (options.headers) {
+    Object.assign(init.headers, options.headers);
   }
   let response;
   try {

@@ -2,7 +2,7 @@
 // the hash router. Each page lives in its own module and renders into <main>.
 //
 // Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/audit, #/chat,
-// #/chat/ID.
+// #/chat/ID, #/skills, #/skills/NAME, #/memory.
 // No inline scripts or styles anywhere: the Content-Security-Policy forbids them.
 
 import { api, followEvents, onUnauthorized } from "./api.js";
@@ -13,6 +13,8 @@ import { renderInbox, renderApproval } from "./approvals.js";
 import { renderFiles } from "./files.js";
 import { renderAudit } from "./audit.js";
 import { renderChat, renderChatList } from "./chat.js";
+import { renderSkills, renderSkill } from "./skills.js";
+import { renderMemory } from "./memory.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -39,6 +41,9 @@ const ROUTES = [
   { pattern: /^\/audit\/?$/, name: "audit", render: renderAudit },
   { pattern: /^\/chat\/?$/, name: "chat", render: renderChatList },
   { pattern: /^\/chat\/([^/?]+)$/, name: "chat", render: renderChat },
+  { pattern: /^\/skills\/?$/, name: "skills", render: renderSkills },
+  { pattern: /^\/skills\/([^/?]+)$/, name: "skills", render: renderSkill },
+  { pattern: /^\/memory\/?$/, name: "memory", render: renderMemory },
 ];
 
 /** Events after which the number of pending approvals may have changed. */

@@ -34,6 +34,14 @@ pub enum ApiError {
     PayloadTooLarge(String),
     /// Edited arguments fail the tool's schema or the gate: `422 invalid_arguments`.
     InvalidArguments(String),
+    /// A `SKILL.md` or skill name the rules refuse: `422 invalid_skill`.
+    InvalidSkill(String),
+    /// A skill from a read-only `[skills] dirs` folder: `409 read_only`.
+    ReadOnly(String),
+    /// A conditional write without `If-Match`: `428 precondition_required`.
+    PreconditionRequired(String),
+    /// `If-Match` names a version that is no longer current: `412 version_mismatch`.
+    VersionMismatch(String),
     /// As many uploads as allowed are already running: `429 too_many_uploads`.
     TooManyUploads(String),
     /// Something broke on our side: `500 internal`. The detail goes to the error log
@@ -59,6 +67,12 @@ impl ApiError {
             Self::SessionBusy(_) => (StatusCode::CONFLICT, "session_busy"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::InvalidArguments(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
+            Self::InvalidSkill(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill"),
+            Self::ReadOnly(_) => (StatusCode::CONFLICT, "read_only"),
+            Self::PreconditionRequired(_) => {
+                (StatusCode::PRECONDITION_REQUIRED, "precondition_required")
+            }
+            Self::VersionMismatch(_) => (StatusCode::PRECONDITION_FAILED, "version_mismatch"),
             Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -75,6 +89,10 @@ impl ApiError {
             | Self::SessionBusy(message)
             | Self::PayloadTooLarge(message)
             | Self::InvalidArguments(message)
+            | Self::InvalidSkill(message)
+            | Self::ReadOnly(message)
+            | Self::PreconditionRequired(message)
+            | Self::VersionMismatch(message)
             | Self::TooManyUploads(message) => message.clone(),
             Self::Unauthorized => "a valid `Authorization: Bearer <token>` header or console \
                                    session is required; run `pocketpilot serve` and open the \
@@ -131,6 +149,8 @@ impl From<pp_tasks::Error> for ApiError {
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
             Error::Store(error) => error.into(),
+            Error::Skill(error) => error.into(),
+            Error::Memory(error) => error.into(),
             Error::Workspace { .. } | Error::Model(_) | Error::Tools(_) | Error::Internal(_) => {
                 Self::internal(error)
             }
@@ -147,6 +167,32 @@ impl From<pp_tasks::store::Error> for ApiError {
             Error::Conflict { .. } => Self::InvalidState(error.to_string()),
             Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
             other => Self::internal(other),
+        }
+    }
+}
+
+impl From<pp_tasks::SkillsError> for ApiError {
+    fn from(error: pp_tasks::SkillsError) -> Self {
+        use pp_tasks::SkillsError;
+        match error {
+            SkillsError::NotFound { .. } => Self::NotFound(error.to_string()),
+            SkillsError::InvalidName { .. } | SkillsError::Invalid { .. } => {
+                Self::InvalidSkill(error.to_string())
+            }
+            SkillsError::ReadOnly { .. } => Self::ReadOnly(error.to_string()),
+            SkillsError::Exists { .. } => Self::InvalidState(error.to_string()),
+            SkillsError::Jail { source, .. } => source.into(),
+        }
+    }
+}
+
+impl From<pp_tasks::MemoryError> for ApiError {
+    fn from(error: pp_tasks::MemoryError) -> Self {
+        use pp_tasks::MemoryError;
+        match error {
+            MemoryError::VersionMismatch { .. } => Self::VersionMismatch(error.to_string()),
+            MemoryError::TooLarge => Self::PayloadTooLarge(error.to_string()),
+            MemoryError::Jail(source) => source.into(),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use pp_tasks::TaskService;
+use pp_tasks::{MemoryService, SkillsService, TaskService};
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
 
@@ -79,6 +79,12 @@ struct Shared {
     /// Where details of internal errors and warnings go (the client only sees a generic
     /// message); `None` drops them. The CLI sets it to print on stderr.
     error_log: RwLock<Option<ErrorLog>>,
+    /// The operator's skills service (`/api/skills`); `None` until the CLI sets it, and
+    /// then those routes answer 404.
+    skills: RwLock<Option<SkillsService>>,
+    /// The operator's memory service (`/api/memory`); `None` until the CLI sets it, and
+    /// then that route answers 404.
+    memory: RwLock<Option<MemoryService>>,
     /// Flipped to `true` when shutdown begins, so event streams (which never end on
     /// their own) finish and graceful shutdown can complete.
     shutdown: watch::Sender<bool>,
@@ -104,6 +110,8 @@ impl AppState {
                 upload_slots: Arc::new(Semaphore::new(settings.max_concurrent_uploads)),
                 settings,
                 error_log: RwLock::new(None),
+                skills: RwLock::new(None),
+                memory: RwLock::new(None),
                 shutdown,
             }),
         }
@@ -122,6 +130,38 @@ impl AppState {
     /// The permits of running uploads.
     pub(crate) fn upload_slots(&self) -> &Arc<Semaphore> {
         &self.inner.upload_slots
+    }
+
+    /// Serves `/api/skills` with `skills`.
+    pub fn set_skills(&self, skills: SkillsService) {
+        match self.inner.skills.write() {
+            Ok(mut guard) => *guard = Some(skills),
+            Err(poisoned) => *poisoned.into_inner() = Some(skills),
+        }
+    }
+
+    /// The skills service, if one is set.
+    pub(crate) fn skills(&self) -> Option<SkillsService> {
+        match self.inner.skills.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serves `/api/memory` with `memory`.
+    pub fn set_memory(&self, memory: MemoryService) {
+        match self.inner.memory.write() {
+            Ok(mut guard) => *guard = Some(memory),
+            Err(poisoned) => *poisoned.into_inner() = Some(memory),
+        }
+    }
+
+    /// The memory service, if one is set.
+    pub(crate) fn memory(&self) -> Option<MemoryService> {
+        match self.inner.memory.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Replaces the API token (after `pocketpilot token rotate` rewrote the token file).

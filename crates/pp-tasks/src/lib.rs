@@ -20,6 +20,7 @@ mod blocking;
 mod checks;
 mod conversation;
 mod error;
+mod memory;
 mod model;
 pub mod queries;
 mod resolve;
@@ -30,16 +31,21 @@ mod sessions;
 mod settings;
 mod shared;
 mod sink;
+mod skills;
 mod view;
 
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use error::{Error, Result};
+pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
 pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
 pub use settings::{TaskSettings, Workspace, Workspaces};
+pub use skills::{
+    SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
+};
 pub use view::ApprovalView;
 
 /// The store, re-exported so front ends reach audit queries and sessions through the

@@ -30,6 +30,7 @@ pub mod http;
 pub mod mock;
 pub mod process;
 pub mod provider;
+pub mod skills;
 mod unprivileged;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! PocketPilot's built-in file tools: `list_files`, `read_file`, `write_file` and
 //! `edit_file`, each an [`pp_agent::Tool`] that reaches the disk only through a
-//! [`pp_gate::Jail`].
+//! [`pp_gate::Jail`]; and [`skills`] (`expand_skill`, `read_skill_file`, the catalog and
+//! the operator's changes); and [`memory`] (`memory.md` in the data directory and
+//! `memory_write`).
 //!
 //! Main items: [`file_tools`] / [`file_tools_with`] build the four tools around one
 //! jail, [`register_file_tools`] puts them into a [`pp_agent::ToolRegistry`], and
@@ -47,11 +49,16 @@
 
 mod blocking;
 mod files;
+pub mod memory;
 mod provider;
+pub mod skills;
 
 pub use provider::{
     Equipment, FilesProvider, ProviderError, Provision, Scope, ToolProvider, Toolbox, ToolboxError,
 };
+
+pub use memory::{MemoryProvider, MemorySettings};
+pub use skills::{SkillsProvider, SkillsSettings};
 
 pub use files::{
     Limits, file_tools, file_tools_with, register_file_tools, register_file_tools_with,

@@ -34,11 +34,17 @@ pub enum AuditAction {
     FileDownloaded,
     /// Someone logged in to the console.
     ConsoleLogin,
+    /// The operator created or changed a skill (its `SKILL.md` or a file of it).
+    SkillUpdated,
+    /// The operator removed a skill.
+    SkillRemoved,
+    /// The operator replaced the memory file (`memory.md` in the data directory).
+    MemoryUpdated,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 16] = [
         Self::TaskCreated,
         Self::TaskCancelled,
         Self::TaskRetried,
@@ -52,6 +58,9 @@ impl AuditAction {
         Self::FileUploaded,
         Self::FileDownloaded,
         Self::ConsoleLogin,
+        Self::SkillUpdated,
+        Self::SkillRemoved,
+        Self::MemoryUpdated,
     ];
 
     /// The snake-case name used on the wire and in the ledger.
@@ -70,6 +79,9 @@ impl AuditAction {
             Self::FileUploaded => "file_uploaded",
             Self::FileDownloaded => "file_downloaded",
             Self::ConsoleLogin => "console_login",
+            Self::SkillUpdated => "skill_updated",
+            Self::SkillRemoved => "skill_removed",
+            Self::MemoryUpdated => "memory_updated",
         }
     }
 

@@ -76,6 +76,8 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         .retain
         .map(|retain| spawn_daily_prune(app.config.database(), retain));
     let state = AppState::new(app.service.clone(), token.clone(), settings);
+    state.set_skills(app.skills());
+    state.set_memory(app.memory());
     state.set_error_log(|line| errln!("{line}"));
     // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.
     let watched = state.clone();

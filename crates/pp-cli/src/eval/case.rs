@@ -23,6 +23,14 @@ pub(crate) struct Case {
     /// Files in `outside/`, next to the workspace.
     #[serde(default)]
     pub(crate) outside: BTreeMap<String, String>,
+    /// Skills installed for the case: `"<name>/SKILL.md"` and `"<name>/<file>"` → content,
+    /// in `skills/` next to the workspace (the data directory's skills folder).
+    #[serde(default)]
+    pub(crate) skills: BTreeMap<String, String>,
+    /// The memory file's content before the run (`data/memory.md` beside the workspace,
+    /// the case's data directory); absent: no memory file.
+    #[serde(default)]
+    pub(crate) memory: Option<String>,
     /// The person's prompt.
     pub(crate) prompt: String,
     /// The scripted model's turns.
@@ -51,6 +59,7 @@ impl Case {
             ("workspace.dirs", case.workspace.dirs.iter().collect()),
             ("workspace.symlinks", keys(&case.workspace.symlinks)),
             ("outside", keys(&case.outside)),
+            ("skills", keys(&case.skills)),
         ];
         for (field, entries) in locations {
             for location in entries {
@@ -210,6 +219,9 @@ pub(crate) struct Expect {
     /// A substring of the final answer.
     #[serde(default)]
     pub(crate) final_contains: Option<String>,
+    /// The memory file's exact content after the run (`""` also matches no file).
+    #[serde(default)]
+    pub(crate) memory: Option<String>,
 }
 
 #[cfg(test)]
@@ -404,6 +416,8 @@ mod tests {
                     name,
                     description,
                     workspace,
+                    skills: outside.clone(),
+                    memory: None,
                     outside,
                     prompt: prompt.clone(),
                     script: json!([{"content": prompt}]),

@@ -12,7 +12,7 @@ use pp_tasks::{
     CreateTask, Decision, ModelSource, ResolveRequest, Segment, TaskService, TaskSettings,
     Workspaces,
 };
-use pp_tools::Toolbox;
+use pp_tools::{MemoryProvider, MemorySettings, SkillsProvider, SkillsSettings, Toolbox};
 use pp_types::{
     Actor, ApprovalState, Capability, Event, EventKind, TaskState, ToolOutput, ToolSpec,
 };
@@ -80,6 +80,8 @@ async fn run_case_in(case: &Case, mode: Mode) -> anyhow::Result<CaseReport> {
     let (workspace, outside) = tree::create_halves(&base)?;
     tree::build_outside(&outside, &case.outside)?;
     tree::build_workspace(&workspace, &case.workspace, &outside)?;
+    tree::build_skills(&base, &case.skills)?;
+    tree::build_data(&base, case.memory.as_deref())?;
     let before = tree::snapshot_outside_workspace(&base)?;
 
     let observed = match mode {
@@ -88,20 +90,35 @@ async fn run_case_in(case: &Case, mode: Mode) -> anyhow::Result<CaseReport> {
     };
 
     let after = tree::snapshot_outside_workspace(&base)?;
-    Ok(CaseReport {
-        failures: check(&case.expect, &observed, &workspace, &before, &after),
-    })
+    let mut failures = check(&case.expect, &observed, &workspace, &before, &after);
+    if let Some(expected) = &case.expect.memory {
+        let actual = tree::read_memory(&base);
+        if actual.as_deref().unwrap_or("") != expected {
+            failures.push(format!(
+                "memory: expected {expected:?}, found {}",
+                actual.map_or_else(|| "no memory file".to_owned(), |text| format!("{text:?}"))
+            ));
+        }
+    }
+    Ok(CaseReport { failures })
 }
 
-/// The file tools plus the case's own tools, registered through the test-only door (a
-/// case may declare a tool without a capability to show the engine denies it).
-fn toolbox(case: &Case) -> Toolbox {
+/// The file tools, the skills in `skills/` beside `workspace`, the memory in `data/`
+/// beside it, plus the case's own tools,
+/// registered through the test-only door (a case may declare a tool without a
+/// capability to show the engine denies it).
+fn toolbox(case: &Case, workspace: &Path) -> Toolbox {
+    let skills = SkillsSettings::new(workspace.with_file_name("skills"));
     let extra = case
         .tools
         .iter()
         .map(|tool| Arc::new(EchoTool::new(tool)) as Arc<dyn Tool>)
         .collect();
-    Toolbox::files().with_unclassified_for_evals(extra)
+    let memory = MemorySettings::new(workspace.with_file_name("data"));
+    Toolbox::files()
+        .with(Arc::new(SkillsProvider::new(skills)))
+        .with(Arc::new(MemoryProvider::new(memory)))
+        .with_unclassified_for_evals(extra)
 }
 
 fn limits(case: &Case) -> Limits {
@@ -116,7 +133,7 @@ fn limits(case: &Case) -> Limits {
 async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Result<Observed> {
     let script = substitute_value(&case.script, outside);
     let model = ScriptedModel::from_value(script).context("invalid `script`")?;
-    let toolbox = toolbox(case);
+    let toolbox = toolbox(case, workspace);
     let limits = limits(case);
     let log = EventLog::new();
 
@@ -182,7 +199,7 @@ async fn execute_service(
         settings,
         Workspaces::single("eval", workspace),
         ModelSource::Scripted,
-        toolbox(case),
+        toolbox(case, workspace),
         None,
     );
     let task = service

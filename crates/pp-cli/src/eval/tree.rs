@@ -57,6 +57,33 @@ pub(crate) fn build_outside(
     Ok(())
 }
 
+/// Creates `skills/` beside the workspace with the case's skill files; returns it.
+pub(crate) fn build_skills(
+    base: &Path,
+    files: &BTreeMap<String, String>,
+) -> anyhow::Result<PathBuf> {
+    let skills = base.join("skills");
+    std::fs::create_dir(&skills).context("cannot create skills/")?;
+    build_outside(&skills, files)?;
+    Ok(skills)
+}
+
+/// Creates `data/` beside the workspace (the case's data directory) with `memory.md`
+/// when the case sets `memory`; returns it.
+pub(crate) fn build_data(base: &Path, memory: Option<&str>) -> anyhow::Result<PathBuf> {
+    let data = base.join("data");
+    std::fs::create_dir(&data).context("cannot create data/")?;
+    if let Some(memory) = memory {
+        write_file(&data.join("memory.md"), memory)?;
+    }
+    Ok(data)
+}
+
+/// The memory file's content after the run; `None` when there is none.
+pub(crate) fn read_memory(base: &Path) -> Option<String> {
+    std::fs::read_to_string(base.join("data").join("memory.md")).ok()
+}
+
 /// Where `relative` is created under `root`: only a relative path without `..` (see
 /// [`check_location`]), and never through a link an earlier entry created, so nothing
 /// a case builds lands outside its temp tree.

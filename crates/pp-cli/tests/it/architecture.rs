@@ -57,6 +57,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("axum", "pp-server"),
     ("rmcp", "pp-mcp"),
     ("reqwest", "pp-model"),
+    ("yaml-rust2", "pp-tools"),
 ];
 
 /// Crates the bottom layers must never use.

@@ -13,11 +13,13 @@ mod chat;
 mod eval;
 mod home;
 mod http;
+mod memory;
 mod models;
 mod pipe;
 mod run;
 mod scripting;
 mod service;
+mod skills;
 mod terminal;
 
 use std::path::{Path, PathBuf};

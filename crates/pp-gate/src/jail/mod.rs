@@ -13,6 +13,7 @@ mod hooks;
 mod lexical;
 mod list;
 mod probe;
+mod remove;
 mod resolve;
 mod sweep;
 mod write;

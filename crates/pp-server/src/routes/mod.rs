@@ -20,8 +20,10 @@ pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod health;
 pub(crate) mod login;
+pub(crate) mod memory;
 pub(crate) mod openapi;
 pub(crate) mod sessions;
+pub(crate) mod skills;
 pub(crate) mod tasks;
 pub(crate) mod workspaces;
 
@@ -71,6 +73,17 @@ pub(crate) fn table() -> Vec<Route> {
         route("PUT", "/api/files/content", put(files::upload)),
         route("GET", "/api/audit", get(audit::list)),
         route("GET", "/api/workspaces", get(workspaces::list)),
+        route("GET", "/api/skills", get(skills::list)),
+        route("GET", "/api/skills/{name}", get(skills::show)),
+        route("PUT", "/api/skills/{name}", put(skills::put)),
+        route("DELETE", "/api/skills/{name}", delete(skills::remove)),
+        route(
+            "PUT",
+            "/api/skills/{name}/files/{path}",
+            put(skills::put_file),
+        ),
+        route("GET", "/api/memory", get(memory::show)),
+        route("PUT", "/api/memory", put(memory::put)),
         route("GET", "/api/openapi.json", get(openapi::document)),
         route("GET", PUBLIC_API_ROUTE, get(health::health)),
     ]
@@ -86,7 +99,7 @@ pub(crate) fn build(state: AppState) -> Router {
         if path == PUBLIC_API_ROUTE {
             public = public.route(path, handler);
         } else {
-            authed = authed.route(path, handler);
+            authed = authed.route(&routed_path(path), handler);
         }
     }
     let authed = authed.route_layer(from_fn_with_state(state.clone(), auth::require_auth));
@@ -107,6 +120,16 @@ pub(crate) fn build(state: AppState) -> Router {
         .layer(from_fn(security::check_host_and_origin))
         .layer(from_fn(security::security_headers))
         .with_state(state)
+}
+
+/// The router's form of a documented path: a final `{path}` segment takes the rest of
+/// the URL, slashes included (`/api/skills/{name}/files/{path}` serves
+/// `…/files/scripts/run.py`).
+fn routed_path(path: &str) -> String {
+    match path.strip_suffix("/{path}") {
+        Some(head) => format!("{head}/{{*path}}"),
+        None => path.to_owned(),
+    }
 }
 
 async fn not_found(uri: Uri) -> ApiError {

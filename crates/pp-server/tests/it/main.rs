@@ -12,9 +12,11 @@ mod auth;
 mod bad_input;
 mod events;
 mod files;
+mod memory;
 mod openapi;
 mod security;
 mod sessions;
+mod skills;
 mod sse;
 mod uploads;
 
@@ -73,6 +75,8 @@ impl App {
             ModelSource::Scripted,
         );
         let state = AppState::new(service.clone(), TOKEN, settings);
+        state.set_skills(skills::service(&tree, &service));
+        state.set_memory(memory::service(&tree, &service));
         let router = pp_server::router(state.clone());
         Self {
             tree,

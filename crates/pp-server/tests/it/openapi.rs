@@ -36,7 +36,10 @@ async fn the_document_matches_the_routes() {
     // Walk the router: every listed route answers (not the "no route" fallback, not 405),
     // and a method not listed for that path is 405.
     for (method, path) in &routed {
-        let concrete = path.replace("{id}", "x_unknown");
+        let concrete = path
+            .replace("{id}", "x_unknown")
+            .replace("{name}", "x-unknown")
+            .replace("{path}", "a.md");
         let reply = app
             .call(Method::from_bytes(method.as_bytes()).unwrap(), &concrete)
             .await;
@@ -221,7 +224,10 @@ async fn every_error_a_route_returns_is_documented() {
             ids.push(approval.clone());
         }
         for id in ids {
-            let path = template.replace("{id}", &id);
+            let path = template
+                .replace("{id}", &id)
+                .replace("{name}", &id)
+                .replace("{path}", "a.md");
             let mut replies = Vec::new();
             replies.push((
                 "no token",
@@ -265,6 +271,8 @@ async fn every_error_a_route_returns_is_documented() {
                     "{{".to_owned(),
                     r#"{"prompt": "p", "workspace": "nope"}"#.to_owned(),
                     r#"{"decision": "approve", "edited_arguments": {"path": "/etc/x"}}"#.to_owned(),
+                    r#"{"skill_md": "no front matter"}"#.to_owned(),
+                    r#"{"content": "memory"}"#.to_owned(),
                     format!(r#"{{"prompt": "{}"}}"#, "x".repeat(1 << 20)),
                 ] {
                     let uri = format!("{path}{query}");
@@ -319,6 +327,18 @@ async fn every_error_a_route_returns_is_documented() {
     reply.expect(429, Some("too_many_uploads"));
     assert_documented(&doc, "PUT", "/api/files/content", &reply, "busy");
 
+    let reply = app
+        .send(
+            authed(Method::PUT, "/api/memory")
+                .header("content-type", "application/json")
+                .header("if-match", "\"sha256:stale\"")
+                .body(Body::from(r#"{"content": "x"}"#))
+                .unwrap(),
+        )
+        .await;
+    reply.expect(412, Some("version_mismatch"));
+    assert_documented(&doc, "PUT", "/api/memory", &reply, "stale version");
+
     // The battery reached the errors it is meant to reach.
     for expected in [
         ("GET", "/api/tasks/{id}", 404),
@@ -332,6 +352,10 @@ async fn every_error_a_route_returns_is_documented() {
         ("GET", "/api/sessions/{id}", 404),
         ("DELETE", "/api/sessions/{id}", 404),
         ("POST", "/api/sessions/{id}/messages", 400),
+        ("PUT", "/api/skills/{name}", 422),
+        ("DELETE", "/api/skills/{name}", 404),
+        ("PUT", "/api/memory", 428),
+        ("PUT", "/api/memory", 400),
     ] {
         assert!(checked.contains(&expected), "{expected:?} was not provoked");
     }

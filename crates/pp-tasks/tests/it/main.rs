@@ -9,7 +9,9 @@
 mod fixture;
 mod hardening;
 mod lifecycle;
+mod memory;
 mod resolve;
 mod restart;
 mod seam;
 mod sessions;
+mod skills;

@@ -1,0 +1,77 @@
+//! Removing a directory tree through the jail (the operator deleting a skill).
+
+use super::Jail;
+use crate::error::{JailError, Result};
+
+impl Jail {
+    /// Removes the directory `path` and everything in it.
+    ///
+    /// `path` is resolved like every other path (links inside are followed, escapes are
+    /// refused); the root itself is refused, and so is anything that is not a directory.
+    /// Links found inside the tree are removed as links, never followed.
+    pub fn remove_dir_all(&self, path: &str) -> Result<()> {
+        let resolved = self.resolve(path)?;
+        if resolved.is_root() {
+            return Err(JailError::NotADirectory {
+                path: path.to_owned(),
+            });
+        }
+        match &resolved.metadata {
+            None => Err(JailError::NotFound {
+                path: path.to_owned(),
+            }),
+            Some(metadata) if !metadata.is_dir() => Err(JailError::NotADirectory {
+                path: path.to_owned(),
+            }),
+            Some(_) => self
+                .dir
+                .remove_dir_all(&resolved.relative)
+                .map_err(|error| JailError::from_io(path, error)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "test fixture set-up")]
+    fn removes_a_tree_but_never_the_root_or_outside() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("root");
+        let outside = base.path().join("outside");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("a/b/f.txt"), "x").unwrap();
+        std::fs::write(outside.join("keep.txt"), "keep").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, root.join("a/out")).unwrap();
+        let jail = Jail::new(&root).unwrap();
+
+        assert!(matches!(
+            jail.remove_dir_all(""),
+            Err(JailError::NotADirectory { .. })
+        ));
+        assert!(
+            jail.remove_dir_all("../outside")
+                .unwrap_err()
+                .denial()
+                .is_some()
+        );
+        assert!(matches!(
+            jail.remove_dir_all("a/b/f.txt"),
+            Err(JailError::NotADirectory { .. })
+        ));
+        assert!(matches!(
+            jail.remove_dir_all("nope"),
+            Err(JailError::NotFound { .. })
+        ));
+        jail.remove_dir_all("a").unwrap();
+        assert!(!root.join("a").exists());
+        assert!(
+            outside.join("keep.txt").exists(),
+            "links inside are not followed"
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! Operator skills: list, show, write `SKILL.md`, write a resource file, remove. Each
+//! change goes through `pp_tasks::SkillsService`, which validates it, does the file work
+//! through the skill's jail on the blocking pool and audits it with `actor = operator`.
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use pp_tasks::{SkillWritten, SkillsService};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, too_large};
+use crate::state::AppState;
+
+/// The body of `PUT /api/skills/{name}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PutSkillRequest {
+    /// The whole `SKILL.md`: front matter and body.
+    skill_md: String,
+}
+
+fn service(state: &AppState) -> ApiResult<SkillsService> {
+    state
+        .skills()
+        .ok_or_else(|| ApiError::NotFound("skills are not configured on this server".into()))
+}
+
+fn status(written: SkillWritten) -> StatusCode {
+    match written {
+        SkillWritten::Created => StatusCode::CREATED,
+        SkillWritten::Replaced => StatusCode::OK,
+    }
+}
+
+/// `GET /api/skills`: `{"skills": [{name, description, valid, reason, source, read_only}]}`.
+pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    let skills = service(&state)?.list().await?;
+    Ok(Json(json!({ "skills": skills })))
+}
+
+/// `GET /api/skills/{name}`: the skill with its `SKILL.md`, files and ignored fields.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    let view = service(&state)?.show(&name).await?;
+    Ok(Json(json!(view)))
+}
+
+/// `PUT /api/skills/{name}` `{skill_md}`: creates (201) or replaces (200) the skill's
+/// `SKILL.md`; an invalid one is `422 invalid_skill` and nothing is written.
+pub(crate) async fn put(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(request): ApiJson<PutSkillRequest>,
+) -> ApiResult<Response> {
+    let skills = service(&state)?;
+    let written = skills.put_skill_md(&name, request.skill_md).await?;
+    let view = skills.show(&name).await?;
+    Ok((status(written), Json(json!(view))).into_response())
+}
+
+/// `PUT /api/skills/{name}/files/{path}` (raw body): writes one file of the skill through
+/// its jail; `..`, absolute paths and links out of the folder are `403 forbidden`.
+pub(crate) async fn put_file(
+    State(state): State<AppState>,
+    ApiPath((name, path)): ApiPath<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    let skills = service(&state)?;
+    let limit = state.settings().max_body_bytes;
+    let body = axum::body::to_bytes(request.into_body(), limit)
+        .await
+        .map_err(|_| too_large(limit))?;
+    let written = skills.put_file(&name, &path, body.to_vec()).await?;
+    let created = written == SkillWritten::Created;
+    Ok((
+        status(written),
+        Json(json!({"name": name, "path": path, "created": created})),
+    )
+        .into_response())
+}
+
+/// `DELETE /api/skills/{name}`: removes a skill of the data directory (`409 read_only`
+/// for one from a `[skills] dirs` folder).
+pub(crate) async fn remove(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    service(&state)?.remove(&name).await?;
+    Ok(Json(json!({ "removed": name })))
+}

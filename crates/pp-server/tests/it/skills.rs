@@ -1,0 +1,279 @@
+//! `/api/skills`: list, show, write, write a file, remove; every 4xx; audit as operator.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test sets up and inspects its own skill folders with std::fs"
+)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::Method;
+use pp_tasks::{SkillsService, SkillsSettings, TaskService};
+use pp_test_support::TempTree;
+use pp_test_support::skills::{FOREIGN_LAYOUTS, skill_md, write_skill};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::{App, authed};
+
+/// The fixture's skills: `skills-home/` (writable) and `skills-shared/` (read-only) in the
+/// tree's base, outside the workspace.
+pub(crate) fn service(tree: &TempTree, service: &TaskService) -> SkillsService {
+    let home = tree.base().join("skills-home");
+    let shared = tree.base().join("skills-shared");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&shared).unwrap();
+    SkillsService::new(
+        SkillsSettings {
+            home,
+            dirs: vec![shared],
+            max_body_bytes: 1024,
+        },
+        Arc::clone(service.store()),
+    )
+}
+
+fn home(app: &App) -> PathBuf {
+    app.tree.base().join("skills-home")
+}
+
+fn shared(app: &App) -> PathBuf {
+    app.tree.base().join("skills-shared")
+}
+
+#[tokio::test]
+async fn list_shows_valid_and_invalid_skills_with_reasons() {
+    let app = App::idle();
+    for (name, files) in FOREIGN_LAYOUTS {
+        write_skill(&shared(&app), name, files);
+    }
+    write_skill(&home(&app), "broken", &[("SKILL.md", "no front matter")]);
+    let reply = app.call(Method::GET, "/api/skills").await;
+    reply.expect(200, None);
+    let skills = reply.json["skills"].as_array().unwrap();
+    let summary: Vec<(&str, bool)> = skills
+        .iter()
+        .map(|skill| {
+            (
+                skill["name"].as_str().unwrap(),
+                skill["valid"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("broken", false),
+            ("notes-sync", true),
+            ("pdf-forms", true),
+            ("weather", true)
+        ]
+    );
+    assert_eq!(
+        skills[0],
+        json!({"name": "broken", "description": "", "valid": false,
+               "reason": "no front matter: SKILL.md must start with a `---` line",
+               "source": "home", "read_only": false})
+    );
+    assert_eq!(skills[1]["read_only"], true);
+
+    let reply = app.call(Method::GET, "/api/skills/pdf-forms").await;
+    reply.expect(200, None);
+    assert_eq!(
+        reply.json["files"],
+        json!(["LICENSE.txt", "reference.md", "scripts/list_fields.py"])
+    );
+    assert_eq!(reply.json["other_fields"], json!(["license"]));
+    assert!(
+        reply.json["skill_md"]
+            .as_str()
+            .unwrap()
+            .starts_with("---\nname: pdf-forms")
+    );
+    app.call(Method::GET, "/api/skills/nope")
+        .await
+        .expect(404, Some("not_found"));
+}
+
+#[tokio::test]
+async fn put_creates_replaces_and_refuses_invalid_skills() {
+    let app = App::idle();
+    let uri = "/api/skills/notes";
+    let text = skill_md("notes", "Notes.", "Body.\n");
+    let reply = app
+        .call_json(Method::PUT, uri, &json!({"skill_md": text}))
+        .await;
+    reply.expect(201, None);
+    assert_eq!(reply.json["valid"], true);
+    app.call_json(Method::PUT, uri, &json!({"skill_md": text}))
+        .await
+        .expect(200, None);
+
+    for (body, what) in [
+        (json!({"skill_md": "no front matter"}), "no front matter"),
+        (
+            json!({"skill_md": "---\nname: [x\n---\n"}),
+            "not valid YAML",
+        ),
+        (
+            json!({"skill_md": skill_md("other", "d", "")}),
+            "does not match",
+        ),
+        (
+            json!({"skill_md": skill_md("notes", "d", &"x".repeat(1025))}),
+            "over the limit",
+        ),
+    ] {
+        let reply = app.call_json(Method::PUT, uri, &body).await;
+        reply.expect(422, Some("invalid_skill"));
+        assert!(
+            reply.json["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(what),
+            "{reply:?}"
+        );
+    }
+    app.call_json(
+        Method::PUT,
+        "/api/skills/Bad_Name",
+        &json!({"skill_md": text}),
+    )
+    .await
+    .expect(422, Some("invalid_skill"));
+    app.call_json(Method::PUT, uri, &json!({"content": "x"}))
+        .await
+        .expect(400, Some("bad_request"));
+    assert_eq!(
+        std::fs::read_to_string(home(&app).join("notes/SKILL.md")).unwrap(),
+        text,
+        "refused writes change nothing"
+    );
+
+    write_skill(
+        &shared(&app),
+        "shared",
+        &[("SKILL.md", &skill_md("shared", "d", ""))],
+    );
+    app.call_json(
+        Method::PUT,
+        "/api/skills/shared",
+        &json!({"skill_md": skill_md("shared", "d", "x")}),
+    )
+    .await
+    .expect(409, Some("read_only"));
+
+    let audit = app.audit("skill_updated", None);
+    assert_eq!(audit.len(), 2);
+    assert!(
+        audit
+            .iter()
+            .all(|row| row.actor == pp_types::Actor::Operator)
+    );
+}
+
+#[tokio::test]
+async fn files_go_through_the_skill_jail() {
+    let app = App::idle();
+    write_skill(
+        &home(&app),
+        "notes",
+        &[("SKILL.md", &skill_md("notes", "d", ""))],
+    );
+    let put = |uri: &str, body: &'static str| {
+        authed(Method::PUT, uri)
+            .header("content-type", "application/octet-stream")
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let reply = app
+        .send(put("/api/skills/notes/files/refs/deep/a.md", "A"))
+        .await;
+    reply.expect(201, None);
+    assert_eq!(
+        reply.json,
+        json!({"name": "notes", "path": "refs/deep/a.md", "created": true})
+    );
+    assert_eq!(
+        std::fs::read_to_string(home(&app).join("notes/refs/deep/a.md")).unwrap(),
+        "A"
+    );
+    app.send(put("/api/skills/notes/files/refs/deep/a.md", "B"))
+        .await
+        .expect(200, None);
+    app.tree.outside_file("target.txt", "outside");
+    std::os::unix::fs::symlink(app.tree.outside(), home(&app).join("notes/out")).unwrap();
+    for escape in [
+        "/api/skills/notes/files/..%2F..%2Fescaped.md",
+        "/api/skills/notes/files/%2Fetc%2Fx",
+        "/api/skills/notes/files/out/target.txt",
+    ] {
+        app.send(put(escape, "x"))
+            .await
+            .expect(403, Some("forbidden"));
+    }
+    assert_eq!(
+        std::fs::read_to_string(app.tree.outside().join("target.txt")).unwrap(),
+        "outside"
+    );
+    assert!(!app.tree.base().join("escaped.md").exists());
+    app.send(put("/api/skills/notes/files/SKILL.md", "broken"))
+        .await
+        .expect(422, Some("invalid_skill"));
+    app.send(put("/api/skills/nope/files/a.md", "x"))
+        .await
+        .expect(404, Some("not_found"));
+    write_skill(
+        &shared(&app),
+        "shared",
+        &[("SKILL.md", &skill_md("shared", "d", ""))],
+    );
+    app.send(put("/api/skills/shared/files/a.md", "x"))
+        .await
+        .expect(409, Some("read_only"));
+}
+
+#[tokio::test]
+async fn delete_removes_home_skills_only() {
+    let app = App::idle();
+    write_skill(
+        &home(&app),
+        "notes",
+        &[("SKILL.md", &skill_md("notes", "d", ""))],
+    );
+    write_skill(
+        &shared(&app),
+        "shared",
+        &[("SKILL.md", &skill_md("shared", "d", ""))],
+    );
+    app.call(Method::DELETE, "/api/skills/shared")
+        .await
+        .expect(409, Some("read_only"));
+    assert!(shared(&app).join("shared/SKILL.md").exists());
+    app.call(Method::DELETE, "/api/skills/nope")
+        .await
+        .expect(404, Some("not_found"));
+    let reply = app.call(Method::DELETE, "/api/skills/notes").await;
+    reply.expect(200, None);
+    assert_eq!(reply.json, json!({"removed": "notes"}));
+    assert!(!home(&app).join("notes").exists());
+    let removed = app.audit("skill_removed", None);
+    assert_eq!(removed.len(), 1);
+    assert_eq!(removed[0].target.as_deref(), Some("notes"));
+    // A cross-site request is refused before anything happens.
+    write_skill(
+        &home(&app),
+        "again",
+        &[("SKILL.md", &skill_md("again", "d", ""))],
+    );
+    app.send(
+        authed(Method::DELETE, "/api/skills/again")
+            .header("origin", "http://evil.example.com")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+    .expect(403, Some("forbidden"));
+    assert!(home(&app).join("again/SKILL.md").exists());
+}

@@ -1,0 +1,89 @@
+//! The operator's road to the memory file: read it, and replace it if it is still the
+//! version read (compare-and-swap), on the blocking pool, each change audited
+//! `memory_updated` with `actor = operator` (no approval card: the operator is the person
+//! approvals ask). The agent's road is `memory_write`, which always stops for approval.
+//!
+//! The file work is `pp_tools::memory`'s (through a jail on the data directory); this
+//! service adds the audit row and keeps SQLite and the disk off the async threads.
+
+use std::sync::Arc;
+
+use pp_store::Store;
+use pp_tools::memory;
+use pp_types::{Actor, AuditAction, NewAudit};
+
+pub use pp_tools::memory::{MemoryError, MemorySettings, Snapshot as MemorySnapshot};
+
+use crate::blocking::blocking;
+use crate::{Error, Result};
+
+/// The operator's memory service. Cheap to clone.
+#[derive(Clone)]
+pub struct MemoryService {
+    settings: Arc<MemorySettings>,
+    /// Where audit rows go.
+    store: Arc<Store>,
+}
+
+impl std::fmt::Debug for MemoryService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryService")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryService {
+    /// A service over the memory file of `settings`, auditing into `store` (the task
+    /// service's: [`crate::TaskService::store`]).
+    pub fn new(settings: MemorySettings, store: Arc<Store>) -> Self {
+        Self {
+            settings: Arc::new(settings),
+            store,
+        }
+    }
+
+    /// Where the memory lives.
+    pub fn settings(&self) -> &MemorySettings {
+        &self.settings
+    }
+
+    /// The memory now: `{content, version}` (empty and `absent` when there is none).
+    pub async fn get(&self) -> Result<MemorySnapshot> {
+        let settings = Arc::clone(&self.settings);
+        Ok(blocking(move || {
+            let jail = memory::jail(&settings.dir)?;
+            memory::read(&jail)
+        })
+        .await??)
+    }
+
+    /// Replaces the memory with `content` if its version is still `expected`; otherwise
+    /// [`MemoryError::VersionMismatch`] and nothing is written. Audited `memory_updated`.
+    pub async fn put_if_version(&self, expected: &str, content: String) -> Result<MemorySnapshot> {
+        let settings = Arc::clone(&self.settings);
+        let expected = expected.to_owned();
+        let snapshot = blocking(move || {
+            let jail = memory::jail(&settings.dir)?;
+            memory::replace_if(&jail, &expected, &content)
+        })
+        .await??;
+        let store = Arc::clone(&self.store);
+        let detail = format!(
+            "{} bytes, version {}",
+            snapshot.content.len(),
+            snapshot.version
+        );
+        blocking(move || {
+            store.append_audit(NewAudit {
+                actor: Some(Actor::Operator),
+                target: Some(memory::MEMORY_FILE.to_owned()),
+                detail: Some(detail),
+                ..NewAudit::new(AuditAction::MemoryUpdated)
+            })
+        })
+        .await?
+        .map_err(Error::from_store)?;
+        Ok(snapshot)
+    }
+}

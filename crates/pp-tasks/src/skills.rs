@@ -1,0 +1,202 @@
+//! The operator's road to skills: list, show, write, install and remove, each on the
+//! blocking pool, each change audited with `actor = operator` (no approval card: the
+//! operator is the person approvals ask).
+//!
+//! The file work is `pp_tools::skills`' (every access through a jail); this service adds
+//! the audit row and keeps SQLite and the disk off the async threads. Front ends get
+//! plain data ([`SkillSummary`], [`SkillView`]) and never touch `pp-tools` themselves.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pp_store::Store;
+use pp_tools::skills::{self, Catalog, SkillEntry};
+use pp_types::{Actor, AuditAction, NewAudit};
+use serde::Serialize;
+
+pub use pp_tools::SkillsSettings;
+pub use pp_tools::skills::{SkillsError, Written};
+
+use crate::blocking::blocking;
+use crate::{Error, Result};
+
+/// One skill as listed: `GET /api/skills`, `pocketpilot skills list --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillSummary {
+    /// The skill's folder name.
+    pub name: String,
+    /// Its description (empty for an invalid skill).
+    pub description: String,
+    /// Whether it is offered to the model.
+    pub valid: bool,
+    /// Why it is not valid.
+    pub reason: Option<String>,
+    /// `home` (the data directory's `skills/`) or the read-only folder's path.
+    pub source: String,
+    /// Whether it comes from a read-only `[skills] dirs` folder.
+    pub read_only: bool,
+}
+
+impl SkillSummary {
+    fn of(entry: &SkillEntry) -> Self {
+        Self {
+            name: entry.name.clone(),
+            description: entry.description().to_owned(),
+            valid: entry.valid(),
+            reason: entry.reason().map(str::to_owned),
+            source: entry.source.label(),
+            read_only: entry.source.read_only(),
+        }
+    }
+}
+
+/// One skill in full: `GET /api/skills/{name}`, `pocketpilot skills show NAME --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillView {
+    /// Name, description, validity, source.
+    #[serde(flatten)]
+    pub summary: SkillSummary,
+    /// The text of `SKILL.md` (`None` when it cannot be read).
+    pub skill_md: Option<String>,
+    /// The skill's other files.
+    pub files: Vec<String>,
+    /// Front matter fields kept and ignored (`license`, `allowed-tools`, `metadata`, …).
+    pub other_fields: Vec<String>,
+}
+
+/// The operator's skills service. Cheap to clone.
+#[derive(Clone)]
+pub struct SkillsService {
+    settings: Arc<SkillsSettings>,
+    /// Where audit rows go.
+    store: Arc<Store>,
+}
+
+impl std::fmt::Debug for SkillsService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkillsService")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SkillsService {
+    /// A service over the skills folders of `settings`, auditing into `store` (the task
+    /// service's: [`crate::TaskService::store`]).
+    pub fn new(settings: SkillsSettings, store: Arc<Store>) -> Self {
+        Self {
+            settings: Arc::new(settings),
+            store,
+        }
+    }
+
+    /// Where skills live.
+    pub fn settings(&self) -> &SkillsSettings {
+        &self.settings
+    }
+
+    /// Every skill, valid or not, in catalog order.
+    pub async fn list(&self) -> Result<Vec<SkillSummary>> {
+        let settings = Arc::clone(&self.settings);
+        blocking(move || {
+            Catalog::load(&settings)
+                .skills
+                .iter()
+                .map(SkillSummary::of)
+                .collect()
+        })
+        .await
+    }
+
+    /// One skill with its `SKILL.md` and files.
+    pub async fn show(&self, name: &str) -> Result<SkillView> {
+        let (settings, name) = (Arc::clone(&self.settings), name.to_owned());
+        let detail = blocking(move || skills::show(&settings, &name)).await??;
+        Ok(SkillView {
+            summary: SkillSummary::of(&detail.entry),
+            other_fields: detail
+                .entry
+                .status
+                .as_ref()
+                .map(|skill| skill.other_fields.clone())
+                .unwrap_or_default(),
+            skill_md: detail.skill_md,
+            files: detail.files,
+        })
+    }
+
+    /// Writes (creates) the skill `name`'s `SKILL.md`, which must be a valid skill of
+    /// that name; audited `skill_updated`.
+    pub async fn put_skill_md(&self, name: &str, skill_md: String) -> Result<Written> {
+        let (settings, owned) = (Arc::clone(&self.settings), name.to_owned());
+        let written =
+            blocking(move || skills::put_skill_md(&settings, &owned, &skill_md)).await??;
+        self.audit(
+            AuditAction::SkillUpdated,
+            format!("{name}/SKILL.md"),
+            written_detail(written),
+        )
+        .await?;
+        Ok(written)
+    }
+
+    /// Writes one resource file of the skill `name`; audited `skill_updated`.
+    pub async fn put_file(&self, name: &str, path: &str, content: Vec<u8>) -> Result<Written> {
+        let (settings, owned, file) =
+            (Arc::clone(&self.settings), name.to_owned(), path.to_owned());
+        let written =
+            blocking(move || skills::put_file(&settings, &owned, &file, &content)).await??;
+        self.audit(
+            AuditAction::SkillUpdated,
+            format!("{name}/{path}"),
+            written_detail(written),
+        )
+        .await?;
+        Ok(written)
+    }
+
+    /// Removes the skill `name` from the data directory; audited `skill_removed`.
+    pub async fn remove(&self, name: &str) -> Result<()> {
+        let (settings, owned) = (Arc::clone(&self.settings), name.to_owned());
+        blocking(move || skills::remove(&settings, &owned)).await??;
+        self.audit(
+            AuditAction::SkillRemoved,
+            name.to_owned(),
+            "removed".to_owned(),
+        )
+        .await
+    }
+
+    /// Copies the skill folder `source` into the data directory (validated first);
+    /// audited `skill_updated`. Returns the skill's name and the links left out.
+    pub async fn install(&self, source: PathBuf) -> Result<(String, Vec<String>)> {
+        let settings = Arc::clone(&self.settings);
+        let detail = format!("installed from {}", source.display());
+        let (name, skipped) = blocking(move || skills::install(&settings, &source)).await??;
+        self.audit(AuditAction::SkillUpdated, name.clone(), detail)
+            .await?;
+        Ok((name, skipped))
+    }
+
+    async fn audit(&self, action: AuditAction, target: String, detail: String) -> Result<()> {
+        let store = Arc::clone(&self.store);
+        blocking(move || {
+            store.append_audit(NewAudit {
+                actor: Some(Actor::Operator),
+                target: Some(target),
+                detail: Some(detail),
+                ..NewAudit::new(action)
+            })
+        })
+        .await?
+        .map(|_| ())
+        .map_err(Error::from_store)
+    }
+}
+
+fn written_detail(written: Written) -> String {
+    match written {
+        Written::Created => "created".to_owned(),
+        Written::Replaced => "replaced".to_owned(),
+    }
+}

@@ -1,0 +1,304 @@
+//! `memory_write`: appends to or replaces the memory file.
+//!
+//! ## What it does
+//! `mode: "append"` adds `content` at the end of `memory.md` (on a new line);
+//! `mode: "replace"` makes `content` the whole memory. The write is atomic (temp file and
+//! rename through the data directory's jail) and a compare-and-swap on the version read
+//! just before, so an operator's edit in between is never overwritten.
+//!
+//! Its preview is the approval card: target `memory.md`, `create` or `overwrite` from
+//! whether the file exists, a unified diff of the memory file, and the file's fingerprint
+//! ([`pp_gate::Jail::fingerprint_with`]). The target state for the stale check has the
+//! same identity and fingerprint format, so memory edited by the operator after the
+//! request makes the approval `stale`.
+//!
+//! ## Capabilities needed
+//! `memory:write` (requires approval), risk high; no path parameter: the tool can reach
+//! nothing but `memory.md`.
+//!
+//! ## Example
+//! ```json
+//! {"mode": "append", "content": "The user prefers metric units.\n"}
+//! ```
+//! ```text
+//! appended 31 bytes to memory.md
+//! ```
+
+use std::sync::Arc;
+
+use pp_agent::ToolContext;
+use pp_gate::Jail;
+use pp_types::{Capability, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel};
+use serde_json::{Value, json};
+
+use super::{MEMORY_FILE, MemoryError, read, replace_unless};
+use crate::Limits;
+use crate::blocking::SyncTool;
+use crate::files::common::{cap_for_display, jail_error, required_str, respond, unified_diff};
+
+/// What the model reads about the tool.
+const DESCRIPTION: &str = "Change your memory file (memory.md, kept between tasks and shown \
+to you at the start of each): mode \"append\" adds content at the end, mode \"replace\" \
+replaces the whole memory. Needs the operator's approval. Keep it short: facts and \
+preferences worth remembering.";
+
+/// How the memory changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Append,
+    Replace,
+}
+
+impl Mode {
+    fn of(arguments: &Value) -> Result<Self, ToolOutput> {
+        match required_str(arguments, "mode")? {
+            "append" => Ok(Self::Append),
+            "replace" => Ok(Self::Replace),
+            other => Err(ToolOutput::error(format!(
+                "argument `mode` must be \"append\" or \"replace\", not {other:?}"
+            ))),
+        }
+    }
+
+    /// The memory after the call, from the memory before it.
+    fn apply(self, old: &str, content: &str) -> String {
+        match self {
+            Self::Replace => content.to_owned(),
+            Self::Append if old.is_empty() || old.ends_with('\n') => format!("{old}{content}"),
+            Self::Append => format!("{old}\n{content}"),
+        }
+    }
+}
+
+/// The `memory_write` tool.
+pub(crate) struct MemoryWrite {
+    /// The jail on the data directory; only [`MEMORY_FILE`] is ever named in it.
+    jail: Arc<Jail>,
+    limits: Limits,
+    spec: ToolSpec,
+}
+
+impl MemoryWrite {
+    pub(crate) fn new(jail: Arc<Jail>, limits: Limits) -> Self {
+        let spec = ToolSpec {
+            name: "memory_write".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "mode": {
+                        "type": "string",
+                        "enum": ["append", "replace"],
+                        "description": "append: add at the end; replace: the whole new memory"
+                    },
+                    "content": {
+                        "type": "string",
+                        "description": "The text to append, or the complete new memory"
+                    }
+                },
+                "required": ["mode", "content"],
+                "additionalProperties": false
+            }),
+            capability: Some(Capability::new("memory:write")),
+            risk: Risk::High,
+            path_params: Vec::new(),
+            root: pp_types::PathRoot::Workspace,
+        };
+        Self { jail, limits, spec }
+    }
+
+    fn fingerprint(&self) -> String {
+        self.jail
+            .fingerprint_with(MEMORY_FILE, self.limits.hash_max_bytes)
+            .unwrap_or_else(|error| format!("unavailable: {error}"))
+    }
+
+    fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
+        let mode = Mode::of(arguments)?;
+        let content = required_str(arguments, "content")?;
+        let before = read(&self.jail).map_err(|error| memory_error(&error))?;
+        let after = mode.apply(&before.content, content);
+        let stop = || context.should_stop();
+        replace_unless(&self.jail, &before.version, &after, &stop).map_err(
+            |error| match error {
+                MemoryError::Jail(pp_gate::JailError::Aborted { .. }) => ToolOutput::error(
+                    "not written: the task was cancelled or ran out of time before memory.md \
+                 was replaced",
+                ),
+                other => memory_error(&other),
+            },
+        )?;
+        Ok(match mode {
+            Mode::Append => format!("appended {} bytes to {MEMORY_FILE}", content.len()),
+            Mode::Replace => format!("replaced {MEMORY_FILE} ({} bytes)", after.len()),
+        })
+    }
+
+    fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
+        let mode = Mode::of(arguments).ok()?;
+        let content = required_str(arguments, "content").ok()?;
+        // Fingerprint first: a change while we read is noticed at approval.
+        let fingerprint = self.fingerprint();
+        let exists = self.jail.exists(MEMORY_FILE).ok()?;
+        let max_chars = self.limits.max_output_chars;
+        let mut preview = EffectPreview {
+            target: MEMORY_FILE.to_owned(),
+            resolved: Some(MEMORY_FILE.to_owned()),
+            label: if exists {
+                WriteLabel::Overwrite
+            } else {
+                WriteLabel::Create
+            },
+            diff: None,
+            content: None,
+            notice: None,
+            fingerprint,
+        };
+        match read(&self.jail) {
+            Ok(before) => {
+                let after = mode.apply(&before.content, content);
+                if exists {
+                    preview.diff = Some(cap_for_display(
+                        &unified_diff(MEMORY_FILE, &before.content, &after),
+                        max_chars,
+                    ));
+                } else {
+                    preview.content = Some(cap_for_display(&after, max_chars));
+                }
+            }
+            Err(error) => {
+                preview.notice = Some(format!("cannot show the current memory: {error}"));
+                preview.content = Some(cap_for_display(content, max_chars));
+            }
+        }
+        Some(preview)
+    }
+}
+
+fn memory_error(error: &MemoryError) -> ToolOutput {
+    match error {
+        MemoryError::Jail(error) => jail_error(error),
+        other => ToolOutput::error(other.to_string()),
+    }
+}
+
+impl SyncTool for MemoryWrite {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn describe(&self, _context: &ToolContext, arguments: &Value) -> Option<EffectPreview> {
+        self.preview_of(arguments)
+    }
+
+    fn target(&self, _arguments: &Value) -> Option<String> {
+        Some(MEMORY_FILE.to_owned())
+    }
+
+    fn state(&self, _context: &ToolContext, _arguments: &Value) -> Option<TargetState> {
+        Some(TargetState {
+            identity: MEMORY_FILE.to_owned(),
+            fingerprint: self.fingerprint(),
+        })
+    }
+
+    fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
+        respond(self.run(context, arguments))
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tests inspect the memory file behind the jail's back"
+)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn tool() -> (tempfile::TempDir, MemoryWrite) {
+        let dir = tempfile::tempdir().unwrap();
+        let jail = Arc::new(Jail::new(dir.path()).unwrap());
+        (dir, MemoryWrite::new(jail, Limits::default()))
+    }
+
+    fn memory(dir: &tempfile::TempDir) -> String {
+        std::fs::read_to_string(dir.path().join(MEMORY_FILE)).unwrap()
+    }
+
+    #[test]
+    fn spec_needs_approval_and_has_no_path() {
+        let (_dir, tool) = tool();
+        assert_eq!(tool.spec.capability, Some(Capability::new("memory:write")));
+        assert_eq!(tool.spec.risk, Risk::High);
+        assert!(tool.spec.path_params.is_empty());
+        assert_eq!(tool.target(&json!({})), Some("memory.md".to_owned()));
+    }
+
+    #[test]
+    fn label_is_create_then_overwrite_with_a_diff() {
+        let (dir, tool) = tool();
+        let context = ToolContext::default();
+        let append = json!({"mode": "append", "content": "one\n"});
+        let first = tool.preview_of(&append).unwrap();
+        assert_eq!(first.label, WriteLabel::Create);
+        assert_eq!(first.content.as_deref(), Some("one\n"));
+        assert_eq!(first.fingerprint, "absent");
+        assert_eq!(
+            tool.run(&context, &append),
+            Ok("appended 4 bytes to memory.md".to_owned())
+        );
+        let second = tool
+            .preview_of(&json!({"mode": "append", "content": "two"}))
+            .unwrap();
+        assert_eq!(second.label, WriteLabel::Overwrite);
+        assert_eq!(second.target, "memory.md");
+        assert_eq!(
+            second.diff.as_deref(),
+            Some(
+                "--- a/memory.md\n+++ b/memory.md\n@@ -1 +1,2 @@\n one\n+two\n\\ No newline at end of file\n"
+            )
+        );
+        assert_eq!(
+            tool.state(&context, &json!({}))
+                .map(|state| state.fingerprint),
+            Some(second.fingerprint)
+        );
+        tool.run(&context, &json!({"mode": "append", "content": "two"}))
+            .unwrap();
+        tool.run(&context, &json!({"mode": "append", "content": "three\n"}))
+            .unwrap();
+        assert_eq!(memory(&dir), "one\ntwo\nthree\n");
+        assert_eq!(
+            tool.run(&context, &json!({"mode": "replace", "content": "fresh\n"})),
+            Ok("replaced memory.md (6 bytes)".to_owned())
+        );
+        assert_eq!(memory(&dir), "fresh\n");
+    }
+
+    #[test]
+    fn an_operator_edit_changes_the_target_state() {
+        let (dir, tool) = tool();
+        let context = ToolContext::default();
+        tool.run(&context, &json!({"mode": "replace", "content": "a\n"}))
+            .unwrap();
+        let preview = tool
+            .preview_of(&json!({"mode": "replace", "content": "b\n"}))
+            .unwrap();
+        std::fs::write(dir.path().join(MEMORY_FILE), "edited\n").unwrap();
+        let state = tool.state(&context, &json!({})).unwrap();
+        assert_eq!(state.identity, "memory.md");
+        assert_ne!(state.fingerprint, preview.fingerprint);
+    }
+
+    #[test]
+    fn a_bad_mode_is_an_error_and_writes_nothing() {
+        let (dir, tool) = tool();
+        let output = tool.call(
+            &ToolContext::default(),
+            &json!({"mode": "prepend", "content": "x"}),
+        );
+        assert!(matches!(output, ToolOutput::Error { .. }), "{output:?}");
+        assert!(!dir.path().join(MEMORY_FILE).exists());
+    }
+}

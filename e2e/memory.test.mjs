@@ -1,0 +1,118 @@
+// End-to-end test of the console's memory editor: view, save with the version, a
+// conflicting save refused with a clear message while the typed text stays, then saved
+// on top of the current memory; accessible (axe-core: no serious or critical violation)
+// and usable at 390 px.
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { after, afterEach, before, test } from "node:test";
+
+import { launchBrowser, screenshot, startServer, tempTree, textMatches, watchPage } from "./harness.mjs";
+
+const require = createRequire(import.meta.url);
+const AXE_SOURCE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+
+let tree;
+let server;
+let browser;
+let context;
+const problems = [];
+
+function memoryFile() {
+  return path.join(tree.home, "memory.md");
+}
+
+before(async () => {
+  tree = tempTree({ "notes.txt": "hi\n" });
+  fs.writeFileSync(tree.script, JSON.stringify([{ content: "done" }]));
+  server = await startServer(tree);
+  browser = await launchBrowser();
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  context.setDefaultTimeout(10000);
+  context.on("page", (page) => watchPage(page, server.base, problems));
+  const page = await context.newPage();
+  await page.goto(server.loginUrl);
+  await page.locator("#nav").waitFor({ state: "visible" });
+  await page.close();
+});
+
+afterEach(() => {
+  assert.deepEqual(problems.splice(0), []);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  if (tree && !process.env.KEEP_E2E_TREE) {
+    fs.rmSync(tree.root, { recursive: true, force: true });
+  }
+});
+
+/** axe-core's serious and critical violations on the page as it is now. */
+async function axeViolations(page) {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }));
+  });
+  return violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+}
+
+async function noOverflow(page) {
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `no horizontal scrolling (overflow ${overflow}px)`);
+}
+
+test("memory: view, save with the version, a conflict keeps the typed text", async () => {
+  const page = await context.newPage();
+  await page.goto(server.base + "/#/memory");
+  const editor = page.locator("#memory-content");
+  await editor.waitFor();
+  assert.equal(await editor.inputValue(), "");
+  await textMatches(page.locator("#memory-version"), /No memory file yet/);
+  assert.equal(await page.locator('#nav a[data-route="memory"]').getAttribute("aria-current"), "page");
+  assert.deepEqual(await axeViolations(page), []);
+
+  // Save: the file is written and the save is audited as the operator.
+  await editor.fill("The user likes tea.\n");
+  await page.getByRole("button", { name: "Save memory" }).click();
+  await textMatches(page.locator(".notice-ok"), /Saved/);
+  assert.equal(fs.readFileSync(memoryFile(), "utf8"), "The user likes tea.\n");
+  await textMatches(page.locator("#memory-version"), /Version sha256:/);
+  const audit = await (await context.request.get(`${server.base}/api/audit?action=memory_updated`)).json();
+  assert.equal(audit.entries[0].actor, "operator");
+  assert.equal(audit.entries[0].target, "memory.md");
+  await screenshot(page, "memory.png");
+
+  // Someone else saves meanwhile (the CLI, another tab): our save is refused, nothing is
+  // written, and what we typed stays in the editor.
+  fs.writeFileSync(memoryFile(), "Changed elsewhere.\n");
+  await editor.fill("The user likes coffee.\n");
+  await page.getByRole("button", { name: "Save memory" }).click();
+  await textMatches(page.locator(".notice-error"), /Not saved: the memory changed since you opened it.*Your text is still in the editor/);
+  assert.equal(await editor.inputValue(), "The user likes coffee.\n");
+  assert.equal(fs.readFileSync(memoryFile(), "utf8"), "Changed elsewhere.\n");
+  await textMatches(page.locator(".memory-current-text"), /Changed elsewhere\./);
+  assert.deepEqual(await axeViolations(page), []);
+  await screenshot(page, "memory-conflict.png");
+
+  // Having seen the current memory, saving again replaces it.
+  await page.getByRole("button", { name: "Save memory" }).click();
+  await textMatches(page.locator(".notice-ok"), /Saved/);
+  assert.equal(fs.readFileSync(memoryFile(), "utf8"), "The user likes coffee.\n");
+  await page.close();
+});
+
+test("memory at 390 px: no horizontal scrolling, still accessible", async () => {
+  fs.writeFileSync(memoryFile(), "A long line without spaces: " + "x".repeat(300) + "\n");
+  const page = await context.newPage();
+  await page.setViewportSize({ width: 390, height: 800 });
+  await page.goto(server.base + "/#/memory");
+  await page.locator("#memory-content").waitFor();
+  await noOverflow(page);
+  assert.deepEqual(await axeViolations(page), []);
+  await screenshot(page, "memory-narrow.png");
+  await page.close();
+});
