@@ -1,14 +1,15 @@
 // The console's chat page end to end: a real `pocketpilot serve` (scripted model: every
 // turn replays SCRIPT) and headless Chromium. Start a chat, send a message whose turn
 // needs approval, approve it inline, read the answer; the send box waits while the turn
-// is busy, and the server's 409 `session_busy` is explained.
+// is busy, and the server's 409 `session_busy` is explained; accessible (axe-core: no
+// serious or critical violation) and usable at 390 px.
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, afterEach, before, test } from "node:test";
 
-import { eventually, openConsole, screenshot, tempTree, textMatches } from "./harness.mjs";
+import { axeViolations, eventually, horizontalOverflow, openConsole, screenshot, tempTree, textMatches } from "./harness.mjs";
 
 const ORIGINAL = "Buy milk\n";
 const PROPOSED = "Buy milk\nCall Ada\n";
@@ -77,6 +78,7 @@ test("chat: start a session, a turn waits for approval, approve inline, see the 
   assert.equal(await folded.getAttribute("open"), null, "folded by default");
   await textMatches(folded.locator("summary"), /1 tool call/);
 
+  assert.deepEqual(await axeViolations(page), [], "the conversation with a pending card");
   await screenshot(page, "chat-waiting.png");
   await card.locator("button.approve").click();
   await textMatches(card.locator(".card-status"), /You approved this call/);
@@ -85,6 +87,7 @@ test("chat: start a session, a turn waits for approval, approve inline, see the 
   assert.equal(fs.readFileSync(path.join(tree.workspace, "notes.txt"), "utf8"), PROPOSED);
   await folded.locator("summary").click();
   await textMatches(folded.locator(".timeline"), /Approved/);
+  assert.deepEqual(await axeViolations(page), [], "the answered turn, its tool calls unfolded");
   await screenshot(page, "chat-answered.png");
 
   // The second message is a second turn of the same session.
@@ -103,6 +106,7 @@ test("chat: start a session, a turn waits for approval, approve inline, see the 
   // The sessions list shows it.
   await page.goto(server.base + "/#/chat");
   await textMatches(page.locator(`.session-list li[data-session-id="${sessionId}"]`), /Notes/);
+  assert.deepEqual(await axeViolations(page), [], "the chat list");
   await page.close();
 });
 
@@ -119,8 +123,9 @@ test("chat on a narrow window: no horizontal scrolling", async () => {
   await narrow.goto(`${server.base}/#/chat/${encodeURIComponent(id)}`);
   await narrow.locator("article.turn article.card").waitFor();
   await narrow.locator("details.turn-tools summary").click();
-  const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  const overflow = await horizontalOverflow(narrow);
   assert.ok(overflow <= 0, `no horizontal scrolling on a narrow window (overflow ${overflow}px)`);
+  assert.deepEqual(await axeViolations(narrow), []);
   await screenshot(narrow, "chat-narrow.png");
   // Leave the session idle for whoever runs next: reject the pending call.
   const card = narrow.locator("article.card");

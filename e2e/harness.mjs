@@ -3,6 +3,7 @@
 
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -241,4 +242,22 @@ export async function openConsole(tree) {
       }
     },
   };
+}
+
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** axe-core's serious and critical violations on the page as it is now. */
+export async function axeViolations(page) {
+  // Evaluated through the DevTools protocol, so the page's CSP (no inline scripts) stays.
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }));
+  });
+  return violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+}
+
+/** How far the page scrolls sideways (0 when it fits the window). */
+export async function horizontalOverflow(page) {
+  return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 }
