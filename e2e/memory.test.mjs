@@ -1,6 +1,7 @@
 // End-to-end test of the console's memory editor: view, save with the version, a
 // conflicting save refused with a clear message while the typed text stays, then saved
-// on top of the current memory; accessible (axe-core: no serious or critical violation)
+// on top of the current memory; an agent's memory_write waiting on its approval card (a
+// diff of memory.md) and appending once approved; accessible (axe-core: no serious or critical violation)
 // and usable at 390 px.
 
 import assert from "node:assert/strict";
@@ -9,7 +10,7 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import { after, afterEach, before, test } from "node:test";
 
-import { launchBrowser, screenshot, startServer, tempTree, textMatches, watchPage } from "./harness.mjs";
+import { eventually, launchBrowser, screenshot, startServer, tempTree, textMatches, watchPage } from "./harness.mjs";
 
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
@@ -26,7 +27,14 @@ function memoryFile() {
 
 before(async () => {
   tree = tempTree({ "notes.txt": "hi\n" });
-  fs.writeFileSync(tree.script, JSON.stringify([{ content: "done" }]));
+  // Every task the server runs asks to append to the memory.
+  fs.writeFileSync(
+    tree.script,
+    JSON.stringify([
+      { tool_calls: [{ name: "memory_write", arguments: { mode: "append", content: "prefers metric units" } }] },
+      { content: "noted" },
+    ]),
+  );
   server = await startServer(tree);
   browser = await launchBrowser();
   context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
@@ -114,5 +122,32 @@ test("memory at 390 px: no horizontal scrolling, still accessible", async () => 
   await noOverflow(page);
   assert.deepEqual(await axeViolations(page), []);
   await screenshot(page, "memory-narrow.png");
+  await page.close();
+});
+
+test("memory_write waits on a card with a diff of memory.md; approving it appends", async () => {
+  fs.writeFileSync(memoryFile(), "likes tea\n");
+  const response = await context.request.post(server.base + "/api/tasks", { data: { prompt: "remember my units" } });
+  assert.equal(response.status(), 201, await response.text());
+  const task = await response.json();
+  const page = await context.newPage();
+  await page.goto(server.base + "/#/approvals");
+  const card = page.locator(`article.card[data-task-id="${task.id}"]`);
+  await card.waitFor();
+  await textMatches(card.locator(".card-title"), /memory_write\s*memory\.md/);
+  await textMatches(card.locator(".label-overwrite"), /^overwrite$/);
+  await textMatches(card.locator(".capability"), /memory:write/);
+  await textMatches(card.locator(".badge.risk-high"), /high risk/);
+  assert.deepEqual(await card.locator(".diff-add").allTextContents(), ["+prefers metric units\n"]);
+  assert.equal(fs.readFileSync(memoryFile(), "utf8"), "likes tea\n", "nothing written before the approval");
+  assert.deepEqual(await axeViolations(page), []);
+  await screenshot(page, "memory-card.png");
+  await card.getByRole("button", { name: "Approve", exact: true }).click();
+  await eventually("the memory appended", async () => fs.readFileSync(memoryFile(), "utf8") === "likes tea\nprefers metric units\n");
+  await page.goto(server.base + "/#/memory");
+  await eventually(
+    "the editor shows it",
+    async () => (await page.locator("#memory-content").inputValue()) === "likes tea\nprefers metric units\n",
+  );
   await page.close();
 });

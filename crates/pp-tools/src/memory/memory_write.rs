@@ -1,7 +1,8 @@
 //! `memory_write`: appends to or replaces the memory file.
 //!
 //! ## What it does
-//! `mode: "append"` adds `content` at the end of `memory.md` (on a new line);
+//! `mode: "append"` adds `content` at the end of `memory.md`, on a line of its own (a newline
+//! is added before it and after it where missing);
 //! `mode: "replace"` makes `content` the whole memory. The write is atomic (temp file and
 //! rename through the data directory's jail) and a compare-and-swap on the version read
 //! just before, so an operator's edit in between is never overwritten.
@@ -60,12 +61,24 @@ impl Mode {
         }
     }
 
-    /// The memory after the call, from the memory before it.
+    /// The memory after the call, from the memory before it. An appended entry starts
+    /// on a new line and ends with one, so the file stays a list of lines.
     fn apply(self, old: &str, content: &str) -> String {
         match self {
             Self::Replace => content.to_owned(),
-            Self::Append if old.is_empty() || old.ends_with('\n') => format!("{old}{content}"),
-            Self::Append => format!("{old}\n{content}"),
+            Self::Append => {
+                let before = if old.is_empty() || old.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                };
+                let after = if content.is_empty() || content.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                };
+                format!("{old}{before}{content}{after}")
+            }
         }
     }
 }
@@ -255,9 +268,7 @@ mod tests {
         assert_eq!(second.target, "memory.md");
         assert_eq!(
             second.diff.as_deref(),
-            Some(
-                "--- a/memory.md\n+++ b/memory.md\n@@ -1 +1,2 @@\n one\n+two\n\\ No newline at end of file\n"
-            )
+            Some("--- a/memory.md\n+++ b/memory.md\n@@ -1 +1,2 @@\n one\n+two\n")
         );
         assert_eq!(
             tool.state(&context, &json!({}))
