@@ -7,11 +7,11 @@
 //! ends; the task's events and audit rows are the task's as always, so retention
 //! ([`Store::prune`]) may drop those while the conversation stays whole.
 
-use pp_types::{Actor, Message, TaskRecord, TaskState, Timestamp};
+use pp_types::{Actor, AuditAction, Message, NewAudit, TaskRecord, TaskState, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::rows::{self, RawTask, TASK_COLUMNS};
-use crate::{Error, NewTask, Result, Store, ids, tasks};
+use crate::{Error, NewTask, Result, Store, audit, ids, tasks};
 
 /// A chat session to create.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +85,13 @@ impl Store {
                     new.created_by.as_str(),
                     now.as_millis()
                 ])?;
+            let row = NewAudit {
+                actor: Some(new.created_by),
+                target: Some(id.clone()),
+                detail: Some(format!("workspace {}", new.workspace)),
+                ..NewAudit::new(AuditAction::SessionCreated)
+            };
+            audit::insert(transaction, row, now)?;
             Ok(())
         })?;
         Ok(ChatSession {
@@ -214,10 +221,12 @@ impl Store {
     /// Deletes the session and its turn rows (their tasks, events and audit rows stay).
     /// [`Error::SessionBusy`] while a turn is active; [`Error::NotFound`] if unknown.
     pub fn delete_chat_session(&self, session: &str) -> Result<()> {
+        let now = self.now();
         self.write(|transaction| {
             load_session(transaction, session)?;
-            if let Some(turn) = turns(transaction, session)?
-                .into_iter()
+            let all = turns(transaction, session)?;
+            if let Some(turn) = all
+                .iter()
                 .find(|turn| ACTIVE_TURN_STATES.contains(&turn.task.state))
             {
                 return Err(Error::SessionBusy {
@@ -231,6 +240,16 @@ impl Store {
             transaction
                 .prepare_cached("DELETE FROM chat_sessions WHERE id = ?1")?
                 .execute([session])?;
+            let row = NewAudit {
+                actor: Some(Actor::Operator),
+                target: Some(session.to_owned()),
+                detail: Some(match all.len() {
+                    1 => "1 turn; its task stays".to_owned(),
+                    count => format!("{count} turns; their tasks stay"),
+                }),
+                ..NewAudit::new(AuditAction::SessionDeleted)
+            };
+            audit::insert(transaction, row, now)?;
             Ok(())
         })
     }

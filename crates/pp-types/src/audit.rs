@@ -40,11 +40,15 @@ pub enum AuditAction {
     SkillRemoved,
     /// The operator replaced the memory file (`memory.md` in the data directory).
     MemoryUpdated,
+    /// A chat session was started (its turns are audited as tasks).
+    SessionCreated,
+    /// The operator deleted a chat session (its turns' tasks and ledger rows stay).
+    SessionDeleted,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 18] = [
         Self::TaskCreated,
         Self::TaskCancelled,
         Self::TaskRetried,
@@ -61,6 +65,8 @@ impl AuditAction {
         Self::SkillUpdated,
         Self::SkillRemoved,
         Self::MemoryUpdated,
+        Self::SessionCreated,
+        Self::SessionDeleted,
     ];
 
     /// The snake-case name used on the wire and in the ledger.
@@ -82,6 +88,8 @@ impl AuditAction {
             Self::SkillUpdated => "skill_updated",
             Self::SkillRemoved => "skill_removed",
             Self::MemoryUpdated => "memory_updated",
+            Self::SessionCreated => "session_created",
+            Self::SessionDeleted => "session_deleted",
         }
     }
 

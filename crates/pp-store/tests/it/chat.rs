@@ -228,3 +228,44 @@ fn a_version_3_backup_restores_and_migrates() {
     store.backup_to(&current).unwrap();
     Store::restore_file(&current, &dir.path().join("again.db")).unwrap();
 }
+
+#[test]
+fn creating_and_deleting_a_session_are_in_the_ledger() {
+    let db = TestDb::new();
+    let session = db
+        .store
+        .create_chat_session(NewChatSession {
+            title: None,
+            workspace: "home".into(),
+            created_by: Actor::Webhook,
+        })
+        .unwrap();
+    let turn = db
+        .store
+        .add_chat_turn(&session.id, new_task("one"))
+        .unwrap();
+    let rows = |action: &str| {
+        db.store
+            .list_audit(&pp_store::AuditFilter {
+                action: Some(action.into()),
+                ..pp_store::AuditFilter::default()
+            })
+            .unwrap()
+    };
+    let created = rows("session_created");
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].actor, Actor::Webhook, "who started it");
+    assert_eq!(created[0].target.as_deref(), Some(session.id.as_str()));
+    assert_eq!(created[0].detail.as_deref(), Some("workspace home"));
+
+    // A refused delete leaves no row.
+    assert!(db.store.delete_chat_session(&session.id).is_err());
+    assert!(rows("session_deleted").is_empty());
+    complete(&db.store, &turn.task.id);
+    db.store.delete_chat_session(&session.id).unwrap();
+    let deleted = rows("session_deleted");
+    assert_eq!(deleted.len(), 1);
+    assert_eq!(deleted[0].actor, Actor::Operator);
+    assert_eq!(deleted[0].target.as_deref(), Some(session.id.as_str()));
+    assert_eq!(deleted[0].detail.as_deref(), Some("1 turn; its task stays"));
+}
