@@ -1,6 +1,7 @@
 // Test harness: a real `pocketpilot serve` on a free loopback port with a scripted model,
 // Debian's Chromium driven by playwright-core, and small polling assertions.
 
+import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import { createRequire } from "node:module";
@@ -260,4 +261,10 @@ export async function axeViolations(page) {
 /** How far the page scrolls sideways (0 when it fits the window). */
 export async function horizontalOverflow(page) {
   return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+}
+
+/** Fails unless the page fits its window's width (no horizontal scrolling). */
+export async function assertNoHorizontalScroll(page) {
+  const overflow = await horizontalOverflow(page);
+  assert.ok(overflow <= 0, `no horizontal scrolling (overflow ${overflow}px)`);
 }

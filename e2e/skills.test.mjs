@@ -5,13 +5,17 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { createRequire } from "node:module";
 import { after, afterEach, before, test } from "node:test";
 
-import { eventually, launchBrowser, screenshot, startServer, tempTree, textMatches, watchPage } from "./harness.mjs";
-
-const require = createRequire(import.meta.url);
-const AXE_SOURCE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+import {
+  assertNoHorizontalScroll,
+  axeViolations,
+  eventually,
+  openConsole,
+  screenshot,
+  tempTree,
+  textMatches,
+} from "./harness.mjs";
 
 const NOTES = `---
 name: notes-sync
@@ -25,9 +29,8 @@ Run rsync.
 
 let tree;
 let server;
-let browser;
 let context;
-const problems = [];
+let opened;
 
 function writeSkill(name, files) {
   for (const [file, content] of Object.entries(files)) {
@@ -42,44 +45,17 @@ before(async () => {
   fs.writeFileSync(tree.script, JSON.stringify([{ content: "done" }]));
   writeSkill("notes-sync", { "SKILL.md": NOTES, "references/options.md": "-a\n" });
   writeSkill("plain", { "SKILL.md": "# No front matter\n" });
-  server = await startServer(tree);
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  context.setDefaultTimeout(10000);
-  context.on("page", (page) => watchPage(page, server.base, problems));
-  const page = await context.newPage();
-  await page.goto(server.loginUrl);
-  await page.locator("#nav").waitFor({ state: "visible" });
-  await page.close();
+  opened = await openConsole(tree);
+  ({ server, context } = opened);
 });
 
 afterEach(() => {
-  assert.deepEqual(problems.splice(0), []);
+  assert.deepEqual(opened.problems.splice(0), []);
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.stop();
-  if (tree && !process.env.KEEP_E2E_TREE) {
-    fs.rmSync(tree.root, { recursive: true, force: true });
-  }
+  await opened?.close();
 });
-
-/** axe-core's serious and critical violations on the page as it is now. */
-async function axeViolations(page) {
-  // Evaluated through the DevTools protocol, so the page's CSP (no inline scripts) stays.
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const result = await window.axe.run(document, { resultTypes: ["violations"] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }));
-  });
-  return violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-}
-
-async function noOverflow(page) {
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert.ok(overflow <= 0, `no horizontal scrolling (overflow ${overflow}px)`);
-}
 
 async function apiSkill(name) {
   const response = await context.request.get(`${server.base}/api/skills/${name}`);
@@ -152,12 +128,12 @@ test("skills at 390 px: no horizontal scrolling, still accessible", async () => 
   await page.setViewportSize({ width: 390, height: 800 });
   await page.goto(server.base + "/#/skills");
   await page.locator('tr[data-skill="plain"]').waitFor();
-  await noOverflow(page);
+  await assertNoHorizontalScroll(page);
   assert.deepEqual(await axeViolations(page), []);
   await screenshot(page, "skills-narrow.png");
   await page.goto(server.base + "/#/skills/notes-sync");
   await page.locator("#skill-md").waitFor();
-  await noOverflow(page);
+  await assertNoHorizontalScroll(page);
   assert.deepEqual(await axeViolations(page), []);
   await screenshot(page, "skill-narrow.png");
   await page.close();
