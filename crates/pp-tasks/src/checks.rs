@@ -34,7 +34,7 @@ pub(crate) async fn assess(
     edited: Option<&Value>,
     context: &ToolContext,
 ) -> Result<(Segment, std::result::Result<(), Refusal>)> {
-    if let Some(edited) = edited {
+    let segment = if let Some(edited) = edited {
         let (tool_name, arguments) = (approval.tool.clone(), edited.clone());
         let (segment, verdict) = blocking(move || {
             let verdict = match segment.registry.get(&tool_name) {
@@ -47,10 +47,11 @@ pub(crate) async fn assess(
         if let Err(message) = verdict {
             return Ok((segment, Err(Refusal::InvalidEdit(message))));
         }
-        let verdict = stale_check(&segment, approval, Some(edited), context).await;
-        return Ok((segment, verdict));
-    }
-    let verdict = stale_check(&segment, approval, None, context).await;
+        segment
+    } else {
+        segment
+    };
+    let verdict = stale_check(&segment, approval, edited, context).await;
     Ok((segment, verdict))
 }
 

@@ -119,27 +119,11 @@ impl Fixture {
     }
 
     pub(crate) fn pending(&self, task: &TaskId) -> ApprovalRecord {
-        self.service
-            .store()
-            .approvals_for_task(task)
-            .unwrap()
-            .into_iter()
-            .rfind(|approval| approval.state == ApprovalState::Pending)
-            .expect("a pending approval")
+        pending_approval(&self.service, task)
     }
 
     pub(crate) fn audit_count(&self, action: &str) -> usize {
-        self.service
-            .store()
-            .list_audit(&pp_tasks::store::AuditFilter {
-                actor: None,
-                task_id: None,
-                action: Some(action.into()),
-                before_id: None,
-                limit: 1000,
-            })
-            .unwrap()
-            .len()
+        audit_rows(&self.service, action).len()
     }
 
     /// The audit actions recorded for `task` after its creation, oldest first.
@@ -196,6 +180,29 @@ impl Fixture {
             .map(|stored| stored.event.type_name())
             .collect()
     }
+}
+
+/// The pending approval of `task` (the newest, if several).
+pub(crate) fn pending_approval(service: &TaskService, task: &TaskId) -> ApprovalRecord {
+    service
+        .store()
+        .approvals_for_task(task)
+        .unwrap()
+        .into_iter()
+        .rfind(|approval| approval.state == ApprovalState::Pending)
+        .expect("a pending approval")
+}
+
+/// Every audit row with `action`, newest first.
+pub(crate) fn audit_rows(service: &TaskService, action: &str) -> Vec<pp_types::AuditEntry> {
+    service
+        .store()
+        .list_audit(&pp_tasks::store::AuditFilter {
+            action: Some(action.into()),
+            limit: 1000,
+            ..pp_tasks::store::AuditFilter::default()
+        })
+        .unwrap()
 }
 
 fn service_on(

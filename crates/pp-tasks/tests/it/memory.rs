@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use pp_model::ScriptedModel;
-use pp_tasks::store::{AuditFilter, Store};
+use pp_tasks::store::Store;
 use pp_tasks::{
     CreateTask, Decision, MemoryError, MemoryService, MemorySettings, ModelSource, ResolveRequest,
     TaskService, TaskSettings, Workspaces,
@@ -15,6 +15,8 @@ use pp_tools::{MemoryProvider, Toolbox};
 use pp_types::{Actor, ApprovalState, Message, TaskRecord, TaskState, WriteLabel};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+
+use crate::fixture::{audit_rows, pending_approval};
 
 struct Fixture {
     tree: TempTree,
@@ -71,13 +73,7 @@ impl Fixture {
     }
 
     fn pending(&self, task: &TaskRecord) -> pp_types::ApprovalRecord {
-        self.service
-            .store()
-            .approvals_for_task(&task.id)
-            .unwrap()
-            .into_iter()
-            .rfind(|approval| approval.state == ApprovalState::Pending)
-            .expect("a pending approval")
+        pending_approval(&self.service, &task.id)
     }
 
     async fn resolve(
@@ -103,16 +99,7 @@ impl Fixture {
     }
 
     fn audit(&self, action: &str) -> Vec<pp_types::AuditEntry> {
-        self.service
-            .store()
-            .list_audit(&AuditFilter {
-                actor: None,
-                task_id: None,
-                action: Some(action.into()),
-                before_id: None,
-                limit: 100,
-            })
-            .unwrap()
+        audit_rows(&self.service, action)
     }
 }
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use pp_agent::ModelRequest;
 use pp_model::ScriptedModel;
-use pp_tasks::{Error, ModelSource, NewSession, TaskSettings};
-use pp_types::{Actor, Message, TaskState};
+use pp_tasks::{Error, ModelSource, NewSession, TaskService, TaskSettings};
+use pp_types::{Actor, Message, TaskRecord, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -18,6 +18,16 @@ fn scripted(turns: Value) -> Arc<ScriptedModel> {
 
 fn fixture_with(model: &Arc<ScriptedModel>, settings: TaskSettings) -> Fixture {
     Fixture::with_model(settings, ModelSource::Provider(Arc::clone(model) as _))
+}
+
+/// Sends `text` to `session` and runs the turn it starts, here; the turn as it ended
+/// (or paused).
+async fn take_turn(service: &TaskService, session: &str, text: &str) -> TaskRecord {
+    let task = service
+        .send_message(session, text.into(), Actor::Operator, None)
+        .await
+        .unwrap();
+    service.run_now(&task.id).await.unwrap()
 }
 
 async fn new_session(fixture: &Fixture) -> String {
@@ -97,14 +107,8 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
     let session = new_session(&fixture).await;
     let service = &fixture.service;
 
-    let first = service
-        .send_message(&session, "first".into(), Actor::Operator, None)
-        .await
-        .unwrap();
-    assert_eq!(
-        service.run_now(&first.id).await.unwrap().state,
-        TaskState::Completed
-    );
+    let first = take_turn(service, &session, "first").await;
+    assert_eq!(first.state, TaskState::Completed);
 
     let second = service
         .send_message(&session, " second ".into(), Actor::Operator, None)
@@ -132,14 +136,8 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("notes.txt"), "hi\n");
 
-    let third = service
-        .send_message(&session, "third".into(), Actor::Operator, None)
-        .await
-        .unwrap();
-    assert_eq!(
-        service.run_now(&third.id).await.unwrap().state,
-        TaskState::Completed
-    );
+    let third = take_turn(service, &session, "third").await;
+    assert_eq!(third.state, TaskState::Completed);
 
     let requests = model.requests();
     let mut lines = transcript(requests.last().unwrap());
@@ -223,14 +221,9 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
     let session = new_session(&fixture).await;
     let mut tasks = Vec::new();
     for prompt in ["first", "second", "third", "fourth"] {
-        let task = fixture
-            .service
-            .send_message(&session, prompt.into(), Actor::Operator, None)
-            .await
-            .unwrap();
-        let done = fixture.service.run_now(&task.id).await.unwrap();
+        let done = take_turn(&fixture.service, &session, prompt).await;
         assert_eq!(done.state, TaskState::Completed, "{done:?}");
-        tasks.push(task.id);
+        tasks.push(done.id);
     }
 
     let requests = model.requests();
@@ -329,14 +322,9 @@ async fn without_a_summary_the_drop_oldest_trimming_is_the_last_resort() {
     let session = new_session(&fixture).await;
     let mut last = None;
     for prompt in ["first", "second", "third", "fourth"] {
-        let task = fixture
-            .service
-            .send_message(&session, prompt.into(), Actor::Operator, None)
-            .await
-            .unwrap();
-        let done = fixture.service.run_now(&task.id).await.unwrap();
+        let done = take_turn(&fixture.service, &session, prompt).await;
         assert_eq!(done.state, TaskState::Completed, "{done:?}");
-        last = Some(task.id);
+        last = Some(done.id);
     }
     let last = last.unwrap();
     let types = fixture.event_types(&last);
@@ -361,23 +349,11 @@ async fn a_turn_cancelled_while_waiting_is_remembered_with_its_call_answered() {
     let fixture = fixture_with(&model, TaskSettings::default());
     let session = new_session(&fixture).await;
     let service = &fixture.service;
-    let first = service
-        .send_message(&session, "first".into(), Actor::Operator, None)
-        .await
-        .unwrap();
-    assert_eq!(
-        service.run_now(&first.id).await.unwrap().state,
-        TaskState::WaitingApproval
-    );
+    let first = take_turn(service, &session, "first").await;
+    assert_eq!(first.state, TaskState::WaitingApproval);
     service.cancel(&first.id).await.unwrap();
-    let second = service
-        .send_message(&session, "second".into(), Actor::Operator, None)
-        .await
-        .unwrap();
-    assert_eq!(
-        service.run_now(&second.id).await.unwrap().state,
-        TaskState::Completed
-    );
+    let second = take_turn(service, &session, "second").await;
+    assert_eq!(second.state, TaskState::Completed);
     let requests = model.requests();
     let last = requests.last().unwrap();
     assert_pairs_intact(last);

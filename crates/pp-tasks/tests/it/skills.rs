@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use pp_tasks::store::{AuditFilter, Store};
+use pp_tasks::store::Store;
 use pp_tasks::{
     CreateTask, ModelSource, SkillsError, SkillsService, SkillsSettings, TaskService, TaskSettings,
     Workspaces,
@@ -15,6 +15,8 @@ use pp_tools::{SkillsProvider, Toolbox};
 use pp_types::{Actor, DenyRule, EventKind, FailureReason, TaskRecord, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+
+use crate::fixture::audit_rows;
 
 struct Fixture {
     tree: TempTree,
@@ -72,16 +74,7 @@ impl Fixture {
     }
 
     fn audit(&self, action: &str) -> Vec<pp_types::AuditEntry> {
-        self.service
-            .store()
-            .list_audit(&AuditFilter {
-                actor: None,
-                task_id: None,
-                action: Some(action.into()),
-                before_id: None,
-                limit: 100,
-            })
-            .unwrap()
+        audit_rows(&self.service, action)
     }
 }
 
