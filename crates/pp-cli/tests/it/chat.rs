@@ -18,7 +18,7 @@ const YOU: &str = "you › ";
 fn chat_in_terminal(tree: &TempTree, server: &FakeServer) -> Terminal {
     let config = write_config(tree, &config_for(server.port));
     let command = format!(
-        "{} --config '{}' chat --workspace '{}'",
+        "exec {} --config '{}' chat --workspace '{}'",
         env!("CARGO_BIN_EXE_pocketpilot"),
         config.display(),
         tree.workspace().display()

@@ -168,7 +168,7 @@ fn in_a_terminal_a_spinner_runs_while_the_model_thinks() {
     );
     let config = write_config(&tree, &config_for(server.port));
     let command = format!(
-        "{} --config '{}' run --workspace '{}' 'think'",
+        "exec {} --config '{}' run --workspace '{}' 'think'",
         env!("CARGO_BIN_EXE_pocketpilot"),
         config.display(),
         tree.workspace().display()

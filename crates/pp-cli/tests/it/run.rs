@@ -160,8 +160,11 @@ impl Terminal {
         after: &str,
     ) -> Self {
         let script_path = write_script(tree.base(), script);
+        // Without a command after it, the shell is replaced by `pocketpilot` (see
+        // `Terminal::spawn`).
+        let exec = if after.is_empty() { "exec " } else { "" };
         let command = format!(
-            "{} run --workspace '{}' --script '{}' 'do it'{after}",
+            "{exec}{} run --workspace '{}' --script '{}' 'do it'{after}",
             env!("CARGO_BIN_EXE_pocketpilot"),
             tree.workspace().display(),
             script_path.display()

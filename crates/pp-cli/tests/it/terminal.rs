@@ -21,6 +21,10 @@ pub(crate) struct Terminal {
 impl Terminal {
     /// Runs the shell command `command` in a pseudo-terminal with its data directory at
     /// `home`, colours off (unless `env` turns them on with `NO_COLOR=""`) and `PAGER=cat`.
+    ///
+    /// `script` runs `command` with `$SHELL -c`. A command whose program gets Ctrl+C as a
+    /// signal must start with `exec`: a shell that stays (dash, `/bin/sh` when `SHELL` is
+    /// unset, as in CI) gets the signal too and dies of it once the program has exited.
     pub(crate) fn spawn(command: &str, home: &std::path::Path, env: &[(&str, &str)]) -> Self {
         let mut child = std::process::Command::new("script");
         child.args(["-qefc", command, "/dev/null"]);
