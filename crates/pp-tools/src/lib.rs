@@ -48,6 +48,7 @@
 //! ```
 
 mod blocking;
+pub mod docs;
 mod files;
 pub mod memory;
 mod provider;
@@ -57,6 +58,7 @@ pub use provider::{
     Equipment, FilesProvider, ProviderError, Provision, Scope, ToolProvider, Toolbox, ToolboxError,
 };
 
+pub use docs::{DocsProvider, DocsSettings};
 pub use memory::{MemoryProvider, MemorySettings};
 pub use skills::{SkillsProvider, SkillsSettings};
 

@@ -1,0 +1,39 @@
+//! Reading one document through the jail: its bytes (capped) and its format.
+
+use pp_docs::Format;
+use pp_gate::Jail;
+use pp_types::ToolOutput;
+
+use crate::files::common::jail_error;
+
+/// The bytes of the workspace file `path` and the format its extension names. A path
+/// the jail refuses is a denial; an unknown extension, a missing file or one larger than
+/// `max_bytes` an ordinary error that says so (nothing is parsed then).
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the tools arrive in the next commits of issue 10")
+)]
+pub(crate) fn read_document(
+    jail: &Jail,
+    path: &str,
+    max_bytes: u64,
+) -> Result<(Vec<u8>, Format), ToolOutput> {
+    let content = jail
+        .read(path, max_bytes)
+        .map_err(|error| jail_error(&error))?;
+    let Some(format) = Format::from_path(path) else {
+        let known: Vec<&str> = Format::ALL.iter().map(|format| format.name()).collect();
+        return Err(ToolOutput::error(format!(
+            "`{path}`: unknown document format (by its extension); readable formats: {}",
+            known.join(", ")
+        )));
+    };
+    if content.truncated {
+        return Err(ToolOutput::error(format!(
+            "`{path}` is {} bytes, larger than the {max_bytes}-byte limit for documents; \
+             nothing was parsed",
+            content.size
+        )));
+    }
+    Ok((content.bytes, format))
+}

@@ -1,0 +1,9 @@
+//! Document tools, all `file:read`: `extract_document` (a document's text in reading
+//! order), `analyze_table` (CSV, XLSX, JSON tables: schema, statistics, filters, groups,
+//! SQL) and `extract_invoice` (Chinese VAT invoices, checked). Every byte comes through
+//! the workspace jail; the parsing runs in a limited child process (`pp_docs::Parser`).
+
+mod input;
+mod provider;
+
+pub use provider::{DocsProvider, DocsSettings};
