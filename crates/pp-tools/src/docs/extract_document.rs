@@ -155,10 +155,7 @@ mod tests {
         let mut settings = DocsSettings::new(parser);
         settings.max_input_bytes = 1 << 20;
         settings.max_output_chars = 500;
-        ExtractDocument::new(
-            Arc::new(Jail::new(workspace).unwrap()),
-            Arc::new(settings),
-        )
+        ExtractDocument::new(Arc::new(Jail::new(workspace).unwrap()), Arc::new(settings))
     }
 
     fn call(tool: &ExtractDocument, arguments: Value) -> ToolOutput {
@@ -216,7 +213,10 @@ mod tests {
         let ToolOutput::Error { message } = output else {
             panic!("{output:?}");
         };
-        assert!(message.contains("larger than the 1048576-byte limit"), "{message}");
+        assert!(
+            message.contains("larger than the 1048576-byte limit"),
+            "{message}"
+        );
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 
@@ -231,7 +231,10 @@ mod tests {
         let absolute = outside.path().join("secret.pdf");
         for path in ["../secret.pdf", absolute.to_str().unwrap(), "link.pdf"] {
             let output = call(&tool, json!({"path": path}));
-            assert!(matches!(output, ToolOutput::Denied(_)), "{path}: {output:?}");
+            assert!(
+                matches!(output, ToolOutput::Denied(_)),
+                "{path}: {output:?}"
+            );
         }
     }
 
