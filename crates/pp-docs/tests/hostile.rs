@@ -12,6 +12,7 @@
     reason = "a hand-rolled test harness: it reports on stdout and reads /proc"
 )]
 
+#[path = "it/support.rs"]
 mod support;
 
 use std::path::PathBuf;

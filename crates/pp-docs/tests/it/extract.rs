@@ -1,7 +1,6 @@
 //! `extract` in-process on hand-made documents: the PDF layout, DOCX, errors.
 
-mod support;
-
+use crate::support;
 use pp_docs::extract::{ExtractOptions, extract};
 use pp_docs::{DocsError, Format, layout};
 use pretty_assertions::assert_eq;
