@@ -9,8 +9,12 @@ use pp_docs::{DocsError, Format};
 use pretty_assertions::assert_eq;
 
 fn read(name: &str) -> Vec<u8> {
-    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/docs").join(name))
-        .unwrap()
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/docs")
+            .join(name),
+    )
+    .unwrap()
 }
 
 fn extract_fixture(name: &str) -> Result<Document, DocsError> {
@@ -133,7 +137,10 @@ fn the_layout_functions_give_the_same_rows() {
 
 #[test]
 fn an_encrypted_pdf_is_refused() {
-    assert_eq!(extract_fixture("encrypted.pdf").unwrap_err(), DocsError::Encrypted);
+    assert_eq!(
+        extract_fixture("encrypted.pdf").unwrap_err(),
+        DocsError::Encrypted
+    );
 }
 
 #[test]
@@ -168,8 +175,15 @@ fn the_200_page_pdf_reads_its_first_and_last_lines_and_pages_select() {
         },
     )
     .unwrap();
-    let markers: Vec<&str> = part.text.lines().filter(|line| line.starts_with("---")).collect();
-    assert_eq!(markers, ["--- page 3 ---", "--- page 4 ---", "--- page 9 ---"]);
+    let markers: Vec<&str> = part
+        .text
+        .lines()
+        .filter(|line| line.starts_with("---"))
+        .collect();
+    assert_eq!(
+        markers,
+        ["--- page 3 ---", "--- page 4 ---", "--- page 9 ---"]
+    );
     assert!(part.text.contains("第9页第40行"), "{}", part.text);
 }
 
@@ -178,7 +192,11 @@ fn docx_with_header_table_and_footer() {
     let document = extract_fixture("report.docx").unwrap();
     assert_eq!(document.title.as_deref(), Some("采购报告 Purchase report"));
     for needle in ["ACME 内部文件", "第 1 页"] {
-        assert!(document.text.contains(needle), "{needle}: {}", document.text);
+        assert!(
+            document.text.contains(needle),
+            "{needle}: {}",
+            document.text
+        );
     }
     assert_lines_in_order(
         &document.text,
@@ -200,7 +218,10 @@ fn xlsx_sheets_are_pages_with_dates_and_cached_formula_values() {
     let text = &document.text;
     assert!(text.contains("--- sheet 1: Sales ---"), "{text}");
     assert!(text.contains("--- sheet 2: 备注 Notes ---"), "{text}");
-    assert!(text.contains("2024-01-15") && !text.contains("45306"), "{text}");
+    assert!(
+        text.contains("2024-01-15") && !text.contains("45306"),
+        "{text}"
+    );
     assert_lines_in_order(
         text,
         &[
@@ -211,6 +232,12 @@ fn xlsx_sheets_are_pages_with_dates_and_cached_formula_values() {
         ],
     );
     assert!(text.contains("审核人：张三"), "{text}");
+    assert!(
+        text.contains(
+            "[formula cells without a cached value (shown empty; not computed): E6 =AVERAGE(E2:E4)]"
+        ),
+        "{text}"
+    );
     let second = extract(
         &read("sales.xlsx"),
         Format::Xlsx,
@@ -238,7 +265,9 @@ fn pptx_slides_are_pages_with_their_notes() {
     ];
     let mut from = 0;
     for needle in order {
-        let at = text[from..].find(needle).unwrap_or_else(|| panic!("{needle}: {text}"));
+        let at = text[from..]
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {text}"));
         from += at + needle.len();
     }
 }
@@ -248,11 +277,18 @@ fn gbk_text_and_csv_are_decoded() {
     let document = extract_fixture("notes-gbk.txt").unwrap();
     let encoding = document.encoding.unwrap();
     assert!(encoding == "GBK" || encoding == "gb18030", "{encoding}");
-    assert!(document.text.starts_with("关于二〇二四年第一季度采购工作的说明\n"));
+    assert!(
+        document
+            .text
+            .starts_with("关于二〇二四年第一季度采购工作的说明\n")
+    );
     assert!(document.text.contains("联系人：张三，电话：010-12345678。"));
     let csv = extract_fixture("customers-gbk.csv").unwrap();
     assert!(csv.encoding.is_some_and(|e| e == "GBK" || e == "gb18030"));
-    assert!(csv.text.starts_with("日期,客户,城市,金额\n2024-01-15,北京示例科技有限公司,北京,9800.00"));
+    assert!(
+        csv.text
+            .starts_with("日期,客户,城市,金额\n2024-01-15,北京示例科技有限公司,北京,9800.00")
+    );
 }
 
 #[test]
@@ -274,7 +310,11 @@ fn html_without_scripts_and_styles() {
         "font-family",
         "console.log",
     ] {
-        assert!(!document.text.contains(banned), "{banned}: {}", document.text);
+        assert!(
+            !document.text.contains(banned),
+            "{banned}: {}",
+            document.text
+        );
     }
 }
 
