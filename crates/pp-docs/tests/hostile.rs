@@ -9,7 +9,11 @@
     clippy::print_stdout,
     clippy::print_stderr,
     clippy::disallowed_methods,
-    reason = "a hand-rolled test harness: it reports on stdout and reads /proc"
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a hand-rolled test harness (no #[test]): it reports on stdout, reads /proc and \
+              fails a check by panicking"
 )]
 
 #[path = "it/support.rs"]

@@ -158,8 +158,8 @@ mod tests {
         ExtractDocument::new(Arc::new(Jail::new(workspace).unwrap()), Arc::new(settings))
     }
 
-    fn call(tool: &ExtractDocument, arguments: Value) -> ToolOutput {
-        tool.call(&ToolContext::default(), &arguments)
+    fn call(tool: &ExtractDocument, arguments: &Value) -> ToolOutput {
+        tool.call(&ToolContext::default(), arguments)
     }
 
     #[test]
@@ -178,7 +178,7 @@ mod tests {
         let workspace = tempfile::tempdir().unwrap();
         std::fs::write(workspace.path().join("a.txt"), "hello").unwrap();
         let answer = r#"{"ok":{"output":"document","value":{"format":"txt","pages":1,"title":null,"encoding":"UTF-8","text":"hello","truncated":false}}}"#;
-        let output = call(&tool(workspace.path(), answer), json!({"path": "a.txt"}));
+        let output = call(&tool(workspace.path(), answer), &json!({"path": "a.txt"}));
         let ToolOutput::Success { content: text } = output else {
             panic!("{output:?}");
         };
@@ -192,7 +192,7 @@ mod tests {
         let workspace = tempfile::tempdir().unwrap();
         std::fs::write(workspace.path().join("b.pdf"), "%PDF-1.4").unwrap();
         let answer = r#"{"error":{"kind":"encrypted"}}"#;
-        let output = call(&tool(workspace.path(), answer), json!({"path": "b.pdf"}));
+        let output = call(&tool(workspace.path(), answer), &json!({"path": "b.pdf"}));
         assert_eq!(
             output,
             ToolOutput::error(
@@ -209,7 +209,10 @@ mod tests {
         // The "parser" would answer with a document: it must never be asked.
         let answer = r#"{"ok":{"output":"document","value":{"format":"pdf","pages":1,"title":null,"encoding":null,"text":"parsed","truncated":false}}}"#;
         let started = std::time::Instant::now();
-        let output = call(&tool(workspace.path(), answer), json!({"path": "huge.pdf"}));
+        let output = call(
+            &tool(workspace.path(), answer),
+            &json!({"path": "huge.pdf"}),
+        );
         let ToolOutput::Error { message } = output else {
             panic!("{output:?}");
         };
@@ -230,7 +233,7 @@ mod tests {
         let tool = tool(workspace.path(), "");
         let absolute = outside.path().join("secret.pdf");
         for path in ["../secret.pdf", absolute.to_str().unwrap(), "link.pdf"] {
-            let output = call(&tool, json!({"path": path}));
+            let output = call(&tool, &json!({"path": path}));
             assert!(
                 matches!(output, ToolOutput::Denied(_)),
                 "{path}: {output:?}"
@@ -243,12 +246,12 @@ mod tests {
         let workspace = tempfile::tempdir().unwrap();
         std::fs::write(workspace.path().join("x.exe"), "MZ").unwrap();
         let tool = tool(workspace.path(), "");
-        let output = call(&tool, json!({"path": "x.exe"}));
+        let output = call(&tool, &json!({"path": "x.exe"}));
         assert!(
             matches!(&output, ToolOutput::Error { message } if message.contains("unknown document format")),
             "{output:?}"
         );
-        let output = call(&tool, json!({"path": "x.exe", "max_chars": 0}));
+        let output = call(&tool, &json!({"path": "x.exe", "max_chars": 0}));
         assert!(
             matches!(&output, ToolOutput::Error { message } if message.contains("max_chars")),
             "{output:?}"
