@@ -11,7 +11,7 @@ use pp_tasks::{MemoryService, ModelSource, SkillsService, TaskService};
 use pp_tools::docs::{DocsProvider, DocsSettings};
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
 
-use crate::config::{Config, Flags};
+use crate::config::{Config, DocsConfig, Flags};
 use crate::output::errln;
 use crate::{Exit, home, models};
 
@@ -62,7 +62,7 @@ impl App {
             Toolbox::files()
                 .with(Arc::new(SkillsProvider::new(config.skills.clone())))
                 .with(Arc::new(MemoryProvider::new(config.memory.clone())))
-                .with(Arc::new(docs_provider())),
+                .with(Arc::new(docs_provider(&config.docs))),
             observer,
         );
         Ok(Self { config, service })
@@ -82,12 +82,16 @@ impl App {
 }
 
 /// The document tools, parsing in children of this very binary (`pocketpilot __parse`)
-/// under the default limits. Should the binary's path be unknown, `pocketpilot` is looked
+/// under `config`'s limits. Should the binary's path be unknown, `pocketpilot` is looked
 /// up on PATH (a call then fails with a clear message if it is not there).
-pub(crate) fn docs_provider() -> DocsProvider {
+pub(crate) fn docs_provider(config: &DocsConfig) -> DocsProvider {
     let program = std::env::current_exe().unwrap_or_else(|_| "pocketpilot".into());
-    let parser = pp_docs::Parser::new(program, vec!["__parse".to_owned()]);
-    DocsProvider::new(DocsSettings::new(parser))
+    let parser =
+        pp_docs::Parser::new(program, vec!["__parse".to_owned()]).with_limits(config.parser);
+    let mut settings = DocsSettings::new(parser);
+    settings.max_input_bytes = config.max_input_bytes;
+    settings.max_output_chars = config.max_output_chars;
+    DocsProvider::new(settings)
 }
 
 /// Removes temp files an interrupted write left in each workspace, saying so.

@@ -68,6 +68,74 @@ pub(crate) struct FileMemory {
     max_prompt_bytes: Option<usize>,
 }
 
+/// The `[docs]` table: the document tools' caps and the parser child's limits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileDocs {
+    /// The largest document read, in MiB (default 64).
+    max_input_mb: Option<u64>,
+    /// The most characters of text a call returns (default 100,000).
+    max_output_chars: Option<usize>,
+    /// CPU seconds one parse may use (default 20).
+    parser_cpu_secs: Option<u64>,
+    /// Address space of the parser child, in MiB (default 2048).
+    parser_memory_mb: Option<u64>,
+    /// Wall-clock seconds before the parser child is killed (default 30).
+    parser_wall_secs: Option<u64>,
+}
+
+/// The resolved `[docs]` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DocsConfig {
+    /// The largest document read, in bytes.
+    pub(crate) max_input_bytes: u64,
+    /// The most characters of text a call returns.
+    pub(crate) max_output_chars: usize,
+    /// The parser child's limits.
+    pub(crate) parser: pp_docs::ParserLimits,
+}
+
+impl Default for DocsConfig {
+    fn default() -> Self {
+        let settings =
+            pp_tools::docs::DocsSettings::new(pp_docs::Parser::new(PathBuf::new(), Vec::new()));
+        Self {
+            max_input_bytes: settings.max_input_bytes,
+            max_output_chars: settings.max_output_chars,
+            parser: pp_docs::ParserLimits::default(),
+        }
+    }
+}
+
+impl DocsConfig {
+    /// The `[docs]` table over the defaults; every value is at least 1.
+    fn resolve(file: Option<&FileDocs>) -> Self {
+        let defaults = Self::default();
+        let Some(file) = file else {
+            return defaults;
+        };
+        let mib = |value: u64| value.max(1).saturating_mul(1 << 20);
+        Self {
+            max_input_bytes: file.max_input_mb.map_or(defaults.max_input_bytes, mib),
+            max_output_chars: file
+                .max_output_chars
+                .map_or(defaults.max_output_chars, |chars| chars.max(1)),
+            parser: pp_docs::ParserLimits {
+                cpu_secs: file
+                    .parser_cpu_secs
+                    .map_or(defaults.parser.cpu_secs, |secs| secs.max(1)),
+                memory_bytes: file
+                    .parser_memory_mb
+                    .map_or(defaults.parser.memory_bytes, mib),
+                wall: file.parser_wall_secs.map_or(defaults.parser.wall, |secs| {
+                    Duration::from_secs(secs.max(1))
+                }),
+                ..defaults.parser
+            },
+        }
+    }
+}
+
 /// One `[[workspace]]` entry.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -129,6 +197,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     memory: Option<FileMemory>,
     #[serde(default)]
+    docs: Option<FileDocs>,
+    #[serde(default)]
     workspace: Vec<FileWorkspace>,
 }
 
@@ -173,6 +243,8 @@ pub(crate) struct Config {
     pub(crate) skills: SkillsSettings,
     /// `[memory]`: `memory.md` in the data directory and its prompt cap.
     pub(crate) memory: MemorySettings,
+    /// `[docs]`: the document tools' caps and the parser child's limits.
+    pub(crate) docs: DocsConfig,
 }
 
 /// The default port of `pocketpilot serve`.
@@ -255,6 +327,7 @@ impl Config {
             retain,
             skills,
             memory,
+            docs: DocsConfig::resolve(file_config.docs.as_ref()),
         })
     }
 
@@ -553,6 +626,23 @@ mod tests {
     }
 
     #[test]
+    fn the_docs_table_sets_caps_and_parser_limits_over_the_defaults() {
+        let config = parse("[docs]\nmax_input_mb = 8\nparser_wall_secs = 0\n").unwrap();
+        let docs = DocsConfig::resolve(config.docs.as_ref());
+        let defaults = DocsConfig::default();
+        assert_eq!(docs.max_input_bytes, 8 << 20);
+        assert_eq!(docs.parser.wall, Duration::from_secs(1));
+        assert_eq!(docs.max_output_chars, defaults.max_output_chars);
+        assert_eq!(docs.parser.cpu_secs, defaults.parser.cpu_secs);
+        assert_eq!(DocsConfig::resolve(None), defaults);
+        assert!(
+            parse("[docs]\nmax_mb = 1\n")
+                .unwrap_err()
+                .contains("max_mb")
+        );
+    }
+
+    #[test]
     fn memory_max_prompt_bytes_parses_and_unknown_keys_are_refused() {
         let config = parse("[memory]\nmax_prompt_bytes = 100\n").unwrap();
         assert_eq!(config.memory.and_then(|m| m.max_prompt_bytes), Some(100));
@@ -617,10 +707,21 @@ mod tests {
                     "workspace",
                     "skills",
                     "memory",
+                    "docs",
                 ],
             ),
             ("skills", &["dirs", "max_body_bytes"]),
             ("memory", &["max_prompt_bytes"]),
+            (
+                "docs",
+                &[
+                    "max_input_mb",
+                    "max_output_chars",
+                    "parser_cpu_secs",
+                    "parser_memory_mb",
+                    "parser_wall_secs",
+                ],
+            ),
             (
                 "model",
                 &[

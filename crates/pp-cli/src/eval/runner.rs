@@ -119,7 +119,9 @@ fn toolbox(case: &Case, workspace: &Path) -> Toolbox {
     Toolbox::files()
         .with(Arc::new(SkillsProvider::new(skills)))
         .with(Arc::new(MemoryProvider::new(memory)))
-        .with(Arc::new(crate::app::docs_provider()))
+        .with(Arc::new(crate::app::docs_provider(
+            &crate::config::DocsConfig::default(),
+        )))
         .with_unclassified_for_evals(extra)
 }
 
