@@ -9,4 +9,7 @@
     reason = "test helpers panic on setup failure, like the #[test] functions they serve"
 )]
 
+mod extract;
+mod fixture_text;
 mod fixtures_listed;
+mod support;
