@@ -12,7 +12,8 @@
 //!    depth; `temp_store = MEMORY`, a small page cache, `max_page_count` frozen at the
 //!    loaded size, and `query_only = 1`, all set before the authorizer locks pragmas.
 //!    Extension loading is never enabled.
-//! 3. The authorizer allows a `SELECT`, reading the table `t`, recursive CTEs and
+//! 3. The authorizer allows a `SELECT`, reading tables (but not the `pragma_*` table
+//!    functions, `sqlite_dbpage` or `dbstat`), recursive CTEs and
 //!    functions other than those that load code or name files (`load_extension`,
 //!    `readfile`, `writefile`, `edit`, `fts3_tokenizer`); it denies everything else:
 //!    `ATTACH`, `DETACH`, every `PRAGMA`, writes, `CREATE`, `DROP`, `ALTER`,
@@ -259,15 +260,18 @@ impl SqlTable {
 
     /// A SQLite error as a message for the model.
     fn explain(&self, error: rusqlite::Error) -> DocsError {
-        if let Some(reason) = self
+        let refusal = self
             .refusal
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .take()
+            .take();
+        if let Some(reason) = refusal
+            && !matches!(error, rusqlite::Error::MultipleStatement)
         {
             return DocsError::Sql(format!("refused: {reason}"));
         }
         let message = match &error {
+            // The tail was prepared too (and may have been refused): say what matters.
             rusqlite::Error::MultipleStatement => {
                 "only one statement per call: remove everything after the first `;`".to_owned()
             }
@@ -302,11 +306,16 @@ impl SqlTable {
 fn authorize(context: &AuthContext<'_>) -> Result<(), String> {
     match context.action {
         AuthAction::Select | AuthAction::Recursive => Ok(()),
+        // CTE and subquery names are reported as reads too, so any name may be read
+        // except the pragma functions and the page-level virtual tables.
         AuthAction::Read { table_name, .. } => {
-            if table_name.eq_ignore_ascii_case("t") {
-                Ok(())
+            let lower = table_name.to_ascii_lowercase();
+            if lower.starts_with("pragma_") || lower == "sqlite_dbpage" || lower == "dbstat" {
+                Err(format!(
+                    "reading {table_name:?}: pragmas are not allowed (use op \"schema\" for the columns)"
+                ))
             } else {
-                Err(format!("reading {table_name:?}: the only table is `t`"))
+                Ok(())
             }
         }
         AuthAction::Function { function_name } => {
