@@ -51,7 +51,43 @@ pub struct Table {
     pub delimiter: Option<char>,
 }
 
+/// What a call's answer says of the table it ran on (everything but the values).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableInfo {
+    /// Rows read.
+    pub rows: usize,
+    /// Columns.
+    pub columns: usize,
+    /// Whether the file has more rows than were read.
+    pub truncated: bool,
+    /// XLSX: the sheet read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sheet: Option<String>,
+    /// XLSX: every sheet.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sheets: Vec<String>,
+    /// CSV: the encoding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    /// CSV: the delimiter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<char>,
+}
+
 impl Table {
+    /// The table without its values.
+    pub fn info(&self) -> TableInfo {
+        TableInfo {
+            rows: self.row_count,
+            columns: self.columns.len(),
+            truncated: self.truncated,
+            sheet: self.sheet.clone(),
+            sheets: self.sheets.clone(),
+            encoding: self.encoding.clone(),
+            delimiter: self.delimiter,
+        }
+    }
+
     /// The index of the column called `name`, or a [`DocsError::BadRequest`] that lists
     /// the columns.
     pub fn column_index(&self, name: &str) -> Result<usize, DocsError> {

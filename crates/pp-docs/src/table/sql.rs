@@ -37,7 +37,7 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, ffi};
 
 use super::ops::ResultSet;
-use super::{Cell, ColumnType, Table};
+use super::{Cell, ColumnType, Table, TableInfo};
 use crate::DocsError;
 
 /// What one SQL connection and its queries may use.
@@ -81,6 +81,7 @@ const DENIED_FUNCTIONS: [&str; 5] = [
 /// A table loaded into a jailed in-memory SQLite database, named `t`.
 pub struct SqlTable {
     connection: Connection,
+    info: TableInfo,
     limits: SqlLimits,
     /// Why the authorizer refused the last statement (the first reason).
     refusal: Arc<Mutex<Option<String>>>,
@@ -178,9 +179,15 @@ impl SqlTable {
             .map_err(&setup)?;
         Ok(Self {
             connection,
+            info: table.info(),
             limits,
             refusal,
         })
+    }
+
+    /// The table loaded.
+    pub fn info(&self) -> &TableInfo {
+        &self.info
     }
 
     /// Runs one read-only query, returning at most `max_rows` rows.

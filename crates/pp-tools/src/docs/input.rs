@@ -9,7 +9,6 @@ use crate::files::common::jail_error;
 /// The bytes of the workspace file `path` and the format its extension names. A path
 /// the jail refuses is a denial; an unknown extension, a missing file or one larger than
 /// `max_bytes` an ordinary error that says so (nothing is parsed then).
-#[expect(dead_code, reason = "the tools arrive in the next commits of issue 10")]
 pub(crate) fn read_document(
     jail: &Jail,
     path: &str,

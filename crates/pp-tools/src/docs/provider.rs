@@ -34,6 +34,9 @@ impl DocsSettings {
 #[derive(Debug, Clone)]
 pub struct DocsProvider {
     settings: Arc<DocsSettings>,
+    /// `analyze_table`'s SQL tables, by file version, shared across segments (the
+    /// connections hold no jail: only the table's values).
+    tables: Arc<pp_docs::table::SqlCache>,
 }
 
 impl DocsProvider {
@@ -41,6 +44,7 @@ impl DocsProvider {
     pub fn new(settings: DocsSettings) -> Self {
         Self {
             settings: Arc::new(settings),
+            tables: Arc::new(pp_docs::table::SqlCache::new(3)),
         }
     }
 
@@ -57,7 +61,11 @@ impl ToolProvider for DocsProvider {
 
     fn provide(&self, scope: &Scope<'_>, provision: &mut Provision) -> Result<(), ProviderError> {
         // One line per tool (issue 10): extract_document, analyze_table, extract_invoice.
-        let _ = (scope, provision);
+        provision.tool(super::analyze_table::tool(
+            scope,
+            &self.settings,
+            &self.tables,
+        ));
         Ok(())
     }
 }
