@@ -1,5 +1,10 @@
 //! The SQL jail under attack: every way out to files is refused with a clear message,
 //! and nothing is created anywhere a query names.
+#![allow(
+    clippy::disallowed_methods,
+    clippy::unwrap_used,
+    reason = "test helpers: they list the temporary directories the queries name with std::fs"
+)]
 
 use std::path::Path;
 use std::time::Duration;

@@ -98,6 +98,7 @@ pub(super) fn load(bytes: &[u8], max_rows: usize) -> Result<Table, DocsError> {
     })
 }
 
+#[expect(clippy::needless_pass_by_value, reason = "used as map_err(csv_error)")]
 fn csv_error(error: ::csv::Error) -> DocsError {
     DocsError::Malformed(format!("the CSV file cannot be read: {error}"))
 }

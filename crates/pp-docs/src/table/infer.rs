@@ -158,7 +158,7 @@ pub(super) fn parse_date(value: &str) -> Option<String> {
     if parts.next().is_some() || !(1..=12).contains(&month) || day == 0 {
         return None;
     }
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
     let days = match month {
         2 if leap => 29,
         2 => 28,

@@ -235,11 +235,7 @@ impl SqlTable {
                 "only read-only queries are allowed: the table cannot be changed".to_owned(),
             ));
         }
-        let columns: Vec<String> = statement
-            .column_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        let columns: Vec<String> = statement.column_names().map(str::to_owned).collect();
         let width = columns.len();
         let mut rows_out = Vec::new();
         let mut truncated = false;
@@ -266,6 +262,10 @@ impl SqlTable {
     }
 
     /// A SQLite error as a message for the model.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "used as map_err(|e| self.explain(e))"
+    )]
     fn explain(&self, error: rusqlite::Error) -> DocsError {
         let refusal = self
             .refusal
