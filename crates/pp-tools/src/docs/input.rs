@@ -33,3 +33,8 @@ pub(crate) fn read_document(
     }
     Ok((content.bytes, format))
 }
+
+/// The tool error for a document the parser could not read: the path and the reason.
+pub(crate) fn docs_error(path: &str, error: &pp_docs::DocsError) -> ToolOutput {
+    ToolOutput::error(format!("`{path}`: {error}"))
+}

@@ -4,6 +4,7 @@
 //! the workspace jail; the parsing runs in a limited child process (`pp_docs::Parser`).
 
 mod analyze_table;
+mod extract_document;
 mod input;
 mod provider;
 
