@@ -372,3 +372,217 @@ mod tests {
         assert!(message.contains("group_by"), "{message}");
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tests make workspace files and the fake parser's files behind the jail's back"
+)]
+mod tool_tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    /// A tool whose parser child is a shell script (run by the real runner) printing the
+    /// answer `pp_docs::job::run_job` gives for `bytes` — the real wire format and the
+    /// real table — and counting its runs in `runs`.
+    struct Fixture {
+        workspace: tempfile::TempDir,
+        parser_dir: tempfile::TempDir,
+        tool: AnalyzeTable,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let workspace = tempfile::tempdir().unwrap();
+            let parser_dir = tempfile::tempdir().unwrap();
+            let script = format!(
+                "cat >/dev/null; echo run >> '{dir}/runs'; cat '{dir}/answer.json'",
+                dir = parser_dir.path().display()
+            );
+            let parser = pp_docs::Parser::new(PathBuf::from("/bin/sh"), vec!["-c".into(), script]);
+            let mut settings = DocsSettings::new(parser);
+            settings.max_input_bytes = 1 << 20;
+            let tool = AnalyzeTable::new(
+                Arc::new(Jail::new(workspace.path()).unwrap()),
+                Arc::new(settings),
+                Arc::new(SqlCache::new(2)),
+            );
+            Self {
+                workspace,
+                parser_dir,
+                tool,
+            }
+        }
+
+        /// Writes the workspace file `name` and the answer the parser will give for it.
+        fn file(&self, name: &str, bytes: &[u8], sheet: Option<&str>) {
+            std::fs::write(self.workspace.path().join(name), bytes).unwrap();
+            let job = Job::Table {
+                format: Format::from_path(name).unwrap(),
+                sheet: sheet.map(str::to_owned),
+                max_rows: MAX_TABLE_ROWS,
+            };
+            let answer = match pp_docs::job::run_job(&job, bytes) {
+                Ok(output) => json!({"ok": output}),
+                Err(error) => json!({"error": error}),
+            };
+            std::fs::write(
+                self.parser_dir.path().join("answer.json"),
+                serde_json::to_vec(&answer).unwrap(),
+            )
+            .unwrap();
+        }
+
+        fn runs(&self) -> usize {
+            std::fs::read_to_string(self.parser_dir.path().join("runs"))
+                .unwrap_or_default()
+                .lines()
+                .count()
+        }
+
+        fn call(&self, arguments: Value) -> ToolOutput {
+            self.tool.call(&ToolContext::default(), &arguments)
+        }
+
+        fn ok(&self, arguments: Value) -> Value {
+            match self.call(arguments) {
+                ToolOutput::Success { content } => serde_json::from_str(&content).unwrap(),
+                other => panic!("{other:?}"),
+            }
+        }
+
+        fn error(&self, arguments: Value) -> String {
+            match self.call(arguments) {
+                ToolOutput::Error { message } => message,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    const SALES: &[u8] =
+        b"region;amount;day\nnorth;10;2024-01-03\nsouth;4.5;2024-02-01\nnorth;2;2024-02-20\n";
+
+    #[test]
+    fn the_spec_lists_the_ops_and_functions() {
+        let fixture = Fixture::new();
+        let spec = fixture.tool.spec();
+        assert_eq!(spec.name, "analyze_table");
+        assert_eq!(spec.capability.as_ref().unwrap().as_str(), "file:read");
+        assert_eq!(spec.risk, Risk::Low);
+        assert_eq!(spec.path_params, ["path"]);
+        assert_eq!(spec.parameters["properties"]["op"]["enum"], json!(OPS));
+        assert_eq!(
+            spec.parameters["properties"]["aggregates"]["items"]["properties"]["fn"]["enum"],
+            json!(["count", "sum", "mean", "min", "max"])
+        );
+    }
+
+    #[test]
+    fn group_by_through_the_parser_child() {
+        let fixture = Fixture::new();
+        fixture.file("sales.csv", SALES, None);
+        let value = fixture.ok(json!({
+            "path": "sales.csv", "op": "group_by", "by": "region",
+            "aggregates": [{"column": "amount", "fn": "sum"}],
+            "order_by": "sum(amount)", "descending": true
+        }));
+        assert_eq!(value["columns"], json!(["region", "sum(amount)"]));
+        assert_eq!(value["rows"], json!([["north", 12.0], ["south", 4.5]]));
+        assert_eq!(value["table"]["delimiter"], json!(";"));
+        assert_eq!(value["table"]["rows"], json!(3));
+        assert_eq!(value["truncated"], json!(false));
+        assert_eq!(fixture.runs(), 1);
+    }
+
+    #[test]
+    fn sql_tables_are_cached_by_content_and_reloaded_when_it_changes() {
+        let fixture = Fixture::new();
+        fixture.file("sales.csv", SALES, None);
+        let sql = json!({"path": "sales.csv", "op": "sql", "sql": "SELECT count(*) AS n FROM t"});
+        assert_eq!(fixture.ok(sql.clone())["rows"], json!([[3]]));
+        assert_eq!(fixture.ok(sql.clone())["rows"], json!([[3]]));
+        assert_eq!(fixture.runs(), 1, "the second query used the cached table");
+        fixture.file("sales.csv", b"region;amount\nwest;1\n", None);
+        assert_eq!(fixture.ok(sql)["rows"], json!([[1]]));
+        assert_eq!(fixture.runs(), 2, "a changed file is parsed again");
+    }
+
+    #[test]
+    fn sql_escapes_are_refused_through_the_tool_and_create_nothing() {
+        let fixture = Fixture::new();
+        fixture.file("sales.csv", SALES, None);
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("out.db");
+        for sql in [
+            format!("ATTACH '{}' AS o", target.display()),
+            format!("SELECT 1; ATTACH 'file:{}?mode=rwc' AS o", target.display()),
+            format!("VACUUM INTO '{}'", target.display()),
+            "SELECT load_extension('/tmp/evil.so')".to_owned(),
+            "PRAGMA writable_schema = 1".to_owned(),
+        ] {
+            let message = fixture.error(json!({"path": "sales.csv", "op": "sql", "sql": sql}));
+            assert!(
+                message.starts_with("`sales.csv`: sql: "),
+                "{sql}: {message}"
+            );
+        }
+        assert!(!target.exists());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn bad_requests_are_clear_errors() {
+        let fixture = Fixture::new();
+        fixture.file("sales.csv", SALES, None);
+        let message = fixture.error(json!({"path": "sales.csv", "op": "sql"}));
+        assert!(message.contains("needs `sql`"), "{message}");
+        let message =
+            fixture.error(json!({"path": "sales.csv", "op": "sort", "order_by": "price"}));
+        assert!(message.contains("region, amount, day"), "{message}");
+        let message = fixture.error(json!({"path": "sales.csv", "op": "explode"}));
+        assert!(message.contains("group_by"), "{message}");
+        std::fs::write(fixture.workspace.path().join("notes.pdf"), "%PDF").unwrap();
+        let message = fixture.error(json!({"path": "notes.pdf", "op": "schema"}));
+        assert!(message.contains("not a table"), "{message}");
+    }
+
+    #[test]
+    fn path_escapes_are_denied() {
+        let fixture = Fixture::new();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.csv"), "a\n1\n").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.csv"),
+            fixture.workspace.path().join("link.csv"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path(), fixture.workspace.path().join("dir")).unwrap();
+        let absolute = outside.path().join("secret.csv");
+        for path in [
+            "../secret.csv",
+            absolute.to_str().unwrap(),
+            "link.csv",
+            "dir/secret.csv",
+        ] {
+            let output = fixture.call(json!({"path": path, "op": "head"}));
+            assert!(
+                matches!(output, ToolOutput::Denied(_)),
+                "{path}: {output:?}"
+            );
+        }
+        assert_eq!(fixture.runs(), 0, "nothing was parsed");
+    }
+
+    #[test]
+    fn a_parser_error_names_the_file() {
+        let fixture = Fixture::new();
+        fixture.file("broken.json", b"[{\"a\": ", None);
+        let message = fixture.error(json!({"path": "broken.json", "op": "schema"}));
+        assert!(
+            message.starts_with("`broken.json`: the file cannot be read"),
+            "{message}"
+        );
+    }
+}
