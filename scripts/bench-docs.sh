@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Document benchmarks against their Python baselines, in one run each:
-# analyze_table's group-by on a generated 1M-row CSV against pandas (read_csv + groupby).
+# - extract_document on the committed 200-page PDF fixture against pypdf (CPU time,
+#   median of 3; pypdf from target/fixtures-venv, made by scripts/fixtures/make.sh);
+# - analyze_table's group-by on a generated 1M-row CSV against pandas (read_csv + groupby;
+#   pandas installed into target/bench-venv from PyPI).
 #
-# Installs pandas into target/bench-venv (PyPI) and runs the bench binaries in release;
-# the benches find that venv's python themselves (or PP_BENCH_PYTHON).
+# The benches run in release and find their Python through PP_BENCH_PYTHON.
 #
 # Usage: bash scripts/bench-docs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+
+bash scripts/fixtures/make.sh --venv
+PP_BENCH_PYTHON="$root/target/fixtures-venv/bin/python" \
+  cargo bench --locked -p pp-docs --bench extract_pdf
 
 PANDAS_VERSION=2.2.3
 venv="$root/target/bench-venv"
