@@ -263,6 +263,10 @@ pub(crate) struct Expect {
     /// A substring of the final answer.
     #[serde(default)]
     pub(crate) final_contains: Option<String>,
+    /// Strings each found in the output of at least one successful tool call
+    /// (`tool_result` events), to check what a tool read.
+    #[serde(default)]
+    pub(crate) result_contains: Option<Vec<String>>,
     /// The memory file's exact content after the run (`""` also matches no file).
     #[serde(default)]
     pub(crate) memory: Option<String>,

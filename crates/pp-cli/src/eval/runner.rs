@@ -362,6 +362,15 @@ fn check(
             ));
         }
     }
+    for needle in expect.result_contains.iter().flatten() {
+        let found = observed.events.iter().any(|event| {
+            matches!(&event.kind, EventKind::ToolResult { content, .. }
+                if content.contains(needle.as_str()))
+        });
+        if !found {
+            failures.push(format!("no tool result contains {needle:?}"));
+        }
+    }
     if let Some(fragment) = &expect.final_contains {
         match &observed.final_text {
             Some(text) if text.contains(fragment.as_str()) => {}

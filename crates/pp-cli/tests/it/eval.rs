@@ -26,7 +26,8 @@ fn wrong_expectations_and_typos_fail() {
         "prompt": "read",
         "script": [{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
                    {"content": "done"}],
-        "expect": {"status": "failed", "events": {"tool_result": 2}}
+        "expect": {"status": "failed", "events": {"tool_result": 2},
+                   "result_contains": ["hi", "NOT-IN-ANY-RESULT"]}
     });
     std::fs::write(dir.path().join("a-wrong.json"), base.to_string()).unwrap();
     let mut typo = base.clone();
@@ -49,6 +50,11 @@ fn wrong_expectations_and_typos_fail() {
         stdout.contains("events.tool_result: expected 2, got 1"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("no tool result contains \"NOT-IN-ANY-RESULT\""),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("no tool result contains \"hi\""), "{stdout}");
     assert!(stdout.contains("unknown field `statsu`"), "{stdout}");
     assert!(
         stdout.contains("unknown event type `tool_reslt`"),

@@ -36,6 +36,9 @@ impl DocsSettings {
 #[derive(Debug, Clone)]
 pub struct DocsProvider {
     settings: Arc<DocsSettings>,
+    /// `analyze_table`'s SQL tables, by file version, shared across segments (the
+    /// connections hold no jail: only the table's values).
+    tables: Arc<pp_docs::table::SqlCache>,
 }
 
 impl DocsProvider {
@@ -43,6 +46,7 @@ impl DocsProvider {
     pub fn new(settings: DocsSettings) -> Self {
         Self {
             settings: Arc::new(settings),
+            tables: Arc::new(pp_docs::table::SqlCache::new(3)),
         }
     }
 
@@ -64,6 +68,11 @@ impl ToolProvider for DocsProvider {
             Arc::clone(jail),
             Arc::clone(settings),
         )))));
+        provision.tool(super::analyze_table::tool(
+            scope,
+            &self.settings,
+            &self.tables,
+        ));
         Ok(())
     }
 }
