@@ -4,7 +4,8 @@
 //! `pdf_oxide` reads the Chinese font classes real invoices use (non-embedded CID fonts
 //! with `UniGB-UCS2-H`, Type0/Identity-H subsets, even without their ToUnicode map). An
 //! encrypted PDF that does not open with the empty password is refused; a page without
-//! text says so (no OCR). Rotated pages are laid out in their stored orientation.
+//! text says so (no OCR). Rotated pages get no handling of ours (`pdf_oxide` turns their
+//! spans; untested).
 
 use pdf_oxide::PdfDocument;
 
