@@ -45,7 +45,14 @@ fn same_through_the_child(format: Format, bytes: &[u8], max_rows: usize) -> pp_d
 fn a_gbk_csv_crosses_intact() {
     let mut text = "城市\t金额\t日期\t备注\n".to_owned();
     for index in 0..50_000 {
-        writeln!(text, "城市{}\t{}.0\t2024-03-{:02}\t", index % 7, index, index % 28 + 1).unwrap();
+        writeln!(
+            text,
+            "城市{}\t{}.0\t2024-03-{:02}\t",
+            index % 7,
+            index,
+            index % 28 + 1
+        )
+        .unwrap();
     }
     let (bytes, _, _) = encoding_rs::GBK.encode(&text);
     let table = same_through_the_child(Format::Csv, &bytes, 1_000_000);
@@ -53,7 +60,11 @@ fn a_gbk_csv_crosses_intact() {
     assert_eq!(table.encoding.as_deref(), Some("GBK"));
     assert_eq!(table.delimiter, Some('\t'));
     assert_eq!(table.columns[1].kind, ColumnType::Float);
-    assert_eq!(table.columns[1].values[3], Cell::Float(3.0), "a whole float stays a float");
+    assert_eq!(
+        table.columns[1].values[3],
+        Cell::Float(3.0),
+        "a whole float stays a float"
+    );
     assert_eq!(table.columns[2].kind, ColumnType::Date);
     assert_eq!(table.columns[3].values[0], Cell::Null);
 }
@@ -66,7 +77,10 @@ fn json_and_the_row_cap_cross_intact() {
     );
     assert!(table.truncated);
     assert_eq!(table.row_count, 2);
-    assert_eq!(table.columns[0].values, [Cell::Float(1.0), Cell::Float(2.5)]);
+    assert_eq!(
+        table.columns[0].values,
+        [Cell::Float(1.0), Cell::Float(2.5)]
+    );
 }
 
 fn a_bad_file_is_a_clear_error() {
@@ -74,7 +88,9 @@ fn a_bad_file_is_a_clear_error() {
         .run(&job(Format::Json, 10), b"{\"not\": \"a table\"}")
         .unwrap_err();
     assert!(matches!(error, DocsError::Unsupported(_)), "{error:?}");
-    let error = parser().run(&job(Format::Xlsx, 10), b"PK\x03\x04junk").unwrap_err();
+    let error = parser()
+        .run(&job(Format::Xlsx, 10), b"PK\x03\x04junk")
+        .unwrap_err();
     assert!(matches!(error, DocsError::Malformed(_)), "{error:?}");
 }
 
@@ -84,7 +100,10 @@ fn main() -> ExitCode {
     }
     let checks: [(&str, fn()); 3] = [
         ("a_gbk_csv_crosses_intact", a_gbk_csv_crosses_intact),
-        ("json_and_the_row_cap_cross_intact", json_and_the_row_cap_cross_intact),
+        (
+            "json_and_the_row_cap_cross_intact",
+            json_and_the_row_cap_cross_intact,
+        ),
         ("a_bad_file_is_a_clear_error", a_bad_file_is_a_clear_error),
     ];
     for (name, check) in checks {
