@@ -442,10 +442,7 @@ mod tool_tests {
                 .count()
         }
 
-        #[allow(
-            clippy::needless_pass_by_value,
-            reason = "the tests pass json! literals"
-        )]
+        #[allow(clippy::needless_pass_by_value, reason = "tests pass json! literals")]
         fn call(&self, arguments: Value) -> ToolOutput {
             self.tool.call(&ToolContext::default(), &arguments)
         }
