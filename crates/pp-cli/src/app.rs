@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use pp_agent::EventSink;
 use pp_tasks::store::Store;
 use pp_tasks::{MemoryService, ModelSource, SkillsService, TaskService};
+use pp_tools::docs::{DocsProvider, DocsSettings};
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
 
 use crate::config::{Config, Flags};
@@ -60,7 +61,8 @@ impl App {
             models,
             Toolbox::files()
                 .with(Arc::new(SkillsProvider::new(config.skills.clone())))
-                .with(Arc::new(MemoryProvider::new(config.memory.clone()))),
+                .with(Arc::new(MemoryProvider::new(config.memory.clone())))
+                .with(Arc::new(docs_provider())),
             observer,
         );
         Ok(Self { config, service })
@@ -77,6 +79,15 @@ impl App {
     pub(crate) fn memory(&self) -> MemoryService {
         MemoryService::new(self.config.memory.clone(), Arc::clone(self.service.store()))
     }
+}
+
+/// The document tools, parsing in children of this very binary (`pocketpilot __parse`)
+/// under the default limits. Should the binary's path be unknown, `pocketpilot` is looked
+/// up on PATH (a call then fails with a clear message if it is not there).
+pub(crate) fn docs_provider() -> DocsProvider {
+    let program = std::env::current_exe().unwrap_or_else(|_| "pocketpilot".into());
+    let parser = pp_docs::Parser::new(program, vec!["__parse".to_owned()]);
+    DocsProvider::new(DocsSettings::new(parser))
 }
 
 /// Removes temp files an interrupted write left in each workspace, saying so.

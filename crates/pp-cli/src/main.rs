@@ -212,6 +212,10 @@ enum Command {
     },
     /// Print the man page (roff) on stdout: `pocketpilot man | man -l -`.
     Man,
+    /// The document parser child (internal): reads a job and a file's bytes on stdin,
+    /// limits itself, answers on stdout. Opens no data directory, reads no config.
+    #[command(name = "__parse", hide = true)]
+    Parse,
 }
 
 /// A failure that maps to a specific exit code.
@@ -267,6 +271,9 @@ fn main() -> ExitCode {
             });
         }
     };
+    if matches!(cli.command, Command::Parse) {
+        return ExitCode::from(pp_docs::child::main());
+    }
     // `serve` answers many clients at once; every other command is one request after
     // another and runs on the main thread (no worker threads to start). Blocking work
     // (SQLite, files) goes to the blocking pool either way.
@@ -356,6 +363,8 @@ fn main() -> ExitCode {
             }
             Command::Completions { shell } => commands::completions::completions(shell),
             Command::Man => commands::completions::man(),
+            // Answered before the runtime was built.
+            Command::Parse => Ok(pp_docs::child::main()),
         }
     });
     match result {

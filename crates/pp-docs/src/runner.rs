@@ -1,7 +1,19 @@
 //! The parent's side: starts the parser child under limits and reads its answer.
+//!
+//! The protocol (the child's side is [`crate::child`]): the parent writes one JSON line
+//! `{"limits": ParserLimits, "job": Job}`, a `\n`, then the file's raw bytes and closes
+//! stdin; the child limits itself (CPU time, address space, no core dumps), runs the job
+//! and writes one JSON answer, `{"ok": JobOutput}` or `{"error": DocsError}`, to stdout.
+//! The parent reads at most [`ParserLimits::output_bytes`] of it and kills the child at
+//! the wall-clock deadline. Whatever happens (an error, a timeout, a panic in the
+//! caller's thread) the child is killed and reaped before [`Parser::run`] returns: a
+//! guard does it on drop.
 
+use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +42,31 @@ impl Default for ParserLimits {
         }
     }
 }
+
+/// The first line the parent writes to the child's stdin.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Request {
+    /// The limits the child puts on itself.
+    pub(crate) limits: ParserLimits,
+    /// The work.
+    pub(crate) job: Job,
+}
+
+/// The child's one answer on stdout.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Answer {
+    /// The job's output.
+    Ok(JobOutput),
+    /// Why the job failed.
+    Error(DocsError),
+}
+
+/// How much of the child's stderr is kept for error messages.
+const STDERR_KEPT: usize = 4096;
+
+/// How often the parent looks whether the child has ended.
+const POLL: Duration = Duration::from_millis(5);
 
 /// How to start the parser child: a program and its arguments (`pocketpilot __parse`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,8 +98,253 @@ impl Parser {
     }
 
     /// Runs `job` on `bytes` in a child process. Blocking: call it off the async threads.
-    pub fn run(&self, job: &Job, _bytes: &[u8]) -> Result<JobOutput, DocsError> {
-        let _ = (&self.program, &self.args, job);
-        Err(DocsError::Process("not built yet".to_owned()))
+    pub fn run(&self, job: &Job, bytes: &[u8]) -> Result<JobOutput, DocsError> {
+        self.run_with_deadline(job, bytes, None)
+    }
+
+    /// [`Parser::run`], stopped at `deadline` too (a task's end) when that comes before
+    /// the wall-clock limit.
+    pub fn run_with_deadline(
+        &self,
+        job: &Job,
+        bytes: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<JobOutput, DocsError> {
+        let started = Instant::now();
+        let own_deadline = started + self.limits.wall;
+        let (deadline, by_task) = match deadline {
+            Some(task) if task < own_deadline => (task, true),
+            _ => (own_deadline, false),
+        };
+        let request = Request {
+            limits: self.limits,
+            job: job.clone(),
+        };
+        let mut header = serde_json::to_vec(&request)
+            .map_err(|error| DocsError::Process(format!("cannot encode the job: {error}")))?;
+        header.push(b'\n');
+
+        let child = Command::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|error| {
+                DocsError::Process(format!(
+                    "cannot start the parser `{}`: {error}",
+                    self.program.display()
+                ))
+            })?;
+        let mut guard = ChildGuard(child);
+        let stdin = guard.0.stdin.take();
+        let stdout = guard.0.stdout.take();
+        let stderr = guard.0.stderr.take();
+        let output_cap = self.limits.output_bytes;
+        let over_output = AtomicBool::new(false);
+
+        std::thread::scope(|scope| {
+            // The guard lives inside the scope: on any unwind it kills the child first,
+            // which closes the pipes, so the threads below end and the scope can join.
+            let mut guard = guard;
+            if let Some(mut stdin) = stdin {
+                let header = &header;
+                scope.spawn(move || {
+                    // A child that stops reading (it died, or was killed) makes these
+                    // writes fail with a broken pipe: nothing to do about it here.
+                    let _ = stdin
+                        .write_all(header)
+                        .and_then(|()| stdin.write_all(bytes));
+                });
+            }
+            let over = &over_output;
+            let reader = stdout.map(|stdout| {
+                scope.spawn(move || {
+                    let mut answer = Vec::new();
+                    let read = stdout
+                        .take(output_cap.saturating_add(1))
+                        .read_to_end(&mut answer);
+                    if u64::try_from(answer.len()).unwrap_or(u64::MAX) > output_cap {
+                        over.store(true, Ordering::SeqCst);
+                    }
+                    read.map(|_| answer)
+                })
+            });
+            let errors = stderr.map(|stderr| {
+                scope.spawn(move || {
+                    let mut kept = Vec::new();
+                    let mut stderr = stderr;
+                    let _ = (&mut stderr)
+                        .take(STDERR_KEPT as u64)
+                        .read_to_end(&mut kept);
+                    // Drain the rest so the child never blocks on a full pipe.
+                    let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+                    kept
+                })
+            });
+
+            let status = loop {
+                if over_output.load(Ordering::SeqCst) {
+                    guard.kill();
+                    return Err(DocsError::Limit(format!(
+                        "output: the answer is larger than {output_cap} bytes"
+                    )));
+                }
+                match guard.0.try_wait() {
+                    Ok(Some(status)) => break status,
+                    Ok(None) => {}
+                    Err(error) => {
+                        guard.kill();
+                        return Err(DocsError::Process(format!(
+                            "cannot wait for the parser: {error}"
+                        )));
+                    }
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    guard.kill();
+                    return Err(DocsError::Limit(if by_task {
+                        format!(
+                            "time: the task's deadline came after {:.1}s of parsing",
+                            started.elapsed().as_secs_f64()
+                        )
+                    } else {
+                        format!(
+                            "time: parsing took longer than {}s",
+                            self.limits.wall.as_secs_f64()
+                        )
+                    }));
+                }
+                std::thread::sleep(POLL.min(deadline - now));
+            };
+            let stderr_text = errors
+                .and_then(|errors| errors.join().ok())
+                .map(|kept| String::from_utf8_lossy(&kept).trim().to_owned())
+                .unwrap_or_default();
+            let answer = reader
+                .map(|reader| reader.join())
+                .transpose()
+                .ok()
+                .flatten()
+                .transpose()
+                .map_err(|error| DocsError::Process(format!("cannot read the answer: {error}")))?
+                .unwrap_or_default();
+            if over_output.load(Ordering::SeqCst) {
+                return Err(DocsError::Limit(format!(
+                    "output: the answer is larger than {output_cap} bytes"
+                )));
+            }
+            interpret(status, &answer, &stderr_text, &self.limits, started)
+        })
+    }
+}
+
+/// What the child's end and answer mean.
+fn interpret(
+    status: ExitStatus,
+    answer: &[u8],
+    stderr: &str,
+    limits: &ParserLimits,
+    started: Instant,
+) -> Result<JobOutput, DocsError> {
+    if status.success() {
+        return match serde_json::from_slice::<Answer>(answer) {
+            Ok(Answer::Ok(output)) => Ok(output),
+            Ok(Answer::Error(error)) => Err(error),
+            Err(error) => Err(DocsError::Process(format!(
+                "the parser's answer is not valid ({error}); {}",
+                describe_stderr(stderr)
+            ))),
+        };
+    }
+    if let Some(signal) = signal_of(status) {
+        return Err(died_of(signal, stderr, limits, started));
+    }
+    Err(DocsError::Process(format!(
+        "the parser exited with {status}; {}",
+        describe_stderr(stderr)
+    )))
+}
+
+/// The error for a child that died of `signal` (it was not killed by the parent).
+fn died_of(signal: i32, stderr: &str, limits: &ParserLimits, started: Instant) -> DocsError {
+    const SIGABRT: i32 = 6;
+    const SIGKILL: i32 = 9;
+    const SIGSEGV: i32 = 11;
+    const SIGXCPU: i32 = 24;
+    let memory_mib = limits.memory_bytes >> 20;
+    if signal == SIGXCPU || (signal == SIGKILL && started.elapsed().as_secs() >= limits.cpu_secs) {
+        return DocsError::Limit(format!(
+            "cpu: parsing used more than {}s of CPU time",
+            limits.cpu_secs
+        ));
+    }
+    if stderr.contains("overflowed its stack") || signal == SIGSEGV {
+        return DocsError::Crashed(
+            "stack overflow: the document nests too deeply to be read".to_owned(),
+        );
+    }
+    if stderr.contains("memory allocation") {
+        return DocsError::Limit(format!(
+            "memory: parsing needed more than the {memory_mib} MiB allowed"
+        ));
+    }
+    if signal == SIGABRT {
+        return DocsError::Crashed(format!(
+            "the parser aborted (signal {signal}); {}",
+            describe_stderr(stderr)
+        ));
+    }
+    DocsError::Crashed(format!(
+        "the parser died of signal {signal}; {}",
+        describe_stderr(stderr)
+    ))
+}
+
+/// The signal that ended the child, if one did.
+fn signal_of(status: ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        status.signal()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
+}
+
+/// A short account of what the child printed on stderr.
+fn describe_stderr(stderr: &str) -> String {
+    let line = stderr
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with("note:"));
+    match line {
+        Some(line) => {
+            let shown: String = line.chars().take(300).collect();
+            format!("it said: {shown}")
+        }
+        None => "it printed nothing".to_owned(),
+    }
+}
+
+/// Kills and reaps the child when dropped. (After a successful `wait` std knows the
+/// child has ended and sends no signal: a recycled pid is never hit.)
+struct ChildGuard(Child);
+
+impl ChildGuard {
+    /// Kills the child and waits for it.
+    fn kill(&mut self) {
+        // An error here means the child has already ended; `wait` reaps it either way.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.kill();
     }
 }

@@ -104,7 +104,7 @@ async fn run_case_in(case: &Case, mode: Mode) -> anyhow::Result<CaseReport> {
 }
 
 /// The file tools, the skills in `skills/` beside `workspace`, the memory in `data/`
-/// beside it, plus the case's own tools,
+/// beside it, the document tools, plus the case's own tools,
 /// registered through the test-only door (a case may declare a tool without a
 /// capability to show the engine denies it).
 fn toolbox(case: &Case, workspace: &Path) -> Toolbox {
@@ -118,6 +118,7 @@ fn toolbox(case: &Case, workspace: &Path) -> Toolbox {
     Toolbox::files()
         .with(Arc::new(SkillsProvider::new(skills)))
         .with(Arc::new(MemoryProvider::new(memory)))
+        .with(Arc::new(crate::app::docs_provider()))
         .with_unclassified_for_evals(extra)
 }
 

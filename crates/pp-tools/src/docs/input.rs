@@ -9,7 +9,6 @@ use crate::files::common::jail_error;
 /// The bytes of the workspace file `path` and the format its extension names. A path
 /// the jail refuses is a denial; an unknown extension, a missing file or one larger than
 /// `max_bytes` an ordinary error that says so (nothing is parsed then).
-#[expect(dead_code, reason = "the tools arrive in the next commits of issue 10")]
 pub(crate) fn read_document(
     jail: &Jail,
     path: &str,
@@ -33,4 +32,9 @@ pub(crate) fn read_document(
         )));
     }
     Ok((content.bytes, format))
+}
+
+/// The tool error for a document the parser could not read: the path and the reason.
+pub(crate) fn docs_error(path: &str, error: &pp_docs::DocsError) -> ToolOutput {
+    ToolOutput::error(format!("`{path}`: {error}"))
 }

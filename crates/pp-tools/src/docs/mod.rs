@@ -3,6 +3,7 @@
 //! SQL) and `extract_invoice` (Chinese VAT invoices, checked). Every byte comes through
 //! the workspace jail; the parsing runs in a limited child process (`pp_docs::Parser`).
 
+mod extract_document;
 mod input;
 mod provider;
 

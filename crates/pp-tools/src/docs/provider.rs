@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use super::extract_document::ExtractDocument;
+use crate::blocking::OffThread;
 use crate::{ProviderError, Provision, Scope, ToolProvider};
 
 /// How the document tools parse and what they may read and return.
@@ -57,7 +59,11 @@ impl ToolProvider for DocsProvider {
 
     fn provide(&self, scope: &Scope<'_>, provision: &mut Provision) -> Result<(), ProviderError> {
         // One line per tool (issue 10): extract_document, analyze_table, extract_invoice.
-        let _ = (scope, provision);
+        let (jail, settings) = (scope.workspace, &self.settings);
+        provision.tool(Arc::new(OffThread(Arc::new(ExtractDocument::new(
+            Arc::clone(jail),
+            Arc::clone(settings),
+        )))));
         Ok(())
     }
 }

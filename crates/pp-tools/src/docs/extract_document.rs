@@ -1,0 +1,138 @@
+//! `extract_document`: a document's text in reading order.
+//!
+//! ## What it does
+//! Reads a PDF, DOCX, XLSX, PPTX, HTML, Markdown, TXT, CSV, JSON or XML file of the
+//! workspace through the jail (at most [`DocsSettings::max_input_bytes`]; a larger file
+//! is refused unparsed) and returns `{format, pages, title, encoding, text, truncated}`
+//! as JSON. PDF text follows the visual layout (lines top to bottom, spans left to
+//! right, whatever order the file drew them in); Office files come as Markdown (tables,
+//! headers and footers, speaker notes); XLSX sheets and PPTX slides count as pages;
+//! TXT/CSV/HTML in GBK or GB18030 are decoded. `pages` (`"3-5,9"`) selects pages;
+//! `max_chars` (at most [`DocsSettings::max_output_chars`]) caps the text, with a
+//! visible `[… truncated at N characters of M]` marker. The parsing runs in a child
+//! process under CPU, memory, output and time limits: a hostile file costs an error.
+//!
+//! ## Capabilities needed
+//! `file:read` (allowed without approval), risk low; `path` is a path parameter.
+//!
+//! ## Example
+//! ```json
+//! {"path": "invoices/2024-03.pdf", "pages": "1"}
+//! ```
+//! ```json
+//! {"format":"pdf","pages":2,"title":null,"encoding":null,
+//!  "text":"--- page 1 ---\n发票号码:    24112000000012345678\n…","truncated":false}
+//! ```
+
+use std::sync::Arc;
+
+use pp_agent::ToolContext;
+use pp_docs::extract::ExtractOptions;
+use pp_docs::{Job, JobOutput};
+use pp_gate::Jail;
+use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use serde_json::{Value, json};
+
+use super::DocsSettings;
+use super::input::{docs_error, read_document};
+use crate::blocking::SyncTool;
+use crate::files::common::{optional_count, optional_str, required_str, respond};
+
+/// What the model reads about the tool.
+const DESCRIPTION: &str = "Extract the text of a document in the workspace: PDF, DOCX, \
+XLSX, PPTX, HTML, Markdown, TXT, CSV, JSON or XML. PDF text follows the page layout \
+(labels and their values on one line); Office files come as Markdown with tables; XLSX \
+sheets and PPTX slides count as pages. Pass `pages` like \"3-5,9\" to read part of a long \
+document, and `max_chars` to cap the text (a final `[… truncated …]` line shows a cut). \
+Returns JSON {format, pages, title, encoding, text, truncated}. No OCR: a scanned page \
+says it has no text layer.";
+
+/// The `extract_document` tool.
+pub(crate) struct ExtractDocument {
+    /// The only way to the filesystem.
+    jail: Arc<Jail>,
+    settings: Arc<DocsSettings>,
+    spec: ToolSpec,
+}
+
+impl ExtractDocument {
+    pub(crate) fn new(jail: Arc<Jail>, settings: Arc<DocsSettings>) -> Self {
+        let spec = ToolSpec {
+            name: "extract_document".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "Document to read, relative to the workspace root"
+                    },
+                    "pages": {
+                        "type": "string",
+                        "description": "Pages (PDF), sheets (XLSX) or slides (PPTX) to read, \
+                                        from 1, like \"3-5,9\" (default: all)"
+                    },
+                    "max_chars": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": format!(
+                            "Largest number of characters of text to return (default and \
+                             maximum {})",
+                            settings.max_output_chars
+                        )
+                    }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+            capability: Some(Capability::new("file:read")),
+            risk: Risk::Low,
+            path_params: vec!["path".to_owned()],
+            root: pp_types::PathRoot::Workspace,
+        };
+        Self {
+            jail,
+            settings,
+            spec,
+        }
+    }
+
+    fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
+        let path = required_str(arguments, "path")?;
+        let pages = optional_str(arguments, "pages")?;
+        let max_chars = optional_count(arguments, "max_chars", 1)?
+            .unwrap_or(self.settings.max_output_chars)
+            .min(self.settings.max_output_chars);
+        let (bytes, format) = read_document(&self.jail, path, self.settings.max_input_bytes)?;
+        let job = Job::Extract {
+            format,
+            options: ExtractOptions {
+                pages: pages.map(str::to_owned),
+                max_chars,
+            },
+        };
+        let output = self
+            .settings
+            .parser
+            .run_with_deadline(&job, &bytes, context.deadline)
+            .map_err(|error| docs_error(path, &error))?;
+        let JobOutput::Document(document) = output else {
+            return Err(ToolOutput::error(format!(
+                "`{path}`: the parser answered with something other than a document"
+            )));
+        };
+        serde_json::to_string(&document)
+            .map_err(|error| ToolOutput::error(format!("cannot encode the result: {error}")))
+    }
+}
+
+impl SyncTool for ExtractDocument {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
+        respond(self.run(context, arguments))
+    }
+}
