@@ -27,7 +27,7 @@ fn invoice_files(folder: &str) -> Vec<PathBuf> {
             matches!(
                 path.extension().and_then(|e| e.to_str()),
                 Some("xml" | "ofd" | "pdf" | "txt")
-            ) && !(std::env::var_os("NOPDF").is_some() && path.extension().is_some_and(|e| e == "pdf")
+            )
             )
         })
         .collect();

@@ -493,32 +493,6 @@ pub(crate) fn record_from_layout(
     record
 }
 
-/// The spans of `page` grouped into lines (top to bottom, left to right) as text.
-pub(crate) fn render(pages: &[PageLayout]) -> String {
-    let mut out = String::new();
-    for page in pages {
-        let matcher = Matcher::new(std::slice::from_ref(page));
-        let mut line: Vec<&Span> = Vec::new();
-        let flush = |line: &mut Vec<&Span>, out: &mut String| {
-            line.sort_by(|a, b| a.x.total_cmp(&b.x));
-            let texts: Vec<&str> = line.iter().map(|span| span.text.trim()).collect();
-            if !texts.is_empty() {
-                out.push_str(&texts.join("  "));
-                out.push('\n');
-            }
-            line.clear();
-        };
-        for span in &matcher.spans {
-            if line.first().is_some_and(|first| !first.same_line(span)) {
-                flush(&mut line, &mut out);
-            }
-            line.push(span);
-        }
-        flush(&mut line, &mut out);
-    }
-    out
-}
-
 /// Lays plain text out on a grid (5 points per column, CJK characters two columns,
 /// 12 points per line) so the same matcher reads it: cells are separated by two or more
 /// spaces or a tab.

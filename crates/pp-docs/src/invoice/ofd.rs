@@ -207,7 +207,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<InvoiceDraft, DocsError> {
             && is_einvoice(&tree)
         {
             let layout_text = match &layout {
-                Ok(pages) => super::layout_match::render(pages),
+                Ok(pages) => crate::layout::render(pages),
                 Err(_) => render_xml(&tree),
             };
             return Ok(InvoiceDraft {

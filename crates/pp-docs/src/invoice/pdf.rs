@@ -1,7 +1,7 @@
 //! PDF invoices: the positioned text of their pages (`crate::layout`), read by the label
 //! matcher (labels and values paired by where they are drawn, not by stream order).
 
-use super::layout_match::{record_from_layout, render};
+use super::layout_match::record_from_layout;
 use super::{InvoiceDraft, Source};
 use crate::DocsError;
 use crate::layout::PageLayout;
@@ -24,14 +24,13 @@ pub(crate) fn read(bytes: &[u8]) -> Result<InvoiceDraft, DocsError> {
 pub(crate) fn from_pages(pages: &[PageLayout], source: Source) -> InvoiceDraft {
     InvoiceDraft {
         record: record_from_layout(pages, source, 0.8),
-        layout_text: render(pages),
+        layout_text: crate::layout::render(pages),
     }
 }
 
 /// The first pages' positioned text.
-fn pages(_bytes: &[u8]) -> Result<Vec<PageLayout>, DocsError> {
-    let _ = MAX_PAGES;
-    Err(DocsError::Unsupported(
-        "PDF invoices need the layout reader (feat-core)".to_owned(),
-    ))
+fn pages(bytes: &[u8]) -> Result<Vec<PageLayout>, DocsError> {
+    let mut pages = crate::layout::pdf_pages(bytes, None)?;
+    pages.truncate(MAX_PAGES);
+    Ok(pages)
 }
