@@ -28,7 +28,6 @@ fn invoice_files(folder: &str) -> Vec<PathBuf> {
                 path.extension().and_then(|e| e.to_str()),
                 Some("xml" | "ofd" | "pdf" | "txt")
             )
-            )
         })
         .collect();
     files.sort();
@@ -56,7 +55,11 @@ fn score(got: &Value, want: &Value) -> (usize, usize, Vec<String>) {
             let items = value.as_array().unwrap();
             let got_items = got["items"].as_array().cloned().unwrap_or_default();
             if got_items.len() != items.len() {
-                wrong.push(format!("items: {} lines, want {}", got_items.len(), items.len()));
+                wrong.push(format!(
+                    "items: {} lines, want {}",
+                    got_items.len(),
+                    items.len()
+                ));
             }
             for (index, item) in items.iter().enumerate() {
                 for (key, value) in item.as_object().unwrap() {
@@ -121,7 +124,8 @@ fn every_finding_code_has_a_failing_example() {
         let draft = read_file(&path);
         let findings = validate(&draft.record, TODAY);
         let codes: Vec<&str> = findings.iter().map(|finding| finding.code.name()).collect();
-        let want: Vec<String> = serde_json::from_value(expected(&path)["findings"].clone()).unwrap();
+        let want: Vec<String> =
+            serde_json::from_value(expected(&path)["findings"].clone()).unwrap();
         assert_eq!(codes, want, "{}: {findings:#?}", path.display());
         seen.extend(findings.iter().map(|finding| finding.code));
         reports.push(InvoiceReport {
@@ -158,12 +162,21 @@ fn corrections_fill_missing_fields_and_are_validated_again() {
     assert!(draft.layout_text.contains("发票号码"));
     let before = validate(&draft.record, TODAY);
     assert_eq!(before.len(), 1);
-    assert!(before[0].message.contains("issue_date"), "{}", before[0].message);
-    assert!(before[0].message.contains("seller_name"), "{}", before[0].message);
+    assert!(
+        before[0].message.contains("issue_date"),
+        "{}",
+        before[0].message
+    );
+    assert!(
+        before[0].message.contains("seller_name"),
+        "{}",
+        before[0].message
+    );
 
-    let fixes: Value =
-        serde_json::from_slice(&std::fs::read(path.with_file_name("missing-fields.pdf.corrections.json")).unwrap())
-            .unwrap();
+    let fixes: Value = serde_json::from_slice(
+        &std::fs::read(path.with_file_name("missing-fields.pdf.corrections.json")).unwrap(),
+    )
+    .unwrap();
     let mut record = draft.record.clone();
     corrections::apply(&mut record, fixes.as_object().unwrap()).unwrap();
     assert_eq!(validate(&record, TODAY), Vec::new());
