@@ -102,7 +102,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn map(value: Value) -> Map<String, Value> {
+    fn map(value: &Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
     }
 
@@ -112,7 +112,7 @@ mod tests {
         let names = apply(
             &mut record,
             &map(
-                json!({"total": "1130.00", "issue_date": "2024年5月2日", "kind": "special_vat",
+                &json!({"total": "1130.00", "issue_date": "2024年5月2日", "kind": "special_vat",
                         "items": [{"name": "纸", "amount": 12.5}]}),
             ),
         )
@@ -142,7 +142,7 @@ mod tests {
             (json!({"source": "xml"}), "cannot be corrected"),
             (json!({"items": "many"}), "`items` must be an array"),
         ] {
-            let error = apply(&mut record, &map(bad)).unwrap_err();
+            let error = apply(&mut record, &map(&bad)).unwrap_err();
             assert!(error.contains(said), "{error}");
         }
         assert_eq!(record, InvoiceRecord::default());

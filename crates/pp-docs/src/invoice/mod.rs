@@ -142,8 +142,8 @@ pub const FIELDS: [&str; 15] = [
 /// What the child process read of one invoice file, before validation.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InvoiceDraft {
-    /// The fields read, unvalidated.
-    pub record: InvoiceRecord,
+    /// The fields read, unvalidated (boxed: the draft travels in `JobOutput`).
+    pub record: Box<InvoiceRecord>,
     /// The text in layout order, for the model when rules could not read a field.
     pub layout_text: String,
 }

@@ -211,7 +211,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<InvoiceDraft, DocsError> {
                 Err(_) => render_xml(&tree),
             };
             return Ok(InvoiceDraft {
-                record: record_of(&tree, Source::Ofd),
+                record: Box::new(record_of(&tree, Source::Ofd)),
                 layout_text,
             });
         }

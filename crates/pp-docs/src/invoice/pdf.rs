@@ -23,7 +23,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<InvoiceDraft, DocsError> {
 /// The record and layout text of positioned pages.
 pub(crate) fn from_pages(pages: &[PageLayout], source: Source) -> InvoiceDraft {
     InvoiceDraft {
-        record: record_from_layout(pages, source, 0.8),
+        record: Box::new(record_from_layout(pages, source, 0.8)),
         layout_text: crate::layout::render(pages),
     }
 }

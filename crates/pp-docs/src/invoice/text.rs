@@ -23,7 +23,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<InvoiceDraft, DocsError> {
     let text = super::xml::decode(bytes);
     let record = record_from_layout(&[text_page(&text)], Source::Text, 0.7);
     Ok(InvoiceDraft {
-        record,
+        record: Box::new(record),
         layout_text: text,
     })
 }

@@ -266,7 +266,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<InvoiceDraft, DocsError> {
         )));
     }
     Ok(InvoiceDraft {
-        record: record_of(&root, Source::Xml),
+        record: Box::new(record_of(&root, Source::Xml)),
         layout_text: render(&root),
     })
 }

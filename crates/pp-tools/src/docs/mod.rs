@@ -4,6 +4,7 @@
 //! the workspace jail; the parsing runs in a limited child process (`pp_docs::Parser`).
 
 mod extract_document;
+mod extract_invoice;
 mod input;
 mod provider;
 

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::extract_document::ExtractDocument;
+use super::extract_invoice::ExtractInvoice;
 use crate::blocking::OffThread;
 use crate::{ProviderError, Provision, Scope, ToolProvider};
 
@@ -61,6 +62,10 @@ impl ToolProvider for DocsProvider {
         // One line per tool (issue 10): extract_document, analyze_table, extract_invoice.
         let (jail, settings) = (scope.workspace, &self.settings);
         provision.tool(Arc::new(OffThread(Arc::new(ExtractDocument::new(
+            Arc::clone(jail),
+            Arc::clone(settings),
+        )))));
+        provision.tool(Arc::new(OffThread(Arc::new(ExtractInvoice::new(
             Arc::clone(jail),
             Arc::clone(settings),
         )))));
