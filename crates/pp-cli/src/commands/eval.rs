@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::eval::{Case, run_case};
+use crate::eval::{Case, resolve_fixtures, run_case};
 use crate::{Exit, exit};
 
 /// Runs the cases under `path` (a directory of `*.json` or one file).
@@ -71,5 +71,57 @@ fn case_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
 fn load(file: &Path) -> anyhow::Result<Case> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    Case::parse(&text).with_context(|| format!("invalid case {}", file.display()))
+    let invalid = || format!("invalid case {}", file.display());
+    let mut case = Case::parse(&text).with_context(invalid)?;
+    // Fixture sources are relative to the folder holding the case file; resolve them now
+    // so a missing file or a link leading out is reported like any invalid case.
+    let cases_dir = file
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    resolve_fixtures(&cases_dir, &case.fixtures).with_context(invalid)?;
+    case.cases_dir = Some(cases_dir);
+    Ok(case)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case_with_fixture(source: &str) -> String {
+        serde_json::json!({"name": "n", "prompt": "p", "script": [], "expect": {},
+                           "fixtures": {"doc.pdf": source}})
+        .to_string()
+    }
+
+    #[test]
+    fn a_case_file_resolves_its_fixtures_against_its_own_folder() {
+        let temp = tempfile::tempdir().unwrap();
+        let cases = temp.path().join("cases");
+        std::fs::create_dir_all(cases.join("fixtures")).unwrap();
+        std::fs::write(cases.join("fixtures/doc.pdf"), b"%PDF").unwrap();
+        std::fs::write(temp.path().join("secret.pdf"), b"TOP-SECRET").unwrap();
+        std::os::unix::fs::symlink("../../secret.pdf", cases.join("fixtures/out.pdf")).unwrap();
+
+        let good = cases.join("good.json");
+        std::fs::write(&good, case_with_fixture("fixtures/doc.pdf")).unwrap();
+        let case = load(&good).unwrap();
+        assert_eq!(case.cases_dir.as_deref(), Some(cases.as_path()));
+
+        for (source, wanted) in [
+            ("fixtures/out.pdf", "leads outside the cases folder"),
+            ("../secret.pdf", "contains `..`"),
+            ("fixtures/none.pdf", "cannot be read"),
+        ] {
+            let file = cases.join("bad.json");
+            std::fs::write(&file, case_with_fixture(source)).unwrap();
+            let error = format!("{:#}", load(&file).unwrap_err());
+            assert!(
+                error.starts_with(&format!("invalid case {}: fixtures: ", file.display()))
+                    && error.contains(wanted),
+                "{source}: {error}"
+            );
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The eval case file format.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use pp_types::Risk;
 use serde::Deserialize;
@@ -20,6 +20,14 @@ pub(crate) struct Case {
     /// The workspace's initial content.
     #[serde(default)]
     pub(crate) workspace: WorkspaceSpec,
+    /// Binary files copied into the workspace: workspace path → a file, relative to the
+    /// cases folder (see [`Case::cases_dir`]).
+    #[serde(default)]
+    pub(crate) fixtures: BTreeMap<String, String>,
+    /// The folder `fixtures` sources are relative to: the folder holding the case file,
+    /// set when the file is loaded (never read from the case's JSON).
+    #[serde(skip)]
+    pub(crate) cases_dir: Option<PathBuf>,
     /// Files in `outside/`, next to the workspace.
     #[serde(default)]
     pub(crate) outside: BTreeMap<String, String>,
@@ -58,6 +66,7 @@ impl Case {
             ("workspace.files", keys(&case.workspace.files)),
             ("workspace.dirs", case.workspace.dirs.iter().collect()),
             ("workspace.symlinks", keys(&case.workspace.symlinks)),
+            ("fixtures", keys(&case.fixtures)),
             ("outside", keys(&case.outside)),
             ("skills", keys(&case.skills)),
         ];
@@ -67,8 +76,43 @@ impl Case {
                     .map_err(|problem| anyhow::anyhow!("{field}: {problem}"))?;
             }
         }
+        for (location, source) in &case.fixtures {
+            check_source(source).map_err(|problem| anyhow::anyhow!("fixtures: {problem}"))?;
+            let taken = [
+                (
+                    "workspace.files",
+                    case.workspace.files.contains_key(location),
+                ),
+                (
+                    "workspace.symlinks",
+                    case.workspace.symlinks.contains_key(location),
+                ),
+            ];
+            if let Some((field, _)) = taken.iter().find(|(_, taken)| *taken) {
+                anyhow::bail!(
+                    "fixtures: `{}` is also in {field}; each workspace path is created once",
+                    location.escape_debug()
+                );
+            }
+        }
         Ok(case)
     }
+}
+
+/// Checks a fixture's source as written in the case: a relative path of plain names
+/// inside the cases folder (the rules of [`check_location`]). Where it leads on disk —
+/// a link out of the cases folder, a missing file — is checked when the case is loaded
+/// (`tree::resolve_fixtures`).
+pub(crate) fn check_source(source: &str) -> Result<(), String> {
+    check_location(source).map_err(|problem| {
+        format!(
+            "source {}",
+            problem.replace(
+                "locations must be relative paths inside the case's tree",
+                "sources must be relative paths inside the cases folder"
+            )
+        )
+    })
 }
 
 fn keys<V>(map: &BTreeMap<String, V>) -> Vec<&String> {
@@ -307,6 +351,66 @@ mod tests {
         );
     }
 
+    #[test]
+    fn fixture_locations_and_sources_must_stay_inside() {
+        let case = |fixtures: Value| {
+            json!({"name": "n", "prompt": "p", "script": [], "expect": {},
+                   "workspace": {"files": {"notes.txt": "x"}}, "fixtures": fixtures})
+            .to_string()
+        };
+        let parsed = Case::parse(&case(
+            json!({"docs/a.pdf": "fixtures/a.pdf", "b.docx": "./b.docx"}),
+        ))
+        .unwrap();
+        assert_eq!(parsed.fixtures.len(), 2);
+        assert_eq!(parsed.cases_dir, None, "never read from the JSON");
+
+        for (fixtures, wanted) in [
+            (
+                json!({"../x.pdf": "a.pdf"}),
+                "fixtures: `../x.pdf` contains `..`",
+            ),
+            (
+                json!({"/tmp/x.pdf": "a.pdf"}),
+                "fixtures: `/tmp/x.pdf` is absolute",
+            ),
+            (
+                json!({"C:/x.pdf": "a.pdf"}),
+                "fixtures: `C:/x.pdf` starts with a drive",
+            ),
+            (json!({"": "a.pdf"}), "fixtures: `` names nothing"),
+            (
+                json!({"a.pdf": "../secret.pdf"}),
+                "fixtures: source `../secret.pdf` contains `..`; sources must be relative \
+                 paths inside the cases folder",
+            ),
+            (
+                json!({"a.pdf": "fixtures/../../x"}),
+                "fixtures: source `fixtures/../../x` contains `..`",
+            ),
+            (
+                json!({"a.pdf": "/etc/passwd"}),
+                "fixtures: source `/etc/passwd` is absolute",
+            ),
+            (
+                json!({"a.pdf": "a\\b.pdf"}),
+                "fixtures: source `a\\\\b.pdf` contains a backslash",
+            ),
+            (json!({"a.pdf": ""}), "fixtures: source `` names nothing"),
+            (
+                json!({"notes.txt": "a.pdf"}),
+                "fixtures: `notes.txt` is also in workspace.files",
+            ),
+        ] {
+            let error = Case::parse(&case(fixtures.clone()))
+                .unwrap_err()
+                .to_string();
+            assert!(error.starts_with(wanted), "{fixtures}: {error}");
+        }
+        // A number instead of a path is a format error, not a panic.
+        assert!(Case::parse(&case(json!({"a.pdf": 3}))).is_err());
+    }
+
     /// Any JSON value, with keys often drawn from the case format so the parser gets
     /// past the first field.
     fn any_json() -> impl Strategy<Value = Value> {
@@ -321,6 +425,7 @@ mod tests {
                 "dirs",
                 "symlinks",
                 "outside",
+                "fixtures",
                 "approvals",
                 "decision",
                 "tools",
@@ -416,6 +521,8 @@ mod tests {
                     name,
                     description,
                     workspace,
+                    fixtures: BTreeMap::new(),
+                    cases_dir: None,
                     skills: outside.clone(),
                     memory: None,
                     outside,
@@ -441,8 +548,12 @@ mod tests {
                 let workspace = &case.workspace;
                 for location in workspace.files.keys().chain(&workspace.dirs)
                     .chain(workspace.symlinks.keys()).chain(case.outside.keys())
+                    .chain(case.fixtures.keys())
                 {
                     prop_assert!(check_location(location).is_ok(), "{location:?}");
+                }
+                for source in case.fixtures.values() {
+                    prop_assert!(check_source(source).is_ok(), "{source:?}");
                 }
             }
         }
@@ -463,13 +574,15 @@ mod tests {
         fn a_generated_case_with_one_escaping_location_is_refused(
             case in case(),
             bad in prop::sample::select(vec!["../x", "/tmp/x", "a/../../x", "C:/x", "a\\b"]),
-            field in 0usize..4,
+            field in 0usize..6,
         ) {
             let mut case = case;
             match field {
                 0 => { case.workspace.files.insert(bad.to_owned(), String::new()); }
                 1 => case.workspace.dirs.push(bad.to_owned()),
                 2 => { case.workspace.symlinks.insert(bad.to_owned(), "/etc/passwd".to_owned()); }
+                3 => { case.fixtures.insert(bad.to_owned(), "a.pdf".to_owned()); }
+                4 => { case.fixtures.insert("fixture.bin".to_owned(), bad.to_owned()); }
                 _ => { case.outside.insert(bad.to_owned(), String::new()); }
             }
             let text = serde_json::to_string(&case).unwrap();

@@ -9,3 +9,4 @@ mod tree;
 
 pub(crate) use case::Case;
 pub(crate) use runner::run_case;
+pub(crate) use tree::resolve_fixtures;

@@ -80,6 +80,7 @@ async fn run_case_in(case: &Case, mode: Mode) -> anyhow::Result<CaseReport> {
     let (workspace, outside) = tree::create_halves(&base)?;
     tree::build_outside(&outside, &case.outside)?;
     tree::build_workspace(&workspace, &case.workspace, &outside)?;
+    tree::build_fixtures(&workspace, case.cases_dir.as_deref(), &case.fixtures)?;
     tree::build_skills(&base, &case.skills)?;
     tree::build_data(&base, case.memory.as_deref())?;
     let before = tree::snapshot_outside_workspace(&base)?;
