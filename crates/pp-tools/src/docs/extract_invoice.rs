@@ -184,8 +184,10 @@ fn run(
         None => Err(ToolOutput::error(format!(
             "`{path}` does not exist; give an invoice file or a folder of them"
         ))),
-        Some(EntryKind::Dir) => folder(jail, settings, path, &mut fixes, parse, stop, &today)
-            .map(|answer| answer.to_string()),
+        Some(EntryKind::Dir) => {
+            let mut answer = folder(jail, settings, path, &mut fixes, parse, stop, &today)?;
+            Ok(fit(&mut answer, settings.max_output_chars))
+        }
         Some(EntryKind::File) => {
             let fields = take_fixes(&mut fixes, path, &probe.resolved.to_string_lossy());
             if let Some(file) = fixes.keys().next() {
@@ -391,6 +393,56 @@ fn folder(
         "errors": errors,
         "truncated": truncated,
     }))
+}
+
+/// The folder answer as text of at most about `max_chars` characters: when it is longer,
+/// the records' `layout_text` goes first, then their `items`, then records from the end
+/// (the totals and findings always stay); a `note` says what was left out.
+fn fit(answer: &mut Value, max_chars: usize) -> String {
+    let length = |answer: &Value| answer.to_string().chars().count();
+    if length(answer) <= max_chars {
+        return answer.to_string();
+    }
+    // Room for the note itself.
+    let max_chars_left = max_chars.saturating_sub(400);
+    let mut notes = Vec::new();
+    for field in ["layout_text", "items"] {
+        let mut removed = false;
+        if let Some(records) = answer["invoices"].as_array_mut() {
+            for record in records {
+                if let Some(object) = record.as_object_mut() {
+                    removed |= object.remove(field).is_some();
+                }
+            }
+        }
+        if removed {
+            notes.push(format!("`{field}` of every record"));
+        }
+        if length(answer) <= max_chars_left {
+            break;
+        }
+    }
+    let mut dropped = 0usize;
+    while length(answer) > max_chars_left
+        && answer["invoices"]
+            .as_array()
+            .is_some_and(|records| !records.is_empty())
+    {
+        if let Some(records) = answer["invoices"].as_array_mut() {
+            records.pop();
+            dropped += 1;
+        }
+    }
+    if dropped > 0 {
+        notes.push(format!("the last {dropped} record(s)"));
+        answer["truncated"] = Value::Bool(true);
+    }
+    answer["note"] = Value::String(format!(
+        "left out to fit {max_chars} characters: {}; call on a single file (or a smaller \
+         folder) to see everything",
+        notes.join(", ")
+    ));
+    answer.to_string()
 }
 
 fn output_text(output: &ToolOutput) -> String {
@@ -692,6 +744,20 @@ mod tests {
         assert_eq!(answer["files"], 2);
         assert_eq!(answer["truncated"], true);
         assert_eq!(answer["invoices"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_large_folder_answer_is_cut_with_a_note_keeping_the_totals() {
+        let dir = workspace("broken");
+        let full = call(dir.path(), &json!({"path": "invoices"})).unwrap();
+        let mut settings = settings();
+        settings.max_output_chars = full.to_string().chars().count() / 2;
+        let cut = call_with(dir.path(), &settings, &json!({"path": "invoices"})).unwrap();
+        let note = cut["note"].as_str().unwrap();
+        assert!(note.contains("`layout_text` of every record"), "{note}");
+        assert!(cut.to_string().chars().count() <= settings.max_output_chars);
+        assert_eq!(cut["overall"], full["overall"]);
+        assert_eq!(cut["findings"], full["findings"]);
     }
 
     #[test]
