@@ -124,8 +124,13 @@ impl Parser {
             .map_err(|error| DocsError::Process(format!("cannot encode the job: {error}")))?;
         header.push(b'\n');
 
-        let child = Command::new(&self.program)
-            .args(&self.args)
+        let mut command = Command::new(&self.program);
+        command.args(&self.args);
+        // Its own process group: the kill reaches anything it started too, and a Ctrl+C
+        // at the terminal goes to the parent, which then kills the child.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -136,10 +141,13 @@ impl Parser {
                     self.program.display()
                 ))
             })?;
-        let mut guard = ChildGuard(child);
-        let stdin = guard.0.stdin.take();
-        let stdout = guard.0.stdout.take();
-        let stderr = guard.0.stderr.take();
+        let mut guard = ChildGuard {
+            child,
+            reaped: false,
+        };
+        let stdin = guard.child.stdin.take();
+        let stdout = guard.child.stdout.take();
+        let stderr = guard.child.stderr.take();
         let output_cap = self.limits.output_bytes;
         let over_output = AtomicBool::new(false);
 
@@ -190,8 +198,11 @@ impl Parser {
                         "output: the answer is larger than {output_cap} bytes"
                     )));
                 }
-                match guard.0.try_wait() {
-                    Ok(Some(status)) => break status,
+                match guard.child.try_wait() {
+                    Ok(Some(status)) => {
+                        guard.reaped = true;
+                        break status;
+                    }
                     Ok(None) => {}
                     Err(error) => {
                         guard.kill();
@@ -330,16 +341,31 @@ fn describe_stderr(stderr: &str) -> String {
     }
 }
 
-/// Kills and reaps the child when dropped. (After a successful `wait` std knows the
-/// child has ended and sends no signal: a recycled pid is never hit.)
-struct ChildGuard(Child);
+/// Kills and reaps the child (and its process group) when dropped, unless it has been
+/// reaped already.
+struct ChildGuard {
+    child: Child,
+    /// Set once `try_wait` has reaped the child: its pid may be reused from then on, so
+    /// nothing is sent to it any more.
+    reaped: bool,
+}
 
 impl ChildGuard {
-    /// Kills the child and waits for it.
+    /// Kills the child's process group and the child, and waits for the child.
     fn kill(&mut self) {
+        if self.reaped {
+            return;
+        }
+        // Until it is reaped the child's pid (its group's id) cannot be reused.
+        #[cfg(unix)]
+        {
+            let group = rustix::process::Pid::from_child(&self.child);
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
         // An error here means the child has already ended; `wait` reaps it either way.
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.reaped = true;
     }
 }
 

@@ -2,7 +2,9 @@
 //! `edit_file`, each an [`pp_agent::Tool`] that reaches the disk only through a
 //! [`pp_gate::Jail`]; and [`skills`] (`expand_skill`, `read_skill_file`, the catalog and
 //! the operator's changes); and [`memory`] (`memory.md` in the data directory and
-//! `memory_write`).
+//! `memory_write`); and [`docs`] (`extract_document` and the other document tools, all
+//! `file:read`: the bytes come through the jail, `pp-docs` parses them in a limited
+//! child process).
 //!
 //! Main items: [`file_tools`] / [`file_tools_with`] build the four tools around one
 //! jail, [`register_file_tools`] puts them into a [`pp_agent::ToolRegistry`], and
@@ -11,11 +13,12 @@
 //! [`pp_types::ToolSpec`]; the policy decides from those, never from the tool's name.
 //!
 //! Where it sits: this crate depends on `pp-types` (specs and outputs), `pp-gate` (the
-//! jail, the only way to the filesystem) and `pp-agent` (the `Tool` trait and the
-//! registry). Arguments arrive already checked by the schema and the policy, but every
-//! access still goes through the jail, which re-checks the path race-free. A refusal by
-//! the jail becomes [`pp_types::ToolOutput::Denied`]; a missing file or a bad edit is an
-//! ordinary [`pp_types::ToolOutput::Error`]. No tool panics.
+//! jail, the only way to the filesystem), `pp-agent` (the `Tool` trait and the
+//! registry) and `pp-docs` (document parsing). Arguments arrive already checked by the
+//! schema and the policy, but every access still goes through the jail, which re-checks
+//! the path race-free. A refusal by the jail becomes [`pp_types::ToolOutput::Denied`]; a
+//! missing file or a bad edit is an ordinary [`pp_types::ToolOutput::Error`]. No tool
+//! panics.
 //!
 //! ```
 //! use std::sync::Arc;

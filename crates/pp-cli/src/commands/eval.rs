@@ -86,6 +86,10 @@ fn load(file: &Path) -> anyhow::Result<Case> {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test builds its own cases folder in a temp dir"
+)]
 mod tests {
     use super::*;
 

@@ -10,6 +10,7 @@ mod approvals;
 mod architecture;
 mod backup;
 mod chat;
+mod documents;
 mod eval;
 mod home;
 mod http;

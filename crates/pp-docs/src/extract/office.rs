@@ -41,7 +41,11 @@ pub(super) fn extract(
                 .map(|sheet| sheet.name.as_str())
                 .unwrap_or_default();
             let markdown = xlsx.sheet_to_markdown(page - 1).unwrap_or_default();
-            parts.push(format!("--- sheet {page}: {name} ---\n{}", markdown.trim()));
+            let mut part = format!("--- sheet {page}: {name} ---\n{}", markdown.trim());
+            if let Some(sheet) = xlsx.worksheets.get(page - 1) {
+                part.push_str(&uncached_formulas(sheet));
+            }
+            parts.push(part);
         }
         return Ok(Extracted {
             pages: count,
@@ -68,6 +72,34 @@ pub(super) fn extract(
         "the file is not a {format} document (it holds a {:?} document)",
         document.format()
     )))
+}
+
+/// A note naming the formula cells of `sheet` that have no cached value (the table
+/// shows them empty; PocketPilot computes no formulas), or nothing.
+fn uncached_formulas(sheet: &office_oxide::xlsx::Worksheet) -> String {
+    use office_oxide::xlsx::CellValue;
+    let uncached: Vec<String> = sheet
+        .rows
+        .iter()
+        .flat_map(|row| &row.cells)
+        .filter(|cell| match &cell.value {
+            CellValue::Empty => true,
+            CellValue::String(text) => text.is_empty(),
+            _ => false,
+        })
+        .filter_map(|cell| {
+            let formula = cell.formula()?;
+            Some(format!("{} ={formula}", cell.reference))
+        })
+        .take(50)
+        .collect();
+    if uncached.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n[formula cells without a cached value (shown empty; not computed): {}]",
+        uncached.join(", ")
+    )
 }
 
 /// The title in the document's core properties, if it has a non-empty one.

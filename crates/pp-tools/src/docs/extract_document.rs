@@ -136,3 +136,125 @@ impl SyncTool for ExtractDocument {
         respond(self.run(context, arguments))
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tests make workspace files behind the jail's back"
+)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    /// A tool whose "parser" is a shell script printing `answer` (no real parsing).
+    fn tool(workspace: &std::path::Path, answer: &str) -> ExtractDocument {
+        let script = format!("cat >/dev/null; printf '%s' '{answer}'");
+        let parser = pp_docs::Parser::new(PathBuf::from("/bin/sh"), vec!["-c".into(), script]);
+        let mut settings = DocsSettings::new(parser);
+        settings.max_input_bytes = 1 << 20;
+        settings.max_output_chars = 500;
+        ExtractDocument::new(Arc::new(Jail::new(workspace).unwrap()), Arc::new(settings))
+    }
+
+    fn call(tool: &ExtractDocument, arguments: &Value) -> ToolOutput {
+        tool.call(&ToolContext::default(), arguments)
+    }
+
+    #[test]
+    fn the_spec_is_a_low_risk_file_read_with_a_path_parameter() {
+        let workspace = tempfile::tempdir().unwrap();
+        let tool = tool(workspace.path(), "");
+        let spec = tool.spec();
+        assert_eq!(spec.name, "extract_document");
+        assert_eq!(spec.capability.as_ref().unwrap().as_str(), "file:read");
+        assert_eq!(spec.risk, Risk::Low);
+        assert_eq!(spec.path_params, ["path"]);
+    }
+
+    #[test]
+    fn the_parsers_document_is_returned_as_json() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::write(workspace.path().join("a.txt"), "hello").unwrap();
+        let answer = r#"{"ok":{"output":"document","value":{"format":"txt","pages":1,"title":null,"encoding":"UTF-8","text":"hello","truncated":false}}}"#;
+        let output = call(&tool(workspace.path(), answer), &json!({"path": "a.txt"}));
+        let ToolOutput::Success { content: text } = output else {
+            panic!("{output:?}");
+        };
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["text"], "hello");
+        assert_eq!(value["format"], "txt");
+    }
+
+    #[test]
+    fn a_parser_error_names_the_file() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::write(workspace.path().join("b.pdf"), "%PDF-1.4").unwrap();
+        let answer = r#"{"error":{"kind":"encrypted"}}"#;
+        let output = call(&tool(workspace.path(), answer), &json!({"path": "b.pdf"}));
+        assert_eq!(
+            output,
+            ToolOutput::error(
+                "`b.pdf`: the file is encrypted; PocketPilot does not read encrypted documents"
+            )
+        );
+    }
+
+    #[test]
+    fn a_huge_sparse_file_is_refused_before_any_parsing() {
+        let workspace = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(workspace.path().join("huge.pdf")).unwrap();
+        file.set_len(1 << 30).unwrap();
+        // The "parser" would answer with a document: it must never be asked.
+        let answer = r#"{"ok":{"output":"document","value":{"format":"pdf","pages":1,"title":null,"encoding":null,"text":"parsed","truncated":false}}}"#;
+        let started = std::time::Instant::now();
+        let output = call(
+            &tool(workspace.path(), answer),
+            &json!({"path": "huge.pdf"}),
+        );
+        let ToolOutput::Error { message } = output else {
+            panic!("{output:?}");
+        };
+        assert!(
+            message.contains("larger than the 1048576-byte limit"),
+            "{message}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn paths_outside_the_workspace_are_denied() {
+        let workspace = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.pdf"), "%PDF").unwrap();
+        let link = workspace.path().join("link.pdf");
+        std::os::unix::fs::symlink(outside.path().join("secret.pdf"), &link).unwrap();
+        let tool = tool(workspace.path(), "");
+        let absolute = outside.path().join("secret.pdf");
+        for path in ["../secret.pdf", absolute.to_str().unwrap(), "link.pdf"] {
+            let output = call(&tool, &json!({"path": path}));
+            assert!(
+                matches!(output, ToolOutput::Denied(_)),
+                "{path}: {output:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_arguments_and_unknown_formats_are_clear_errors() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::write(workspace.path().join("x.exe"), "MZ").unwrap();
+        let tool = tool(workspace.path(), "");
+        let output = call(&tool, &json!({"path": "x.exe"}));
+        assert!(
+            matches!(&output, ToolOutput::Error { message } if message.contains("unknown document format")),
+            "{output:?}"
+        );
+        let output = call(&tool, &json!({"path": "x.exe", "max_chars": 0}));
+        assert!(
+            matches!(&output, ToolOutput::Error { message } if message.contains("max_chars")),
+            "{output:?}"
+        );
+    }
+}
