@@ -412,11 +412,17 @@ fn the_demo_runs_to_the_end_without_a_terminal() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{stdout}");
     for expected in [
-        "1/3  A read",
+        "1/4  A read",
         "rule: escapes",
         "Demo-only scripted decision: rejecting",
         "create todo.md",
         "files written: none",
+        "4/4  Invoices",
+        "extract_invoice: 3 invoice(s), total 4710.00 (tax 326.98)",
+        "finding total_mismatch in invoices/2024-07-ops.xml: amount 3000.00 + tax 180.00 = \
+         3180.00, but the total says 3280.00",
+        "create summary.csv",
+        "summary.csv written: no",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?}:\n{stdout}");
     }

@@ -12,4 +12,5 @@
 mod extract;
 mod fixture_text;
 mod fixtures_listed;
+mod invoices;
 mod support;

@@ -5,6 +5,7 @@
 
 mod analyze_table;
 mod extract_document;
+mod extract_invoice;
 mod input;
 mod provider;
 

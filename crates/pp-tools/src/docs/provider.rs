@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::extract_document::ExtractDocument;
+use super::extract_invoice::ExtractInvoice;
 use crate::blocking::OffThread;
 use crate::{ProviderError, Provision, Scope, ToolProvider};
 
@@ -73,6 +74,10 @@ impl ToolProvider for DocsProvider {
             &self.settings,
             &self.tables,
         ));
+        provision.tool(Arc::new(OffThread(Arc::new(ExtractInvoice::new(
+            Arc::clone(jail),
+            Arc::clone(settings),
+        )))));
         Ok(())
     }
 }
