@@ -54,7 +54,10 @@ fn wrong_expectations_and_typos_fail() {
         stdout.contains("no tool result contains \"NOT-IN-ANY-RESULT\""),
         "{stdout}"
     );
-    assert!(!stdout.contains("no tool result contains \"hi\""), "{stdout}");
+    assert!(
+        !stdout.contains("no tool result contains \"hi\""),
+        "{stdout}"
+    );
     assert!(stdout.contains("unknown field `statsu`"), "{stdout}");
     assert!(
         stdout.contains("unknown event type `tool_reslt`"),
