@@ -6,6 +6,7 @@
 
 import { api, followEvents } from "./api.js";
 import { block, debounce, h, notice, prettyJson, replace, stateBadge, timeElement } from "./dom.js";
+import { resultBody } from "./results.js";
 import { escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
@@ -66,7 +67,7 @@ export function eventRow(stored) {
     case "tool_call":
       return row(stored, "call", `Tool call: ${stored.name}`, describeArguments(stored.arguments));
     case "tool_result":
-      return row(stored, "result", `Result of ${stored.name}`, block(stored.content, "Output", "output"));
+      return row(stored, "result", `Result of ${stored.name}`, resultBody(stored.content));
     case "tool_error":
       return row(stored, "error", `${stored.name} failed`, block(stored.message, "Error", "output"));
     case "tool_denied":
