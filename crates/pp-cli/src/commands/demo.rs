@@ -33,7 +33,9 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
         TaskSettings::default(),
         Workspaces::single("demo", &workspace),
         ModelSource::Scripted,
-        pp_tools::Toolbox::files().with(Arc::new(crate::app::docs_provider())),
+        pp_tools::Toolbox::files().with(Arc::new(crate::app::docs_provider(
+            &crate::config::DocsConfig::default(),
+        ))),
         Some(live.clone()),
     );
     let interactive = std::io::stdin().is_terminal();
