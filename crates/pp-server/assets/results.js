@@ -104,8 +104,9 @@ function tableBody(table) {
 }
 
 function invoiceRecords(value) {
-  if (Array.isArray(value.records)) {
-    return value.records;
+  // A folder's answer (`extract_invoice` on a folder): `invoices` with the totals.
+  if (Array.isArray(value.invoices) && value.overall) {
+    return value.invoices;
   }
   if (Array.isArray(value.findings) && ("number" in value || "total" in value || "kind" in value)) {
     return [value];
@@ -129,7 +130,7 @@ function invoiceBody(value, records) {
   // A folder's answer lists all findings (those across files included); a single
   // invoice carries its own.
   const findings =
-    Array.isArray(value.records) && Array.isArray(value.findings)
+    Array.isArray(value.invoices) && Array.isArray(value.findings)
       ? value.findings
       : records.flatMap((record) => (record.findings || []).map((finding) => ({ file: record.file, ...finding })));
   const total = (record) => (record.total === undefined || record.total === null ? null : `total ${record.total}`);
