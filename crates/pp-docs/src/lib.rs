@@ -8,7 +8,7 @@
 //! from stdout, under CPU-time, memory, output and wall-clock limits; the child is killed
 //! at the deadline and never outlives the call. The parsing itself ([`extract`],
 //! [`table`], [`invoice`]) is plain synchronous code, testable in-process through
-//! [`child::run_job`].
+//! [`job::run_job`].
 //!
 //! SQL over a table ([`table::sql`]) runs in the calling process on an in-memory SQLite
 //! database with every door to files shut (authorizer, no `ATTACH`, `query_only`, row,

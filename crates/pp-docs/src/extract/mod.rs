@@ -1,8 +1,8 @@
 //! `extract_document`: a document's text in reading order, for every [`Format`].
 //!
-//! One module per family: [`pdf`] (positioned text laid out as on the page, see
-//! [`crate::layout`]), [`office`] (DOCX, XLSX, PPTX as Markdown: tables, headers and
-//! footers, notes), [`html`] (text without scripts and styles) and [`text`] (TXT, CSV,
+//! One module per family: `pdf` (positioned text laid out as on the page, see
+//! [`crate::layout`]), `office` (DOCX, XLSX, PPTX as Markdown: tables, headers and
+//! footers, notes), `html` (text without scripts and styles) and `text` (TXT, CSV,
 //! Markdown, JSON, XML: decoded, UTF-8 first, then detected, GBK/GB18030 included).
 //! OFD (the e-invoice container) is not extracted: `extract_invoice` reads it.
 //!

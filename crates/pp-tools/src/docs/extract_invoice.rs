@@ -10,7 +10,7 @@
 //! skipped like in every jail walk; of files sharing a stem the XML is read, then OFD,
 //! PDF, TXT), then totals by seller and by month, and every finding, `duplicate_number`
 //! across files included. Each file is parsed in its own limited child process; the
-//! checks ([`pp_docs::invoice::validate`]) run here, on extracted and corrected values
+//! checks ([`pp_docs::invoice::validate()`]) run here, on extracted and corrected values
 //! alike. When a field cannot be read the record names it in `missing_fields` and carries
 //! `layout_text`, so the model can read it and call again with
 //! `corrections: {"<file>": {"<field>": value}}`. The tool never writes: a summary is an
