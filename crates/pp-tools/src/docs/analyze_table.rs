@@ -31,7 +31,9 @@ use pp_docs::table::ops::{AGGREGATE_FNS, CONDITION_OPS, MAX_LIMIT, OPS, Op, Quer
 use pp_docs::table::{CacheKey, SqlCache, SqlLimits, SqlTable, Table, TableInfo};
 use pp_docs::{DocsError, Format, Job, JobOutput};
 use pp_gate::Jail;
-use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use pp_types::{ToolOutput, ToolSpec};
+
+use super::input::read_spec;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -64,10 +66,10 @@ pub(crate) struct AnalyzeTable {
 
 impl AnalyzeTable {
     pub(crate) fn new(jail: Arc<Jail>, settings: Arc<DocsSettings>, cache: Arc<SqlCache>) -> Self {
-        let spec = ToolSpec {
-            name: "analyze_table".to_owned(),
-            description: DESCRIPTION.to_owned(),
-            parameters: json!({
+        let spec = read_spec(
+            "analyze_table",
+            DESCRIPTION,
+            json!({
                 "type": "object",
                 "properties": {
                     "path": {
@@ -133,11 +135,7 @@ impl AnalyzeTable {
                 "required": ["path", "op"],
                 "additionalProperties": false
             }),
-            capability: Some(Capability::new("file:read")),
-            risk: Risk::Low,
-            path_params: vec!["path".to_owned()],
-            root: pp_types::PathRoot::Workspace,
-        };
+        );
         Self {
             jail,
             settings,
@@ -382,6 +380,7 @@ mod tool_tests {
     use std::path::PathBuf;
 
     use super::*;
+    use pp_types::Risk;
     use pretty_assertions::assert_eq;
 
     /// A tool whose parser child is a shell script (run by the real runner) printing the

@@ -30,7 +30,9 @@ use pp_agent::ToolContext;
 use pp_docs::extract::ExtractOptions;
 use pp_docs::{Job, JobOutput};
 use pp_gate::Jail;
-use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use pp_types::{ToolOutput, ToolSpec};
+
+use super::input::read_spec;
 use serde_json::{Value, json};
 
 use super::DocsSettings;
@@ -57,10 +59,10 @@ pub(crate) struct ExtractDocument {
 
 impl ExtractDocument {
     pub(crate) fn new(jail: Arc<Jail>, settings: Arc<DocsSettings>) -> Self {
-        let spec = ToolSpec {
-            name: "extract_document".to_owned(),
-            description: DESCRIPTION.to_owned(),
-            parameters: json!({
+        let spec = read_spec(
+            "extract_document",
+            DESCRIPTION,
+            json!({
                 "type": "object",
                 "properties": {
                     "path": {
@@ -86,11 +88,7 @@ impl ExtractDocument {
                 "required": ["path"],
                 "additionalProperties": false
             }),
-            capability: Some(Capability::new("file:read")),
-            risk: Risk::Low,
-            path_params: vec!["path".to_owned()],
-            root: pp_types::PathRoot::Workspace,
-        };
+        );
         Self {
             jail,
             settings,
@@ -146,6 +144,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use pp_types::Risk;
     use pretty_assertions::assert_eq;
 
     /// A tool whose "parser" is a shell script printing `answer` (no real parsing).

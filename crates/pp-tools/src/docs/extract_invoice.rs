@@ -38,7 +38,9 @@ use pp_docs::invoice::validate::{missing_fields, today_utc};
 use pp_docs::invoice::{corrections, validate};
 use pp_docs::{DocsError, Format, Job, JobOutput};
 use pp_gate::{EntryKind, Jail, ListOptions};
-use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use pp_types::{ToolOutput, ToolSpec};
+
+use super::input::read_spec;
 use serde_json::{Map, Value, json};
 
 use super::DocsSettings;
@@ -81,10 +83,10 @@ fn skipped(file: &str, reason: &str) -> Value {
 
 impl ExtractInvoice {
     pub(crate) fn new(jail: Arc<Jail>, settings: Arc<DocsSettings>) -> Self {
-        let spec = ToolSpec {
-            name: "extract_invoice".to_owned(),
-            description: DESCRIPTION.to_owned(),
-            parameters: json!({
+        let spec = read_spec(
+            "extract_invoice",
+            DESCRIPTION,
+            json!({
                 "type": "object",
                 "properties": {
                     "path": {
@@ -104,11 +106,7 @@ impl ExtractInvoice {
                 "required": ["path"],
                 "additionalProperties": false
             }),
-            capability: Some(Capability::new("file:read")),
-            risk: Risk::Low,
-            path_params: vec!["path".to_owned()],
-            root: pp_types::PathRoot::Workspace,
-        };
+        );
         Self {
             jail,
             settings,

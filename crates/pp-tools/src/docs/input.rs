@@ -2,7 +2,7 @@
 
 use pp_docs::Format;
 use pp_gate::Jail;
-use pp_types::ToolOutput;
+use pp_types::{Capability, PathRoot, Risk, ToolOutput, ToolSpec};
 
 use crate::files::common::jail_error;
 
@@ -37,4 +37,17 @@ pub(crate) fn read_document(
 /// The tool error for a document the parser could not read: the path and the reason.
 pub(crate) fn docs_error(path: &str, error: &pp_docs::DocsError) -> ToolOutput {
     ToolOutput::error(format!("`{path}`: {error}"))
+}
+
+/// The spec every document tool shares: `file:read`, low risk, `path` a workspace path.
+pub(crate) fn read_spec(name: &str, description: &str, parameters: serde_json::Value) -> ToolSpec {
+    ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters,
+        capability: Some(Capability::new("file:read")),
+        risk: Risk::Low,
+        path_params: vec!["path".to_owned()],
+        root: PathRoot::Workspace,
+    }
 }
