@@ -2,7 +2,9 @@
 //! amount, date) and group it by one column (sum, mean and count of `amount`), median of
 //! 3 runs; then pandas (`read_csv` + `groupby().agg`) on the same file in the same run,
 //! when a Python with pandas is found (`PP_BENCH_PYTHON`, else `target/bench-venv`, else
-//! `python3`; `scripts/bench-docs.sh` makes the venv).
+//! `python3`; `scripts/bench-docs.sh` makes the venv). Both CPU time (user + system of
+//! the process, what counts on a shared machine) and wall time are printed; the verdict
+//! compares CPU time.
 //!
 //! Run with `cargo bench -p pp-docs --bench table_groupby` (release). Prints plain text;
 //! no harness. `-- <rows>` changes the row count.
@@ -48,50 +50,97 @@ fn main() {
         ]
     }))
     .unwrap();
+    // (wall, cpu) per run and phase.
     let mut loads = Vec::new();
     let mut groups = Vec::new();
     let mut totals = Vec::new();
     for _ in 0..RUNS {
-        let start = Instant::now();
+        let (start, start_cpu) = (Instant::now(), cpu_time());
         let bytes = std::fs::read(&path).unwrap();
         let table = table::load(&bytes, Format::Csv, None, usize::MAX).unwrap();
-        let loaded = start.elapsed();
+        let (loaded, loaded_cpu) = (start.elapsed(), cpu_time() - start_cpu);
         let result = ops::run(&table, &query).unwrap();
-        let total = start.elapsed();
+        let (total, total_cpu) = (start.elapsed(), cpu_time() - start_cpu);
         assert_eq!(result.total_rows, 20);
-        loads.push(loaded);
-        groups.push(total - loaded);
-        totals.push(total);
+        loads.push((loaded, loaded_cpu));
+        groups.push((total - loaded, total_cpu - loaded_cpu));
+        totals.push((total, total_cpu));
     }
-    let ours = (median(&mut loads), median(&mut groups), median(&mut totals));
-    println!(
-        "pp-docs   load {:>8.3} s   group_by {:>8.3} s   total {:>8.3} s",
-        ours.0.as_secs_f64(),
-        ours.1.as_secs_f64(),
-        ours.2.as_secs_f64()
-    );
+    let ours = Figures::of(&loads, &groups, &totals);
+    ours.print("pp-docs");
 
     match pandas(&path) {
-        Some((load, group, total)) => {
-            println!(
-                "pandas    load {load:>8.3} s   group_by {group:>8.3} s   total {total:>8.3} s"
-            );
-            println!(
-                "ratio pandas / pp-docs: total {:.2}x, group_by {:.2}x, load {:.2}x ({})",
-                total / ours.2.as_secs_f64(),
-                group / ours.1.as_secs_f64(),
-                load / ours.0.as_secs_f64(),
-                if ours.2.as_secs_f64() < total {
-                    "pp-docs faster"
-                } else {
-                    "pandas faster"
-                }
-            );
+        Some(theirs) => {
+            theirs.print("pandas");
+            for (clock, ours, theirs) in [
+                ("cpu ", ours.cpu, theirs.cpu),
+                ("wall", ours.wall, theirs.wall),
+            ] {
+                println!(
+                    "ratio pandas / pp-docs ({clock}): total {:.2}x, group_by {:.2}x, load {:.2}x ({})",
+                    theirs[2] / ours[2],
+                    theirs[1] / ours[1],
+                    theirs[0] / ours[0],
+                    if ours[2] < theirs[2] {
+                        "pp-docs faster"
+                    } else {
+                        "pandas faster"
+                    }
+                );
+            }
         }
         None => println!(
             "pandas: not found (run scripts/bench-docs.sh, or set PP_BENCH_PYTHON to a python with pandas)"
         ),
     }
+}
+
+/// Median seconds of load, group_by and total, by wall clock and by CPU time.
+struct Figures {
+    wall: [f64; 3],
+    cpu: [f64; 3],
+}
+
+impl Figures {
+    fn of(
+        loads: &[(Duration, Duration)],
+        groups: &[(Duration, Duration)],
+        totals: &[(Duration, Duration)],
+    ) -> Self {
+        let phase = |runs: &[(Duration, Duration)], cpu: bool| {
+            let mut values: Vec<Duration> = runs
+                .iter()
+                .map(|&(wall, time)| if cpu { time } else { wall })
+                .collect();
+            median(&mut values).as_secs_f64()
+        };
+        Self {
+            wall: [
+                phase(loads, false),
+                phase(groups, false),
+                phase(totals, false),
+            ],
+            cpu: [phase(loads, true), phase(groups, true), phase(totals, true)],
+        }
+    }
+
+    fn print(&self, who: &str) {
+        for (clock, figures) in [("cpu ", self.cpu), ("wall", self.wall)] {
+            println!(
+                "{who:<8}  {clock}  load {:>7.3} s   group_by {:>7.3} s   total {:>7.3} s",
+                figures[0], figures[1], figures[2]
+            );
+        }
+    }
+}
+
+/// CPU time (user + system) of this process so far.
+fn cpu_time() -> Duration {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap(),
+        u32::try_from(now.tv_nsec).unwrap(),
+    )
 }
 
 fn median(values: &mut [Duration]) -> Duration {
@@ -157,22 +206,24 @@ fn python() -> Option<PathBuf> {
     })
 }
 
-/// pandas' median (load, group_by, total) seconds on `path`.
-fn pandas(path: &Path) -> Option<(f64, f64, f64)> {
+/// pandas' median (load, group_by, total) seconds on `path`, by wall clock and CPU time.
+fn pandas(path: &Path) -> Option<Figures> {
     let python = python()?;
     let script = r#"
 import statistics, sys, time
 import pandas as pd
-loads, groups, totals = [], [], []
+runs = {"wall": ([], [], []), "cpu": ([], [], [])}
 for _ in range(int(sys.argv[2])):
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     frame = pd.read_csv(sys.argv[1])
-    loaded = time.perf_counter()
+    loaded, loaded_cpu = time.perf_counter(), time.process_time()
     result = frame.groupby("category")["amount"].agg(["sum", "mean", "count"])
-    done = time.perf_counter()
+    done, done_cpu = time.perf_counter(), time.process_time()
     assert len(result) == 20
-    loads.append(loaded - start); groups.append(done - loaded); totals.append(done - start)
-print(statistics.median(loads), statistics.median(groups), statistics.median(totals))
+    for clock, (a, b, c) in (("wall", (start, loaded, done)), ("cpu", (start_cpu, loaded_cpu, done_cpu))):
+        runs[clock][0].append(b - a); runs[clock][1].append(c - b); runs[clock][2].append(c - a)
+for clock in ("wall", "cpu"):
+    print(*(statistics.median(values) for values in runs[clock]))
 "#;
     let output = Command::new(python)
         .args(["-c", script])
@@ -190,7 +241,17 @@ print(statistics.median(loads), statistics.median(groups), statistics.median(tot
         .filter_map(|word| word.parse().ok())
         .collect();
     match figures[..] {
-        [load, group, total] => Some((load, group, total)),
+        [
+            wall_load,
+            wall_group,
+            wall_total,
+            cpu_load,
+            cpu_group,
+            cpu_total,
+        ] => Some(Figures {
+            wall: [wall_load, wall_group, wall_total],
+            cpu: [cpu_load, cpu_group, cpu_total],
+        }),
         _ => None,
     }
 }

@@ -3,8 +3,8 @@
 
 use std::borrow::Cow;
 
-use super::infer::{Fits, convert, unique_names};
-use super::{Column, Table};
+use super::Table;
+use super::infer::{text_column, unique_names};
 use crate::DocsError;
 
 /// The delimiters tried, in order of preference on a tie.
@@ -14,6 +14,10 @@ const DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
 const SNIFF_BYTES: usize = 64 * 1024;
 
 /// Reads CSV `bytes`: the first row is the header.
+///
+/// One pass of the CSV reader copies each field's bytes into its column's buffer (one
+/// reused record, no allocation per row or field); each buffer is checked as UTF-8
+/// once, then typed and converted per column ([`text_column`]).
 pub(super) fn load(bytes: &[u8], max_rows: usize) -> Result<Table, DocsError> {
     let (text, encoding) = decode(bytes);
     let delimiter = sniff(text.as_bytes());
@@ -21,27 +25,25 @@ pub(super) fn load(bytes: &[u8], max_rows: usize) -> Result<Table, DocsError> {
         .delimiter(delimiter)
         .has_headers(false)
         .flexible(true)
+        .buffer_capacity(BUFFER_BYTES)
         .from_reader(text.as_bytes());
-    let mut records = reader.byte_records();
-    let header = match records.next() {
-        Some(record) => record.map_err(csv_error)?,
-        None => {
-            return Err(DocsError::Malformed(
-                "the CSV file is empty: no header row".to_owned(),
-            ));
-        }
-    };
-    let mut headers: Vec<String> = header
+    let mut record = ::csv::ByteRecord::new();
+    if !reader.read_byte_record(&mut record).map_err(csv_error)? {
+        return Err(DocsError::Malformed(
+            "the CSV file is empty: no header row".to_owned(),
+        ));
+    }
+    let mut headers: Vec<String> = record
         .iter()
         .map(|field| String::from_utf8_lossy(field).into_owned())
         .collect();
-    // Raw text per column: one buffer and the end offset of each cell.
-    let mut buffers: Vec<(String, Vec<usize>)> = vec![(String::new(), Vec::new()); headers.len()];
+    // Raw bytes per column: one buffer and the end offset of each cell.
+    let mut buffers: Vec<RawColumn> = headers.iter().map(|_| RawColumn::default()).collect();
     let mut row_count = 0;
     let mut truncated = false;
-    for record in records {
-        let record = record.map_err(csv_error)?;
-        if record.iter().all(<[u8]>::is_empty) {
+    while reader.read_byte_record(&mut record).map_err(csv_error)? {
+        if record.as_slice().is_empty() {
+            // Every field empty: a blank line.
             continue;
         }
         if row_count == max_rows {
@@ -51,14 +53,16 @@ pub(super) fn load(bytes: &[u8], max_rows: usize) -> Result<Table, DocsError> {
         while buffers.len() < record.len() {
             // A row longer than the header: a new, unnamed column, empty above.
             headers.push(String::new());
-            buffers.push((String::new(), vec![0; row_count]));
+            buffers.push(RawColumn {
+                bytes: Vec::new(),
+                ends: vec![0; row_count],
+            });
         }
-        for (index, (buffer, ends)) in buffers.iter_mut().enumerate() {
+        for (index, column) in buffers.iter_mut().enumerate() {
             if let Some(field) = record.get(index) {
-                // The text was decoded to UTF-8 and the delimiter is ASCII.
-                buffer.push_str(&String::from_utf8_lossy(field));
+                column.bytes.extend_from_slice(field);
             }
-            ends.push(buffer.len());
+            column.ends.push(column.bytes.len());
         }
         row_count += 1;
     }
@@ -66,7 +70,8 @@ pub(super) fn load(bytes: &[u8], max_rows: usize) -> Result<Table, DocsError> {
     let columns = names
         .into_iter()
         .zip(buffers)
-        .map(|(name, (buffer, ends))| {
+        .map(|(name, raw)| {
+            let (buffer, ends) = raw.into_text();
             let buffer = buffer.as_str();
             let cells = || {
                 let mut start = 0;
@@ -76,16 +81,7 @@ pub(super) fn load(bytes: &[u8], max_rows: usize) -> Result<Table, DocsError> {
                     cell
                 })
             };
-            let mut fits = Fits::default();
-            for cell in cells() {
-                let value = cell.trim();
-                if !value.is_empty() {
-                    fits.see(value);
-                }
-            }
-            let kind = fits.kind();
-            let values = cells().map(|cell| convert(cell, kind)).collect();
-            Column { name, kind, values }
+            text_column(name, cells, row_count)
         })
         .collect();
     Ok(Table {
@@ -96,6 +92,44 @@ pub(super) fn load(bytes: &[u8], max_rows: usize) -> Result<Table, DocsError> {
         delimiter: Some(char::from(delimiter)),
         ..Table::default()
     })
+}
+
+/// The CSV reader's buffer: large enough that refills are rare.
+const BUFFER_BYTES: usize = 256 * 1024;
+
+/// One column's cells as read: their bytes end to end, and where each cell ends.
+#[derive(Default)]
+struct RawColumn {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl RawColumn {
+    /// The cells as text. The file was decoded to UTF-8 and fields are split at ASCII
+    /// delimiters and quotes, so the bytes are UTF-8 and every end is a character
+    /// boundary; should that ever not hold, each cell is converted on its own, with
+    /// replacement characters, and the ends follow.
+    fn into_text(self) -> (String, Vec<usize>) {
+        let RawColumn { bytes, ends } = self;
+        match String::from_utf8(bytes) {
+            Ok(text) if ends.iter().all(|&end| text.is_char_boundary(end)) => (text, ends),
+            Ok(text) => lossy_cells(text.as_bytes(), &ends),
+            Err(error) => lossy_cells(error.as_bytes(), &ends),
+        }
+    }
+}
+
+/// Cells of `bytes` (ending at `ends`), each converted with replacement characters.
+fn lossy_cells(bytes: &[u8], ends: &[usize]) -> (String, Vec<usize>) {
+    let mut text = String::with_capacity(bytes.len());
+    let mut new_ends = Vec::with_capacity(ends.len());
+    let mut start = 0;
+    for &end in ends {
+        text.push_str(&String::from_utf8_lossy(&bytes[start..end]));
+        new_ends.push(text.len());
+        start = end;
+    }
+    (text, new_ends)
 }
 
 #[expect(clippy::needless_pass_by_value, reason = "used as map_err(csv_error)")]
@@ -237,6 +271,71 @@ mod tests {
         let table = load(b"a\n1\n2\n", 2).unwrap();
         assert!(!table.truncated);
         assert!(load(b"", 2).is_err());
+    }
+
+    #[test]
+    fn a_cell_past_the_type_sample_that_does_not_fit_widens_the_column() {
+        // 2000 rows: the type is guessed on the first 1024 non-empty cells.
+        let mut text = String::from("id,amount,day,flag,late\n");
+        for row in 0..2000 {
+            let amount = if row == 1500 {
+                "2.5".to_owned()
+            } else {
+                row.to_string()
+            };
+            let day = if row == 1999 { "soon" } else { "2024-03-01" };
+            let late = if row < 1500 { "" } else { "7" };
+            text.push_str(&format!("{row},{amount},{day},true,{late}\n"));
+        }
+        let table = load(text.as_bytes(), usize::MAX).unwrap();
+        let kinds: Vec<_> = table.columns.iter().map(|column| column.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ColumnType::Integer,
+                ColumnType::Float,
+                ColumnType::Text,
+                ColumnType::Boolean,
+                ColumnType::Integer
+            ]
+        );
+        let amounts = &table.columns[1].values;
+        assert_eq!(amounts[0], Cell::Float(0.0));
+        assert_eq!(amounts[1500], Cell::Float(2.5));
+        assert_eq!(amounts[1999], Cell::Float(1999.0));
+        let days = &table.columns[2].values;
+        assert_eq!(days[0], Cell::Text("2024-03-01".to_owned()));
+        assert_eq!(days[1999], Cell::Text("soon".to_owned()));
+        let late = &table.columns[4].values;
+        assert_eq!((&late[1499], &late[1500]), (&Cell::Null, &Cell::Int(7)));
+    }
+
+    #[test]
+    fn dates_are_normalised_and_text_cells_keep_their_spaces() {
+        let table = load(
+            b"day,at,name\n2024/3/1,2024-03-01T10:30,\" padded \"\n2024-03-02,2024-03-02 08:00:05,x\n",
+            10,
+        )
+        .unwrap();
+        assert_eq!(table.columns[0].kind, ColumnType::Date);
+        assert_eq!(
+            table.columns[0].values,
+            [
+                Cell::Text("2024-03-01".to_owned()),
+                Cell::Text("2024-03-02".to_owned())
+            ]
+        );
+        assert_eq!(
+            table.columns[1].values,
+            [
+                Cell::Text("2024-03-01 10:30:00".to_owned()),
+                Cell::Text("2024-03-02 08:00:05".to_owned())
+            ]
+        );
+        assert_eq!(
+            table.columns[2].values[0],
+            Cell::Text(" padded ".to_owned())
+        );
     }
 
     #[test]

@@ -39,9 +39,14 @@ impl Fits {
         if self.boolean && parse_bool(value).is_none() {
             self.boolean = false;
         }
-        if self.date && parse_date(value).is_none() {
+        if self.date && date_parts(value).is_none() {
             self.date = false;
         }
+    }
+
+    /// Whether any non-empty value was seen.
+    pub(super) fn seen_any(self) -> bool {
+        self.any
     }
 
     /// The column type.
@@ -65,18 +70,70 @@ impl Fits {
 /// The cell `raw` makes in a column of type `kind` (empty text is null; text cells keep
 /// the text as written).
 pub(super) fn convert(raw: &str, kind: ColumnType) -> Cell {
+    try_convert(raw, kind).unwrap_or_else(|| Cell::Text(raw.to_owned()))
+}
+
+/// The cell `raw` makes in a column of type `kind`, or `None` when it is not empty and
+/// does not fit `kind` (text fits every column).
+pub(super) fn try_convert(raw: &str, kind: ColumnType) -> Option<Cell> {
     let value = raw.trim();
     if value.is_empty() {
-        return Cell::Null;
+        return Some(Cell::Null);
     }
-    let converted = match kind {
+    match kind {
         ColumnType::Integer => parse_int(value).map(Cell::Int),
         ColumnType::Float => parse_float(value).map(Cell::Float),
         ColumnType::Boolean => parse_bool(value).map(Cell::Bool),
-        ColumnType::Date => parse_date(value).map(Cell::Text),
-        ColumnType::Text => None,
-    };
-    converted.unwrap_or_else(|| Cell::Text(raw.to_owned()))
+        ColumnType::Date => date_parts(value).map(|parts| Cell::Text(parts.iso(value))),
+        ColumnType::Text => Some(Cell::Text(raw.to_owned())),
+    }
+}
+
+/// How many non-empty cells of a column the type is first guessed on.
+const SAMPLE_CELLS: usize = 1024;
+
+/// A column of text cells (`cells` yields each cell as written), typed: of the
+/// narrowest type every non-empty cell fits, empty cells null.
+///
+/// The type is guessed on the first [`SAMPLE_CELLS`] non-empty cells and every cell is
+/// converted once with it; only when a later cell does not fit is the whole column
+/// inferred and converted again. The result is the same as inferring on every cell:
+/// the sample's type is the narrowest the sample fits, and every cell fitting it means
+/// no narrower type fits them all.
+pub(super) fn text_column<'a, I>(name: String, cells: impl Fn() -> I, rows: usize) -> Column
+where
+    I: Iterator<Item = &'a str>,
+{
+    let mut sample = Fits::default();
+    for value in cells()
+        .map(str::trim)
+        .filter(|value| !value.is_empty())
+        .take(SAMPLE_CELLS)
+    {
+        sample.see(value);
+    }
+    if sample.seen_any() {
+        let kind = sample.kind();
+        let mut values = Vec::with_capacity(rows);
+        let all_fit = cells().all(|cell| match try_convert(cell, kind) {
+            Some(value) => {
+                values.push(value);
+                true
+            }
+            None => false,
+        });
+        if all_fit {
+            return Column { name, kind, values };
+        }
+    }
+    let mut fits = Fits::default();
+    for value in cells().map(str::trim).filter(|value| !value.is_empty()) {
+        fits.see(value);
+    }
+    let kind = fits.kind();
+    let mut values = Vec::with_capacity(rows);
+    values.extend(cells().map(|cell| convert(cell, kind)));
+    Column { name, kind, values }
 }
 
 /// Whether the digits of a number have a leading zero that makes them an identifier
@@ -139,6 +196,39 @@ pub(super) fn parse_bool(value: &str) -> Option<bool> {
 /// (` HH:MM[:SS]` or `THH:MM[:SS]`, fractions and a zone kept out), as ISO text:
 /// `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS`.
 pub(super) fn parse_date(value: &str) -> Option<String> {
+    date_parts(value).map(|parts| parts.iso(value))
+}
+
+/// A date (and time) read by [`date_parts`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DateParts {
+    year: u32,
+    month: u32,
+    day: u32,
+    /// Hour, minute, second.
+    time: Option<(u32, u32, u32)>,
+}
+
+impl DateParts {
+    /// As ISO text; `value` (the text it was read from) is reused when it already is.
+    fn iso(self, value: &str) -> String {
+        let bytes = value.as_bytes();
+        // A year of four digits is checked by `date_parts`.
+        if self.time.is_none() && bytes.len() == 10 && bytes[4] == b'-' && bytes[7] == b'-' {
+            return value.to_owned();
+        }
+        let date = format!("{:04}-{:02}-{:02}", self.year, self.month, self.day);
+        match self.time {
+            None => date,
+            Some((hour, minute, second)) => {
+                format!("{date} {hour:02}:{minute:02}:{second:02}")
+            }
+        }
+    }
+}
+
+/// The parts of a date as [`parse_date`] reads it, without making its text.
+pub(super) fn date_parts(value: &str) -> Option<DateParts> {
     let bytes = value.as_bytes();
     if bytes.len() < 8 || !bytes[0..4].iter().all(u8::is_ascii_digit) {
         return None;
@@ -168,7 +258,12 @@ pub(super) fn parse_date(value: &str) -> Option<String> {
     if day > days {
         return None;
     }
-    let date = format!("{year:04}-{month:02}-{day:02}");
+    let date = DateParts {
+        year,
+        month,
+        day,
+        time: None,
+    };
     let Some(time) = time else {
         return Some(date);
     };
@@ -188,7 +283,10 @@ pub(super) fn parse_date(value: &str) -> Option<String> {
     if fields.next().is_some() || hour > 23 || minute > 59 || second > 60 {
         return None;
     }
-    Some(format!("{date} {hour:02}:{minute:02}:{second:02}"))
+    Some(DateParts {
+        time: Some((hour, minute, second)),
+        ..date
+    })
 }
 
 /// One or two ASCII digits.
