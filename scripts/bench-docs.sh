@@ -2,7 +2,8 @@
 # Document benchmarks against their Python baselines, in one run each:
 # - extract_document on the committed 200-page PDF fixture against pypdf (CPU time,
 #   median of 3; pypdf from target/fixtures-venv, made by scripts/fixtures/make.sh);
-# - analyze_table's group-by on a generated 1M-row CSV against pandas (read_csv + groupby;
+# - analyze_table's group-by on a generated 1M-row CSV against pandas (read_csv + groupby,
+#   CPU and wall time, median of 3;
 #   pandas installed into target/bench-venv from PyPI).
 #
 # The benches run in release and find their Python through PP_BENCH_PYTHON.
