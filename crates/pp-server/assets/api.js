@@ -64,6 +64,9 @@ export async function api(path, options = {}) {
       error.code || "http_" + response.status,
       error.message || `the server answered ${response.status} ${response.statusText}`,
     );
+    // The whole answer, for errors that carry more than the message (409 `changed_since`
+    // has the diff).
+    apiError.body = data;
     if (response.status === 401) {
       unauthorizedHandler(apiError);
     }
