@@ -109,16 +109,19 @@ async function createTaskViaForm(page, prompt, base = server.base) {
   await page.getByRole("button", { name: "Start task" }).click();
   await page.waitForURL(/#\/tasks\/t_/);
   const id = decodeURIComponent(new URL(page.url()).hash.replace("#/tasks/", ""));
-  await page.locator('.timeline li[data-type="approval_required"]').waitFor();
+  await page.locator('.timeline [data-type="approval_required"]').waitFor();
   return id;
 }
 
-/** The sequence numbers shown in a task's timeline; asserts there are no duplicates. */
+/**
+ * The sequence numbers shown in a task's timeline (the compact timeline folds a call's
+ * approval and result into the call's line, so they come back sorted); asserts there
+ * are no duplicates.
+ */
 async function timelineSeqs(page) {
-  const seqs = await page.locator(".timeline li").evaluateAll((items) => items.map((item) => Number(item.dataset.seq)));
+  const seqs = await page.locator(".timeline [data-seq]").evaluateAll((items) => items.map((item) => Number(item.dataset.seq)));
   assert.equal(new Set(seqs).size, seqs.length, `duplicate timeline rows: ${seqs}`);
-  assert.deepEqual([...seqs].sort((a, b) => a - b), seqs, "timeline rows are in order");
-  return seqs;
+  return seqs.sort((a, b) => a - b);
 }
 
 test("a browser without a session gets a page saying how to log in", async () => {
@@ -212,12 +215,12 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   // The timeline finishes; the write went to the edited path, the original is untouched.
   await card.getByRole("link", { name: /Follow the task/ }).click();
   await page.waitForURL(new RegExp(`#/tasks/${first}$`));
-  const final = page.locator('.timeline li[data-type="task_completed"]');
+  const final = page.locator('.timeline [data-type="task_completed"]');
   await textMatches(final, new RegExp(FINAL_ANSWER.replace(/[.]/g, "\\.")));
   await textMatches(page.locator(".task-facts .badge"), /^completed$/);
-  await textMatches(page.locator('.timeline li[data-type="approval_resolved"]'), /Approved with edited arguments/);
-  await textMatches(page.locator('.timeline li[data-type="tool_call"]').first(), /"path": "notes\.txt"/);
-  await textMatches(page.locator('.timeline li[data-type="tool_result"]'), /notes-edited\.txt/);
+  await textMatches(page.locator('.timeline [data-type="approval_resolved"]'), /Approved with edited arguments/);
+  await textMatches(page.locator('.timeline [data-type="tool_call"]').first(), /path=notes\.txt/);
+  await textMatches(page.locator('.timeline [data-type="tool_result"]'), /notes-edited\.txt/);
   assert.equal(await page.getByRole("button", { name: "Cancel task" }).count(), 0, "no cancel on a finished task");
   assert.equal(readWorkspace("notes-edited.txt"), PROPOSED);
   assert.equal(readWorkspace("notes.txt"), ORIGINAL);
@@ -245,9 +248,9 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   assert.equal(await page.locator(`article.card[data-task-id="${second}"] button.approve`).count(), 0);
 
   await page.goto(`${server.base}/#/tasks/${second}`);
-  await textMatches(page.locator('.timeline li[data-type="approval_resolved"]'), /Rejected by the operator.*Not today: keep the old plan/s);
-  await textMatches(page.locator('.timeline li[data-type="tool_error"]'), /rejected/i);
-  await textMatches(page.locator('.timeline li[data-type="task_completed"]'), /Finished with notes\.txt/);
+  await textMatches(page.locator('.timeline [data-type="approval_resolved"]'), /Rejected by the operator.*Not today: keep the old plan/s);
+  await textMatches(page.locator('.timeline [data-type="tool_error"]'), /rejected/i);
+  await textMatches(page.locator('.timeline [data-type="task_completed"]'), /Finished with notes\.txt/);
   assert.equal(readWorkspace("notes.txt"), ORIGINAL, "a rejected call writes nothing");
   await timelineSeqs(page);
   await screenshot(page, "timeline-rejected.png");
@@ -258,7 +261,7 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await screenshot(page, "tasks.png");
   await page.selectOption("#state-filter", "waiting_approval");
   await page.waitForURL(/state=waiting_approval/);
-  await textMatches(page.locator(".task-list"), /No waiting for approval tasks/);
+  await textMatches(page.locator(".task-list"), /No tasks waiting for approval/);
   await page.close();
 });
 
@@ -312,7 +315,7 @@ test("the timeline resumes after a dropped connection without duplicating events
   const task = await createTaskViaApi("Survive a server restart");
   const approval = await pendingApprovalFor(task.id);
   const page = await openPage(`#/tasks/${task.id}`);
-  await page.locator('.timeline li[data-type="approval_required"]').waitFor();
+  await page.locator('.timeline [data-type="approval_required"]').waitFor();
   const before = await timelineSeqs(page);
   const inbox = await openPage("#/approvals");
   const card = inbox.locator(`article.card[data-approval-id="${approval.id}"]`);
@@ -326,7 +329,7 @@ test("the timeline resumes after a dropped connection without duplicating events
   const approved = cli(tree, ["approvals", "approve", approval.id]);
   assert.equal(approved.status, 0, `${approved.stdout}\n${approved.stderr}`);
   server = await startServer(tree, { port });
-  await textMatches(page.locator('.timeline li[data-type="task_completed"]'), /Finished with notes\.txt/, 30000);
+  await textMatches(page.locator('.timeline [data-type="task_completed"]'), /Finished with notes\.txt/, 30000);
   const seqs = await timelineSeqs(page);
   assert.deepEqual(seqs.slice(0, before.length), before);
   assert.deepEqual(seqs, (await taskEvents(task.id)).map((event) => event.seq), "every event exactly once");
@@ -342,7 +345,7 @@ test("cancel a task that waits for approval: its card leaves the inbox", async (
   const task = await createTaskViaApi('Cancel me while I wait <img src="x" id="pwned">');
   await pendingApprovalFor(task.id);
   const page = await openPage(`#/tasks/${task.id}`);
-  await page.locator('.timeline li[data-type="approval_required"]').waitFor();
+  await page.locator('.timeline [data-type="approval_required"]').waitFor();
   await textMatches(page.locator("h1.task-prompt"), /Cancel me while I wait <img src="x" id="pwned">/);
   assert.equal(await page.locator("#pwned").count(), 0, "text is never parsed as HTML");
   await eventually("badge counts the card", async () => (await badgeCount(page)) >= 1);
@@ -350,7 +353,7 @@ test("cancel a task that waits for approval: its card leaves the inbox", async (
   assert.equal(await page.getByRole("button", { name: "Retry task" }).count(), 0, "no retry while waiting");
   await page.getByRole("button", { name: "Cancel task" }).click();
   await textMatches(page.locator(".task-facts .badge"), /^cancelled$/);
-  await textMatches(page.locator('.timeline li[data-type="task_cancelled"]'), /Cancelled/);
+  await textMatches(page.locator('.timeline [data-type="task_cancelled"]'), /Cancelled/);
   await eventually("badge drops", async () => (await badgeCount(page)) === pending - 1);
   assert.equal(await page.getByRole("button", { name: "Cancel task" }).count(), 0);
   const response = await context.request.get(`${server.base}/api/approvals?state=cancelled`);
@@ -468,8 +471,9 @@ test("a richer run: denial, a long result collapsed, a create card with content,
     await page.locator("#nav").waitFor({ state: "visible" });
     await createTaskViaForm(page, "Summarise big.txt into summary.md and fix the greeting", richServer.base);
     const timeline = page.locator(".timeline");
-    await textMatches(timeline.locator('li[data-type="tool_denied"]'), /Denied: read_file.*escapes/s);
-    const result = timeline.locator('li[data-type="tool_result"] details.long');
+    await textMatches(timeline.locator('[data-type="tool_denied"]'), /escapes/);
+    await textMatches(timeline.locator('li[data-name="read_file"][data-status="denied"]'), /read_file.*denied/s);
+    const result = timeline.locator('[data-type="tool_result"] details.long');
     await textMatches(result.locator("summary"), /Output \(61 lines/);
     assert.equal(await result.getAttribute("open"), null, "long output starts collapsed");
     assert.equal(await result.locator("pre").isVisible(), false);
@@ -494,7 +498,7 @@ test("a richer run: denial, a long result collapsed, a create card with content,
     await page.keyboard.press("Enter");
     await edit.getByRole("link", { name: /Follow the task/ }).focus();
     await page.keyboard.press("Enter");
-    await textMatches(page.locator('.timeline li[data-type="task_completed"]'), /Wrote summary\.md and fixed the greeting/);
+    await textMatches(page.locator('.timeline [data-type="task_completed"]'), /Wrote summary\.md and fixed the greeting/);
     assert.equal(fs.readFileSync(path.join(rich.workspace, "summary.md"), "utf8"), "# Summary\n\n60 lines.\n");
     assert.equal(fs.readFileSync(path.join(rich.workspace, "greeting.txt"), "utf8"), "hello there\n");
     await timelineSeqs(page);
@@ -535,7 +539,7 @@ test("hidden characters in a model-written path are shown visibly, with the file
     await createTaskViaForm(page, "Update the notes", hiddenServer.base);
 
     // Timeline: the escapes are visible and no raw override reaches the page text.
-    const waiting = page.locator('.timeline li[data-type="approval_required"]');
+    const waiting = page.locator('.timeline [data-type="approval_required"]');
     const marks = await waiting.locator(".invisible-char").allTextContents();
     assert.deepEqual(marks, ["\\u{202e}", "\\u{200b}"]);
     await textMatches(waiting.locator(".resolves-to"), /resolves to\s*notes\.txt/);

@@ -283,7 +283,8 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
         line.element.dataset.seq = String(stored.seq);
         line.element.dataset.type = "tool_call";
         line.summaryText.textContent = argumentsSummary(stored.arguments);
-        line.body.prepend(part(stored, "arguments", argumentsList(stored.arguments)));
+        // The line itself carries this event's seq; the arguments are its first part.
+        line.body.prepend(h("div", { class: "call-part part-arguments" }, argumentsList(stored.arguments)));
         setStatus(line, "running");
         break;
       }
@@ -306,6 +307,7 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
           ),
         );
         line.element.classList.add("needs-approval");
+        line.details.open = true;
         setStatus(line, "waiting");
         // Events replayed from history arrive in a burst: mount the card only if no
         // resolution follows right away.
@@ -316,6 +318,9 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
         const line = callLine(stored);
         line.resolved = true;
         line.element.classList.remove("needs-approval");
+        if (!line.card) {
+          line.details.open = false;
+        }
         const words = {
           approved: stored.edited ? "Approved with edited arguments" : "Approved",
           rejected: "Rejected by the operator",
