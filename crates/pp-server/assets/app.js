@@ -15,6 +15,7 @@ import { renderAudit } from "./audit.js";
 import { renderChat, renderChatList } from "./chat.js";
 import { renderSkills, renderSkill } from "./skills.js";
 import { renderMemory } from "./memory.js";
+import { installDecide } from "./keys.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -250,6 +251,7 @@ onUnauthorized(() => {
     showLogin();
   }
 });
+installDecide();
 logoutButton.addEventListener("click", logout);
 window.addEventListener("hashchange", route);
 start();
