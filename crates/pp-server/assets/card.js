@@ -571,10 +571,12 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     } else if (diffText === "") {
       parts.push(notice("info", "No change on disk: the file already has exactly this content."));
     } else if (typeof content === "string") {
+      const count = splitLines(content).length;
+      const lines = `${count} line${count === 1 ? "" : "s"}`;
       const heading =
         fresh.label === "overwrite"
-          ? "New content (replaces the whole file; the current file is binary or too large to compare)"
-          : "New file content";
+          ? `New content, ${lines} (replaces the whole file; the current file is binary or too large to compare)`
+          : `New file content (${lines})`;
       parts.push(h("h3", { text: heading }), renderNewContent(content));
     }
     replace(previewSlot, parts);

@@ -64,6 +64,10 @@ export function renderDecisions(container, taskId, context = {}) {
         });
         cards.set(view.id, card);
         list.append(card.element);
+        // The person just decided (focus on the heading): the next call takes it.
+        if (document.activeElement === heading) {
+          card.element.focus();
+        }
       }
     }
     for (const [id, card] of cards) {

@@ -1,7 +1,6 @@
 // DOM helpers. Every piece of data reaches the page as a text node or an attribute
 // value set through the DOM API; nothing is ever parsed as HTML.
 
-
 /**
  * Creates an element. `attrs` keys: `class`, `text`, `on<event>` (listeners), `dataset`
  * (object), boolean attributes (true/false), anything else as an attribute string.
