@@ -16,6 +16,7 @@ import { renderAudit } from "./audit.js";
 import { renderChat, renderChatList } from "./chat.js";
 import { renderSkills, renderSkill } from "./skills.js";
 import { renderMemory } from "./memory.js";
+import { installDecide } from "./keys.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -297,6 +298,7 @@ onUnauthorized(() => {
     showLogin();
   }
 });
+installDecide();
 logoutButton.addEventListener("click", logout);
 window.addEventListener("hashchange", route);
 start();
