@@ -19,6 +19,7 @@
 mod blocking;
 mod checks;
 mod conversation;
+mod current;
 mod error;
 mod memory;
 mod model;
@@ -35,6 +36,7 @@ mod skills;
 mod view;
 
 pub use conversation::SUMMARY_INSTRUCTION;
+pub use current::CurrentTarget;
 pub use error::{Error, Result};
 pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
