@@ -6,6 +6,7 @@
     reason = "tests panic on fixture failures and unexpected responses"
 )]
 
+mod approval_current;
 mod approvals;
 mod audit;
 mod auth;
