@@ -33,6 +33,7 @@ mod settings;
 mod shared;
 mod sink;
 mod skills;
+mod task_search;
 mod view;
 
 pub use conversation::SUMMARY_INSTRUCTION;
@@ -48,6 +49,7 @@ pub use settings::{TaskSettings, Workspace, Workspaces};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };
+pub use task_search::TasksPage;
 pub use view::ApprovalView;
 
 /// The store, re-exported so front ends reach audit queries and sessions through the

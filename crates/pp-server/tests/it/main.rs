@@ -19,6 +19,7 @@ mod security;
 mod sessions;
 mod skills;
 mod sse;
+mod task_search;
 mod uploads;
 
 use std::sync::Arc;

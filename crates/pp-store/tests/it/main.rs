@@ -20,6 +20,7 @@ mod events;
 mod logins;
 mod open;
 mod prune;
+mod task_search;
 mod tasks;
 
 use std::path::PathBuf;
