@@ -13,6 +13,7 @@ mod auth;
 mod bad_input;
 mod events;
 mod files;
+mod health_and_icon;
 mod memory;
 mod openapi;
 mod security;
