@@ -8,7 +8,8 @@
 // keyed by its global sequence number, so nothing is ever shown twice.
 
 import { api, followEvents } from "./api.js";
-import * as cards from "./card.js";
+import { approvalCard } from "./card.js";
+import { renderDecisions } from "./decisions.js";
 import { debounce, h, notice, replace, stateBadge, timeElement } from "./dom.js";
 import { compactTimeline } from "./timeline.js";
 import { changesPanel } from "./changes.js";
@@ -16,47 +17,6 @@ import { modelName } from "./health.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
-
-/**
- * The "Needs your decision" panel until decide's `renderDecisions` is on this branch:
- * the task's pending approvals as cards. Returns `{ refresh() }`.
- */
-function fallbackDecisions(container, taskId, context) {
-  const shown = new Map();
-  const list = h("div", { class: "cards" });
-  const section = h(
-    "section",
-    { class: "panel decisions", "aria-labelledby": "decisions-title", hidden: true },
-    h("h2", { id: "decisions-title", text: "Needs your decision" }),
-    list,
-  );
-  container.append(section);
-  const refresh = async () => {
-    let data;
-    try {
-      data = await api("/api/approvals?state=pending&limit=1000");
-    } catch {
-      return; // the next event tries again
-    }
-    const mine = data.approvals.filter((view) => view.task_id === taskId);
-    for (const view of mine) {
-      if (!shown.has(view.id)) {
-        const card = cards.approvalCard(view, { linkToTask: false, onResolved: () => context.refreshCount() });
-        shown.set(view.id, card);
-        list.append(card.element);
-      }
-    }
-    for (const [id, card] of shown) {
-      if (!mine.some((view) => view.id === id)) {
-        card.element.remove();
-        shown.delete(id);
-      }
-    }
-    section.hidden = shown.size === 0;
-  };
-  refresh();
-  return { refresh };
-}
 
 /** Renders the task page; returns its live hooks. */
 export function renderTask(container, id, context) {
@@ -73,16 +33,13 @@ export function renderTask(container, id, context) {
 
   const changes = changesPanel(changesSlot, id);
   const timeline = compactTimeline({
-    approvalCard: cards.approvalCard,
+    approvalCard,
     onChange: () => changes.refresh(),
     onResolved: () => context.refreshCount(),
   });
 
-  // MOUNT POINT (decide): renderDecisions(container, taskId, context) from card.js.
-  const decisions =
-    typeof cards.renderDecisions === "function"
-      ? cards.renderDecisions(decisionsSlot, id, context) || {}
-      : fallbackDecisions(decisionsSlot, id, context);
+  // "Needs your decision" (decide's panel; it follows the task's events itself).
+  const decisions = renderDecisions(decisionsSlot, id, context) || {};
 
   const renderHeader = () => {
     replace(
@@ -177,9 +134,6 @@ export function renderTask(container, id, context) {
       timeline.add(stored);
       if (stored.type !== "model_request") {
         refreshTask();
-        if (decisions.refresh) {
-          decisions.refresh();
-        }
       }
       if (stored.type.startsWith("task_") || stored.type === "approval_resolved") {
         changes.refresh();
@@ -227,6 +181,7 @@ export function renderTask(container, id, context) {
       reloadTask.cancel();
       refreshTask.cancel();
       changes.cleanup();
+      timeline.dispose();
       if (decisions.cleanup) {
         decisions.cleanup();
       }

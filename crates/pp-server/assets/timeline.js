@@ -259,7 +259,7 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
         return;
       }
       // The one approval card component (decide's card.js), inline in the call's row.
-      line.card = approvalCard(view, { linkToTask: false, onResolved });
+      line.card = approvalCard(view, { linkToTask: false, onResolved, focusNext: false });
       line.slot.replaceChildren(line.card.element);
       line.details.open = true;
       follow();
@@ -298,7 +298,14 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
           part(
             stored,
             "approval",
-            h("p", { class: "muted small" }, "Needs approval: ", facts.join(" · ")),
+            h(
+              "p",
+              { class: "small approval-line" },
+              "Needs your approval: ",
+              h("span", { class: "tool", text: stored.name }),
+              preview.target ? [" ", visibleCode(preview.target, "target")] : null,
+              h("span", { class: "muted", text: " · " + facts.join(" · ") }),
+            ),
             resolvesTo(preview.target, preview.resolved),
             line.slot,
             stored.approval_id
@@ -386,7 +393,13 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
     element: h("div", { class: "timeline-wrap" }, toggle, box, jump),
     list,
     add,
-    /** Pending inline cards (for the decisions panel fallback). */
-    pendingCalls: () => [...calls.values()].filter((line) => line.card && line.card.isPending()),
+    /** Stops the inline cards' own timers and listeners (page left). */
+    dispose() {
+      for (const line of calls.values()) {
+        if (line.card && line.card.dispose) {
+          line.card.dispose();
+        }
+      }
+    },
   };
 }
