@@ -139,6 +139,8 @@ const PAGE = 50;
 export function renderTaskList(container) {
   const params = hashQuery();
   const filters = { q: params.get("q") || "", state: params.get("state") || "", workspace: params.get("workspace") || "" };
+  // `#/tasks?limit=N` changes the page size (kept in the address like the filters).
+  const pageSize = Math.min(1000, Math.max(1, Number(params.get("limit")) || PAGE));
   const search = h("input", { id: "task-search", name: "q", type: "search", value: filters.q, placeholder: "Words in the prompt", autocomplete: "off" });
   const select = h(
     "select",
@@ -179,7 +181,7 @@ export function renderTaskList(container) {
     clearTimeout(retryTimer);
     let data;
     try {
-      data = await api("/api/tasks" + query({ ...filters, before, limit: PAGE }));
+      data = await api("/api/tasks" + query({ ...filters, before, limit: pageSize }));
     } catch (error) {
       if (error.status === 400) {
         replace(list, notice("error", "The search was refused: " + error.message));
@@ -234,7 +236,7 @@ export function renderTaskList(container) {
     filters.q = search.value.trim();
     filters.state = select.value;
     filters.workspace = workspaceFilter.value;
-    history.replaceState(null, "", hashLink("/tasks", filters));
+    history.replaceState(null, "", hashLink("/tasks", { ...filters, limit: pageSize === PAGE ? "" : String(pageSize) }));
     load();
   };
   const applySoon = debounce(apply, 300);
