@@ -108,7 +108,10 @@ export function argumentsSummary(args) {
   if (!value) {
     return typeof args === "string" ? escapeInvisible(args.slice(0, 80)) : "";
   }
-  return Object.entries(value)
+  // Short values (a path, a name) first, then the sizes of long texts.
+  const entries = Object.entries(value);
+  const ordered = [...entries.filter(([, item]) => isShort(item)), ...entries.filter(([, item]) => !isShort(item))];
+  return ordered
     .map(([key, item]) => {
       if (isShort(item)) {
         return `${key}=${escapeInvisible(String(item))}`;

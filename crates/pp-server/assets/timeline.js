@@ -200,6 +200,8 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
   /** Call lines by call id. */
   const calls = new Map();
   let models = 0;
+  /** The last model message with text (folded when the final answer repeats it). */
+  let lastAssistant = null;
 
   const follow = () => {
     if (following) {
@@ -383,6 +385,22 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
         setStatus(line, "denied");
         break;
       }
+      case "assistant_message": {
+        const item = eventRow(stored);
+        lastAssistant = { item, content: stored.content };
+        list.append(item);
+        break;
+      }
+      case "task_completed":
+        // The model's last message is the final answer: keep it once, as the answer
+        // (the message row joins the hidden model rows).
+        if (lastAssistant && lastAssistant.content === stored.final && lastAssistant.item === list.lastElementChild) {
+          lastAssistant.item.classList.add("model-row");
+          models += 1;
+          modelCount.textContent = `(${models})`;
+        }
+        list.append(eventRow(stored));
+        break;
       default:
         list.append(eventRow(stored));
     }
