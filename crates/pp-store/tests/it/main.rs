@@ -188,6 +188,7 @@ fn new_approval() -> NewApproval {
         arguments: checkpoint.pending.arguments.clone(),
         fingerprint: Some("absent".into()),
         checkpoint,
+        revertible: Some(true),
     }
 }
 
