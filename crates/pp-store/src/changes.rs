@@ -11,9 +11,7 @@
 
 use std::collections::HashSet;
 
-use pp_types::{
-    ApprovalId, Change, ChangeId, ChangeKind, NewAudit, TaskId, Timestamp,
-};
+use pp_types::{ApprovalId, Change, ChangeId, ChangeKind, NewAudit, TaskId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::{Error, Result, Store, audit, ids, rows};

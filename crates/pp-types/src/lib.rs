@@ -32,8 +32,8 @@ pub use decision::{Decision, Denial, DenyRule, Policy};
 pub use event::{Event, EventKind, FailureReason, ResolutionKind};
 pub use message::{Message, ToolCall, Usage};
 pub use task::{
-    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeId, NewAudit, StoredEvent, TaskId,
-    TaskRecord, TaskState,
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeId, NewAudit, StoredEvent,
+    TaskId, TaskRecord, TaskState,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{
