@@ -217,6 +217,30 @@ impl Store {
         )
     }
 
+    /// The ledger's actions (and details) about an approved call, oldest first: what
+    /// an approval card's outcome is derived from.
+    pub fn approval_ledger(
+        &self,
+        approval: &ApprovalId,
+    ) -> Result<Vec<(pp_types::AuditAction, Option<String>)>> {
+        self.read(|connection| {
+            let rows = connection
+                .prepare_cached(
+                    "SELECT action, detail FROM audit WHERE approval_id = ?1 ORDER BY id",
+                )?
+                .query_map([approval.as_str()], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, Option<String>>(1)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|(action, detail)| {
+                    pp_types::AuditAction::parse(&action).map(|action| (action, detail))
+                })
+                .collect())
+        })
+    }
+
     /// Revert intents a crash may have left (`pending`), of one task or (`None`) of all.
     pub fn pending_reverts(&self, task: Option<&TaskId>) -> Result<Vec<ChangeRow>> {
         match task {

@@ -17,6 +17,7 @@
 //! ```
 
 mod blocking;
+mod changes;
 mod checks;
 mod conversation;
 mod error;
@@ -32,8 +33,10 @@ mod settings;
 mod shared;
 mod sink;
 mod skills;
+mod snapshots;
 mod view;
 
+pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use error::{Error, Result};
 pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
@@ -42,7 +45,7 @@ pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
-pub use settings::{TaskSettings, Workspace, Workspaces};
+pub use settings::{RevertSettings, TaskSettings, Workspace, Workspaces};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };
