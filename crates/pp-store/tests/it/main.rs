@@ -13,6 +13,7 @@
 mod approvals;
 mod audit;
 mod backup;
+mod changes;
 mod chat;
 mod concurrency;
 mod corrupt;
