@@ -10,6 +10,7 @@ mod approvals;
 mod audit;
 mod auth;
 mod bad_input;
+mod changes;
 mod events;
 mod files;
 mod memory;
