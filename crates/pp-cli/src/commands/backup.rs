@@ -123,6 +123,29 @@ pub(crate) fn spawn_daily_prune(
     })
 }
 
+/// For `serve`: resolves revert intents an earlier crash left behind, then drops
+/// snapshots older than `[revert] retain_days`, now and once a day, until aborted.
+/// Failures are reported, never fatal.
+pub(crate) fn spawn_daily_snapshot_prune(
+    service: pp_tasks::TaskService,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if let Err(error) = service.recover_reverts(Duration::from_secs(30)).await {
+            errln!("warning: resolving interrupted reverts failed: {error:#}");
+        }
+        loop {
+            match service.prune_snapshots().await {
+                Ok((0, 0)) => {}
+                Ok((expired, removed)) => errln!(
+                    "pruned revert snapshots: {expired} change(s) no longer revertible,                      {removed} snapshot file(s) removed"
+                ),
+                Err(error) => errln!("warning: pruning revert snapshots failed: {error:#}"),
+            }
+            tokio::time::sleep(PRUNE_EVERY).await;
+        }
+    })
+}
+
 fn describe(report: &PruneReport) -> String {
     format!(
         "pruned the history of {} finished task(s): {} event(s), {} audit row(s)",
