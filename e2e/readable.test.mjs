@@ -226,7 +226,7 @@ test("changes on disk: a write and an edit listed with sizes and links; revert o
   await eventually("two changes", async () => (await rows.count()) === 2);
   assert.deepEqual(await rows.evaluateAll((items) => items.map((item) => item.dataset.kind)), ["created", "edited"]);
   await textMatches(rows.nth(0), /created\s*report\.md\s*44 B/);
-  assert.equal(await rows.nth(0).locator("a.change-path").getAttribute("href"), "#/preview?path=report.md&workspace=default");
+  assert.equal(await rows.nth(0).locator("a.change-path").getAttribute("href"), "#/preview?path=report.md&workspace=ws");
 
   // Revert the edit: todo.md is back as it was.
   await rows.nth(1).getByRole("button", { name: "Revert" }).click();
