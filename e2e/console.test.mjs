@@ -540,7 +540,7 @@ test("hidden characters in a model-written path are shown visibly, with the file
 
     // Timeline: the escapes are visible and no raw override reaches the page text.
     const waiting = page.locator('.timeline [data-type="approval_required"]');
-    const marks = await waiting.locator(".invisible-char").allTextContents();
+    const marks = await waiting.locator(".approval-line .invisible-char").allTextContents();
     assert.deepEqual(marks, ["\\u{202e}", "\\u{200b}"]);
     await textMatches(waiting.locator(".resolves-to"), /resolves to\s*notes\.txt/);
 

@@ -52,7 +52,7 @@ export function changesPanel(container, taskId) {
         const diff = error.body && typeof error.body.diff === "string" ? error.body.diff : "";
         replace(
           result,
-          notice("error", "Not reverted: the file changed after the agent wrote it, and reverting would throw those changes away. " + error.message),
+          notice("error", "Not reverted: " + error.message),
           diff ? [h("p", { class: "muted small", text: "What changed since the agent's write (agent's version → the file now):" }), renderDiff(diff)] : null,
         );
       } else {

@@ -139,7 +139,9 @@ export function argumentsList(args) {
     return block(escapeInvisible(prettyJson(args)), "Arguments", "json");
   }
   const list = h("dl", { class: "arguments-list" });
-  for (const [key, item] of Object.entries(value)) {
+  const entries = Object.entries(value);
+  const ordered = [...entries.filter(([, item]) => isShort(item)), ...entries.filter(([, item]) => !isShort(item))];
+  for (const [key, item] of ordered) {
     let shown;
     if (isShort(item)) {
       shown = visibleCode(String(item));

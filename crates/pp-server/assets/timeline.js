@@ -327,9 +327,8 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
         const line = callLine(stored);
         line.resolved = true;
         line.element.classList.remove("needs-approval");
-        if (!line.card) {
-          line.details.open = false;
-        }
+        // Decided: the line folds back to one row (its card keeps the outcome inside).
+        line.details.open = false;
         const words = {
           approved: stored.edited ? "Approved with edited arguments" : "Approved",
           rejected: "Rejected by the operator",
