@@ -384,7 +384,7 @@ test("after a server restart the pages recover by themselves; an unknown task sa
   server = await startServer(tree, { port });
   await eventually("the message clears", async () => (await page.locator(".new-task .form-status .notice").count()) === 0, 30000);
   await page.locator("#task-workspace option").first().waitFor({ state: "attached" });
-  await page.locator(".task-list table").waitFor();
+  await page.locator(".task-list table, .task-list .empty").first().waitFor();
 
   await page.evaluate(() => {
     location.hash = "#/tasks/t_does_not_exist";

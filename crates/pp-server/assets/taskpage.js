@@ -69,6 +69,9 @@ export function renderTask(container, id, context) {
   };
 
   const showMissing = () => {
+    if (gone) {
+      return;
+    }
     gone = true;
     stream.close();
     replace(
@@ -80,6 +83,9 @@ export function renderTask(container, id, context) {
   };
 
   const loadTask = async () => {
+    if (gone) {
+      return;
+    }
     try {
       task = await api("/api/tasks/" + encodeURIComponent(id));
       renderHeader();
