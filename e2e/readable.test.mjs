@@ -10,6 +10,7 @@ import path from "node:path";
 import { after, afterEach, before, test } from "node:test";
 
 import {
+  SHOTS,
   axeViolations,
   eventually,
   horizontalOverflow,
@@ -117,6 +118,18 @@ async function openPage(hash, viewport) {
   return page;
 }
 
+/**
+ * A screenshot for docs/console.md: the top of the page, at most `maxHeight` pixels
+ * (`target/e2e-screenshots/docs-NAME`; pngquant makes the committed copy small).
+ */
+async function docShot(page, name, maxHeight) {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const height = Math.min(maxHeight, await page.evaluate(() => document.documentElement.scrollHeight));
+  const { width } = page.viewportSize();
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, "docs-" + name), fullPage: true, clip: { x: 0, y: 0, width, height } });
+}
+
 async function createTask(prompt) {
   const response = await context.request.post(server.base + "/api/tasks", { data: { prompt } });
   assert.equal(response.status(), 201, await response.text());
@@ -208,6 +221,7 @@ test("the timeline follows the newest event unless the person scrolled up; the i
   await page.setViewportSize({ width: 390, height: 844 });
   assert.ok((await horizontalOverflow(page)) <= 0, "the pending task page fits 390 px");
   await screenshot(page, "readable-task-pending-narrow.png");
+  await docShot(page, "console-task-narrow.png", 1500);
   await page.setViewportSize({ width: 1400, height: 900 });
   await approveInline(page, "write_file");
   await approveInline(page, "edit_file");
@@ -243,6 +257,7 @@ test("changes on disk: a write and an edit listed with sizes and links; revert o
   await textMatches(created.locator(".change-result .diff"), /A line I added myself/);
   assert.match(read("report.md"), /A line I added myself/, "nothing clobbered");
   await screenshot(page, "readable-changes.png");
+  await docShot(page, "console-task.png", 1150);
 
   // The task list counts what really happened.
   await page.goto(server.base + "/#/tasks");
@@ -278,6 +293,7 @@ test("task list: search by prompt, filter by state, paging with next_before, kep
   await page.locator("#nav").waitFor({ state: "visible" });
   assert.equal(await page.locator("#state-filter").inputValue(), "waiting_approval");
   await screenshot(page, "readable-tasks.png");
+  await docShot(page, "console-tasks.png", 900);
   await page.close();
 });
 
@@ -299,6 +315,7 @@ test("file preview: Markdown rendered safely, CSV as a table, images through a b
   // Focus moved to the new page's heading.
   assert.equal(await page.evaluate(() => document.activeElement?.tagName), "H1");
   await screenshot(page, "readable-preview-markdown.png");
+  await docShot(page, "console-preview.png", 900);
 
   await page.goto(server.base + "/#/preview?path=table.csv");
   const table = page.locator(".preview-body table.csv-table");
@@ -342,6 +359,7 @@ test("upload over an existing file: the diff, then Replace only after confirming
   await textMatches(prompt.locator(".diff"), /TWO/);
   assert.equal(read("docs/plan.md"), "one\ntwo\nthree\n", "nothing written before the answer");
   await screenshot(page, "readable-upload-replace.png");
+  await docShot(page, "console-upload.png", 900);
   await prompt.getByRole("button", { name: "Keep the current file" }).click();
   await textMatches(page.locator(".upload-status"), /kept as it is/);
   assert.equal(read("docs/plan.md"), "one\ntwo\nthree\n");
@@ -370,6 +388,7 @@ test("audit: login rows folded unless asked for; the detail column wraps", async
   await page.getByLabel("Show logins").uncheck();
   await page.waitForURL((url) => !/logins=1/.test(url.hash));
   await screenshot(page, "readable-audit.png");
+  await docShot(page, "console-audit.png", 900);
   await page.close();
 });
 
@@ -462,6 +481,9 @@ test("dark mode follows the system: the pages stay axe-clean (contrast included)
     assert.deepEqual(await axeViolations(page), [], `${name} in dark mode`);
     if (name === "task" || name === "tasks" || name === "preview") {
       await screenshot(page, `readable-dark-${name}.png`);
+    }
+    if (name === "task") {
+      await docShot(page, "console-dark.png", 1100);
     }
   }
   await dark.close();
