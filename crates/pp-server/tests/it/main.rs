@@ -153,6 +153,7 @@ impl App {
                 task_id: task.cloned(),
                 action: Some(action.into()),
                 before_id: None,
+                exclude: Vec::new(),
                 limit: 1000,
             })
             .unwrap()
