@@ -154,6 +154,7 @@ impl App {
                 task_id: task.cloned(),
                 action: Some(action.into()),
                 before_id: None,
+                exclude: Vec::new(),
                 limit: 1000,
             })
             .unwrap()
