@@ -612,7 +612,7 @@ fn finish(
     };
     shared
         .store
-        .finish_revert(&pending.change.id, fingerprint, bytes, audit)
+        .finish_revert(&pending.change.id, fingerprint.as_deref(), bytes, audit)
         .map_err(Error::from_store)
 }
 
