@@ -182,9 +182,9 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await textMatches(card.locator(".badge.risk-high"), /high risk/);
   await textMatches(card.locator(".capability"), /file:write/);
   assert.match(await card.getAttribute("class"), /risk-high/);
-  assert.deepEqual(await card.locator(".diff-del").allTextContents(), ["-Call Bob\n"]);
-  assert.deepEqual(await card.locator(".diff-add").allTextContents(), ["+Call Ada\n", "+Ship the release\n"]);
-  const diffColors = await card.locator(".diff-add, .diff-del").evaluateAll((lines) =>
+  assert.deepEqual(await card.locator(".diff-row.diff-del .diff-code").allTextContents(), ["-Call Bob"]);
+  assert.deepEqual(await card.locator(".diff-row.diff-add .diff-code").allTextContents(), ["+Call Ada", "+Ship the release"]);
+  const diffColors = await card.locator(".diff-row.diff-add .diff-code, .diff-row.diff-del .diff-code").evaluateAll((lines) =>
     lines.map((line) => getComputedStyle(line).backgroundColor),
   );
   assert.equal(new Set(diffColors).size, 2, `added and removed lines are colored apart: ${diffColors}`);
@@ -206,7 +206,8 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await screenshot(page, "card-edit-refused.png");
   await editor.fill(JSON.stringify({ path: "notes-edited.txt", content: PROPOSED }, null, 2));
   await card.getByRole("button", { name: "Approve edited call" }).click();
-  await textMatches(card.locator(".card-status"), /You approved the edited call/);
+  // The card follows the call to its real outcome (never "approved" as the last word).
+  await textMatches(card.locator(".outcome"), /^(Written|Done)/);
   await eventually("badge 1 after approving", async () => (await badgeCount(page)) === 1);
 
   // The timeline finishes; the write went to the edited path, the original is untouched.
@@ -231,7 +232,8 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await other.getByRole("button", { name: "Reject…" }).click();
   await page.getByLabel("Reason for rejecting (optional)").fill("Not today: keep the old plan");
   await other.getByRole("button", { name: "Reject call" }).click();
-  await textMatches(other.locator(".card-status"), /You rejected this call \(reason: “Not today: keep the old plan”\)/);
+  await textMatches(other.locator(".outcome"), /Not run — rejected/);
+  await textMatches(other.locator(".resolution"), /reason: “Not today: keep the old plan”/);
   await eventually("badge 0", async () => (await badgeCount(page)) === 0);
   assert.equal(await page.locator("#approval-count").isVisible(), false);
 
@@ -239,7 +241,7 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await page.selectOption("#approval-filter", "rejected");
   await page.waitForURL(/#\/approvals\?state=rejected/);
   await textMatches(
-    page.locator(`article.card[data-task-id="${second}"] .card-status`),
+    page.locator(`article.card[data-task-id="${second}"] .resolution`),
     /Rejected by operator at .*reason: “Not today: keep the old plan”/,
   );
   assert.equal(await page.locator(`article.card[data-task-id="${second}"] button.approve`).count(), 0);
@@ -271,8 +273,8 @@ test("two tabs resolve the same card: one wins, the other says already resolved"
     await cardIn(tab).waitFor();
   }
   await Promise.all(tabs.map((tab) => cardIn(tab).getByRole("button", { name: "Approve", exact: true }).click()));
-  const texts = await Promise.all(tabs.map((tab) => textMatches(cardIn(tab).locator(".card-status"), /approved|already resolved/i)));
-  const winners = texts.filter((text) => /You approved this call/.test(text));
+  const texts = await Promise.all(tabs.map((tab) => textMatches(cardIn(tab), /Already resolved|Approved — running…|Written|Done/)));
+  const winners = texts.filter((text) => !/Already resolved/.test(text));
   const losers = texts.filter((text) => /Already resolved/.test(text));
   assert.equal(winners.length, 1, texts.join(" | "));
   assert.equal(losers.length, 1, texts.join(" | "));
@@ -477,17 +479,17 @@ test("a richer run: denial, a long result collapsed, a create card with content,
     // The create card shows the content; approve it from the timeline's link.
     await page.getByRole("link", { name: "Open the approval card" }).click();
     const create = page.locator("article.card");
-    await textMatches(create.locator(".label-create"), /^create$/);
-    await textMatches(create.locator("pre.content"), /# Summary/);
+    await textMatches(create.locator(".badge.scope-new_file, .label-create"), /^(new file|create)/);
+    await textMatches(create.locator(".diff-row.diff-add .diff-code").first(), /# Summary/);
     await create.getByRole("button", { name: "Approve", exact: true }).click();
-    await textMatches(create.locator(".card-status"), /You approved this call/);
+    await textMatches(create.locator(".outcome"), /^(Written|Done)/);
 
     // The edit card shows a diff.
     await page.getByRole("link", { name: /Approvals/ }).click();
     const edit = page.locator("article.card").first();
     await textMatches(edit.locator(".card-title"), /edit_file\s*greeting\.txt/);
-    assert.deepEqual(await edit.locator(".diff-del").allTextContents(), ["-hi there\n"]);
-    assert.deepEqual(await edit.locator(".diff-add").allTextContents(), ["+hello there\n"]);
+    assert.deepEqual(await edit.locator(".diff-row.diff-del .diff-code").allTextContents(), ["-hi there"]);
+    assert.deepEqual(await edit.locator(".diff-row.diff-add .diff-code").allTextContents(), ["+hello there"]);
     await screenshot(page, "card-edit-file.png");
     // Keyboard only: the actions are real buttons and links.
     await edit.getByRole("button", { name: "Approve", exact: true }).focus();

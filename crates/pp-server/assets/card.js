@@ -8,9 +8,10 @@
 // its `outcome` is final ("Written …", "Not run — …", "Failed: …"): approving is not the
 // same as the file being written, and the card never claims more than the server knows.
 
-import { api, followEvents } from "./api.js";
+import { api } from "./api.js";
 import { append, debounce, formatTime, h, notice, prettyJson, replace } from "./dom.js";
 import { diffTexts, renderDiffView, renderNewContent, reverseApply, splitLines } from "./diff.js";
+import { subscribe } from "./live.js";
 import { escapeInvisible, escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
 
 const RESOLVED_WORDS = {
@@ -402,25 +403,37 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     if (follower) {
       return;
     }
+    const taskId = current.task_id;
     let callId = null;
     let fallback = null;
-    const stop = () => {
-      if (follower) {
-        follower.stream.close();
-        follower.refetch.cancel();
+    let scanned = false;
+    const note = (stored) => {
+      if (stored.type === "approval_required" && stored.approval_id === id) {
+        callId = stored.call_id;
+      } else if (callId && stored.call_id === callId && stored.type === "tool_result") {
+        fallback = { status: "done", message: `Done — ${stored.name} ran` };
+      } else if (callId && stored.call_id === callId && stored.type === "tool_error") {
+        fallback = { status: "failed", message: "Failed: " + stored.message };
+      } else if (!fallback && ["task_cancelled", "task_failed", "task_interrupted"].includes(stored.type)) {
+        fallback = { status: "not_run", message: stored.type === "task_cancelled" ? "Not run — task cancelled" : "Not run — the task ended" };
       }
     };
     const refetch = debounce(async () => {
-      if (!element.isConnected && follower.started) {
-        stop();
-        return;
-      }
-      follower.started = true;
       let fresh;
       try {
         fresh = await api("/api/approvals/" + encodeURIComponent(id));
       } catch {
         return;
+      }
+      if (!fresh.outcome && !scanned) {
+        // An older server: find the call in the task's events so far.
+        scanned = true;
+        try {
+          const page = await api(`/api/tasks/${encodeURIComponent(taskId)}/events?limit=5000`);
+          page.events.forEach(note);
+        } catch {
+          // The live events still tell.
+        }
       }
       current = fresh;
       element.dataset.state = fresh.state;
@@ -429,24 +442,26 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
       }
       showOutcome(fresh);
       if (FINAL.has(outcomeOf(fresh).status)) {
-        stop();
+        follower.stop();
       }
     }, 150);
-    const stream = followEvents(`/api/tasks/${encodeURIComponent(current.task_id)}/events`, {
-      onEvent(stored) {
-        if (stored.type === "approval_required" && stored.approval_id === id) {
-          callId = stored.call_id;
-        } else if (callId && stored.call_id === callId && stored.type === "tool_result") {
-          fallback = { status: "done", message: `Done — ${stored.name} ran` };
-        } else if (callId && stored.call_id === callId && stored.type === "tool_error") {
-          fallback = { status: "failed", message: "Failed: " + stored.message };
-        } else if (!fallback && ["task_cancelled", "task_failed", "task_interrupted"].includes(stored.type)) {
-          fallback = { status: "not_run", message: stored.type === "task_cancelled" ? "Not run — task cancelled" : "Not run — the task ended" };
+    const unsubscribe = subscribe(
+      (stored) => {
+        if (stored.type === "resync" || stored.task_id === taskId) {
+          if (scanned) {
+            note(stored);
+          }
+          refetch();
         }
-        refetch();
       },
-    });
-    follower = { stream, refetch, started: false };
+      () => element.isConnected,
+    );
+    follower = {
+      stop() {
+        unsubscribe();
+        refetch.cancel();
+      },
+    };
     refetch();
   }
 
@@ -642,7 +657,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     }
     current = fresh;
     resolvedHere = true;
-    finish(fresh, "Resolved elsewhere.");
+    finish(fresh, "Resolved elsewhere: " + describeResolution(fresh) + ".");
   }
 
   const api_ = {
@@ -655,10 +670,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     openEditor,
     closePanels,
     dispose() {
-      if (follower) {
-        follower.stream.close();
-        follower.refetch.cancel();
-      }
+      follower?.stop();
     },
   };
   CARDS.set(element, api_);
