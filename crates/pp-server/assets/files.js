@@ -160,7 +160,7 @@ export function renderFiles(container) {
       const line = notice("info", `Uploading ${target}…`);
       uploadStatus.append(line);
       try {
-        const result = await api("/api/files/content" + query({ path: target, workspace: workspaceName }), {
+        const result = await api("/api/files/content" + query({ path: target, workspace: workspaceName, overwrite: "true" }), {
           method: "PUT",
           raw: file,
         });

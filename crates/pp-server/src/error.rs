@@ -38,6 +38,8 @@ pub enum ApiError {
     InvalidSkill(String),
     /// A skill from a read-only `[skills] dirs` folder: `409 read_only`.
     ReadOnly(String),
+    /// An upload would replace a file and did not say `overwrite=true`: `409 exists`.
+    Exists(String),
     /// A conditional write without `If-Match`: `428 precondition_required`.
     PreconditionRequired(String),
     /// `If-Match` names a version that is no longer current: `412 version_mismatch`.
@@ -69,6 +71,7 @@ impl ApiError {
             Self::InvalidArguments(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
             Self::InvalidSkill(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill"),
             Self::ReadOnly(_) => (StatusCode::CONFLICT, "read_only"),
+            Self::Exists(_) => (StatusCode::CONFLICT, "exists"),
             Self::PreconditionRequired(_) => {
                 (StatusCode::PRECONDITION_REQUIRED, "precondition_required")
             }
@@ -91,6 +94,7 @@ impl ApiError {
             | Self::InvalidArguments(message)
             | Self::InvalidSkill(message)
             | Self::ReadOnly(message)
+            | Self::Exists(message)
             | Self::PreconditionRequired(message)
             | Self::VersionMismatch(message)
             | Self::TooManyUploads(message) => message.clone(),

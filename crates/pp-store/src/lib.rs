@@ -58,6 +58,7 @@ mod logins;
 mod prune;
 mod rows;
 mod schema;
+mod task_search;
 mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,7 @@ pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use error::{Error, Result};
 pub use prune::PruneReport;
 pub use schema::SCHEMA_VERSION;
+pub use task_search::TaskFilter;
 pub use tasks::{NewTask, TaskChange};
 
 /// The PocketPilot database: one SQLite file in WAL mode.

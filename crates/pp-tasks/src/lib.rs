@@ -19,6 +19,7 @@
 mod blocking;
 mod checks;
 mod conversation;
+mod current;
 mod error;
 mod memory;
 mod model;
@@ -32,9 +33,11 @@ mod settings;
 mod shared;
 mod sink;
 mod skills;
+mod task_search;
 mod view;
 
 pub use conversation::SUMMARY_INSTRUCTION;
+pub use current::CurrentTarget;
 pub use error::{Error, Result};
 pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
@@ -46,6 +49,7 @@ pub use settings::{TaskSettings, Workspace, Workspaces};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };
+pub use task_search::TasksPage;
 pub use view::ApprovalView;
 
 /// The store, re-exported so front ends reach audit queries and sessions through the

@@ -1,6 +1,8 @@
 //! Everything an approval card shows.
 
-use pp_types::{Actor, ApprovalRecord, ApprovalState, Risk, TaskId, Timestamp, WriteLabel};
+use pp_types::{
+    Actor, ApprovalRecord, ApprovalState, EffectScope, Risk, TaskId, Timestamp, WriteLabel,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -44,6 +46,19 @@ pub struct ApprovalView {
     /// Why part of the preview cannot be shown (e.g. the current content is unreadable).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// New file, edit, or whole-file replacement, as the tool's preview said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<EffectScope>,
+    /// Lines the call adds, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<u32>,
+    /// Lines the call removes, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<u32>,
+    /// The target checked again at read time; only on a single pending card
+    /// ([`TaskService::approval_view_checked`]) whose tool reports a target state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<crate::CurrentTarget>,
     /// When it was requested.
     pub created_at: Timestamp,
     /// When it was resolved.
@@ -80,6 +95,10 @@ impl ApprovalView {
             arguments: approval.arguments,
             diff: preview.as_ref().and_then(|preview| preview.diff.clone()),
             content: preview.as_ref().and_then(|preview| preview.content.clone()),
+            scope: preview.as_ref().and_then(|preview| preview.scope),
+            added: preview.as_ref().and_then(|preview| preview.added),
+            removed: preview.as_ref().and_then(|preview| preview.removed),
+            current: None,
             notice: preview.and_then(|preview| preview.notice),
             created_at: approval.created_at,
             resolved_at: approval.resolved_at,

@@ -35,6 +35,6 @@ pub use task::{
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{
-    EffectPreview, NotAPath, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
+    EffectPreview, EffectScope, NotAPath, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
     pointer_paths, pointer_property,
 };

@@ -110,6 +110,7 @@ pub(crate) fn build(state: AppState) -> Router {
         .route("/logout", post(login::logout))
         .route("/", get(console::index))
         .route("/assets/{*path}", get(console::asset))
+        .route("/favicon.ico", get(console::favicon))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))

@@ -344,6 +344,7 @@ async fn every_error_a_route_returns_is_documented() {
         ("GET", "/api/tasks/{id}", 404),
         ("GET", "/api/files/content", 403),
         ("GET", "/api/files/content", 413),
+        ("PUT", "/api/files/content", 409),
         ("POST", "/api/tasks", 413),
         ("POST", "/api/tasks", 404),
         ("POST", "/api/approvals/{id}/resolve", 422),

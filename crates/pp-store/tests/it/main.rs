@@ -20,6 +20,7 @@ mod events;
 mod logins;
 mod open;
 mod prune;
+mod task_search;
 mod tasks;
 
 use std::path::PathBuf;
@@ -148,6 +149,9 @@ fn checkpoint() -> Checkpoint {
                 diff: None,
                 content: Some("Three points.".into()),
                 fingerprint: "absent".into(),
+                scope: None,
+                added: None,
+                removed: None,
             }),
         },
         later_calls: vec![later.clone()],

@@ -224,21 +224,60 @@ pub(crate) fn read_whole_text(
     }
 }
 
-/// A unified diff of `old` → `new` with `--- a/<path>` / `+++ b/<path>` headers and
-/// three lines of context; empty when nothing changes.
-pub(crate) fn unified_diff(path: &str, old: &str, new: &str) -> String {
+/// A unified diff and how many lines it adds and removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LineDiff {
+    /// `--- a/<path>` / `+++ b/<path>` headers and three lines of context; empty when
+    /// nothing changes.
+    pub(crate) unified: String,
+    /// Lines only in the new text.
+    pub(crate) added: u32,
+    /// Lines only in the old text.
+    pub(crate) removed: u32,
+}
+
+/// The unified diff of `old` → `new` and its line counts, from one diff.
+pub(crate) fn line_diff(path: &str, old: &str, new: &str) -> LineDiff {
     if old == new {
-        return String::new();
+        return LineDiff {
+            unified: String::new(),
+            added: 0,
+            removed: 0,
+        };
     }
     // A deadline keeps a huge rewrite from stalling the approval request: past it the
     // diff is still correct, only less minimal.
-    similar::TextDiff::configure()
+    let diff = similar::TextDiff::configure()
         .timeout(std::time::Duration::from_millis(500))
-        .diff_lines(old, new)
+        .diff_lines(old, new);
+    let (mut added, mut removed) = (0_usize, 0_usize);
+    for op in diff.ops() {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        if tag != similar::DiffTag::Equal {
+            removed += old_range.len();
+            added += new_range.len();
+        }
+    }
+    let unified = diff
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string()
+        .to_string();
+    LineDiff {
+        unified,
+        added: saturating_u32(added),
+        removed: saturating_u32(removed),
+    }
+}
+
+/// The number of lines of `text` (a last line without a newline counts), as the line
+/// count of a new file.
+pub(crate) fn line_count(text: &str) -> u32 {
+    saturating_u32(text.lines().count())
+}
+
+fn saturating_u32(count: usize) -> u32 {
+    u32::try_from(count).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -296,11 +335,34 @@ mod tests {
     }
 
     #[test]
-    fn unified_diff_has_git_style_headers() {
+    fn line_diff_has_git_style_headers_and_counts() {
         assert_eq!(
-            unified_diff("f.txt", "a\nb\n", "a\nc\n"),
-            "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+            line_diff("f.txt", "a\nb\n", "a\nc\n"),
+            LineDiff {
+                unified: "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n".to_owned(),
+                added: 1,
+                removed: 1,
+            }
         );
-        assert_eq!(unified_diff("f.txt", "same\n", "same\n"), "");
+        let grown = line_diff("f.txt", "a\n", "a\nb\nc\n");
+        assert_eq!((grown.added, grown.removed), (2, 0));
+        let shrunk = line_diff("f.txt", "a\nb\nc\n", "c\n");
+        assert_eq!((shrunk.added, shrunk.removed), (0, 2));
+        assert_eq!(
+            line_diff("f.txt", "same\n", "same\n"),
+            LineDiff {
+                unified: String::new(),
+                added: 0,
+                removed: 0
+            }
+        );
+    }
+
+    #[test]
+    fn line_count_counts_a_last_line_without_newline() {
+        assert_eq!(line_count(""), 0);
+        assert_eq!(line_count("one"), 1);
+        assert_eq!(line_count("one\ntwo\n"), 2);
+        assert_eq!(line_count("one\r\ntwo"), 2);
     }
 }

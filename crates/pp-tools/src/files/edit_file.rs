@@ -28,13 +28,15 @@ use std::sync::Arc;
 
 use pp_agent::ToolContext;
 use pp_gate::Jail;
-use pp_types::{Capability, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel};
+use pp_types::{
+    Capability, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+};
 use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    cap_for_display, file_state, read_whole_text, required_str, resolved_path, respond,
-    unified_diff, write_unless_stopped,
+    cap_for_display, file_state, line_diff, read_whole_text, required_str, resolved_path, respond,
+    write_unless_stopped,
 };
 use crate::blocking::SyncTool;
 
@@ -137,17 +139,18 @@ impl EditFile {
             .fingerprint_with(path, self.limits.hash_max_bytes)
             .ok()?;
         let planned = self.plan(arguments).ok()?;
+        let diff = line_diff(path, &planned.old, &planned.new);
         Some(EffectPreview {
             target: path.to_owned(),
             resolved: resolved_path(&self.jail, path),
             notice: None,
             label: WriteLabel::Overwrite,
-            diff: Some(cap_for_display(
-                &unified_diff(path, &planned.old, &planned.new),
-                self.limits.max_output_chars,
-            )),
+            diff: Some(cap_for_display(&diff.unified, self.limits.max_output_chars)),
             content: None,
             fingerprint,
+            scope: Some(EffectScope::Edit),
+            added: Some(diff.added),
+            removed: Some(diff.removed),
         })
     }
 }

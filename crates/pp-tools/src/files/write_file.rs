@@ -28,13 +28,15 @@ use std::sync::Arc;
 
 use pp_agent::ToolContext;
 use pp_gate::Jail;
-use pp_types::{Capability, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel};
+use pp_types::{
+    Capability, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+};
 use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    cap_for_display, decode_text, file_state, required_str, resolved_path, respond, unified_diff,
-    unreadable_notice, write_unless_stopped,
+    cap_for_display, decode_text, file_state, line_count, line_diff, required_str, resolved_path,
+    respond, unreadable_notice, write_unless_stopped,
 };
 use crate::blocking::SyncTool;
 
@@ -113,24 +115,28 @@ impl WriteFile {
             content: None,
             notice: None,
             fingerprint,
+            scope: Some(EffectScope::NewFile),
+            added: Some(line_count(content)),
+            removed: Some(0),
         };
         if !exists {
             preview.content = Some(cap_for_display(content, max_chars));
             return Some(preview);
         }
         preview.label = WriteLabel::Overwrite;
+        preview.scope = Some(EffectScope::ReplacesWholeFile);
+        (preview.added, preview.removed) = (None, None);
         match self.jail.read(path, self.limits.max_read_bytes) {
-            Ok(old) => {
-                preview.diff = match decode_text(&old.bytes, false) {
-                    Ok(old_text) if !old.truncated => Some(cap_for_display(
-                        &unified_diff(path, old_text, content),
-                        max_chars,
-                    )),
-                    // Too large or binary: no line diff is meaningful; show what will be
-                    // written.
-                    _ => None,
-                };
-            }
+            Ok(old) => match decode_text(&old.bytes, false) {
+                Ok(old_text) if !old.truncated => {
+                    let diff = line_diff(path, old_text, content);
+                    preview.diff = Some(cap_for_display(&diff.unified, max_chars));
+                    (preview.added, preview.removed) = (Some(diff.added), Some(diff.removed));
+                }
+                // Too large or binary: no line diff is meaningful; show what will be
+                // written (the line counts stay unknown).
+                _ => {}
+            },
             Err(error) => preview.notice = Some(unreadable_notice(&error)),
         }
         if preview.diff.is_none() {
