@@ -46,6 +46,16 @@ pub enum ApiError {
     VersionMismatch(String),
     /// As many uploads as allowed are already running: `429 too_many_uploads`.
     TooManyUploads(String),
+    /// A revert refused because the file changed after the agent's write: `409
+    /// changed_since`; the body also carries `diff` (the agent's version → now).
+    ChangedSince {
+        /// What to tell the person.
+        message: String,
+        /// The unified diff, when both versions are kept text.
+        diff: Option<String>,
+    },
+    /// A revert refused: nothing kept, too large, already reverted: `409 not_revertible`.
+    NotRevertible(String),
     /// Something broke on our side: `500 internal`. The detail goes to the error log
     /// ([`crate::AppState::set_error_log`]), never to the client.
     Internal(String),
@@ -77,6 +87,8 @@ impl ApiError {
             }
             Self::VersionMismatch(_) => (StatusCode::PRECONDITION_FAILED, "version_mismatch"),
             Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads"),
+            Self::ChangedSince { .. } => (StatusCode::CONFLICT, "changed_since"),
+            Self::NotRevertible(_) => (StatusCode::CONFLICT, "not_revertible"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -97,7 +109,9 @@ impl ApiError {
             | Self::Exists(message)
             | Self::PreconditionRequired(message)
             | Self::VersionMismatch(message)
-            | Self::TooManyUploads(message) => message.clone(),
+            | Self::TooManyUploads(message)
+            | Self::NotRevertible(message)
+            | Self::ChangedSince { message, .. } => message.clone(),
             Self::Unauthorized => "a valid `Authorization: Bearer <token>` header or console \
                                    session is required; run `pocketpilot serve` and open the \
                                    login link it prints"
@@ -125,7 +139,10 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        let body = json!({"error": {"code": code, "message": self.message()}});
+        let mut body = json!({"error": {"code": code, "message": self.message()}});
+        if let Self::ChangedSince { diff, .. } = &self {
+            body["diff"] = json!(diff);
+        }
         let mut response = (status, Json(body)).into_response();
         match self {
             Self::Internal(detail) => {

@@ -17,6 +17,7 @@
 //! ```
 
 mod blocking;
+mod changes;
 mod checks;
 mod conversation;
 mod current;
@@ -33,9 +34,11 @@ mod settings;
 mod shared;
 mod sink;
 mod skills;
+mod snapshots;
 mod task_search;
 mod view;
 
+pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use current::CurrentTarget;
 pub use error::{Error, Result};
@@ -45,7 +48,7 @@ pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
-pub use settings::{TaskSettings, Workspace, Workspaces};
+pub use settings::{RevertSettings, TaskSettings, Workspace, Workspaces};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };

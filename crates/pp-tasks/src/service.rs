@@ -417,7 +417,7 @@ fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
         store.reopen_approval(
             id,
             &[TaskState::Interrupted],
-            new_approval(checkpoint, approval.target.clone()),
+            new_approval(checkpoint, approval.target.clone(), approval.revertible),
             events,
         )?;
         store.append_audit(audit(&message))?;

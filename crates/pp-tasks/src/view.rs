@@ -73,6 +73,13 @@ pub struct ApprovalView {
     /// Arguments it was approved with, if edited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<Value>,
+    /// Whether the change can be undone (`false`: what it replaces is over `[revert]
+    /// max_bytes`); absent for tools without a file effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revertible: Option<bool>,
+    /// What really happened to the call; absent while pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<crate::Outcome>,
 }
 
 impl ApprovalView {
@@ -105,6 +112,8 @@ impl ApprovalView {
             resolved_by: approval.resolved_by,
             reason: approval.reason,
             edited_arguments: approval.edited_arguments,
+            revertible: approval.revertible,
+            outcome: None,
         }
     }
 }
@@ -145,5 +154,9 @@ fn view_of(store: &pp_store::Store, approval: ApprovalRecord) -> ApprovalView {
         .task(&approval.task_id)
         .map(|task| task.prompt)
         .unwrap_or_default();
-    ApprovalView::new(approval, prompt)
+    let outcome = crate::changes::outcome_of(store, &approval);
+    ApprovalView {
+        outcome,
+        ..ApprovalView::new(approval, prompt)
+    }
 }

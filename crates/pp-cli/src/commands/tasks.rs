@@ -93,10 +93,16 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
         }
         TasksCommand::Show { id, json } => {
             let task = store.task(&TaskId(id))?;
+            let changes = app.service.task_changes(&task.id).await?;
             if json {
-                outln!("{}", json_safe(&serde_json::to_string(&task)?))?;
+                let mut value = serde_json::to_value(&task)?;
+                value["changes_on_disk"] = serde_json::to_value(&changes)?;
+                outln!("{}", json_safe(&value.to_string()))?;
             } else {
                 outln!("{}", json_safe(&serde_json::to_string_pretty(&task)?))?;
+                for line in crate::commands::revert::change_lines(&changes) {
+                    outln!("{line}")?;
+                }
             }
         }
         TasksCommand::Events { id, json } => {

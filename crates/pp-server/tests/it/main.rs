@@ -11,6 +11,7 @@ mod approvals;
 mod audit;
 mod auth;
 mod bad_input;
+mod changes;
 mod events;
 mod files;
 mod health_and_icon;

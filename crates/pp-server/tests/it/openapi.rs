@@ -118,7 +118,8 @@ fn check_operation(doc: &Value, path: &str, method: &str, operation: &Value) {
     }
     assert!(responses.contains_key("403"), "{method} {path}: Host check");
     if method == "post" || method == "put" {
-        let body_needed = !path.ends_with("/cancel") && !path.ends_with("/retry");
+        let body_needed =
+            !path.ends_with("/cancel") && !path.ends_with("/retry") && !path.ends_with("/revert");
         assert_eq!(
             operation["requestBody"].is_object(),
             body_needed,

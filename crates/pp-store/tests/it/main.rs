@@ -13,6 +13,7 @@
 mod approvals;
 mod audit;
 mod backup;
+mod changes;
 mod chat;
 mod concurrency;
 mod corrupt;
@@ -192,6 +193,7 @@ fn new_approval() -> NewApproval {
         arguments: checkpoint.pending.arguments.clone(),
         fingerprint: Some("absent".into()),
         checkpoint,
+        revertible: Some(true),
     }
 }
 

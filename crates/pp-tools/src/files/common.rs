@@ -3,7 +3,7 @@
 
 use pp_agent::ToolContext;
 use pp_gate::{Jail, JailError, WriteOutcome};
-use pp_types::{TargetState, ToolOutput};
+use pp_types::{Prior, Snapshot, TargetState, ToolOutput};
 use serde_json::Value;
 
 /// How many leading bytes are searched for a NUL byte to call a file binary.
@@ -57,6 +57,43 @@ pub(crate) fn file_state(jail: &Jail, path: &str, hash_max_bytes: u64) -> Target
             .fingerprint_with(path, hash_max_bytes)
             .unwrap_or_else(|error| format!("unavailable: {error}")),
     }
+}
+
+/// What the workspace file `path` holds now, for a revert ([`pp_agent::Tool::snapshot`]):
+/// its content when at most `keep_up_to` bytes, otherwise its size. Nothing when the
+/// jail refuses the path (the call will be refused too).
+pub(crate) fn file_snapshot(
+    jail: &Jail,
+    path: &str,
+    partial: bool,
+    keep_up_to: u64,
+) -> Vec<Snapshot> {
+    let Ok(probe) = jail.probe(path) else {
+        return Vec::new();
+    };
+    let prior = if !probe.exists() {
+        Prior::Absent
+    } else if !probe.is_file() {
+        Prior::Unreadable {
+            reason: "not a regular file".into(),
+        }
+    } else if probe.size > keep_up_to {
+        Prior::TooLarge { size: probe.size }
+    } else {
+        match jail.read(path, keep_up_to) {
+            Ok(content) if !content.truncated => Prior::Content(content.bytes),
+            Ok(content) => Prior::TooLarge { size: content.size },
+            Err(JailError::NotFound { .. }) => Prior::Absent,
+            Err(error) => Prior::Unreadable {
+                reason: error.to_string(),
+            },
+        }
+    };
+    vec![Snapshot {
+        path: probe.resolved.to_string_lossy().into_owned(),
+        partial,
+        prior,
+    }]
 }
 
 /// What an approval card says when the current content of an existing target cannot be

@@ -35,8 +35,8 @@ use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    cap_for_display, file_state, line_diff, read_whole_text, required_str, resolved_path, respond,
-    write_unless_stopped,
+    cap_for_display, file_snapshot, file_state, line_diff, read_whole_text, required_str,
+    resolved_path, respond, write_unless_stopped,
 };
 use crate::blocking::SyncTool;
 
@@ -167,6 +167,18 @@ impl SyncTool for EditFile {
     fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
         let path = arguments.get(self.spec.path_params.first()?)?.as_str()?;
         Some(file_state(&self.jail, path, self.limits.hash_max_bytes))
+    }
+
+    fn snapshot(
+        &self,
+        _context: &ToolContext,
+        arguments: &Value,
+        keep_up_to: u64,
+    ) -> Vec<pp_types::Snapshot> {
+        match self.target(arguments) {
+            Some(path) => file_snapshot(&self.jail, &path, true, keep_up_to),
+            None => Vec::new(),
+        }
     }
 
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {

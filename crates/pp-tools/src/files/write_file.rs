@@ -35,8 +35,8 @@ use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    cap_for_display, decode_text, file_state, line_count, line_diff, required_str, resolved_path,
-    respond, unreadable_notice, write_unless_stopped,
+    cap_for_display, decode_text, file_snapshot, file_state, line_count, line_diff, required_str,
+    resolved_path, respond, unreadable_notice, write_unless_stopped,
 };
 use crate::blocking::SyncTool;
 
@@ -160,6 +160,18 @@ impl SyncTool for WriteFile {
         Some(file_state(&self.jail, path, self.limits.hash_max_bytes))
     }
 
+    fn snapshot(
+        &self,
+        _context: &ToolContext,
+        arguments: &Value,
+        keep_up_to: u64,
+    ) -> Vec<pp_types::Snapshot> {
+        match self.target(arguments) {
+            Some(path) => file_snapshot(&self.jail, &path, false, keep_up_to),
+            None => Vec::new(),
+        }
+    }
+
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
         respond(self.run(context, arguments))
     }
@@ -200,6 +212,30 @@ mod tests {
         assert_eq!(
             tool.preview_of(&arguments).map(|preview| preview.diff),
             Some(Some(String::new()))
+        );
+    }
+
+    #[test]
+    fn snapshot_keeps_what_the_write_replaces_up_to_the_limit() {
+        use pp_types::{Prior, Snapshot};
+        let (_dir, tool) = tool();
+        let context = ToolContext::default();
+        let arguments = json!({"path": "d/../a.txt", "content": "new"});
+        let absent = vec![Snapshot {
+            path: "a.txt".into(),
+            partial: false,
+            prior: Prior::Absent,
+        }];
+        assert_eq!(tool.snapshot(&context, &arguments, 100), absent);
+        tool.run(&context, &json!({"path": "a.txt", "content": "old!"}))
+            .unwrap();
+        let kept = tool.snapshot(&context, &arguments, 4);
+        assert_eq!(kept[0].prior, Prior::Content(b"old!".to_vec()));
+        let measured = tool.snapshot(&context, &arguments, 0);
+        assert_eq!(measured[0].prior, Prior::TooLarge { size: 4 });
+        assert!(
+            tool.snapshot(&context, &json!({"path": "../x", "content": ""}), 9)
+                .is_empty()
         );
     }
 }
