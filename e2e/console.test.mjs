@@ -178,8 +178,8 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   const card = page.locator(`article.card[data-task-id="${first}"]`);
   await textMatches(card.locator(".card-task"), /Update notes\.txt with the new plan/);
   await textMatches(card.locator(".card-title"), /write_file\s*notes\.txt/);
-  await textMatches(card.locator(".label-overwrite"), /^overwrite$/);
-  await textMatches(card.locator(".badge.risk-high"), /high risk/);
+  // The size badge in proportion: overwriting the whole file is the strongest.
+  await textMatches(card.locator(".badge.scope-replaces_whole_file"), /^replaces whole file \+2 −1$/);
   await textMatches(card.locator(".capability"), /file:write/);
   assert.match(await card.getAttribute("class"), /risk-high/);
   assert.deepEqual(await card.locator(".diff-row.diff-del .diff-code").allTextContents(), ["-Call Bob"]);
@@ -190,24 +190,25 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   assert.equal(new Set(diffColors).size, 2, `added and removed lines are colored apart: ${diffColors}`);
   await screenshot(page, "inbox.png");
 
-  // Edit: broken JSON is caught in the browser; an escaping path gets the server's 422
-  // inline; a new path is approved.
-  await card.getByRole("button", { name: "Edit arguments…" }).click();
-  const editor = card.locator("textarea.json-editor");
-  assert.deepEqual(JSON.parse(await editor.inputValue()), { path: "notes.txt", content: PROPOSED });
-  await editor.fill('{"path": "notes-edited.txt", ');
+  // Edit (structured: a path field and the content): an empty path is caught in the
+  // browser; an escaping path gets the server's 422 inline; a new path is approved.
+  await card.getByRole("button", { name: "Edit…" }).click();
+  const pathField = card.locator('input[data-arg="path"]');
+  assert.equal(await pathField.inputValue(), "notes.txt");
+  assert.equal(await card.locator('textarea[data-arg="content"]').inputValue(), PROPOSED);
+  await pathField.fill(" ");
   await card.getByRole("button", { name: "Approve edited call" }).click();
-  await textMatches(card.locator(".edit-error"), /not valid JSON/);
-  await editor.fill(JSON.stringify({ path: "../outside.txt", content: PROPOSED }, null, 2));
+  await textMatches(card.locator(".edit-error"), /path must not be empty/);
+  await pathField.fill("../outside.txt");
   await card.getByRole("button", { name: "Approve edited call" }).click();
   await textMatches(card.locator(".edit-error"), /server refused the edited arguments: .*escapes/);
   assert.equal(fs.existsSync(path.join(tree.root, "outside.txt")), false);
   assert.equal(await badgeCount(page), 2, "still pending after a refused edit");
   await screenshot(page, "card-edit-refused.png");
-  await editor.fill(JSON.stringify({ path: "notes-edited.txt", content: PROPOSED }, null, 2));
+  await pathField.fill("notes-edited.txt");
   await card.getByRole("button", { name: "Approve edited call" }).click();
   // The card follows the call to its real outcome (never "approved" as the last word).
-  await textMatches(card.locator(".outcome"), /^(Written|Done)/);
+  await textMatches(card.locator(".outcome"), /^Written `notes-edited\.txt` \(\d+ B\)/);
   await eventually("badge 1 after approving", async () => (await badgeCount(page)) === 1);
 
   // The timeline finishes; the write went to the edited path, the original is untouched.

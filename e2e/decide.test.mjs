@@ -146,12 +146,10 @@ test("stale: the file changes after the request; the card warns, and approving e
   const card = page.locator(`article.card[data-approval-id="${view.id}"]`);
   await card.waitFor();
   const fresh = await approvalView(view.id);
-  if (fresh.current) {
-    assert.equal(fresh.current.changed, true, "the server saw the change");
-    await textMatches(card.locator(".current-warning"), /This file changed since the request — diff against the current file shown/);
-  } else {
-    console.log("# pending backend: GET /api/approvals/{id} has no `current` yet (feat-apimisc)");
-  }
+  assert.equal(fresh.current.changed, true, "the server saw the change");
+  await textMatches(card.locator(".current-warning"), /This file changed since the request — diff against the current file shown/);
+  // The diff shown is the one against the file as it is now ("oat milk" is context).
+  await textMatches(card.locator(".diff-table"), /Buy oat milk/);
   await screenshot(page, "decide-stale-warning.png");
   await card.getByRole("button", { name: "Approve", exact: true }).click();
   await textMatches(card.locator(".outcome"), /Not run — the file changed since you saw it/);
@@ -176,7 +174,7 @@ test("decisions panel on the task page: approve inline, the outcome is what was 
   const first = await card.getAttribute("data-approval-id");
   await card.getByRole("button", { name: "Approve", exact: true }).click();
   const decided = panel.locator(`article.card[data-approval-id="${first}"]`);
-  await textMatches(decided.locator(".outcome"), /^(Edited|Written|Done)/, 20000);
+  await textMatches(decided.locator(".outcome"), /^Edited `notes\/todo\.md` \(\d+ B\)/, 20000);
   assert.doesNotMatch(await decided.textContent(), /You approved this call/);
   assert.match(fs.readFileSync(todoPath(), "utf8"), /\+\+ new note/);
   // The next call (the new report) appears in the panel and gets the focus.
@@ -210,18 +208,17 @@ test("keyboard only: e edits with a live re-diff, Esc closes, a approves, r reje
   assert.equal(await page.evaluate(() => document.activeElement.dataset.approvalId), view.id);
   await page.keyboard.press("e");
   await card.locator(".edit-panel").waitFor();
-  const structured = (await card.locator("textarea.arg-text").count()) > 0;
-  if (structured) {
-    // Typing in a field does not trigger the keys; the re-diff follows the text.
-    const newText = card.locator('textarea[data-arg="new_text"]');
-    await newText.fill("- [x] Call Bob\n++ newer note\n");
-    await textMatches(card.locator(".rediff .rediff-summary"), /\+2 −2 lines/);
-    const added = await card.locator(".rediff .diff-row.diff-add .diff-code").allTextContents();
-    assert.ok(added.includes("+++ newer note"), JSON.stringify(added));
-    assert.equal(await card.locator(".edit-panel").isVisible(), true, "typing an `a` in a field approves nothing");
-  } else {
-    console.log("# pending backend: no `scope` on the approval yet, the raw JSON editor is shown (feat-apimisc)");
-  }
+  // The structured editor: the focus is in the new text; typing (an `a` included)
+  // does not trigger the keys, and the re-diff follows the text.
+  const newText = card.locator('textarea[data-arg="new_text"]');
+  assert.equal(await newText.evaluate((element) => element === document.activeElement), true);
+  await page.keyboard.press("Control+a");
+  await page.keyboard.type("- [x] Call Bob\n++ newer note a\n");
+  await textMatches(card.locator(".rediff .rediff-summary"), /\+2 −2 lines/);
+  const added = await card.locator(".rediff .diff-row.diff-add .diff-code").allTextContents();
+  assert.ok(added.includes("+++ newer note a"), JSON.stringify(added));
+  assert.equal(await card.locator(".edit-panel").isVisible(), true, "typing an `a` in a field approves nothing");
+  assert.equal(await card.getAttribute("data-state"), "pending");
   await page.keyboard.press("Escape");
   assert.equal(await card.locator(".edit-panel").isVisible(), false, "Esc closes the editor");
   await page.keyboard.press("a");
@@ -253,12 +250,6 @@ test("structured edit: path and content fields, live re-diff, a refusal that goe
   const page = await openPage("#/approvals/" + write.id);
   const card = page.locator(`article.card[data-approval-id="${write.id}"]`);
   await card.waitFor();
-  if (!write.scope) {
-    console.log("# pending backend: no `scope` yet, so no structured editor (feat-apimisc)");
-    await page.close();
-    await cancelTask(task);
-    return;
-  }
   await textMatches(card.locator(".badge.scope-new_file"), /new file \+12/);
   await card.getByRole("button", { name: "Edit…" }).click();
   const pathField = card.locator('input[data-arg="path"]');
@@ -276,7 +267,7 @@ test("structured edit: path and content fields, live re-diff, a refusal that goe
   await textMatches(card.locator(".rediff"), /Writes to\s*reports\/final\.md/);
   await screenshot(page, "decide-structured-edit-1400.png");
   await card.getByRole("button", { name: "Approve edited call" }).click();
-  await textMatches(card.locator(".outcome"), /^(Written|Done)/, 20000);
+  await textMatches(card.locator(".outcome"), /^Written `reports\/final\.md` \(\d+ B\)/, 20000);
   assert.equal(fs.readFileSync(path.join(tree.workspace, "reports/final.md"), "utf8"), "# Summary\n\nAll done.\n");
   await page.close();
 });
