@@ -372,3 +372,29 @@ test("390 px and 1400 px: inbox and task page with a card fit, axe-core finds no
   }
   await cancelTask(task);
 });
+
+test("a call whose old content is too large to keep says “cannot be undone” before the decision", async () => {
+  const small = tempTree({ "notes/todo.md": TODO });
+  fs.writeFileSync(small.script, JSON.stringify(SCRIPT));
+  // Keep at most 10 bytes for a revert: the todo file (95 B) cannot be kept.
+  fs.mkdirSync(path.join(small.config, "pocketpilot"), { recursive: true });
+  fs.writeFileSync(path.join(small.config, "pocketpilot", "pocketpilot.toml"), "[revert]\nmax_bytes = 10\n");
+  const other = await openConsole(small);
+  try {
+    const response = await other.context.request.post(other.server.base + "/api/tasks", { data: { prompt: "Edit a file I cannot get back" } });
+    const task = (await response.json()).id;
+    const view = await eventually("the pending edit", async () => {
+      const list = await (await other.context.request.get(other.server.base + "/api/approvals")).json();
+      return list.approvals.find((approval) => approval.task_id === task);
+    });
+    assert.equal(view.revertible, false);
+    const page = await other.context.newPage();
+    await page.goto(`${other.server.base}/#/approvals/${view.id}`);
+    const card = page.locator(`article.card[data-approval-id="${view.id}"]`);
+    await textMatches(card.locator(".badge.irreversible"), /^cannot be undone$/);
+    await textMatches(card.locator(".irreversible-note"), /cannot be undone/);
+    assert.deepEqual(other.problems, []);
+  } finally {
+    await other.close();
+  }
+});
