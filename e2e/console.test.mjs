@@ -208,7 +208,7 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await pathField.fill("notes-edited.txt");
   await card.getByRole("button", { name: "Approve edited call" }).click();
   // The card follows the call to its real outcome (never "approved" as the last word).
-  await textMatches(card.locator(".outcome"), /^Written `notes-edited\.txt` \(\d+ B\)/);
+  await textMatches(card.locator(".outcome"), /^Written notes-edited\.txt \(\d+ B\)/);
   await eventually("badge 1 after approving", async () => (await badgeCount(page)) === 1);
 
   // The timeline finishes; the write went to the edited path, the original is untouched.

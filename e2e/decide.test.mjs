@@ -174,7 +174,7 @@ test("decisions panel on the task page: approve inline, the outcome is what was 
   const first = await card.getAttribute("data-approval-id");
   await card.getByRole("button", { name: "Approve", exact: true }).click();
   const decided = panel.locator(`article.card[data-approval-id="${first}"]`);
-  await textMatches(decided.locator(".outcome"), /^Edited `notes\/todo\.md` \(\d+ B\)/, 20000);
+  await textMatches(decided.locator(".outcome"), /^Edited notes\/todo\.md \(\d+ B\)/, 20000);
   assert.doesNotMatch(await decided.textContent(), /You approved this call/);
   assert.match(fs.readFileSync(todoPath(), "utf8"), /\+\+ new note/);
   // The next call (the new report) appears in the panel and gets the focus.
@@ -187,8 +187,12 @@ test("decisions panel on the task page: approve inline, the outcome is what was 
   assert.equal(await next.first().locator(".diff-row.diff-add").count(), 12);
   assert.equal(await next.first().locator("details.long").count(), 0);
   await screenshot(page, "decide-task-newfile-1400.png");
-  await page.close();
+  // The task is cancelled while the write waits: the card ends "Not run — task cancelled".
+  const writeCard = panel.locator(`article.card[data-approval-id="${await next.first().getAttribute("data-approval-id")}"]`);
   await cancelTask(task);
+  await textMatches(writeCard.locator(".outcome"), /Not run — task cancelled/);
+  assert.equal(fs.existsSync(path.join(tree.workspace, "reports/summary.md")), false);
+  await page.close();
 });
 
 test("keyboard only: e edits with a live re-diff, Esc closes, a approves, r rejects with a reason, j/k move", async () => {
@@ -267,7 +271,7 @@ test("structured edit: path and content fields, live re-diff, a refusal that goe
   await textMatches(card.locator(".rediff"), /Writes to\s*reports\/final\.md/);
   await screenshot(page, "decide-structured-edit-1400.png");
   await card.getByRole("button", { name: "Approve edited call" }).click();
-  await textMatches(card.locator(".outcome"), /^Written `reports\/final\.md` \(\d+ B\)/, 20000);
+  await textMatches(card.locator(".outcome"), /^Written reports\/final\.md \(\d+ B\)/, 20000);
   assert.equal(fs.readFileSync(path.join(tree.workspace, "reports/final.md"), "utf8"), "# Summary\n\nAll done.\n");
   await page.close();
 });

@@ -135,6 +135,11 @@ export function focusNextPending(element) {
   target.focus();
 }
 
+/** Text with `code` spans (the server's outcome messages quote paths so) as nodes. */
+function withCode(text) {
+  return text.split("`").map((part, index) => (index % 2 === 1 ? visibleCode(part, "target") : part));
+}
+
 /** A string argument edited in its own field. */
 function isStringArgs(args) {
   return args && typeof args === "object" && !Array.isArray(args) && Object.values(args).every((value) => typeof value === "string");
@@ -206,7 +211,9 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   });
   const editBody = h("div", { class: "edit-fields" });
   if (structured) {
-    for (const [key, value] of Object.entries(view.arguments)) {
+    // The path first (the keys arrive sorted by name), then the texts.
+    const entries = Object.entries(view.arguments).sort(([a], [b]) => (b === "path") - (a === "path"));
+    for (const [key, value] of entries) {
       const fieldId = `${uid}-arg-${key}`;
       const multiline = key !== "path" && (value.includes("\n") || value.length > 80 || key === "content" || /text|content|body/.test(key));
       const input = multiline
@@ -214,7 +221,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
         : h("input", { id: fieldId, type: "text", class: "arg-line", spellcheck: "false", autocapitalize: "off", autocomplete: "off", dataset: { arg: key } });
       input.value = value;
       fields.set(key, input);
-      editBody.append(h("div", { class: "field" }, h("label", { for: fieldId, text: key === "path" ? "Path (in the workspace)" : key.replace(/_/g, " ") }), input));
+      editBody.append(h("div", { class: "field" }, h("label", { for: fieldId, text: key === "path" ? "Path (in the workspace)" : key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase()) }), input));
     }
   } else {
     editBody.append(h("label", { for: uid + "-editor", text: "Arguments (JSON)" }), rawEditor);
@@ -366,14 +373,15 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     element.dataset.outcome = outcome.status;
     const kind = { done: "ok", approved: "ok", not_run: "warn", failed: "error", running: "info" }[outcome.status] || "info";
     const text = outcome.status === "running" ? "Approved — running…" : outcome.message;
-    const previous = outcomeLine.querySelector(".outcome-text")?.textContent;
+    const previous = outcomeLine.dataset.text;
+    outcomeLine.dataset.text = text;
     replace(
       outcomeLine,
-      h("p", { class: `notice notice-${kind} outcome outcome-${outcome.status}` }, h("span", { class: "outcome-text", text })),
+      h("p", { class: `notice notice-${kind} outcome outcome-${outcome.status}` }, h("span", { class: "outcome-text" }, withCode(text))),
       h("p", { class: "muted small resolution", text: describeResolution(fresh).replace(/^./, (c) => c.toUpperCase()) + "." }),
     );
     if (previous !== text && resolvedHere) {
-      announce(text);
+      announce(text.replaceAll("`", ""));
     }
   }
 
