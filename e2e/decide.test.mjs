@@ -130,6 +130,7 @@ test("diff: a deleted `--` line and an added `++` line are a deletion and an add
   // Split view side by side, and back.
   await card.getByRole("button", { name: "Split" }).click();
   await card.locator("table.diff-split").waitFor();
+  await screenshot(page, "decide-split-1400.png");
   await card.getByRole("button", { name: "Unified" }).click();
   await card.locator("table.diff-unified").waitFor();
   await page.close();
