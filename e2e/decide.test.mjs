@@ -133,6 +133,21 @@ test("diff: a deleted `--` line and an added `++` line are a deletion and an add
   await screenshot(page, "decide-split-1400.png");
   await card.getByRole("button", { name: "Unified" }).click();
   await card.locator("table.diff-unified").waitFor();
+
+  // Expandable context: a whole-file diff folds long unchanged runs behind a button.
+  const rows = await page.evaluate(async () => {
+    const { diffTexts, renderDiffView } = await import("/assets/diff.js");
+    const old = Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    const view = renderDiffView({ lines: diffTexts(old, old.replace("line 20\n", "line twenty\n")).lines });
+    view.id = "expand-probe";
+    document.querySelector("#view").append(view);
+    return view.querySelectorAll("tr.diff-row").length;
+  });
+  const probe = page.locator("#expand-probe");
+  assert.equal(await probe.locator(".diff-expand").count(), 2, "unchanged runs before and after the change are folded");
+  await textMatches(probe.locator(".diff-expand").first(), /Show 16 unchanged lines/);
+  await probe.locator(".diff-expand").first().click();
+  assert.equal(await probe.locator("tr.diff-row").count(), rows + 15, "the 16 lines replace their button");
   await page.close();
   await cancelTask(task);
 });

@@ -673,6 +673,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     update,
     id,
     isPending,
+    panelOpen: () => !rejectPanel.hidden || !editPanel.hidden,
     approve,
     openReject,
     openEditor,
