@@ -181,35 +181,37 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   const card = page.locator(`article.card[data-task-id="${first}"]`);
   await textMatches(card.locator(".card-task"), /Update notes\.txt with the new plan/);
   await textMatches(card.locator(".card-title"), /write_file\s*notes\.txt/);
-  await textMatches(card.locator(".label-overwrite"), /^overwrite$/);
-  await textMatches(card.locator(".badge.risk-high"), /high risk/);
+  // The size badge in proportion: overwriting the whole file is the strongest.
+  await textMatches(card.locator(".badge.scope-replaces_whole_file"), /^replaces whole file \+2 −1$/);
   await textMatches(card.locator(".capability"), /file:write/);
   assert.match(await card.getAttribute("class"), /risk-high/);
-  assert.deepEqual(await card.locator(".diff-del").allTextContents(), ["-Call Bob\n"]);
-  assert.deepEqual(await card.locator(".diff-add").allTextContents(), ["+Call Ada\n", "+Ship the release\n"]);
-  const diffColors = await card.locator(".diff-add, .diff-del").evaluateAll((lines) =>
+  assert.deepEqual(await card.locator(".diff-row.diff-del .diff-code").allTextContents(), ["-Call Bob"]);
+  assert.deepEqual(await card.locator(".diff-row.diff-add .diff-code").allTextContents(), ["+Call Ada", "+Ship the release"]);
+  const diffColors = await card.locator(".diff-row.diff-add .diff-code, .diff-row.diff-del .diff-code").evaluateAll((lines) =>
     lines.map((line) => getComputedStyle(line).backgroundColor),
   );
   assert.equal(new Set(diffColors).size, 2, `added and removed lines are colored apart: ${diffColors}`);
   await screenshot(page, "inbox.png");
 
-  // Edit: broken JSON is caught in the browser; an escaping path gets the server's 422
-  // inline; a new path is approved.
-  await card.getByRole("button", { name: "Edit arguments…" }).click();
-  const editor = card.locator("textarea.json-editor");
-  assert.deepEqual(JSON.parse(await editor.inputValue()), { path: "notes.txt", content: PROPOSED });
-  await editor.fill('{"path": "notes-edited.txt", ');
+  // Edit (structured: a path field and the content): an empty path is caught in the
+  // browser; an escaping path gets the server's 422 inline; a new path is approved.
+  await card.getByRole("button", { name: "Edit…" }).click();
+  const pathField = card.locator('input[data-arg="path"]');
+  assert.equal(await pathField.inputValue(), "notes.txt");
+  assert.equal(await card.locator('textarea[data-arg="content"]').inputValue(), PROPOSED);
+  await pathField.fill(" ");
   await card.getByRole("button", { name: "Approve edited call" }).click();
-  await textMatches(card.locator(".edit-error"), /not valid JSON/);
-  await editor.fill(JSON.stringify({ path: "../outside.txt", content: PROPOSED }, null, 2));
+  await textMatches(card.locator(".edit-error"), /path must not be empty/);
+  await pathField.fill("../outside.txt");
   await card.getByRole("button", { name: "Approve edited call" }).click();
   await textMatches(card.locator(".edit-error"), /server refused the edited arguments: .*escapes/);
   assert.equal(fs.existsSync(path.join(tree.root, "outside.txt")), false);
   assert.equal(await badgeCount(page), 2, "still pending after a refused edit");
   await screenshot(page, "card-edit-refused.png");
-  await editor.fill(JSON.stringify({ path: "notes-edited.txt", content: PROPOSED }, null, 2));
+  await pathField.fill("notes-edited.txt");
   await card.getByRole("button", { name: "Approve edited call" }).click();
-  await textMatches(card.locator(".card-status"), /You approved the edited call/);
+  // The card follows the call to its real outcome (never "approved" as the last word).
+  await textMatches(card.locator(".outcome"), /^Written notes-edited\.txt \(\d+ B\)/);
   await eventually("badge 1 after approving", async () => (await badgeCount(page)) === 1);
 
   // The timeline finishes; the write went to the edited path, the original is untouched.
@@ -234,7 +236,8 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await other.getByRole("button", { name: "Reject…" }).click();
   await page.getByLabel("Reason for rejecting (optional)").fill("Not today: keep the old plan");
   await other.getByRole("button", { name: "Reject call" }).click();
-  await textMatches(other.locator(".card-status"), /You rejected this call \(reason: “Not today: keep the old plan”\)/);
+  await textMatches(other.locator(".outcome"), /Not run — rejected/);
+  await textMatches(other.locator(".resolution"), /reason: “Not today: keep the old plan”/);
   await eventually("badge 0", async () => (await badgeCount(page)) === 0);
   assert.equal(await page.locator("#approval-count").isVisible(), false);
 
@@ -242,7 +245,7 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await page.selectOption("#approval-filter", "rejected");
   await page.waitForURL(/#\/approvals\?state=rejected/);
   await textMatches(
-    page.locator(`article.card[data-task-id="${second}"] .card-status`),
+    page.locator(`article.card[data-task-id="${second}"] .resolution`),
     /Rejected by operator at .*reason: “Not today: keep the old plan”/,
   );
   assert.equal(await page.locator(`article.card[data-task-id="${second}"] button.approve`).count(), 0);
@@ -274,14 +277,14 @@ test("two tabs resolve the same card: one wins, the other says already resolved"
     await cardIn(tab).waitFor();
   }
   await Promise.all(tabs.map((tab) => cardIn(tab).getByRole("button", { name: "Approve", exact: true }).click()));
-  const texts = await Promise.all(tabs.map((tab) => textMatches(cardIn(tab).locator(".card-status"), /approved|already resolved/i)));
-  const winners = texts.filter((text) => /You approved this call/.test(text));
+  const texts = await Promise.all(tabs.map((tab) => textMatches(cardIn(tab), /Already resolved|Approved — running…|Written|Done/)));
+  const winners = texts.filter((text) => !/Already resolved/.test(text));
   const losers = texts.filter((text) => /Already resolved/.test(text));
   assert.equal(winners.length, 1, texts.join(" | "));
   assert.equal(losers.length, 1, texts.join(" | "));
   assert.match(losers[0], /approved by operator/);
-  assert.doesNotMatch(losers[0], /409|error|\{/i, "no error dump");
   const loser = tabs[texts.indexOf(losers[0])];
+  assert.doesNotMatch(await cardIn(loser).locator(".card-status").textContent(), /409|error|\{/i, "no error dump");
   await screenshot(loser, "already-resolved.png");
 
   // The call ran exactly once.
@@ -481,17 +484,17 @@ test("a richer run: denial, a long result collapsed, a create card with content,
     // The create card shows the content; approve it from the timeline's link.
     await page.getByRole("link", { name: "Open the approval card" }).click();
     const create = page.locator("article.card");
-    await textMatches(create.locator(".label-create"), /^create$/);
-    await textMatches(create.locator("pre.content"), /# Summary/);
+    await textMatches(create.locator(".badge.scope-new_file, .label-create"), /^(new file|create)/);
+    await textMatches(create.locator(".diff-row.diff-add .diff-code").first(), /# Summary/);
     await create.getByRole("button", { name: "Approve", exact: true }).click();
-    await textMatches(create.locator(".card-status"), /You approved this call/);
+    await textMatches(create.locator(".outcome"), /^(Written|Done)/);
 
     // The edit card shows a diff.
     await page.getByRole("link", { name: /Approvals/ }).click();
     const edit = page.locator("article.card").first();
     await textMatches(edit.locator(".card-title"), /edit_file\s*greeting\.txt/);
-    assert.deepEqual(await edit.locator(".diff-del").allTextContents(), ["-hi there\n"]);
-    assert.deepEqual(await edit.locator(".diff-add").allTextContents(), ["+hello there\n"]);
+    assert.deepEqual(await edit.locator(".diff-row.diff-del .diff-code").allTextContents(), ["-hi there"]);
+    assert.deepEqual(await edit.locator(".diff-row.diff-add .diff-code").allTextContents(), ["+hello there"]);
     await screenshot(page, "card-edit-file.png");
     // Keyboard only: the actions are real buttons and links.
     await edit.getByRole("button", { name: "Approve", exact: true }).focus();

@@ -130,8 +130,24 @@ test("diff: a deleted `--` line and an added `++` line are a deletion and an add
   // Split view side by side, and back.
   await card.getByRole("button", { name: "Split" }).click();
   await card.locator("table.diff-split").waitFor();
+  await screenshot(page, "decide-split-1400.png");
   await card.getByRole("button", { name: "Unified" }).click();
   await card.locator("table.diff-unified").waitFor();
+
+  // Expandable context: a whole-file diff folds long unchanged runs behind a button.
+  const rows = await page.evaluate(async () => {
+    const { diffTexts, renderDiffView } = await import("/assets/diff.js");
+    const old = Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    const view = renderDiffView({ lines: diffTexts(old, old.replace("line 20\n", "line twenty\n")).lines });
+    view.id = "expand-probe";
+    document.querySelector("#view").append(view);
+    return view.querySelectorAll("tr.diff-row").length;
+  });
+  const probe = page.locator("#expand-probe");
+  assert.equal(await probe.locator(".diff-expand").count(), 2, "unchanged runs before and after the change are folded");
+  await textMatches(probe.locator(".diff-expand").first(), /Show 16 unchanged lines/);
+  await probe.locator(".diff-expand").first().click();
+  assert.equal(await probe.locator("tr.diff-row").count(), rows + 15, "the 16 lines replace their button");
   await page.close();
   await cancelTask(task);
 });
@@ -146,12 +162,10 @@ test("stale: the file changes after the request; the card warns, and approving e
   const card = page.locator(`article.card[data-approval-id="${view.id}"]`);
   await card.waitFor();
   const fresh = await approvalView(view.id);
-  if (fresh.current) {
-    assert.equal(fresh.current.changed, true, "the server saw the change");
-    await textMatches(card.locator(".current-warning"), /This file changed since the request — diff against the current file shown/);
-  } else {
-    console.log("# pending backend: GET /api/approvals/{id} has no `current` yet (feat-apimisc)");
-  }
+  assert.equal(fresh.current.changed, true, "the server saw the change");
+  await textMatches(card.locator(".current-warning"), /This file changed since the request — diff against the current file shown/);
+  // The diff shown is the one against the file as it is now ("oat milk" is context).
+  await textMatches(card.locator(".diff-table"), /Buy oat milk/);
   await screenshot(page, "decide-stale-warning.png");
   await card.getByRole("button", { name: "Approve", exact: true }).click();
   await textMatches(card.locator(".outcome"), /Not run — the file changed since you saw it/);
@@ -176,7 +190,7 @@ test("decisions panel on the task page: approve inline, the outcome is what was 
   const first = await card.getAttribute("data-approval-id");
   await card.getByRole("button", { name: "Approve", exact: true }).click();
   const decided = panel.locator(`article.card[data-approval-id="${first}"]`);
-  await textMatches(decided.locator(".outcome"), /^(Edited|Written|Done)/, 20000);
+  await textMatches(decided.locator(".outcome"), /^Edited notes\/todo\.md \(\d+ B\)/, 20000);
   assert.doesNotMatch(await decided.textContent(), /You approved this call/);
   assert.match(fs.readFileSync(todoPath(), "utf8"), /\+\+ new note/);
   // The next call (the new report) appears in the panel and gets the focus.
@@ -189,8 +203,12 @@ test("decisions panel on the task page: approve inline, the outcome is what was 
   assert.equal(await next.first().locator(".diff-row.diff-add").count(), 12);
   assert.equal(await next.first().locator("details.long").count(), 0);
   await screenshot(page, "decide-task-newfile-1400.png");
-  await page.close();
+  // The task is cancelled while the write waits: the card ends "Not run — task cancelled".
+  const writeCard = panel.locator(`article.card[data-approval-id="${await next.first().getAttribute("data-approval-id")}"]`);
   await cancelTask(task);
+  await textMatches(writeCard.locator(".outcome"), /Not run — task cancelled/);
+  assert.equal(fs.existsSync(path.join(tree.workspace, "reports/summary.md")), false);
+  await page.close();
 });
 
 test("keyboard only: e edits with a live re-diff, Esc closes, a approves, r rejects with a reason, j/k move", async () => {
@@ -210,18 +228,17 @@ test("keyboard only: e edits with a live re-diff, Esc closes, a approves, r reje
   assert.equal(await page.evaluate(() => document.activeElement.dataset.approvalId), view.id);
   await page.keyboard.press("e");
   await card.locator(".edit-panel").waitFor();
-  const structured = (await card.locator("textarea.arg-text").count()) > 0;
-  if (structured) {
-    // Typing in a field does not trigger the keys; the re-diff follows the text.
-    const newText = card.locator('textarea[data-arg="new_text"]');
-    await newText.fill("- [x] Call Bob\n++ newer note\n");
-    await textMatches(card.locator(".rediff .rediff-summary"), /\+2 −2 lines/);
-    const added = await card.locator(".rediff .diff-row.diff-add .diff-code").allTextContents();
-    assert.ok(added.includes("+++ newer note"), JSON.stringify(added));
-    assert.equal(await card.locator(".edit-panel").isVisible(), true, "typing an `a` in a field approves nothing");
-  } else {
-    console.log("# pending backend: no `scope` on the approval yet, the raw JSON editor is shown (feat-apimisc)");
-  }
+  // The structured editor: the focus is in the new text; typing (an `a` included)
+  // does not trigger the keys, and the re-diff follows the text.
+  const newText = card.locator('textarea[data-arg="new_text"]');
+  assert.equal(await newText.evaluate((element) => element === document.activeElement), true);
+  await page.keyboard.press("Control+a");
+  await page.keyboard.type("- [x] Call Bob\n++ newer note a\n");
+  await textMatches(card.locator(".rediff .rediff-summary"), /\+2 −2 lines/);
+  const added = await card.locator(".rediff .diff-row.diff-add .diff-code").allTextContents();
+  assert.ok(added.includes("+++ newer note a"), JSON.stringify(added));
+  assert.equal(await card.locator(".edit-panel").isVisible(), true, "typing an `a` in a field approves nothing");
+  assert.equal(await card.getAttribute("data-state"), "pending");
   await page.keyboard.press("Escape");
   assert.equal(await card.locator(".edit-panel").isVisible(), false, "Esc closes the editor");
   await page.keyboard.press("a");
@@ -253,12 +270,6 @@ test("structured edit: path and content fields, live re-diff, a refusal that goe
   const page = await openPage("#/approvals/" + write.id);
   const card = page.locator(`article.card[data-approval-id="${write.id}"]`);
   await card.waitFor();
-  if (!write.scope) {
-    console.log("# pending backend: no `scope` yet, so no structured editor (feat-apimisc)");
-    await page.close();
-    await cancelTask(task);
-    return;
-  }
   await textMatches(card.locator(".badge.scope-new_file"), /new file \+12/);
   await card.getByRole("button", { name: "Edit…" }).click();
   const pathField = card.locator('input[data-arg="path"]');
@@ -276,7 +287,7 @@ test("structured edit: path and content fields, live re-diff, a refusal that goe
   await textMatches(card.locator(".rediff"), /Writes to\s*reports\/final\.md/);
   await screenshot(page, "decide-structured-edit-1400.png");
   await card.getByRole("button", { name: "Approve edited call" }).click();
-  await textMatches(card.locator(".outcome"), /^(Written|Done)/, 20000);
+  await textMatches(card.locator(".outcome"), /^Written reports\/final\.md \(\d+ B\)/, 20000);
   assert.equal(fs.readFileSync(path.join(tree.workspace, "reports/final.md"), "utf8"), "# Summary\n\nAll done.\n");
   await page.close();
 });
@@ -380,4 +391,30 @@ test("390 px and 1400 px: inbox and task page with a card fit, axe-core finds no
     await taskPage.close();
   }
   await cancelTask(task);
+});
+
+test("a call whose old content is too large to keep says “cannot be undone” before the decision", async () => {
+  const small = tempTree({ "notes/todo.md": TODO });
+  fs.writeFileSync(small.script, JSON.stringify(SCRIPT));
+  // Keep at most 10 bytes for a revert: the todo file (95 B) cannot be kept.
+  fs.mkdirSync(path.join(small.config, "pocketpilot"), { recursive: true });
+  fs.writeFileSync(path.join(small.config, "pocketpilot", "pocketpilot.toml"), "[revert]\nmax_bytes = 10\n");
+  const other = await openConsole(small);
+  try {
+    const response = await other.context.request.post(other.server.base + "/api/tasks", { data: { prompt: "Edit a file I cannot get back" } });
+    const task = (await response.json()).id;
+    const view = await eventually("the pending edit", async () => {
+      const list = await (await other.context.request.get(other.server.base + "/api/approvals")).json();
+      return list.approvals.find((approval) => approval.task_id === task);
+    });
+    assert.equal(view.revertible, false);
+    const page = await other.context.newPage();
+    await page.goto(`${other.server.base}/#/approvals/${view.id}`);
+    const card = page.locator(`article.card[data-approval-id="${view.id}"]`);
+    await textMatches(card.locator(".badge.irreversible"), /^cannot be undone$/);
+    await textMatches(card.locator(".irreversible-note"), /cannot be undone/);
+    assert.deepEqual(other.problems, []);
+  } finally {
+    await other.close();
+  }
 });

@@ -87,6 +87,19 @@ export function query(values) {
   return text ? "?" + text : "";
 }
 
+/** Listeners that also get every event of the all-tasks stream (`/api/events`). */
+const allEventsListeners = new Set();
+
+/**
+ * Calls `listener(stored)` for every event the shell's all-tasks stream delivers, and
+ * `listener({ type: "resync" })` each time it (re)connects, so pages can share that
+ * one connection instead of opening their own. Returns `unsubscribe()`.
+ */
+export function onAllEvents(listener) {
+  allEventsListeners.add(listener);
+  return () => allEventsListeners.delete(listener);
+}
+
 /**
  * Follows an SSE stream of stored events. `onEvent(stored)` is called once per event
  * sequence number, in order: a reconnect (automatic, with `Last-Event-ID`, or ours, with
@@ -113,6 +126,11 @@ export function followEvents(path, { after = null, onEvent, onStatus = () => {} 
     }
     lastSeq = seq;
     onEvent(stored);
+    if (path === "/api/events") {
+      for (const listener of [...allEventsListeners]) {
+        listener(stored);
+      }
+    }
   };
 
   const open = () => {
@@ -125,6 +143,11 @@ export function followEvents(path, { after = null, onEvent, onStatus = () => {} 
     source.onopen = () => {
       retryDelay = 1000;
       onStatus("live");
+      if (path === "/api/events") {
+        for (const listener of [...allEventsListeners]) {
+          listener({ type: "resync" });
+        }
+      }
     };
     source.onmessage = handle;
     for (const type of EVENT_TYPES) {

@@ -8,9 +8,10 @@
 // its `outcome` is final ("Written …", "Not run — …", "Failed: …"): approving is not the
 // same as the file being written, and the card never claims more than the server knows.
 
-import { api, followEvents } from "./api.js";
+import { api } from "./api.js";
 import { append, debounce, formatTime, h, notice, prettyJson, replace } from "./dom.js";
 import { diffTexts, renderDiffView, renderNewContent, reverseApply, splitLines } from "./diff.js";
+import { subscribe } from "./live.js";
 import { escapeInvisible, escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
 
 const RESOLVED_WORDS = {
@@ -134,6 +135,11 @@ export function focusNextPending(element) {
   target.focus();
 }
 
+/** Text with `code` spans (the server's outcome messages quote paths so) as nodes. */
+function withCode(text) {
+  return text.split("`").map((part, index) => (index % 2 === 1 ? visibleCode(part, "target") : part));
+}
+
 /** A string argument edited in its own field. */
 function isStringArgs(args) {
   return args && typeof args === "object" && !Array.isArray(args) && Object.values(args).every((value) => typeof value === "string");
@@ -205,7 +211,9 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   });
   const editBody = h("div", { class: "edit-fields" });
   if (structured) {
-    for (const [key, value] of Object.entries(view.arguments)) {
+    // The path first (the keys arrive sorted by name), then the texts.
+    const entries = Object.entries(view.arguments).sort(([a], [b]) => (b === "path") - (a === "path"));
+    for (const [key, value] of entries) {
       const fieldId = `${uid}-arg-${key}`;
       const multiline = key !== "path" && (value.includes("\n") || value.length > 80 || key === "content" || /text|content|body/.test(key));
       const input = multiline
@@ -213,7 +221,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
         : h("input", { id: fieldId, type: "text", class: "arg-line", spellcheck: "false", autocapitalize: "off", autocomplete: "off", dataset: { arg: key } });
       input.value = value;
       fields.set(key, input);
-      editBody.append(h("div", { class: "field" }, h("label", { for: fieldId, text: key === "path" ? "Path (in the workspace)" : key.replace(/_/g, " ") }), input));
+      editBody.append(h("div", { class: "field" }, h("label", { for: fieldId, text: key === "path" ? "Path (in the workspace)" : key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase()) }), input));
     }
   } else {
     editBody.append(h("label", { for: uid + "-editor", text: "Arguments (JSON)" }), rawEditor);
@@ -365,14 +373,15 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     element.dataset.outcome = outcome.status;
     const kind = { done: "ok", approved: "ok", not_run: "warn", failed: "error", running: "info" }[outcome.status] || "info";
     const text = outcome.status === "running" ? "Approved — running…" : outcome.message;
-    const previous = outcomeLine.querySelector(".outcome-text")?.textContent;
+    const previous = outcomeLine.dataset.text;
+    outcomeLine.dataset.text = text;
     replace(
       outcomeLine,
-      h("p", { class: `notice notice-${kind} outcome outcome-${outcome.status}` }, h("span", { class: "outcome-text", text })),
+      h("p", { class: `notice notice-${kind} outcome outcome-${outcome.status}` }, h("span", { class: "outcome-text" }, withCode(text))),
       h("p", { class: "muted small resolution", text: describeResolution(fresh).replace(/^./, (c) => c.toUpperCase()) + "." }),
     );
     if (previous !== text && resolvedHere) {
-      announce(text);
+      announce(text.replaceAll("`", ""));
     }
   }
 
@@ -402,25 +411,37 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     if (follower) {
       return;
     }
+    const taskId = current.task_id;
     let callId = null;
     let fallback = null;
-    const stop = () => {
-      if (follower) {
-        follower.stream.close();
-        follower.refetch.cancel();
+    let scanned = false;
+    const note = (stored) => {
+      if (stored.type === "approval_required" && stored.approval_id === id) {
+        callId = stored.call_id;
+      } else if (callId && stored.call_id === callId && stored.type === "tool_result") {
+        fallback = { status: "done", message: `Done — ${stored.name} ran` };
+      } else if (callId && stored.call_id === callId && stored.type === "tool_error") {
+        fallback = { status: "failed", message: "Failed: " + stored.message };
+      } else if (!fallback && ["task_cancelled", "task_failed", "task_interrupted"].includes(stored.type)) {
+        fallback = { status: "not_run", message: stored.type === "task_cancelled" ? "Not run — task cancelled" : "Not run — the task ended" };
       }
     };
     const refetch = debounce(async () => {
-      if (!element.isConnected && follower.started) {
-        stop();
-        return;
-      }
-      follower.started = true;
       let fresh;
       try {
         fresh = await api("/api/approvals/" + encodeURIComponent(id));
       } catch {
         return;
+      }
+      if (!fresh.outcome && !scanned) {
+        // An older server: find the call in the task's events so far.
+        scanned = true;
+        try {
+          const page = await api(`/api/tasks/${encodeURIComponent(taskId)}/events?limit=5000`);
+          page.events.forEach(note);
+        } catch {
+          // The live events still tell.
+        }
       }
       current = fresh;
       element.dataset.state = fresh.state;
@@ -429,24 +450,26 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
       }
       showOutcome(fresh);
       if (FINAL.has(outcomeOf(fresh).status)) {
-        stop();
+        follower.stop();
       }
     }, 150);
-    const stream = followEvents(`/api/tasks/${encodeURIComponent(current.task_id)}/events`, {
-      onEvent(stored) {
-        if (stored.type === "approval_required" && stored.approval_id === id) {
-          callId = stored.call_id;
-        } else if (callId && stored.call_id === callId && stored.type === "tool_result") {
-          fallback = { status: "done", message: `Done — ${stored.name} ran` };
-        } else if (callId && stored.call_id === callId && stored.type === "tool_error") {
-          fallback = { status: "failed", message: "Failed: " + stored.message };
-        } else if (!fallback && ["task_cancelled", "task_failed", "task_interrupted"].includes(stored.type)) {
-          fallback = { status: "not_run", message: stored.type === "task_cancelled" ? "Not run — task cancelled" : "Not run — the task ended" };
+    const unsubscribe = subscribe(
+      (stored) => {
+        if (stored.type === "resync" || stored.task_id === taskId) {
+          if (scanned) {
+            note(stored);
+          }
+          refetch();
         }
-        refetch();
       },
-    });
-    follower = { stream, refetch, started: false };
+      () => element.isConnected,
+    );
+    follower = {
+      stop() {
+        unsubscribe();
+        refetch.cancel();
+      },
+    };
     refetch();
   }
 
@@ -642,7 +665,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     }
     current = fresh;
     resolvedHere = true;
-    finish(fresh, "Resolved elsewhere.");
+    finish(fresh, "Resolved elsewhere: " + describeResolution(fresh) + ".");
   }
 
   const api_ = {
@@ -650,15 +673,13 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     update,
     id,
     isPending,
+    panelOpen: () => !rejectPanel.hidden || !editPanel.hidden,
     approve,
     openReject,
     openEditor,
     closePanels,
     dispose() {
-      if (follower) {
-        follower.stream.close();
-        follower.refetch.cancel();
-      }
+      follower?.stop();
     },
   };
   CARDS.set(element, api_);

@@ -1,13 +1,14 @@
 // "Needs your decision": the pending approvals of one task as cards at the top of its
-// page, kept live from the task's event stream. The task page (timeline.js) mounts it:
+// page, kept live from the events (one shared connection, live.js). The task page (timeline.js) mounts it:
 // `renderDecisions(container, taskId, context)` fills `container` and returns
 // `{ cleanup() }`. The panel hides itself while the task has nothing to decide and no
 // card decided on this page.
 
-import { api, followEvents } from "./api.js";
+import { api } from "./api.js";
 import { debounce, h, replace } from "./dom.js";
 import { approvalCard } from "./card.js";
 import { KEY_HINT } from "./keys.js";
+import { subscribe } from "./live.js";
 
 /** Task events after which the set of pending approvals may differ. */
 const REFRESH_EVENTS = new Set([
@@ -83,18 +84,19 @@ export function renderDecisions(container, taskId, context = {}) {
   };
   const reload = debounce(load, 150);
 
-  const stream = followEvents(`/api/tasks/${encodeURIComponent(taskId)}/events`, {
-    onEvent(stored) {
-      if (REFRESH_EVENTS.has(stored.type)) {
+  const unsubscribe = subscribe(
+    (stored) => {
+      if (stored.type === "resync" || (stored.task_id === taskId && REFRESH_EVENTS.has(stored.type))) {
         reload();
       }
     },
-  });
+    () => section.isConnected,
+  );
   load();
   return {
     element: section,
     cleanup() {
-      stream.close();
+      unsubscribe();
       reload.cancel();
       for (const card of cards.values()) {
         card.dispose();

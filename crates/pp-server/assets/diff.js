@@ -612,7 +612,10 @@ export function renderDiffView(source, { label = "diff of the change", toggle = 
       }
       gap(at, lines.length);
     }
-    table.replaceChildren(body);
+    // Fixed layout takes its widths from the columns (the first row may be a hunk
+    // header spanning all of them).
+    const cols = effective === "split" ? ["ln", "code", "ln", "code"] : ["ln", "ln", "code"];
+    table.replaceChildren(h("colgroup", {}, cols.map((kind) => h("col", { class: "diff-col-" + kind }))), body);
   };
 
   const view = h("div", { class: "diff-view" });

@@ -83,7 +83,9 @@ export function installKeys() {
     }
     const element = own && own.dataset.state === "pending" ? own : pendingCards()[0];
     const card = element && cardFor(element);
-    if (!card || !card.isPending()) {
+    // With the editor or the reject panel open, a stray key must not approve the
+    // unedited call: only Esc (above) acts there.
+    if (!card || !card.isPending() || card.panelOpen()) {
       return;
     }
     event.preventDefault();
