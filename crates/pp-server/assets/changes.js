@@ -38,36 +38,44 @@ export function changesPanel(container, taskId) {
   const status = h("div", { class: "changes-status" }, h("p", { class: "muted", text: "Loading the change log…" }));
   let workspace = "";
 
-  const revert = async (change, row, button) => {
+  /**
+   * The status box of a change's row as it is on screen now (a live refresh rebuilds the
+   * rows and moves the box into the new one).
+   */
+  const resultBox = (change) => {
+    const box = [...list.querySelectorAll("li.change")].find((item) => item.dataset.changeId === change.id)?.querySelector(".change-result");
+    return box || h("div");
+  };
+
+  const revert = async (change, button) => {
     button.disabled = true;
-    const result = row.querySelector(".change-result");
-    replace(result, notice("info", "Reverting…"));
+    replace(resultBox(change), notice("info", "Reverting…"));
     try {
       await api(`/api/changes/${encodeURIComponent(change.id)}/revert`, { method: "POST" });
-      replace(result, notice("ok", `Reverted: ${change.path} is back as it was before this change.`));
+      replace(resultBox(change), notice("ok", `Reverted: ${change.path} is back as it was before this change.`));
       refresh();
     } catch (error) {
       button.disabled = false;
       if (error.status === 409 && error.code === "changed_since") {
         const diff = error.body && typeof error.body.diff === "string" ? error.body.diff : "";
         replace(
-          result,
+          resultBox(change),
           notice("error", "Not reverted: " + error.message),
           diff ? [h("p", { class: "muted small", text: "What changed since the agent's write (agent's version → the file now):" }), renderDiff(diff)] : null,
         );
       } else {
-        replace(result, notice("error", "Not reverted: " + error.message));
+        replace(resultBox(change), notice("error", "Not reverted: " + error.message));
       }
     }
   };
 
-  const confirmRevert = (change, row, button) => {
-    const result = row.querySelector(".change-result");
+  const confirmRevert = (change, button) => {
+    const result = resultBox(change);
     const yes = h("button", { type: "button", class: "button danger small confirm-revert", text: "Revert now" });
     const no = h("button", { type: "button", class: "button ghost small", text: "Keep it" });
-    yes.addEventListener("click", () => revert(change, row, button));
+    yes.addEventListener("click", () => revert(change, button));
     no.addEventListener("click", () => {
-      replace(result);
+      replace(resultBox(change));
       button.focus();
     });
     replace(
@@ -119,7 +127,7 @@ export function changesPanel(container, taskId) {
       h("div", { class: "change-result", role: "status" }),
     );
     if (button) {
-      button.addEventListener("click", () => confirmRevert(change, item, button));
+      button.addEventListener("click", () => confirmRevert(change, button));
     }
     return item;
   };

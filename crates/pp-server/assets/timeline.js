@@ -345,7 +345,9 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
         setStatus(line, stored.decision === "approved" ? "approved" : stored.decision);
         if (line.card && line.card.isPending() && line.approvalId) {
           // Decided elsewhere (the panel above, another tab): the inline card says so.
-          api("/api/approvals/" + encodeURIComponent(line.approvalId)).then(line.card.update, () => {});
+          api("/api/approvals/" + encodeURIComponent(line.approvalId)).then(line.card.update, (error) => {
+            line.slot.append(notice("warn", "Decided elsewhere; cannot load the result: " + error.message));
+          });
         }
         break;
       }
