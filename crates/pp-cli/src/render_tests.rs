@@ -70,6 +70,8 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         resolved_by: None,
         reason: None,
         edited_arguments: None,
+        revertible: Some(true),
+        outcome: None,
     }
 }
 
@@ -256,4 +258,18 @@ fn results_are_a_table_and_a_fold_under_their_call() {
         live_lines(&error, Palette::OFF, 80),
         ["         ✗ error: no such file"]
     );
+}
+
+#[test]
+fn a_change_that_cannot_be_undone_says_so_on_the_card() {
+    let mut too_large = view(None, Some("new\n".to_owned()));
+    too_large.revertible = Some(false);
+    let card = approval_card(&too_large, Palette::OFF, Fold::Lines(CARD_LINES, 200));
+    assert!(card.contains("│ undo:       cannot be undone"), "{card}");
+    let card = approval_card(
+        &view(None, Some("new\n".to_owned())),
+        Palette::OFF,
+        Fold::Lines(CARD_LINES, 200),
+    );
+    assert!(!card.contains("undo:"), "{card}");
 }

@@ -294,7 +294,7 @@ impl Store {
     pub fn finish_revert(
         &self,
         revert: &ChangeId,
-        after_fingerprint: Option<String>,
+        after_fingerprint: Option<&str>,
         bytes: Option<u64>,
         audit: NewAudit,
     ) -> Result<ChangeRow> {
@@ -320,7 +320,7 @@ impl Store {
                     .execute(params![of.as_str(), revert.as_str()])?;
             }
             let entry = NewAudit {
-                task_id: Some(row.change.task_id.clone()),
+                task_id: Some(row.change.task_id),
                 ..audit
             };
             audit::insert(transaction, entry, now)?;
@@ -379,8 +379,19 @@ pub(crate) fn insert(
     state: &str,
     now: Timestamp,
 ) -> Result<ChangeRow> {
+    let NewChange {
+        task_id,
+        approval_id,
+        tool,
+        kind,
+        path,
+        bytes,
+        before,
+        after_fingerprint,
+        after_sha256,
+    } = new;
     let id = ChangeId(ids::new_id("c_", now)?);
-    let (before_state, before_sha256) = new.before.column();
+    let (before_state, before_sha256) = before.column();
     connection
         .prepare_cached(
             "INSERT INTO changes (id, task_id, approval_id, tool, kind, path, bytes, at, \
@@ -389,17 +400,17 @@ pub(crate) fn insert(
         )?
         .execute(params![
             id.as_str(),
-            new.task_id.as_str(),
-            new.approval_id.as_ref().map(ApprovalId::as_str),
-            new.tool,
-            new.kind.as_str(),
-            new.path,
-            new.bytes.map(rows::int),
+            task_id.as_str(),
+            approval_id.as_ref().map(ApprovalId::as_str),
+            tool,
+            kind.as_str(),
+            path,
+            bytes.map(rows::int),
             now.as_millis(),
             before_state,
             before_sha256,
-            new.after_fingerprint,
-            new.after_sha256,
+            after_fingerprint,
+            after_sha256,
             state,
         ])?;
     load(connection, &id)

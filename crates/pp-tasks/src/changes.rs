@@ -8,8 +8,8 @@
 //! right after the write.
 //!
 //! Order of a revert ([`TaskService::revert_change`]): check the file still has the
-//! fingerprint recorded after the agent's write (refused otherwise: no silent
-//! clobbering) → keep the agent's version as a snapshot → record the intent (a
+//! fingerprint recorded after the agent's write, or the very content the agent wrote
+//! (refused otherwise: no silent clobbering) → keep the agent's version as a snapshot → record the intent (a
 //! `pending` change) → write through the workspace jail → record it done with its
 //! `change_reverted` audit row (one transaction). An intent a crash left `pending` is
 //! resolved on the next read by comparing the file with what the revert restores.
@@ -505,7 +505,13 @@ fn revert(
         .map_err(|error| Error::Internal(format!("fingerprinting `{path}`: {error}")))?;
     let agent_version = current(&jail, &path, settings.revert.max_bytes)
         .map_err(|error| Error::Internal(format!("reading `{path}`: {error}")))?;
-    if now != recorded {
+    // The same content as the agent wrote counts as unchanged even if the file was
+    // rewritten (new inode or times): reverting it loses nothing.
+    let same_content = match (&agent_version, &row.after_sha256) {
+        (Current::Content(bytes), Some(sha256)) => sha256_hex(bytes) == *sha256,
+        _ => false,
+    };
+    if now != recorded && !same_content {
         let diff = changed_since_diff(&snapshots, &row, &path, &agent_version);
         return Ok(Err(RevertRefusal::ChangedSince {
             message: format!(
@@ -606,7 +612,7 @@ fn finish(
     };
     shared
         .store
-        .finish_revert(&pending.change.id, fingerprint, bytes, audit)
+        .finish_revert(&pending.change.id, fingerprint.as_deref(), bytes, audit)
         .map_err(Error::from_store)
 }
 

@@ -108,7 +108,7 @@ fn a_revert_is_an_intent_then_done_once() {
         .store
         .finish_revert(
             &pending.change.id,
-            Some("fp2".into()),
+            Some("fp2"),
             Some(9),
             NewAudit::new(AuditAction::ChangeReverted),
         )
