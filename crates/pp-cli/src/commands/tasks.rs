@@ -1,6 +1,7 @@
 //! `pocketpilot tasks [list|show ID|events ID]`: reads the store directly.
 
 use clap::Subcommand;
+use pp_tasks::store::TaskFilter;
 use pp_types::{TaskId, TaskState};
 
 use crate::app::App;
@@ -18,6 +19,12 @@ pub(crate) enum TasksCommand {
         /// Only tasks in this state (queued, running, waiting_approval, completed, …).
         #[arg(long)]
         state: Option<String>,
+        /// Only tasks whose prompt contains this text (case-insensitive).
+        #[arg(long, short = 'q')]
+        query: Option<String>,
+        /// Only tasks of the workspace with this name.
+        #[arg(long)]
+        workspace: Option<String>,
         /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -64,14 +71,26 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
     let app = App::stored(flags)?;
     let store = app.service.store();
     match command {
-        TasksCommand::List { state, limit, json } => {
+        TasksCommand::List {
+            state,
+            query,
+            workspace,
+            limit,
+            json,
+        } => {
             let state = state
                 .map(|name| {
                     TaskState::parse(&name)
                         .ok_or_else(|| Exit::usage(format!("unknown state `{name}`")))
                 })
                 .transpose()?;
-            let tasks = store.list_tasks(state, limit)?;
+            let tasks = store.search_tasks(&TaskFilter {
+                query,
+                state,
+                workspace,
+                before: None,
+                limit,
+            })?;
             if json {
                 outln!(
                     "{}",

@@ -56,3 +56,53 @@ async fn a_new_file_card_counts_its_lines() {
         json!({"changed": false, "diff": null})
     );
 }
+
+/// What the read-time check costs: a single card (segment built, target fingerprinted,
+/// no diff while unchanged; then with a changed 2,000-line file, a fresh diff) against
+/// the inbox, which does not check.
+#[tokio::test]
+#[ignore = "measurement, not a check"]
+async fn card_read_latency() {
+    use std::time::{Duration, Instant};
+
+    fn summary(mut times: Vec<Duration>) -> String {
+        times.sort();
+        format!(
+            "median {:?}, p90 {:?}, max {:?}",
+            times[times.len() / 2],
+            times[times.len() * 9 / 10],
+            times[times.len() - 1]
+        )
+    }
+    let app = App::running();
+    let original: String = (0..2000).map(|line| format!("line {line}\n")).collect();
+    app.tree.file("big.md", &original);
+    let (_task, id) = app
+        .waiting_write(
+            "big.md",
+            &original.replace("line 1000\n", "line one thousand\n"),
+        )
+        .await;
+    let uri = format!("/api/approvals/{id}");
+    let time = |uri: String| {
+        let app = &app;
+        async move {
+            let mut times = Vec::new();
+            for _ in 0..200 {
+                let started = Instant::now();
+                app.call(Method::GET, &uri).await.expect(200, None);
+                times.push(started.elapsed());
+            }
+            summary(times)
+        }
+    };
+    let unchanged = time(uri.clone()).await;
+    let inbox = time("/api/approvals".to_owned()).await;
+    app.tree
+        .file("big.md", &original.replace("line 5\n", "line five\n"));
+    let changed = time(uri).await;
+    println!("n=200 each, 2,000-line target");
+    println!("GET /api/approvals/{{id}} unchanged: {unchanged}");
+    println!("GET /api/approvals/{{id}} changed (fresh diff): {changed}");
+    println!("GET /api/approvals (no check): {inbox}");
+}

@@ -8,8 +8,9 @@
 //! [`super::Limits::max_read_bytes`]. The result is written through the jail's atomic
 //! write, so the file is either fully edited or untouched.
 //!
-//! Its [`pp_agent::Tool::preview`] shows the approval card an `overwrite` label, the unified diff of
-//! the edit and the file's fingerprint; there is no preview when the edit cannot apply
+//! Its [`pp_agent::Tool::preview`] shows the approval card an `overwrite` label (scope
+//! `edit`, with the lines added and removed), the unified diff of the edit and the file's
+//! fingerprint; there is no preview when the edit cannot apply
 //! (the call would fail anyway).
 //!
 //! ## Capabilities needed

@@ -8,8 +8,9 @@
 //! link leading outside is refused.
 //!
 //! Its [`pp_agent::Tool::preview`] is what the approval card shows: `create` or `overwrite`
-//! depending on whether the target exists at that moment, a unified diff of the old text
-//! against the new for an overwrite, the new content for a create, and the target's
+//! depending on whether the target exists at that moment (scope `new_file` or
+//! `replaces_whole_file`, with the lines added and removed), a unified diff of the old
+//! text against the new for an overwrite, the new content for a create, and the target's
 //! fingerprint so a change between approval request and execution can be noticed.
 //!
 //! ## Capabilities needed
