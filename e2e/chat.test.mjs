@@ -81,7 +81,7 @@ test("chat: start a session, a turn waits for approval, approve inline, see the 
   assert.deepEqual(await axeViolations(page), [], "the conversation with a pending card");
   await screenshot(page, "chat-waiting.png");
   await card.locator("button.approve").click();
-  await textMatches(card.locator(".card-status"), /You approved this call/);
+  await textMatches(card.locator(".outcome"), /^(Approved — running…|Written|Done)/);
   await textMatches(turn.locator(".bubble-model"), new RegExp(ANSWER));
   await eventually("the send box to open again", async () => !(await page.locator("#chat-message").isDisabled()));
   assert.equal(fs.readFileSync(path.join(tree.workspace, "notes.txt"), "utf8"), PROPOSED);
@@ -131,7 +131,7 @@ test("chat on a narrow window: no horizontal scrolling", async () => {
   const card = narrow.locator("article.card");
   await card.locator("button.reject").click();
   await card.locator("button.confirm-reject").click();
-  await textMatches(card.locator(".card-status"), /You rejected this call/);
+  await textMatches(card.locator(".outcome"), /Not run — rejected/);
 
   // Delete the chat: two steps; back to the list, where it is gone.
   await narrow.getByRole("button", { name: "Delete chat…" }).click();

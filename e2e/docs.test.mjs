@@ -66,12 +66,20 @@ test("document, table and invoice results read as text, a table and findings", a
   const page = await context.newPage();
   await page.goto(`${server.base}/#/tasks/${task.id}`);
   await textMatches(page.locator(".event-final .final-text"), /One invoice does not add up/);
-  const results = page.locator(".event-result");
+  // The compact timeline folds each result into its call's line.
+  const results = page.locator('.timeline [data-type="tool_result"]');
   assert.equal(await results.count(), 3);
+  assert.deepEqual(
+    await page.locator(".timeline li.call-line").evaluateAll((lines) => lines.map((line) => line.dataset.name)),
+    ["extract_document", "analyze_table", "extract_invoice"],
+  );
+  // Open the lines, as a person reading the results would.
+  for (const summary of await page.locator(".timeline li.call-line .call-details > summary").all()) {
+    await summary.click();
+  }
 
   // extract_document: the format and pages as facts, then the text itself (not JSON).
   const documentRow = results.nth(0);
-  await textMatches(documentRow.locator(".event-title"), /Result of extract_document/);
   await textMatches(documentRow.locator(".result-facts"), /^PDF · 1 page/);
   const text = await documentRow.locator("pre.output").textContent();
   assert.ok(text.includes(expected.seller_name), `the seller's name in the text:\n${text}`);

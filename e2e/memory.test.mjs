@@ -112,10 +112,10 @@ test("memory_write waits on a card with a diff of memory.md; approving it append
   const card = page.locator(`article.card[data-task-id="${task.id}"]`);
   await card.waitFor();
   await textMatches(card.locator(".card-title"), /memory_write\s*memory\.md/);
-  await textMatches(card.locator(".label-overwrite"), /^overwrite$/);
+  // An append is an edit of one added line (the size badge, not "high risk").
+  await textMatches(card.locator(".badge.scope-edit"), /^edit \+1 −0$/);
   await textMatches(card.locator(".capability"), /memory:write/);
-  await textMatches(card.locator(".badge.risk-high"), /high risk/);
-  assert.deepEqual(await card.locator(".diff-add").allTextContents(), ["+prefers metric units\n"]);
+  assert.deepEqual(await card.locator(".diff-row.diff-add .diff-code").allTextContents(), ["+prefers metric units"]);
   assert.equal(fs.readFileSync(memoryFile(), "utf8"), "likes tea\n", "nothing written before the approval");
   assert.deepEqual(await axeViolations(page), []);
   await screenshot(page, "memory-card.png");

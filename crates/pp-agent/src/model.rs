@@ -81,6 +81,12 @@ pub enum ModelErrorKind {
 
 /// A language model: given the conversation and the tools, produce one turn.
 pub trait Model: Send + Sync {
+    /// A short name for people, `<provider>:<model>` (`openai-compatible:gpt-4o-mini`)
+    /// or `scripted`; shown by front ends, so it never contains a key or a URL.
+    fn name(&self) -> String {
+        "unnamed".to_owned()
+    }
+
     /// Produces the next assistant turn.
     fn complete<'a>(
         &'a self,

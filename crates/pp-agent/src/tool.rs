@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pp_types::{EffectPreview, TargetState, ToolOutput, ToolSpec, pointer_property};
+use pp_types::{EffectPreview, Snapshot, TargetState, ToolOutput, ToolSpec, pointer_property};
 use serde_json::Value;
 
 use crate::ToolContext;
@@ -46,6 +46,23 @@ pub trait Tool: Send + Sync {
         _arguments: &'a Value,
     ) -> BoxFuture<'a, Option<TargetState>> {
         Box::pin(async { None })
+    }
+
+    /// What the files the call would change hold now, one [`Snapshot`] per file (a move
+    /// would report two), read through the tool's jail: the content when it is at most
+    /// `keep_up_to` bytes, otherwise only its size. The service calls it with the
+    /// `[revert] max_bytes` limit right before an approved call runs (so a revert can
+    /// restore what the call replaced), and with 0 when the approval is requested (to
+    /// tell the person beforehand whether the change can be undone). Paths are
+    /// workspace-relative. Empty (the default) for tools without a file effect in the
+    /// workspace: their approved calls are logged as "effects unknown".
+    fn snapshot<'a>(
+        &'a self,
+        _context: &'a ToolContext,
+        _arguments: &'a Value,
+        _keep_up_to: u64,
+    ) -> BoxFuture<'a, Vec<Snapshot>> {
+        Box::pin(async { Vec::new() })
     }
 
     /// Runs the call.

@@ -50,6 +50,35 @@ pub(crate) struct FileStore {
     retain_days: Option<u32>,
 }
 
+/// The `[revert]` table: snapshots of what approved writes replace.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileRevert {
+    /// Largest content kept for a revert (default 64 MiB); larger ones cannot be undone.
+    max_bytes: Option<u64>,
+    /// How many days snapshots are kept (default 30).
+    retain_days: Option<u32>,
+}
+
+impl FileRevert {
+    /// The `[revert]` table over the defaults; `retain_days` must be at least 1.
+    fn resolve(file: Option<&Self>) -> anyhow::Result<pp_tasks::RevertSettings> {
+        let defaults = pp_tasks::RevertSettings::default();
+        let Some(file) = file else {
+            return Ok(defaults);
+        };
+        let retain = match file.retain_days {
+            Some(0) => return Err(Exit::usage("`[revert] retain_days` must be at least 1").into()),
+            Some(days) => retain_window(days),
+            None => defaults.retain,
+        };
+        Ok(pp_tasks::RevertSettings {
+            max_bytes: file.max_bytes.unwrap_or(defaults.max_bytes),
+            retain,
+        })
+    }
+}
+
 /// The `[skills]` table.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -193,6 +222,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     store: Option<FileStore>,
     #[serde(default)]
+    revert: Option<FileRevert>,
+    #[serde(default)]
     skills: Option<FileSkills>,
     #[serde(default)]
     memory: Option<FileMemory>,
@@ -286,6 +317,7 @@ impl Config {
                 .as_ref()
                 .and_then(|approvals| approvals.hash_max_bytes)
                 .unwrap_or(defaults.hash_max_bytes),
+            revert: FileRevert::resolve(file_config.revert.as_ref())?,
         };
         let port = flags
             .port
@@ -602,6 +634,41 @@ mod tests {
         let error = parse("[store]\nretain_dayz = 3\n").unwrap_err();
         assert!(error.contains("retain_dayz"), "{error}");
         assert!(parse("[store]\nretain_days = -1\n").is_err());
+    }
+
+    #[test]
+    fn revert_defaults_and_limits() {
+        let defaults = FileRevert::resolve(None).unwrap();
+        assert_eq!(defaults, pp_tasks::RevertSettings::default());
+        assert_eq!(defaults.max_bytes, 64 * 1024 * 1024);
+        assert_eq!(defaults.retain, Duration::from_secs(30 * 86_400));
+        let config = parse(
+            "[revert]
+max_bytes = 1024
+retain_days = 2
+",
+        )
+        .unwrap();
+        let revert = FileRevert::resolve(config.revert.as_ref()).unwrap();
+        assert_eq!(
+            (revert.max_bytes, revert.retain),
+            (1024, Duration::from_secs(2 * 86_400))
+        );
+        let zero = parse(
+            "[revert]
+retain_days = 0
+",
+        )
+        .unwrap();
+        assert!(FileRevert::resolve(zero.revert.as_ref()).is_err());
+        assert!(
+            parse(
+                "[revert]
+max_byte = 1
+"
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -163,6 +163,15 @@ enum Command {
         #[command(subcommand)]
         command: TasksCommand,
     },
+    /// Undo a change an approved call made (`tasks show ID` lists them); exit 5 when
+    /// refused (the file changed since, or nothing was kept).
+    Revert {
+        /// The change id (`c_…`).
+        change_id: String,
+        /// Print one JSON object: `{"change": …}`, or `{"error": …, "diff": …}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// List, inspect, approve and reject approvals (works without a server).
     Approvals {
         #[command(subcommand)]
@@ -352,6 +361,9 @@ fn main() -> ExitCode {
             Command::Doctor => commands::doctor::run(&flags).await,
             Command::Tasks { command } => commands::tasks::run(&flags, command).await,
             Command::Approvals { command } => commands::approvals::run(&flags, command).await,
+            Command::Revert { change_id, json } => {
+                commands::revert::run(&flags, change_id, json).await
+            }
             Command::Skills { command } => commands::skills::run(&flags, command).await,
             Command::Memory { command } => commands::memory::run(&flags, command).await,
             Command::Token { command } => commands::token::run(&flags, &command),

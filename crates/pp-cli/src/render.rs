@@ -184,6 +184,15 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
             palette.paint(Paint::Yellow, &one_line(notice))
         ));
     }
+    if view.revertible == Some(false) {
+        card.push_str(&format!(
+            "│ undo:       {}\n",
+            palette.paint(
+                Paint::Yellow,
+                "cannot be undone (the file is larger than [revert] max_bytes)"
+            )
+        ));
+    }
     // A file tool is one whose call came with a preview: its change says everything
     // the arguments do. Other tools show their arguments.
     let previewed = view.diff.is_some() || view.content.is_some() || view.label.is_some();

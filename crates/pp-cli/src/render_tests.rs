@@ -61,11 +61,17 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         diff,
         content,
         notice: None,
+        scope: None,
+        added: None,
+        removed: None,
+        current: None,
         created_at: pp_types::Timestamp::from_millis(0),
         resolved_at: None,
         resolved_by: None,
         reason: None,
         edited_arguments: None,
+        revertible: Some(true),
+        outcome: None,
     }
 }
 
@@ -252,4 +258,18 @@ fn results_are_a_table_and_a_fold_under_their_call() {
         live_lines(&error, Palette::OFF, 80),
         ["         ✗ error: no such file"]
     );
+}
+
+#[test]
+fn a_change_that_cannot_be_undone_says_so_on_the_card() {
+    let mut too_large = view(None, Some("new\n".to_owned()));
+    too_large.revertible = Some(false);
+    let card = approval_card(&too_large, Palette::OFF, Fold::Lines(CARD_LINES, 200));
+    assert!(card.contains("│ undo:       cannot be undone"), "{card}");
+    let card = approval_card(
+        &view(None, Some("new\n".to_owned())),
+        Palette::OFF,
+        Fold::Lines(CARD_LINES, 200),
+    );
+    assert!(!card.contains("undo:"), "{card}");
 }

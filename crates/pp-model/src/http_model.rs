@@ -185,6 +185,14 @@ impl fmt::Debug for HttpModel {
 }
 
 impl Model for HttpModel {
+    fn name(&self) -> String {
+        let provider = match self.kind {
+            ProviderKind::OpenAi => "openai-compatible",
+            ProviderKind::Anthropic => "anthropic",
+        };
+        format!("{provider}:{}", self.model)
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ModelRequest,

@@ -151,6 +151,10 @@ impl ScriptedModel {
 }
 
 impl Model for ScriptedModel {
+    fn name(&self) -> String {
+        "scripted".to_owned()
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ModelRequest,

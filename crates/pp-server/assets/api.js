@@ -64,6 +64,9 @@ export async function api(path, options = {}) {
       error.code || "http_" + response.status,
       error.message || `the server answered ${response.status} ${response.statusText}`,
     );
+    // The whole answer, for errors that carry more than the message (409 `changed_since`
+    // has the diff).
+    apiError.body = data;
     if (response.status === 401) {
       unauthorizedHandler(apiError);
     }
@@ -82,6 +85,19 @@ export function query(values) {
   }
   const text = params.toString();
   return text ? "?" + text : "";
+}
+
+/** Listeners that also get every event of the all-tasks stream (`/api/events`). */
+const allEventsListeners = new Set();
+
+/**
+ * Calls `listener(stored)` for every event the shell's all-tasks stream delivers, and
+ * `listener({ type: "resync" })` each time it (re)connects, so pages can share that
+ * one connection instead of opening their own. Returns `unsubscribe()`.
+ */
+export function onAllEvents(listener) {
+  allEventsListeners.add(listener);
+  return () => allEventsListeners.delete(listener);
 }
 
 /**
@@ -110,6 +126,11 @@ export function followEvents(path, { after = null, onEvent, onStatus = () => {} 
     }
     lastSeq = seq;
     onEvent(stored);
+    if (path === "/api/events") {
+      for (const listener of [...allEventsListeners]) {
+        listener(stored);
+      }
+    }
   };
 
   const open = () => {
@@ -122,6 +143,11 @@ export function followEvents(path, { after = null, onEvent, onStatus = () => {} 
     source.onopen = () => {
       retryDelay = 1000;
       onStatus("live");
+      if (path === "/api/events") {
+        for (const listener of [...allEventsListeners]) {
+          listener({ type: "resync" });
+        }
+      }
     };
     source.onmessage = handle;
     for (const type of EVENT_TYPES) {

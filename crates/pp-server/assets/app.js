@@ -1,20 +1,22 @@
 // The PocketPilot console: the shell (navigation, login page, live approval count) and
 // the hash router. Each page lives in its own module and renders into <main>.
 //
-// Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/audit, #/chat,
-// #/chat/ID, #/skills, #/skills/NAME, #/memory.
+// Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/preview?path=,
+// #/audit, #/chat, #/chat/ID, #/skills, #/skills/NAME, #/memory.
 // No inline scripts or styles anywhere: the Content-Security-Policy forbids them.
 
 import { api, followEvents, onUnauthorized } from "./api.js";
 import { debounce, h, replace } from "./dom.js";
 import { renderTaskList } from "./tasks.js";
-import { renderTask } from "./timeline.js";
+import { renderTask } from "./taskpage.js";
 import { renderInbox, renderApproval } from "./approvals.js";
 import { renderFiles } from "./files.js";
+import { renderPreview } from "./preview.js";
 import { renderAudit } from "./audit.js";
 import { renderChat, renderChatList } from "./chat.js";
 import { renderSkills, renderSkill } from "./skills.js";
 import { renderMemory } from "./memory.js";
+import { installDecide } from "./keys.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -38,6 +40,7 @@ const ROUTES = [
   { pattern: /^\/approvals\/?$/, name: "approvals", render: renderInbox },
   { pattern: /^\/approvals\/([^/?]+)$/, name: "approvals", render: renderApproval },
   { pattern: /^\/files\/?$/, name: "files", render: renderFiles },
+  { pattern: /^\/preview\/?$/, name: "files", render: renderPreview },
   { pattern: /^\/audit\/?$/, name: "audit", render: renderAudit },
   { pattern: /^\/chat\/?$/, name: "chat", render: renderChatList },
   { pattern: /^\/chat\/([^/?]+)$/, name: "chat", render: renderChat },
@@ -193,6 +196,43 @@ function markNavigation(name) {
   }
 }
 
+/** Stops waiting for the new page's heading (see `focusHeading`). */
+let stopFocusWatch = () => {};
+
+/**
+ * Moves focus to the page's first heading once it is on screen (pages render their
+ * heading after a request), so a screen reader starts at the new page, not at <body>.
+ */
+function focusHeading() {
+  stopFocusWatch();
+  const tryFocus = () => {
+    const heading = view.querySelector("h1");
+    if (!heading) {
+      return false;
+    }
+    if (!heading.hasAttribute("tabindex")) {
+      heading.setAttribute("tabindex", "-1");
+    }
+    heading.focus({ preventScroll: true });
+    return true;
+  };
+  if (tryFocus()) {
+    return;
+  }
+  const observer = new MutationObserver(() => {
+    if (tryFocus()) {
+      stopFocusWatch();
+    }
+  });
+  const timer = setTimeout(() => stopFocusWatch(), 10000);
+  stopFocusWatch = () => {
+    observer.disconnect();
+    clearTimeout(timer);
+    stopFocusWatch = () => {};
+  };
+  observer.observe(view, { childList: true, subtree: true });
+}
+
 function route() {
   if (!loggedIn) {
     return;
@@ -214,6 +254,7 @@ function route() {
       h("h1", { text: "Page not found" }),
       h("p", {}, "There is no page at ", h("code", { text: hash }), ". ", h("a", { href: "#/tasks", text: "Go to the tasks" }), "."),
     );
+    focusHeading();
     return;
   }
   markNavigation(match.candidate.name);
@@ -221,19 +262,26 @@ function route() {
   replace(view, container);
   const param = match.found[1] ? decodeURIComponent(match.found[1]) : null;
   page = match.candidate.render(container, param, context) || null;
+  focusHeading();
 }
 
+/** The next automatic try while the server cannot be reached. */
+let startTimer = null;
+
 async function start() {
+  clearTimeout(startTimer);
   try {
     await api("/api/workspaces");
   } catch (error) {
     if (error.status !== 401) {
       replace(
         view,
-        h("h1", { text: "Cannot reach PocketPilot" }),
+        h("h1", { tabindex: "-1", text: "Cannot reach PocketPilot" }),
         h("p", { class: "notice notice-error", role: "alert", text: error.message }),
-        h("button", { type: "button", class: "button", onclick: start, text: "Try again" }),
+        h("p", { class: "muted", text: "Trying again every few seconds; this page recovers by itself when the server is back." }),
+        h("button", { type: "button", class: "button", onclick: start, text: "Try again now" }),
       );
+      startTimer = setTimeout(start, 3000);
     }
     return;
   }
@@ -250,6 +298,7 @@ onUnauthorized(() => {
     showLogin();
   }
 });
+installDecide();
 logoutButton.addEventListener("click", logout);
 window.addEventListener("hashchange", route);
 start();

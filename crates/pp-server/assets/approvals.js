@@ -4,6 +4,7 @@
 import { api, query } from "./api.js";
 import { debounce, h, hashLink, hashQuery, notice, replace } from "./dom.js";
 import { approvalCard } from "./card.js";
+import { KEY_HINT } from "./keys.js";
 
 const APPROVAL_STATES = ["pending", "approved", "rejected", "stale", "cancelled"];
 
@@ -28,7 +29,7 @@ export function renderInbox(container, _id, context) {
   select.addEventListener("change", () => {
     location.hash = hashLink("/approvals", { state: select.value === "pending" ? "" : select.value });
   });
-  const list = h("div", { class: "cards" }, h("p", { class: "muted placeholder", text: "Loading approvals…" }));
+  const list = h("div", { class: "cards", "data-card-list": "" }, h("p", { class: "muted placeholder", text: "Loading approvals…" }));
   const summary = h("p", { class: "muted inbox-summary", role: "status" });
   /** Cards on screen by approval id, in display order. */
   const cards = new Map();
@@ -102,10 +103,11 @@ export function renderInbox(container, _id, context) {
     h(
       "div",
       { class: "section-head" },
-      h("h1", { text: "Approvals" }),
+      h("h1", { text: "Approvals", tabindex: "-1", "data-focus-heading": "" }),
       h("div", { class: "field inline" }, h("label", { for: "approval-filter", text: "Show" }), select),
     ),
     summary,
+    h("p", { class: "muted small key-hint", text: KEY_HINT }),
     list,
   );
   load();
@@ -116,7 +118,12 @@ export function renderInbox(container, _id, context) {
       }
     },
     resync: reload,
-    cleanup: () => reload.cancel(),
+    cleanup() {
+      reload.cancel();
+      for (const card of cards.values()) {
+        card.dispose();
+      }
+    },
   };
 }
 
@@ -155,6 +162,9 @@ export function renderApproval(container, id, context) {
       }
     },
     resync: reload,
-    cleanup: () => reload.cancel(),
+    cleanup() {
+      reload.cancel();
+      card?.dispose();
+    },
   };
 }

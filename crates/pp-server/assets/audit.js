@@ -1,4 +1,6 @@
-// #/audit?actor=&task_id=: the audit ledger, newest first, filterable by actor and task.
+// #/audit?actor=&task_id=&logins=1: the audit ledger, newest first, filterable by actor
+// and task. Console logins are folded away unless "Show logins" is ticked (the server
+// leaves them out with `?exclude=console_login`).
 
 import { api, query } from "./api.js";
 import { h, hashLink, hashQuery, notice, replace, timeElement } from "./dom.js";
@@ -6,11 +8,14 @@ import { visibleCode } from "./visible.js";
 
 const ACTORS = ["agent", "operator", "scheduler", "webhook"];
 const PAGE = 200;
+/** The audit action of a console login (folded unless asked for). */
+const LOGIN = "console_login";
 
 export function renderAudit(container) {
   const params = hashQuery();
   const actor = params.get("actor") || "";
   const taskId = params.get("task_id") || "";
+  const logins = params.get("logins") === "1";
 
   const actorSelect = h(
     "select",
@@ -19,19 +24,22 @@ export function renderAudit(container) {
     ACTORS.map((name) => h("option", { value: name, selected: name === actor, text: name })),
   );
   const taskInput = h("input", { id: "audit-task", name: "task_id", type: "text", value: taskId, placeholder: "t_…", spellcheck: "false" });
+  const loginsBox = h("input", { id: "audit-logins", name: "logins", type: "checkbox", checked: logins });
   const form = h(
     "form",
     { class: "filters" },
     h("div", { class: "field" }, h("label", { for: "audit-actor", text: "Actor" }), actorSelect),
     h("div", { class: "field" }, h("label", { for: "audit-task", text: "Task id" }), taskInput),
+    h("div", { class: "field check-field" }, h("label", { for: "audit-logins", class: "check" }, loginsBox, " Show logins")),
     h("button", { type: "submit", class: "button", text: "Filter" }),
-    actor || taskId ? h("a", { href: "#/audit", class: "button ghost", text: "Clear" }) : null,
+    actor || taskId || logins ? h("a", { href: "#/audit", class: "button ghost", text: "Clear" }) : null,
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    location.hash = hashLink("/audit", { actor: actorSelect.value, task_id: taskInput.value.trim() });
+    location.hash = hashLink("/audit", { actor: actorSelect.value, task_id: taskInput.value.trim(), logins: loginsBox.checked ? "1" : "" });
   });
   actorSelect.addEventListener("change", () => form.requestSubmit());
+  loginsBox.addEventListener("change", () => form.requestSubmit());
 
   const body = h("tbody");
   const table = h(
@@ -83,9 +91,12 @@ export function renderAudit(container) {
 
   const load = async (before) => {
     try {
-      const data = await api("/api/audit" + query({ actor, task_id: taskId, before, limit: PAGE }));
+      const data = await api("/api/audit" + query({ actor, task_id: taskId, before, limit: PAGE, exclude: logins ? "" : LOGIN }));
       for (const entry of data.entries) {
-        body.append(row(entry));
+        // A server without `exclude` still sends login rows: fold them here too.
+        if (logins || entry.action !== LOGIN) {
+          body.append(row(entry));
+        }
       }
       if (data.entries.length) {
         oldest = data.entries[data.entries.length - 1].id;
@@ -106,7 +117,7 @@ export function renderAudit(container) {
       text: "Every side effect and decision, newest first. The agent's writes appear only after an operator approved them; the operator's own uploads and downloads are listed as operator.",
     }),
     form,
-    h("section", { class: "panel table-wrap" }, table, status, more),
+    h("section", { class: "panel audit-panel" }, table, status, more),
   );
   load();
   return {};

@@ -1,11 +1,17 @@
-// One approval card: what the agent wants to do, and approve / reject / edit.
+// The one approval card (inbox, task page, chat): what the agent wants to do, how big
+// the change is, the diff or full new content, approve / reject / edit, and then what
+// really happened to the call.
 //
 // Resolving is race-free on the server (compare-and-set): when another tab or the CLI
-// got there first the server answers 409 `already_resolved`, and the card says so and
-// shows who resolved it instead of showing an error.
+// got there first the server answers 409 `already_resolved`, and the card says so.
+// After an approval the card follows the task's events and re-reads the approval until
+// its `outcome` is final ("Written …", "Not run — …", "Failed: …"): approving is not the
+// same as the file being written, and the card never claims more than the server knows.
 
 import { api } from "./api.js";
-import { append, block, formatTime, h, notice, prettyJson, renderDiff, replace } from "./dom.js";
+import { append, debounce, formatTime, h, notice, prettyJson, replace } from "./dom.js";
+import { diffTexts, renderDiffView, renderNewContent, reverseApply, splitLines } from "./diff.js";
+import { subscribe } from "./live.js";
 import { escapeInvisible, escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
 
 const RESOLVED_WORDS = {
@@ -34,7 +40,7 @@ export function describeResolution(view) {
   return text;
 }
 
-/** Validates the editor's text: a JSON object, or an error message. */
+/** Validates the raw editor's text: a JSON object, or an error message. */
 export function parseEditedArguments(text) {
   let value;
   try {
@@ -48,21 +54,120 @@ export function parseEditedArguments(text) {
   return { value };
 }
 
+const FINAL = new Set(["done", "not_run", "failed"]);
+
+/**
+ * What happened to the call, from the server's `outcome` when it has one, else from
+ * the approval state: `{ status, message }`, or null while pending.
+ */
+export function outcomeOf(view, following = true) {
+  if (view.outcome && view.outcome.status) {
+    return view.outcome;
+  }
+  switch (view.state) {
+    case "pending":
+      return null;
+    case "rejected":
+      return { status: "not_run", message: "Not run — rejected" + (view.reason ? ` (reason: “${view.reason}”)` : "") };
+    case "stale":
+      return { status: "not_run", message: "Not run — the file changed since you saw it" };
+    case "cancelled":
+      return { status: "not_run", message: "Not run — task cancelled" };
+    default:
+      // An older server without outcomes: "running" only while this card follows it.
+      return following ? { status: "running", message: "Approved — running…" } : { status: "approved", message: "Approved" };
+  }
+}
+
+/** The size badge: `new file +12`, `edit +3 −1`, `replaces whole file`, or the risk. */
+export function riskBadge(view) {
+  const counts = [];
+  if (Number.isInteger(view.added)) {
+    counts.push("+" + view.added);
+  }
+  if (Number.isInteger(view.removed) && view.scope !== "new_file") {
+    counts.push("−" + view.removed);
+  }
+  const suffix = counts.length ? " " + counts.join(" ") : "";
+  switch (view.scope) {
+    case "new_file":
+      return h("span", { class: "badge scope scope-new_file", text: "new file" + suffix });
+    case "edit":
+      return h("span", { class: "badge scope scope-edit", text: "edit" + suffix });
+    case "replaces_whole_file":
+      return h("span", { class: "badge scope scope-replaces_whole_file", text: "replaces whole file" + suffix });
+    default:
+      return h("span", { class: "badge risk risk-" + view.risk, text: view.risk + " risk" });
+  }
+}
+
+/** Cards on the page by element, for the keyboard (keys.js). */
+const CARDS = new WeakMap();
+
+/** The card API of an `article.card` element (undefined for anything else). */
+export function cardFor(element) {
+  return CARDS.get(element);
+}
+
+/** Writes `text` into the page's polite live region (screen readers hear outcomes). */
+export function announce(text) {
+  let region = document.getElementById("decide-live");
+  if (!region) {
+    region = h("div", { id: "decide-live", class: "visually-hidden", role: "status", "aria-live": "polite" });
+    document.body.append(region);
+  }
+  region.textContent = "";
+  // A separate task, so the same text twice is still announced.
+  setTimeout(() => {
+    region.textContent = text;
+  }, 50);
+}
+
+/** Focuses the next pending card after `element` in its list (or the list's heading). */
+export function focusNextPending(element) {
+  const list = element.closest("[data-card-list]") || element.parentElement;
+  if (!list) {
+    return;
+  }
+  const pending = [...list.querySelectorAll('article.card[data-state="pending"]')];
+  const after = pending.find((card) => element.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const target = after || pending[0] || list.closest("section, .page")?.querySelector("[data-focus-heading]") || element;
+  target.focus();
+}
+
+/** Text with `code` spans (the server's outcome messages quote paths so) as nodes. */
+function withCode(text) {
+  return text.split("`").map((part, index) => (index % 2 === 1 ? visibleCode(part, "target") : part));
+}
+
+/** A string argument edited in its own field. */
+function isStringArgs(args) {
+  return args && typeof args === "object" && !Array.isArray(args) && Object.values(args).every((value) => typeof value === "string");
+}
+
 let cardCounter = 0;
 
 /**
- * Builds a card for `view`. Returns `{ element, update(view) }`; `update` is called
- * with a fresh view when the inbox notices the approval changed elsewhere.
- * `onResolved()` runs after this card resolved it.
+ * Builds a card for `view`. Returns `{ element, update(view), id, isPending(),
+ * approve(), openReject(), openEditor(), closePanels(), dispose() }`. `update` is
+ * called with a fresh view when the host notices the approval changed elsewhere;
+ * `onResolved()` runs after this card resolved it (focus then moves to the next
+ * pending card unless `focusNext` is false).
  */
-export function approvalCard(view, { onResolved = () => {}, linkToTask = true } = {}) {
+export function approvalCard(view, { onResolved = () => {}, linkToTask = true, focusNext = true } = {}) {
   const uid = "card-" + ++cardCounter;
   const id = view.id;
   let resolvedHere = false;
   let current = view;
+  let follower = null;
+  /** The whole file the call would replace (when the preview lets us rebuild it). */
+  let baseText = view.scope === "new_file" ? "" : null;
 
   const status = h("div", { class: "card-status", role: "status", "aria-live": "polite" });
+  const outcomeLine = h("div", { class: "card-outcome" });
   const actions = h("div", { class: "card-actions" });
+  const currentSlot = h("div", { class: "card-current" });
+  const previewSlot = h("div", { class: "card-preview" });
 
   // Reject with an optional reason.
   const reasonInput = h("input", {
@@ -91,8 +196,12 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
     }
   });
 
-  // Edit the arguments (JSON), then approve the edited call.
-  const editor = h("textarea", {
+  // Edit: structured fields for file tools, raw JSON for the rest.
+  const structured = Boolean(view.scope) && isStringArgs(view.arguments);
+  const fields = new Map();
+  const editError = h("div", { class: "edit-error", role: "alert" });
+  const rediff = h("div", { class: "rediff", "aria-live": "off" });
+  const rawEditor = h("textarea", {
     id: uid + "-editor",
     class: "json-editor",
     rows: 8,
@@ -100,15 +209,32 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
     autocapitalize: "off",
     autocomplete: "off",
   });
-  const editError = h("div", { class: "edit-error" });
+  const editBody = h("div", { class: "edit-fields" });
+  if (structured) {
+    // The path first (the keys arrive sorted by name), then the texts.
+    const entries = Object.entries(view.arguments).sort(([a], [b]) => (b === "path") - (a === "path"));
+    for (const [key, value] of entries) {
+      const fieldId = `${uid}-arg-${key}`;
+      const multiline = key !== "path" && (value.includes("\n") || value.length > 80 || key === "content" || /text|content|body/.test(key));
+      const input = multiline
+        ? h("textarea", { id: fieldId, class: "arg-text", rows: Math.min(16, Math.max(3, splitLines(value).length + 1)), spellcheck: "false", autocapitalize: "off", autocomplete: "off", dataset: { arg: key } })
+        : h("input", { id: fieldId, type: "text", class: "arg-line", spellcheck: "false", autocapitalize: "off", autocomplete: "off", dataset: { arg: key } });
+      input.value = value;
+      fields.set(key, input);
+      editBody.append(h("div", { class: "field" }, h("label", { for: fieldId, text: key === "path" ? "Path (in the workspace)" : key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase()) }), input));
+    }
+  } else {
+    editBody.append(h("label", { for: uid + "-editor", text: "Arguments (JSON)" }), rawEditor);
+  }
   const editPanel = h(
     "div",
     { class: "subpanel edit-panel", hidden: true },
-    h("label", { for: uid + "-editor", text: "Arguments (JSON)" }),
-    editor,
+    editBody,
+    structured ? h("h3", { text: "What the edited call changes" }) : null,
+    structured ? rediff : null,
     h("p", {
       class: "muted small",
-      text: "The preview above shows the call as the agent asked for it. Edited arguments are checked again by the server (the tool's schema and the workspace rules) before anything runs.",
+      text: "Edited arguments are checked again by the server (the tool's schema and the workspace rules) before anything runs.",
     }),
     editError,
     h(
@@ -119,25 +245,97 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
     ),
   );
 
-  const approveButton = h("button", { type: "button", class: "button primary approve", onclick: () => approve(), text: "Approve" });
-  const rejectButton = h("button", { type: "button", class: "button danger reject", onclick: () => openPanel(rejectPanel, reasonInput), text: "Reject…" });
-  const editButton = h("button", { type: "button", class: "button edit", onclick: () => openEditor(), text: "Edit arguments…" });
+  const editedArguments = () => {
+    const value = {};
+    for (const [key, input] of fields) {
+      value[key] = input.value;
+    }
+    return value;
+  };
+
+  /** The argument holding a whole file's content (write tools): the one equal to `content`. */
+  const contentKey = () => {
+    const args = view.arguments || {};
+    if (typeof view.content === "string") {
+      const key = Object.keys(args).find((name) => args[name] === view.content);
+      if (key) {
+        return key;
+      }
+    }
+    return "content" in args ? "content" : null;
+  };
+
+  /** Old/new text arguments of an edit (named so in the schema, else the first two texts). */
+  const editKeys = () => {
+    const names = Object.keys(view.arguments || {}).filter((name) => name !== "path");
+    const oldKey = names.find((name) => /old|find|search/.test(name)) || names[0];
+    const newKey = names.find((name) => name !== oldKey && /new|replace/.test(name)) || names.find((name) => name !== oldKey);
+    return { oldKey, newKey };
+  };
+
+  const drawRediff = () => {
+    const edited = editedArguments();
+    const parts = [];
+    if ("path" in edited && edited.path !== view.arguments.path) {
+      parts.push(h("p", { class: "notice notice-info" }, "Writes to ", visibleCode(edited.path || "(empty path)", "target"), " instead of ", visibleCode(view.arguments.path, "target"), "."));
+    }
+    if (view.scope === "edit") {
+      const { oldKey, newKey } = editKeys();
+      if (oldKey && newKey) {
+        const { lines, added, removed } = diffTexts(edited[oldKey], edited[newKey]);
+        parts.push(h("p", { class: "muted small rediff-summary", text: `The edited call replaces this text: +${added} −${removed} lines.` }));
+        parts.push(renderDiffView({ lines }, { label: "diff of the edited call", toggle: false }));
+      }
+    } else {
+      const key = contentKey();
+      if (key) {
+        const base = baseText ?? view.arguments[key];
+        const against = baseText === null ? "the agent’s version" : view.scope === "new_file" ? "an empty (new) file" : "the current file";
+        const { lines, added, removed } = diffTexts(base, edited[key]);
+        parts.push(h("p", { class: "muted small rediff-summary", text: `Against ${against}: +${added} −${removed} lines.` }));
+        parts.push(added + removed ? renderDiffView({ lines }, { label: "diff of the edited call", toggle: false }) : h("p", { class: "muted", text: "No change against " + against + "." }));
+      }
+    }
+    replace(rediff, parts);
+  };
+  const redraw = debounce(drawRediff, 120);
+  editPanel.addEventListener("input", () => {
+    // A refusal was about the old text: it goes away once the text changes.
+    replace(editError);
+    if (structured) {
+      redraw();
+    }
+  });
+
+  const approveButton = h("button", { type: "button", class: "button primary approve", "aria-keyshortcuts": "a", onclick: () => approve(), text: "Approve" });
+  const rejectButton = h("button", { type: "button", class: "button danger reject", "aria-keyshortcuts": "r", onclick: () => openReject(), text: "Reject…" });
+  const editButton = h("button", { type: "button", class: "button edit", "aria-keyshortcuts": "e", onclick: () => openEditor(), text: structured ? "Edit…" : "Edit arguments…" });
   actions.append(approveButton, rejectButton, editButton);
 
+  const strong = view.scope === "replaces_whole_file" || (!view.scope && view.risk === "high");
   const element = h("article", {
-    class: "card" + (view.risk === "high" ? " risk-high" : ""),
+    class: "card" + (strong ? " risk-high" : "") + (view.scope ? " scope-" + view.scope : ""),
+    tabindex: "-1",
     "aria-labelledby": uid + "-title",
     dataset: { approvalId: id, taskId: view.task_id, state: view.state },
   });
 
   function closePanels() {
+    const wasOpen = !rejectPanel.hidden || !editPanel.hidden;
     rejectPanel.hidden = true;
     editPanel.hidden = true;
-    actions.hidden = false;
-    approveButton.focus();
+    if (isPending()) {
+      actions.hidden = false;
+      if (wasOpen) {
+        approveButton.focus();
+      }
+    }
   }
 
   function openPanel(panel, focus) {
+    if (!isPending()) {
+      return;
+    }
     rejectPanel.hidden = panel !== rejectPanel;
     editPanel.hidden = panel !== editPanel;
     actions.hidden = true;
@@ -145,12 +343,18 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
     focus.focus();
   }
 
+  function openReject() {
+    openPanel(rejectPanel, reasonInput);
+  }
+
   function openEditor() {
-    if (!editor.value) {
-      editor.value = prettyJson(current.arguments);
+    if (structured) {
+      drawRediff();
+    } else if (!rawEditor.value) {
+      rawEditor.value = prettyJson(current.arguments);
     }
     replace(editError);
-    openPanel(editPanel, editor);
+    openPanel(editPanel, structured ? fields.get(contentKey() || editKeys().newKey) || fields.values().next().value : rawEditor);
   }
 
   function setBusy(busy) {
@@ -160,59 +364,168 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
     element.classList.toggle("busy", busy);
   }
 
-  function finish(text, kind) {
+  function showOutcome(fresh) {
+    const outcome = outcomeOf(fresh, Boolean(follower) || resolvedHere);
+    if (!outcome) {
+      replace(outcomeLine);
+      return;
+    }
+    element.dataset.outcome = outcome.status;
+    const kind = { done: "ok", approved: "ok", not_run: "warn", failed: "error", running: "info" }[outcome.status] || "info";
+    const text = outcome.status === "running" ? "Approved — running…" : outcome.message;
+    const previous = outcomeLine.dataset.text;
+    outcomeLine.dataset.text = text;
+    replace(
+      outcomeLine,
+      h("p", { class: `notice notice-${kind} outcome outcome-${outcome.status}` }, h("span", { class: "outcome-text" }, withCode(text))),
+      h("p", { class: "muted small resolution", text: describeResolution(fresh).replace(/^./, (c) => c.toUpperCase()) + "." }),
+    );
+    if (previous !== text && resolvedHere) {
+      announce(text.replaceAll("`", ""));
+    }
+  }
+
+  function finish(fresh, extra, following = true) {
     rejectPanel.hidden = true;
     editPanel.hidden = true;
     actions.hidden = true;
     actions.replaceChildren();
     element.classList.add("resolved");
+    element.dataset.state = fresh.state;
     replace(
       status,
-      notice(kind, text),
-      h("a", { href: "#/tasks/" + encodeURIComponent(current.task_id), text: "Follow the task’s timeline →" }),
+      extra ? notice("warn", extra) : null,
+      linkToTask ? h("a", { href: "#/tasks/" + encodeURIComponent(fresh.task_id), text: "Follow the task’s timeline →" }) : null,
     );
+    if (following && !FINAL.has(outcomeOf(fresh)?.status)) {
+      follow();
+    }
+    showOutcome(fresh);
+  }
+
+  /**
+   * Follows the task's events until the call's outcome is final. Without an `outcome`
+   * from the server (older servers) the call's tool_result / tool_error decide.
+   */
+  function follow() {
+    if (follower) {
+      return;
+    }
+    const taskId = current.task_id;
+    let callId = null;
+    let fallback = null;
+    let scanned = false;
+    const note = (stored) => {
+      if (stored.type === "approval_required" && stored.approval_id === id) {
+        callId = stored.call_id;
+      } else if (callId && stored.call_id === callId && stored.type === "tool_result") {
+        fallback = { status: "done", message: `Done — ${stored.name} ran` };
+      } else if (callId && stored.call_id === callId && stored.type === "tool_error") {
+        fallback = { status: "failed", message: "Failed: " + stored.message };
+      } else if (!fallback && ["task_cancelled", "task_failed", "task_interrupted"].includes(stored.type)) {
+        fallback = { status: "not_run", message: stored.type === "task_cancelled" ? "Not run — task cancelled" : "Not run — the task ended" };
+      }
+    };
+    const refetch = debounce(async () => {
+      let fresh;
+      try {
+        fresh = await api("/api/approvals/" + encodeURIComponent(id));
+      } catch {
+        return;
+      }
+      if (!fresh.outcome && !scanned) {
+        // An older server: find the call in the task's events so far.
+        scanned = true;
+        try {
+          const page = await api(`/api/tasks/${encodeURIComponent(taskId)}/events?limit=5000`);
+          page.events.forEach(note);
+        } catch {
+          // The live events still tell.
+        }
+      }
+      current = fresh;
+      element.dataset.state = fresh.state;
+      if (!fresh.outcome && fallback && fresh.state === "approved") {
+        fresh = { ...fresh, outcome: fallback };
+      }
+      showOutcome(fresh);
+      if (FINAL.has(outcomeOf(fresh).status)) {
+        follower.stop();
+      }
+    }, 150);
+    const unsubscribe = subscribe(
+      (stored) => {
+        if (stored.type === "resync" || stored.task_id === taskId) {
+          if (scanned) {
+            note(stored);
+          }
+          refetch();
+        }
+      },
+      () => element.isConnected,
+    );
+    follower = {
+      stop() {
+        unsubscribe();
+        refetch.cancel();
+      },
+    };
+    refetch();
   }
 
   async function showAlreadyResolved() {
     resolvedHere = true;
-    element.dataset.state = "resolved";
+    let fresh = { ...current, state: "resolved" };
     let detail = "";
     try {
-      const fresh = await api("/api/approvals/" + encodeURIComponent(id));
+      fresh = await api("/api/approvals/" + encodeURIComponent(id));
       current = fresh;
-      element.dataset.state = fresh.state;
       detail = " It was " + describeResolution(fresh) + ".";
     } catch {
       // The short message is enough.
     }
-    finish("Already resolved: someone else decided first (another tab or the command line)." + detail, "warn");
+    finish(fresh, "Already resolved: someone else decided first (another tab or the command line)." + detail);
     element.classList.add("conflict");
   }
 
-  async function resolve(body, doneText) {
+  function resolvedNow() {
+    onResolved();
+    if (focusNext && element.isConnected) {
+      focusNextPending(element);
+    }
+  }
+
+  async function resolve(body) {
     setBusy(true);
     replace(status, notice("info", "Sending your decision…"));
     try {
       await api(`/api/approvals/${encodeURIComponent(id)}/resolve`, { method: "POST", body });
       resolvedHere = true;
-      element.dataset.state = body.decision === "approve" ? "approved" : "rejected";
-      finish(doneText, "ok");
-      onResolved();
+      const approved = body.decision === "approve";
+      current = {
+        ...current,
+        state: approved ? "approved" : "rejected",
+        reason: body.reason,
+        edited_arguments: body.edited_arguments,
+        resolved_at: new Date().toISOString(),
+      };
+      finish(current);
+      announce(approved ? "Approved — running…" : "Rejected. The agent was told.");
+      resolvedNow();
     } catch (error) {
       setBusy(false);
       if (error.status === 409 && error.code === "already_resolved") {
         await showAlreadyResolved();
-        onResolved();
+        resolvedNow();
       } else if (error.status === 409 && error.code === "invalid_state") {
         // The task ended first (a cancel won the race): the call will never run.
         resolvedHere = true;
-        element.dataset.state = "cancelled";
-        finish("Not run: the task ended before your decision was recorded (" + error.message + ").", "warn");
-        onResolved();
+        finish({ ...current, state: "cancelled", outcome: { status: "not_run", message: "Not run — task cancelled" } }, "The task ended before your decision was recorded (" + error.message + ").");
+        resolvedNow();
       } else if (error.status === 422 && body.edited_arguments !== undefined) {
         replace(status);
         replace(editError, notice("error", "The server refused the edited arguments: " + error.message));
-        editor.focus();
+        (structured ? fields.values().next().value : rawEditor).focus();
       } else {
         replace(status, notice("error", "The decision was not recorded: " + error.message));
       }
@@ -220,7 +533,9 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
   }
 
   function approve() {
-    resolve({ decision: "approve" }, "You approved this call. The task continues.");
+    if (isPending()) {
+      resolve({ decision: "approve" });
+    }
   }
 
   function reject() {
@@ -229,18 +544,65 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
     if (reason) {
       body.reason = reason;
     }
-    resolve(body, reason ? `You rejected this call (reason: “${reason}”). The agent was told.` : "You rejected this call. The agent was told.");
+    resolve(body);
   }
 
   function approveEdited() {
-    const parsed = parseEditedArguments(editor.value);
-    if (parsed.error) {
-      replace(editError, notice("error", parsed.error));
-      editor.focus();
-      return;
+    let value;
+    if (structured) {
+      value = editedArguments();
+      if ("path" in value && !value.path.trim()) {
+        replace(editError, notice("error", "The path must not be empty."));
+        fields.get("path").focus();
+        return;
+      }
+    } else {
+      const parsed = parseEditedArguments(rawEditor.value);
+      if (parsed.error) {
+        replace(editError, notice("error", parsed.error));
+        rawEditor.focus();
+        return;
+      }
+      value = parsed.value;
     }
     replace(editError);
-    resolve({ decision: "approve", edited_arguments: parsed.value }, "You approved the edited call. The task continues.");
+    resolve({ decision: "approve", edited_arguments: value });
+  }
+
+  /** The preview: the diff (against the current file when it changed) or the new content. */
+  function drawPreview(fresh) {
+    const changed = Boolean(fresh.current && fresh.current.changed);
+    const diffText = changed && typeof fresh.current.diff === "string" ? fresh.current.diff : fresh.diff;
+    const content = fresh.content ?? (typeof fresh.arguments?.content === "string" ? fresh.arguments.content : null);
+    replace(
+      currentSlot,
+      changed ? h("p", { class: "notice notice-warn current-warning", role: "status", text: "This file changed since the request — diff against the current file shown." }) : null,
+    );
+    const parts = [];
+    if (fresh.scope === "new_file" && typeof content === "string" && !changed) {
+      baseText = "";
+      const count = splitLines(content).length;
+      parts.push(h("h3", { text: `New file content (${count} line${count === 1 ? "" : "s"})` }), renderNewContent(content));
+    } else if (diffText) {
+      const full = typeof content === "string" ? reverseApply(content, diffText) : null;
+      if (full !== null && fresh.scope !== "edit") {
+        baseText = full;
+        parts.push(h("h3", { text: changed ? "What changes against the file as it is now" : "What changes on disk" }), renderDiffView({ lines: diffTexts(full, content).lines }));
+      } else {
+        parts.push(h("h3", { text: changed ? "What changes against the file as it is now" : "What changes on disk" }), renderDiffView({ text: diffText }));
+      }
+    } else if (diffText === "") {
+      parts.push(notice("info", "No change on disk: the file already has exactly this content."));
+    } else if (typeof content === "string") {
+      const count = splitLines(content).length;
+      const lines = `${count} line${count === 1 ? "" : "s"}`;
+      const heading =
+        fresh.label === "overwrite"
+          ? `New content, ${lines} (replaces the whole file; the current file is binary or too large to compare)`
+          : `New file content (${lines})`;
+      parts.push(h("h3", { text: heading }), renderNewContent(content));
+    }
+    replace(previewSlot, parts);
   }
 
   // The card's fixed content.
@@ -248,22 +610,11 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
   const badges = h(
     "div",
     { class: "card-badges" },
-    view.label ? h("span", { class: "badge label-" + view.label, text: view.label }) : null,
-    h("span", { class: "badge risk risk-" + view.risk, text: view.risk + " risk" }),
+    view.label && !view.scope ? h("span", { class: "badge label-" + view.label, text: view.label }) : null,
+    riskBadge(view),
+    view.revertible === false ? h("span", { class: "badge irreversible", text: "cannot be undone" }) : null,
     h("code", { class: "capability", title: "capability", text: view.capability }),
   );
-  const preview = [];
-  if (view.diff) {
-    preview.push(h("h3", { text: "What changes on disk" }), renderDiff(view.diff));
-  } else if (view.diff === "") {
-    preview.push(notice("info", "No change on disk: the file already has exactly this content."));
-  } else if (typeof view.content === "string") {
-    const heading =
-      view.label === "overwrite"
-        ? "New content (replaces the whole file; the current file is binary or too large to compare)"
-        : "New file content";
-    preview.push(h("h3", { text: heading }), block(view.content, "Content", "content"));
-  }
   const args = prettyJson(view.arguments);
   append(element, [
     h(
@@ -273,6 +624,9 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
       badges,
     ),
     resolvesTo(view.target, view.resolved),
+    view.revertible === false
+      ? h("p", { class: "notice notice-warn irreversible-note", text: "This call cannot be undone: the file it replaces is too large to keep a copy of." })
+      : null,
     h(
       "p",
       { class: "card-task" },
@@ -282,30 +636,65 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true } 
         : h("span", { text: view.prompt }),
     ),
     h("p", { class: "muted small", text: `Requested ${formatTime(view.created_at)} · ${view.id}` }),
-    preview,
-    h("details", { class: "arguments", open: args.length < 300 }, h("summary", { text: "Arguments" }), h("pre", { class: "json", text: escapeInvisibleJson(args) })),
+    currentSlot,
+    previewSlot,
+    h("details", { class: "arguments", open: !view.scope && args.length < 300 }, h("summary", { text: "Arguments (JSON)" }), h("pre", { class: "json", text: escapeInvisibleJson(args) })),
+    outcomeLine,
     status,
     actions,
     rejectPanel,
     editPanel,
   ]);
   element.setAttribute("title", escapeInvisible(title));
+  drawPreview(view);
+
+  function isPending() {
+    return !resolvedHere && current.state === "pending";
+  }
 
   function update(fresh) {
-    current = fresh;
-    if (resolvedHere || fresh.state === "pending") {
+    if (fresh.state === "pending") {
+      current = fresh;
+      if (fresh.current) {
+        drawPreview(fresh);
+      }
       return;
     }
+    if (resolvedHere) {
+      return;
+    }
+    current = fresh;
     resolvedHere = true;
-    element.dataset.state = fresh.state;
-    finish("Resolved elsewhere: " + describeResolution(fresh) + ".", "warn");
+    finish(fresh, "Resolved elsewhere: " + describeResolution(fresh) + ".");
   }
+
+  const api_ = {
+    element,
+    update,
+    id,
+    isPending,
+    panelOpen: () => !rejectPanel.hidden || !editPanel.hidden,
+    approve,
+    openReject,
+    openEditor,
+    closePanels,
+    dispose() {
+      follower?.stop();
+    },
+  };
+  CARDS.set(element, api_);
 
   if (view.state !== "pending") {
+    // Shown already decided (the inbox's other filters, chat history): follow only a
+    // call the server says is still running.
+    finish(view, null, view.outcome?.status === "running");
     resolvedHere = true;
-    element.dataset.state = view.state;
-    finish(describeResolution(view).replace(/^./, (c) => c.toUpperCase()) + ".", view.state === "approved" ? "ok" : "warn");
+  } else if (view.current === undefined && view.scope) {
+    // The list has no `current`: check the target again now that the card is shown.
+    api("/api/approvals/" + encodeURIComponent(id))
+      .then((fresh) => update(fresh))
+      .catch(() => {});
   }
 
-  return { element, update, id, isPending: () => !resolvedHere };
+  return api_;
 }

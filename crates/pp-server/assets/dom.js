@@ -1,8 +1,6 @@
 // DOM helpers. Every piece of data reaches the page as a text node or an attribute
 // value set through the DOM API; nothing is ever parsed as HTML.
 
-import { escapeInvisible } from "./visible.js";
-
 /**
  * Creates an element. `attrs` keys: `class`, `text`, `on<event>` (listeners), `dataset`
  * (object), boolean attributes (true/false), anything else as an attribute string.
@@ -150,29 +148,8 @@ export function block(text, summary, className) {
   );
 }
 
-/** A unified diff with added, removed, hunk and file lines styled apart. */
-export function renderDiff(diff) {
-  const pre = h("pre", { class: "diff", "aria-label": "diff of the change" });
-  const lines = diff.replace(/\n$/, "").split("\n");
-  for (const line of lines) {
-    let kind = "context";
-    if (line.startsWith("+++") || line.startsWith("---")) {
-      kind = "file";
-    } else if (line.startsWith("@@")) {
-      kind = "hunk";
-    } else if (line.startsWith("+")) {
-      kind = "add";
-    } else if (line.startsWith("-")) {
-      kind = "del";
-    } else if (line.startsWith("\\")) {
-      kind = "note";
-    }
-    // A path in a header line may hide controls (bidi overrides); show them escaped.
-    const shown = kind === "file" ? escapeInvisible(line) : line;
-    pre.append(h("span", { class: "diff-line diff-" + kind, text: shown + "\n" }));
-  }
-  return pre;
-}
+/** A unified diff (diff.js renders it: line numbers, word highlights, split view). */
+export { renderDiff } from "./diff.js";
 
 /** A short status line: `kind` is `info`, `ok`, `error` or `warn`. */
 export function notice(kind, text) {

@@ -1,33 +1,14 @@
-// #/files?path=DIR&workspace=NAME: browse a workspace, download, upload (drag and drop
-// or the file picker). This is the operator's road (SPEC §1.6): no approval card, but
+// #/files?path=DIR&workspace=NAME: browse a workspace, preview (file names link to
+// #/preview), download, upload (drag and drop or the file picker; over an existing file
+// the server answers 409 `exists`, and the page shows the diff and asks first). This is the operator's road (SPEC §1.6): no approval card, but
 // the workspace guard still applies and every upload and download is audited.
 
 import { api, query } from "./api.js";
-import { h, hashLink, hashQuery, notice, replace, timeElement } from "./dom.js";
+import { h, hashLink, hashQuery, notice, renderDiff, replace, timeElement } from "./dom.js";
 import { escapeInvisible, visibleCode } from "./visible.js";
 import { fillWorkspaces } from "./tasks.js";
-
-function formatSize(bytes) {
-  if (bytes === null || bytes === undefined) {
-    return "";
-  }
-  if (bytes < 1024) {
-    return `${bytes} B`;
-  }
-  const units = ["KB", "MB", "GB"];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
-}
-
-function baseName(path) {
-  const parts = path.split("/");
-  return parts[parts.length - 1] || path;
-}
+import { baseName, formatSize, previewHref } from "./format.js";
+import { readText, unifiedDiff } from "./textdiff.js";
 
 /** The message for a failed files request; guard refusals name the rule plainly. */
 function explain(error) {
@@ -58,7 +39,9 @@ export function renderFiles(container) {
       workspaceSelect.closest(".field").hidden = workspaces.length < 2;
       root.textContent = workspaceSelect.value || root.textContent;
     })
-    .catch(() => {});
+    .catch(() => {
+      // The listing below reports an unreachable server; the selector stays as it is.
+    });
   workspaceSelect.addEventListener("change", () => {
     location.hash = link("", workspaceSelect.value);
   });
@@ -120,7 +103,9 @@ export function renderFiles(container) {
             { "data-label": "Name" },
             isDir
               ? h("a", { href: link(entry.path), class: "dir" }, visibleCode(name), "/")
-              : h("span", { class: "file-name " + entry.kind }, visibleCode(name)),
+              : entry.kind === "file"
+                ? h("a", { href: previewHref(entry.path, workspaceName), class: "file-name file", "aria-label": "Preview " + escapeInvisible(name) }, visibleCode(name))
+                : h("span", { class: "file-name " + entry.kind }, visibleCode(name)),
           ),
           h("td", { "data-label": "Size", text: isDir ? "" : formatSize(entry.size) }),
           h("td", { "data-label": "Modified" }, entry.modified_at ? timeElement(entry.modified_at) : ""),
@@ -149,6 +134,75 @@ export function renderFiles(container) {
     );
   };
 
+  /** Sends one file; `overwrite` only after the person confirmed the replacement. */
+  const send = (target, file, overwrite) =>
+    api("/api/files/content" + query({ path: target, workspace: workspaceName, overwrite: overwrite ? "true" : "" }), {
+      method: "PUT",
+      raw: file,
+    });
+
+  const uploaded = (line, result) =>
+    line.replaceWith(notice("ok", `${result.created ? "Uploaded" : "Replaced"} ${result.path} (${formatSize(result.size)}).`));
+
+  /**
+   * The file exists: show what would change (text files) and ask "Replace?". Resolves
+   * when the person decided.
+   */
+  const askReplace = async (target, file, line) => {
+    const box = h("div", { class: "subpanel replace-confirm", role: "group", "aria-label": "Replace " + escapeInvisible(target) + "?" });
+    line.replaceWith(box);
+    replace(box, h("p", { class: "muted", text: `Comparing ${target} with the new file…` }));
+    let comparison = null;
+    try {
+      const current = await fetch("/api/files/content" + query({ path: target, workspace: workspaceName }), {
+        credentials: "same-origin",
+        referrerPolicy: "same-origin",
+      });
+      if (current.ok) {
+        const [before, after] = await Promise.all([readText(await current.arrayBuffer()), readText(await file.arrayBuffer())]);
+        if (before !== null && after !== null) {
+          comparison =
+            before === after
+              ? notice("info", "The new file has exactly the same content.")
+              : unifiedDiff(before, after, target) || notice("info", "The files are too large to compare line by line.");
+        }
+      }
+    } catch (error) {
+      comparison = notice("warn", "Cannot compare: " + error.message);
+    }
+    return new Promise((resolve) => {
+      const yes = h("button", { type: "button", class: "button danger confirm-replace", text: "Replace" });
+      const no = h("button", { type: "button", class: "button ghost", text: "Keep the current file" });
+      replace(
+        box,
+        h("p", {}, h("strong", { text: `${target} already exists. Replace it?` })),
+        comparison === null
+          ? h("p", { class: "muted small", text: "Not a text file: no line comparison." })
+          : typeof comparison === "string"
+            ? [h("p", { class: "muted small", text: "What changes (the file now → your upload):" }), renderDiff(comparison)]
+            : comparison,
+        h("div", { class: "button-row" }, yes, no),
+      );
+      yes.addEventListener("click", async () => {
+        yes.disabled = true;
+        no.disabled = true;
+        const status = notice("info", `Replacing ${target}…`);
+        box.replaceWith(status);
+        try {
+          uploaded(status, await send(target, file, true));
+        } catch (error) {
+          status.replaceWith(notice("error", `${target} was not replaced. ${explain(error)}`));
+        }
+        resolve(undefined);
+      });
+      no.addEventListener("click", () => {
+        box.replaceWith(notice("info", `${target} was kept as it is; nothing uploaded.`));
+        resolve(undefined);
+      });
+      yes.focus();
+    });
+  };
+
   const upload = async (files) => {
     const list = [...files];
     if (list.length === 0) {
@@ -160,15 +214,13 @@ export function renderFiles(container) {
       const line = notice("info", `Uploading ${target}…`);
       uploadStatus.append(line);
       try {
-        const result = await api("/api/files/content" + query({ path: target, workspace: workspaceName }), {
-          method: "PUT",
-          raw: file,
-        });
-        line.replaceWith(
-          notice("ok", `${result.created ? "Uploaded" : "Replaced"} ${result.path} (${formatSize(result.size)}).`),
-        );
+        uploaded(line, await send(target, file, false));
       } catch (error) {
-        line.replaceWith(notice("error", `${target} was not uploaded. ${explain(error)}`));
+        if (error.status === 409 && error.code === "exists") {
+          await askReplace(target, file, line);
+        } else {
+          line.replaceWith(notice("error", `${target} was not uploaded. ${explain(error)}`));
+        }
       }
     }
     load();

@@ -1,7 +1,10 @@
-// #/tasks: the "new task" form and the task list with a state filter, kept live.
+// #/tasks?q=&state=&workspace=: the "new task" form and the task list, searchable by
+// prompt and filtered by state and workspace (kept in the hash query, so a reload keeps
+// them), paged with `next_before`, with each task's changes on disk, kept live.
 
 import { api, query } from "./api.js";
 import { STATE_LABELS, debounce, h, hashLink, hashQuery, notice, replace, stateBadge, timeElement } from "./dom.js";
+import { countsText } from "./changes.js";
 
 const TASK_STATES = [
   "queued",
@@ -41,9 +44,33 @@ function newTaskForm() {
   const workspace = h("select", { id: "task-workspace", name: "workspace" });
   const status = h("div", { class: "form-status" });
   const submit = h("button", { type: "submit", class: "button primary", text: "Start task" });
-  fillWorkspaces(workspace).catch((error) => {
-    replace(status, notice("error", "Cannot list workspaces: " + error.message));
-  });
+  // After a server restart the list comes back by itself: try again until it works,
+  // then clear the message.
+  let delay = 1000;
+  const tryWorkspaces = () => {
+    fillWorkspaces(workspace).then(
+      () => {
+        if (status.querySelector(".workspaces-error")) {
+          replace(status);
+        }
+      },
+      (error) => {
+        if (error.status === 401) {
+          return;
+        }
+        const problem = notice("error", "Cannot list workspaces: " + error.message + " Trying again…");
+        problem.classList.add("workspaces-error");
+        replace(status, problem);
+        setTimeout(() => {
+          if (workspace.isConnected) {
+            tryWorkspaces();
+          }
+        }, delay);
+        delay = Math.min(delay * 2, 10000);
+      },
+    );
+  };
+  tryWorkspaces();
   const form = h(
     "form",
     { class: "panel new-task", "aria-labelledby": "new-task-title" },
@@ -89,6 +116,7 @@ function newTaskForm() {
 }
 
 function taskRow(task) {
+  const counts = countsText(task.changes);
   return h(
     "tr",
     { dataset: { taskId: task.id, state: task.state } },
@@ -99,51 +127,134 @@ function taskRow(task) {
       h("a", { href: "#/tasks/" + encodeURIComponent(task.id), text: task.prompt || "(no prompt)" }),
       task.error ? h("div", { class: "muted small", text: task.error }) : null,
     ),
+    h("td", { "data-label": "Changes", class: "changes-cell" }, counts ? h("span", { class: "change-counts", text: counts }) : h("span", { class: "muted", text: task.changes ? "none" : "" })),
     h("td", { "data-label": "Workspace", text: task.workspace }),
     h("td", { "data-label": "Created" }, timeElement(task.created_at)),
   );
 }
 
+const PAGE = 50;
+
 /** Renders the page; returns its live-event hook. */
 export function renderTaskList(container) {
   const params = hashQuery();
-  const filter = params.get("state") || "";
+  const filters = { q: params.get("q") || "", state: params.get("state") || "", workspace: params.get("workspace") || "" };
+  // `#/tasks?limit=N` changes the page size (kept in the address like the filters).
+  const pageSize = Math.min(1000, Math.max(1, Number(params.get("limit")) || PAGE));
+  const search = h("input", { id: "task-search", name: "q", type: "search", value: filters.q, placeholder: "Words in the prompt", autocomplete: "off" });
   const select = h(
     "select",
     { id: "state-filter", name: "state" },
     h("option", { value: "", text: "All states" }),
-    TASK_STATES.map((state) => h("option", { value: state, selected: state === filter, text: STATE_LABELS[state] })),
+    TASK_STATES.map((state) => h("option", { value: state, selected: state === filters.state, text: STATE_LABELS[state] })),
   );
-  select.addEventListener("change", () => {
-    location.hash = hashLink("/tasks", { state: select.value });
-  });
+  const workspaceFilter = h("select", { id: "workspace-filter", name: "workspace" }, h("option", { value: "", text: "All workspaces" }));
+  if (filters.workspace) {
+    workspaceFilter.append(h("option", { value: filters.workspace, selected: true, text: filters.workspace }));
+  }
+  api("/api/workspaces").then(
+    (data) => {
+      replace(
+        workspaceFilter,
+        h("option", { value: "", text: "All workspaces" }),
+        data.workspaces.map((workspace) => h("option", { value: workspace.name, selected: workspace.name === filters.workspace, text: workspace.name })),
+      );
+      workspaceFilter.closest(".field").hidden = data.workspaces.length < 2 && !filters.workspace;
+    },
+    () => {
+      // The list still works without the names; the new-task form reports the problem.
+    },
+  );
   const list = h("div", { class: "task-list", "aria-live": "polite" }, h("p", { class: "muted", text: "Loading tasks…" }));
+  const more = h("button", { type: "button", class: "button", hidden: true, text: "Older tasks" });
+  const summary = h("p", { class: "muted small task-summary", role: "status" });
+  const body = h("tbody");
+  let nextBefore = null;
+  let retryTimer = null;
 
-  const load = async () => {
+  const describe = () =>
+    [filters.q ? `matching “${filters.q}”` : "", filters.state ? STATE_LABELS[filters.state] : "", filters.workspace ? `in ${filters.workspace}` : ""]
+      .filter(Boolean)
+      .join(", ");
+
+  const load = async (before) => {
+    clearTimeout(retryTimer);
+    let data;
     try {
-      const data = await api("/api/tasks" + query({ state: filter, limit: 200 }));
-      if (data.tasks.length === 0) {
-        replace(list, h("p", { class: "empty", text: filter ? `No ${STATE_LABELS[filter]} tasks.` : "No tasks yet. Start one above." }));
+      data = await api("/api/tasks" + query({ ...filters, before, limit: pageSize }));
+    } catch (error) {
+      if (error.status === 400) {
+        replace(list, notice("error", "The search was refused: " + error.message));
         return;
       }
+      replace(list, notice("error", "Cannot load the tasks: " + error.message + " Trying again…"));
+      retryTimer = setTimeout(() => load(), 3000);
+      return;
+    }
+    if (!before) {
+      body.replaceChildren();
+    }
+    body.append(...data.tasks.map(taskRow));
+    nextBefore = data.next_before || null;
+    more.hidden = !nextBefore;
+    const filtered = describe();
+    summary.textContent = filtered ? `${body.children.length}${nextBefore ? "+" : ""} task(s) ${filtered}.` : "";
+    if (body.children.length === 0) {
+      replace(list, h("p", { class: "empty", text: filtered ? `No tasks ${filtered}.` : "No tasks yet. Start one above." }));
+      return;
+    }
+    if (!list.querySelector("table")) {
       replace(
         list,
         h(
           "table",
-          { class: "table responsive" },
+          { class: "table responsive tasks" },
           h(
             "thead",
             {},
-            h("tr", {}, h("th", { text: "State" }), h("th", { text: "Task" }), h("th", { text: "Workspace" }), h("th", { text: "Created" })),
+            h(
+              "tr",
+              {},
+              h("th", { text: "State" }),
+              h("th", { text: "Task" }),
+              h("th", { text: "Changes on disk" }),
+              h("th", { text: "Workspace" }),
+              h("th", { text: "Created" }),
+            ),
           ),
-          h("tbody", {}, data.tasks.map(taskRow)),
+          body,
         ),
       );
-    } catch (error) {
-      replace(list, notice("error", "Cannot load the tasks: " + error.message));
     }
   };
-  const reload = debounce(load, 200);
+  // Live updates reload the first page only (older pages stay as they were loaded).
+  const reload = debounce(() => load(), 200);
+  more.addEventListener("click", () => load(nextBefore));
+
+  /** Applies the form to the list and the address (no page change, focus stays). */
+  const apply = () => {
+    filters.q = search.value.trim();
+    filters.state = select.value;
+    filters.workspace = workspaceFilter.value;
+    history.replaceState(null, "", hashLink("/tasks", { ...filters, limit: pageSize === PAGE ? "" : String(pageSize) }));
+    load();
+  };
+  const applySoon = debounce(apply, 300);
+  const form = h(
+    "form",
+    { class: "filters task-filters", role: "search", "aria-label": "Search tasks" },
+    h("div", { class: "field grow" }, h("label", { for: "task-search", text: "Search" }), search),
+    h("div", { class: "field" }, h("label", { for: "state-filter", text: "State" }), select),
+    h("div", { class: "field" }, h("label", { for: "workspace-filter", text: "Workspace" }), workspaceFilter),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    applySoon.cancel();
+    apply();
+  });
+  search.addEventListener("input", applySoon);
+  select.addEventListener("change", apply);
+  workspaceFilter.addEventListener("change", apply);
 
   replace(
     container,
@@ -152,13 +263,11 @@ export function renderTaskList(container) {
     h(
       "section",
       { class: "panel", "aria-labelledby": "task-list-title" },
-      h(
-        "div",
-        { class: "section-head" },
-        h("h2", { id: "task-list-title", text: "Recent tasks" }),
-        h("div", { class: "field inline" }, h("label", { for: "state-filter", text: "Show" }), select),
-      ),
+      h("h2", { id: "task-list-title", text: "Recent tasks" }),
+      form,
+      summary,
       list,
+      more,
     ),
   );
   load();
@@ -169,6 +278,10 @@ export function renderTaskList(container) {
       }
     },
     resync: reload,
-    cleanup: () => reload.cancel(),
+    cleanup: () => {
+      reload.cancel();
+      applySoon.cancel();
+      clearTimeout(retryTimer);
+    },
   };
 }

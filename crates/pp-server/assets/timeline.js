@@ -1,13 +1,12 @@
-// #/tasks/ID: the task's header (state, cancel, retry) and its live event timeline.
-//
-// The timeline follows `GET /api/tasks/ID/events` over SSE. A dropped connection is
-// resumed by the browser with `Last-Event-ID` (or by us with `?after=`); every row is
-// keyed by the event's global sequence number, so nothing is ever shown twice.
+// Timeline rows: `eventRow(stored)` (one row per stored event, also used by the chat
+// page) and `compactTimeline()` (the task page's timeline: one line per tool call).
+// Every row is keyed by the event's global sequence number (`data-seq`).
 
-import { api, followEvents } from "./api.js";
-import { block, debounce, h, notice, prettyJson, replace, stateBadge, timeElement } from "./dom.js";
+import { block, h, notice, prettyJson, timeElement } from "./dom.js";
 import { resultBody } from "./results.js";
-import { escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
+import { resolvesTo, visibleCode } from "./visible.js";
+import { argumentsList, argumentsSummary } from "./format.js";
+import { api } from "./api.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
@@ -30,7 +29,7 @@ function row(stored, kind, title, ...body) {
 }
 
 function describeArguments(args) {
-  return block(escapeInvisibleJson(prettyJson(args)), "Arguments", "json");
+  return argumentsList(args);
 }
 
 /** The timeline row for one stored event. */
@@ -145,140 +144,281 @@ export function eventRow(stored) {
   }
 }
 
-/** Renders the task page; returns its cleanup. */
-export function renderTask(container, id) {
-  const header = h("div", { class: "task-head" }, h("p", { class: "muted", text: "Loading the task…" }));
-  const actions = h("div", { class: "task-actions" });
-  const status = h("div", { class: "form-status" });
-  const timeline = h("ol", { class: "timeline", "aria-label": "Event timeline", "aria-live": "polite" });
-  const streamState = h("p", { class: "muted small stream-state", role: "status" });
-  const seen = new Set();
-  let task = null;
+// ---------------------------------------------------------------------------------------
+// The compact timeline of the task page: one expandable line per tool call, with its
+// approval, result, error or denial folded into it (paired by `call_id`); the model's
+// own bookkeeping rows (requests, trimmed context) hidden unless asked for. Every event
+// element keeps `data-seq` and `data-type`, so each stored event is on the page once.
 
-  const renderHeader = () => {
-    replace(
-      header,
-      h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "← Tasks" })),
-      h("h1", { class: "task-prompt", text: task.prompt }),
+/** Events that only say what the loop asked the model: hidden behind the toggle. */
+const MODEL_ROWS = new Set(["model_request", "context_trimmed", "session_summarised"]);
+
+/** Words and badge class for a call line's status. */
+const CALL_STATUS = {
+  running: ["running", "state-running"],
+  waiting: ["waiting for your decision", "state-waiting_approval"],
+  approved: ["approved", "state-approved"],
+  done: ["done", "state-completed"],
+  failed: ["failed", "state-failed"],
+  denied: ["denied", "state-failed"],
+  rejected: ["rejected", "state-rejected"],
+  stale: ["not run — file changed", "state-stale"],
+};
+
+/**
+ * Builds the compact timeline. `options.approvalCard(view, opts)` builds the inline card
+ * for a pending call (card.js); `options.onChange()` runs after a call finishes (the
+ * Changes panel refreshes).
+ * @param {{ approvalCard: Function, onChange?: () => void, onResolved?: () => void }} options
+ */
+export function compactTimeline({ approvalCard, onChange = () => {}, onResolved = () => {} }) {
+  const list = h("ol", { class: "timeline compact", "aria-label": "Event timeline" });
+  const showModel = h("input", { type: "checkbox", id: "show-model-rows" });
+  showModel.addEventListener("change", () => list.classList.toggle("show-model", showModel.checked));
+  const modelCount = h("span", { class: "muted small model-count" });
+  const toggle = h(
+    "div",
+    { class: "timeline-options" },
+    h("label", { for: "show-model-rows", class: "check" }, showModel, " Show model requests ", modelCount),
+  );
+  const box = h("div", { class: "timeline-scroll", tabindex: "0", role: "region", "aria-label": "Timeline (newest at the bottom)" }, list);
+  const jump = h("button", { type: "button", class: "button small jump-newest", hidden: true, text: "↓ Newest events" });
+  /** Whether the box follows the newest event (the person has not scrolled up). */
+  let following = true;
+  box.addEventListener("scroll", () => {
+    following = box.scrollTop + box.clientHeight >= box.scrollHeight - 40;
+    if (following) {
+      jump.hidden = true;
+    }
+  });
+  jump.addEventListener("click", () => {
+    following = true;
+    jump.hidden = true;
+    box.scrollTop = box.scrollHeight;
+  });
+
+  /** Call lines by call id. */
+  const calls = new Map();
+  let models = 0;
+  /** The last model message with text (folded when the final answer repeats it). */
+  let lastAssistant = null;
+
+  const follow = () => {
+    if (following) {
+      box.scrollTop = box.scrollHeight;
+    } else {
+      jump.hidden = false;
+    }
+  };
+
+  const part = (stored, kind, ...children) =>
+    h("div", { class: "call-part part-" + kind, dataset: { seq: String(stored.seq), type: stored.type } }, children);
+
+  const setStatus = (line, status) => {
+    const [words, className] = CALL_STATUS[status] || [status, ""];
+    line.element.dataset.status = status;
+    line.badge.className = "badge call-status " + className;
+    line.badge.textContent = words;
+  };
+
+  const callLine = (stored) => {
+    const existing = calls.get(stored.call_id);
+    if (existing) {
+      return existing;
+    }
+    const badge = h("span", { class: "badge call-status" });
+    const summaryText = h("span", { class: "call-args" });
+    const body = h("div", { class: "call-body" });
+    const details = h(
+      "details",
+      { class: "call-details" },
       h(
-        "p",
-        { class: "task-facts" },
-        stateBadge(task.state),
-        h("span", { text: " in workspace " }),
-        h("code", { text: task.workspace }),
-        h("span", { text: " · created " }),
-        timeElement(task.created_at),
-        h("span", { class: "muted", text: ` · ${task.id}` }),
+        "summary",
+        {},
+        h("span", { class: "call-name", text: stored.name || "tool" }),
+        " ",
+        summaryText,
+        " ",
+        badge,
+        h("span", { class: "event-meta" }, ` step ${stored.step + 1} · `, timeElement(stored.at, true)),
       ),
-      task.error ? notice(task.state === "failed" ? "error" : "warn", task.error) : null,
+      body,
     );
-    replace(actions);
-    if (ACTIVE.has(task.state)) {
-      actions.append(h("button", { type: "button", class: "button danger", onclick: cancel, text: "Cancel task" }));
-    }
-    if (RETRYABLE.has(task.state)) {
-      actions.append(h("button", { type: "button", class: "button primary", onclick: retry, text: "Retry task" }));
-    }
+    const element = h("li", { class: "event call-line", dataset: { callId: stored.call_id, name: stored.name || "" } }, details);
+    const line = { element, details, body, badge, summaryText, card: null, approvalId: null, resolved: false };
+    calls.set(stored.call_id, line);
+    list.append(element);
+    return line;
   };
 
-  const loadTask = async () => {
-    try {
-      task = await api("/api/tasks/" + encodeURIComponent(id));
-      renderHeader();
-    } catch (error) {
-      replace(
-        header,
-        h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "← Tasks" })),
-        notice("error", error.status === 404 ? `There is no task ${id}.` : "Cannot load the task: " + error.message),
-      );
-    }
-  };
-  const reloadTask = debounce(loadTask, 150);
-
-  const act = async (verb, label) => {
-    for (const button of actions.querySelectorAll("button")) {
-      button.disabled = true;
-    }
-    replace(status);
-    try {
-      task = await api(`/api/tasks/${encodeURIComponent(id)}/${verb}`, { method: "POST" });
-      renderHeader();
-      replace(status, notice("ok", label));
-    } catch (error) {
-      replace(status, notice("error", error.code === "invalid_state" ? error.message : `Cannot ${verb}: ${error.message}`));
-      loadTask();
-    }
-  };
-  const cancel = () => act("cancel", "The task was cancelled.");
-  const retry = () => act("retry", "The task continues.");
-
-  /** Approval ids by call id, to show what an edited approval ran with. */
-  const approvals = new Map();
-
-  const showEditedArguments = async (item, callId) => {
-    const approvalId = approvals.get(callId);
-    if (!approvalId) {
+  const mountCard = async (line) => {
+    if (line.resolved || !line.approvalId || line.card) {
       return;
     }
     try {
-      const view = await api("/api/approvals/" + encodeURIComponent(approvalId));
-      if (view.edited_arguments) {
-        const body = item.querySelector(".event-body") || item.appendChild(h("div", { class: "event-body" }));
-        body.append(h("p", { class: "muted small", text: "It ran with these arguments:" }), block(prettyJson(view.edited_arguments), "Edited arguments", "json"));
-      }
-    } catch {
-      // The row already says the arguments were edited.
-    }
-  };
-
-  /** The model's last message repeats the final answer: keep it short. */
-  const foldRepeatedAnswer = (stored) => {
-    const last = timeline.lastElementChild;
-    const text = last && last.dataset.type === "assistant_message" ? last.querySelector(".message-text") : null;
-    if (text && text.textContent === stored.final) {
-      last.classList.replace("event-assistant", "event-quiet");
-      last.querySelector(".event-title").textContent = "The model answered (below)";
-      last.querySelector(".event-body").remove();
-    }
-  };
-
-  const stream = followEvents(`/api/tasks/${encodeURIComponent(id)}/events`, {
-    onEvent(stored) {
-      if (seen.has(stored.seq)) {
+      const view = await api("/api/approvals/" + encodeURIComponent(line.approvalId));
+      if (view.state !== "pending" || line.card) {
         return;
       }
-      seen.add(stored.seq);
-      if (stored.type === "approval_required" && stored.approval_id) {
-        approvals.set(stored.call_id, stored.approval_id);
-      }
-      if (stored.type === "task_completed") {
-        foldRepeatedAnswer(stored);
-      }
-      const item = eventRow(stored);
-      timeline.append(item);
-      if (stored.type === "approval_resolved" && stored.edited) {
-        showEditedArguments(item, stored.call_id);
-      }
-      if (stored.type !== "model_request") {
-        reloadTask();
-      }
-    },
-    onStatus(state) {
-      streamState.textContent = state === "live" ? "" : "Connection lost — reconnecting; events resume where they stopped.";
-    },
-  });
+      // The one approval card component (decide's card.js), inline in the call's row.
+      line.card = approvalCard(view, { linkToTask: false, onResolved, focusNext: false });
+      line.slot.replaceChildren(line.card.element);
+      line.details.open = true;
+      follow();
+    } catch (error) {
+      line.slot.replaceChildren(notice("error", "Cannot show the approval card: " + error.message));
+    }
+  };
 
-  replace(
-    container,
-    header,
-    h("div", { class: "toolbar" }, actions, status),
-    h("section", { class: "panel", "aria-labelledby": "timeline-title" }, h("h2", { id: "timeline-title", text: "Timeline" }), streamState, timeline),
-  );
-  loadTask();
+  const add = (stored) => {
+    if (MODEL_ROWS.has(stored.type) || (stored.type === "assistant_message" && !stored.content)) {
+      models += 1;
+      modelCount.textContent = `(${models})`;
+      const item = eventRow(stored);
+      item.classList.add("model-row");
+      list.append(item);
+      return;
+    }
+    switch (stored.type) {
+      case "tool_call": {
+        const line = callLine(stored);
+        line.element.dataset.seq = String(stored.seq);
+        line.element.dataset.type = "tool_call";
+        line.summaryText.textContent = argumentsSummary(stored.arguments);
+        // The line itself carries this event's seq; the arguments are its first part.
+        line.body.prepend(h("div", { class: "call-part part-arguments" }, argumentsList(stored.arguments)));
+        setStatus(line, "running");
+        break;
+      }
+      case "approval_required": {
+        const line = callLine(stored);
+        const preview = stored.preview || {};
+        const facts = [preview.label, stored.risk ? stored.risk + " risk" : null, stored.capability].filter(Boolean);
+        line.slot = h("div", { class: "card-slot" });
+        line.approvalId = stored.approval_id || null;
+        line.body.append(
+          part(
+            stored,
+            "approval",
+            h(
+              "p",
+              { class: "small approval-line" },
+              "Needs your approval: ",
+              h("span", { class: "tool", text: stored.name }),
+              preview.target ? [" ", visibleCode(preview.target, "target")] : null,
+              h("span", { class: "muted", text: " · " + facts.join(" · ") }),
+            ),
+            resolvesTo(preview.target, preview.resolved),
+            line.slot,
+            stored.approval_id
+              ? h("p", {}, h("a", { class: "small", href: "#/approvals/" + encodeURIComponent(stored.approval_id), text: "Open the approval card" }))
+              : null,
+          ),
+        );
+        line.element.classList.add("needs-approval");
+        line.details.open = true;
+        setStatus(line, "waiting");
+        // Events replayed from history arrive in a burst: mount the card only if no
+        // resolution follows right away.
+        setTimeout(() => mountCard(line), 60);
+        break;
+      }
+      case "approval_resolved": {
+        const line = callLine(stored);
+        line.resolved = true;
+        line.element.classList.remove("needs-approval");
+        // Decided: the line folds back to one row (its card keeps the outcome inside).
+        line.details.open = false;
+        const words = {
+          approved: stored.edited ? "Approved with edited arguments" : "Approved",
+          rejected: "Rejected by the operator",
+          stale: "Not run: the file changed after the approval was requested",
+        };
+        line.body.append(
+          part(
+            stored,
+            "resolved",
+            h("p", { class: "resolution resolved-" + stored.decision, text: words[stored.decision] || `Resolved: ${stored.decision}` }),
+            stored.reason ? h("p", {}, "Reason: ", h("q", { text: stored.reason })) : null,
+          ),
+        );
+        setStatus(line, stored.decision === "approved" ? "approved" : stored.decision);
+        if (line.card && line.card.isPending() && line.approvalId) {
+          // Decided elsewhere (the panel above, another tab): the inline card says so.
+          api("/api/approvals/" + encodeURIComponent(line.approvalId)).then(line.card.update, (error) => {
+            line.slot.append(notice("warn", "Decided elsewhere; cannot load the result: " + error.message));
+          });
+        }
+        break;
+      }
+      case "approval_edit_rejected": {
+        const line = callLine(stored);
+        line.body.append(part(stored, "error", h("p", { class: "notice notice-error", text: "Edited arguments refused: " + stored.message })));
+        break;
+      }
+      case "tool_result": {
+        const line = callLine(stored);
+        line.body.append(part(stored, "result", h("p", { class: "part-title", text: "Result" }), resultBody(stored.content)));
+        setStatus(line, "done");
+        onChange();
+        break;
+      }
+      case "tool_error": {
+        const line = callLine(stored);
+        line.body.append(part(stored, "error", h("p", { class: "part-title", text: "Error" }), block(stored.message, "Error", "output")));
+        if (line.element.dataset.status !== "rejected" && line.element.dataset.status !== "stale") {
+          setStatus(line, "failed");
+        }
+        onChange();
+        break;
+      }
+      case "tool_denied": {
+        const line = callLine(stored);
+        line.body.append(
+          part(
+            stored,
+            "denied",
+            h("p", {}, h("span", { class: "badge rule", text: stored.rule }), " ", h("span", { text: stored.message })),
+            h("p", { class: "muted small", text: `Denials in this task so far: ${stored.denials}` }),
+          ),
+        );
+        line.element.classList.add("denied");
+        setStatus(line, "denied");
+        break;
+      }
+      case "assistant_message": {
+        const item = eventRow(stored);
+        lastAssistant = { item, content: stored.content };
+        list.append(item);
+        break;
+      }
+      case "task_completed":
+        // The model's last message is the final answer: keep it once, as the answer
+        // (the message row joins the hidden model rows).
+        if (lastAssistant && lastAssistant.content === stored.final && lastAssistant.item === list.lastElementChild) {
+          lastAssistant.item.classList.add("model-row");
+          models += 1;
+          modelCount.textContent = `(${models})`;
+        }
+        list.append(eventRow(stored));
+        break;
+      default:
+        list.append(eventRow(stored));
+    }
+    follow();
+  };
+
   return {
-    cleanup() {
-      stream.close();
-      reloadTask.cancel();
+    element: h("div", { class: "timeline-wrap" }, toggle, box, jump),
+    list,
+    add,
+    /** Stops the inline cards' own timers and listeners (page left). */
+    dispose() {
+      for (const line of calls.values()) {
+        if (line.card && line.card.dispose) {
+          line.card.dispose();
+        }
+      }
     },
   };
 }

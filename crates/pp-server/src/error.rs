@@ -38,12 +38,24 @@ pub enum ApiError {
     InvalidSkill(String),
     /// A skill from a read-only `[skills] dirs` folder: `409 read_only`.
     ReadOnly(String),
+    /// An upload would replace a file and did not say `overwrite=true`: `409 exists`.
+    Exists(String),
     /// A conditional write without `If-Match`: `428 precondition_required`.
     PreconditionRequired(String),
     /// `If-Match` names a version that is no longer current: `412 version_mismatch`.
     VersionMismatch(String),
     /// As many uploads as allowed are already running: `429 too_many_uploads`.
     TooManyUploads(String),
+    /// A revert refused because the file changed after the agent's write: `409
+    /// changed_since`; the body also carries `diff` (the agent's version → now).
+    ChangedSince {
+        /// What to tell the person.
+        message: String,
+        /// The unified diff, when both versions are kept text.
+        diff: Option<String>,
+    },
+    /// A revert refused: nothing kept, too large, already reverted: `409 not_revertible`.
+    NotRevertible(String),
     /// Something broke on our side: `500 internal`. The detail goes to the error log
     /// ([`crate::AppState::set_error_log`]), never to the client.
     Internal(String),
@@ -69,11 +81,14 @@ impl ApiError {
             Self::InvalidArguments(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
             Self::InvalidSkill(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill"),
             Self::ReadOnly(_) => (StatusCode::CONFLICT, "read_only"),
+            Self::Exists(_) => (StatusCode::CONFLICT, "exists"),
             Self::PreconditionRequired(_) => {
                 (StatusCode::PRECONDITION_REQUIRED, "precondition_required")
             }
             Self::VersionMismatch(_) => (StatusCode::PRECONDITION_FAILED, "version_mismatch"),
             Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads"),
+            Self::ChangedSince { .. } => (StatusCode::CONFLICT, "changed_since"),
+            Self::NotRevertible(_) => (StatusCode::CONFLICT, "not_revertible"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -91,9 +106,12 @@ impl ApiError {
             | Self::InvalidArguments(message)
             | Self::InvalidSkill(message)
             | Self::ReadOnly(message)
+            | Self::Exists(message)
             | Self::PreconditionRequired(message)
             | Self::VersionMismatch(message)
-            | Self::TooManyUploads(message) => message.clone(),
+            | Self::TooManyUploads(message)
+            | Self::NotRevertible(message)
+            | Self::ChangedSince { message, .. } => message.clone(),
             Self::Unauthorized => "a valid `Authorization: Bearer <token>` header or console \
                                    session is required; run `pocketpilot serve` and open the \
                                    login link it prints"
@@ -121,7 +139,10 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        let body = json!({"error": {"code": code, "message": self.message()}});
+        let mut body = json!({"error": {"code": code, "message": self.message()}});
+        if let Self::ChangedSince { diff, .. } = &self {
+            body["diff"] = json!(diff);
+        }
         let mut response = (status, Json(body)).into_response();
         match self {
             Self::Internal(detail) => {

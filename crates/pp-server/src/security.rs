@@ -16,7 +16,7 @@ use crate::state::AppState;
 
 /// The console's Content-Security-Policy: nothing inline, nothing from elsewhere.
 pub(crate) const CONTENT_SECURITY_POLICY_VALUE: &str = "default-src 'self'; script-src 'self'; \
-     style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
+     style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; \
      base-uri 'none'; form-action 'self'";
 
 /// Whether `host` (a Host header or URI authority) names this machine's loopback

@@ -224,6 +224,7 @@ fn new_approval() -> NewApproval {
         arguments,
         fingerprint: Some("absent".into()),
         checkpoint,
+        revertible: None,
     }
 }
 

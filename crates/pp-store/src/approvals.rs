@@ -30,6 +30,9 @@ pub struct NewApproval {
     pub fingerprint: Option<String>,
     /// Everything needed to continue the task.
     pub checkpoint: Checkpoint,
+    /// Whether what the call would replace can be kept for a revert; `None` for tools
+    /// without a file effect.
+    pub revertible: Option<bool>,
 }
 
 /// A person's decision on a pending approval, applied by [`Store::resolve`].
@@ -276,8 +279,8 @@ fn insert(
     connection
         .prepare_cached(
             "INSERT INTO approvals (id, task_id, state, tool, capability, risk, label, \
-             target, arguments, fingerprint, checkpoint, created_at) \
-             VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+             target, arguments, fingerprint, checkpoint, created_at, revertible) \
+             VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?
         .execute(params![
             id.as_str(),
@@ -291,6 +294,7 @@ fn insert(
             new.fingerprint,
             rows::encode("checkpoint", &new.checkpoint)?,
             now.as_millis(),
+            new.revertible,
         ])?;
     Ok(ApprovalRecord {
         id: id.clone(),
@@ -309,6 +313,7 @@ fn insert(
         resolved_by: None,
         reason: None,
         edited_arguments: None,
+        revertible: new.revertible,
     })
 }
 

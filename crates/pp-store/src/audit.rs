@@ -1,6 +1,6 @@
 //! The audit ledger: append-only rows of side effects and decisions.
 
-use pp_types::{Actor, AuditEntry, NewAudit, TaskId, Timestamp};
+use pp_types::{Actor, AuditAction, AuditEntry, NewAudit, TaskId, Timestamp};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, params, params_from_iter};
 
@@ -16,6 +16,8 @@ pub struct AuditFilter {
     pub task_id: Option<TaskId>,
     /// Only this action (`task_created`, `approval_approved`, …).
     pub action: Option<String>,
+    /// None of these actions (`console_login` rows crowd out the rest).
+    pub exclude: Vec<AuditAction>,
     /// Only rows older than this id (paging: pass the last id of the previous page).
     pub before_id: Option<i64>,
     /// At most this many rows.
@@ -29,6 +31,7 @@ impl Default for AuditFilter {
             actor: None,
             task_id: None,
             action: None,
+            exclude: Vec::new(),
             before_id: None,
             limit: 100,
         }
@@ -57,6 +60,14 @@ impl Store {
         if let Some(action) = &filter.action {
             conditions.push("action = ?");
             values.push(SqlValue::Text(action.clone()));
+        }
+        let excluded = vec!["?"; filter.exclude.len()].join(", ");
+        let exclude_sql = format!("action NOT IN ({excluded})");
+        if !filter.exclude.is_empty() {
+            conditions.push(&exclude_sql);
+            for action in &filter.exclude {
+                values.push(SqlValue::Text(action.as_str().to_owned()));
+            }
         }
         if let Some(before) = filter.before_id {
             conditions.push("id < ?");

@@ -29,7 +29,19 @@ impl Store {
         events: &[Event],
         audit: Vec<NewAudit>,
     ) -> Result<Vec<StoredEvent>> {
-        if events.is_empty() && audit.is_empty() {
+        self.append_events_with_records(task, events, audit, Vec::new())
+    }
+
+    /// [`Store::append_events_with_audit`] plus the change-log rows the approved call's
+    /// outcome produced, all in one transaction.
+    pub fn append_events_with_records(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+        changes: Vec<crate::NewChange>,
+    ) -> Result<Vec<StoredEvent>> {
+        if events.is_empty() && audit.is_empty() && changes.is_empty() {
             return Ok(Vec::new());
         }
         let now = self.now();
@@ -38,6 +50,9 @@ impl Store {
             let stored = insert(transaction, task, events.to_vec(), now)?;
             for entry in audit {
                 crate::audit::insert(transaction, entry, now)?;
+            }
+            for change in changes {
+                crate::changes::insert(transaction, change, "done", now)?;
             }
             Ok(stored)
         })

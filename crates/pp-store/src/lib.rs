@@ -1,6 +1,6 @@
 //! Embedded SQLite storage for PocketPilot: tasks, their append-only events, approvals
-//! with the checkpoints to resume from, the audit ledger, chat sessions
-//! and their turns, and console logins.
+//! with the checkpoints to resume from, the audit ledger, the change log (what approved
+//! calls did to files, and reverts), chat sessions and their turns, and console logins.
 //!
 //! [`Store`] is the one type: open it with [`Store::open`], share it with an `Arc`, and
 //! call its synchronous methods (async callers wrap them in a blocking task). Every state
@@ -50,6 +50,7 @@ mod approvals;
 mod audit;
 mod backup;
 mod cancel;
+mod changes;
 mod chat;
 mod error;
 mod events;
@@ -58,6 +59,7 @@ mod logins;
 mod prune;
 mod rows;
 mod schema;
+mod task_search;
 mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -68,10 +70,12 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use approvals::{NewApproval, Resolve};
 pub use audit::AuditFilter;
+pub use changes::{Before, ChangeRow, ChangeState, NewChange};
 pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use error::{Error, Result};
 pub use prune::PruneReport;
 pub use schema::SCHEMA_VERSION;
+pub use task_search::TaskFilter;
 pub use tasks::{NewTask, TaskChange};
 
 /// The PocketPilot database: one SQLite file in WAL mode.

@@ -99,7 +99,9 @@ pub(crate) fn int(value: u64) -> i64 {
 /// The columns [`RawTask::from_row`] reads, in order.
 pub(crate) const TASK_COLUMNS: &str = "id, prompt, workspace, workspace_path, state, \
      created_by, script, script_position, running_ms, final_text, failure_reason, error, \
-     created_at, updated_at, finished_at";
+     created_at, updated_at, finished_at, \
+     (SELECT group_concat(kind) FROM changes \
+      WHERE changes.task_id = tasks.id AND changes.state = 'done')";
 
 /// A `tasks` row before decoding.
 pub(crate) struct RawTask {
@@ -118,6 +120,8 @@ pub(crate) struct RawTask {
     created_at: i64,
     updated_at: i64,
     finished_at: Option<i64>,
+    /// The kinds of the task's changes, comma-separated (`NULL`: none).
+    change_kinds: Option<String>,
 }
 
 impl RawTask {
@@ -139,6 +143,7 @@ impl RawTask {
             created_at: row.get(12)?,
             updated_at: row.get(13)?,
             finished_at: row.get(14)?,
+            change_kinds: row.get(15)?,
         })
     }
 
@@ -170,14 +175,27 @@ impl RawTask {
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
             finished_at: self.finished_at.map(Timestamp::from_millis),
+            changes: change_counts(self.change_kinds.as_deref()),
         })
     }
+}
+
+/// Counts the comma-separated change kinds of [`TASK_COLUMNS`]' last column (an
+/// unknown kind, which the schema's CHECK rules out, is not counted).
+fn change_counts(kinds: Option<&str>) -> pp_types::ChangeCounts {
+    let mut counts = pp_types::ChangeCounts::default();
+    for kind in kinds.unwrap_or_default().split(',') {
+        if let Some(kind) = pp_types::ChangeKind::parse(kind) {
+            counts.add(kind);
+        }
+    }
+    counts
 }
 
 /// The columns [`RawApproval::from_row`] reads, in order.
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_id, state, tool, capability, risk, \
      label, target, arguments, fingerprint, checkpoint, created_at, resolved_at, \
-     resolved_by, reason, edited_arguments";
+     resolved_by, reason, edited_arguments, revertible";
 
 /// An `approvals` row before decoding.
 pub(crate) struct RawApproval {
@@ -197,6 +215,7 @@ pub(crate) struct RawApproval {
     resolved_by: Option<String>,
     reason: Option<String>,
     edited_arguments: Option<String>,
+    revertible: Option<bool>,
 }
 
 impl RawApproval {
@@ -219,6 +238,7 @@ impl RawApproval {
             resolved_by: row.get(13)?,
             reason: row.get(14)?,
             edited_arguments: row.get(15)?,
+            revertible: row.get(16)?,
         })
     }
 
@@ -253,6 +273,7 @@ impl RawApproval {
             resolved_by,
             reason: self.reason,
             edited_arguments,
+            revertible: self.revertible,
         })
     }
 }

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0002_heartbeat.sql"),
     include_str!("../migrations/0003_prune_guard.sql"),
     include_str!("../migrations/0004_chat_sessions.sql"),
+    include_str!("../migrations/0005_changes.sql"),
 ];
 
 /// The schema version this build writes.
@@ -233,6 +234,7 @@ mod tests {
         for table in [
             "approvals",
             "audit",
+            "changes",
             "chat_sessions",
             "console_logins",
             "events",

@@ -248,6 +248,7 @@ pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> R
         created_at: now,
         updated_at: now,
         finished_at: None,
+        changes: pp_types::ChangeCounts::default(),
     })
 }
 

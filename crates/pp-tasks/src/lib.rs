@@ -17,8 +17,10 @@
 //! ```
 
 mod blocking;
+mod changes;
 mod checks;
 mod conversation;
+mod current;
 mod error;
 mod memory;
 mod model;
@@ -32,9 +34,13 @@ mod settings;
 mod shared;
 mod sink;
 mod skills;
+mod snapshots;
+mod task_search;
 mod view;
 
+pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
 pub use conversation::SUMMARY_INSTRUCTION;
+pub use current::CurrentTarget;
 pub use error::{Error, Result};
 pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
@@ -42,10 +48,11 @@ pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
-pub use settings::{TaskSettings, Workspace, Workspaces};
+pub use settings::{RevertSettings, TaskSettings, Workspace, Workspaces};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };
+pub use task_search::TasksPage;
 pub use view::ApprovalView;
 
 /// The store, re-exported so front ends reach audit queries and sessions through the

@@ -84,7 +84,8 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
         return Ok(current);
     }
     let _heartbeat = Heartbeat::start(shared, &task.id);
-    let (segment, start) = before_approved_call(shared, segment, start).await?;
+    let (segment, start, kept) =
+        before_approved_call(shared, segment, start, &task.workspace_path).await?;
     let watched = match &start {
         Start::Resume {
             approval,
@@ -97,6 +98,7 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
                 target: target_of(&segment, &approval.tool, executed)
                     .or_else(|| approval.target.clone()),
                 arguments_hash: arguments_hash(executed),
+                kept,
             })
         }
         Start::Resume { .. } | Start::Fresh => None,
@@ -236,7 +238,24 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
                         &checkpoint.pending.arguments,
                     )
                 });
-            suspend(shared, task, *checkpoint, target, elapsed, position).await
+            let pending = &checkpoint.pending;
+            let revertible = crate::changes::measure(
+                shared,
+                &segment,
+                &task.id,
+                &pending.call.name,
+                &pending.arguments,
+            )
+            .await;
+            suspend(
+                shared,
+                task,
+                *checkpoint,
+                (target, revertible),
+                elapsed,
+                position,
+            )
+            .await
         }
         Ended::ResumeFailed(message) => {
             let change = failed_change(FailureReason::Internal, message, elapsed, position);
@@ -351,17 +370,22 @@ impl Drop for Heartbeat {
 /// run may have waited for a worker, and the file may have changed after the decision. A
 /// changed target turns the approval `stale` (audited) and the call is not run; an edit
 /// the fresh gate now refuses ends the run without running it.
+///
+/// A call that will run first has its snapshot kept ([`crate::changes::keep`]), before
+/// the `tool_started` row and the side effect; the kept snapshot is returned for the
+/// sink to record with the call's outcome.
 async fn before_approved_call(
     shared: &Arc<Shared>,
     segment: Segment,
     start: Start,
-) -> Result<(Segment, Start)> {
+    workspace_path: &str,
+) -> Result<(Segment, Start, Option<crate::changes::Kept>)> {
     let Start::Resume {
         approval,
         resolution: Resolution::Approve { edited_arguments },
     } = start
     else {
-        return Ok((segment, start));
+        return Ok((segment, start, None));
     };
     let context = ToolContext::for_task(approval.task_id.as_str(), None);
     let (segment, verdict) =
@@ -371,6 +395,8 @@ async fn before_approved_call(
         // between the effect and its recorded result still leaves a trace.
         Ok(()) => {
             let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
+            let kept =
+                crate::changes::keep(shared, &segment, &approval, workspace_path, executed).await?;
             let started = NewAudit {
                 actor: Some(pp_types::Actor::Agent),
                 task_id: Some(approval.task_id.clone()),
@@ -388,6 +414,7 @@ async fn before_approved_call(
                     approval,
                     resolution: Resolution::Approve { edited_arguments },
                 },
+                Some(kept),
             ));
         }
         // An edit the gate refuses now is refused again by the loop's own check, which
@@ -399,6 +426,7 @@ async fn before_approved_call(
                     approval,
                     resolution: Resolution::Approve { edited_arguments },
                 },
+                None,
             ));
         }
         Err(Refusal::Stale(message)) => message,
@@ -424,6 +452,7 @@ async fn before_approved_call(
             approval,
             resolution: Resolution::Stale { message },
         },
+        None,
     ))
 }
 
@@ -433,7 +462,7 @@ async fn suspend(
     shared: &Arc<Shared>,
     task: &TaskRecord,
     checkpoint: Checkpoint,
-    target: Option<String>,
+    (target, revertible): (Option<String>, Option<bool>),
     elapsed: u64,
     position: Option<u64>,
 ) -> Result<TaskRecord> {
@@ -441,7 +470,7 @@ async fn suspend(
     change.events = closing_events(&checkpoint.events);
     change.add_running_ms = elapsed;
     change.script_position = position;
-    let approval = new_approval(checkpoint, target);
+    let approval = new_approval(checkpoint, target, revertible);
     let id = task.id.clone();
     match shared
         .db_raw(move |store| {
@@ -460,8 +489,13 @@ async fn suspend(
 }
 
 /// The approval row for a checkpoint; `target` is what the stale check and the audit
-/// name (the preview's target, or the tool's first path parameter).
-pub(crate) fn new_approval(checkpoint: Checkpoint, target: Option<String>) -> NewApproval {
+/// name (the preview's target, or the tool's first path parameter); `revertible`
+/// whether what the call would replace can be kept (`None`: no file effect).
+pub(crate) fn new_approval(
+    checkpoint: Checkpoint,
+    target: Option<String>,
+    revertible: Option<bool>,
+) -> NewApproval {
     let pending = &checkpoint.pending;
     NewApproval {
         tool: pending.call.name.clone(),
@@ -475,6 +509,7 @@ pub(crate) fn new_approval(checkpoint: Checkpoint, target: Option<String>) -> Ne
             .as_ref()
             .map(|preview| preview.fingerprint.clone()),
         checkpoint,
+        revertible,
     }
 }
 

@@ -108,6 +108,17 @@ impl TaskService {
         }
     }
 
+    /// The model tasks without a script run on, for people: `<provider>:<model>`
+    /// ([`pp_agent::Model::name`]), `scripted` when every task carries its script, or
+    /// `none` when nothing is configured.
+    pub fn model_name(&self) -> String {
+        match &self.inner.models {
+            ModelSource::Provider(model) => model.name(),
+            ModelSource::Scripted => "scripted".to_owned(),
+            ModelSource::Unconfigured(_) => "none".to_owned(),
+        }
+    }
+
     /// Stores a new `queued` task and wakes the workers.
     pub async fn create(&self, request: CreateTask) -> Result<TaskRecord> {
         let prompt = request.prompt.trim();
@@ -406,7 +417,7 @@ fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
         store.reopen_approval(
             id,
             &[TaskState::Interrupted],
-            new_approval(checkpoint, approval.target.clone()),
+            new_approval(checkpoint, approval.target.clone(), approval.revertible),
             events,
         )?;
         store.append_audit(audit(&message))?;

@@ -27,6 +27,28 @@ pub struct TaskSettings {
     /// (`[approvals] hash_max_bytes`, default 64 MiB); larger files are fingerprinted by
     /// their metadata (device, inode, size, mtime, ctime) only.
     pub hash_max_bytes: u64,
+    /// `[revert]`: what approved writes keep for a revert, and for how long.
+    pub revert: RevertSettings,
+}
+
+/// `[revert]` settings: snapshots of what approved writes replace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RevertSettings {
+    /// Largest content kept (`[revert] max_bytes`, default 64 MiB); a call that would
+    /// replace more keeps nothing and cannot be undone (its card says so beforehand).
+    pub max_bytes: u64,
+    /// How long snapshots are kept (`[revert] retain_days`, default 30 days); older
+    /// changes can no longer be reverted.
+    pub retain: Duration,
+}
+
+impl Default for RevertSettings {
+    fn default() -> Self {
+        Self {
+            max_bytes: 64 * 1024 * 1024,
+            retain: Duration::from_secs(30 * 86_400),
+        }
+    }
 }
 
 impl Default for TaskSettings {
@@ -40,6 +62,7 @@ impl Default for TaskSettings {
             context_window: None,
             lease: Duration::from_secs(30),
             hash_max_bytes: pp_tools::Limits::default().hash_max_bytes,
+            revert: RevertSettings::default(),
         }
     }
 }

@@ -19,6 +19,9 @@ pub(crate) struct Watched {
     pub(crate) target: Option<String>,
     /// Hash of the exact arguments executed.
     pub(crate) arguments_hash: String,
+    /// What the call is about to change, kept before it runs: recorded in the change
+    /// log with its `tool_executed` row.
+    pub(crate) kept: Option<crate::changes::Kept>,
 }
 
 /// Appends every event to the store as it happens, so other processes can stream it,
@@ -48,7 +51,7 @@ pub(crate) struct StoreSink {
 
 #[derive(Default)]
 struct Queue {
-    pending: Vec<(Event, Option<NewAudit>)>,
+    pending: Vec<(Event, Option<NewAudit>, Option<crate::changes::Kept>)>,
     writing: bool,
 }
 
@@ -98,11 +101,16 @@ impl StoreSink {
                 Ok(mut queue) => std::mem::take(&mut queue.pending),
                 Err(_) => break,
             };
-            let (events, audits): (Vec<Event>, Vec<Option<NewAudit>>) = batch.into_iter().unzip();
-            let audits: Vec<NewAudit> = audits.into_iter().flatten().collect();
+            let (mut events, mut audits, mut changes) = (Vec::new(), Vec::new(), Vec::new());
+            for (event, audit, kept) in batch {
+                events.push(event);
+                audits.extend(audit);
+                // On the blocking pool: reads the files the call changed.
+                changes.extend(kept.map(crate::changes::Kept::record).unwrap_or_default());
+            }
             if let Err(error) = self
                 .store
-                .append_events_with_audit(&self.task, &events, audits)
+                .append_events_with_records(&self.task, &events, audits, changes)
             {
                 self.record_failure(format!("cannot store events and their audit rows: {error}"));
             }
@@ -123,7 +131,9 @@ impl StoreSink {
         }
     }
 
-    fn audit(&self, event: &Event) -> Option<NewAudit> {
+    /// The audit row of `event`, and for the approved call's success what it kept (its
+    /// change rows are recorded with the row).
+    fn audit(&self, event: &Event) -> (Option<NewAudit>, Option<crate::changes::Kept>) {
         let (action, call_id, name, detail) = match &event.kind {
             EventKind::ToolDenied {
                 call_id,
@@ -149,12 +159,12 @@ impl StoreSink {
                 name,
                 Some(message.clone()),
             ),
-            _ => return None,
+            _ => return (None, None),
         };
         let watched = self.take_watched(call_id);
         if watched.is_none() && action != AuditAction::ToolDenied {
             // Only the approved call's outcome and denials are side effects or decisions.
-            return None;
+            return (None, None);
         }
         let mut entry = NewAudit {
             actor: Some(Actor::Agent),
@@ -163,12 +173,14 @@ impl StoreSink {
             detail,
             ..NewAudit::new(action)
         };
+        let mut kept = None;
         if let Some(watched) = watched {
             entry.approval_id = Some(watched.approval_id);
             entry.target = watched.target;
             entry.arguments_hash = Some(watched.arguments_hash);
+            kept = watched.kept.filter(|_| action == AuditAction::ToolExecuted);
         }
-        Some(entry)
+        (Some(entry), kept)
     }
 
     /// The approved call's details, once, for the first outcome carrying its id.
@@ -204,10 +216,10 @@ impl EventSink for QueueingSink {
         if ends_segment(event) {
             return;
         }
-        let audit = sink.audit(event);
+        let (audit, kept) = sink.audit(event);
         let start_writer = match sink.queue.lock() {
             Ok(mut queue) => {
-                queue.pending.push((event.clone(), audit));
+                queue.pending.push((event.clone(), audit, kept));
                 !std::mem::replace(&mut queue.writing, true)
             }
             Err(_) => false,

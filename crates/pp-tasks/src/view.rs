@@ -1,6 +1,8 @@
 //! Everything an approval card shows.
 
-use pp_types::{Actor, ApprovalRecord, ApprovalState, Risk, TaskId, Timestamp, WriteLabel};
+use pp_types::{
+    Actor, ApprovalRecord, ApprovalState, EffectScope, Risk, TaskId, Timestamp, WriteLabel,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -44,6 +46,19 @@ pub struct ApprovalView {
     /// Why part of the preview cannot be shown (e.g. the current content is unreadable).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// New file, edit, or whole-file replacement, as the tool's preview said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<EffectScope>,
+    /// Lines the call adds, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<u32>,
+    /// Lines the call removes, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<u32>,
+    /// The target checked again at read time; only on a single pending card
+    /// ([`TaskService::approval_view_checked`]) whose tool reports a target state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<crate::CurrentTarget>,
     /// When it was requested.
     pub created_at: Timestamp,
     /// When it was resolved.
@@ -58,6 +73,13 @@ pub struct ApprovalView {
     /// Arguments it was approved with, if edited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<Value>,
+    /// Whether the change can be undone (`false`: what it replaces is over `[revert]
+    /// max_bytes`); absent for tools without a file effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revertible: Option<bool>,
+    /// What really happened to the call; absent while pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<crate::Outcome>,
 }
 
 impl ApprovalView {
@@ -80,12 +102,18 @@ impl ApprovalView {
             arguments: approval.arguments,
             diff: preview.as_ref().and_then(|preview| preview.diff.clone()),
             content: preview.as_ref().and_then(|preview| preview.content.clone()),
+            scope: preview.as_ref().and_then(|preview| preview.scope),
+            added: preview.as_ref().and_then(|preview| preview.added),
+            removed: preview.as_ref().and_then(|preview| preview.removed),
+            current: None,
             notice: preview.and_then(|preview| preview.notice),
             created_at: approval.created_at,
             resolved_at: approval.resolved_at,
             resolved_by: approval.resolved_by,
             reason: approval.reason,
             edited_arguments: approval.edited_arguments,
+            revertible: approval.revertible,
+            outcome: None,
         }
     }
 }
@@ -126,5 +154,9 @@ fn view_of(store: &pp_store::Store, approval: ApprovalRecord) -> ApprovalView {
         .task(&approval.task_id)
         .map(|task| task.prompt)
         .unwrap_or_default();
-    ApprovalView::new(approval, prompt)
+    let outcome = crate::changes::outcome_of(store, &approval);
+    ApprovalView {
+        outcome,
+        ..ApprovalView::new(approval, prompt)
+    }
 }

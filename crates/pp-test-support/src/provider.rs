@@ -133,6 +133,9 @@ impl Tool for StampFiles {
                     content: Some(format!("append {stamp:?} to {}", paths.join(", "))),
                     notice: None,
                     fingerprint: state.fingerprint,
+                    scope: None,
+                    added: None,
+                    removed: None,
                 })
             })
             .await

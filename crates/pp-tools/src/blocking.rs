@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use pp_agent::{BoxFuture, Tool, ToolContext};
-use pp_types::{EffectPreview, TargetState, ToolOutput, ToolSpec};
+use pp_types::{EffectPreview, Snapshot, TargetState, ToolOutput, ToolSpec};
 use serde_json::Value;
 
 /// A tool whose work is synchronous (file IO through the jail).
@@ -29,6 +29,16 @@ pub(crate) trait SyncTool: Send + Sync + 'static {
     /// The target's state now, for the stale check; `None` for tools without one.
     fn state(&self, _context: &ToolContext, _arguments: &Value) -> Option<TargetState> {
         None
+    }
+
+    /// What the files the call would change hold now (see [`Tool::snapshot`]).
+    fn snapshot(
+        &self,
+        _context: &ToolContext,
+        _arguments: &Value,
+        _keep_up_to: u64,
+    ) -> Vec<Snapshot> {
+        Vec::new()
     }
 
     /// Runs the call.
@@ -70,6 +80,20 @@ impl<T: SyncTool> Tool for OffThread<T> {
             tokio::task::spawn_blocking(move || tool.state(&context, &arguments))
                 .await
                 .unwrap_or(None)
+        })
+    }
+
+    fn snapshot<'a>(
+        &'a self,
+        context: &'a ToolContext,
+        arguments: &'a Value,
+        keep_up_to: u64,
+    ) -> BoxFuture<'a, Vec<Snapshot>> {
+        let (tool, context, arguments) = (Arc::clone(&self.0), context.clone(), arguments.clone());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || tool.snapshot(&context, &arguments, keep_up_to))
+                .await
+                .unwrap_or_default()
         })
     }
 

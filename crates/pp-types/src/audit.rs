@@ -44,11 +44,13 @@ pub enum AuditAction {
     SessionCreated,
     /// The operator deleted a chat session (its turns' tasks and ledger rows stay).
     SessionDeleted,
+    /// The operator reverted a change an approved call made (the change log's `reverted`).
+    ChangeReverted,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::TaskCreated,
         Self::TaskCancelled,
         Self::TaskRetried,
@@ -67,6 +69,7 @@ impl AuditAction {
         Self::MemoryUpdated,
         Self::SessionCreated,
         Self::SessionDeleted,
+        Self::ChangeReverted,
     ];
 
     /// The snake-case name used on the wire and in the ledger.
@@ -90,6 +93,7 @@ impl AuditAction {
             Self::MemoryUpdated => "memory_updated",
             Self::SessionCreated => "session_created",
             Self::SessionDeleted => "session_deleted",
+            Self::ChangeReverted => "change_reverted",
         }
     }
 

@@ -15,6 +15,7 @@
 
 mod audit;
 mod capability;
+mod change;
 mod checkpoint;
 mod decision;
 mod event;
@@ -25,16 +26,17 @@ mod tool;
 
 pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
+pub use change::{Change, ChangeCounts, ChangeKind, Prior, Snapshot};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};
 pub use event::{Event, EventKind, FailureReason, ResolutionKind};
 pub use message::{Message, ToolCall, Usage};
 pub use task::{
-    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, NewAudit, StoredEvent, TaskId,
-    TaskRecord, TaskState,
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeId, NewAudit, StoredEvent,
+    TaskId, TaskRecord, TaskState,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{
-    EffectPreview, NotAPath, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
+    EffectPreview, EffectScope, NotAPath, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
     pointer_paths, pointer_property,
 };

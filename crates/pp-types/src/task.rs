@@ -41,6 +41,10 @@ id_type!(
     /// An approval's id (`a_…`).
     ApprovalId
 );
+id_type!(
+    /// A change's id (`c_…`): one entry of the change log (`crate::Change`).
+    ChangeId
+);
 
 /// Where a task is in its life.
 ///
@@ -180,6 +184,9 @@ pub struct TaskRecord {
     /// When it reached a terminal state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
+    /// How many changes on disk the change log records for it, by kind.
+    #[serde(default)]
+    pub changes: crate::ChangeCounts,
 }
 
 /// Where an approval is in its life.
@@ -266,6 +273,11 @@ pub struct ApprovalRecord {
     /// The edited arguments it was approved with, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<Value>,
+    /// Whether what the call would replace can be kept for a revert (decided when the
+    /// approval was requested: `false` above `[revert] max_bytes`); `None` for tools
+    /// without a file effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revertible: Option<bool>,
 }
 
 /// An event as stored: the global sequence number serves as SSE `Last-Event-ID` for both

@@ -227,6 +227,43 @@ pub struct EffectPreview {
     /// A fingerprint of the target as shown (hash of its bytes, or `absent`), so a
     /// change between request and approval can be noticed.
     pub fingerprint: String,
+    /// How much of the target the call changes, so a card can show risk in proportion
+    /// (a one-line edit is not a whole-file replacement). `None` for previews that do
+    /// not say, and in checkpoints written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<EffectScope>,
+    /// Lines the call adds (a new file: all of its lines); `None` when unknown (binary
+    /// or too large to diff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added: Option<u32>,
+    /// Lines the call removes; `None` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<u32>,
+}
+
+/// How much of its target a call changes, as the tool's preview describes it.
+///
+/// Like [`WriteLabel`], this is for the person approving; the policy never reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectScope {
+    /// The target does not exist yet.
+    NewFile,
+    /// Part of an existing target changes.
+    Edit,
+    /// An existing target is replaced whole.
+    ReplacesWholeFile,
+}
+
+impl EffectScope {
+    /// The lower-case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NewFile => "new_file",
+            Self::Edit => "edit",
+            Self::ReplacesWholeFile => "replaces_whole_file",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -255,6 +292,41 @@ mod tests {
             error.to_string(),
             "path argument \"bad\" is not an array of strings"
         );
+    }
+
+    #[test]
+    fn previews_without_scope_or_counts_still_deserialize() {
+        // A checkpoint stored before `scope`, `added` and `removed` existed.
+        let old =
+            json!({"target": "a.txt", "label": "overwrite", "diff": "", "fingerprint": "absent"});
+        let preview: EffectPreview = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (preview.scope, preview.added, preview.removed),
+            (None, None, None)
+        );
+        let mut new = preview.clone();
+        new.scope = Some(EffectScope::ReplacesWholeFile);
+        new.added = Some(2);
+        new.removed = Some(0);
+        let value = serde_json::to_value(&new).unwrap();
+        assert_eq!(value["scope"], "replaces_whole_file");
+        assert_eq!(
+            (value["added"].clone(), value["removed"].clone()),
+            (json!(2), json!(0))
+        );
+        assert_eq!(serde_json::from_value::<EffectPreview>(value).unwrap(), new);
+        assert_eq!(
+            serde_json::to_value(&preview).unwrap().get("scope"),
+            None,
+            "an unknown scope is left out"
+        );
+        for scope in [
+            EffectScope::NewFile,
+            EffectScope::Edit,
+            EffectScope::ReplacesWholeFile,
+        ] {
+            assert_eq!(serde_json::to_value(scope).unwrap(), json!(scope.as_str()));
+        }
     }
 
     #[test]

@@ -151,6 +151,9 @@ impl Tool for RecordingTool {
             content: arguments["content"].as_str().map(str::to_owned),
             notice: None,
             fingerprint: "absent".into(),
+            scope: None,
+            added: None,
+            removed: None,
         };
         Box::pin(async move { Some(preview) })
     }

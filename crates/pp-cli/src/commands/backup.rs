@@ -75,7 +75,7 @@ pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
 }
 
 /// `pocketpilot prune`: drops the history of tasks finished more than `days` (default
-/// `[store] retain_days`) ago.
+/// `[store] retain_days`) ago, and the revert snapshots older than `[revert] retain_days`.
 pub(crate) async fn prune(flags: &Flags, days: Option<u32>) -> anyhow::Result<u8> {
     let config = Config::load(flags)?;
     let older_than = match days {
@@ -96,6 +96,15 @@ pub(crate) async fn prune(flags: &Flags, days: Option<u32>) -> anyhow::Result<u8
     })
     .await?;
     errln!("{}", describe(&report));
+    // Snapshots kept for reverts have their own window, `[revert] retain_days`.
+    let app = crate::app::App::stored(flags)?;
+    let (expired, removed) = app.service.prune_snapshots().await?;
+    if expired + removed > 0 {
+        errln!(
+            "pruned revert snapshots: {expired} change(s) no longer revertible, {removed} \
+             snapshot file(s) removed"
+        );
+    }
     Ok(exit::OK)
 }
 
@@ -117,6 +126,29 @@ pub(crate) fn spawn_daily_prune(
                 Ok(report) if report == PruneReport::default() => {}
                 Ok(report) => errln!("{}", describe(&report)),
                 Err(error) => errln!("warning: pruning old history failed: {error:#}"),
+            }
+            tokio::time::sleep(PRUNE_EVERY).await;
+        }
+    })
+}
+
+/// For `serve`: resolves revert intents an earlier crash left behind, then drops
+/// snapshots older than `[revert] retain_days`, now and once a day, until aborted.
+/// Failures are reported, never fatal.
+pub(crate) fn spawn_daily_snapshot_prune(
+    service: pp_tasks::TaskService,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if let Err(error) = service.recover_reverts(Duration::from_secs(30)).await {
+            errln!("warning: resolving interrupted reverts failed: {error:#}");
+        }
+        loop {
+            match service.prune_snapshots().await {
+                Ok((0, 0)) => {}
+                Ok((expired, removed)) => errln!(
+                    "pruned revert snapshots: {expired} change(s) no longer revertible,                      {removed} snapshot file(s) removed"
+                ),
+                Err(error) => errln!("warning: pruning revert snapshots failed: {error:#}"),
             }
             tokio::time::sleep(PRUNE_EVERY).await;
         }

@@ -133,6 +133,7 @@ pub(crate) async fn follow(
         if record.state != TaskState::WaitingApproval {
             ui.live.pause();
             summary(service, &record, ui).await;
+            print_changes(service, &record).await;
             if let Some(feed) = &ui.feed {
                 feed.finish(&record, None).await?;
             }
@@ -357,6 +358,20 @@ async fn summary(service: &TaskService, record: &TaskRecord, ui: &Ui) {
             )
         )
     );
+}
+
+/// The task's "Changes on disk" on stderr when the run ended, if there are any: what
+/// really changed, whatever the model's last sentence says.
+async fn print_changes(service: &TaskService, record: &TaskRecord) {
+    let Ok(changes) = service.task_changes(&record.id).await else {
+        return;
+    };
+    if changes.is_empty() {
+        return;
+    }
+    for line in crate::commands::revert::change_lines(&changes) {
+        errln!("{line}");
+    }
 }
 
 /// Throws away whatever was typed before the question is shown, so keys pressed while

@@ -8,7 +8,7 @@ use pp_tasks::ModelSource;
 use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
-use crate::commands::backup::spawn_daily_prune;
+use crate::commands::backup::{spawn_daily_prune, spawn_daily_snapshot_prune};
 use crate::config::{Config, Flags};
 use crate::output::{errln, outln};
 use crate::{exit, home, lock, models};
@@ -75,6 +75,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         .config
         .retain
         .map(|retain| spawn_daily_prune(app.config.database(), retain));
+    let snapshot_pruner = spawn_daily_snapshot_prune(app.service.clone());
     let state = AppState::new(app.service.clone(), token.clone(), settings);
     state.set_skills(app.skills());
     state.set_memory(app.memory());
@@ -107,6 +108,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     if let Some(pruner) = pruner {
         pruner.abort();
     }
+    snapshot_pruner.abort();
     served?;
     errln!("stopped");
     Ok(exit::OK)

@@ -1,6 +1,7 @@
 //! `pocketpilot tasks [list|show ID|events ID]`: reads the store directly.
 
 use clap::Subcommand;
+use pp_tasks::store::TaskFilter;
 use pp_types::{TaskId, TaskState};
 
 use crate::app::App;
@@ -18,6 +19,12 @@ pub(crate) enum TasksCommand {
         /// Only tasks in this state (queued, running, waiting_approval, completed, …).
         #[arg(long)]
         state: Option<String>,
+        /// Only tasks whose prompt contains this text (case-insensitive).
+        #[arg(long, short = 'q')]
+        query: Option<String>,
+        /// Only tasks of the workspace with this name.
+        #[arg(long)]
+        workspace: Option<String>,
         /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -64,14 +71,26 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
     let app = App::stored(flags)?;
     let store = app.service.store();
     match command {
-        TasksCommand::List { state, limit, json } => {
+        TasksCommand::List {
+            state,
+            query,
+            workspace,
+            limit,
+            json,
+        } => {
             let state = state
                 .map(|name| {
                     TaskState::parse(&name)
                         .ok_or_else(|| Exit::usage(format!("unknown state `{name}`")))
                 })
                 .transpose()?;
-            let tasks = store.list_tasks(state, limit)?;
+            let tasks = store.search_tasks(&TaskFilter {
+                query,
+                state,
+                workspace,
+                before: None,
+                limit,
+            })?;
             if json {
                 outln!(
                     "{}",
@@ -93,10 +112,16 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
         }
         TasksCommand::Show { id, json } => {
             let task = store.task(&TaskId(id))?;
+            let changes = app.service.task_changes(&task.id).await?;
             if json {
-                outln!("{}", json_safe(&serde_json::to_string(&task)?))?;
+                let mut value = serde_json::to_value(&task)?;
+                value["changes_on_disk"] = serde_json::to_value(&changes)?;
+                outln!("{}", json_safe(&value.to_string()))?;
             } else {
                 outln!("{}", json_safe(&serde_json::to_string_pretty(&task)?))?;
+                for line in crate::commands::revert::change_lines(&changes) {
+                    outln!("{line}")?;
+                }
             }
         }
         TasksCommand::Events { id, json } => {

@@ -104,6 +104,18 @@ fn a_newline_in_a_path_cannot_forge_lines_on_the_card_or_the_list() {
         .output()
         .unwrap();
     assert_eq!(text(&output).0.lines().count(), 1);
+    for (query, expected) in [
+        ("REWRITE my", "rewrite my notes"),
+        ("nothing like it", "no tasks"),
+    ] {
+        let output = pocketpilot_in(&tree.base().join("home"))
+            .args(["tasks", "list", "--query", query])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        assert!(stdout.contains(expected), "{query}: {stdout}");
+    }
     assert_eq!(tree.read("notes.txt"), "old\n", "nothing was written");
 }
 

@@ -17,6 +17,7 @@ mod http;
 mod memory;
 mod models;
 mod pipe;
+mod revert;
 mod run;
 mod scripting;
 mod service;

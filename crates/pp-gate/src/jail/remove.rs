@@ -1,4 +1,5 @@
-//! Removing a directory tree through the jail (the operator deleting a skill).
+//! Removing through the jail: a directory tree (the operator deleting a skill) or one
+//! file (a revert of a file the agent created; pruning a snapshot).
 
 use super::Jail;
 use crate::error::{JailError, Result};
@@ -26,6 +27,34 @@ impl Jail {
             Some(_) => self
                 .dir
                 .remove_dir_all(&resolved.relative)
+                .map_err(|error| JailError::from_io(path, error)),
+        }
+    }
+}
+
+impl Jail {
+    /// Removes the regular file `path` designates (links inside are followed, as for a
+    /// write: the file a link points to is removed).
+    ///
+    /// `path` is resolved like every other path; the root, directories and anything
+    /// that is not a regular file are refused; a missing file is [`JailError::NotFound`].
+    pub fn remove_file(&self, path: &str) -> Result<()> {
+        let resolved = self.resolve(path)?;
+        if resolved.is_root() {
+            return Err(JailError::NotAFile {
+                path: path.to_owned(),
+            });
+        }
+        match &resolved.metadata {
+            None => Err(JailError::NotFound {
+                path: path.to_owned(),
+            }),
+            Some(metadata) if !metadata.is_file() => Err(JailError::NotAFile {
+                path: path.to_owned(),
+            }),
+            Some(_) => self
+                .dir
+                .remove_file(&resolved.relative)
                 .map_err(|error| JailError::from_io(path, error)),
         }
     }
@@ -73,5 +102,33 @@ mod tests {
             outside.join("keep.txt").exists(),
             "links inside are not followed"
         );
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "test fixture set-up")]
+    fn removes_a_file_but_not_a_directory_or_outside() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("root");
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        std::fs::write(root.join("d/f.txt"), "x").unwrap();
+        std::fs::write(base.path().join("outside.txt"), "keep").unwrap();
+        let jail = Jail::new(&root).unwrap();
+        assert!(matches!(
+            jail.remove_file("d"),
+            Err(JailError::NotAFile { .. })
+        ));
+        assert!(
+            jail.remove_file("../outside.txt")
+                .unwrap_err()
+                .denial()
+                .is_some()
+        );
+        assert!(matches!(
+            jail.remove_file("d/missing"),
+            Err(JailError::NotFound { .. })
+        ));
+        jail.remove_file("d/f.txt").unwrap();
+        assert!(!root.join("d/f.txt").exists());
+        assert!(base.path().join("outside.txt").exists());
     }
 }

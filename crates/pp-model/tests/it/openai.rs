@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use pp_agent::{ModelErrorKind, ModelRequest};
+use pp_agent::{Model as _, ModelErrorKind, ModelRequest};
 use pp_model::{ProviderKind, StreamDelta, ping};
 use pp_types::{Message, Usage};
 use pretty_assertions::assert_eq;
@@ -398,4 +398,21 @@ async fn ping_reports_tool_calling() {
     let report = ping(&model).await.unwrap();
     assert!(!report.tool_call_worked);
     assert_eq!(report.text.as_deref(), Some("pong"));
+}
+
+#[test]
+fn a_model_is_named_by_provider_and_model_never_by_its_key_or_url() {
+    let openai = model(&settings(
+        ProviderKind::OpenAi,
+        "http://user:pass@127.0.0.1:9",
+    ));
+    assert_eq!(openai.name(), "openai-compatible:test-model");
+    let anthropic = model(&settings(ProviderKind::Anthropic, "http://127.0.0.1:9"));
+    assert_eq!(anthropic.name(), "anthropic:test-model");
+    for name in [openai.name(), anthropic.name()] {
+        assert!(
+            !name.contains("sk-test") && !name.contains("127.0.0.1"),
+            "{name}"
+        );
+    }
 }

@@ -56,12 +56,17 @@ pub(crate) async fn list(
     Ok(Json(json!({ "approvals": approvals })))
 }
 
-/// One approval card.
+/// One approval card; while pending, its target is checked again (`current`).
 pub(crate) async fn show(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ApprovalView>> {
-    Ok(Json(state.service().approval_view(&ApprovalId(id)).await?))
+    Ok(Json(
+        state
+            .service()
+            .approval_view_checked(&ApprovalId(id))
+            .await?,
+    ))
 }
 
 /// Resolves an approval as the operator. `202` with the task once the decision is

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use pp_tasks::store::AuditFilter;
-use pp_types::{Actor, TaskId};
+use pp_types::{Actor, AuditAction, TaskId};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -17,9 +17,36 @@ pub(crate) struct AuditQuery {
     actor: Option<String>,
     task_id: Option<String>,
     action: Option<String>,
+    /// Comma-separated actions to leave out (`console_login`).
+    exclude: Option<String>,
     /// Only rows with an id below this one (paging backwards).
     before: Option<i64>,
     limit: Option<usize>,
+}
+
+/// The actions named in `exclude` (comma-separated, each once); an unknown name is a
+/// bad request, so a typo never silently shows the rows it meant to hide.
+fn excluded(exclude: Option<&str>) -> ApiResult<Vec<AuditAction>> {
+    let mut actions = Vec::new();
+    for name in exclude.unwrap_or_default().split(',').map(str::trim) {
+        if name.is_empty() {
+            continue;
+        }
+        let action = AuditAction::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = AuditAction::ALL
+                .iter()
+                .map(|action| action.as_str())
+                .collect();
+            ApiError::BadRequest(format!(
+                "unknown audit action `{name}` in exclude; expected some of {}",
+                known.join(", ")
+            ))
+        })?;
+        if !actions.contains(&action) {
+            actions.push(action);
+        }
+    }
+    Ok(actions)
 }
 
 /// `{"entries": […]}`.
@@ -39,6 +66,7 @@ pub(crate) async fn list(
         actor,
         task_id: query.task_id.map(TaskId),
         action: query.action,
+        exclude: excluded(query.exclude.as_deref())?,
         before_id: query.before,
         limit: limit(query.limit, 100, 1000)?,
     };

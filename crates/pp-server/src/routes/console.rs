@@ -1,5 +1,6 @@
-//! The console: `GET /` (`assets/index.html`) and `GET /assets/{*path}` (every other
-//! file under `assets/`), embedded at build time by `build.rs`.
+//! The console: `GET /` (`assets/index.html`), `GET /assets/{*path}` (every other
+//! file under `assets/`) and `GET /favicon.ico` (`assets/favicon.svg`), embedded at
+//! build time by `build.rs`.
 //!
 //! The pages load without a session; the console itself tells the person how to log in
 //! when the API answers 401. Content types come from the file extension.
@@ -27,6 +28,12 @@ fn find(path: &str) -> Option<Response> {
 /// `GET /`: the console page.
 pub(crate) async fn index() -> Result<Response, ApiError> {
     find("index.html").ok_or_else(|| ApiError::NotFound("the console is not built in".into()))
+}
+
+/// `GET /favicon.ico`: the SVG icon (`assets/favicon.svg`), for browsers that ask
+/// before the page names it.
+pub(crate) async fn favicon() -> Result<Response, ApiError> {
+    find("favicon.svg").ok_or_else(|| ApiError::NotFound("the icon is not built in".into()))
 }
 
 /// `GET /assets/{*path}`.

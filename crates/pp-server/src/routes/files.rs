@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Json;
 use axum::extract::{Request, State};
@@ -24,11 +25,14 @@ use tokio::sync::mpsc;
 /// Most entries one listing returns.
 const MAX_LIST_ENTRIES: usize = 1000;
 
-/// The files query: a workspace-relative path and a workspace name.
+/// The files query: a workspace-relative path and a workspace name (and, for uploads,
+/// whether an existing file may be replaced).
 #[derive(Debug, Deserialize)]
 pub(crate) struct FileQuery {
     path: Option<String>,
     workspace: Option<String>,
+    #[serde(default)]
+    overwrite: bool,
 }
 
 /// The workspace named in the query (the default without one), with its jail.
@@ -136,26 +140,48 @@ pub(crate) async fn list(
     })))
 }
 
-/// A `Content-Disposition: attachment` value with a safe ASCII file name.
+/// A `Content-Disposition: attachment` value naming the file twice (RFC 6266): an ASCII
+/// `filename="…"` for old clients (other characters become `_`, quotes and backslashes
+/// are escaped) and the exact UTF-8 name as `filename*=UTF-8''…` (RFC 5987
+/// percent-encoding), which browsers prefer.
 fn attachment(path: &str) -> HeaderValue {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-+ ".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let safe = if safe.trim().is_empty() {
-        "download".to_owned()
+    let name = if name.trim().is_empty() {
+        "download"
     } else {
-        safe
+        name
     };
-    HeaderValue::from_str(&format!("attachment; filename=\"{safe}\""))
-        .unwrap_or_else(|_| HeaderValue::from_static("attachment"))
+    let mut fallback = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => {
+                fallback.push('\\');
+                fallback.push(c);
+            }
+            ' '..='~' => fallback.push(c),
+            _ => fallback.push('_'),
+        }
+    }
+    HeaderValue::from_str(&format!(
+        "attachment; filename=\"{fallback}\"; filename*=UTF-8''{}",
+        rfc5987(name)
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("attachment"))
+}
+
+/// `text` percent-encoded as an RFC 5987 `value-chars`: every UTF-8 byte outside the
+/// `attr-char` set is written `%XX`.
+fn rfc5987(text: &str) -> String {
+    const ATTR_CHARS: &[u8] = b"!#$&+-.^_`|~";
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || ATTR_CHARS.contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
 }
 
 /// `GET /api/files/content?path=`: the file's bytes as an attachment, audited as
@@ -208,9 +234,11 @@ pub(crate) async fn download(
 /// `PUT /api/files/content?path=`: streams the raw body to a temp file through the
 /// jail and renames it over the target (missing parent directories are created),
 /// audited as `file_uploaded` with the content's hash. `201` when the file is new, `200`
-/// when it replaced one. Over the upload limit: `413` and the target is untouched; more
-/// than [`crate::ServerSettings::max_concurrent_uploads`] at once: `429
-/// too_many_uploads`.
+/// when it replaced one. An existing file is replaced only with `overwrite=true`;
+/// otherwise `409 exists`, checked before the body is read and again right before the
+/// rename (so a file that appears meanwhile is not replaced either). Over the upload
+/// limit: `413` and the target is untouched; more than
+/// [`crate::ServerSettings::max_concurrent_uploads`] at once: `429 too_many_uploads`.
 pub(crate) async fn upload(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<FileQuery>,
@@ -236,6 +264,21 @@ pub(crate) async fn upload(
     if declared.is_some_and(|length| length > max_bytes) {
         return Err(too_large(limit));
     }
+    let overwrite = query.overwrite;
+    let exists = |path: &str| {
+        ApiError::Exists(format!(
+            "`{path}` exists; send overwrite=true to replace it"
+        ))
+    };
+    if !overwrite {
+        let probe_path = path.clone();
+        if target
+            .with_jail(move |jail| Ok(jail.probe(&probe_path)?.is_file()))
+            .await?
+        {
+            return Err(exists(&path));
+        }
+    }
 
     let (frames, receiver) = mpsc::channel(upload::CHANNEL_FRAMES);
     let abort = AbortFlag::default();
@@ -246,9 +289,21 @@ pub(crate) async fn upload(
         let _permit = permit;
         let relative = jail.check(&path)?;
         let mut reader = BodyReader::new(receiver);
-        let outcome = write_streamed(jail, &path, &mut reader, max_bytes, &|| {
-            writer_abort.is_raised()
-        })?;
+        let appeared = AtomicBool::new(false);
+        let stop = || {
+            if writer_abort.is_raised() {
+                return true;
+            }
+            // Asked between chunks and right before the rename.
+            let there = !overwrite && jail.probe(&path).is_ok_and(|probe| probe.is_file());
+            appeared.store(there, Ordering::Relaxed);
+            there
+        };
+        let outcome = write_streamed(jail, &path, &mut reader, max_bytes, &stop);
+        if appeared.load(Ordering::Relaxed) {
+            return Err(exists(&path));
+        }
+        let outcome = outcome?;
         let (hash, size) = reader.finish();
         Ok((relative, outcome, hash, size))
     });
@@ -316,11 +371,27 @@ mod tests {
     fn attachment_names_are_safe() {
         assert_eq!(
             attachment("dir/report.pdf"),
-            HeaderValue::from_static("attachment; filename=\"report.pdf\"")
+            HeaderValue::from_static(
+                "attachment; filename=\"report.pdf\"; filename*=UTF-8''report.pdf"
+            )
         );
         assert_eq!(
-            attachment("a\"b\r\n.txt"),
-            HeaderValue::from_static("attachment; filename=\"a_b__.txt\"")
+            attachment("a\"b\r\n\\.txt"),
+            HeaderValue::from_static(
+                "attachment; filename=\"a\\\"b__\\\\.txt\"; filename*=UTF-8''a%22b%0D%0A%5C.txt"
+            )
+        );
+        assert_eq!(
+            attachment("报告 2026.md"),
+            HeaderValue::from_static(
+                "attachment; filename=\"__ 2026.md\"; filename*=UTF-8''%E6%8A%A5%E5%91%8A%202026.md"
+            )
+        );
+        assert_eq!(
+            attachment("dir/"),
+            HeaderValue::from_static(
+                "attachment; filename=\"download\"; filename*=UTF-8''download"
+            )
         );
         assert_eq!(
             sha256_hex(b""),

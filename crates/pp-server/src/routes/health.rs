@@ -6,11 +6,13 @@ use serde_json::{Value, json};
 
 use crate::state::AppState;
 
-/// `{"status": "ok", "model": "configured" | "<why not>"}`.
+/// `{"status": "ok", "model": "configured" | "<why not>", "model_name":
+/// "<provider>:<model>" | "scripted" | "none"}`.
 pub(crate) async fn health(State(state): State<AppState>) -> Json<Value> {
-    let model = match state.service().model_status() {
+    let service = state.service();
+    let model = match service.model_status() {
         Ok(()) => "configured".to_owned(),
         Err(reason) => reason,
     };
-    Json(json!({ "status": "ok", "model": model }))
+    Json(json!({ "status": "ok", "model": model, "model_name": service.model_name() }))
 }

@@ -15,6 +15,7 @@ use crate::{auth, security};
 
 pub(crate) mod approvals;
 pub(crate) mod audit;
+pub(crate) mod changes;
 pub(crate) mod console;
 pub(crate) mod events;
 pub(crate) mod files;
@@ -55,6 +56,8 @@ pub(crate) fn table() -> Vec<Route> {
         route("POST", "/api/tasks/{id}/cancel", post(tasks::cancel)),
         route("POST", "/api/tasks/{id}/retry", post(tasks::retry)),
         route("GET", "/api/tasks/{id}/events", get(events::task_events)),
+        route("GET", "/api/tasks/{id}/changes", get(changes::task_changes)),
+        route("POST", "/api/changes/{id}/revert", post(changes::revert)),
         route("GET", "/api/events", get(events::all_events)),
         route("GET", "/api/approvals", get(approvals::list)),
         route("GET", "/api/approvals/{id}", get(approvals::show)),
@@ -110,6 +113,7 @@ pub(crate) fn build(state: AppState) -> Router {
         .route("/logout", post(login::logout))
         .route("/", get(console::index))
         .route("/assets/{*path}", get(console::asset))
+        .route("/favicon.ico", get(console::favicon))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))

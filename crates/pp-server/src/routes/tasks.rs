@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use pp_tasks::CreateTask;
+use pp_tasks::store::TaskFilter;
 use pp_types::{Actor, TaskId, TaskRecord, TaskState};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -26,7 +27,13 @@ pub(crate) struct CreateTaskRequest {
 /// `GET /api/tasks` query.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListQuery {
+    /// Case-insensitive text in the prompt.
+    q: Option<String>,
     state: Option<String>,
+    /// A configured workspace's name.
+    workspace: Option<String>,
+    /// Only tasks created before this task id (paging: the previous `next_before`).
+    before: Option<String>,
     limit: Option<usize>,
 }
 
@@ -58,15 +65,23 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(task)))
 }
 
-/// Lists tasks, newest first: `{"tasks": […]}`.
+/// Lists tasks, newest first, searched and filtered:
+/// `{"tasks": […], "next_before": "t_…" | null}`.
 pub(crate) async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
-    let filter = query.state.as_deref().map(parse_state).transpose()?;
-    let limit = limit(query.limit, 50, 1000)?;
-    let tasks = state.service().list_tasks(filter, limit).await?;
-    Ok(Json(json!({ "tasks": tasks })))
+    let filter = TaskFilter {
+        query: query.q.filter(|text| !text.is_empty()),
+        state: query.state.as_deref().map(parse_state).transpose()?,
+        workspace: query.workspace.filter(|name| !name.is_empty()),
+        before: query.before.filter(|id| !id.is_empty()).map(TaskId),
+        limit: limit(query.limit, 50, 1000)?,
+    };
+    let page = state.service().search_tasks(filter).await?;
+    Ok(Json(
+        json!({ "tasks": page.tasks, "next_before": page.next_before }),
+    ))
 }
 
 /// One task.

@@ -101,3 +101,53 @@ async fn audit_filters() {
         .await;
     assert_eq!(nothing.json, json!({"entries": []}));
 }
+
+#[tokio::test]
+async fn login_rows_can_be_left_out() {
+    let app = App::idle();
+    for action in [
+        pp_types::AuditAction::ConsoleLogin,
+        pp_types::AuditAction::FileUploaded,
+        pp_types::AuditAction::ConsoleLogin,
+    ] {
+        app.service
+            .append_audit(pp_types::NewAudit::new(action))
+            .await
+            .unwrap();
+    }
+    let actions = |reply: &Value| -> Vec<String> {
+        reply["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| entry["action"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = app.call(Method::GET, "/api/audit").await;
+    assert_eq!(actions(&all.json).len(), 3);
+    let reply = app
+        .call(Method::GET, "/api/audit?exclude=console_login")
+        .await;
+    reply.expect(200, None);
+    assert_eq!(actions(&reply.json), ["file_uploaded"]);
+    let reply = app
+        .call(
+            Method::GET,
+            "/api/audit?exclude=console_login,%20file_uploaded,console_login",
+        )
+        .await;
+    assert_eq!(reply.json, json!({"entries": []}));
+    let empty = app.call(Method::GET, "/api/audit?exclude=").await;
+    assert_eq!(actions(&empty.json).len(), 3);
+    let typo = app
+        .call(Method::GET, "/api/audit?exclude=console_logins")
+        .await;
+    typo.expect(400, Some("bad_request"));
+    assert!(
+        typo.json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("console_logins"),
+        "{typo:?}"
+    );
+}

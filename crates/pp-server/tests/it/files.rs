@@ -60,7 +60,7 @@ async fn list_download_upload() {
     assert_eq!(download.header("content-type"), "application/octet-stream");
     assert_eq!(
         download.header("content-disposition"),
-        "attachment; filename=\"a.txt\""
+        "attachment; filename=\"a.txt\"; filename*=UTF-8''a.txt"
     );
     assert_eq!(download.header("cache-control"), "no-store");
 
@@ -72,8 +72,19 @@ async fn list_download_upload() {
     assert_eq!(created.json["created"], true);
     assert_eq!(created.json["size"], 9);
     assert_eq!(app.tree.read("up/new.txt"), "uploaded\n");
+    app.send(put("/api/files/content?path=up/new.txt", "again\n"))
+        .await
+        .expect(409, Some("exists"));
+    assert_eq!(
+        app.tree.read("up/new.txt"),
+        "uploaded\n",
+        "not replaced unasked"
+    );
     let replaced = app
-        .send(put("/api/files/content?path=up/new.txt", "again\n"))
+        .send(put(
+            "/api/files/content?path=up/new.txt&overwrite=true",
+            "again\n",
+        ))
         .await;
     replaced.expect(200, None);
     assert_eq!(replaced.json["created"], false);
@@ -216,5 +227,59 @@ async fn internal_errors_are_generic_and_logged() {
     assert!(
         lines[0].contains(&workspace),
         "the detail is in the log: {lines:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_upload_replaces_an_existing_file_only_when_asked() {
+    let app = App::idle();
+    app.tree.file("notes/todo.md", "mine\n");
+    for uri in [
+        "/api/files/content?path=notes/todo.md",
+        "/api/files/content?path=notes/todo.md&overwrite=false",
+        "/api/files/content?path=notes/../notes/todo.md",
+    ] {
+        let reply = app.send(put(uri, "theirs\n")).await;
+        reply.expect(409, Some("exists"));
+        assert!(
+            reply.json["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("overwrite=true"),
+            "{reply:?}"
+        );
+    }
+    assert_eq!(app.tree.read("notes/todo.md"), "mine\n");
+    assert!(app.audit("file_uploaded", None).is_empty());
+    app.send(put(
+        "/api/files/content?path=notes/todo.md&overwrite=true",
+        "theirs\n",
+    ))
+    .await
+    .expect(200, None);
+    assert_eq!(app.tree.read("notes/todo.md"), "theirs\n");
+    // A new file needs no permission to be created.
+    app.send(put("/api/files/content?path=notes/new.md", "new\n"))
+        .await
+        .expect(201, None);
+}
+
+#[tokio::test]
+async fn a_chinese_file_name_downloads_under_its_own_name() {
+    let app = App::idle();
+    app.tree.file("报告/季度 \"总结\".md", "内容\n");
+    let reply = app
+        .call(
+            Method::GET,
+            "/api/files/content?path=%E6%8A%A5%E5%91%8A/%E5%AD%A3%E5%BA%A6%20%22%E6%80%BB%E7%BB%93%22.md",
+        )
+        .await;
+    reply.expect(200, None);
+    assert_eq!(reply.bytes, "内容\n".as_bytes());
+    assert_eq!(reply.header("content-type"), "application/octet-stream");
+    assert_eq!(
+        reply.header("content-disposition"),
+        "attachment; filename=\"__ \\\"__\\\".md\"; \
+         filename*=UTF-8''%E5%AD%A3%E5%BA%A6%20%22%E6%80%BB%E7%BB%93%22.md"
     );
 }

@@ -6,18 +6,22 @@
     reason = "tests panic on fixture failures and unexpected responses"
 )]
 
+mod approval_current;
 mod approvals;
 mod audit;
 mod auth;
 mod bad_input;
+mod changes;
 mod events;
 mod files;
+mod health_and_icon;
 mod memory;
 mod openapi;
 mod security;
 mod sessions;
 mod skills;
 mod sse;
+mod task_search;
 mod uploads;
 
 use std::sync::Arc;
@@ -150,6 +154,7 @@ impl App {
                 task_id: task.cloned(),
                 action: Some(action.into()),
                 before_id: None,
+                exclude: Vec::new(),
                 limit: 1000,
             })
             .unwrap()

@@ -118,7 +118,8 @@ fn check_operation(doc: &Value, path: &str, method: &str, operation: &Value) {
     }
     assert!(responses.contains_key("403"), "{method} {path}: Host check");
     if method == "post" || method == "put" {
-        let body_needed = !path.ends_with("/cancel") && !path.ends_with("/retry");
+        let body_needed =
+            !path.ends_with("/cancel") && !path.ends_with("/retry") && !path.ends_with("/revert");
         assert_eq!(
             operation["requestBody"].is_object(),
             body_needed,
@@ -344,6 +345,7 @@ async fn every_error_a_route_returns_is_documented() {
         ("GET", "/api/tasks/{id}", 404),
         ("GET", "/api/files/content", 403),
         ("GET", "/api/files/content", 413),
+        ("PUT", "/api/files/content", 409),
         ("POST", "/api/tasks", 413),
         ("POST", "/api/tasks", 404),
         ("POST", "/api/approvals/{id}/resolve", 422),

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::{App, HOST, TOKEN, anonymous, authed};
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' \
-                   data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+                   data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
                    form-action 'self'";
 
 #[tokio::test]

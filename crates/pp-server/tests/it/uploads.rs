@@ -77,7 +77,7 @@ async fn a_body_that_fails_midway_leaves_the_target_untouched() {
     ]);
     let reply = app
         .send(put(
-            "/api/files/content?path=keep.txt",
+            "/api/files/content?path=keep.txt&overwrite=true",
             Body::from_stream(stream),
         ))
         .await;
@@ -97,7 +97,7 @@ async fn a_streamed_body_over_the_limit_is_413_and_the_target_untouched() {
     let stream =
         futures_util::stream::iter(0..5).map(|_| Ok::<_, Infallible>(Bytes::from(vec![b'y'; 300])));
     app.send(put(
-        "/api/files/content?path=keep.txt",
+        "/api/files/content?path=keep.txt&overwrite=true",
         Body::from_stream(stream),
     ))
     .await
@@ -105,13 +105,37 @@ async fn a_streamed_body_over_the_limit_is_413_and_the_target_untouched() {
     assert_eq!(app.tree.read("keep.txt"), "old content\n");
 
     // A declared Content-Length over the limit is refused before reading the body.
-    let request = authed(Method::PUT, "/api/files/content?path=keep.txt")
-        .header("content-length", "1001")
-        .body(Body::from(vec![b'z'; 1001]))
-        .unwrap();
+    let request = authed(
+        Method::PUT,
+        "/api/files/content?path=keep.txt&overwrite=true",
+    )
+    .header("content-length", "1001")
+    .body(Body::from(vec![b'z'; 1001]))
+    .unwrap();
     app.send(request)
         .await
         .expect(413, Some("payload_too_large"));
     assert_eq!(app.tree.read("keep.txt"), "old content\n");
+    assert!(app.audit("file_uploaded", None).is_empty());
+}
+
+#[tokio::test]
+async fn a_file_that_appears_while_the_body_streams_is_not_replaced() {
+    let app = App::idle();
+    let (chunks, started, body) = held_body();
+    let router = app.router.clone();
+    let upload = tokio::spawn(async move {
+        crate::send(&router, put("/api/files/content?path=late.txt", body)).await
+    });
+    chunks
+        .send(Bytes::from_static(b"from the upload"))
+        .await
+        .unwrap();
+    started.await.unwrap();
+    app.tree.file("late.txt", "written by someone else\n");
+    drop(chunks);
+    let reply = upload.await.unwrap();
+    reply.expect(409, Some("exists"));
+    assert_eq!(app.tree.read("late.txt"), "written by someone else\n");
     assert!(app.audit("file_uploaded", None).is_empty());
 }

@@ -104,3 +104,60 @@ fn filters_combine_and_rows_come_newest_first() {
         .is_empty()
     );
 }
+
+#[test]
+fn excluded_actions_are_left_out_and_the_rest_pages_normally() {
+    use pp_types::AuditAction::{ConsoleLogin, FileUploaded};
+    let db = TestDb::new();
+    let stored: Vec<i64> = [
+        "console_login",
+        "task_created",
+        "console_login",
+        "file_uploaded",
+        "console_login",
+        "tool_executed",
+    ]
+    .into_iter()
+    .map(|action| db.store.append_audit(row(None, action, None)).unwrap().id)
+    .collect();
+    let ids = |filter: AuditFilter| -> Vec<i64> {
+        db.store
+            .list_audit(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.id)
+            .collect()
+    };
+    let without_logins = AuditFilter {
+        exclude: vec![ConsoleLogin],
+        ..AuditFilter::default()
+    };
+    assert_eq!(
+        ids(without_logins.clone()),
+        [stored[5], stored[3], stored[1]]
+    );
+    assert_eq!(
+        ids(AuditFilter {
+            limit: 1,
+            before_id: Some(stored[5]),
+            ..without_logins
+        }),
+        [stored[3]],
+        "paging skips the excluded rows too"
+    );
+    assert_eq!(
+        ids(AuditFilter {
+            exclude: vec![ConsoleLogin, FileUploaded],
+            ..AuditFilter::default()
+        }),
+        [stored[5], stored[1]]
+    );
+    assert_eq!(
+        ids(AuditFilter {
+            action: Some("console_login".into()),
+            exclude: vec![ConsoleLogin],
+            ..AuditFilter::default()
+        }),
+        Vec::<i64>::new()
+    );
+}

@@ -13,6 +13,7 @@
 mod approvals;
 mod audit;
 mod backup;
+mod changes;
 mod chat;
 mod concurrency;
 mod corrupt;
@@ -20,6 +21,7 @@ mod events;
 mod logins;
 mod open;
 mod prune;
+mod task_search;
 mod tasks;
 
 use std::path::PathBuf;
@@ -148,6 +150,9 @@ fn checkpoint() -> Checkpoint {
                 diff: None,
                 content: Some("Three points.".into()),
                 fingerprint: "absent".into(),
+                scope: None,
+                added: None,
+                removed: None,
             }),
         },
         later_calls: vec![later.clone()],
@@ -188,6 +193,7 @@ fn new_approval() -> NewApproval {
         arguments: checkpoint.pending.arguments.clone(),
         fingerprint: Some("absent".into()),
         checkpoint,
+        revertible: Some(true),
     }
 }
 

@@ -289,6 +289,7 @@ fn cancel_ends_the_task_and_its_pending_approvals() {
         task_id: Some(task.id.clone()),
         action: Some("task_cancelled".into()),
         before_id: None,
+        exclude: Vec::new(),
         limit: 10,
     });
     assert_eq!(

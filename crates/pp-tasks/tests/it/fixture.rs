@@ -136,6 +136,7 @@ impl Fixture {
                 task_id: Some(task.clone()),
                 action: None,
                 before_id: None,
+                exclude: Vec::new(),
                 limit: 1000,
             })
             .unwrap();

@@ -53,6 +53,7 @@ async fn a_write_waits_then_completes_after_approval() {
             task_id: Some(task.id.clone()),
             action: Some("tool_executed".into()),
             before_id: None,
+            exclude: Vec::new(),
             limit: 10,
         })
         .unwrap();

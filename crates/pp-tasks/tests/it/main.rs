@@ -6,6 +6,8 @@
     reason = "tests set up fixtures with std::fs and panic on broken fixtures"
 )]
 
+mod changes;
+mod current;
 mod fixture;
 mod hardening;
 mod lifecycle;

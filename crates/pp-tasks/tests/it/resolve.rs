@@ -351,6 +351,7 @@ async fn the_model_cannot_forge_audit_rows_under_an_approval() {
             task_id: Some(task.id.clone()),
             action: None,
             before_id: None,
+            exclude: Vec::new(),
             limit: 100,
         })
         .unwrap();

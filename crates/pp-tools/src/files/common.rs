@@ -3,7 +3,7 @@
 
 use pp_agent::ToolContext;
 use pp_gate::{Jail, JailError, WriteOutcome};
-use pp_types::{TargetState, ToolOutput};
+use pp_types::{Prior, Snapshot, TargetState, ToolOutput};
 use serde_json::Value;
 
 /// How many leading bytes are searched for a NUL byte to call a file binary.
@@ -57,6 +57,43 @@ pub(crate) fn file_state(jail: &Jail, path: &str, hash_max_bytes: u64) -> Target
             .fingerprint_with(path, hash_max_bytes)
             .unwrap_or_else(|error| format!("unavailable: {error}")),
     }
+}
+
+/// What the workspace file `path` holds now, for a revert ([`pp_agent::Tool::snapshot`]):
+/// its content when at most `keep_up_to` bytes, otherwise its size. Nothing when the
+/// jail refuses the path (the call will be refused too).
+pub(crate) fn file_snapshot(
+    jail: &Jail,
+    path: &str,
+    partial: bool,
+    keep_up_to: u64,
+) -> Vec<Snapshot> {
+    let Ok(probe) = jail.probe(path) else {
+        return Vec::new();
+    };
+    let prior = if !probe.exists() {
+        Prior::Absent
+    } else if !probe.is_file() {
+        Prior::Unreadable {
+            reason: "not a regular file".into(),
+        }
+    } else if probe.size > keep_up_to {
+        Prior::TooLarge { size: probe.size }
+    } else {
+        match jail.read(path, keep_up_to) {
+            Ok(content) if !content.truncated => Prior::Content(content.bytes),
+            Ok(content) => Prior::TooLarge { size: content.size },
+            Err(JailError::NotFound { .. }) => Prior::Absent,
+            Err(error) => Prior::Unreadable {
+                reason: error.to_string(),
+            },
+        }
+    };
+    vec![Snapshot {
+        path: probe.resolved.to_string_lossy().into_owned(),
+        partial,
+        prior,
+    }]
 }
 
 /// What an approval card says when the current content of an existing target cannot be
@@ -224,21 +261,60 @@ pub(crate) fn read_whole_text(
     }
 }
 
-/// A unified diff of `old` → `new` with `--- a/<path>` / `+++ b/<path>` headers and
-/// three lines of context; empty when nothing changes.
-pub(crate) fn unified_diff(path: &str, old: &str, new: &str) -> String {
+/// A unified diff and how many lines it adds and removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LineDiff {
+    /// `--- a/<path>` / `+++ b/<path>` headers and three lines of context; empty when
+    /// nothing changes.
+    pub(crate) unified: String,
+    /// Lines only in the new text.
+    pub(crate) added: u32,
+    /// Lines only in the old text.
+    pub(crate) removed: u32,
+}
+
+/// The unified diff of `old` → `new` and its line counts, from one diff.
+pub(crate) fn line_diff(path: &str, old: &str, new: &str) -> LineDiff {
     if old == new {
-        return String::new();
+        return LineDiff {
+            unified: String::new(),
+            added: 0,
+            removed: 0,
+        };
     }
     // A deadline keeps a huge rewrite from stalling the approval request: past it the
     // diff is still correct, only less minimal.
-    similar::TextDiff::configure()
+    let diff = similar::TextDiff::configure()
         .timeout(std::time::Duration::from_millis(500))
-        .diff_lines(old, new)
+        .diff_lines(old, new);
+    let (mut added, mut removed) = (0_usize, 0_usize);
+    for op in diff.ops() {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        if tag != similar::DiffTag::Equal {
+            removed += old_range.len();
+            added += new_range.len();
+        }
+    }
+    let unified = diff
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string()
+        .to_string();
+    LineDiff {
+        unified,
+        added: saturating_u32(added),
+        removed: saturating_u32(removed),
+    }
+}
+
+/// The number of lines of `text` (a last line without a newline counts), as the line
+/// count of a new file.
+pub(crate) fn line_count(text: &str) -> u32 {
+    saturating_u32(text.lines().count())
+}
+
+fn saturating_u32(count: usize) -> u32 {
+    u32::try_from(count).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -296,11 +372,34 @@ mod tests {
     }
 
     #[test]
-    fn unified_diff_has_git_style_headers() {
+    fn line_diff_has_git_style_headers_and_counts() {
         assert_eq!(
-            unified_diff("f.txt", "a\nb\n", "a\nc\n"),
-            "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+            line_diff("f.txt", "a\nb\n", "a\nc\n"),
+            LineDiff {
+                unified: "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n".to_owned(),
+                added: 1,
+                removed: 1,
+            }
         );
-        assert_eq!(unified_diff("f.txt", "same\n", "same\n"), "");
+        let grown = line_diff("f.txt", "a\n", "a\nb\nc\n");
+        assert_eq!((grown.added, grown.removed), (2, 0));
+        let shrunk = line_diff("f.txt", "a\nb\nc\n", "c\n");
+        assert_eq!((shrunk.added, shrunk.removed), (0, 2));
+        assert_eq!(
+            line_diff("f.txt", "same\n", "same\n"),
+            LineDiff {
+                unified: String::new(),
+                added: 0,
+                removed: 0
+            }
+        );
+    }
+
+    #[test]
+    fn line_count_counts_a_last_line_without_newline() {
+        assert_eq!(line_count(""), 0);
+        assert_eq!(line_count("one"), 1);
+        assert_eq!(line_count("one\ntwo\n"), 2);
+        assert_eq!(line_count("one\r\ntwo"), 2);
     }
 }

@@ -8,8 +8,9 @@
 //! [`super::Limits::max_read_bytes`]. The result is written through the jail's atomic
 //! write, so the file is either fully edited or untouched.
 //!
-//! Its [`pp_agent::Tool::preview`] shows the approval card an `overwrite` label, the unified diff of
-//! the edit and the file's fingerprint; there is no preview when the edit cannot apply
+//! Its [`pp_agent::Tool::preview`] shows the approval card an `overwrite` label (scope
+//! `edit`, with the lines added and removed), the unified diff of the edit and the file's
+//! fingerprint; there is no preview when the edit cannot apply
 //! (the call would fail anyway).
 //!
 //! ## Capabilities needed
@@ -28,13 +29,15 @@ use std::sync::Arc;
 
 use pp_agent::ToolContext;
 use pp_gate::Jail;
-use pp_types::{Capability, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel};
+use pp_types::{
+    Capability, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+};
 use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    cap_for_display, file_state, read_whole_text, required_str, resolved_path, respond,
-    unified_diff, write_unless_stopped,
+    cap_for_display, file_snapshot, file_state, line_diff, read_whole_text, required_str,
+    resolved_path, respond, write_unless_stopped,
 };
 use crate::blocking::SyncTool;
 
@@ -137,17 +140,18 @@ impl EditFile {
             .fingerprint_with(path, self.limits.hash_max_bytes)
             .ok()?;
         let planned = self.plan(arguments).ok()?;
+        let diff = line_diff(path, &planned.old, &planned.new);
         Some(EffectPreview {
             target: path.to_owned(),
             resolved: resolved_path(&self.jail, path),
             notice: None,
             label: WriteLabel::Overwrite,
-            diff: Some(cap_for_display(
-                &unified_diff(path, &planned.old, &planned.new),
-                self.limits.max_output_chars,
-            )),
+            diff: Some(cap_for_display(&diff.unified, self.limits.max_output_chars)),
             content: None,
             fingerprint,
+            scope: Some(EffectScope::Edit),
+            added: Some(diff.added),
+            removed: Some(diff.removed),
         })
     }
 }
@@ -164,6 +168,18 @@ impl SyncTool for EditFile {
     fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
         let path = arguments.get(self.spec.path_params.first()?)?.as_str()?;
         Some(file_state(&self.jail, path, self.limits.hash_max_bytes))
+    }
+
+    fn snapshot(
+        &self,
+        _context: &ToolContext,
+        arguments: &Value,
+        keep_up_to: u64,
+    ) -> Vec<pp_types::Snapshot> {
+        match self.target(arguments) {
+            Some(path) => file_snapshot(&self.jail, &path, true, keep_up_to),
+            None => Vec::new(),
+        }
     }
 
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {

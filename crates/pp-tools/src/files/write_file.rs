@@ -8,8 +8,9 @@
 //! link leading outside is refused.
 //!
 //! Its [`pp_agent::Tool::preview`] is what the approval card shows: `create` or `overwrite`
-//! depending on whether the target exists at that moment, a unified diff of the old text
-//! against the new for an overwrite, the new content for a create, and the target's
+//! depending on whether the target exists at that moment (scope `new_file` or
+//! `replaces_whole_file`, with the lines added and removed), a unified diff of the old
+//! text against the new for an overwrite, the new content for a create, and the target's
 //! fingerprint so a change between approval request and execution can be noticed.
 //!
 //! ## Capabilities needed
@@ -28,13 +29,15 @@ use std::sync::Arc;
 
 use pp_agent::ToolContext;
 use pp_gate::Jail;
-use pp_types::{Capability, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel};
+use pp_types::{
+    Capability, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+};
 use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    cap_for_display, decode_text, file_state, required_str, resolved_path, respond, unified_diff,
-    unreadable_notice, write_unless_stopped,
+    cap_for_display, decode_text, file_snapshot, file_state, line_count, line_diff, required_str,
+    resolved_path, respond, unreadable_notice, write_unless_stopped,
 };
 use crate::blocking::SyncTool;
 
@@ -113,24 +116,28 @@ impl WriteFile {
             content: None,
             notice: None,
             fingerprint,
+            scope: Some(EffectScope::NewFile),
+            added: Some(line_count(content)),
+            removed: Some(0),
         };
         if !exists {
             preview.content = Some(cap_for_display(content, max_chars));
             return Some(preview);
         }
         preview.label = WriteLabel::Overwrite;
+        preview.scope = Some(EffectScope::ReplacesWholeFile);
+        (preview.added, preview.removed) = (None, None);
         match self.jail.read(path, self.limits.max_read_bytes) {
-            Ok(old) => {
-                preview.diff = match decode_text(&old.bytes, false) {
-                    Ok(old_text) if !old.truncated => Some(cap_for_display(
-                        &unified_diff(path, old_text, content),
-                        max_chars,
-                    )),
-                    // Too large or binary: no line diff is meaningful; show what will be
-                    // written.
-                    _ => None,
-                };
-            }
+            Ok(old) => match decode_text(&old.bytes, false) {
+                Ok(old_text) if !old.truncated => {
+                    let diff = line_diff(path, old_text, content);
+                    preview.diff = Some(cap_for_display(&diff.unified, max_chars));
+                    (preview.added, preview.removed) = (Some(diff.added), Some(diff.removed));
+                }
+                // Too large or binary: no line diff is meaningful; show what will be
+                // written (the line counts stay unknown).
+                _ => {}
+            },
             Err(error) => preview.notice = Some(unreadable_notice(&error)),
         }
         if preview.diff.is_none() {
@@ -152,6 +159,18 @@ impl SyncTool for WriteFile {
     fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
         let path = arguments.get(self.spec.path_params.first()?)?.as_str()?;
         Some(file_state(&self.jail, path, self.limits.hash_max_bytes))
+    }
+
+    fn snapshot(
+        &self,
+        _context: &ToolContext,
+        arguments: &Value,
+        keep_up_to: u64,
+    ) -> Vec<pp_types::Snapshot> {
+        match self.target(arguments) {
+            Some(path) => file_snapshot(&self.jail, &path, false, keep_up_to),
+            None => Vec::new(),
+        }
     }
 
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
@@ -194,6 +213,30 @@ mod tests {
         assert_eq!(
             tool.preview_of(&arguments).map(|preview| preview.diff),
             Some(Some(String::new()))
+        );
+    }
+
+    #[test]
+    fn snapshot_keeps_what_the_write_replaces_up_to_the_limit() {
+        use pp_types::{Prior, Snapshot};
+        let (_dir, tool) = tool();
+        let context = ToolContext::default();
+        let arguments = json!({"path": "d/../a.txt", "content": "new"});
+        let absent = vec![Snapshot {
+            path: "a.txt".into(),
+            partial: false,
+            prior: Prior::Absent,
+        }];
+        assert_eq!(tool.snapshot(&context, &arguments, 100), absent);
+        tool.run(&context, &json!({"path": "a.txt", "content": "old!"}))
+            .unwrap();
+        let kept = tool.snapshot(&context, &arguments, 4);
+        assert_eq!(kept[0].prior, Prior::Content(b"old!".to_vec()));
+        let measured = tool.snapshot(&context, &arguments, 0);
+        assert_eq!(measured[0].prior, Prior::TooLarge { size: 4 });
+        assert!(
+            tool.snapshot(&context, &json!({"path": "../x", "content": ""}), 9)
+                .is_empty()
         );
     }
 }

@@ -29,13 +29,17 @@ use std::sync::Arc;
 
 use pp_agent::ToolContext;
 use pp_gate::Jail;
-use pp_types::{Capability, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel};
+use pp_types::{
+    Capability, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+};
 use serde_json::{Value, json};
 
 use super::{MEMORY_FILE, MemoryError, read, replace_unless};
 use crate::Limits;
 use crate::blocking::SyncTool;
-use crate::files::common::{cap_for_display, jail_error, required_str, respond, unified_diff};
+use crate::files::common::{
+    cap_for_display, jail_error, line_count, line_diff, required_str, respond,
+};
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Change your memory file (memory.md, kept between tasks and shown \
@@ -166,17 +170,24 @@ impl MemoryWrite {
             content: None,
             notice: None,
             fingerprint,
+            scope: Some(match mode {
+                _ if !exists => EffectScope::NewFile,
+                Mode::Append => EffectScope::Edit,
+                Mode::Replace => EffectScope::ReplacesWholeFile,
+            }),
+            added: None,
+            removed: None,
         };
         match read(&self.jail) {
             Ok(before) => {
                 let after = mode.apply(&before.content, content);
                 if exists {
-                    preview.diff = Some(cap_for_display(
-                        &unified_diff(MEMORY_FILE, &before.content, &after),
-                        max_chars,
-                    ));
+                    let diff = line_diff(MEMORY_FILE, &before.content, &after);
+                    preview.diff = Some(cap_for_display(&diff.unified, max_chars));
+                    (preview.added, preview.removed) = (Some(diff.added), Some(diff.removed));
                 } else {
                     preview.content = Some(cap_for_display(&after, max_chars));
+                    (preview.added, preview.removed) = (Some(line_count(&after)), Some(0));
                 }
             }
             Err(error) => {
@@ -258,6 +269,10 @@ mod tests {
         assert_eq!(first.content.as_deref(), Some("one\n"));
         assert_eq!(first.fingerprint, "absent");
         assert_eq!(
+            (first.scope, first.added, first.removed),
+            (Some(EffectScope::NewFile), Some(1), Some(0))
+        );
+        assert_eq!(
             tool.run(&context, &append),
             Ok("appended 4 bytes to memory.md".to_owned())
         );
@@ -269,6 +284,17 @@ mod tests {
         assert_eq!(
             second.diff.as_deref(),
             Some("--- a/memory.md\n+++ b/memory.md\n@@ -1 +1,2 @@\n one\n+two\n")
+        );
+        assert_eq!(
+            (second.scope, second.added, second.removed),
+            (Some(EffectScope::Edit), Some(1), Some(0))
+        );
+        let replace = tool
+            .preview_of(&json!({"mode": "replace", "content": "new\n"}))
+            .unwrap();
+        assert_eq!(
+            (replace.scope, replace.added, replace.removed),
+            (Some(EffectScope::ReplacesWholeFile), Some(1), Some(1))
         );
         assert_eq!(
             tool.state(&context, &json!({}))

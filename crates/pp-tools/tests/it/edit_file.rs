@@ -1,5 +1,5 @@
 use pp_tools::Limits;
-use pp_types::WriteLabel;
+use pp_types::{EffectScope, WriteLabel};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -158,6 +158,40 @@ fn preview_is_an_overwrite_with_the_diff_of_the_edit() {
         "one\ntwo\nthree\n",
         "a preview never writes"
     );
+    assert_eq!(
+        (shown.scope, shown.added, shown.removed),
+        (Some(EffectScope::Edit), Some(1), Some(1))
+    );
+}
+
+#[test]
+fn preview_counts_the_lines_an_edit_adds_and_removes() {
+    let fixture = Fixture::new();
+    fixture.tree.file(
+        "a.txt",
+        "title
+old one
+old two
+end
+",
+    );
+    let shown = fixture
+        .preview(
+            "edit_file",
+            &json!({"path": "a.txt", "old_text": "old one\nold two\n", "new_text": "new 1\nnew 2\nnew 3\n"}),
+        )
+        .expect("a preview");
+    assert_eq!(
+        (shown.scope, shown.added, shown.removed),
+        (Some(EffectScope::Edit), Some(3), Some(2))
+    );
+    let removal = fixture
+        .preview(
+            "edit_file",
+            &json!({"path": "a.txt", "old_text": "title\n", "new_text": ""}),
+        )
+        .expect("a preview");
+    assert_eq!((removal.added, removal.removed), (Some(0), Some(1)));
 }
 
 #[test]

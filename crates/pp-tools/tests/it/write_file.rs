@@ -1,5 +1,5 @@
 use pp_tools::Limits;
-use pp_types::{EffectPreview, WriteLabel};
+use pp_types::{EffectPreview, EffectScope, WriteLabel};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -59,6 +59,9 @@ fn preview_of_a_create_shows_the_content() {
             diff: None,
             content: Some("hi\n".to_owned()),
             fingerprint: "absent".to_owned(),
+            scope: Some(EffectScope::NewFile),
+            added: Some(1),
+            removed: Some(0),
         }
     );
     assert!(!fixture.tree.exists("new.txt"), "a preview never writes");
@@ -91,6 +94,24 @@ fn preview_of_an_overwrite_shows_the_exact_diff() {
         shown.fingerprint
     );
     assert_eq!(fixture.tree.read("poem.txt"), "roses\nare\nred\n");
+    assert_eq!(
+        (shown.scope, shown.added, shown.removed),
+        (Some(EffectScope::ReplacesWholeFile), Some(1), Some(1)),
+        "replacing a whole file is its scope, whatever the diff"
+    );
+}
+
+#[test]
+fn preview_of_a_create_counts_every_line_as_added() {
+    let fixture = Fixture::new();
+    let shown = preview(
+        &fixture,
+        &json!({"path": "report.md", "content": "# Report\n\none\ntwo"}),
+    );
+    assert_eq!(
+        (shown.scope, shown.added, shown.removed),
+        (Some(EffectScope::NewFile), Some(4), Some(0))
+    );
 }
 
 #[test]
@@ -155,6 +176,11 @@ fn preview_of_a_binary_target_shows_the_new_content_instead_of_a_diff() {
     assert_eq!(shown.label, WriteLabel::Overwrite);
     assert_eq!(shown.diff, None);
     assert_eq!(shown.content.as_deref(), Some("text"));
+    assert_eq!(
+        (shown.scope, shown.added, shown.removed),
+        (Some(EffectScope::ReplacesWholeFile), None, None),
+        "no line counts without a line diff"
+    );
 }
 
 #[test]

@@ -1,0 +1,196 @@
+// #/tasks/ID: one task, decision first. From the top: the task's header (state, model,
+// cancel, retry), "Needs your decision" (decide's panel), the compact timeline (one line
+// per tool call, the inline approval card in the row of a pending call) and the Changes
+// on disk panel (what the approved calls really did, with Revert).
+//
+// The timeline follows `GET /api/tasks/ID/events` over SSE. A dropped connection is
+// resumed by the browser with `Last-Event-ID` (or by us with `?after=`); every event is
+// keyed by its global sequence number, so nothing is ever shown twice.
+
+import { api, followEvents } from "./api.js";
+import { approvalCard } from "./card.js";
+import { renderDecisions } from "./decisions.js";
+import { debounce, h, notice, replace, stateBadge, timeElement } from "./dom.js";
+import { compactTimeline } from "./timeline.js";
+import { changesPanel } from "./changes.js";
+import { modelName } from "./health.js";
+
+const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
+const RETRYABLE = new Set(["interrupted"]);
+
+/** Renders the task page; returns its live hooks. */
+export function renderTask(container, id, context) {
+  const header = h("div", { class: "task-head" }, h("p", { class: "muted", text: "Loading the task…" }));
+  const actions = h("div", { class: "task-actions" });
+  const status = h("div", { class: "form-status" });
+  const streamState = h("p", { class: "muted small stream-state", role: "status" });
+  const decisionsSlot = h("div", { class: "decisions-slot" });
+  const changesSlot = h("div", { class: "changes-slot" });
+  const seen = new Set();
+  let task = null;
+  let model = "";
+  let gone = false;
+
+  const changes = changesPanel(changesSlot, id);
+  const timeline = compactTimeline({
+    approvalCard,
+    onChange: () => changes.refresh(),
+    onResolved: () => context.refreshCount(),
+  });
+
+  // "Needs your decision" (decide's panel; it follows the task's events itself).
+  const decisions = renderDecisions(decisionsSlot, id, context) || {};
+
+  const renderHeader = () => {
+    replace(
+      header,
+      h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "← Tasks" })),
+      h("h1", { class: "task-prompt", tabindex: "-1", text: task.prompt }),
+      h(
+        "p",
+        { class: "task-facts" },
+        stateBadge(task.state),
+        h("span", { text: " in workspace " }),
+        h("code", { text: task.workspace }),
+        h("span", { text: " · created " }),
+        timeElement(task.created_at),
+        model ? h("span", { class: "model-name" }, " · model ", h("code", { text: model })) : null,
+        h("span", { class: "muted task-id", text: ` · ${task.id}` }),
+      ),
+      task.error ? notice(task.state === "failed" ? "error" : "warn", task.error) : null,
+    );
+    replace(actions);
+    if (ACTIVE.has(task.state)) {
+      actions.append(h("button", { type: "button", class: "button danger", onclick: cancel, text: "Cancel task" }));
+    }
+    if (RETRYABLE.has(task.state)) {
+      actions.append(h("button", { type: "button", class: "button primary", onclick: retry, text: "Retry task" }));
+    }
+  };
+
+  const showMissing = () => {
+    if (gone) {
+      return;
+    }
+    gone = true;
+    stream.close();
+    replace(
+      container,
+      h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "← Tasks" })),
+      h("h1", { tabindex: "-1", text: "No such task" }),
+      h("p", {}, "There is no task ", h("code", { text: id }), " on this server. ", h("a", { href: "#/tasks", text: "Go back to the tasks" }), "."),
+    );
+  };
+
+  const loadTask = async () => {
+    if (gone) {
+      return;
+    }
+    try {
+      task = await api("/api/tasks/" + encodeURIComponent(id));
+      renderHeader();
+    } catch (error) {
+      if (error.status === 404) {
+        showMissing();
+        return;
+      }
+      // The server may be restarting: the header says so until the next try works.
+      replace(
+        header,
+        h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "← Tasks" })),
+        h("h1", { tabindex: "-1", text: "Task" }),
+        notice("warn", "Cannot load the task right now (" + error.message + "). Trying again…"),
+      );
+      reloadTask();
+    }
+  };
+  const reloadTask = debounce(loadTask, 1500);
+  const refreshTask = debounce(loadTask, 150);
+
+  modelName().then((name) => {
+    model = name;
+    if (task) {
+      renderHeader();
+    }
+  });
+
+  const act = async (verb, label) => {
+    for (const button of actions.querySelectorAll("button")) {
+      button.disabled = true;
+    }
+    replace(status);
+    try {
+      task = await api(`/api/tasks/${encodeURIComponent(id)}/${verb}`, { method: "POST" });
+      renderHeader();
+      replace(status, notice("ok", label));
+    } catch (error) {
+      replace(status, notice("error", error.code === "invalid_state" ? error.message : `Cannot ${verb}: ${error.message}`));
+      loadTask();
+    }
+  };
+  const cancel = () => act("cancel", "The task was cancelled.");
+  const retry = () => act("retry", "The task continues.");
+
+  const stream = followEvents(`/api/tasks/${encodeURIComponent(id)}/events`, {
+    onEvent(stored) {
+      if (seen.has(stored.seq)) {
+        return;
+      }
+      seen.add(stored.seq);
+      timeline.add(stored);
+      if (stored.type !== "model_request") {
+        refreshTask();
+      }
+      if (stored.type.startsWith("task_") || stored.type === "approval_resolved") {
+        changes.refresh();
+      }
+    },
+    onStatus(state) {
+      if (gone) {
+        return;
+      }
+      if (state === "live") {
+        streamState.textContent = "";
+        if (!task) {
+          loadTask();
+        }
+      } else {
+        streamState.textContent = "Connection lost — reconnecting; events resume where they stopped.";
+        // An unknown task's stream is refused: find out which it is.
+        refreshTask();
+      }
+    },
+  });
+
+  replace(
+    container,
+    header,
+    h("div", { class: "toolbar" }, actions, status),
+    decisionsSlot,
+    h(
+      "section",
+      { class: "panel", "aria-labelledby": "timeline-title" },
+      h("div", { class: "section-head" }, h("h2", { id: "timeline-title", text: "Timeline" })),
+      streamState,
+      timeline.element,
+    ),
+    changesSlot,
+  );
+  loadTask();
+  return {
+    resync() {
+      loadTask();
+      changes.refresh();
+    },
+    cleanup() {
+      stream.close();
+      reloadTask.cancel();
+      refreshTask.cancel();
+      changes.cleanup();
+      timeline.dispose();
+      if (decisions.cleanup) {
+        decisions.cleanup();
+      }
+    },
+  };
+}

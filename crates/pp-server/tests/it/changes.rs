@@ -1,0 +1,117 @@
+//! The change log over HTTP: `GET /api/tasks/{id}/changes`, `POST
+//! /api/changes/{id}/revert` (200, 409 `changed_since` with the diff, 409
+//! `not_revertible`, 404), task counts and the card's outcome.
+
+use axum::http::Method;
+use pp_types::{TaskId, TaskState};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::App;
+
+/// A completed task that overwrote `plan.md` (`a\nb\n` → `a\nagent\n`), and its change.
+async fn overwritten(app: &App) -> (TaskId, String, Value) {
+    app.tree.file("plan.md", "a\nb\n");
+    let (task, approval) = app.waiting_write("plan.md", "a\nagent\n").await;
+    app.call_json(
+        Method::POST,
+        &format!("/api/approvals/{approval}/resolve"),
+        &json!({"decision": "approve"}),
+    )
+    .await
+    .expect(202, None);
+    app.wait_for(&task, TaskState::Completed).await;
+    let reply = app
+        .call(Method::GET, &format!("/api/tasks/{task}/changes"))
+        .await;
+    reply.expect(200, None);
+    let change = reply.json["changes"][0].clone();
+    (task, approval, change)
+}
+
+#[tokio::test]
+async fn a_change_is_listed_counted_and_reverted() {
+    let app = App::running();
+    let (task, approval, change) = overwritten(&app).await;
+    let id = change["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("c_"));
+    assert_eq!(
+        json!({
+            "task_id": change["task_id"], "approval_id": change["approval_id"],
+            "tool": change["tool"], "kind": change["kind"], "path": change["path"],
+            "bytes": change["bytes"], "revertible": change["revertible"],
+            "reverted_by": change["reverted_by"],
+        }),
+        json!({
+            "task_id": task.as_str(), "approval_id": approval, "tool": "write_file",
+            "kind": "overwritten", "path": "plan.md", "bytes": 8, "revertible": true,
+            "reverted_by": null,
+        })
+    );
+    let shown = app.call(Method::GET, &format!("/api/tasks/{task}")).await;
+    assert_eq!(
+        shown.json["changes"],
+        json!({"created": 0, "overwritten": 1, "edited": 0, "reverted": 0, "effects_unknown": 0})
+    );
+    let listed = app.call(Method::GET, "/api/tasks").await;
+    assert_eq!(listed.json["tasks"][0]["changes"]["overwritten"], 1);
+    let card = app
+        .call(Method::GET, &format!("/api/approvals/{approval}"))
+        .await;
+    assert_eq!(
+        (
+            card.json["revertible"].clone(),
+            card.json["outcome"].clone()
+        ),
+        (
+            json!(true),
+            json!({"status": "done", "message": "Written `plan.md` (8 B)"})
+        )
+    );
+
+    let reverted = app
+        .call(Method::POST, &format!("/api/changes/{id}/revert"))
+        .await;
+    reverted.expect(200, None);
+    assert_eq!(reverted.json["change"]["kind"], "reverted");
+    assert_eq!(reverted.json["change"]["path"], "plan.md");
+    assert_eq!(app.tree.read("plan.md"), "a\nb\n");
+    let rows = app.audit("change_reverted", Some(&task));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].actor, pp_types::Actor::Operator);
+
+    // Again: nothing left to revert.
+    app.call(Method::POST, &format!("/api/changes/{id}/revert"))
+        .await
+        .expect(409, Some("not_revertible"));
+}
+
+#[tokio::test]
+async fn a_file_changed_since_is_refused_with_the_diff() {
+    let app = App::running();
+    let (_task, _approval, change) = overwritten(&app).await;
+    app.tree.file("plan.md", "a\nagent\nmine\n");
+    let refused = app
+        .call(
+            Method::POST,
+            &format!("/api/changes/{}/revert", change["id"].as_str().unwrap()),
+        )
+        .await;
+    refused.expect(409, Some("changed_since"));
+    assert_eq!(
+        refused.json["diff"],
+        "--- a/plan.md\n+++ b/plan.md\n@@ -1,2 +1,3 @@\n a\n agent\n+mine\n"
+    );
+    assert_eq!(app.tree.read("plan.md"), "a\nagent\nmine\n", "untouched");
+}
+
+#[tokio::test]
+async fn unknown_ids_are_404() {
+    let app = App::idle();
+    app.call(Method::GET, "/api/tasks/t_nope/changes")
+        .await
+        .expect(404, Some("not_found"));
+    app.call(Method::POST, "/api/changes/c_nope/revert")
+        .await
+        .expect(404, Some("not_found"));
+}

@@ -1,0 +1,112 @@
+//! Finding tasks: a prompt substring, a state, a workspace, and paging backwards.
+
+use pp_types::{TaskId, TaskRecord, TaskState};
+use rusqlite::params_from_iter;
+use rusqlite::types::Value as SqlValue;
+
+use crate::rows::{self, RawTask, TASK_COLUMNS};
+use crate::{Result, Store};
+
+/// Which tasks [`Store::search_tasks`] returns, newest first: all conditions must hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskFilter {
+    /// Only prompts containing this text (case-insensitive for ASCII letters; `%` and
+    /// `_` are matched literally).
+    pub query: Option<String>,
+    /// Only tasks in this state.
+    pub state: Option<TaskState>,
+    /// Only tasks in the workspace with this configured name.
+    pub workspace: Option<String>,
+    /// Only tasks created before this one (paging: pass the last id of the previous
+    /// page). An id no longer stored pages from where it would sort: ids begin with
+    /// their creation time.
+    pub before: Option<TaskId>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+impl Default for TaskFilter {
+    /// Every task, 50 at a time.
+    fn default() -> Self {
+        Self {
+            query: None,
+            state: None,
+            workspace: None,
+            before: None,
+            limit: 50,
+        }
+    }
+}
+
+/// `text` as a `LIKE … ESCAPE '\'` pattern matching it anywhere, with the wildcards
+/// `%` and `_` (and the escape character itself) taken literally.
+fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for character in text.chars() {
+        if matches!(character, '\\' | '%' | '_') {
+            pattern.push('\\');
+        }
+        pattern.push(character);
+    }
+    pattern.push('%');
+    pattern
+}
+
+impl Store {
+    /// The tasks matching `filter`, newest first (in the order they were stored).
+    pub fn search_tasks(&self, filter: &TaskFilter) -> Result<Vec<TaskRecord>> {
+        let mut conditions = Vec::new();
+        let mut values = Vec::new();
+        if let Some(query) = &filter.query {
+            conditions.push("prompt LIKE ? ESCAPE '\\'");
+            values.push(SqlValue::Text(contains_pattern(query)));
+        }
+        if let Some(state) = filter.state {
+            conditions.push("state = ?");
+            values.push(SqlValue::Text(state.as_str().to_owned()));
+        }
+        if let Some(workspace) = &filter.workspace {
+            conditions.push("workspace = ?");
+            values.push(SqlValue::Text(workspace.clone()));
+        }
+        if let Some(before) = &filter.before {
+            // The list is ordered by rowid; a stored `before` is found by its id, a
+            // pruned one by the first stored id that sorts after it.
+            conditions.push(
+                "rowid < COALESCE((SELECT rowid FROM tasks WHERE id = ?), \
+                 (SELECT MIN(rowid) FROM tasks WHERE id > ?), \
+                 (SELECT MAX(rowid) + 1 FROM tasks))",
+            );
+            values.push(SqlValue::Text(before.to_string()));
+            values.push(SqlValue::Text(before.to_string()));
+        }
+        let filter_sql = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        values.push(SqlValue::Integer(rows::limit(filter.limit)));
+        self.read(|connection| {
+            let raw = connection
+                .prepare_cached(&format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks {filter_sql} ORDER BY rowid DESC LIMIT ?"
+                ))?
+                .query_map(params_from_iter(values), RawTask::from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            raw.into_iter().map(RawTask::decode).collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_are_escaped() {
+        assert_eq!(contains_pattern("50%_off"), "%50\\%\\_off%");
+        assert_eq!(contains_pattern("a\\b"), "%a\\\\b%");
+        assert_eq!(contains_pattern(""), "%%");
+    }
+}

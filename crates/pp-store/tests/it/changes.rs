@@ -1,0 +1,192 @@
+//! The change log: rows, task counts, the revert intent/done pair and snapshot expiry.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use pp_store::{Before, ChangeState, NewChange};
+use pp_types::{AuditAction, ChangeKind, NewAudit, TaskId};
+use pretty_assertions::assert_eq;
+
+use crate::TestDb;
+
+fn change(task: &TaskId, kind: ChangeKind, before: Before) -> NewChange {
+    NewChange {
+        task_id: task.clone(),
+        approval_id: None,
+        tool: "write_file".into(),
+        kind,
+        path: Some("a.txt".into()),
+        bytes: Some(3),
+        before,
+        after_fingerprint: Some("fp".into()),
+        after_sha256: Some("after".into()),
+    }
+}
+
+#[test]
+fn changes_are_listed_oldest_first_and_counted_on_the_task() {
+    let db = TestDb::new();
+    let task = db.create("write");
+    let other = db.create("other");
+    let created = db
+        .store
+        .insert_change(change(&task.id, ChangeKind::Created, Before::Absent))
+        .unwrap();
+    db.store
+        .insert_change(change(
+            &task.id,
+            ChangeKind::Edited,
+            Before::Kept("b".into()),
+        ))
+        .unwrap();
+    db.store
+        .insert_change(change(&task.id, ChangeKind::Overwritten, Before::NotKept))
+        .unwrap();
+    let rows = db.store.task_changes(&task.id).unwrap();
+    let summary: Vec<(ChangeKind, bool)> = rows
+        .iter()
+        .map(|row| (row.change.kind, row.change.revertible))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (ChangeKind::Created, true),
+            (ChangeKind::Edited, true),
+            (ChangeKind::Overwritten, false)
+        ]
+    );
+    assert_eq!(rows[0].change.id, created.change.id);
+    assert!(created.change.id.as_str().starts_with("c_"));
+    let counts = db.store.task(&task.id).unwrap().changes;
+    assert_eq!(
+        (counts.created, counts.edited, counts.overwritten),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        db.store.task(&other.id).unwrap().changes,
+        Default::default()
+    );
+    let listed = db.store.list_tasks(None, 10).unwrap();
+    assert_eq!(listed[1].changes.created, 1, "lists carry the counts too");
+}
+
+#[test]
+fn a_revert_is_an_intent_then_done_once() {
+    let db = TestDb::new();
+    let task = db.create("write");
+    let target = db
+        .store
+        .insert_change(change(
+            &task.id,
+            ChangeKind::Overwritten,
+            Before::Kept("old".into()),
+        ))
+        .unwrap();
+    let intent = change(&task.id, ChangeKind::Reverted, Before::Kept("agent".into()));
+    let pending = db
+        .store
+        .begin_revert(&target.change.id, intent.clone())
+        .unwrap()
+        .unwrap();
+    assert_eq!(pending.state, ChangeState::Pending);
+    assert_eq!(pending.reverts.as_ref(), Some(&target.change.id));
+    assert!(
+        db.store
+            .begin_revert(&target.change.id, intent.clone())
+            .unwrap()
+            .is_none(),
+        "one revert under way at a time"
+    );
+    assert_eq!(db.store.pending_reverts(Some(&task.id)).unwrap().len(), 1);
+    assert_eq!(
+        db.store.task(&task.id).unwrap().changes.reverted,
+        0,
+        "not done yet"
+    );
+
+    let done = db
+        .store
+        .finish_revert(
+            &pending.change.id,
+            Some("fp2"),
+            Some(9),
+            NewAudit::new(AuditAction::ChangeReverted),
+        )
+        .unwrap();
+    assert_eq!(
+        (done.state, done.change.bytes),
+        (ChangeState::Done, Some(9))
+    );
+    let target = db.store.change(&target.change.id).unwrap();
+    assert_eq!(target.change.reverted_by.as_ref(), Some(&done.change.id));
+    assert!(!target.change.revertible);
+    assert!(
+        db.store
+            .begin_revert(&target.change.id, intent)
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(db.store.task(&task.id).unwrap().changes.reverted, 1);
+    let audit = db.store.list_audit(&Default::default()).unwrap();
+    assert_eq!(audit[0].action, AuditAction::ChangeReverted);
+    assert_eq!(
+        audit[0].task_id.as_ref(),
+        Some(&task.id),
+        "filled in by the store"
+    );
+    assert!(db.store.pending_reverts(None).unwrap().is_empty());
+}
+
+#[test]
+fn an_abandoned_intent_is_hidden_and_the_change_stays_revertible() {
+    let db = TestDb::new();
+    let task = db.create("write");
+    let target = db
+        .store
+        .insert_change(change(&task.id, ChangeKind::Created, Before::Absent))
+        .unwrap();
+    let intent = change(&task.id, ChangeKind::Reverted, Before::Kept("agent".into()));
+    let pending = db
+        .store
+        .begin_revert(&target.change.id, intent.clone())
+        .unwrap()
+        .unwrap();
+    db.store.abandon_revert(&pending.change.id).unwrap();
+    assert_eq!(db.store.task_changes(&task.id).unwrap().len(), 1);
+    assert!(
+        db.store
+            .begin_revert(&target.change.id, intent)
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[test]
+fn old_snapshots_expire_and_only_named_blobs_stay_referenced() {
+    let db = TestDb::new();
+    let task = db.create("write");
+    let old = db
+        .store
+        .insert_change(change(
+            &task.id,
+            ChangeKind::Overwritten,
+            Before::Kept("old".into()),
+        ))
+        .unwrap();
+    db.clock.advance(Duration::from_secs(10 * 86_400));
+    let mut recent = change(&task.id, ChangeKind::Edited, Before::Kept("recent".into()));
+    recent.after_sha256 = Some("recent-after".into());
+    db.store.insert_change(recent).unwrap();
+    let (expired, referenced) = db
+        .store
+        .expire_snapshots(Duration::from_secs(5 * 86_400))
+        .unwrap();
+    assert_eq!(expired, 1);
+    assert_eq!(
+        referenced,
+        HashSet::from(["recent".to_owned(), "recent-after".to_owned()])
+    );
+    let old = db.store.change(&old.change.id).unwrap();
+    assert_eq!(old.before, Before::Expired);
+    assert!(!old.change.revertible);
+}

@@ -1,0 +1,136 @@
+//! Finding tasks: prompt substring, state, workspace, paging backwards.
+
+use std::time::Duration;
+
+use pp_store::{NewTask, TaskFilter};
+use pp_types::{TaskId, TaskState};
+use pretty_assertions::assert_eq;
+
+use crate::{TestDb, ids, new_task};
+
+fn search(db: &TestDb, filter: &TaskFilter) -> Vec<String> {
+    ids(&db.store.search_tasks(filter).unwrap())
+        .into_iter()
+        .map(|id| id.to_string())
+        .collect()
+}
+
+fn query(text: &str) -> TaskFilter {
+    TaskFilter {
+        query: Some(text.into()),
+        ..TaskFilter::default()
+    }
+}
+
+#[test]
+fn the_prompt_is_searched_case_insensitively_with_wildcards_taken_literally() {
+    let db = TestDb::new();
+    let invoice = db.create("Summarise the INVOICES from March");
+    let discount = db.create("Find the 50% discount in offers_2026.csv");
+    let other = db.create("Tidy notes: 50 percent done, offers 2026");
+    let path = db.create("Rename C:\\reports\\old");
+
+    assert_eq!(search(&db, &query("invoices")), [invoice.id.as_str()]);
+    assert_eq!(search(&db, &query("MARCH")), [invoice.id.as_str()]);
+    assert_eq!(search(&db, &query("50%")), [discount.id.as_str()]);
+    assert_eq!(search(&db, &query("offers_")), [discount.id.as_str()]);
+    assert_eq!(search(&db, &query("%")), [discount.id.as_str()]);
+    assert_eq!(search(&db, &query("_")), [discount.id.as_str()]);
+    assert_eq!(search(&db, &query("\\reports\\")), [path.id.as_str()]);
+    assert_eq!(
+        search(&db, &query("nothing like this")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        search(&db, &query("")).len(),
+        4,
+        "an empty query matches everything"
+    );
+    assert_eq!(search(&db, &query("percent")), [other.id.as_str()]);
+}
+
+#[test]
+fn state_workspace_and_query_combine() {
+    let db = TestDb::new();
+    let home = db.create("report for home");
+    let work = db
+        .store
+        .create_task(NewTask {
+            workspace: "work".into(),
+            workspace_path: "/srv/work".into(),
+            ..new_task("report for work")
+        })
+        .unwrap();
+    let running = db.create("report, running");
+    db.store.claim(&running.id, &[TaskState::Queued]).unwrap();
+
+    let in_work = TaskFilter {
+        workspace: Some("work".into()),
+        ..TaskFilter::default()
+    };
+    assert_eq!(search(&db, &in_work), [work.id.as_str()]);
+    let queued_reports_at_home = TaskFilter {
+        state: Some(TaskState::Queued),
+        workspace: Some("home".into()),
+        ..query("report")
+    };
+    assert_eq!(search(&db, &queued_reports_at_home), [home.id.as_str()]);
+    let running_reports = TaskFilter {
+        state: Some(TaskState::Running),
+        ..query("REPORT")
+    };
+    assert_eq!(search(&db, &running_reports), [running.id.as_str()]);
+    assert_eq!(
+        search(
+            &db,
+            &TaskFilter {
+                workspace: Some("elsewhere".into()),
+                ..TaskFilter::default()
+            }
+        ),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn pages_go_backwards_from_the_last_id_of_the_previous_page() {
+    let db = TestDb::new();
+    let mut created = Vec::new();
+    for index in 0..5 {
+        created.push(db.create(&format!("task {index}")).id.to_string());
+        db.clock.advance(Duration::from_millis(5));
+    }
+    let created: Vec<&str> = created.iter().map(String::as_str).collect();
+    let page = |before: Option<&str>| {
+        search(
+            &db,
+            &TaskFilter {
+                before: before.map(|id| TaskId(id.to_owned())),
+                limit: 2,
+                ..TaskFilter::default()
+            },
+        )
+    };
+    let first = page(None);
+    assert_eq!(first, [created[4], created[3]]);
+    let second = page(first.last().map(String::as_str));
+    assert_eq!(second, [created[2], created[1]]);
+    let third = page(second.last().map(String::as_str));
+    assert_eq!(third, [created[0]]);
+    assert_eq!(page(third.last().map(String::as_str)), Vec::<String>::new());
+
+    // A `before` that is no longer stored (pruned) pages from where its id sorts: after
+    // task 2 (same millisecond, larger random part), before task 3.
+    let gone = format!("{}zzzzzzzzzz", &created[2][..12]);
+    assert_eq!(page(Some(&gone)), [created[2], created[1]]);
+    assert_eq!(
+        page(Some("t_zzzzzzzzzzzzzzzzzzzz")),
+        [created[4], created[3]],
+        "an id after every task pages from the newest"
+    );
+    assert_eq!(
+        page(Some("t_")),
+        Vec::<String>::new(),
+        "an id before every task has nothing before it"
+    );
+}

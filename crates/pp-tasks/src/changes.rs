@@ -1,0 +1,714 @@
+//! The change log's service side: what an approved call keeps before it runs, what it
+//! records after, an approval's outcome, and the operator's revert.
+//!
+//! Order of an approved write: the tool's snapshot ([`pp_agent::Tool::snapshot`]) is
+//! read and its content stored in the snapshot store ([`crate::snapshots`]) before the
+//! `tool_started` audit row and the side effect; the change row is written with the
+//! call's `tool_executed` audit row, in one transaction, with the file's fingerprint
+//! right after the write.
+//!
+//! Order of a revert ([`TaskService::revert_change`]): check the file still has the
+//! fingerprint recorded after the agent's write, or the very content the agent wrote
+//! (refused otherwise: no silent clobbering) → keep the agent's version as a snapshot → record the intent (a
+//! `pending` change) → write through the workspace jail → record it done with its
+//! `change_reverted` audit row (one transaction). An intent a crash left `pending` is
+//! resolved on the next read by comparing the file with what the revert restores.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pp_agent::ToolContext;
+use pp_gate::{Jail, JailError};
+use pp_store::{Before, ChangeRow, ChangeState, NewChange, Store};
+use pp_types::{
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditAction, Change, ChangeId, ChangeKind,
+    NewAudit, Prior, TaskId, TaskState,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::blocking::blocking;
+use crate::segment::Segment;
+use crate::shared::Shared;
+use crate::snapshots::{Snapshots, sha256_hex};
+use crate::{Error, Result, TaskService};
+
+/// How long a revert intent may stay `pending` before a reader resolves it: longer than
+/// any revert takes, so a revert under way in another process is never judged crashed.
+const REVERT_GRACE: Duration = Duration::from_secs(30);
+
+/// The tool name of reverts in the change log.
+const REVERT_TOOL: &str = "revert";
+
+/// What an approved call is about to change, kept before it runs; turned into change
+/// rows once it succeeded ([`Kept::record`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Kept {
+    task_id: TaskId,
+    approval_id: ApprovalId,
+    tool: String,
+    workspace_path: String,
+    database: std::path::PathBuf,
+    max_bytes: u64,
+    hash_max_bytes: u64,
+    /// Empty: the tool reports no snapshot (effects unknown).
+    files: Vec<KeptFile>,
+}
+
+#[derive(Debug, Clone)]
+struct KeptFile {
+    path: String,
+    partial: bool,
+    before: Before,
+}
+
+/// Whether what `tool` would replace for `arguments` can be kept under `[revert]
+/// max_bytes`, measured without reading contents; `None` for tools without snapshots.
+pub(crate) async fn measure(
+    shared: &Shared,
+    segment: &Segment,
+    task: &TaskId,
+    tool: &str,
+    arguments: &Value,
+) -> Option<bool> {
+    let tool = segment.registry.get(tool)?;
+    let context = ToolContext::for_task(task.as_str(), None);
+    let snapshots = tool.snapshot(&context, arguments, 0).await;
+    if snapshots.is_empty() {
+        return None;
+    }
+    let max_bytes = shared.settings.revert.max_bytes;
+    Some(
+        snapshots
+            .iter()
+            .all(|snapshot| snapshot.keepable(max_bytes)),
+    )
+}
+
+/// Takes the approved call's snapshot and stores its contents, before the side effect.
+/// A content that cannot be stored leaves that file not revertible; the call still runs.
+pub(crate) async fn keep(
+    shared: &Shared,
+    segment: &Segment,
+    approval: &ApprovalRecord,
+    workspace_path: &str,
+    arguments: &Value,
+) -> Result<Kept> {
+    let max_bytes = shared.settings.revert.max_bytes;
+    let snapshots = match segment.registry.get(&approval.tool) {
+        Some(tool) => {
+            let context = ToolContext::for_task(approval.task_id.as_str(), None);
+            tool.snapshot(&context, arguments, max_bytes).await
+        }
+        None => Vec::new(),
+    };
+    let database = shared.store.path().to_path_buf();
+    let (store_at, kept_snapshots) = (database.clone(), snapshots);
+    let files = blocking(move || {
+        let store = Snapshots::beside(&store_at).ok();
+        kept_snapshots
+            .into_iter()
+            .map(|snapshot| {
+                let before = match snapshot.prior {
+                    Prior::Absent => Before::Absent,
+                    Prior::Content(bytes) if bytes.len() as u64 <= max_bytes => store
+                        .as_ref()
+                        .and_then(|store| store.put(&bytes).ok())
+                        .map_or(Before::NotKept, Before::Kept),
+                    Prior::Content(_) | Prior::TooLarge { .. } | Prior::Unreadable { .. } => {
+                        Before::NotKept
+                    }
+                };
+                KeptFile {
+                    path: snapshot.path,
+                    partial: snapshot.partial,
+                    before,
+                }
+            })
+            .collect::<Vec<_>>()
+    })
+    .await?;
+    Ok(Kept {
+        task_id: approval.task_id.clone(),
+        approval_id: approval.id.clone(),
+        tool: approval.tool.clone(),
+        workspace_path: workspace_path.to_owned(),
+        database,
+        max_bytes,
+        hash_max_bytes: shared.settings.hash_max_bytes,
+        files,
+    })
+}
+
+impl Kept {
+    /// The change rows of the call, which succeeded: the state of each file right after
+    /// the write (size, fingerprint, content kept when small enough). Reads files: call
+    /// it off the async threads.
+    pub(crate) fn record(self) -> Vec<NewChange> {
+        let new = |kind, path, bytes, before, after_fingerprint, after_sha256| NewChange {
+            task_id: self.task_id.clone(),
+            approval_id: Some(self.approval_id.clone()),
+            tool: self.tool.clone(),
+            kind,
+            path,
+            bytes,
+            before,
+            after_fingerprint,
+            after_sha256,
+        };
+        if self.files.is_empty() {
+            return vec![new(
+                ChangeKind::EffectsUnknown,
+                None,
+                None,
+                Before::Unknown,
+                None,
+                None,
+            )];
+        }
+        let jail = Jail::new(Path::new(&self.workspace_path)).ok();
+        let snapshots = Snapshots::beside(&self.database).ok();
+        self.files
+            .iter()
+            .map(|file| {
+                let kind = match (&file.before, file.partial) {
+                    (Before::Absent, _) => ChangeKind::Created,
+                    (_, true) => ChangeKind::Edited,
+                    (_, false) => ChangeKind::Overwritten,
+                };
+                let (bytes, fingerprint, after_sha256) = match &jail {
+                    Some(jail) => after_write(
+                        jail,
+                        snapshots.as_ref(),
+                        &file.path,
+                        self.max_bytes,
+                        self.hash_max_bytes,
+                    ),
+                    None => (None, None, None),
+                };
+                new(
+                    kind,
+                    Some(file.path.clone()),
+                    bytes,
+                    file.before.clone(),
+                    fingerprint,
+                    after_sha256,
+                )
+            })
+            .collect()
+    }
+}
+
+/// Size, fingerprint and kept content of `path` right after a write.
+fn after_write(
+    jail: &Jail,
+    snapshots: Option<&Snapshots>,
+    path: &str,
+    max_bytes: u64,
+    hash_max_bytes: u64,
+) -> (Option<u64>, Option<String>, Option<String>) {
+    let fingerprint = jail.fingerprint_with(path, hash_max_bytes).ok();
+    let size = jail
+        .probe(path)
+        .ok()
+        .filter(|probe| probe.is_file())
+        .map(|probe| probe.size);
+    let kept = match (size, snapshots) {
+        (Some(size), Some(snapshots)) if size <= max_bytes => jail
+            .read(path, max_bytes)
+            .ok()
+            .filter(|content| !content.truncated)
+            .and_then(|content| snapshots.put(&content.bytes).ok()),
+        _ => None,
+    };
+    (size, fingerprint, kept)
+}
+
+/// A card's outcome of an approved (or otherwise decided) call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    /// `running`, `done`, `not_run` or `failed`.
+    pub status: OutcomeStatus,
+    /// What happened, for people: "Written `reports/x.md` (318 B)".
+    pub message: String,
+}
+
+/// Where a decided call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeStatus {
+    /// Approved; no result yet.
+    Running,
+    /// It ran and succeeded.
+    Done,
+    /// It did not run (rejected, stale, cancelled, the task ended first).
+    NotRun,
+    /// It ran and failed.
+    Failed,
+}
+
+/// The outcome of `approval` from its state, the ledger's rows about it, its changes
+/// and its task's state; `None` while pending. Never says written when nothing was.
+pub(crate) fn outcome_of(store: &Store, approval: &ApprovalRecord) -> Option<Outcome> {
+    let outcome = |status, message: String| Some(Outcome { status, message });
+    match approval.state {
+        ApprovalState::Pending => return None,
+        ApprovalState::Rejected => {
+            return outcome(OutcomeStatus::NotRun, "Not run — rejected".into());
+        }
+        ApprovalState::Stale => {
+            return outcome(
+                OutcomeStatus::NotRun,
+                "Not run — the file changed since you saw it".into(),
+            );
+        }
+        ApprovalState::Cancelled => {
+            return outcome(OutcomeStatus::NotRun, "Not run — task cancelled".into());
+        }
+        ApprovalState::Approved => {}
+    }
+    let ledger = store.approval_ledger(&approval.id).unwrap_or_default();
+    let result = ledger.iter().rev().find(|(action, _)| {
+        matches!(
+            action,
+            AuditAction::ToolExecuted | AuditAction::ToolFailed | AuditAction::ToolDenied
+        )
+    });
+    match result {
+        Some((AuditAction::ToolExecuted, _)) => {
+            let changes = store.approval_changes(&approval.id).unwrap_or_default();
+            let message = if changes.is_empty() {
+                format!("Ran `{}`", approval.tool)
+            } else {
+                changes
+                    .iter()
+                    .map(|row| describe(&row.change))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            outcome(OutcomeStatus::Done, message)
+        }
+        Some((_, detail)) => outcome(
+            OutcomeStatus::Failed,
+            format!("Failed: {}", detail.as_deref().unwrap_or("the call failed")),
+        ),
+        None => {
+            let started = ledger
+                .iter()
+                .any(|(action, _)| *action == AuditAction::ToolStarted);
+            let task = store.task(&approval.task_id).ok()?;
+            match task.state {
+                TaskState::Running | TaskState::Queued => {
+                    outcome(OutcomeStatus::Running, "Running".into())
+                }
+                _ if started => outcome(
+                    OutcomeStatus::Failed,
+                    "Failed: the process stopped while the call ran; check the file".into(),
+                ),
+                TaskState::Cancelled => {
+                    outcome(OutcomeStatus::NotRun, "Not run — task cancelled".into())
+                }
+                _ => outcome(
+                    OutcomeStatus::NotRun,
+                    "Not run — the task ended before the call ran".into(),
+                ),
+            }
+        }
+    }
+}
+
+/// One change for people: "Written `a.md` (318 B)".
+pub fn describe(change: &Change) -> String {
+    let path = change.path.as_deref().unwrap_or("?");
+    let size = change
+        .bytes
+        .map(|bytes| format!(" ({})", format_size(bytes)))
+        .unwrap_or_default();
+    let mut text = match change.kind {
+        ChangeKind::Created | ChangeKind::Overwritten => format!("Written `{path}`{size}"),
+        ChangeKind::Edited => format!("Edited `{path}`{size}"),
+        ChangeKind::Reverted => format!("Reverted `{path}`{size}"),
+        ChangeKind::EffectsUnknown => {
+            format!("Ran `{}` — effects unknown to PocketPilot", change.tool)
+        }
+    };
+    if change.reverted_by.is_some() {
+        text.push_str(" — reverted");
+    }
+    text
+}
+
+/// `318 B`, `12.5 KiB`, `3.0 MiB`.
+pub fn format_size(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * 1024;
+    // Display only: the precision lost converting to f64 does not show.
+    #[expect(clippy::cast_precision_loss, reason = "a rounded size for display")]
+    let scaled = |unit: u64| bytes as f64 / unit as f64;
+    if bytes < KIB {
+        format!("{bytes} B")
+    } else if bytes < MIB {
+        format!("{:.1} KiB", scaled(KIB))
+    } else {
+        format!("{:.1} MiB", scaled(MIB))
+    }
+}
+
+/// Why a revert was refused: a value, not an error (the file is untouched).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RevertRefusal {
+    /// The file changed after the agent's write; reverting would clobber that change.
+    ChangedSince {
+        /// What to tell the person.
+        message: String,
+        /// Unified diff from the agent's version to the file now, when both are kept
+        /// text.
+        diff: Option<String>,
+    },
+    /// Nothing kept, too large, already reverted, or a kind that cannot be reverted.
+    NotRevertible(String),
+}
+
+impl TaskService {
+    /// The task's changes, oldest first ([`Error::NotFound`] for an unknown task).
+    /// Revert intents a crash left behind are resolved first.
+    pub async fn task_changes(&self, task: &TaskId) -> Result<Vec<Change>> {
+        let (shared, task) = (Arc::clone(&self.inner.shared), task.clone());
+        blocking(move || {
+            let store = &shared.store;
+            let record = store.task(&task).map_err(Error::from_store)?;
+            resolve_pending(&shared, Some(&record.id), REVERT_GRACE)?;
+            Ok(store
+                .task_changes(&task)
+                .map_err(Error::from_store)?
+                .into_iter()
+                .map(|row| row.change)
+                .collect())
+        })
+        .await?
+    }
+
+    /// Resolves every revert intent a crash left `pending` (older than `grace`), as
+    /// `serve` does at start-up; returns how many were resolved.
+    pub async fn recover_reverts(&self, grace: Duration) -> Result<usize> {
+        let shared = Arc::clone(&self.inner.shared);
+        blocking(move || resolve_pending(&shared, None, grace)).await?
+    }
+
+    /// Reverts change `id` as `actor` (an operator action): restores what the agent's
+    /// call replaced — or deletes the file it created — through the workspace jail,
+    /// after keeping the agent's version as a snapshot. Refused when the file changed
+    /// since the agent's write, when nothing was kept, or when it is already reverted.
+    pub async fn revert_change(
+        &self,
+        id: &ChangeId,
+        actor: Actor,
+    ) -> Result<std::result::Result<Change, RevertRefusal>> {
+        let (shared, id) = (Arc::clone(&self.inner.shared), id.clone());
+        blocking(move || revert(&shared, &id, actor)).await?
+    }
+
+    /// Drops snapshots older than `[revert] retain_days` (their changes can no longer
+    /// be reverted); returns how many changes expired and how many blobs were removed.
+    pub async fn prune_snapshots(&self) -> Result<(usize, usize)> {
+        let shared = Arc::clone(&self.inner.shared);
+        blocking(move || {
+            let retain = shared.settings.revert.retain;
+            let (expired, referenced) = shared
+                .store
+                .expire_snapshots(retain)
+                .map_err(Error::from_store)?;
+            let cutoff = shared.store.clock().now().saturating_sub(retain);
+            let removed = Snapshots::beside(shared.store.path())
+                .and_then(|snapshots| snapshots.prune(&referenced, cutoff))
+                .map_err(|error| Error::Internal(format!("pruning snapshots: {error}")))?;
+            Ok((expired, removed))
+        })
+        .await?
+    }
+}
+
+/// What is at a path now.
+enum Current {
+    Absent,
+    Content(Vec<u8>),
+    TooLarge,
+}
+
+fn current(jail: &Jail, path: &str, max_bytes: u64) -> std::result::Result<Current, JailError> {
+    if !jail.exists(path)? {
+        return Ok(Current::Absent);
+    }
+    let content = jail.read(path, max_bytes)?;
+    Ok(if content.truncated {
+        Current::TooLarge
+    } else {
+        Current::Content(content.bytes)
+    })
+}
+
+fn not_revertible(
+    message: impl Into<String>,
+) -> Result<std::result::Result<Change, RevertRefusal>> {
+    Ok(Err(RevertRefusal::NotRevertible(message.into())))
+}
+
+/// [`TaskService::revert_change`] on a blocking thread.
+fn revert(
+    shared: &Shared,
+    id: &ChangeId,
+    actor: Actor,
+) -> Result<std::result::Result<Change, RevertRefusal>> {
+    let store = &shared.store;
+    let row = store.change(id).map_err(Error::from_store)?;
+    resolve_pending(shared, Some(&row.change.task_id), REVERT_GRACE)?;
+    let row = store.change(id).map_err(Error::from_store)?;
+    let refusal = match (&row.change.kind, &row.before, &row.change.reverted_by) {
+        (ChangeKind::Reverted, ..) => Some("a revert cannot itself be reverted".to_owned()),
+        (ChangeKind::EffectsUnknown, ..) => {
+            Some("its effects are unknown to PocketPilot: nothing was kept".to_owned())
+        }
+        (_, _, Some(by)) => Some(format!("it was already reverted by {by}")),
+        (_, Before::NotKept, _) => Some(format!(
+            "what it replaced was not kept (larger than [revert] max_bytes = {} bytes, or \
+             unreadable)",
+            shared.settings.revert.max_bytes
+        )),
+        (_, Before::Expired, _) => Some(format!(
+            "its snapshot was pruned after [revert] retain_days ({} days)",
+            shared.settings.revert.retain.as_secs() / 86_400
+        )),
+        (_, Before::Unknown, _) => Some("nothing was kept".to_owned()),
+        _ if row.state != ChangeState::Done => Some("a revert of it is under way".to_owned()),
+        _ => None,
+    };
+    if let Some(reason) = refusal {
+        return not_revertible(format!("change {id} cannot be reverted: {reason}"));
+    }
+    let (Some(path), Some(recorded)) = (row.change.path.clone(), row.after_fingerprint.clone())
+    else {
+        return not_revertible(format!(
+            "change {id} cannot be reverted: the file's state after the write is unknown"
+        ));
+    };
+    let task = store.task(&row.change.task_id).map_err(Error::from_store)?;
+    let jail = Jail::new(Path::new(&task.workspace_path)).map_err(|source| Error::Workspace {
+        path: task.workspace_path.clone(),
+        source,
+    })?;
+    let snapshots = Snapshots::beside(store.path())
+        .map_err(|error| Error::Internal(format!("opening the snapshot store: {error}")))?;
+    let settings = &shared.settings;
+    let now = jail
+        .fingerprint_with(&path, settings.hash_max_bytes)
+        .map_err(|error| Error::Internal(format!("fingerprinting `{path}`: {error}")))?;
+    let agent_version = current(&jail, &path, settings.revert.max_bytes)
+        .map_err(|error| Error::Internal(format!("reading `{path}`: {error}")))?;
+    // The same content as the agent wrote counts as unchanged even if the file was
+    // rewritten (new inode or times): reverting it loses nothing.
+    let same_content = match (&agent_version, &row.after_sha256) {
+        (Current::Content(bytes), Some(sha256)) => sha256_hex(bytes) == *sha256,
+        _ => false,
+    };
+    if now != recorded && !same_content {
+        let diff = changed_since_diff(&snapshots, &row, &path, &agent_version);
+        return Ok(Err(RevertRefusal::ChangedSince {
+            message: format!(
+                "`{path}` changed after the agent's write; reverting would overwrite that \
+                 change, so nothing was written"
+            ),
+            diff,
+        }));
+    }
+    // Keep the agent's version, so a revert loses nothing.
+    let kept = match agent_version {
+        Current::Absent => Before::Absent,
+        Current::Content(bytes) => Before::Kept(
+            snapshots
+                .put(&bytes)
+                .map_err(|error| Error::Internal(format!("keeping `{path}`: {error}")))?,
+        ),
+        Current::TooLarge => {
+            return not_revertible(format!(
+                "change {id} cannot be reverted: the agent's version of `{path}` is larger \
+                 than [revert] max_bytes and could not be kept"
+            ));
+        }
+    };
+    let restores = match &row.before {
+        Before::Kept(sha256) => Some(sha256.clone()),
+        _ => None,
+    };
+    let intent = NewChange {
+        task_id: row.change.task_id.clone(),
+        approval_id: None,
+        tool: REVERT_TOOL.to_owned(),
+        kind: ChangeKind::Reverted,
+        path: Some(path.clone()),
+        bytes: None,
+        before: kept,
+        after_fingerprint: None,
+        after_sha256: restores.clone(),
+    };
+    let Some(pending) = store.begin_revert(id, intent).map_err(Error::from_store)? else {
+        return not_revertible(format!(
+            "change {id} cannot be reverted: it was reverted meanwhile"
+        ));
+    };
+    let written = match &restores {
+        Some(sha256) => snapshots
+            .get(sha256)
+            .and_then(|bytes| jail.write_atomic(&path, &bytes).map(|_| ())),
+        None => match jail.remove_file(&path) {
+            Err(JailError::NotFound { .. }) => Ok(()),
+            other => other,
+        },
+    };
+    if let Err(error) = written {
+        store
+            .abandon_revert(&pending.change.id)
+            .map_err(Error::from_store)?;
+        return not_revertible(format!("change {id} cannot be reverted: `{path}`: {error}"));
+    }
+    let done = finish(shared, &jail, &pending, &row, actor, None)?;
+    Ok(Ok(done.change))
+}
+
+/// Records revert `pending` (of change `of`) done, with its audit row.
+fn finish(
+    shared: &Shared,
+    jail: &Jail,
+    pending: &ChangeRow,
+    of: &ChangeRow,
+    actor: Actor,
+    note: Option<&str>,
+) -> Result<ChangeRow> {
+    let path = pending.change.path.clone().unwrap_or_default();
+    let fingerprint = jail
+        .fingerprint_with(&path, shared.settings.hash_max_bytes)
+        .ok();
+    let bytes = jail
+        .probe(&path)
+        .ok()
+        .filter(|probe| probe.is_file())
+        .map(|probe| probe.size);
+    let what = match of.before {
+        Before::Absent => "deleted the file the agent created".to_owned(),
+        _ => "restored the content the agent replaced".to_owned(),
+    };
+    let audit = NewAudit {
+        actor: Some(actor),
+        tool: Some(of.change.tool.clone()),
+        target: Some(path),
+        approval_id: of.change.approval_id.clone(),
+        detail: Some(format!(
+            "reverted change {} ({}): {what}{}",
+            of.change.id,
+            of.change.kind.as_str(),
+            note.unwrap_or_default()
+        )),
+        ..NewAudit::new(AuditAction::ChangeReverted)
+    };
+    shared
+        .store
+        .finish_revert(&pending.change.id, fingerprint.as_deref(), bytes, audit)
+        .map_err(Error::from_store)
+}
+
+/// The diff a refused revert shows: the agent's version (kept after its write) to the
+/// file now; `None` when either is not kept text.
+fn changed_since_diff(
+    snapshots: &Snapshots,
+    row: &ChangeRow,
+    path: &str,
+    now: &Current,
+) -> Option<String> {
+    let agent = match &row.after_sha256 {
+        Some(sha256) => snapshots.get(sha256).ok()?,
+        None => return None,
+    };
+    let now = match now {
+        Current::Absent => Vec::new(),
+        Current::Content(bytes) => bytes.clone(),
+        Current::TooLarge => return None,
+    };
+    let (agent, now) = (
+        std::str::from_utf8(&agent).ok()?,
+        std::str::from_utf8(&now).ok()?,
+    );
+    Some(
+        similar::TextDiff::configure()
+            .timeout(Duration::from_millis(500))
+            .diff_lines(agent, now)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string(),
+    )
+}
+
+/// Resolves revert intents left `pending` longer than `grace` (of `task`, or all): done
+/// when the file holds what the revert restores (the write happened before a crash),
+/// abandoned otherwise (the agent's version stays kept in the intent's row either way).
+fn resolve_pending(shared: &Shared, task: Option<&TaskId>, grace: Duration) -> Result<usize> {
+    let store = &shared.store;
+    let pending = store.pending_reverts(task).map_err(Error::from_store)?;
+    let now = store.clock().now();
+    let mut resolved = 0;
+    for intent in pending {
+        if intent.change.at.saturating_add(grace) > now {
+            continue;
+        }
+        let (Some(of), Some(path)) = (intent.reverts.as_ref(), intent.change.path.as_deref())
+        else {
+            store
+                .abandon_revert(&intent.change.id)
+                .map_err(Error::from_store)?;
+            continue;
+        };
+        let of = store.change(of).map_err(Error::from_store)?;
+        let task = store
+            .task(&intent.change.task_id)
+            .map_err(Error::from_store)?;
+        let Ok(jail) = Jail::new(Path::new(&task.workspace_path)) else {
+            continue;
+        };
+        let restored = match (
+            &of.before,
+            current(&jail, path, shared.settings.revert.max_bytes),
+        ) {
+            (Before::Absent, Ok(Current::Absent)) => true,
+            (Before::Kept(sha256), Ok(Current::Content(bytes))) => sha256_hex(&bytes) == *sha256,
+            _ => false,
+        };
+        if restored {
+            finish(
+                shared,
+                &jail,
+                &intent,
+                &of,
+                Actor::Operator,
+                Some(" (completed after an interruption)"),
+            )?;
+        } else {
+            store
+                .abandon_revert(&intent.change.id)
+                .map_err(Error::from_store)?;
+        }
+        resolved += 1;
+    }
+    Ok(resolved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(format_size(318), "318 B");
+        assert_eq!(format_size(1536), "1.5 KiB");
+        assert_eq!(format_size(3 * 1024 * 1024), "3.0 MiB");
+    }
+}

@@ -1,0 +1,183 @@
+//! The change log: what approved calls did to files on disk, and what a call is about
+//! to replace (the snapshot a revert restores).
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ApprovalId, ChangeId, TaskId, Timestamp};
+
+/// What one change did to its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// The call created a file that did not exist.
+    Created,
+    /// The call replaced a file's whole content.
+    Overwritten,
+    /// The call changed part of a file.
+    Edited,
+    /// The operator reverted an earlier change.
+    Reverted,
+    /// An approved call ran whose tool reports no file snapshot (MCP, shell, …): what it
+    /// changed is unknown to PocketPilot.
+    EffectsUnknown,
+}
+
+impl ChangeKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [Self; 5] = [
+        Self::Created,
+        Self::Overwritten,
+        Self::Edited,
+        Self::Reverted,
+        Self::EffectsUnknown,
+    ];
+
+    /// The snake-case name used on the wire and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Overwritten => "overwritten",
+            Self::Edited => "edited",
+            Self::Reverted => "reverted",
+            Self::EffectsUnknown => "effects_unknown",
+        }
+    }
+
+    /// The kind named `name`, if there is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+}
+
+/// One entry of the change log, as the API, the console and the CLI show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The id (`c_…`).
+    pub id: ChangeId,
+    /// The task whose call (or whose change's revert) it is.
+    pub task_id: TaskId,
+    /// The approval that allowed the call; `None` for reverts.
+    pub approval_id: Option<ApprovalId>,
+    /// The tool that made it (`revert` for reverts).
+    pub tool: String,
+    /// What it did.
+    pub kind: ChangeKind,
+    /// The workspace-relative file, links resolved; `None` when unknown.
+    pub path: Option<String>,
+    /// Bytes the file holds after the change; `None` when unknown or deleted.
+    pub bytes: Option<u64>,
+    /// When it was recorded.
+    pub at: Timestamp,
+    /// Whether `POST /api/changes/{id}/revert` can undo it now: what it replaced was
+    /// kept, it is not reverted yet and its snapshot has not expired.
+    pub revertible: bool,
+    /// The change (of kind `reverted`) that undid it.
+    pub reverted_by: Option<ChangeId>,
+}
+
+/// How many changes of each kind a task has (task JSON `changes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeCounts {
+    /// Files created.
+    pub created: u64,
+    /// Files replaced whole.
+    pub overwritten: u64,
+    /// Files edited.
+    pub edited: u64,
+    /// Changes the operator reverted (the reverts themselves).
+    pub reverted: u64,
+    /// Approved calls with effects unknown to PocketPilot.
+    pub effects_unknown: u64,
+}
+
+impl ChangeCounts {
+    /// Counts one change of `kind`.
+    pub fn add(&mut self, kind: ChangeKind) {
+        let slot = match kind {
+            ChangeKind::Created => &mut self.created,
+            ChangeKind::Overwritten => &mut self.overwritten,
+            ChangeKind::Edited => &mut self.edited,
+            ChangeKind::Reverted => &mut self.reverted,
+            ChangeKind::EffectsUnknown => &mut self.effects_unknown,
+        };
+        *slot = slot.saturating_add(1);
+    }
+}
+
+/// What a file held before a call changed it, as a tool's snapshot reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prior {
+    /// Nothing existed at the path: a revert deletes what the call created.
+    Absent,
+    /// The whole content (it was no larger than the limit asked for).
+    Content(Vec<u8>),
+    /// A file larger than the limit: its content was not read.
+    TooLarge {
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// The file could not be read (permissions, not a regular file).
+    Unreadable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One file a call is about to change and what it holds now
+/// (`pp_agent::Tool::snapshot`). Taken right before an approved call runs, and measured
+/// (with a limit of 0 bytes) when the approval is requested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The workspace-relative path the call changes, links resolved.
+    pub path: String,
+    /// Whether the call changes part of the file (an edit) rather than writing it whole;
+    /// the change log says `edited` instead of `overwritten`.
+    pub partial: bool,
+    /// What is there now.
+    pub prior: Prior,
+}
+
+impl Snapshot {
+    /// Whether the prior state can be kept under `max_bytes` (absent, or a readable file
+    /// no larger than that).
+    pub fn keepable(&self, max_bytes: u64) -> bool {
+        match &self.prior {
+            Prior::Absent => true,
+            Prior::Content(bytes) => bytes.len() as u64 <= max_bytes,
+            Prior::TooLarge { size } => *size <= max_bytes,
+            Prior::Unreadable { .. } => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_and_count() {
+        let mut counts = ChangeCounts::default();
+        for kind in ChangeKind::ALL {
+            assert_eq!(ChangeKind::parse(kind.as_str()), Some(kind));
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json, serde_json::Value::String(kind.as_str().to_owned()));
+            counts.add(kind);
+        }
+        counts.add(ChangeKind::Edited);
+        assert_eq!(counts.edited, 2);
+        assert_eq!(counts.created, 1);
+    }
+
+    #[test]
+    fn keepable_follows_the_limit() {
+        let snapshot = |prior| Snapshot {
+            path: "a".into(),
+            partial: false,
+            prior,
+        };
+        assert!(snapshot(Prior::Absent).keepable(0));
+        assert!(snapshot(Prior::TooLarge { size: 10 }).keepable(10));
+        assert!(!snapshot(Prior::TooLarge { size: 11 }).keepable(10));
+        assert!(!snapshot(Prior::Unreadable { reason: "x".into() }).keepable(10));
+    }
+}
