@@ -81,9 +81,25 @@ async fn a_change_is_listed_counted_and_reverted() {
     assert_eq!(rows[0].actor, pp_types::Actor::Operator);
 
     // Again: nothing left to revert.
-    app.call(Method::POST, &format!("/api/changes/{id}/revert"))
-        .await
-        .expect(409, Some("not_revertible"));
+    let again = app
+        .call(Method::POST, &format!("/api/changes/{id}/revert"))
+        .await;
+    again.expect(409, Some("not_revertible"));
+    assert_code_documented(&app, again.code()).await;
+}
+
+/// The document's error-code enum names `code` (schema-checking clients reject others).
+async fn assert_code_documented(app: &App, code: &str) {
+    let doc = app.call(Method::GET, "/api/openapi.json").await.json;
+    let known = doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]
+        ["enum"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        known.iter().any(|known| known == code),
+        "`{code}` not in {known:?}"
+    );
 }
 
 #[tokio::test]
@@ -98,6 +114,7 @@ async fn a_file_changed_since_is_refused_with_the_diff() {
         )
         .await;
     refused.expect(409, Some("changed_since"));
+    assert_code_documented(&app, refused.code()).await;
     assert_eq!(
         refused.json["diff"],
         "--- a/plan.md\n+++ b/plan.md\n@@ -1,2 +1,3 @@\n a\n agent\n+mine\n"
