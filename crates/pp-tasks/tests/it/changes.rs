@@ -372,6 +372,7 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
         tool: "revert".into(),
         kind: ChangeKind::Reverted,
         path: change.path.clone(),
+        root: change.root,
         bytes: None,
         before: Before::Absent,
         after_fingerprint: None,
