@@ -486,8 +486,8 @@ impl TaskService {
     }
 
     /// Reverts change `id` as `actor` (an operator action): restores what the agent's
-    /// call replaced — or deletes the file it created — through the workspace jail,
-    /// after keeping the agent's version as a snapshot. Refused when the file changed
+    /// call replaced — or deletes the file it created — through a jail on the change's
+    /// root (the workspace, or the memory file's directory), after keeping the agent's version as a snapshot. Refused when the file changed
     /// since the agent's write, when nothing was kept, or when it is already reverted.
     pub async fn revert_change(
         &self,
