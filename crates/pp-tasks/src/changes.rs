@@ -12,8 +12,9 @@
 //! (refused otherwise: no silent clobbering) → keep the agent's version as a snapshot →
 //! record the intent (a `pending` change) → write through a jail on the change's root
 //! ([`Place`]: the workspace, or the memory file's directory through `pp_tools::memory`)
-//! → record it done with its `change_reverted` audit row (one transaction). An intent a crash left `pending` is
-//! resolved on the next read by comparing the file with what the revert restores.
+//! → record it done with its `change_reverted` audit row (one transaction). An intent a
+//! crash left `pending` is resolved on the next read by comparing the file with what the
+//! revert restores.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -487,8 +488,9 @@ impl TaskService {
 
     /// Reverts change `id` as `actor` (an operator action): restores what the agent's
     /// call replaced — or deletes the file it created — through a jail on the change's
-    /// root (the workspace, or the memory file's directory), after keeping the agent's version as a snapshot. Refused when the file changed
-    /// since the agent's write, when nothing was kept, or when it is already reverted.
+    /// root (the workspace, or the memory file's directory), after keeping the agent's
+    /// version as a snapshot. Refused when the file changed since the agent's write, when
+    /// nothing was kept, or when it is already reverted.
     pub async fn revert_change(
         &self,
         id: &ChangeId,
