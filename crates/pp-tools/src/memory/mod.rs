@@ -12,6 +12,10 @@
 //! - the operator, through [`replace_if`]: a compare-and-swap on the [`Snapshot`]'s
 //!   version, so an edit based on an old read never overwrites a newer memory.
 //!
+//! Reverting an approved `memory_write` (`pp_tasks`' change log) is an operator write too:
+//! [`replace_if`], or [`remove_if`] for the memory the agent created, on the version the
+//! agent left.
+//!
 //! Memory is text for the model, never a permission: nothing it says changes the gate.
 
 mod memory_write;
