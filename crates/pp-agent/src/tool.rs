@@ -53,9 +53,10 @@ pub trait Tool: Send + Sync {
     /// `keep_up_to` bytes, otherwise only its size. The service calls it with the
     /// `[revert] max_bytes` limit right before an approved call runs (so a revert can
     /// restore what the call replaced), and with 0 when the approval is requested (to
-    /// tell the person beforehand whether the change can be undone). Paths are
-    /// workspace-relative. Empty (the default) for tools without a file effect in the
-    /// workspace: their approved calls are logged as "effects unknown".
+    /// tell the person beforehand whether the change can be undone). Paths are relative
+    /// to the snapshot's root (the workspace, or the memory file's directory). Empty (the
+    /// default) for tools without a file effect: their approved calls are logged as
+    /// "effects unknown".
     fn snapshot<'a>(
         &'a self,
         _context: &'a ToolContext,

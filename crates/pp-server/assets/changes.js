@@ -109,7 +109,7 @@ export function changesPanel(container, taskId) {
         h("span", { class: "badge change-kind kind-" + kind, text: KIND_WORDS[kind] || kind }),
         " ",
         change.path
-          ? h("a", { class: "change-path", href: previewHref(change.path, workspace) }, visibleCode(change.path))
+          ? h("a", { class: "change-path", href: change.root === "memory" ? "#/memory" : previewHref(change.path, workspace) }, visibleCode(change.path))
           : h("code", { text: change.tool }),
         change.bytes !== null && change.bytes !== undefined ? h("span", { class: "muted small", text: ` ${formatSize(change.bytes)}` }) : null,
         h("span", { class: "muted small" }, " · ", timeElement(change.at), change.path ? ` · ${change.tool}` : ""),

@@ -6,6 +6,8 @@
 --   `absent` (nothing: a revert deletes the file), `kept` (`before_sha256` names the
 --   blob), `not_kept` (too large, unreadable, or the blob could not be stored), `expired`
 --   (`[revert] retain_days` pruned the blob), `none` (no snapshot: effects unknown).
+-- `root`: what `path` is relative to — `workspace` (the task's workspace) or `memory`
+--   (the data directory holding `memory.md`, for `memory_write`).
 -- `after_fingerprint`: the jail's fingerprint of the file right after the change; a
 --   revert refuses when the file no longer has it.
 -- `after_sha256`: the blob of the content right after the change, when kept (the diff
@@ -22,6 +24,8 @@ CREATE TABLE changes (
     kind              TEXT NOT NULL CHECK (kind IN ('created', 'overwritten', 'edited',
                           'reverted', 'effects_unknown')),
     path              TEXT,
+    root              TEXT NOT NULL DEFAULT 'workspace' CHECK (root IN ('workspace',
+                          'memory')),
     bytes             INTEGER CHECK (bytes >= 0),
     at                INTEGER NOT NULL,
     before_state      TEXT NOT NULL CHECK (before_state IN ('absent', 'kept', 'not_kept',

@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 
-use pp_types::{ApprovalId, Change, ChangeId, ChangeKind, NewAudit, TaskId, Timestamp};
+use pp_types::{ApprovalId, Change, ChangeId, ChangeKind, ChangeRoot, NewAudit, TaskId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::{Error, Result, Store, audit, ids, rows};
@@ -65,8 +65,10 @@ pub struct NewChange {
     pub tool: String,
     /// What it did.
     pub kind: ChangeKind,
-    /// The workspace-relative file, links resolved.
+    /// The file relative to `root`, links resolved.
     pub path: Option<String>,
+    /// What `path` is relative to.
+    pub root: ChangeRoot,
     /// Bytes the file holds afterwards.
     pub bytes: Option<u64>,
     /// What the file held before.
@@ -96,7 +98,7 @@ pub struct ChangeRow {
 
 /// The columns [`read_row`] reads, in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \
-     before_state, before_sha256, after_fingerprint, after_sha256, reverts, reverted_by, state";
+     before_state, before_sha256, after_fingerprint, after_sha256, reverts, reverted_by, state, root";
 
 fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
     Ok(Raw {
@@ -115,6 +117,7 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
         reverts: row.get(12)?,
         reverted_by: row.get(13)?,
         state: row.get(14)?,
+        root: row.get(15)?,
     })
 }
 
@@ -135,6 +138,7 @@ struct Raw {
     reverts: Option<String>,
     reverted_by: Option<String>,
     state: String,
+    root: String,
 }
 
 impl Raw {
@@ -154,6 +158,7 @@ impl Raw {
             ("none", _) => Before::Unknown,
             (other, _) => return Err(corrupt("before_state", other)),
         };
+        let root = ChangeRoot::parse(&self.root).ok_or_else(|| corrupt("root", &self.root))?;
         let state = match self.state.as_str() {
             "done" => ChangeState::Done,
             "pending" => ChangeState::Pending,
@@ -175,6 +180,7 @@ impl Raw {
                 tool: self.tool,
                 kind,
                 path: self.path,
+                root,
                 bytes: self.bytes.and_then(|bytes| u64::try_from(bytes).ok()),
                 at: Timestamp::from_millis(self.at),
                 revertible,
@@ -385,6 +391,7 @@ pub(crate) fn insert(
         tool,
         kind,
         path,
+        root,
         bytes,
         before,
         after_fingerprint,
@@ -395,8 +402,8 @@ pub(crate) fn insert(
     connection
         .prepare_cached(
             "INSERT INTO changes (id, task_id, approval_id, tool, kind, path, bytes, at, \
-             before_state, before_sha256, after_fingerprint, after_sha256, state) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+             before_state, before_sha256, after_fingerprint, after_sha256, state, root) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         )?
         .execute(params![
             id.as_str(),
@@ -412,6 +419,7 @@ pub(crate) fn insert(
             after_fingerprint,
             after_sha256,
             state,
+            root.as_str(),
         ])?;
     load(connection, &id)
 }

@@ -9,10 +9,12 @@
 //!
 //! Order of a revert ([`TaskService::revert_change`]): check the file still has the
 //! fingerprint recorded after the agent's write, or the very content the agent wrote
-//! (refused otherwise: no silent clobbering) → keep the agent's version as a snapshot → record the intent (a
-//! `pending` change) → write through the workspace jail → record it done with its
-//! `change_reverted` audit row (one transaction). An intent a crash left `pending` is
-//! resolved on the next read by comparing the file with what the revert restores.
+//! (refused otherwise: no silent clobbering) → keep the agent's version as a snapshot →
+//! record the intent (a `pending` change) → write through a jail on the change's root
+//! ([`Place`]: the workspace, or the memory file's directory through `pp_tools::memory`)
+//! → record it done with its `change_reverted` audit row (one transaction). An intent a
+//! crash left `pending` is resolved on the next read by comparing the file with what the
+//! revert restores.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,9 +23,10 @@ use std::time::Duration;
 use pp_agent::ToolContext;
 use pp_gate::{Jail, JailError};
 use pp_store::{Before, ChangeRow, ChangeState, NewChange, Store};
+use pp_tools::memory;
 use pp_types::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditAction, Change, ChangeId, ChangeKind,
-    NewAudit, Prior, TaskId, TaskState,
+    ChangeRoot, NewAudit, Prior, TaskId, TaskState,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -58,6 +61,7 @@ pub(crate) struct Kept {
 
 #[derive(Debug, Clone)]
 struct KeptFile {
+    root: ChangeRoot,
     path: String,
     partial: bool,
     before: Before,
@@ -121,6 +125,7 @@ pub(crate) async fn keep(
                     }
                 };
                 KeptFile {
+                    root: snapshot.root,
                     path: snapshot.path,
                     partial: snapshot.partial,
                     before,
@@ -146,12 +151,13 @@ impl Kept {
     /// the write (size, fingerprint, content kept when small enough). Reads files: call
     /// it off the async threads.
     pub(crate) fn record(self) -> Vec<NewChange> {
-        let new = |kind, path, bytes, before, after_fingerprint, after_sha256| NewChange {
+        let new = |kind, path, root, bytes, before, after_fingerprint, after_sha256| NewChange {
             task_id: self.task_id.clone(),
             approval_id: Some(self.approval_id.clone()),
             tool: self.tool.clone(),
             kind,
             path,
+            root,
             bytes,
             before,
             after_fingerprint,
@@ -161,13 +167,13 @@ impl Kept {
             return vec![new(
                 ChangeKind::EffectsUnknown,
                 None,
+                ChangeRoot::Workspace,
                 None,
                 Before::Unknown,
                 None,
                 None,
             )];
         }
-        let jail = Jail::new(Path::new(&self.workspace_path)).ok();
         let snapshots = Snapshots::beside(&self.database).ok();
         self.files
             .iter()
@@ -177,9 +183,10 @@ impl Kept {
                     (_, true) => ChangeKind::Edited,
                     (_, false) => ChangeKind::Overwritten,
                 };
-                let (bytes, fingerprint, after_sha256) = match &jail {
-                    Some(jail) => after_write(
-                        jail,
+                let place = Place::open(file.root, &self.workspace_path, &self.database).ok();
+                let (bytes, fingerprint, after_sha256) = match &place {
+                    Some(place) => after_write(
+                        place.jail(),
                         snapshots.as_ref(),
                         &file.path,
                         self.max_bytes,
@@ -190,6 +197,7 @@ impl Kept {
                 new(
                     kind,
                     Some(file.path.clone()),
+                    file.root,
                     bytes,
                     file.before.clone(),
                     fingerprint,
@@ -197,6 +205,88 @@ impl Kept {
                 )
             })
             .collect()
+    }
+}
+
+/// The folder a change's path is relative to ([`ChangeRoot`]), opened through a jail,
+/// and how a revert writes there.
+enum Place {
+    /// The task's workspace: a revert writes with the jail's atomic write.
+    Workspace(Jail),
+    /// The memory file's directory (the data directory, beside the database), through
+    /// `pp_tools::memory`'s jail: a revert writes only the memory file, with its
+    /// compare-and-swap under its write lock (as `memory_write` and the operator do).
+    Memory(Jail),
+}
+
+impl Place {
+    /// The jail on `root`: the workspace `workspace`, or the data directory holding
+    /// the database `database`.
+    fn open(root: ChangeRoot, workspace: &str, database: &Path) -> Result<Self> {
+        match root {
+            ChangeRoot::Workspace => Jail::new(Path::new(workspace))
+                .map(Self::Workspace)
+                .map_err(|source| Error::Workspace {
+                    path: workspace.to_owned(),
+                    source,
+                }),
+            ChangeRoot::Memory => {
+                let data_dir = database.parent().unwrap_or_else(|| Path::new("."));
+                Ok(Self::Memory(memory::jail(data_dir)?))
+            }
+        }
+    }
+
+    fn jail(&self) -> &Jail {
+        match self {
+            Self::Workspace(jail) | Self::Memory(jail) => jail,
+        }
+    }
+
+    /// Whether a revert may write `path` here: anything in the workspace; only the
+    /// memory file in the data directory (never the database or the snapshots).
+    fn allows(&self, path: &str) -> bool {
+        match self {
+            Self::Workspace(_) => true,
+            Self::Memory(_) => path == memory::MEMORY_FILE,
+        }
+    }
+
+    /// Puts `content` at `path` (`None`: deletes it), where the agent's version
+    /// `agent` is now (the memory's write is a compare-and-swap on that version).
+    /// `Err` says why nothing was written.
+    fn restore(
+        &self,
+        path: &str,
+        content: Option<&[u8]>,
+        agent: &Current,
+    ) -> std::result::Result<(), String> {
+        match (self, content) {
+            (Self::Workspace(jail), Some(bytes)) => jail
+                .write_atomic(path, bytes)
+                .map(|_| ())
+                .map_err(|error| error.to_string()),
+            (Self::Workspace(jail), None) => match jail.remove_file(path) {
+                Ok(()) | Err(JailError::NotFound { .. }) => Ok(()),
+                Err(error) => Err(error.to_string()),
+            },
+            (Self::Memory(jail), content) => {
+                let expected = match agent {
+                    Current::Absent => memory::ABSENT_VERSION.to_owned(),
+                    Current::Content(bytes) => memory::version_of(bytes),
+                    Current::TooLarge => return Err("the memory is too large".to_owned()),
+                };
+                match content {
+                    Some(bytes) => {
+                        let text = std::str::from_utf8(bytes)
+                            .map_err(|_| "the kept memory is not UTF-8".to_owned())?;
+                        memory::replace_if(jail, &expected, text).map(|_| ())
+                    }
+                    None => memory::remove_if(jail, &expected),
+                }
+                .map_err(|error| error.to_string())
+            }
+        }
     }
 }
 
@@ -397,9 +487,10 @@ impl TaskService {
     }
 
     /// Reverts change `id` as `actor` (an operator action): restores what the agent's
-    /// call replaced — or deletes the file it created — through the workspace jail,
-    /// after keeping the agent's version as a snapshot. Refused when the file changed
-    /// since the agent's write, when nothing was kept, or when it is already reverted.
+    /// call replaced — or deletes the file it created — through a jail on the change's
+    /// root (the workspace, or the memory file's directory), after keeping the agent's
+    /// version as a snapshot. Refused when the file changed since the agent's write, when
+    /// nothing was kept, or when it is already reverted.
     pub async fn revert_change(
         &self,
         id: &ChangeId,
@@ -493,17 +584,20 @@ fn revert(
         ));
     };
     let task = store.task(&row.change.task_id).map_err(Error::from_store)?;
-    let jail = Jail::new(Path::new(&task.workspace_path)).map_err(|source| Error::Workspace {
-        path: task.workspace_path.clone(),
-        source,
-    })?;
+    let place = Place::open(row.change.root, &task.workspace_path, store.path())?;
+    if !place.allows(&path) {
+        return not_revertible(format!(
+            "change {id} cannot be reverted: `{path}` is not a file a revert may write"
+        ));
+    }
+    let jail = place.jail();
     let snapshots = Snapshots::beside(store.path())
         .map_err(|error| Error::Internal(format!("opening the snapshot store: {error}")))?;
     let settings = &shared.settings;
     let now = jail
         .fingerprint_with(&path, settings.hash_max_bytes)
         .map_err(|error| Error::Internal(format!("fingerprinting `{path}`: {error}")))?;
-    let agent_version = current(&jail, &path, settings.revert.max_bytes)
+    let agent_version = current(jail, &path, settings.revert.max_bytes)
         .map_err(|error| Error::Internal(format!("reading `{path}`: {error}")))?;
     // The same content as the agent wrote counts as unchanged even if the file was
     // rewritten (new inode or times): reverting it loses nothing.
@@ -522,11 +616,11 @@ fn revert(
         }));
     }
     // Keep the agent's version, so a revert loses nothing.
-    let kept = match agent_version {
+    let kept = match &agent_version {
         Current::Absent => Before::Absent,
         Current::Content(bytes) => Before::Kept(
             snapshots
-                .put(&bytes)
+                .put(bytes)
                 .map_err(|error| Error::Internal(format!("keeping `{path}`: {error}")))?,
         ),
         Current::TooLarge => {
@@ -546,6 +640,7 @@ fn revert(
         tool: REVERT_TOOL.to_owned(),
         kind: ChangeKind::Reverted,
         path: Some(path.clone()),
+        root: row.change.root,
         bytes: None,
         before: kept,
         after_fingerprint: None,
@@ -559,11 +654,9 @@ fn revert(
     let written = match &restores {
         Some(sha256) => snapshots
             .get(sha256)
-            .and_then(|bytes| jail.write_atomic(&path, &bytes).map(|_| ())),
-        None => match jail.remove_file(&path) {
-            Err(JailError::NotFound { .. }) => Ok(()),
-            other => other,
-        },
+            .map_err(|error| error.to_string())
+            .and_then(|bytes| place.restore(&path, Some(&bytes), &agent_version)),
+        None => place.restore(&path, None, &agent_version),
     };
     if let Err(error) = written {
         store
@@ -571,7 +664,7 @@ fn revert(
             .map_err(Error::from_store)?;
         return not_revertible(format!("change {id} cannot be reverted: `{path}`: {error}"));
     }
-    let done = finish(shared, &jail, &pending, &row, actor, None)?;
+    let done = finish(shared, jail, &pending, &row, actor, None)?;
     Ok(Ok(done.change))
 }
 
@@ -671,12 +764,13 @@ fn resolve_pending(shared: &Shared, task: Option<&TaskId>, grace: Duration) -> R
         let task = store
             .task(&intent.change.task_id)
             .map_err(Error::from_store)?;
-        let Ok(jail) = Jail::new(Path::new(&task.workspace_path)) else {
+        let Ok(place) = Place::open(of.change.root, &task.workspace_path, store.path()) else {
             continue;
         };
+        let jail = place.jail();
         let restored = match (
             &of.before,
-            current(&jail, path, shared.settings.revert.max_bytes),
+            current(jail, path, shared.settings.revert.max_bytes),
         ) {
             (Before::Absent, Ok(Current::Absent)) => true,
             (Before::Kept(sha256), Ok(Current::Content(bytes))) => sha256_hex(&bytes) == *sha256,
@@ -685,7 +779,7 @@ fn resolve_pending(shared: &Shared, task: Option<&TaskId>, grace: Duration) -> R
         if restored {
             finish(
                 shared,
-                &jail,
+                jail,
                 &intent,
                 &of,
                 Actor::Operator,

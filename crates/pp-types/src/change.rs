@@ -49,6 +49,40 @@ impl ChangeKind {
     }
 }
 
+/// Which folder a change's path is relative to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeRoot {
+    /// The task's workspace (file tools).
+    #[default]
+    Workspace,
+    /// The data directory, where the memory file lives (`memory_write`).
+    Memory,
+}
+
+impl ChangeRoot {
+    /// Every root, in declaration order.
+    pub const ALL: [Self; 2] = [Self::Workspace, Self::Memory];
+
+    /// The snake-case name used on the wire and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Workspace => "workspace",
+            Self::Memory => "memory",
+        }
+    }
+
+    /// The root named `name`, if there is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|root| root.as_str() == name)
+    }
+
+    /// Whether this is the workspace (the default).
+    pub fn is_workspace(&self) -> bool {
+        *self == Self::Workspace
+    }
+}
+
 /// One entry of the change log, as the API, the console and the CLI show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
@@ -62,8 +96,12 @@ pub struct Change {
     pub tool: String,
     /// What it did.
     pub kind: ChangeKind,
-    /// The workspace-relative file, links resolved; `None` when unknown.
+    /// The file relative to [`Change::root`], links resolved; `None` when unknown.
     pub path: Option<String>,
+    /// What `path` is relative to: `workspace` (the default; absent in older JSON) or
+    /// `memory` (the data directory of the memory file).
+    #[serde(default)]
+    pub root: ChangeRoot,
     /// Bytes the file holds after the change; `None` when unknown or deleted.
     pub bytes: Option<u64>,
     /// When it was recorded.
@@ -128,7 +166,9 @@ pub enum Prior {
 /// (with a limit of 0 bytes) when the approval is requested.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
-    /// The workspace-relative path the call changes, links resolved.
+    /// What `path` is relative to: the workspace, or the memory file's directory.
+    pub root: ChangeRoot,
+    /// The path the call changes, relative to `root`, links resolved.
     pub path: String,
     /// Whether the call changes part of the file (an edit) rather than writing it whole;
     /// the change log says `edited` instead of `overwritten`.
@@ -169,8 +209,37 @@ mod tests {
     }
 
     #[test]
+    fn roots_round_trip_and_default_to_the_workspace() {
+        for root in ChangeRoot::ALL {
+            assert_eq!(ChangeRoot::parse(root.as_str()), Some(root));
+            let json = serde_json::to_value(root).unwrap();
+            assert_eq!(json, serde_json::Value::String(root.as_str().to_owned()));
+        }
+        let change = Change {
+            id: ChangeId("c_1".into()),
+            task_id: TaskId("t_1".into()),
+            approval_id: None,
+            tool: "write_file".into(),
+            kind: ChangeKind::Created,
+            path: Some("a.md".into()),
+            root: ChangeRoot::Memory,
+            bytes: Some(1),
+            at: Timestamp::from_millis(0),
+            revertible: true,
+            reverted_by: None,
+        };
+        let mut old = serde_json::to_value(&change).unwrap();
+        assert_eq!(old["root"], "memory");
+        old.as_object_mut().unwrap().remove("root");
+        let change: Change = serde_json::from_value(old).unwrap();
+        assert_eq!(change.root, ChangeRoot::Workspace);
+        assert_eq!(serde_json::to_value(&change).unwrap()["root"], "workspace");
+    }
+
+    #[test]
     fn keepable_follows_the_limit() {
         let snapshot = |prior| Snapshot {
+            root: ChangeRoot::Workspace,
             path: "a".into(),
             partial: false,
             prior,

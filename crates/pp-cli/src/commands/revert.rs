@@ -104,6 +104,7 @@ mod tests {
             tool: "stamp".into(),
             kind,
             path: path.map(str::to_owned),
+            root: pp_types::ChangeRoot::Workspace,
             bytes: path.map(|_| 318),
             at: Timestamp::from_millis(0),
             revertible,

@@ -1,5 +1,5 @@
 //! The change log: `GET /api/tasks/{id}/changes` and the operator's
-//! `POST /api/changes/{id}/revert` (restores through the workspace jail, audited
+//! `POST /api/changes/{id}/revert` (restores through a jail on the change's root, audited
 //! `change_reverted`; refused with 409 when the file changed since the agent's write).
 
 use axum::Json;

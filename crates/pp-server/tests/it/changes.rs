@@ -39,12 +39,13 @@ async fn a_change_is_listed_counted_and_reverted() {
         json!({
             "task_id": change["task_id"], "approval_id": change["approval_id"],
             "tool": change["tool"], "kind": change["kind"], "path": change["path"],
-            "bytes": change["bytes"], "revertible": change["revertible"],
+            "root": change["root"], "bytes": change["bytes"], "revertible": change["revertible"],
             "reverted_by": change["reverted_by"],
         }),
         json!({
             "task_id": task.as_str(), "approval_id": approval, "tool": "write_file",
-            "kind": "overwritten", "path": "plan.md", "bytes": 8, "revertible": true,
+            "kind": "overwritten", "path": "plan.md", "root": "workspace", "bytes": 8,
+            "revertible": true,
             "reverted_by": null,
         })
     );

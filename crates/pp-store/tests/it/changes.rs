@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use pp_store::{Before, ChangeState, NewChange};
-use pp_types::{AuditAction, ChangeKind, NewAudit, TaskId};
+use pp_types::{AuditAction, ChangeKind, ChangeRoot, NewAudit, TaskId};
 use pretty_assertions::assert_eq;
 
 use crate::TestDb;
@@ -16,11 +16,39 @@ fn change(task: &TaskId, kind: ChangeKind, before: Before) -> NewChange {
         tool: "write_file".into(),
         kind,
         path: Some("a.txt".into()),
+        root: ChangeRoot::Workspace,
         bytes: Some(3),
         before,
         after_fingerprint: Some("fp".into()),
         after_sha256: Some("after".into()),
     }
+}
+
+#[test]
+fn a_change_keeps_the_root_its_path_is_relative_to() {
+    let db = TestDb::new();
+    let task = db.create("remember");
+    let memory = db
+        .store
+        .insert_change(NewChange {
+            tool: "memory_write".into(),
+            path: Some("memory.md".into()),
+            root: ChangeRoot::Memory,
+            ..change(&task.id, ChangeKind::Edited, Before::Kept("b".into()))
+        })
+        .unwrap();
+    let file = db
+        .store
+        .insert_change(change(&task.id, ChangeKind::Created, Before::Absent))
+        .unwrap();
+    assert_eq!(
+        db.store.change(&memory.change.id).unwrap().change.root,
+        ChangeRoot::Memory
+    );
+    assert_eq!(
+        db.store.change(&file.change.id).unwrap().change.root,
+        ChangeRoot::Workspace
+    );
 }
 
 #[test]

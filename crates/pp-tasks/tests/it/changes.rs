@@ -1,17 +1,20 @@
 //! The change log, snapshots and revert (issue 11): what approved calls did to disk,
 //! what a card says happened, and undoing a change without clobbering anything.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use pp_tasks::store::{Before, NewChange};
+use pp_tasks::store::{Before, NewChange, Store};
 use pp_tasks::{
-    Decision, OutcomeStatus, ResolveRequest, RevertRefusal, RevertSettings, TaskSettings,
+    CreateTask, Decision, MemorySettings, ModelSource, OutcomeStatus, ResolveRequest,
+    RevertRefusal, RevertSettings, TaskService, TaskSettings, Workspaces,
 };
-use pp_types::{Actor, ApprovalState, Change, ChangeKind, TaskId, TaskState};
+use pp_tools::{MemoryProvider, Toolbox};
+use pp_types::{Actor, ApprovalState, Change, ChangeKind, ChangeRoot, TaskId, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::fixture::{Fixture, approve, write_then_done};
+use crate::fixture::{Fixture, approve, audit_rows, pending_approval, write_then_done};
 
 /// Runs `script` and approves every write it asks for; returns the task.
 async fn run_approving(fixture: &Fixture, script: serde_json::Value) -> TaskId {
@@ -372,6 +375,7 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
         tool: "revert".into(),
         kind: ChangeKind::Reverted,
         path: change.path.clone(),
+        root: change.root,
         bytes: None,
         before: Before::Absent,
         after_fingerprint: None,
@@ -424,4 +428,118 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
         .unwrap()
         .unwrap();
     assert_eq!(fixture.tree.read("b.txt"), "original b\n");
+}
+
+/// A service whose toolbox has the memory tool, its memory file in the data directory
+/// beside the database (as `pocketpilot` lays it out).
+fn memory_service() -> (pp_test_support::TempTree, tempfile::TempDir, TaskService) {
+    let tree = pp_test_support::TempTree::new();
+    let data = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&data.path().join("test.db")).unwrap());
+    let service = TaskService::build(
+        store,
+        TaskSettings::default(),
+        Workspaces::single("test", tree.workspace()),
+        ModelSource::Scripted,
+        Toolbox::files().with(Arc::new(MemoryProvider::new(MemorySettings::new(
+            data.path(),
+        )))),
+        None,
+    );
+    (tree, data, service)
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test edits the memory file behind PocketPilot's back, as a person would"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_memory_write_is_logged_and_reverts_like_a_file_write() {
+    let (_tree, data, service) = memory_service();
+    let memory_file = data.path().join("memory.md");
+    let memory = || std::fs::read_to_string(&memory_file).ok();
+    let task = service
+        .create(CreateTask {
+            prompt: "remember".into(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(json!([
+                {"tool_calls": [{"name": "memory_write", "arguments": {"mode": "append", "content": "one\n"}}]},
+                {"tool_calls": [{"name": "memory_write", "arguments": {"mode": "append", "content": "two\n"}}]},
+                {"tool_calls": [{"name": "memory_write", "arguments": {"mode": "replace", "content": "fresh\n"}}]},
+                {"content": "done"}
+            ])),
+        })
+        .await
+        .unwrap();
+    let mut state = service.run_now(&task.id).await.unwrap().state;
+    while state == TaskState::WaitingApproval {
+        let pending = pending_approval(&service, &task.id);
+        assert_eq!(pending.revertible, Some(true), "known before approval");
+        state = service.resolve(&pending.id, approve()).await.unwrap().state;
+    }
+    assert_eq!(state, TaskState::Completed);
+    assert_eq!(memory().as_deref(), Some("fresh\n"));
+
+    let logged = service.task_changes(&task.id).await.unwrap();
+    assert_eq!(
+        kinds(&logged),
+        vec![
+            (ChangeKind::Created, Some("memory.md"), Some(4), true),
+            (ChangeKind::Edited, Some("memory.md"), Some(8), true),
+            (ChangeKind::Overwritten, Some("memory.md"), Some(6), true),
+        ]
+    );
+    assert!(
+        logged
+            .iter()
+            .all(|change| change.root == ChangeRoot::Memory)
+    );
+    let (created, edited, overwritten) = (&logged[0], &logged[1], &logged[2]);
+
+    // Undo the replace: the memory the agent replaced comes back.
+    let revert = service
+        .revert_change(&overwritten.id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (revert.kind, revert.root, revert.path.as_deref()),
+        (ChangeKind::Reverted, ChangeRoot::Memory, Some("memory.md"))
+    );
+    assert_eq!(memory().as_deref(), Some("one\ntwo\n"));
+
+    // A person edits the memory: reverting the append would clobber it, so it is refused.
+    std::fs::write(&memory_file, "one\ntwo\nperson\n").unwrap();
+    let refused = service
+        .revert_change(&edited.id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap_err();
+    let RevertRefusal::ChangedSince { diff, .. } = refused else {
+        panic!("expected changed_since, got {refused:?}");
+    };
+    assert_eq!(
+        diff.as_deref(),
+        Some("--- a/memory.md\n+++ b/memory.md\n@@ -1,2 +1,3 @@\n one\n two\n+person\n")
+    );
+    assert_eq!(memory().as_deref(), Some("one\ntwo\nperson\n"), "untouched");
+
+    // Back to what the agent wrote: the append and then the first write revert.
+    std::fs::write(&memory_file, "one\ntwo\n").unwrap();
+    service
+        .revert_change(&edited.id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(memory().as_deref(), Some("one\n"));
+    service
+        .revert_change(&created.id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(memory(), None, "the memory the agent created is gone");
+    assert_eq!(audit_rows(&service, "change_reverted").len(), 3);
+    let after = service.task_changes(&task.id).await.unwrap();
+    assert!(after[..3].iter().all(|change| change.reverted_by.is_some()));
 }

@@ -3,7 +3,7 @@
 
 use pp_agent::ToolContext;
 use pp_gate::{Jail, JailError, WriteOutcome};
-use pp_types::{Prior, Snapshot, TargetState, ToolOutput};
+use pp_types::{ChangeRoot, Prior, Snapshot, TargetState, ToolOutput};
 use serde_json::Value;
 
 /// How many leading bytes are searched for a NUL byte to call a file binary.
@@ -59,11 +59,12 @@ pub(crate) fn file_state(jail: &Jail, path: &str, hash_max_bytes: u64) -> Target
     }
 }
 
-/// What the workspace file `path` holds now, for a revert ([`pp_agent::Tool::snapshot`]):
-/// its content when at most `keep_up_to` bytes, otherwise its size. Nothing when the
-/// jail refuses the path (the call will be refused too).
+/// What the file `path` (in `jail`, the folder `root` names) holds now, for a revert
+/// ([`pp_agent::Tool::snapshot`]): its content when at most `keep_up_to` bytes, otherwise
+/// its size. Nothing when the jail refuses the path (the call will be refused too).
 pub(crate) fn file_snapshot(
     jail: &Jail,
+    root: ChangeRoot,
     path: &str,
     partial: bool,
     keep_up_to: u64,
@@ -90,6 +91,7 @@ pub(crate) fn file_snapshot(
         }
     };
     vec![Snapshot {
+        root,
         path: probe.resolved.to_string_lossy().into_owned(),
         partial,
         prior,

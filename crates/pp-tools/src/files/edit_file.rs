@@ -30,7 +30,8 @@ use std::sync::Arc;
 use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_types::{
-    Capability, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+    Capability, ChangeRoot, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec,
+    WriteLabel,
 };
 use serde_json::{Value, json};
 
@@ -177,7 +178,7 @@ impl SyncTool for EditFile {
         keep_up_to: u64,
     ) -> Vec<pp_types::Snapshot> {
         match self.target(arguments) {
-            Some(path) => file_snapshot(&self.jail, &path, true, keep_up_to),
+            Some(path) => file_snapshot(&self.jail, ChangeRoot::Workspace, &path, true, keep_up_to),
             None => Vec::new(),
         }
     }

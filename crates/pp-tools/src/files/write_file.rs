@@ -30,7 +30,8 @@ use std::sync::Arc;
 use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_types::{
-    Capability, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+    Capability, ChangeRoot, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec,
+    WriteLabel,
 };
 use serde_json::{Value, json};
 
@@ -168,7 +169,9 @@ impl SyncTool for WriteFile {
         keep_up_to: u64,
     ) -> Vec<pp_types::Snapshot> {
         match self.target(arguments) {
-            Some(path) => file_snapshot(&self.jail, &path, false, keep_up_to),
+            Some(path) => {
+                file_snapshot(&self.jail, ChangeRoot::Workspace, &path, false, keep_up_to)
+            }
             None => Vec::new(),
         }
     }
@@ -223,6 +226,7 @@ mod tests {
         let context = ToolContext::default();
         let arguments = json!({"path": "d/../a.txt", "content": "new"});
         let absent = vec![Snapshot {
+            root: ChangeRoot::Workspace,
             path: "a.txt".into(),
             partial: false,
             prior: Prior::Absent,

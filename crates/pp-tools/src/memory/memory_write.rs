@@ -13,6 +13,10 @@
 //! same identity and fingerprint format, so memory edited by the operator after the
 //! request makes the approval `stale`.
 //!
+//! Its snapshot ([`pp_agent::Tool::snapshot`]) is the memory file, relative to the
+//! memory root (`ChangeRoot::Memory`): an approved call is logged `created` (no memory
+//! yet), `edited` (append) or `overwritten` (replace), and can be reverted.
+//!
 //! ## Capabilities needed
 //! `memory:write` (requires approval), risk high; no path parameter: the tool can reach
 //! nothing but `memory.md`.
@@ -30,7 +34,8 @@ use std::sync::Arc;
 use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_types::{
-    Capability, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+    Capability, ChangeRoot, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec,
+    WriteLabel,
 };
 use serde_json::{Value, json};
 
@@ -38,7 +43,7 @@ use super::{MEMORY_FILE, MemoryError, read, replace_unless};
 use crate::Limits;
 use crate::blocking::SyncTool;
 use crate::files::common::{
-    cap_for_display, jail_error, line_count, line_diff, required_str, respond,
+    cap_for_display, file_snapshot, jail_error, line_count, line_diff, required_str, respond,
 };
 
 /// What the model reads about the tool.
@@ -226,6 +231,24 @@ impl SyncTool for MemoryWrite {
         })
     }
 
+    fn snapshot(
+        &self,
+        _context: &ToolContext,
+        arguments: &Value,
+        keep_up_to: u64,
+    ) -> Vec<pp_types::Snapshot> {
+        match Mode::of(arguments) {
+            Ok(mode) => file_snapshot(
+                &self.jail,
+                ChangeRoot::Memory,
+                MEMORY_FILE,
+                mode == Mode::Append,
+                keep_up_to,
+            ),
+            Err(_) => Vec::new(),
+        }
+    }
+
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
         respond(self.run(context, arguments))
     }
@@ -326,6 +349,40 @@ mod tests {
         let state = tool.state(&context, &json!({})).unwrap();
         assert_eq!(state.identity, "memory.md");
         assert_ne!(state.fingerprint, preview.fingerprint);
+    }
+
+    #[test]
+    fn snapshot_names_the_memory_root_and_the_scope() {
+        use pp_types::{Prior, Snapshot};
+        let (_dir, tool) = tool();
+        let context = ToolContext::default();
+        let append = json!({"mode": "append", "content": "one\n"});
+        let replace = json!({"mode": "replace", "content": "new\n"});
+        let snapshot = |partial, prior| {
+            vec![Snapshot {
+                root: ChangeRoot::Memory,
+                path: MEMORY_FILE.to_owned(),
+                partial,
+                prior,
+            }]
+        };
+        assert_eq!(
+            tool.snapshot(&context, &append, 100),
+            snapshot(true, Prior::Absent)
+        );
+        tool.run(&context, &append).unwrap();
+        assert_eq!(
+            tool.snapshot(&context, &replace, 100),
+            snapshot(false, Prior::Content(b"one\n".to_vec()))
+        );
+        assert_eq!(
+            tool.snapshot(&context, &append, 0),
+            snapshot(true, Prior::TooLarge { size: 4 })
+        );
+        assert!(
+            tool.snapshot(&context, &json!({"mode": "x"}), 100)
+                .is_empty()
+        );
     }
 
     #[test]

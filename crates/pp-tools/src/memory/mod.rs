@@ -12,6 +12,10 @@
 //! - the operator, through [`replace_if`]: a compare-and-swap on the [`Snapshot`]'s
 //!   version, so an edit based on an old read never overwrites a newer memory.
 //!
+//! Reverting an approved `memory_write` (`pp_tasks`' change log) is an operator write too:
+//! [`replace_if`], or [`remove_if`] for the memory the agent created, on the version the
+//! agent left.
+//!
 //! Memory is text for the model, never a permission: nothing it says changes the gate.
 
 mod memory_write;
@@ -198,6 +202,27 @@ pub(crate) fn replace_unless(
     }
 }
 
+/// Removes the memory file if its version is still `expected` (a revert of the write
+/// that created it): under the write lock, like [`replace_if`]; otherwise
+/// [`MemoryError::VersionMismatch`] and nothing is removed. An absent file is fine.
+pub fn remove_if(jail: &Jail, expected: &str) -> Result<(), MemoryError> {
+    let _guard = write_lock();
+    let current = read(jail)?.version;
+    if current == ABSENT_VERSION {
+        return Ok(());
+    }
+    if current != expected {
+        return Err(MemoryError::VersionMismatch {
+            expected: expected.to_owned(),
+            current,
+        });
+    }
+    match jail.remove_file(MEMORY_FILE) {
+        Ok(()) | Err(JailError::NotFound { .. }) => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// The memory as the system prompt shows it: at most `max_bytes` bytes of `content`, cut
 /// at a character boundary, then a marker line saying how much was left out. `None` for
 /// an empty (or blank) memory.
@@ -313,6 +338,21 @@ mod tests {
             "{error:?}"
         );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "from elsewhere\n");
+    }
+
+    #[test]
+    fn remove_is_a_compare_and_swap_too() {
+        let (_dir, jail) = dir();
+        let written = replace_if(&jail, ABSENT_VERSION, "a\n").unwrap();
+        let error = remove_if(&jail, &version_of(b"other")).unwrap_err();
+        assert!(
+            matches!(error, MemoryError::VersionMismatch { .. }),
+            "{error}"
+        );
+        assert_eq!(read(&jail).unwrap().content, "a\n");
+        remove_if(&jail, &written.version).unwrap();
+        assert_eq!(read(&jail).unwrap().version, ABSENT_VERSION);
+        remove_if(&jail, &written.version).unwrap();
     }
 
     #[test]
