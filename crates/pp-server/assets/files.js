@@ -7,8 +7,8 @@ import { api, query } from "./api.js";
 import { h, hashLink, hashQuery, notice, renderDiff, replace, timeElement } from "./dom.js";
 import { escapeInvisible, visibleCode } from "./visible.js";
 import { fillWorkspaces } from "./tasks.js";
-import { baseName, formatSize, previewHref } from "./format.js";
-import { readText, unifiedDiff } from "./textdiff.js";
+import { unifiedDiff } from "./diff.js";
+import { baseName, formatSize, previewHref, readText } from "./format.js";
 
 /** The message for a failed files request; guard refusals name the rule plainly. */
 function explain(error) {
@@ -164,7 +164,7 @@ export function renderFiles(container) {
           comparison =
             before === after
               ? notice("info", "The new file has exactly the same content.")
-              : unifiedDiff(before, after, target) || notice("info", "The files are too large to compare line by line.");
+              : unifiedDiff(before, after, "a/" + target, "b/" + target);
         }
       }
     } catch (error) {

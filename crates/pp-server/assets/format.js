@@ -154,3 +154,24 @@ export function argumentsList(args) {
   }
   return list;
 }
+
+/** Bigger texts are not decoded for display or comparison. */
+const MAX_BYTES = 1024 * 1024;
+
+/**
+ * The UTF-8 text in `buffer`, or null when it is binary (not UTF-8, or has NUL bytes) or
+ * larger than 1 MiB.
+ * @param {ArrayBuffer} buffer
+ * @returns {string | null}
+ */
+export function readText(buffer) {
+  if (buffer.byteLength > MAX_BYTES) {
+    return null;
+  }
+  try {
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(buffer);
+    return text.includes("\u0000") ? null : text;
+  } catch {
+    return null;
+  }
+}

@@ -6,10 +6,9 @@
 
 import { hashLink, hashQuery, h, notice, replace } from "./dom.js";
 import { query } from "./api.js";
-import { baseName, formatSize } from "./format.js";
+import { baseName, formatSize, readText } from "./format.js";
 import { renderMarkdown } from "./markdown.js";
 import { parseCsv } from "./csv.js";
-import { readText } from "./textdiff.js";
 import { escapeInvisible, visibleCode } from "./visible.js";
 
 /** Image types an <img> may show, by extension. */
