@@ -55,6 +55,21 @@ pub struct ApprovalView {
     /// Lines the call removes, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub removed: Option<u32>,
+    /// `move_file`: the destination as the model wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// `move_file`: the destination, workspace-relative with links resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination_resolved: Option<String>,
+    /// `move_file` with `overwrite: true`: the existing file the move replaces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
+    /// Bytes of the file deleted, or replaced by an overwriting move.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// `run_command`: the exact argv, working directory and sandbox limits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<pp_types::CommandPreview>,
     /// The target checked again at read time; only on a single pending card
     /// ([`TaskService::approval_view_checked`]) whose tool reports a target state.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,6 +120,17 @@ impl ApprovalView {
             scope: preview.as_ref().and_then(|preview| preview.scope),
             added: preview.as_ref().and_then(|preview| preview.added),
             removed: preview.as_ref().and_then(|preview| preview.removed),
+            destination: preview
+                .as_ref()
+                .and_then(|preview| preview.destination.clone()),
+            destination_resolved: preview
+                .as_ref()
+                .and_then(|preview| preview.destination_resolved.clone()),
+            replaces: preview
+                .as_ref()
+                .and_then(|preview| preview.replaces.clone()),
+            size: preview.as_ref().and_then(|preview| preview.size),
+            command: preview.as_ref().and_then(|preview| preview.command.clone()),
             current: None,
             notice: preview.and_then(|preview| preview.notice),
             created_at: approval.created_at,

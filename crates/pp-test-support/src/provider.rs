@@ -136,6 +136,7 @@ impl Tool for StampFiles {
                     scope: None,
                     added: None,
                     removed: None,
+                    ..Default::default()
                 })
             })
             .await

@@ -37,6 +37,6 @@ pub use task::{
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{
-    EffectPreview, EffectScope, NotAPath, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
-    pointer_paths, pointer_property,
+    CommandLimits, CommandPreview, EffectPreview, EffectScope, NotAPath, PathRoot, TargetState,
+    ToolOutput, ToolSpec, WriteLabel, pointer_paths, pointer_property,
 };

@@ -179,30 +179,97 @@ impl ToolOutput {
     }
 }
 
-/// Whether a write creates a new file or replaces an existing one.
+/// What kind of effect a call has on its target: a write creates a new file or replaces
+/// an existing one; a move, a delete, a new folder or a command say so.
 ///
 /// The label is for the person approving; it is not a second policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WriteLabel {
     /// The target does not exist yet.
+    #[default]
     Create,
     /// The target exists and will be replaced or edited.
     Overwrite,
+    /// The target is moved or renamed to [`EffectPreview::destination`] (`move_file`).
+    Move,
+    /// The target (a file, a link or an empty folder) is deleted (`delete_file`).
+    Delete,
+    /// A folder is created at the target (`make_dir`).
+    CreateFolder,
+    /// A command runs ([`EffectPreview::command`], `run_command`).
+    Run,
 }
 
 impl WriteLabel {
+    /// Every label, in declaration order.
+    pub const ALL: [Self; 6] = [
+        Self::Create,
+        Self::Overwrite,
+        Self::Move,
+        Self::Delete,
+        Self::CreateFolder,
+        Self::Run,
+    ];
+
     /// The lower-case name used on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Create => "create",
             Self::Overwrite => "overwrite",
+            Self::Move => "move",
+            Self::Delete => "delete",
+            Self::CreateFolder => "create_folder",
+            Self::Run => "run",
         }
     }
 }
 
+/// The command a `run_command` call would run, as its approval card shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandPreview {
+    /// The program and its arguments, exactly as they will be passed to `execve` (no
+    /// shell unless `argv[0]` is one).
+    pub argv: Vec<String>,
+    /// The working directory, workspace-relative with links resolved (`""`: the
+    /// workspace's root).
+    pub cwd: String,
+    /// Whether the program is a shell given a script (`sh -c …`, `bash -c …`): the card
+    /// says so in words.
+    pub shell: bool,
+    /// Whether the process runs confined (Landlock on Linux). `false` only where
+    /// `[shell] allow_unconfined = true` let the tool be offered without confinement:
+    /// every card then says "NOT confined" in the strongest style.
+    pub confined: bool,
+    /// The limits the process runs under.
+    pub limits: CommandLimits,
+    /// Bytes given on standard input, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin_bytes: Option<u64>,
+}
+
+/// The limits a confined command runs under (`[shell]` in the config, the call's
+/// `timeout_secs` within them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandLimits {
+    /// Wall-clock time before the process group is killed.
+    pub timeout_secs: u64,
+    /// CPU time (RLIMIT_CPU).
+    pub cpu_secs: u64,
+    /// Address space (RLIMIT_AS), in MiB.
+    pub memory_mb: u64,
+    /// Processes (RLIMIT_NPROC).
+    pub processes: u64,
+    /// The largest file the process may write (RLIMIT_FSIZE), in MiB.
+    pub file_size_mb: u64,
+    /// The most bytes kept of stdout and of stderr each; more is cut with a marker.
+    pub output_bytes: u64,
+    /// Whether the process may use the network (always `false` when confined).
+    pub network: bool,
+}
+
 /// What a person sees before approving a call: the target, the label and the change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EffectPreview {
     /// The workspace path as the model wrote it.
     pub target: String,
@@ -239,6 +306,24 @@ pub struct EffectPreview {
     /// Lines the call removes; `None` when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub removed: Option<u32>,
+    /// `move_file`: where the target goes, as the model wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// `move_file`: the workspace-relative path the destination designates, links
+    /// resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_resolved: Option<String>,
+    /// `move_file` with `overwrite: true`: the existing file the move replaces
+    /// (workspace-relative, links resolved); the card names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
+    /// Bytes of the file a `delete_file` deletes, or of the file an overwriting
+    /// `move_file` replaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// `run_command`: the exact command, its working directory and its limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandPreview>,
 }
 
 /// How much of its target a call changes, as the tool's preview describes it.

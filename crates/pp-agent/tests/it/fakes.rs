@@ -154,6 +154,7 @@ impl Tool for RecordingTool {
             scope: None,
             added: None,
             removed: None,
+            ..Default::default()
         };
         Box::pin(async move { Some(preview) })
     }

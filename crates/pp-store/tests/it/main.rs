@@ -153,6 +153,7 @@ fn checkpoint() -> Checkpoint {
                 scope: None,
                 added: None,
                 removed: None,
+                ..Default::default()
             }),
         },
         later_calls: vec![later.clone()],

@@ -153,6 +153,7 @@ impl EditFile {
             scope: Some(EffectScope::Edit),
             added: Some(diff.added),
             removed: Some(diff.removed),
+            ..Default::default()
         })
     }
 }

@@ -120,6 +120,7 @@ impl WriteFile {
             scope: Some(EffectScope::NewFile),
             added: Some(line_count(content)),
             removed: Some(0),
+            ..Default::default()
         };
         if !exists {
             preview.content = Some(cap_for_display(content, max_chars));

@@ -182,6 +182,7 @@ impl MemoryWrite {
             }),
             added: None,
             removed: None,
+            ..Default::default()
         };
         match read(&self.jail) {
             Ok(before) => {

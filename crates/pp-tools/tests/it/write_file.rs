@@ -62,6 +62,7 @@ fn preview_of_a_create_shows_the_content() {
             scope: Some(EffectScope::NewFile),
             added: Some(1),
             removed: Some(0),
+            ..Default::default()
         }
     );
     assert!(!fixture.tree.exists("new.txt"), "a preview never writes");
