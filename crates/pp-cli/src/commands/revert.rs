@@ -70,8 +70,13 @@ pub(crate) fn change_lines(changes: &[Change]) -> Vec<String> {
                     .bytes
                     .map(|bytes| format!(" ({})", pp_tasks::format_size(bytes)))
                     .unwrap_or_default();
+                let from = change
+                    .from_path
+                    .as_deref()
+                    .map(|from| format!("{} → ", terminal_safe(from)))
+                    .unwrap_or_default();
                 format!(
-                    "{}{size}",
+                    "{from}{}{size}",
                     terminal_safe(change.path.as_deref().unwrap_or("?"))
                 )
             }
@@ -104,6 +109,7 @@ mod tests {
             tool: "stamp".into(),
             kind,
             path: path.map(str::to_owned),
+            from_path: None,
             root: pp_types::ChangeRoot::Workspace,
             bytes: path.map(|_| 318),
             at: Timestamp::from_millis(0),
