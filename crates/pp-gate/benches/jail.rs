@@ -3,7 +3,8 @@
 //! and against the jail.
 //!
 //! Run with `cargo bench -p pp-gate` (release). Prints plain text; no harness. A word
-//! after `--` runs only the groups whose name contains it: `open`, `fingerprint`, `race`
+//! after `--` runs only the groups whose name contains it: `open`, `fingerprint`, `race`,
+//! `move`
 //! (`cargo bench -p pp-gate -- fingerprint`).
 #![allow(
     clippy::print_stdout,
@@ -49,6 +50,51 @@ fn main() {
     if wanted("race") {
         races(&tree, &jail);
     }
+    if wanted("move") {
+        moves(&tree, &jail);
+    }
+}
+
+/// Moves through the jail (`renameat2` with `RENAME_NOREPLACE` between folder handles)
+/// against `std::fs::rename`, and a folder created and removed.
+fn moves(tree: &TempTree, jail: &Jail) {
+    const MOVES: u32 = 20_000;
+    tree.file("moves/a.txt", "moving");
+    tree.dir("moves/sub");
+    let (a, b) = (
+        tree.workspace().join("moves/a.txt"),
+        tree.workspace().join("moves/b.txt"),
+    );
+    let mut there = false;
+    let plain = per_op_n(MOVES, || {
+        let (from, to) = if there { (&b, &a) } else { (&a, &b) };
+        std::fs::rename(from, to).unwrap();
+        there = !there;
+    });
+    if there {
+        std::fs::rename(&b, &a).unwrap();
+    }
+    let mut there = false;
+    let guarded = per_op_n(MOVES, || {
+        let (from, to) = if there {
+            ("moves/sub/a.txt", "moves/a.txt")
+        } else {
+            ("moves/a.txt", "moves/sub/a.txt")
+        };
+        black_box(jail.rename(from, to, false).unwrap());
+        there = !there;
+    });
+    let folder = per_op_n(MOVES, || {
+        black_box(jail.create_dir_all("moves/new/inner").unwrap());
+        jail.remove_empty_dir("moves/new/inner").unwrap();
+        jail.remove_empty_dir("moves/new").unwrap();
+    });
+    println!("  std::fs::rename (same folder)              {plain:>8.0} ns/op");
+    println!(
+        "  jail.rename (2 folders, NOREPLACE)         {guarded:>8.0} ns/op  ({:.1}x)",
+        guarded / plain
+    );
+    println!("  jail.create_dir_all (2) + 2 removals       {folder:>8.0} ns/op");
 }
 
 /// Guarded opens and checks against plain ones.
