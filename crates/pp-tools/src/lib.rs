@@ -30,7 +30,10 @@
 //! let jail = Arc::new(pp_gate::Jail::new(dir.path())?);
 //! let tools = pp_tools::file_tools(Arc::clone(&jail));
 //! let names: Vec<&str> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
-//! assert_eq!(names, ["list_files", "read_file", "write_file", "edit_file"]);
+//! assert_eq!(
+//!     names,
+//!     ["list_files", "read_file", "write_file", "edit_file", "move_file", "delete_file", "make_dir"]
+//! );
 //!
 //! // File work runs on the blocking pool; any runtime will do.
 //! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
@@ -46,7 +49,7 @@
 //!
 //! let mut registry = ToolRegistry::new();
 //! pp_tools::register_file_tools(&mut registry, jail)?;
-//! assert_eq!(registry.len(), 4);
+//! assert_eq!(registry.len(), 7);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
