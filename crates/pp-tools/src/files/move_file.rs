@@ -132,6 +132,11 @@ impl MoveFile {
                 "`{from}` and `{to}` are the same path; nothing to move"
             )));
         }
+        if kind == EntryKind::Dir && target.resolved.starts_with(&source.resolved) {
+            return Err(ToolOutput::error(format!(
+                "`{to}` is inside `{from}`; a folder cannot be moved into itself"
+            )));
+        }
         let replaces = match target.kind {
             None => None,
             Some(EntryKind::Dir) => {

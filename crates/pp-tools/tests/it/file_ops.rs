@@ -89,6 +89,13 @@ async fn a_folder_moves_whole_and_never_onto_an_existing_path() {
         "moved folder `2025` to `archive-2025`"
     );
     assert_eq!(fixture.tree.read("archive-2025/sub/b.txt"), "b");
+    let into_itself = fixture
+        .err(
+            "move_file",
+            json!({"from": "archive-2025", "to": "archive-2025/sub/x"}),
+        )
+        .await;
+    assert!(into_itself.contains("into itself"), "{into_itself}");
     assert_eq!(fixture.tree.read("taken.txt"), "t");
 }
 
