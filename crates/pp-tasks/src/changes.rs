@@ -837,6 +837,13 @@ fn resolve_pending(shared: &Shared, task: Option<&TaskId>, grace: Duration) -> R
             (Before::Kept(sha256), Ok(Current::Content(bytes))) => sha256_hex(&bytes) == *sha256,
             _ => false,
         };
+        // A move's revert also put the entry back where it was.
+        let restored = restored
+            && of
+                .change
+                .from_path
+                .as_deref()
+                .is_none_or(|from| jail.probe_entry(from).is_ok_and(|probe| probe.exists()));
         if restored {
             finish(
                 shared,

@@ -436,3 +436,80 @@ async fn reverting_a_created_folder_removes_it_only_while_empty() {
         .unwrap();
     assert!(!fixture.tree.exists("a"));
 }
+
+/// A crash between a revert's file operation and its record: the intent is resolved by
+/// looking at the workspace — a move back that happened, a folder created again, are
+/// recorded done; a folder removal that never happened is abandoned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_in_the_middle_of_an_entry_revert_loses_nothing() {
+    use pp_tasks::store::{Before, ChangeState, NewChange};
+    let fixture = Fixture::new();
+    fixture.tree.file("a.txt", "a\n");
+    fixture.tree.dir("empty");
+    let task = run_approving(
+        &fixture,
+        json!([
+            {"tool_calls": [{"name": "move_file", "arguments": {"from": "a.txt", "to": "b.txt"}}]},
+            {"tool_calls": [{"name": "delete_file", "arguments": {"path": "empty"}}]},
+            {"tool_calls": [{"name": "make_dir", "arguments": {"path": "made"}}]},
+            {"content": "done"}
+        ]),
+    )
+    .await;
+    let logged = changes(&fixture, &task).await;
+    let store = fixture.service.store();
+    let intent = |change: &Change| NewChange {
+        task_id: task.clone(),
+        approval_id: None,
+        tool: "revert".into(),
+        kind: ChangeKind::Reverted,
+        path: change.path.clone(),
+        from_path: None,
+        root: change.root,
+        bytes: None,
+        before: Before::Unknown,
+        after_fingerprint: None,
+        after_sha256: None,
+    };
+    let mut intents = Vec::new();
+    for change in &logged {
+        intents.push(
+            store
+                .begin_revert(&change.id, intent(change))
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    // The move back and the folder's re-creation happened; the removal did not.
+    std::fs::rename(
+        fixture.tree.workspace().join("b.txt"),
+        fixture.tree.workspace().join("a.txt"),
+    )
+    .unwrap();
+    fixture.tree.dir("empty");
+
+    let restarted = fixture.another_process();
+    assert_eq!(
+        restarted
+            .recover_reverts(std::time::Duration::ZERO)
+            .await
+            .unwrap(),
+        3
+    );
+    let states: Vec<ChangeState> = intents
+        .iter()
+        .map(|intent| store.change(&intent.change.id).unwrap().state)
+        .collect();
+    assert_eq!(
+        states,
+        [ChangeState::Done, ChangeState::Done, ChangeState::Abandoned]
+    );
+    // The created folder's revert can still happen.
+    restarted
+        .revert_change(&logged[2].id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!fixture.tree.exists("made"));
+    assert_eq!(fixture.tree.read("a.txt"), "a\n");
+}
