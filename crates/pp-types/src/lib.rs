@@ -23,6 +23,7 @@ mod message;
 mod task;
 mod time;
 mod tool;
+mod usage;
 
 pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
@@ -35,6 +36,7 @@ pub use task::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeId, NewAudit, StoredEvent,
     TaskId, TaskRecord, TaskState,
 };
+pub use usage::{Cost, TaskUsage};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{
     CommandLimits, CommandPreview, EffectPreview, EffectScope, NotAPath, PathRoot, TargetState,

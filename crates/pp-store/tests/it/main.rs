@@ -169,6 +169,7 @@ fn checkpoint() -> Checkpoint {
         step: 1,
         denials: 0,
         tokens_used: 1234,
+        last_usage: None,
         events: vec![
             started("Summarise notes.md into notes/summary.md"),
             event(
