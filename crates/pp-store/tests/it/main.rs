@@ -23,6 +23,7 @@ mod open;
 mod prune;
 mod task_search;
 mod tasks;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
