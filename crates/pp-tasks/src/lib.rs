@@ -31,6 +31,7 @@ mod segment;
 mod service;
 mod sessions;
 mod settings;
+mod usage;
 mod shared;
 mod sink;
 mod skills;
@@ -49,6 +50,7 @@ pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
 pub use settings::{RevertSettings, TaskSettings, Workspace, Workspaces};
+pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };

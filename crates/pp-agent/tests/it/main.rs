@@ -6,6 +6,7 @@
 )]
 
 mod fakes;
+mod budget_tests;
 mod loop_tests;
 mod props;
 mod resume_tests;
