@@ -17,3 +17,4 @@ mod restart;
 mod seam;
 mod sessions;
 mod skills;
+mod usage;
