@@ -34,7 +34,9 @@ pub fn estimate_next_call(
             let newest = history
                 .iter()
                 .rposition(|message| matches!(message, Message::Assistant { .. }))
-                .map_or(history, |index| history.get(index + 1..).unwrap_or_default());
+                .map_or(history, |index| {
+                    history.get(index + 1..).unwrap_or_default()
+                });
             let added: u64 = newest.iter().map(estimate_tokens).sum();
             last.prompt_tokens
                 .saturating_add(last.completion_tokens)
@@ -70,7 +72,10 @@ mod tests {
 
     #[test]
     fn without_a_report_the_whole_request_is_estimated() {
-        let sent = vec![Message::system("s".repeat(40)), Message::user("u".repeat(8))];
+        let sent = vec![
+            Message::system("s".repeat(40)),
+            Message::user("u".repeat(8)),
+        ];
         let tools = vec![ToolDefinition {
             name: "read".into(),
             description: "read it".into(),

@@ -33,7 +33,9 @@ pub(crate) fn resolve(file: Option<&BTreeMap<String, FilePrice>>) -> anyhow::Res
     let mut models = BTreeMap::new();
     for (model, price) in file {
         if model.trim().is_empty() {
-            return Err(Exit::usage("`[model] prices` has an entry with an empty model name").into());
+            return Err(
+                Exit::usage("`[model] prices` has an entry with an empty model name").into(),
+            );
         }
         let amount = |field: &str, value: f64| -> anyhow::Result<f64> {
             if value.is_finite() && value >= 0.0 {
@@ -83,7 +85,12 @@ mod tests {
 
     fn prices(text: &str) -> anyhow::Result<Prices> {
         let config = parse(text).map_err(anyhow::Error::msg)?;
-        resolve(config.model.as_ref().and_then(|model| model.prices.as_ref()))
+        resolve(
+            config
+                .model
+                .as_ref()
+                .and_then(|model| model.prices.as_ref()),
+        )
     }
 
     #[test]
@@ -136,9 +143,8 @@ mod tests {
         assert!(nan.contains("`completion` must be"), "{nan}");
         let cached = message("[model.prices.m]\nprompt = 1\ncompletion = 1\ncached = -0.5\n");
         assert!(cached.contains("`cached` must be"), "{cached}");
-        let currency = message(
-            "[model.prices.m]\nprompt = 1\ncompletion = 1\ncurrency = \"dollars\"\n",
-        );
+        let currency =
+            message("[model.prices.m]\nprompt = 1\ncompletion = 1\ncurrency = \"dollars\"\n");
         assert!(currency.contains("three-letter code"), "{currency}");
         let empty = message("[model.prices.\"\"]\nprompt = 1\ncompletion = 1\n");
         assert!(empty.contains("empty model name"), "{empty}");

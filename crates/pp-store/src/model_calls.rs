@@ -91,10 +91,7 @@ pub(crate) fn insert(
     )?;
     for call in calls {
         let usage = call.usage.unwrap_or_default();
-        let (cost, currency) = call
-            .cost
-            .map(|cost| (cost.amount, cost.currency))
-            .unzip();
+        let (cost, currency) = call.cost.map(|cost| (cost.amount, cost.currency)).unzip();
         statement.execute(params![
             task.as_str(),
             call.step,
@@ -117,9 +114,9 @@ pub(crate) fn insert(
 /// `[calls, prompt, completion, cached, reasoning, priced calls, cost, min currency,
 /// max currency]`. A cost is given only when every call had a price in one currency.
 pub(crate) fn task_usage(text: Option<&str>) -> TaskUsage {
-    let Some(values) = text.and_then(|text| {
-        serde_json::from_str::<Vec<serde_json::Value>>(text).ok()
-    }) else {
+    let Some(values) =
+        text.and_then(|text| serde_json::from_str::<Vec<serde_json::Value>>(text).ok())
+    else {
         return TaskUsage::default();
     };
     let count = |index: usize| {
@@ -131,15 +128,13 @@ pub(crate) fn task_usage(text: Option<&str>) -> TaskUsage {
     let text = |index: usize| values.get(index).and_then(serde_json::Value::as_str);
     let (calls, prompt, completion) = (count(0), count(1), count(2));
     let cost = match (text(7), text(8)) {
-        (Some(low), Some(high)) if calls > 0 && count(5) == calls && low == high => {
-            values
-                .get(6)
-                .and_then(serde_json::Value::as_f64)
-                .map(|amount| Cost {
-                    amount,
-                    currency: low.to_owned(),
-                })
-        }
+        (Some(low), Some(high)) if calls > 0 && count(5) == calls && low == high => values
+            .get(6)
+            .and_then(serde_json::Value::as_f64)
+            .map(|amount| Cost {
+                amount,
+                currency: low.to_owned(),
+            }),
         _ => None,
     };
     TaskUsage {

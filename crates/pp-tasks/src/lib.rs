@@ -31,12 +31,12 @@ mod segment;
 mod service;
 mod sessions;
 mod settings;
-mod usage;
 mod shared;
 mod sink;
 mod skills;
 mod snapshots;
 mod task_search;
+mod usage;
 mod view;
 
 pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
@@ -50,11 +50,11 @@ pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
 pub use settings::{RevertSettings, TaskSettings, Workspace, Workspaces};
-pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };
 pub use task_search::TasksPage;
+pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use view::ApprovalView;
 
 /// The store, re-exported so front ends reach audit queries and sessions through the

@@ -139,9 +139,9 @@ impl StoreSink {
                 // On the blocking pool: reads the files the call changed.
                 changes.extend(kept.map(crate::changes::Kept::record).unwrap_or_default());
             }
-            if let Err(error) =
-                self.store
-                    .append_events_with_calls(&self.task, &events, audits, changes, calls)
+            if let Err(error) = self
+                .store
+                .append_events_with_calls(&self.task, &events, audits, changes, calls)
             {
                 self.record_failure(format!("cannot store events and their audit rows: {error}"));
             }

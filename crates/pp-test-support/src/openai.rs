@@ -110,7 +110,10 @@ pub fn streamed(turn: &MockTurn, usage: MockUsage, include_usage: bool) -> Reply
                "finish_reason": finish}]})
         .to_string()
     };
-    let mut items = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut items = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     match turn {
         MockTurn::Text(text) => {
             // Two pieces, as real servers split text.

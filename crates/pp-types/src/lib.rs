@@ -36,9 +36,9 @@ pub use task::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeId, NewAudit, StoredEvent,
     TaskId, TaskRecord, TaskState,
 };
-pub use usage::{Cost, TaskUsage};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{
     CommandLimits, CommandPreview, EffectPreview, EffectScope, NotAPath, PathRoot, TargetState,
     ToolOutput, ToolSpec, WriteLabel, pointer_paths, pointer_property,
 };
+pub use usage::{Cost, TaskUsage};

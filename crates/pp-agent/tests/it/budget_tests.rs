@@ -50,7 +50,11 @@ async fn the_call_that_would_pass_the_budget_is_not_made() {
         "{message}"
     );
     assert_eq!(model.requests().len(), 2);
-    assert_eq!(harness.read.executions().len(), 2, "both answered calls ran");
+    assert_eq!(
+        harness.read.executions().len(),
+        2,
+        "both answered calls ran"
+    );
     let types = harness.event_types();
     assert_eq!(types.last(), Some(&"task_failed"));
     assert_eq!(

@@ -66,7 +66,8 @@ pub(crate) fn calls(turn: usize, calls: &[(&str, &str)]) -> ModelResponse {
             .collect(),
         usage: Some(Usage {
             prompt_tokens: 10,
-            completion_tokens: 5, ..Usage::default()
+            completion_tokens: 5,
+            ..Usage::default()
         }),
         ..ModelResponse::default()
     }

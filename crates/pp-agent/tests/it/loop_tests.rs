@@ -229,7 +229,6 @@ async fn max_steps_end_the_task() {
         }
     ));
     assert_eq!(model.requests().len(), 3);
-
 }
 
 #[tokio::test(flavor = "current_thread")]

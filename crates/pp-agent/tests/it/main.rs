@@ -5,8 +5,8 @@
     reason = "test code panics on broken fixtures"
 )]
 
-mod fakes;
 mod budget_tests;
+mod fakes;
 mod loop_tests;
 mod props;
 mod resume_tests;

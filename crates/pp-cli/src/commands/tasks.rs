@@ -119,10 +119,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                 outln!("{}", json_safe(&value.to_string()))?;
             } else {
                 outln!("{}", json_safe(&serde_json::to_string_pretty(&task)?))?;
-                outln!(
-                    "{}",
-                    usage_line(&task.usage, app.config.tasks.max_tokens)
-                )?;
+                outln!("{}", usage_line(&task.usage, app.config.tasks.max_tokens))?;
                 for line in crate::commands::revert::change_lines(&changes) {
                     outln!("{line}")?;
                 }
@@ -215,7 +212,7 @@ fn thousands(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);
@@ -262,7 +259,8 @@ mod tests {
             ..usage
         };
         assert!(
-            usage_line(&unpriced, None).ends_with("over 1 model call; cost unknown (no price for the model)")
+            usage_line(&unpriced, None)
+                .ends_with("over 1 model call; cost unknown (no price for the model)")
         );
         assert_eq!(
             usage_line(&TaskUsage::default(), None),

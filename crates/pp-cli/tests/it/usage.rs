@@ -40,7 +40,14 @@ fn max_tokens_stops_a_run_and_tasks_show_gives_the_usage() {
     let output = with_config(
         &tree,
         config,
-        &["run", "--workspace", &workspace, "--script", &script, "read my notes"],
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--script",
+            &script,
+            "read my notes",
+        ],
     );
     let (_, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
@@ -88,7 +95,10 @@ fn bad_prices_and_budgets_are_refused_at_start() {
             "three-letter code",
         ),
         ("[model.prices.m]\nprompt = 1\n", "completion"),
-        ("[tasks]\nmax_tokens = 0\n", "`[tasks] max_tokens` must be at least 1"),
+        (
+            "[tasks]\nmax_tokens = 0\n",
+            "`[tasks] max_tokens` must be at least 1",
+        ),
         ("[tasks]\nmax_tokens = -5\n", "max_tokens"),
     ] {
         let output = with_config(&tree, config, &["tasks", "list"]);

@@ -169,13 +169,16 @@ async fn anthropic_stream_takes_cache_figures_from_message_start() {
     ];
     let text: Vec<u8> = events
         .iter()
-        .flat_map(|event| format!("event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap()).into_bytes())
+        .flat_map(|event| {
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap()
+            )
+            .into_bytes()
+        })
         .collect();
-    let server = MockServer::start(vec![Reply::stream(vec![(
-        std::time::Duration::ZERO,
-        text,
-    )])])
-    .await;
+    let server =
+        MockServer::start(vec![Reply::stream(vec![(std::time::Duration::ZERO, text)])]).await;
     let response = complete(
         &model(&settings(ProviderKind::Anthropic, &server.url())),
         &simple_request(),

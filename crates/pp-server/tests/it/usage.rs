@@ -21,7 +21,9 @@ async fn a_task_shows_its_usage_and_every_call_event_its_own() {
         .await;
     app.wait_for(&task.id, TaskState::Completed).await;
 
-    let reply = app.call(Method::GET, &format!("/api/tasks/{}", task.id)).await;
+    let reply = app
+        .call(Method::GET, &format!("/api/tasks/{}", task.id))
+        .await;
     reply.expect(200, None);
     let usage = reply.json["usage"].clone();
     assert_eq!(

@@ -87,7 +87,10 @@ fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
     );
     // One unpriced call: tokens still add up, the cost is unknown.
     let other = db.store.task(&other.id).unwrap().usage;
-    assert_eq!((other.total_tokens, other.model_calls, other.cost), (10, 1, None));
+    assert_eq!(
+        (other.total_tokens, other.model_calls, other.cost),
+        (10, 1, None)
+    );
     // Lists carry the same figures.
     let listed = db.store.list_tasks(None, 10).unwrap();
     let listed = listed.iter().find(|t| t.id == task.id).unwrap();

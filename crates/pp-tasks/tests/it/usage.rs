@@ -115,7 +115,10 @@ async fn max_tokens_fails_the_task_before_the_call_that_would_pass_it() {
     let task = fixture.run(script).await;
     assert_eq!(task.state, TaskState::Failed);
     assert_eq!(task.failure_reason, Some(FailureReason::TokenBudget));
-    assert_eq!(task.script_position, 2, "the third turn was never asked for");
+    assert_eq!(
+        task.script_position, 2,
+        "the third turn was never asked for"
+    );
     assert_eq!(task.usage.total_tokens, 2200);
     assert_eq!(task.usage.model_calls, 2);
     let error = task.error.unwrap();
@@ -171,8 +174,11 @@ async fn over_http(stream: bool, max_tokens: Option<u64>) -> (Fixture, MockServe
         openai::answer(request, &turn, usage)
     })
     .await;
-    let mut provider =
-        ProviderSettings::new(ProviderKind::OpenAi, format!("{}/v1", server.url()), "gpt-t");
+    let mut provider = ProviderSettings::new(
+        ProviderKind::OpenAi,
+        format!("{}/v1", server.url()),
+        "gpt-t",
+    );
     provider.stream = stream;
     let model = HttpModel::new(&provider).unwrap();
     let fixture = Fixture::with_model(
