@@ -62,9 +62,12 @@ pub(crate) struct Pricing {
 }
 
 impl Pricing {
-    /// The model call an event records, if it records one.
+    /// The model call an event records, if it records one: the loop's own calls
+    /// (`assistant_message`) and a chat turn's summarising call (`session_summarised`).
     fn call(&self, event: &Event) -> Option<pp_store::NewModelCall> {
-        let EventKind::AssistantMessage { usage, .. } = &event.kind else {
+        let (EventKind::AssistantMessage { usage, .. }
+        | EventKind::SessionSummarised { usage, .. }) = &event.kind
+        else {
             return None;
         };
         Some(pp_store::NewModelCall {
