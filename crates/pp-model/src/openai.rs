@@ -232,7 +232,8 @@ struct WireFunction {
 /// for `stream_options.include_usage`). The cached and reasoning parts come from
 /// `prompt_tokens_details.cached_tokens` and `completion_tokens_details.reasoning_tokens`
 /// (OpenAI, and servers that copy it); a top-level `cached_tokens`/`reasoning_tokens` is
-/// read too, as some compatible servers send it there.
+/// read too, as some compatible servers send it there, and DeepSeek's
+/// `prompt_cache_hit_tokens`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct WireUsage {
@@ -244,6 +245,7 @@ struct WireUsage {
     completion_tokens_details: Option<WireDetails>,
     cached_tokens: Option<u64>,
     reasoning_tokens: Option<u64>,
+    prompt_cache_hit_tokens: Option<u64>,
 }
 
 /// `prompt_tokens_details` / `completion_tokens_details` (each may be `null`).
@@ -266,6 +268,7 @@ impl WireUsage {
             .as_ref()
             .and_then(|details| details.cached_tokens)
             .or(self.cached_tokens)
+            .or(self.prompt_cache_hit_tokens)
             .unwrap_or(0);
         let reasoning = self
             .completion_tokens_details

@@ -125,6 +125,31 @@ async fn openai_null_details_and_top_level_parts_are_read() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn deepseek_cache_hits_count_as_cached() {
+    let server = MockServer::start(vec![Reply::json(
+        200,
+        &json!({"choices": [{"index": 0, "message": {"content": "a"}}],
+                "usage": {"prompt_tokens": 64, "completion_tokens": 9, "total_tokens": 73,
+                          "prompt_cache_hit_tokens": 40, "prompt_cache_miss_tokens": 24}}),
+    )])
+    .await;
+    let mut settings = settings(ProviderKind::OpenAi, &server.url());
+    settings.stream = false;
+    let response = complete(&model(&settings), &simple_request())
+        .await
+        .unwrap();
+    assert_eq!(
+        response.usage,
+        Some(Usage {
+            prompt_tokens: 64,
+            completion_tokens: 9,
+            cached_tokens: 40,
+            reasoning_tokens: 0,
+        })
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn anthropic_counts_cache_reads_and_writes_in_the_prompt() {
     let server = MockServer::start(vec![Reply::json(
         200,
