@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::outcome::{Outcome, Resolution, ResumeError};
 use crate::{
-    EventSink, Model, ModelRequest, Tool, ToolContext, ToolRegistry, estimate_tokens, schema,
-    trim_to_window,
+    EventSink, Model, ModelRequest, Tool, ToolContext, ToolRegistry, estimate_next_call,
+    estimate_tokens, schema, trim_to_window,
 };
 
 /// Limits that end a task.
@@ -21,7 +21,9 @@ pub struct Limits {
     pub max_steps: u32,
     /// Denials before the task fails with `policy_violation` (default 3).
     pub max_denials: u32,
-    /// Total tokens per task, when the provider reports usage (default: none).
+    /// Total tokens per task (`[tasks] max_tokens`; default: none). The loop stops
+    /// with `token_budget` before a model call whose estimate (see
+    /// [`crate::estimate_next_call`]) would take the task past it.
     pub token_budget: Option<u64>,
     /// The model's context window in tokens: older turns are left out of requests that
     /// would not fit (default: none, send everything).
@@ -54,6 +56,8 @@ pub struct Agent<'a> {
     sink: &'a dyn EventSink,
     limits: Limits,
     context: ToolContext,
+    /// Tokens the task used in earlier segments that left no checkpoint to count them.
+    tokens_before: u64,
 }
 
 /// Mutable state of one run segment.
@@ -62,6 +66,8 @@ struct RunState {
     step: u32,
     denials: u32,
     tokens_used: u64,
+    /// The usage the last model call reported, the base of the next call's estimate.
+    last_usage: Option<pp_types::Usage>,
     events: Vec<Event>,
 }
 
@@ -91,7 +97,16 @@ impl<'a> Agent<'a> {
             sink,
             limits: Limits::default(),
             context: ToolContext::default(),
+            tokens_before: 0,
         }
+    }
+
+    /// Starts the token count of [`Agent::start`] and [`Agent::run`] at `tokens`: what
+    /// the task used before (a retry from the prompt), so the budget spans attempts.
+    /// A resume counts from its checkpoint instead.
+    pub fn with_tokens_used(mut self, tokens: u64) -> Self {
+        self.tokens_before = tokens;
+        self
     }
 
     /// Replaces the context every tool call receives (task id, deadline, interrupt).
@@ -126,7 +141,7 @@ impl<'a> Agent<'a> {
         messages.push(Message::system(system_prompt));
         messages.extend(history);
         messages.push(Message::user(prompt));
-        let mut state = RunState::new(messages, 0);
+        let mut state = RunState::new(messages, 0, self.tokens_before);
         self.emit(
             &mut state,
             EventKind::TaskStarted {
@@ -136,9 +151,11 @@ impl<'a> Agent<'a> {
         self.drive(state).await
     }
 
-    /// Runs the loop on `messages` from `start_step` with fresh denial and token counts.
+    /// Runs the loop on `messages` from `start_step` with a fresh denial count (and the
+    /// token count of [`Agent::with_tokens_used`]).
     pub async fn run(&self, messages: Vec<Message>, start_step: u32) -> Outcome {
-        self.drive(RunState::new(messages, start_step)).await
+        self.drive(RunState::new(messages, start_step, self.tokens_before))
+            .await
     }
 
     /// Continues a suspended run after a person's decision.
@@ -169,6 +186,7 @@ impl<'a> Agent<'a> {
             step: checkpoint.step,
             denials: checkpoint.denials,
             tokens_used: checkpoint.tokens_used,
+            last_usage: checkpoint.last_usage,
             events: Vec::new(),
         };
         let call = checkpoint.pending.call.clone();
@@ -267,6 +285,19 @@ impl<'a> Agent<'a> {
                 return self.fail(state, FailureReason::MaxSteps, message);
             }
             let messages = self.fit_to_window(&mut state);
+            if let Some(budget) = self.limits.token_budget {
+                let next =
+                    estimate_next_call(&messages, &definitions, &state.messages, state.last_usage);
+                let projected = state.tokens_used.saturating_add(next);
+                if projected > budget {
+                    let message = format!(
+                        "stopped before the next model call: the task used {} tokens and the \
+                         call would need about {next} more, past its budget of {budget}",
+                        state.tokens_used
+                    );
+                    return self.fail(state, FailureReason::TokenBudget, message);
+                }
+            }
             let request = ModelRequest {
                 messages,
                 tools: definitions.clone(),
@@ -286,6 +317,7 @@ impl<'a> Agent<'a> {
             };
             if let Some(usage) = response.usage {
                 state.tokens_used = state.tokens_used.saturating_add(usage.total());
+                state.last_usage = Some(usage);
             }
             unique_call_ids(&mut response.tool_calls, &state.messages, state.step);
             self.emit(
@@ -302,11 +334,16 @@ impl<'a> Agent<'a> {
                 tool_calls: response.tool_calls,
                 reasoning_content: response.reasoning_content,
             });
+            // A call that went past the budget (its answer was longer than estimated)
+            // leaves no room for another: its tool calls would run for nothing. A final
+            // answer is kept; the task is done.
             if let Some(budget) = self.limits.token_budget
                 && state.tokens_used > budget
+                && !calls.is_empty()
             {
                 let message = format!(
-                    "the task used {} tokens, over its budget of {budget}",
+                    "the task used {} tokens, past its budget of {budget}; its last tool \
+                     calls were not run",
                     state.tokens_used
                 );
                 return self.fail(state, FailureReason::TokenBudget, message);
@@ -488,6 +525,7 @@ impl<'a> Agent<'a> {
             step: state.step,
             denials: state.denials,
             tokens_used: state.tokens_used,
+            last_usage: state.last_usage,
             events: state.events,
         }))
     }
@@ -524,12 +562,13 @@ impl<'a> Agent<'a> {
 }
 
 impl RunState {
-    fn new(messages: Vec<Message>, step: u32) -> Self {
+    fn new(messages: Vec<Message>, step: u32, tokens_used: u64) -> Self {
         Self {
             messages,
             step,
             denials: 0,
-            tokens_used: 0,
+            tokens_used,
+            last_usage: None,
             events: Vec::new(),
         }
     }

@@ -16,6 +16,7 @@
 //! ```
 
 mod agent;
+mod budget;
 mod context;
 mod invocation;
 mod model;
@@ -26,6 +27,7 @@ mod sink;
 mod tool;
 
 pub use agent::{Agent, Limits, NOT_RUN_MESSAGE, check_edit};
+pub use budget::estimate_next_call;
 pub use context::{Trimmed, estimate_tokens, trim_to_window};
 pub use invocation::{InFlight, Interrupt, ToolContext};
 pub use model::{

@@ -24,6 +24,8 @@ pub(crate) struct FileTasks {
     max_steps: Option<u32>,
     max_denials: Option<u32>,
     lease_secs: Option<u64>,
+    /// Tokens per task (prompt + completion of all its model calls); none by default.
+    max_tokens: Option<u64>,
 }
 
 /// The `[approvals]` table.
@@ -191,6 +193,8 @@ pub(crate) struct FileModel {
     pub(crate) stream: Option<bool>,
     /// First retry delay in milliseconds (doubles per retry, with jitter).
     pub(crate) retry_backoff_ms: Option<u64>,
+    /// `[model.prices."<model>"]`: token prices for cost estimates (see `prices.rs`).
+    pub(crate) prices: Option<std::collections::BTreeMap<String, crate::prices::FilePrice>>,
 }
 
 /// The `[discovery]` table: where zero-config discovery looks for local servers.
@@ -318,6 +322,18 @@ impl Config {
                 .and_then(|approvals| approvals.hash_max_bytes)
                 .unwrap_or(defaults.hash_max_bytes),
             revert: FileRevert::resolve(file_config.revert.as_ref())?,
+            max_tokens: match tasks_file.max_tokens {
+                Some(0) => {
+                    return Err(Exit::usage("`[tasks] max_tokens` must be at least 1").into());
+                }
+                tokens => tokens,
+            },
+            prices: crate::prices::resolve(
+                file_config
+                    .model
+                    .as_ref()
+                    .and_then(|model| model.prices.as_ref()),
+            )?,
         };
         let port = flags
             .port

@@ -21,6 +21,7 @@ mod live;
 mod lock;
 mod models;
 mod output;
+mod prices;
 mod render;
 mod report;
 mod results;

@@ -181,11 +181,18 @@ struct WireMessage {
     error: Option<Value>,
 }
 
+/// Anthropic's `usage`: `input_tokens` counts only the uncached part of the request;
+/// `cache_read_input_tokens` (served from the cache) and `cache_creation_input_tokens`
+/// (written to it) come on top. [`Usage`] counts the whole request as `prompt_tokens`
+/// and the cache reads as `cached_tokens`. Thinking is part of `output_tokens` and not
+/// reported apart, so `reasoning_tokens` stays 0.
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
 #[serde(default)]
 struct WireUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
 }
 
 fn invalid(message: impl Into<String>) -> ModelError {
@@ -222,10 +229,14 @@ pub(crate) struct Assembler {
     blocks: BTreeMap<usize, Block>,
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    cache_read_tokens: Option<u64>,
+    cache_creation_tokens: Option<u64>,
     events: usize,
 }
 
 impl Assembler {
+    /// Takes the latest figure of each field (`message_start` reports the input,
+    /// `message_delta` the output so far).
     fn usage(&mut self, usage: WireUsage) {
         if usage.input_tokens.is_some() {
             self.prompt_tokens = usage.input_tokens;
@@ -233,6 +244,30 @@ impl Assembler {
         if usage.output_tokens.is_some() {
             self.completion_tokens = usage.output_tokens;
         }
+        if usage.cache_read_input_tokens.is_some() {
+            self.cache_read_tokens = usage.cache_read_input_tokens;
+        }
+        if usage.cache_creation_input_tokens.is_some() {
+            self.cache_creation_tokens = usage.cache_creation_input_tokens;
+        }
+    }
+
+    /// The call's usage, when the server reported any.
+    fn total_usage(&self) -> Option<Usage> {
+        if self.prompt_tokens.is_none() && self.completion_tokens.is_none() {
+            return None;
+        }
+        let cached = self.cache_read_tokens.unwrap_or(0);
+        Some(Usage {
+            prompt_tokens: self
+                .prompt_tokens
+                .unwrap_or(0)
+                .saturating_add(cached)
+                .saturating_add(self.cache_creation_tokens.unwrap_or(0)),
+            completion_tokens: self.completion_tokens.unwrap_or(0),
+            cached_tokens: cached,
+            reasoning_tokens: 0,
+        })
     }
 
     fn start_block(&mut self, context: &Context<'_>, index: usize, block: &Value) {
@@ -347,6 +382,7 @@ impl Assembler {
 
     /// The assembled turn.
     fn into_response(self, context: &Context<'_>) -> ModelResponse {
+        let usage = self.total_usage();
         let mut content = String::new();
         let mut reasoning = String::new();
         let mut tool_calls = Vec::new();
@@ -375,11 +411,6 @@ impl Assembler {
                 _ => {}
             }
         }
-        let usage =
-            (self.prompt_tokens.is_some() || self.completion_tokens.is_some()).then(|| Usage {
-                prompt_tokens: self.prompt_tokens.unwrap_or(0),
-                completion_tokens: self.completion_tokens.unwrap_or(0),
-            });
         ModelResponse {
             content: Some(content).filter(|text| !text.is_empty()),
             tool_calls,

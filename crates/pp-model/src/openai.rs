@@ -228,6 +228,12 @@ struct WireFunction {
     arguments: Option<Value>,
 }
 
+/// `usage` of a completion or of the last streamed chunk (sent because the request asks
+/// for `stream_options.include_usage`). The cached and reasoning parts come from
+/// `prompt_tokens_details.cached_tokens` and `completion_tokens_details.reasoning_tokens`
+/// (OpenAI, and servers that copy it); a top-level `cached_tokens`/`reasoning_tokens` is
+/// read too, as some compatible servers send it there, and DeepSeek's
+/// `prompt_cache_hit_tokens`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct WireUsage {
@@ -235,6 +241,19 @@ struct WireUsage {
     prompt_tokens: Option<u64>,
     #[serde(alias = "output_tokens")]
     completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<WireDetails>,
+    completion_tokens_details: Option<WireDetails>,
+    cached_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+/// `prompt_tokens_details` / `completion_tokens_details` (each may be `null`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct WireDetails {
+    cached_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -242,9 +261,27 @@ impl WireUsage {
         if self.prompt_tokens.is_none() && self.completion_tokens.is_none() {
             return None;
         }
+        let prompt_tokens = self.prompt_tokens.unwrap_or(0);
+        let completion_tokens = self.completion_tokens.unwrap_or(0);
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|details| details.cached_tokens)
+            .or(self.cached_tokens)
+            .or(self.prompt_cache_hit_tokens)
+            .unwrap_or(0);
+        let reasoning = self
+            .completion_tokens_details
+            .as_ref()
+            .and_then(|details| details.reasoning_tokens)
+            .or(self.reasoning_tokens)
+            .unwrap_or(0);
         Some(Usage {
-            prompt_tokens: self.prompt_tokens.unwrap_or(0),
-            completion_tokens: self.completion_tokens.unwrap_or(0),
+            prompt_tokens,
+            completion_tokens,
+            // Parts of the totals: a server reporting more than the total is clamped.
+            cached_tokens: cached.min(prompt_tokens),
+            reasoning_tokens: reasoning.min(completion_tokens),
         })
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pp_agent::{BoxFuture, Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
-use pp_types::ToolCall;
+use pp_types::{ToolCall, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -20,6 +20,10 @@ pub struct ScriptTurn {
     /// Tool calls, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ScriptedCall>,
+    /// The token usage this turn reports, as a provider would (none by default), so
+    /// scripts can exercise accounting and the token budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// One scripted tool call.
@@ -145,7 +149,7 @@ impl ScriptedModel {
             content: turn.content.clone(),
             tool_calls,
             reasoning_content: None,
-            usage: None,
+            usage: turn.usage,
         })
     }
 }

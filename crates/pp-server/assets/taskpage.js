@@ -1,5 +1,5 @@
 // #/tasks/ID: one task, decision first. From the top: the task's header (state, model,
-// cancel, retry), "Needs your decision" (decide's panel), the compact timeline (one line
+// token usage and cost, cancel, retry), "Needs your decision" (decide's panel), the compact timeline (one line
 // per tool call, the inline approval card in the row of a pending call) and the Changes
 // on disk panel (what the approved calls really did, with Revert).
 //
@@ -17,6 +17,38 @@ import { modelName } from "./health.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
+
+/** `1234567` → "1,234,567". */
+const count = (value) => Number(value || 0).toLocaleString("en");
+
+/** An estimate: two decimals, four under a cent. */
+const amount = (value) => (value < 0.01 ? value.toFixed(4) : value.toFixed(2));
+
+/**
+ * The task's token usage (`usage` of `GET /api/tasks/ID`): total, the cached and
+ * reasoning parts, the model calls and the cost estimate. Nothing before the first call.
+ * Short pieces that wrap, so a narrow screen never scrolls sideways.
+ */
+function usageLine(usage) {
+  if (!usage || !usage.model_calls) {
+    return null;
+  }
+  const calls = usage.model_calls === 1 ? "1 model call" : `${count(usage.model_calls)} model calls`;
+  const piece = (text) => h("span", { class: "usage-piece", text });
+  return h(
+    "p",
+    { class: "task-usage small", "aria-label": "Token usage" },
+    h("strong", { text: `${count(usage.total_tokens)} tokens` }),
+    piece(` · prompt ${count(usage.prompt_tokens)}`),
+    usage.cached_tokens ? piece(` (${count(usage.cached_tokens)} cached)`) : null,
+    piece(` · completion ${count(usage.completion_tokens)}`),
+    usage.reasoning_tokens ? piece(` (${count(usage.reasoning_tokens)} reasoning)`) : null,
+    piece(` · ${calls}`),
+    usage.cost
+      ? piece(` · about ${amount(usage.cost.amount)} ${usage.cost.currency}`)
+      : h("span", { class: "muted usage-piece", text: " · cost unknown" }),
+  );
+}
 
 /** Renders the task page; returns its live hooks. */
 export function renderTask(container, id, context) {
@@ -57,6 +89,7 @@ export function renderTask(container, id, context) {
         model ? h("span", { class: "model-name" }, " · model ", h("code", { text: model })) : null,
         h("span", { class: "muted task-id", text: ` · ${task.id}` }),
       ),
+      usageLine(task.usage),
       task.error ? notice(task.state === "failed" ? "error" : "warn", task.error) : null,
     );
     replace(actions);

@@ -213,6 +213,7 @@ fn new_approval() -> NewApproval {
         step: 2,
         denials: 0,
         tokens_used: 900,
+        last_usage: None,
         events: Vec::new(),
     };
     NewApproval {

@@ -286,8 +286,8 @@ fn turns(connection: &Connection, session: &str) -> Result<Vec<ChatTurn>> {
         .query_map([session], |row| {
             Ok((
                 RawTask::from_row(row)?,
-                row.get::<_, u32>(16)?,
-                row.get::<_, Option<String>>(17)?,
+                row.get::<_, u32>(rows::TASK_COLUMN_COUNT)?,
+                row.get::<_, Option<String>>(rows::TASK_COLUMN_COUNT + 1)?,
             ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

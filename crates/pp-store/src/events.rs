@@ -41,7 +41,21 @@ impl Store {
         audit: Vec<NewAudit>,
         changes: Vec<crate::NewChange>,
     ) -> Result<Vec<StoredEvent>> {
-        if events.is_empty() && audit.is_empty() && changes.is_empty() {
+        self.append_events_with_calls(task, events, audit, changes, Vec::new())
+    }
+
+    /// [`Store::append_events_with_records`] plus the model calls the events report
+    /// (their `assistant_message` events carry the usage), all in one transaction, so a
+    /// task's usage and its events never disagree.
+    pub fn append_events_with_calls(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+        changes: Vec<crate::NewChange>,
+        calls: Vec<crate::NewModelCall>,
+    ) -> Result<Vec<StoredEvent>> {
+        if events.is_empty() && audit.is_empty() && changes.is_empty() && calls.is_empty() {
             return Ok(Vec::new());
         }
         let now = self.now();
@@ -54,6 +68,7 @@ impl Store {
             for change in changes {
                 crate::changes::insert(transaction, change, "done", now)?;
             }
+            crate::model_calls::insert(transaction, task, calls, now)?;
             Ok(stored)
         })
     }

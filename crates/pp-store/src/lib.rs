@@ -1,6 +1,7 @@
 //! Embedded SQLite storage for PocketPilot: tasks, their append-only events, approvals
 //! with the checkpoints to resume from, the audit ledger, the change log (what approved
-//! calls did to files, and reverts), chat sessions and their turns, and console logins.
+//! calls did to files, and reverts), chat sessions and their turns, console logins, and
+//! the model calls each task made with their token usage and estimated cost.
 //!
 //! [`Store`] is the one type: open it with [`Store::open`], share it with an `Arc`, and
 //! call its synchronous methods (async callers wrap them in a blocking task). Every state
@@ -56,6 +57,7 @@ mod error;
 mod events;
 mod ids;
 mod logins;
+mod model_calls;
 mod prune;
 mod rows;
 mod schema;
@@ -73,6 +75,7 @@ pub use audit::AuditFilter;
 pub use changes::{Before, ChangeRow, ChangeState, NewChange};
 pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use error::{Error, Result};
+pub use model_calls::{ModelCallRow, NewModelCall};
 pub use prune::PruneReport;
 pub use schema::SCHEMA_VERSION;
 pub use task_search::TaskFilter;

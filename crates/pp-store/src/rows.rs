@@ -101,7 +101,15 @@ pub(crate) const TASK_COLUMNS: &str = "id, prompt, workspace, workspace_path, st
      created_by, script, script_position, running_ms, final_text, failure_reason, error, \
      created_at, updated_at, finished_at, \
      (SELECT group_concat(kind) FROM changes \
-      WHERE changes.task_id = tasks.id AND changes.state = 'done')";
+      WHERE changes.task_id = tasks.id AND changes.state = 'done'), \
+     (SELECT json_array(COUNT(*), \
+      COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), \
+      COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0), COUNT(cost), \
+      TOTAL(cost), MIN(currency), MAX(currency)) \
+      FROM model_calls WHERE model_calls.task_id = tasks.id)";
+
+/// How many columns [`TASK_COLUMNS`] has (a query selecting more reads them after).
+pub(crate) const TASK_COLUMN_COUNT: usize = 17;
 
 /// A `tasks` row before decoding.
 pub(crate) struct RawTask {
@@ -122,6 +130,8 @@ pub(crate) struct RawTask {
     finished_at: Option<i64>,
     /// The kinds of the task's changes, comma-separated (`NULL`: none).
     change_kinds: Option<String>,
+    /// The task's model calls summed up (see `model_calls::task_usage`).
+    usage: Option<String>,
 }
 
 impl RawTask {
@@ -144,6 +154,7 @@ impl RawTask {
             updated_at: row.get(13)?,
             finished_at: row.get(14)?,
             change_kinds: row.get(15)?,
+            usage: row.get(16)?,
         })
     }
 
@@ -176,6 +187,7 @@ impl RawTask {
             updated_at: Timestamp::from_millis(self.updated_at),
             finished_at: self.finished_at.map(Timestamp::from_millis),
             changes: change_counts(self.change_kinds.as_deref()),
+            usage: crate::model_calls::task_usage(self.usage.as_deref()),
         })
     }
 }

@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0004_chat_sessions.sql"),
     include_str!("../migrations/0005_changes.sql"),
     include_str!("../migrations/0006_change_moves.sql"),
+    include_str!("../migrations/0007_usage.sql"),
 ];
 
 /// The schema version this build writes.

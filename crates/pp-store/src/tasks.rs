@@ -249,6 +249,7 @@ pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> R
         updated_at: now,
         finished_at: None,
         changes: pp_types::ChangeCounts::default(),
+        usage: pp_types::TaskUsage::default(),
     })
 }
 

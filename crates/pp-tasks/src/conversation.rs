@@ -108,9 +108,12 @@ pub(crate) async fn prepare(
             }
             let folded: Vec<(u32, Vec<Message>)> = prior.drain(..fold).collect();
             let request = summary_request(summary.as_deref(), &folded);
-            let text = match model.complete(&request).await {
-                Ok(response) => response.content.filter(|text| !text.trim().is_empty()),
-                Err(_) => None,
+            let (text, usage) = match model.complete(&request).await {
+                Ok(response) => (
+                    response.content.filter(|text| !text.trim().is_empty()),
+                    response.usage,
+                ),
+                Err(_) => (None, None),
             };
             if let (Some(text), Some((through, _))) = (text, folded.last()) {
                 let (id, stored, through) = (session.to_owned(), text.clone(), *through);
@@ -126,6 +129,7 @@ pub(crate) async fn prepare(
                         turns: u32::try_from(folded.len()).unwrap_or(u32::MAX),
                         tokens_before: total,
                         tokens_after,
+                        usage,
                     },
                 });
                 summary = Some(text);

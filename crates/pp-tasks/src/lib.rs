@@ -36,6 +36,7 @@ mod sink;
 mod skills;
 mod snapshots;
 mod task_search;
+mod usage;
 mod view;
 
 pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
@@ -53,6 +54,7 @@ pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };
 pub use task_search::TasksPage;
+pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use view::ApprovalView;
 
 /// The store, re-exported so front ends reach audit queries and sessions through the

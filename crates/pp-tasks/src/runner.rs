@@ -16,7 +16,7 @@ use crate::conversation;
 use crate::model::TaskModel;
 use crate::segment::{Segment, arguments_hash};
 use crate::shared::{Cancellation, Shared};
-use crate::sink::{QueueingSink, StoreSink, Watched, ends_segment};
+use crate::sink::{Pricing, QueueingSink, StoreSink, Watched, ends_segment};
 use crate::{Error, Result};
 
 /// How a segment begins.
@@ -108,6 +108,10 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
         task.id.clone(),
         watched,
         shared.observer.clone(),
+        Pricing {
+            model: model.as_model().name(),
+            prices: shared.settings.prices.clone(),
+        },
     );
     let queueing = QueueingSink(Arc::clone(&sink));
     let remaining = shared
@@ -127,7 +131,10 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
         &queueing,
     )
     .with_limits(shared.settings.limits())
-    .with_context(context);
+    .with_context(context)
+    // A start from the prompt (a retry) counts what earlier attempts used; a resume
+    // counts from its checkpoint.
+    .with_tokens_used(current.usage.total_tokens);
 
     // A chat session's turn starts with the session's history (and stores its own
     // messages when it ends, for the turns after it).

@@ -29,6 +29,11 @@ pub struct TaskSettings {
     pub hash_max_bytes: u64,
     /// `[revert]`: what approved writes keep for a revert, and for how long.
     pub revert: RevertSettings,
+    /// `[tasks] max_tokens`: tokens per task (prompt + completion over all its model
+    /// calls); the task fails with `token_budget` before a call that would pass it.
+    pub max_tokens: Option<u64>,
+    /// `[model] prices`: each model call's cost estimate.
+    pub prices: crate::Prices,
 }
 
 /// `[revert]` settings: snapshots of what approved writes replace.
@@ -63,6 +68,8 @@ impl Default for TaskSettings {
             lease: Duration::from_secs(30),
             hash_max_bytes: pp_tools::Limits::default().hash_max_bytes,
             revert: RevertSettings::default(),
+            max_tokens: None,
+            prices: crate::Prices::default(),
         }
     }
 }
@@ -81,7 +88,7 @@ impl TaskSettings {
         Limits {
             max_steps: self.max_steps,
             max_denials: self.max_denials,
-            token_budget: None,
+            token_budget: self.max_tokens,
             context_window: self.context_window,
         }
     }

@@ -47,6 +47,36 @@ pub(crate) struct StoreSink {
     drained: Notify,
     /// Where the writer runs.
     runtime: Option<tokio::runtime::Handle>,
+    /// The model of this segment and the price table: every `assistant_message` is a
+    /// model call, recorded with its usage and estimated cost.
+    pricing: Pricing,
+}
+
+/// The segment's model name and the prices its calls are estimated with.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pricing {
+    /// The model's display name (`openai-compatible:gpt-4o-mini`, `scripted`).
+    pub(crate) model: String,
+    /// `[model] prices`.
+    pub(crate) prices: crate::Prices,
+}
+
+impl Pricing {
+    /// The model call an event records, if it records one: the loop's own calls
+    /// (`assistant_message`) and a chat turn's summarising call (`session_summarised`).
+    fn call(&self, event: &Event) -> Option<pp_store::NewModelCall> {
+        let (EventKind::AssistantMessage { usage, .. }
+        | EventKind::SessionSummarised { usage, .. }) = &event.kind
+        else {
+            return None;
+        };
+        Some(pp_store::NewModelCall {
+            step: event.step,
+            model: self.model.clone(),
+            usage: *usage,
+            cost: self.prices.cost(&self.model, *usage),
+        })
+    }
 }
 
 #[derive(Default)]
@@ -61,6 +91,7 @@ impl StoreSink {
         task: TaskId,
         watched: Option<Watched>,
         observer: Option<Arc<dyn EventSink>>,
+        pricing: Pricing,
     ) -> Arc<Self> {
         Arc::new(Self {
             store,
@@ -71,6 +102,7 @@ impl StoreSink {
             queue: Mutex::new(Queue::default()),
             drained: Notify::new(),
             runtime: tokio::runtime::Handle::try_current().ok(),
+            pricing,
         })
     }
 
@@ -102,7 +134,9 @@ impl StoreSink {
                 Err(_) => break,
             };
             let (mut events, mut audits, mut changes) = (Vec::new(), Vec::new(), Vec::new());
+            let mut calls = Vec::new();
             for (event, audit, kept) in batch {
+                calls.extend(self.pricing.call(&event));
                 events.push(event);
                 audits.extend(audit);
                 // On the blocking pool: reads the files the call changed.
@@ -110,7 +144,7 @@ impl StoreSink {
             }
             if let Err(error) = self
                 .store
-                .append_events_with_records(&self.task, &events, audits, changes)
+                .append_events_with_calls(&self.task, &events, audits, changes, calls)
             {
                 self.record_failure(format!("cannot store events and their audit rows: {error}"));
             }

@@ -3,6 +3,7 @@
 //! symbolic links.
 //!
 //! It also holds the mock HTTP server the model tests and the load test use ([`mock`]),
+//! with OpenAI-compatible replies that report token usage ([`openai`]),
 //! and the pieces of the fault and load binaries (`src/bin/soak.rs`, `src/bin/load.rs`,
 //! see `docs/testing.md`): a small HTTP/1.1 and SSE client ([`http`]) and a runner for
 //! the real `pocketpilot` binary that can SIGKILL and restart `serve` ([`process`]).
@@ -28,6 +29,7 @@
 
 pub mod http;
 pub mod mock;
+pub mod openai;
 pub mod process;
 pub mod provider;
 pub mod skills;

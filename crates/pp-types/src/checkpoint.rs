@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{EffectPreview, Event, Message, Risk, ToolCall};
+use crate::{EffectPreview, Event, Message, Risk, ToolCall, Usage};
 
 /// The current checkpoint format; stored checkpoints carry it so old rows can be read.
 pub const CHECKPOINT_VERSION: u32 = 1;
@@ -30,6 +30,10 @@ pub struct Checkpoint {
     pub denials: u32,
     /// Tokens used so far (the token budget spans resumes).
     pub tokens_used: u64,
+    /// The usage the last model call reported: the budget check's estimate of the next
+    /// call starts from it (absent in checkpoints written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_usage: Option<Usage>,
     /// Events of the segment that produced this checkpoint.
     pub events: Vec<Event>,
 }

@@ -176,6 +176,10 @@ pub enum EventKind {
         tokens_before: u64,
         /// Estimated tokens after (summary in the system prompt, newer turns in full).
         tokens_after: u64,
+        /// What the summarising model call used, when the provider reported it (the call
+        /// counts in the task's usage like the loop's own calls).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
     /// The task ended without an answer.
     TaskFailed {

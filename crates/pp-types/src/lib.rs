@@ -23,6 +23,7 @@ mod message;
 mod task;
 mod time;
 mod tool;
+mod usage;
 
 pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
@@ -40,3 +41,4 @@ pub use tool::{
     CommandLimits, CommandPreview, EffectPreview, EffectScope, NotAPath, PathRoot, TargetState,
     ToolOutput, ToolSpec, WriteLabel, pointer_paths, pointer_property,
 };
+pub use usage::{Cost, TaskUsage};

@@ -74,12 +74,23 @@ pub struct ToolCall {
 }
 
 /// Tokens one model call used, as the provider reported them.
+///
+/// Normalised to the OpenAI meaning: `prompt_tokens` counts the whole request, cached
+/// part included, and `completion_tokens` the whole answer, reasoning included, so
+/// [`Usage::total`] is what the call cost in tokens. `cached_tokens` and
+/// `reasoning_tokens` are parts of those two (0 when the provider does not report them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Tokens in the request.
+    /// Tokens in the request (cached ones included).
     pub prompt_tokens: u64,
-    /// Tokens in the answer.
+    /// Tokens in the answer (reasoning included).
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those the provider served from its prompt cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Of `completion_tokens`, those spent on hidden reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl Usage {

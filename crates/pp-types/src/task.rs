@@ -187,6 +187,9 @@ pub struct TaskRecord {
     /// How many changes on disk the change log records for it, by kind.
     #[serde(default)]
     pub changes: crate::ChangeCounts,
+    /// Tokens its model calls used, and their estimated cost.
+    #[serde(default)]
+    pub usage: crate::TaskUsage,
 }
 
 /// Where an approval is in its life.

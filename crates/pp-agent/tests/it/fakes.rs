@@ -67,6 +67,7 @@ pub(crate) fn calls(turn: usize, calls: &[(&str, &str)]) -> ModelResponse {
         usage: Some(Usage {
             prompt_tokens: 10,
             completion_tokens: 5,
+            ..Usage::default()
         }),
         ..ModelResponse::default()
     }

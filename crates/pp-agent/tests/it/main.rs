@@ -5,6 +5,7 @@
     reason = "test code panics on broken fixtures"
 )]
 
+mod budget_tests;
 mod fakes;
 mod loop_tests;
 mod props;

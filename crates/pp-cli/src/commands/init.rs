@@ -155,12 +155,19 @@ api_key_env = "{key}"
 # max_retries = 3           # on 429, 5xx and connection errors, with backoff
 # retry_backoff_ms = 500
 # stream = true
+# Prices per million tokens give each task a cost estimate (docs/configuration.md):
+# [model.prices."{model}"]
+# prompt = 0.15
+# completion = 0.60
+# cached = 0.075            # cached prompt tokens (default: the prompt price)
+# currency = "USD"
 
 [tasks]
 # workers = 2               # tasks running at once
 # timeout_secs = 600        # running time per task (waiting for you does not count)
 # max_steps = 24
 # max_denials = 3           # the third denied call fails the task
+# max_tokens = 200000       # tokens per task; it stops before the call that would pass it
 
 [server]
 # port = 7878

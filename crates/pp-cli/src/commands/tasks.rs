@@ -119,6 +119,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                 outln!("{}", json_safe(&value.to_string()))?;
             } else {
                 outln!("{}", json_safe(&serde_json::to_string_pretty(&task)?))?;
+                outln!("{}", usage_line(&task.usage, app.config.tasks.max_tokens))?;
                 for line in crate::commands::revert::change_lines(&changes) {
                     outln!("{line}")?;
                 }
@@ -176,4 +177,95 @@ fn print_task(task: &pp_types::TaskRecord, json: bool) -> anyhow::Result<()> {
         outln!("{}  {}", task.id, task.state.as_str())?;
     }
     Ok(())
+}
+
+/// `tasks show`'s usage line: tokens (with the budget, when one is set), their cached and
+/// reasoning parts, the model calls and the cost estimate.
+fn usage_line(usage: &pp_types::TaskUsage, budget: Option<u64>) -> String {
+    let mut line = format!("usage: {} tokens", thousands(usage.total_tokens));
+    if let Some(budget) = budget {
+        line.push_str(&format!(" of a {} budget", thousands(budget)));
+    }
+    line.push_str(&format!(
+        " (prompt {}, {} cached; completion {}, {} reasoning) over {} model call{}",
+        thousands(usage.prompt_tokens),
+        thousands(usage.cached_tokens),
+        thousands(usage.completion_tokens),
+        thousands(usage.reasoning_tokens),
+        usage.model_calls,
+        if usage.model_calls == 1 { "" } else { "s" },
+    ));
+    match &usage.cost {
+        Some(cost) => line.push_str(&format!(
+            "; cost about {} {}",
+            amount(cost.amount),
+            cost.currency
+        )),
+        None if usage.model_calls > 0 => line.push_str("; cost unknown (no price for the model)"),
+        None => {}
+    }
+    line
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// Two decimals, or four for amounts under a cent.
+fn amount(value: f64) -> String {
+    if value < 0.01 {
+        format!("{value:.4}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pp_types::{Cost, TaskUsage};
+
+    #[test]
+    fn the_usage_line_names_tokens_parts_calls_and_cost() {
+        let usage = TaskUsage {
+            prompt_tokens: 3500,
+            completion_tokens: 200,
+            cached_tokens: 2000,
+            reasoning_tokens: 80,
+            total_tokens: 3700,
+            model_calls: 2,
+            cost: Some(Cost {
+                amount: 0.006,
+                currency: "USD".into(),
+            }),
+        };
+        assert_eq!(
+            usage_line(&usage, Some(1_000_000)),
+            "usage: 3,700 tokens of a 1,000,000 budget (prompt 3,500, 2,000 cached; \
+             completion 200, 80 reasoning) over 2 model calls; cost about 0.0060 USD"
+        );
+        let unpriced = TaskUsage {
+            cost: None,
+            model_calls: 1,
+            ..usage
+        };
+        assert!(
+            usage_line(&unpriced, None)
+                .ends_with("over 1 model call; cost unknown (no price for the model)")
+        );
+        assert_eq!(
+            usage_line(&TaskUsage::default(), None),
+            "usage: 0 tokens (prompt 0, 0 cached; completion 0, 0 reasoning) over 0 model calls"
+        );
+        assert_eq!(amount(12.345), "12.35");
+    }
 }

@@ -229,6 +229,9 @@ pub(crate) struct CaseLimits {
     /// Denials before `policy_violation`.
     #[serde(default)]
     pub(crate) max_denials: Option<u32>,
+    /// Tokens per task (`[tasks] max_tokens`); scripted turns report usage.
+    #[serde(default)]
+    pub(crate) max_tokens: Option<u64>,
 }
 
 /// Expectations; only the fields present are checked. Unknown keys fail the case.
@@ -537,6 +540,7 @@ mod tests {
                     limits: CaseLimits {
                         max_steps: limits.0,
                         max_denials: limits.1,
+                        max_tokens: None,
                     },
                     expect,
                 },

@@ -130,6 +130,7 @@ fn limits(case: &Case) -> Limits {
     Limits {
         max_steps: case.limits.max_steps.unwrap_or(defaults.max_steps),
         max_denials: case.limits.max_denials.unwrap_or(defaults.max_denials),
+        token_budget: case.limits.max_tokens,
         ..defaults
     }
 }
@@ -196,6 +197,7 @@ async fn execute_service(
         workers: 1,
         max_steps: limits.max_steps,
         max_denials: limits.max_denials,
+        max_tokens: limits.token_budget,
         ..TaskSettings::default()
     };
     let service = TaskService::build(

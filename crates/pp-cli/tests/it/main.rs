@@ -23,6 +23,7 @@ mod scripting;
 mod service;
 mod skills;
 mod terminal;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

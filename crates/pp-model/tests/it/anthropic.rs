@@ -58,7 +58,8 @@ async fn request_shape_merges_tool_results_and_hoists_system() {
         response.usage,
         Some(Usage {
             prompt_tokens: 20,
-            completion_tokens: 4
+            completion_tokens: 4,
+            ..Usage::default()
         })
     );
     let sent = server.only_request();
@@ -132,7 +133,8 @@ async fn streams_text_and_tool_use_blocks() {
         response.usage,
         Some(Usage {
             prompt_tokens: 30,
-            completion_tokens: 42
+            completion_tokens: 42,
+            ..Usage::default()
         })
     );
     assert_eq!(server.only_request().json()["stream"], json!(true));

@@ -9,6 +9,7 @@ mod anthropic;
 mod discovery;
 mod openai;
 mod resilience;
+mod usage;
 
 use std::time::Duration;
 

@@ -38,7 +38,8 @@ async fn non_streamed_text_and_request_shape() {
         response.usage,
         Some(Usage {
             prompt_tokens: 12,
-            completion_tokens: 3
+            completion_tokens: 3,
+            ..Usage::default()
         })
     );
     let request = server.only_request();
@@ -201,7 +202,8 @@ async fn streams_text_with_usage_and_observer() {
         response.usage,
         Some(Usage {
             prompt_tokens: 7,
-            completion_tokens: 2
+            completion_tokens: 2,
+            ..Usage::default()
         })
     );
     assert_eq!(*seen.lock().unwrap(), vec!["Hel", "lo"]);

@@ -23,6 +23,7 @@ mod skills;
 mod sse;
 mod task_search;
 mod uploads;
+mod usage;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -23,6 +23,7 @@ mod open;
 mod prune;
 mod task_search;
 mod tasks;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -169,6 +170,7 @@ fn checkpoint() -> Checkpoint {
         step: 1,
         denials: 0,
         tokens_used: 1234,
+        last_usage: None,
         events: vec![
             started("Summarise notes.md into notes/summary.md"),
             event(

@@ -18,3 +18,4 @@ mod restart;
 mod seam;
 mod sessions;
 mod skills;
+mod usage;

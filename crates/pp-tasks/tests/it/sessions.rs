@@ -207,7 +207,8 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
         read, {"content": "one"},
         read, {"content": "two"},
         read, {"content": "three"},
-        {"content": "SUMMARY: the user read big.txt twice."},
+        {"content": "SUMMARY: the user read big.txt twice.",
+         "usage": {"prompt_tokens": 700, "completion_tokens": 30}},
         {"content": "four"},
     ]));
     // Each turn reads ~20 000 characters (~5 000 tokens): turn 4 starts with ~15 000
@@ -279,6 +280,7 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
         turns,
         tokens_before,
         tokens_after,
+        usage,
     } = summarised[0]
     else {
         unreachable!()
@@ -287,6 +289,11 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
         (session_id.as_str(), *through_turn, *turns),
         (session.as_str(), 2, 2)
     );
+    // The summarising call counts in the turn's usage, as a model call of its own.
+    assert_eq!(usage.map(|usage| usage.total()), Some(730));
+    let fourth_task = fixture.service.store().task(&tasks[3]).unwrap();
+    assert_eq!(fourth_task.usage.model_calls, 2);
+    assert_eq!(fourth_task.usage.total_tokens, 730);
     assert!(
         tokens_before > &12_000 && tokens_after < &7_500,
         "{tokens_before} {tokens_after}"
