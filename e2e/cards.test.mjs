@@ -189,7 +189,7 @@ test("command cards: each argument in its own box with controls escaped, cwd, li
   const facts = await run.locator(".command-facts").textContent();
   assert.match(facts, /Working directorydata/);
   assert.match(facts, /Sandboxconfined \(Landlock\)/);
-  assert.match(facts, /wall-clock timeout 60 s.*CPU time 60 s.*memory 1024 MiB.*64 processes.*files up to 256 MiB.*output up to 64\.0 KB per stream.*no network/);
+  assert.match(facts, /wall-clock timeout 60 s.*CPU time 60 s.*memory 1024 MiB.*64 processes.*files up to 256 MiB.*output up to 64 KB per stream.*no network/);
   assert.equal(await run.locator(".unconfined-banner").count(), 0);
   assert.equal(await run.locator(".shell-note").count(), 0);
   assert.match(await run.locator(".irreversible-note").textContent(), /does not see what a command changes/);
