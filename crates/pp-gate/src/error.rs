@@ -61,6 +61,19 @@ pub enum JailError {
         /// The path as written.
         path: String,
     },
+    /// Something already exists where a move or a new folder would put it (a move
+    /// without `overwrite`, or onto a folder, which is never replaced).
+    #[error("{path:?} already exists")]
+    AlreadyExists {
+        /// The path as written.
+        path: String,
+    },
+    /// A folder to delete is not empty (only empty folders are deleted).
+    #[error("folder {path:?} is not empty")]
+    NotEmpty {
+        /// The path as written.
+        path: String,
+    },
     /// A symbolic link loop, or more than [`crate::MAX_SYMLINK_HOPS`] links in a row.
     #[error("too many levels of symbolic links in {path:?}")]
     TooManyLinks {
@@ -117,6 +130,8 @@ impl JailError {
             Self::NotFound { .. }
             | Self::NotAFile { .. }
             | Self::NotADirectory { .. }
+            | Self::AlreadyExists { .. }
+            | Self::NotEmpty { .. }
             | Self::Aborted { .. }
             | Self::TooLarge { .. }
             | Self::RootInvalid { .. }
@@ -142,6 +157,8 @@ impl JailError {
             io::ErrorKind::NotFound => Self::NotFound { path },
             io::ErrorKind::NotADirectory => Self::NotADirectory { path },
             io::ErrorKind::IsADirectory => Self::NotAFile { path },
+            io::ErrorKind::AlreadyExists => Self::AlreadyExists { path },
+            io::ErrorKind::DirectoryNotEmpty => Self::NotEmpty { path },
             io::ErrorKind::InvalidFilename => Self::InvalidPath {
                 path,
                 reason: "has a name the filesystem refuses",
@@ -216,6 +233,8 @@ mod tests {
                 path: "loop".into(),
             },
             JailError::Aborted { path: "x".into() },
+            JailError::AlreadyExists { path: "x".into() },
+            JailError::NotEmpty { path: "d".into() },
             JailError::TooLarge {
                 path: "x".into(),
                 max_bytes: 3,
@@ -263,6 +282,8 @@ mod tests {
         assert_eq!(rule(JailError::NotAFile { path: "x".into() }), None);
         assert_eq!(rule(JailError::NotADirectory { path: "x".into() }), None);
         assert_eq!(rule(JailError::Aborted { path: "x".into() }), None);
+        assert_eq!(rule(JailError::AlreadyExists { path: "x".into() }), None);
+        assert_eq!(rule(JailError::NotEmpty { path: "x".into() }), None);
         assert_eq!(
             rule(JailError::TooLarge {
                 path: "x".into(),

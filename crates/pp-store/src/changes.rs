@@ -27,6 +27,8 @@ pub enum Before {
     NotKept,
     /// Kept once, pruned by `[revert] retain_days`.
     Expired,
+    /// An empty folder (what a delete removed): a revert creates it again.
+    Folder,
     /// No snapshot at all (effects unknown).
     Unknown,
 }
@@ -38,6 +40,7 @@ impl Before {
             Self::Kept(sha256) => ("kept", Some(sha256)),
             Self::NotKept => ("not_kept", None),
             Self::Expired => ("expired", None),
+            Self::Folder => ("folder", None),
             Self::Unknown => ("none", None),
         }
     }
@@ -65,8 +68,10 @@ pub struct NewChange {
     pub tool: String,
     /// What it did.
     pub kind: ChangeKind,
-    /// The file relative to `root`, links resolved.
+    /// The file relative to `root`, links resolved (a move: where it is now).
     pub path: Option<String>,
+    /// A move only: where the entry was, relative to `root`, links resolved.
+    pub from_path: Option<String>,
     /// What `path` is relative to.
     pub root: ChangeRoot,
     /// Bytes the file holds afterwards.
@@ -98,7 +103,8 @@ pub struct ChangeRow {
 
 /// The columns [`read_row`] reads, in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \
-     before_state, before_sha256, after_fingerprint, after_sha256, reverts, reverted_by, state, root";
+     before_state, before_sha256, after_fingerprint, after_sha256, reverts, reverted_by, state, root, \
+     from_path";
 
 fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
     Ok(Raw {
@@ -118,6 +124,7 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
         reverted_by: row.get(13)?,
         state: row.get(14)?,
         root: row.get(15)?,
+        from_path: row.get(16)?,
     })
 }
 
@@ -139,6 +146,7 @@ struct Raw {
     reverted_by: Option<String>,
     state: String,
     root: String,
+    from_path: Option<String>,
 }
 
 impl Raw {
@@ -155,6 +163,7 @@ impl Raw {
             ("kept", Some(sha256)) => Before::Kept(sha256),
             ("not_kept", _) => Before::NotKept,
             ("expired", _) => Before::Expired,
+            ("folder", _) => Before::Folder,
             ("none", _) => Before::Unknown,
             (other, _) => return Err(corrupt("before_state", other)),
         };
@@ -167,8 +176,14 @@ impl Raw {
         };
         let revertible = matches!(
             kind,
-            ChangeKind::Created | ChangeKind::Overwritten | ChangeKind::Edited
-        ) && matches!(before, Before::Absent | Before::Kept(_))
+            ChangeKind::Created
+                | ChangeKind::Overwritten
+                | ChangeKind::Edited
+                | ChangeKind::Moved
+                | ChangeKind::Deleted
+                | ChangeKind::FolderCreated
+        ) && matches!(before, Before::Absent | Before::Kept(_) | Before::Folder)
+            && (kind != ChangeKind::Moved || self.from_path.is_some())
             && self.reverted_by.is_none()
             && state == ChangeState::Done
             && self.path.is_some();
@@ -180,6 +195,7 @@ impl Raw {
                 tool: self.tool,
                 kind,
                 path: self.path,
+                from_path: self.from_path,
                 root,
                 bytes: self.bytes.and_then(|bytes| u64::try_from(bytes).ok()),
                 at: Timestamp::from_millis(self.at),
@@ -391,6 +407,7 @@ pub(crate) fn insert(
         tool,
         kind,
         path,
+        from_path,
         root,
         bytes,
         before,
@@ -402,8 +419,9 @@ pub(crate) fn insert(
     connection
         .prepare_cached(
             "INSERT INTO changes (id, task_id, approval_id, tool, kind, path, bytes, at, \
-             before_state, before_sha256, after_fingerprint, after_sha256, state, root) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+             before_state, before_sha256, after_fingerprint, after_sha256, state, root, \
+             from_path) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )?
         .execute(params![
             id.as_str(),
@@ -420,6 +438,7 @@ pub(crate) fn insert(
             after_sha256,
             state,
             root.as_str(),
+            from_path,
         ])?;
     load(connection, &id)
 }

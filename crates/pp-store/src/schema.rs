@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_prune_guard.sql"),
     include_str!("../migrations/0004_chat_sessions.sql"),
     include_str!("../migrations/0005_changes.sql"),
+    include_str!("../migrations/0006_change_moves.sql"),
 ];
 
 /// The schema version this build writes.

@@ -26,7 +26,7 @@ use pp_store::{Before, ChangeRow, ChangeState, NewChange, Store};
 use pp_tools::memory;
 use pp_types::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditAction, Change, ChangeId, ChangeKind,
-    ChangeRoot, NewAudit, Prior, TaskId, TaskState,
+    ChangeRoot, FileOp, NewAudit, Prior, TaskId, TaskState,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -36,6 +36,10 @@ use crate::segment::Segment;
 use crate::shared::Shared;
 use crate::snapshots::{Snapshots, sha256_hex};
 use crate::{Error, Result, TaskService};
+
+/// Reverts of moves, deletes and created folders.
+#[path = "changes_entries.rs"]
+mod entries;
 
 /// How long a revert intent may stay `pending` before a reader resolves it: longer than
 /// any revert takes, so a revert under way in another process is never judged crashed.
@@ -64,6 +68,10 @@ struct KeptFile {
     root: ChangeRoot,
     path: String,
     partial: bool,
+    /// What the call does at `path` (write, move, delete, new folder).
+    op: FileOp,
+    /// Bytes of the file before the call, when known (what a delete removes).
+    size: Option<u64>,
     before: Before,
 }
 
@@ -114,8 +122,14 @@ pub(crate) async fn keep(
         kept_snapshots
             .into_iter()
             .map(|snapshot| {
+                let size = match &snapshot.prior {
+                    Prior::Content(bytes) => Some(bytes.len() as u64),
+                    Prior::TooLarge { size } => Some(*size),
+                    Prior::Absent | Prior::Unreadable { .. } | Prior::EmptyFolder => None,
+                };
                 let before = match snapshot.prior {
                     Prior::Absent => Before::Absent,
+                    Prior::EmptyFolder => Before::Folder,
                     Prior::Content(bytes) if bytes.len() as u64 <= max_bytes => store
                         .as_ref()
                         .and_then(|store| store.put(&bytes).ok())
@@ -128,6 +142,8 @@ pub(crate) async fn keep(
                     root: snapshot.root,
                     path: snapshot.path,
                     partial: snapshot.partial,
+                    op: snapshot.op,
+                    size,
                     before,
                 }
             })
@@ -157,6 +173,7 @@ impl Kept {
             tool: self.tool.clone(),
             kind,
             path,
+            from_path: None,
             root,
             bytes,
             before,
@@ -178,12 +195,37 @@ impl Kept {
         self.files
             .iter()
             .map(|file| {
-                let kind = match (&file.before, file.partial) {
-                    (Before::Absent, _) => ChangeKind::Created,
-                    (_, true) => ChangeKind::Edited,
-                    (_, false) => ChangeKind::Overwritten,
+                let kind = match (&file.op, &file.before, file.partial) {
+                    (FileOp::MoveFrom(_), ..) => ChangeKind::Moved,
+                    (FileOp::Delete, ..) => ChangeKind::Deleted,
+                    (FileOp::CreateFolder, ..) => ChangeKind::FolderCreated,
+                    (FileOp::Write, Before::Absent, _) => ChangeKind::Created,
+                    (FileOp::Write, _, true) => ChangeKind::Edited,
+                    (FileOp::Write, _, false) => ChangeKind::Overwritten,
                 };
                 let place = Place::open(file.root, &self.workspace_path, &self.database).ok();
+                if file.op != FileOp::Write {
+                    let (bytes, fingerprint) = match &place {
+                        Some(place) => entries::after_op(place.jail(), file, self.hash_max_bytes),
+                        None => (None, None),
+                    };
+                    let from_path = match &file.op {
+                        FileOp::MoveFrom(from) => Some(from.clone()),
+                        _ => None,
+                    };
+                    return NewChange {
+                        from_path,
+                        ..new(
+                            kind,
+                            Some(file.path.clone()),
+                            file.root,
+                            bytes,
+                            file.before.clone(),
+                            fingerprint,
+                            None,
+                        )
+                    };
+                }
                 let (bytes, fingerprint, after_sha256) = match &place {
                     Some(place) => after_write(
                         place.jail(),
@@ -422,6 +464,12 @@ pub fn describe(change: &Change) -> String {
         ChangeKind::EffectsUnknown => {
             format!("Ran `{}` — effects unknown to PocketPilot", change.tool)
         }
+        ChangeKind::Moved => format!(
+            "Moved `{}` → `{path}`",
+            change.from_path.as_deref().unwrap_or("?")
+        ),
+        ChangeKind::Deleted => format!("Deleted `{path}`{size}"),
+        ChangeKind::FolderCreated => format!("Created folder `{path}`"),
     };
     if change.reverted_by.is_some() {
         text.push_str(" — reverted");
@@ -590,6 +638,9 @@ fn revert(
             "change {id} cannot be reverted: `{path}` is not a file a revert may write"
         ));
     }
+    if entries::is_entry_kind(row.change.kind) {
+        return entries::revert(shared, &place, &row, &path, &recorded, actor);
+    }
     let jail = place.jail();
     let snapshots = Snapshots::beside(store.path())
         .map_err(|error| Error::Internal(format!("opening the snapshot store: {error}")))?;
@@ -640,6 +691,7 @@ fn revert(
         tool: REVERT_TOOL.to_owned(),
         kind: ChangeKind::Reverted,
         path: Some(path.clone()),
+        from_path: None,
         root: row.change.root,
         bytes: None,
         before: kept,
@@ -686,8 +738,14 @@ fn finish(
         .ok()
         .filter(|probe| probe.is_file())
         .map(|probe| probe.size);
-    let what = match of.before {
-        Before::Absent => "deleted the file the agent created".to_owned(),
+    let what = match (of.change.kind, &of.before) {
+        (ChangeKind::Moved, _) => format!(
+            "moved `{path}` back to `{}`",
+            of.change.from_path.as_deref().unwrap_or("?")
+        ),
+        (ChangeKind::Deleted, _) => "restored what the agent deleted".to_owned(),
+        (ChangeKind::FolderCreated, _) => "removed the folder the agent created".to_owned(),
+        (_, Before::Absent) => "deleted the file the agent created".to_owned(),
         _ => "restored the content the agent replaced".to_owned(),
     };
     let audit = NewAudit {
@@ -772,6 +830,9 @@ fn resolve_pending(shared: &Shared, task: Option<&TaskId>, grace: Duration) -> R
             &of.before,
             current(jail, path, shared.settings.revert.max_bytes),
         ) {
+            (Before::Folder, _) => jail
+                .probe_entry(path)
+                .is_ok_and(|probe| probe.kind == Some(pp_gate::EntryKind::Dir)),
             (Before::Absent, Ok(Current::Absent)) => true,
             (Before::Kept(sha256), Ok(Current::Content(bytes))) => sha256_hex(&bytes) == *sha256,
             _ => false,

@@ -20,16 +20,26 @@ pub enum ChangeKind {
     /// An approved call ran whose tool reports no file snapshot (MCP, shell, …): what it
     /// changed is unknown to PocketPilot.
     EffectsUnknown,
+    /// The call moved or renamed a file or folder: [`Change::from_path`] is where it was,
+    /// [`Change::path`] where it is now.
+    Moved,
+    /// The call deleted a file, a link or an empty folder.
+    Deleted,
+    /// The call created a folder (one change per folder it created, parents too).
+    FolderCreated,
 }
 
 impl ChangeKind {
     /// Every kind, in declaration order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 8] = [
         Self::Created,
         Self::Overwritten,
         Self::Edited,
         Self::Reverted,
         Self::EffectsUnknown,
+        Self::Moved,
+        Self::Deleted,
+        Self::FolderCreated,
     ];
 
     /// The snake-case name used on the wire and in the store.
@@ -40,6 +50,9 @@ impl ChangeKind {
             Self::Edited => "edited",
             Self::Reverted => "reverted",
             Self::EffectsUnknown => "effects_unknown",
+            Self::Moved => "moved",
+            Self::Deleted => "deleted",
+            Self::FolderCreated => "folder_created",
         }
     }
 
@@ -96,8 +109,13 @@ pub struct Change {
     pub tool: String,
     /// What it did.
     pub kind: ChangeKind,
-    /// The file relative to [`Change::root`], links resolved; `None` when unknown.
+    /// The file relative to [`Change::root`], links resolved; `None` when unknown. For
+    /// a move, where the file is now.
     pub path: Option<String>,
+    /// For a move (`moved`) only: where the file was, relative to [`Change::root`],
+    /// links resolved. Absent from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_path: Option<String>,
     /// What `path` is relative to: `workspace` (the default; absent in older JSON) or
     /// `memory` (the data directory of the memory file).
     #[serde(default)]
@@ -126,6 +144,15 @@ pub struct ChangeCounts {
     pub reverted: u64,
     /// Approved calls with effects unknown to PocketPilot.
     pub effects_unknown: u64,
+    /// Files or folders moved or renamed.
+    #[serde(default)]
+    pub moved: u64,
+    /// Files, links or empty folders deleted.
+    #[serde(default)]
+    pub deleted: u64,
+    /// Folders created.
+    #[serde(default)]
+    pub folder_created: u64,
 }
 
 impl ChangeCounts {
@@ -137,6 +164,9 @@ impl ChangeCounts {
             ChangeKind::Edited => &mut self.edited,
             ChangeKind::Reverted => &mut self.reverted,
             ChangeKind::EffectsUnknown => &mut self.effects_unknown,
+            ChangeKind::Moved => &mut self.moved,
+            ChangeKind::Deleted => &mut self.deleted,
+            ChangeKind::FolderCreated => &mut self.folder_created,
         };
         *slot = slot.saturating_add(1);
     }
@@ -154,11 +184,30 @@ pub enum Prior {
         /// Its size in bytes.
         size: u64,
     },
-    /// The file could not be read (permissions, not a regular file).
+    /// The file could not be read (permissions, not a regular file, a link).
     Unreadable {
         /// Why.
         reason: String,
     },
+    /// An empty folder (a delete): a revert creates it again.
+    EmptyFolder,
+}
+
+/// What a call does at a snapshot's path; decides the kind of its change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum FileOp {
+    /// Writes the file: `created`, `overwritten` or (with [`Snapshot::partial`])
+    /// `edited`.
+    #[default]
+    Write,
+    /// Moves the entry at this (workspace-relative, links resolved) path to the
+    /// snapshot's path (`moved`); the prior is what the destination holds now (a file
+    /// an overwriting move replaces, or nothing).
+    MoveFrom(String),
+    /// Deletes the entry (`deleted`); the prior is what it holds.
+    Delete,
+    /// Creates a folder (`folder_created`); the prior is absent.
+    CreateFolder,
 }
 
 /// One file a call is about to change and what it holds now
@@ -173,6 +222,8 @@ pub struct Snapshot {
     /// Whether the call changes part of the file (an edit) rather than writing it whole;
     /// the change log says `edited` instead of `overwritten`.
     pub partial: bool,
+    /// What the call does there (a write unless the tool says otherwise).
+    pub op: FileOp,
     /// What is there now.
     pub prior: Prior,
 }
@@ -182,7 +233,7 @@ impl Snapshot {
     /// no larger than that).
     pub fn keepable(&self, max_bytes: u64) -> bool {
         match &self.prior {
-            Prior::Absent => true,
+            Prior::Absent | Prior::EmptyFolder => true,
             Prior::Content(bytes) => bytes.len() as u64 <= max_bytes,
             Prior::TooLarge { size } => *size <= max_bytes,
             Prior::Unreadable { .. } => false,
@@ -222,6 +273,7 @@ mod tests {
             tool: "write_file".into(),
             kind: ChangeKind::Created,
             path: Some("a.md".into()),
+            from_path: None,
             root: ChangeRoot::Memory,
             bytes: Some(1),
             at: Timestamp::from_millis(0),
@@ -234,6 +286,21 @@ mod tests {
         let change: Change = serde_json::from_value(old).unwrap();
         assert_eq!(change.root, ChangeRoot::Workspace);
         assert_eq!(serde_json::to_value(&change).unwrap()["root"], "workspace");
+        assert_eq!(
+            serde_json::to_value(&change).unwrap().get("from_path"),
+            None,
+            "from_path is only there for moves"
+        );
+        let moved = Change {
+            kind: ChangeKind::Moved,
+            from_path: Some("old.md".into()),
+            ..change
+        };
+        let json = serde_json::to_value(&moved).unwrap();
+        assert_eq!(
+            (&json["kind"], &json["from_path"]),
+            (&"moved".into(), &"old.md".into())
+        );
     }
 
     #[test]
@@ -242,11 +309,13 @@ mod tests {
             root: ChangeRoot::Workspace,
             path: "a".into(),
             partial: false,
+            op: FileOp::Write,
             prior,
         };
         assert!(snapshot(Prior::Absent).keepable(0));
         assert!(snapshot(Prior::TooLarge { size: 10 }).keepable(10));
         assert!(!snapshot(Prior::TooLarge { size: 11 }).keepable(10));
         assert!(!snapshot(Prior::Unreadable { reason: "x".into() }).keepable(10));
+        assert!(snapshot(Prior::EmptyFolder).keepable(0));
     }
 }

@@ -21,13 +21,14 @@ use cap_std::fs::Metadata;
 use sha2::{Digest, Sha256};
 
 use super::Jail;
+use super::resolve::Resolved;
 use crate::error::{JailError, Result};
 
 /// Files up to this size get a content hash in [`Jail::fingerprint`] (64 MiB).
 pub const DEFAULT_HASH_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The fingerprint of a path where nothing exists.
-const ABSENT: &str = "absent";
+pub(crate) const ABSENT: &str = "absent";
 
 impl Jail {
     /// [`Jail::fingerprint_with`] with the default limit, [`DEFAULT_HASH_MAX_BYTES`].
@@ -46,6 +47,16 @@ impl Jail {
     /// [`JailError::NotAFile`].
     pub fn fingerprint_with(&self, path: &str, hash_max_bytes: u64) -> Result<String> {
         let resolved = self.resolve(path)?;
+        self.fingerprint_resolved(path, &resolved, hash_max_bytes)
+    }
+
+    /// [`Jail::fingerprint_with`] of an already resolved path.
+    pub(crate) fn fingerprint_resolved(
+        &self,
+        path: &str,
+        resolved: &Resolved,
+        hash_max_bytes: u64,
+    ) -> Result<String> {
         let Some(seen) = resolved.metadata.as_ref() else {
             return Ok(ABSENT.to_owned());
         };
@@ -58,7 +69,7 @@ impl Jail {
             // No need to open it at all.
             return Ok(metadata_part(seen));
         }
-        let file = match self.open_resolved(path, &resolved) {
+        let file = match self.open_resolved(path, resolved) {
             Ok(file) => file,
             // Removed since the lookup.
             Err(JailError::NotFound { .. }) => return Ok(ABSENT.to_owned()),
@@ -99,9 +110,31 @@ impl Jail {
     }
 }
 
+/// `dev=… ino=…`: which inode this is, whatever happens to its content.
+#[cfg(unix)]
+pub(crate) fn identity_part(metadata: &Metadata) -> String {
+    use cap_std::fs::MetadataExt;
+    format!("dev={} ino={}", metadata.dev(), metadata.ino())
+}
+
+/// Without inodes, the creation time stands for the identity.
+#[cfg(not(unix))]
+pub(crate) fn identity_part(metadata: &Metadata) -> String {
+    let created = metadata
+        .created()
+        .ok()
+        .and_then(|time| time.into_std().duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default();
+    format!(
+        "created={}.{:09}",
+        created.as_secs(),
+        created.subsec_nanos()
+    )
+}
+
 /// `dev=… ino=… size=… mtime=<secs>.<nanos> ctime=<secs>.<nanos>`.
 #[cfg(unix)]
-fn metadata_part(metadata: &Metadata) -> String {
+pub(crate) fn metadata_part(metadata: &Metadata) -> String {
     use cap_std::fs::MetadataExt;
     format!(
         "dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
@@ -117,7 +150,7 @@ fn metadata_part(metadata: &Metadata) -> String {
 
 /// `size=… mtime=<secs>.<nanos>` where device, inode and ctime are not available.
 #[cfg(not(unix))]
-fn metadata_part(metadata: &Metadata) -> String {
+pub(crate) fn metadata_part(metadata: &Metadata) -> String {
     let modified = metadata
         .modified()
         .ok()

@@ -2,18 +2,23 @@
 //!
 //! Each operation validates the string lexically ([`lexical`]), resolves symbolic links
 //! itself through the root directory handle ([`mod@resolve`]), and then performs the actual
-//! open/create/rename/read_dir through cap-std relative to that handle. cap-std enforces
+//! open/create/rename/read_dir through cap-std relative to that handle. Operations on
+//! an entry as such (move, delete: [`mod@entry`]) resolve its folder that way and act on
+//! its last name through a handle on that folder, never following a link there. cap-std enforces
 //! "beneath the root" at open time (`openat2(RESOLVE_BENEATH)` on Linux, a careful
 //! manual walk elsewhere), so a link swapped in between our check and the open cannot
 //! escape: the open fails and we report [`JailError::SymlinkEscape`].
 
+mod entry;
 mod fingerprint;
 #[cfg(test)]
 mod hooks;
 mod lexical;
 mod list;
+mod mkdir;
 mod probe;
 mod remove;
+mod rename;
 mod resolve;
 mod sweep;
 mod write;
@@ -29,6 +34,7 @@ use crate::error::{JailError, Result};
 pub use fingerprint::DEFAULT_HASH_MAX_BYTES;
 pub use list::{EntryKind, ListEntry, ListOptions, Listing};
 pub use probe::Probe;
+pub use rename::RenameOutcome;
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use sweep::{MAX_SWEEP_ENTRIES, TEMP_PREFIX};
 pub use write::WriteOutcome;

@@ -2,6 +2,7 @@
 //! file (a revert of a file the agent created; pruning a snapshot).
 
 use super::Jail;
+use super::list::EntryKind;
 use crate::error::{JailError, Result};
 
 impl Jail {
@@ -57,6 +58,35 @@ impl Jail {
                 .remove_file(&resolved.relative)
                 .map_err(|error| JailError::from_io(path, error)),
         }
+    }
+}
+
+impl Jail {
+    /// Deletes the entry `path`: a regular file, a link (the link itself, never what it
+    /// points to: the last component is not followed) or an empty folder; returns what
+    /// it was.
+    ///
+    /// The entry's folder is resolved through the jail and opened as a handle; the
+    /// name is removed with one `unlinkat` on that handle. A folder with content is
+    /// [`JailError::NotEmpty`] (nothing is removed), a missing entry
+    /// [`JailError::NotFound`], the root or a path ending in `..`
+    /// [`JailError::NotAFile`].
+    pub fn remove_entry(&self, path: &str) -> Result<EntryKind> {
+        let entry = self.entry(path)?;
+        let Some(kind) = entry.kind() else {
+            return Err(JailError::NotFound {
+                path: path.to_owned(),
+            });
+        };
+        let folder = self.open_parent(path, &entry)?;
+        let removed = if kind == EntryKind::Dir {
+            folder.remove_dir(&entry.name)
+        } else {
+            folder.remove_file(&entry.name)
+        };
+        removed.map_err(|error| JailError::from_io(path, error))?;
+        super::write::sync_dir(&folder);
+        Ok(kind)
     }
 }
 

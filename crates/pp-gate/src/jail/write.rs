@@ -300,7 +300,7 @@ fn failpoint_stall(parent: &Dir, name: &std::ffi::OsStr, temp: &str, bytes: &[u8
 
 /// Makes the rename durable; failures are ignored (the data is already fsynced, and
 /// some platforms cannot open or sync a directory).
-fn sync_dir(dir: &Dir) {
+pub(crate) fn sync_dir(dir: &Dir) {
     if let Ok(handle) = dir.open(".") {
         let _ = handle.sync_all();
     }

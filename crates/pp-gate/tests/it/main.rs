@@ -46,6 +46,8 @@ pub(crate) fn kind(error: &JailError) -> &'static str {
         JailError::NotADirectory { .. } => "not_a_directory",
         JailError::TooManyLinks { .. } => "too_many_links",
         JailError::Aborted { .. } => "aborted",
+        JailError::AlreadyExists { .. } => "already_exists",
+        JailError::NotEmpty { .. } => "not_empty",
         JailError::TooLarge { .. } => "too_large",
         JailError::RootInvalid { .. } => "root_invalid",
         JailError::Io { .. } => "io",

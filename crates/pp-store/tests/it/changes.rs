@@ -16,6 +16,7 @@ fn change(task: &TaskId, kind: ChangeKind, before: Before) -> NewChange {
         tool: "write_file".into(),
         kind,
         path: Some("a.txt".into()),
+        from_path: None,
         root: ChangeRoot::Workspace,
         bytes: Some(3),
         before,

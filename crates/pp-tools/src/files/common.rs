@@ -3,7 +3,7 @@
 
 use pp_agent::ToolContext;
 use pp_gate::{Jail, JailError, WriteOutcome};
-use pp_types::{ChangeRoot, Prior, Snapshot, TargetState, ToolOutput};
+use pp_types::{ChangeRoot, FileOp, Prior, Snapshot, TargetState, ToolOutput};
 use serde_json::Value;
 
 /// How many leading bytes are searched for a NUL byte to call a file binary.
@@ -94,6 +94,7 @@ pub(crate) fn file_snapshot(
         root,
         path: probe.resolved.to_string_lossy().into_owned(),
         partial,
+        op: FileOp::Write,
         prior,
     }]
 }

@@ -230,6 +230,7 @@ mod tests {
             root: ChangeRoot::Workspace,
             path: "a.txt".into(),
             partial: false,
+            op: pp_types::FileOp::Write,
             prior: Prior::Absent,
         }];
         assert_eq!(tool.snapshot(&context, &arguments, 100), absent);

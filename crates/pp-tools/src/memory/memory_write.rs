@@ -364,6 +364,7 @@ mod tests {
                 root: ChangeRoot::Memory,
                 path: MEMORY_FILE.to_owned(),
                 partial,
+                op: pp_types::FileOp::Write,
                 prior,
             }]
         };
