@@ -12,7 +12,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, afterEach, before, test } from "node:test";
 
-import { ROOT, assertNoHorizontalScroll, axeViolations, openConsole, screenshot, tempTree } from "./harness.mjs";
+import { ROOT, SHOTS, assertNoHorizontalScroll, axeViolations, openConsole, screenshot, tempTree } from "./harness.mjs";
 
 const LIMITS = { timeout_secs: 60, cpu_secs: 60, memory_mb: 1024, processes: 64, file_size_mb: 256, output_bytes: 65536, network: false };
 
@@ -215,6 +215,8 @@ test("command cards: each argument in its own box with controls escaped, cwd, li
   assert.match(facts2, /network allowed/);
   assert.match(facts2, /Standard input12 B/);
   await screenshot(page, "cards-effects-1400.png");
+  // docs/img/console-card-unconfined.png
+  await shell.screenshot({ path: path.join(SHOTS, "docs-console-card-unconfined.png") });
   await page.close();
 });
 
