@@ -243,6 +243,26 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
     card
 }
 
+/// The target of an approval on one list row (`approvals list`): the path as written
+/// (`→ resolves to` when it differs), `→ DESTINATION` for a move, and `(NOT confined)`
+/// for a command that runs without its sandbox.
+pub(crate) fn approval_row_target(view: &ApprovalView) -> String {
+    let mut text = view.target.as_deref().map_or_else(String::new, |target| {
+        target_text(target, view.resolved.as_deref())
+    });
+    if let Some(destination) = &view.destination {
+        text.push_str(&format!(" → {}", one_line(destination)));
+    }
+    if view
+        .command
+        .as_ref()
+        .is_some_and(|command| !command.confined)
+    {
+        text.push_str(" (NOT confined)");
+    }
+    text
+}
+
 /// Appends the change's lines to the card, folded as asked.
 fn push_folded(card: &mut String, body: &[String], palette: Palette, fold: Fold) {
     let (shown, columns) = match fold {

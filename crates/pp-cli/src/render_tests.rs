@@ -512,3 +512,14 @@ fn parents_and_scripts() {
     );
     assert_eq!(effects::shell_script(&argv(&["python3", "x.py"])), None);
 }
+
+#[test]
+fn list_rows_name_the_destination_and_an_unconfined_command() {
+    let mut view = effect_view("move_file", pp_types::WriteLabel::Move, "a.txt");
+    view.destination = Some("b\nc.txt".to_owned());
+    assert_eq!(approval_row_target(&view), "a.txt → b\\nc.txt");
+    let view = command_view(&["python3", "x.py"], false);
+    assert_eq!(approval_row_target(&view), "python3 (NOT confined)");
+    let view = command_view(&["python3", "x.py"], true);
+    assert_eq!(approval_row_target(&view), "python3");
+}
