@@ -578,7 +578,15 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     const content = fresh.content ?? (typeof fresh.arguments?.content === "string" ? fresh.arguments.content : null);
     replace(
       currentSlot,
-      changed ? h("p", { class: "notice notice-warn current-warning", role: "status", text: "This file changed since the request — diff against the current file shown." }) : null,
+      changed
+        ? h("p", {
+            class: "notice notice-warn current-warning",
+            role: "status",
+            text: ["move", "delete", "create_folder"].includes(fresh.label)
+              ? "The target changed since the request: approving will not run this call (it is stale)."
+              : "This file changed since the request — diff against the current file shown.",
+          })
+        : null,
     );
     const parts = [];
     if (fresh.label === "delete" && typeof fresh.content === "string") {
