@@ -250,7 +250,7 @@ test("change views: moved as old → new, deleted, folder created, with their re
   await page.close();
 });
 
-test("390 px and 1400 px: the fixture cards and change rows fit, axe-core finds nothing serious", async () => {
+test("390 px and 1400 px (and dark mode): the fixture cards and change rows fit, axe-core finds nothing serious", async () => {
   for (const [name, viewport] of [
     ["390", { width: 390, height: 844 }],
     ["1400", { width: 1400, height: 900 }],
@@ -263,6 +263,12 @@ test("390 px and 1400 px: the fixture cards and change rows fit, axe-core finds 
     }
     await page.close();
   }
+  // Dark mode keeps the contrast (the banner's colours are fixed in both schemes).
+  const dark = await fixturePage({ width: 390, height: 844 });
+  await dark.emulateMedia({ colorScheme: "dark" });
+  assert.deepEqual(await axeViolations(dark), [], "axe-core in dark mode");
+  await screenshot(dark, "cards-effects-dark-390.png");
+  await dark.close();
 });
 
 test("the new console modules build their DOM without innerHTML", () => {
