@@ -226,6 +226,65 @@ mod tests {
         assert_eq!((mode.as_str(), synchronous, foreign_keys), ("wal", 1, 1));
     }
 
+    /// Migration 0006 rebuilds `changes` (new kinds, `from_path`): rows, their
+    /// self-references and foreign keys survive it, and the new CHECKs hold.
+    #[test]
+    fn the_change_log_rebuild_keeps_every_row() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch("PRAGMA foreign_keys = ON;")
+            .unwrap();
+        migrate_with(&mut connection, &MIGRATIONS[..5]).unwrap();
+        connection
+            .execute_batch(
+                "INSERT INTO tasks (id, prompt, workspace, workspace_path, state, created_by, \
+                 created_at, updated_at) VALUES ('t_1', 'p', 'w', '/w', 'completed', 'operator', 0, 0);
+                 INSERT INTO changes (id, task_id, tool, kind, path, at, before_state, state) \
+                 VALUES ('c_1', 't_1', 'write_file', 'created', 'a.txt', 1, 'absent', 'done');
+                 INSERT INTO changes (id, task_id, tool, kind, path, at, before_state, reverts, state) \
+                 VALUES ('c_2', 't_1', 'revert', 'reverted', 'a.txt', 2, 'none', 'c_1', 'done');
+                 UPDATE changes SET reverted_by = 'c_2' WHERE id = 'c_1';",
+            )
+            .unwrap();
+        migrate(&mut connection).unwrap();
+        let rows: Vec<(String, String, Option<String>, Option<String>)> = connection
+            .prepare("SELECT id, kind, reverts, reverted_by FROM changes ORDER BY rowid")
+            .unwrap()
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                ("c_1".into(), "created".into(), None, Some("c_2".into())),
+                ("c_2".into(), "reverted".into(), Some("c_1".into()), None)
+            ]
+        );
+        let insert = |kind: &str, from: Option<&str>, before: &str| {
+            connection.execute(
+                "INSERT INTO changes (id, task_id, tool, kind, path, from_path, at, \
+                 before_state) VALUES (?1, 't_1', 'x', ?1, 'b', ?2, 3, ?3)",
+                rusqlite::params![kind, from, before],
+            )
+        };
+        insert("moved", Some("a"), "absent").unwrap();
+        insert("deleted", None, "folder").unwrap();
+        insert("folder_created", None, "absent").unwrap();
+        assert!(
+            insert("edited", Some("a"), "kept").is_err(),
+            "from_path only on moves"
+        );
+        let violations: i64 = connection
+            .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(violations, 0);
+    }
+
     #[test]
     fn the_real_schema_applies() {
         let mut connection = Connection::open_in_memory().unwrap();

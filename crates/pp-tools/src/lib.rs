@@ -6,10 +6,10 @@
 //! `file:read`: the bytes come through the jail, `pp-docs` parses them in a limited
 //! child process).
 //!
-//! Main items: [`file_tools`] / [`file_tools_with`] build the four tools around one
+//! Main items: [`file_tools`] / [`file_tools_with`] build the file tools around one
 //! jail, [`register_file_tools`] puts them into a [`pp_agent::ToolRegistry`], and
 //! [`Limits`] caps how much a single call may read or return. Every tool declares its
-//! capability (`file:read`, `file:write`, `file:update`), risk and path parameters in its
+//! capability (`file:read`, `file:write`, `file:update`, `file:delete`, `file:create`), risk and path parameters in its
 //! [`pp_types::ToolSpec`]; the policy decides from those, never from the tool's name.
 //!
 //! Where it sits: this crate depends on `pp-types` (specs and outputs), `pp-gate` (the

@@ -214,8 +214,8 @@ fn merge_prompt(into: &mut PromptContext, from: PromptContext) {
     }
 }
 
-/// The built-in file tools (`list_files`, `read_file`, `write_file`, `edit_file`), bound
-/// to each segment's workspace jail.
+/// The built-in file tools (`list_files`, `read_file`, `write_file`, `edit_file`,
+/// `move_file`, `delete_file`, `make_dir`), bound to each segment's workspace jail.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FilesProvider;
 

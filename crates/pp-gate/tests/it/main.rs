@@ -9,6 +9,7 @@
     reason = "test helpers panic on setup failure, like the #[test] functions they serve"
 )]
 
+mod entries;
 mod escapes;
 mod fingerprint;
 mod ops;

@@ -52,7 +52,8 @@ async fn a_change_is_listed_counted_and_reverted() {
     let shown = app.call(Method::GET, &format!("/api/tasks/{task}")).await;
     assert_eq!(
         shown.json["changes"],
-        json!({"created": 0, "overwritten": 1, "edited": 0, "reverted": 0, "effects_unknown": 0})
+        json!({"created": 0, "overwritten": 1, "edited": 0, "reverted": 0, "effects_unknown": 0,
+               "moved": 0, "deleted": 0, "folder_created": 0})
     );
     let listed = app.call(Method::GET, "/api/tasks").await;
     assert_eq!(listed.json["tasks"][0]["changes"]["overwritten"], 1);

@@ -219,3 +219,45 @@ fn old_snapshots_expire_and_only_named_blobs_stay_referenced() {
     assert_eq!(old.before, Before::Expired);
     assert!(!old.change.revertible);
 }
+
+#[test]
+fn moves_deletes_and_folders_are_stored_with_where_a_move_came_from() {
+    let db = TestDb::new();
+    let task = db.create("tidy");
+    let moved = db
+        .store
+        .insert_change(NewChange {
+            tool: "move_file".into(),
+            path: Some("b.txt".into()),
+            from_path: Some("a.txt".into()),
+            ..change(&task.id, ChangeKind::Moved, Before::Absent)
+        })
+        .unwrap();
+    assert_eq!(moved.change.from_path.as_deref(), Some("a.txt"));
+    assert!(moved.change.revertible);
+    let folder = db
+        .store
+        .insert_change(change(&task.id, ChangeKind::Deleted, Before::Folder))
+        .unwrap();
+    assert_eq!(folder.before, Before::Folder);
+    assert!(folder.change.revertible, "an empty folder is created again");
+    let link = db
+        .store
+        .insert_change(change(&task.id, ChangeKind::Deleted, Before::NotKept))
+        .unwrap();
+    assert!(!link.change.revertible);
+    let created = db
+        .store
+        .insert_change(change(&task.id, ChangeKind::FolderCreated, Before::Absent))
+        .unwrap();
+    assert!(created.change.revertible);
+    let listed = db.store.task_changes(&task.id).unwrap();
+    assert_eq!(listed.len(), 4);
+    assert_eq!(listed[0].change.from_path.as_deref(), Some("a.txt"));
+    assert_eq!(listed[1].change.from_path, None);
+    let counts = db.store.task(&task.id).unwrap().changes;
+    assert_eq!(
+        (counts.moved, counts.deleted, counts.folder_created),
+        (1, 2, 1)
+    );
+}

@@ -375,6 +375,7 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
         tool: "revert".into(),
         kind: ChangeKind::Reverted,
         path: change.path.clone(),
+        from_path: None,
         root: change.root,
         bytes: None,
         before: Before::Absent,

@@ -8,6 +8,7 @@
 
 mod changes;
 mod current;
+mod file_ops;
 mod fixture;
 mod hardening;
 mod lifecycle;

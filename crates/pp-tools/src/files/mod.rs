@@ -2,12 +2,17 @@
 //!
 //! One tool per file; [`common`] holds argument parsing, the jail-error mapping, the
 //! truncation marker, text decoding and the unified diff used by the write previews;
+//! [`entries`] what the entry tools (`move_file`, `delete_file`, `make_dir`) share;
 //! [`glob`] is the small pattern matcher behind `list_files`' `pattern`.
 
 pub(crate) mod common;
+mod delete_file;
 mod edit_file;
+pub(crate) mod entries;
 mod glob;
 mod list_files;
+mod make_dir;
+mod move_file;
 mod read_file;
 mod write_file;
 
@@ -56,13 +61,14 @@ impl Default for Limits {
     }
 }
 
-/// The four file tools (`list_files`, `read_file`, `write_file`, `edit_file`, in that
-/// order) working inside `jail`, with the default [`Limits`].
+/// The file tools (`list_files`, `read_file`, `write_file`, `edit_file`, `move_file`,
+/// `delete_file`, `make_dir`, in that order) working inside `jail`, with the default
+/// [`Limits`].
 pub fn file_tools(jail: Arc<Jail>) -> Vec<Arc<dyn Tool>> {
     file_tools_with(jail, Limits::default())
 }
 
-/// The four file tools working inside `jail` with the given `limits`.
+/// The file tools working inside `jail` with the given `limits`.
 pub fn file_tools_with(jail: Arc<Jail>, limits: Limits) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(OffThread(Arc::new(list_files::ListFiles::new(
@@ -77,11 +83,23 @@ pub fn file_tools_with(jail: Arc<Jail>, limits: Limits) -> Vec<Arc<dyn Tool>> {
             Arc::clone(&jail),
             limits,
         )))),
-        Arc::new(OffThread(Arc::new(edit_file::EditFile::new(jail, limits)))),
+        Arc::new(OffThread(Arc::new(edit_file::EditFile::new(
+            Arc::clone(&jail),
+            limits,
+        )))),
+        Arc::new(OffThread(Arc::new(move_file::MoveFile::new(
+            Arc::clone(&jail),
+            limits,
+        )))),
+        Arc::new(OffThread(Arc::new(delete_file::DeleteFile::new(
+            Arc::clone(&jail),
+            limits,
+        )))),
+        Arc::new(OffThread(Arc::new(make_dir::MakeDir::new(jail)))),
     ]
 }
 
-/// Registers the four file tools, with the default [`Limits`], into `registry`.
+/// Registers the file tools, with the default [`Limits`], into `registry`.
 pub fn register_file_tools(
     registry: &mut ToolRegistry,
     jail: Arc<Jail>,
@@ -89,7 +107,7 @@ pub fn register_file_tools(
     register_file_tools_with(registry, jail, Limits::default())
 }
 
-/// Registers the four file tools with the given `limits` into `registry`.
+/// Registers the file tools with the given `limits` into `registry`.
 pub fn register_file_tools_with(
     registry: &mut ToolRegistry,
     jail: Arc<Jail>,

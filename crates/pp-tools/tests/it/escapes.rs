@@ -20,6 +20,15 @@ fn calls(path: &str) -> Vec<(&'static str, Value)> {
             "edit_file",
             json!({"path": path, "old_text": "TOP-SECRET", "new_text": "PWNED"}),
         ),
+        ("delete_file", json!({"path": path})),
+        ("make_dir", json!({"path": path})),
+        // Both paths of a move: out of the workspace, and into it (over a file there).
+        ("move_file", json!({"from": path, "to": "stolen.txt"})),
+        (
+            "move_file",
+            json!({"from": "mine.txt", "to": path, "overwrite": true}),
+        ),
+        ("move_file", json!({"from": "mine.txt", "to": path})),
     ]
 }
 
@@ -27,7 +36,14 @@ fn escaping_fixture() -> Fixture {
     let fixture = Fixture::new();
     fixture.tree.outside_file("secret.txt", "TOP-SECRET");
     fixture.tree.outside_file("dir/inner.txt", "TOP-SECRET");
+    fixture.tree.file("mine.txt", "mine");
     fixture
+}
+
+/// Nothing moved, deleted or created inside either.
+fn inside_untouched(fixture: &Fixture) {
+    assert_eq!(fixture.tree.read("mine.txt"), "mine");
+    assert!(!fixture.tree.workspace().join("stolen.txt").exists());
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -47,6 +63,7 @@ async fn absolute_paths_are_denied() {
         );
     }
     assert_eq!(fixture.tree.outside_snapshot(), before);
+    inside_untouched(&fixture);
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -72,6 +89,7 @@ async fn dot_dot_escapes_are_denied() {
     }
     assert_eq!(fixture.tree.outside_snapshot(), before);
     assert!(!fixture.tree.outside().join("new.txt").exists());
+    inside_untouched(&fixture);
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -107,6 +125,7 @@ async fn symlinks_out_are_denied_for_every_tool() {
         "out-dir/inner.txt",
         "out-dir/new.txt",
         "chain",
+        "out-dir/sub/new",
     ] {
         for (tool, arguments) in calls(path) {
             if arguments.get("pattern").is_some() {
@@ -121,6 +140,8 @@ async fn symlinks_out_are_denied_for_every_tool() {
     }
     assert_eq!(fixture.tree.outside_snapshot(), before);
     assert!(!fixture.tree.outside().join("dir/new.txt").exists());
+    assert!(fixture.tree.outside().join("secret.txt").exists());
+    inside_untouched(&fixture);
 }
 
 #[cfg(unix)]

@@ -7,6 +7,7 @@
 
 mod edit_file;
 mod escapes;
+mod file_ops;
 mod list_files;
 mod read_file;
 mod registry;

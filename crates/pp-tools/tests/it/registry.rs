@@ -18,7 +18,14 @@ fn specs_declare_capability_risk_and_path_params() {
         ("read_file", "file:read", Risk::Low),
         ("write_file", "file:write", Risk::High),
         ("edit_file", "file:update", Risk::High),
+        ("delete_file", "file:delete", Risk::High),
+        ("make_dir", "file:create", Risk::Medium),
     ];
+    let moves = fixture.tool("move_file").spec();
+    assert_eq!(moves.capability, Some(Capability::new("file:update")));
+    assert_eq!(moves.risk, Risk::High);
+    assert_eq!(moves.path_params, ["from", "to"], "both paths are jailed");
+    assert_eq!(moves.parameters["required"], json!(["from", "to"]));
     for (name, capability, risk) in expected {
         let spec = fixture.tool(name).spec();
         assert_eq!(spec.capability, Some(Capability::new(capability)), "{name}");
@@ -110,7 +117,7 @@ fn schemas_reject_missing_extra_and_mistyped_fields() {
 }
 
 #[test]
-fn all_four_register_into_a_registry() {
+fn all_file_tools_register_into_a_registry() {
     let fixture = Fixture::new();
     let jail = Arc::new(Jail::new(fixture.tree.workspace()).expect("jail"));
     let mut registry = ToolRegistry::new();
@@ -118,7 +125,15 @@ fn all_four_register_into_a_registry() {
     let names: Vec<&str> = registry.specs().map(|spec| spec.name.as_str()).collect();
     assert_eq!(
         names,
-        ["edit_file", "list_files", "read_file", "write_file"]
+        [
+            "delete_file",
+            "edit_file",
+            "list_files",
+            "make_dir",
+            "move_file",
+            "read_file",
+            "write_file"
+        ]
     );
     // A second registration collides by name instead of silently replacing.
     assert!(pp_tools::register_file_tools(&mut registry, jail).is_err());
