@@ -21,6 +21,7 @@ mod revert;
 mod run;
 mod scripting;
 mod service;
+mod shell;
 mod skills;
 mod terminal;
 
