@@ -9,6 +9,7 @@
 mod approvals;
 mod architecture;
 mod backup;
+mod cards;
 mod chat;
 mod documents;
 mod eval;
