@@ -19,6 +19,9 @@ pub(crate) enum Point {
     /// Writing, after all the content is in the temp file and before the temp file gets
     /// its final mode; arguments: the parent directory handle and the temp file's name.
     TempWritten,
+    /// Moving, after every check and right before the `renameat`; arguments: the
+    /// destination's folder handle and the destination's name.
+    BeforeRename,
 }
 
 type Hook = Box<dyn Fn(Point, &Dir, &Path) -> io::Result<()>>;

@@ -63,6 +63,13 @@ impl Jail {
             },
             _ => JailError::from_io(from, error),
         };
+        #[cfg(test)]
+        super::hooks::fire(
+            super::hooks::Point::BeforeRename,
+            &to_dir,
+            std::path::Path::new(&target.name),
+        )
+        .map_err(|error| JailError::from_io(to, error))?;
         rename_at(&from_dir, &source.name, &to_dir, &target.name, replaced).map_err(io)?;
         super::write::sync_dir(&to_dir);
         if source.parent != target.parent {
@@ -104,4 +111,41 @@ fn rename_at(
         return Err(std::io::ErrorKind::AlreadyExists.into());
     }
     from_dir.rename(from, to_dir, to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::hooks::{self, Point};
+    use super::*;
+
+    /// A destination that appears after the check and before the `renameat` is never
+    /// replaced by a move without `overwrite`: the kernel refuses it (Linux).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "test fixture on a temp dir")]
+    fn a_destination_that_appears_at_the_last_moment_is_not_replaced() {
+        let temp = tempfile::tempdir().unwrap();
+        std::fs::write(temp.path().join("a.txt"), "mine").unwrap();
+        let jail = Jail::new(temp.path()).unwrap();
+        hooks::set(|point, dir, name| {
+            if point == Point::BeforeRename {
+                dir.write(name, "someone else's")?;
+            }
+            Ok(())
+        });
+        let result = jail.rename("a.txt", "b.txt", false);
+        hooks::clear();
+        assert!(
+            matches!(result, Err(JailError::AlreadyExists { ref path }) if path == "b.txt"),
+            "{result:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(temp.path().join("b.txt")).unwrap(),
+            "someone else's"
+        );
+        assert_eq!(
+            std::fs::read_to_string(temp.path().join("a.txt")).unwrap(),
+            "mine"
+        );
+    }
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::fixture::{Fixture, approve};
 
 /// One call of `tool` with `arguments`, then "done".
-fn call_then_done(tool: &str, arguments: Value) -> Value {
+fn call_then_done(tool: &str, arguments: &Value) -> Value {
     json!([{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"content": "done"}])
 }
 
@@ -159,7 +159,7 @@ async fn an_edited_move_runs_with_the_edited_destination_and_an_escape_is_refuse
     let task = fixture
         .run(call_then_done(
             "move_file",
-            json!({"from": "a.txt", "to": "b.txt"}),
+            &json!({"from": "a.txt", "to": "b.txt"}),
         ))
         .await;
     let pending = fixture.pending(&task.id);
@@ -240,7 +240,7 @@ async fn reverting_an_overwriting_move_moves_back_and_restores_the_replaced_file
         &fixture,
         call_then_done(
             "move_file",
-            json!({"from": "draft.txt", "to": "final.txt", "overwrite": true}),
+            &json!({"from": "draft.txt", "to": "final.txt", "overwrite": true}),
         ),
     )
     .await;
@@ -288,7 +288,7 @@ async fn a_moved_file_changed_since_is_not_moved_back() {
     fixture.tree.file("a.txt", "a\n");
     let task = run_approving(
         &fixture,
-        call_then_done("move_file", json!({"from": "a.txt", "to": "b.txt"})),
+        call_then_done("move_file", &json!({"from": "a.txt", "to": "b.txt"})),
     )
     .await;
     let moved = changes(&fixture, &task).await.remove(0);
@@ -353,7 +353,7 @@ async fn a_deleted_file_is_not_restored_over_a_new_one() {
     fixture.tree.file("a.txt", "old\n");
     let task = run_approving(
         &fixture,
-        call_then_done("delete_file", json!({"path": "a.txt"})),
+        call_then_done("delete_file", &json!({"path": "a.txt"})),
     )
     .await;
     let deleted = changes(&fixture, &task).await.remove(0);
@@ -382,7 +382,7 @@ async fn a_delete_too_large_to_keep_says_so_before_approval() {
     });
     fixture.tree.file("big.txt", "more than eight bytes\n");
     let task = fixture
-        .run(call_then_done("delete_file", json!({"path": "big.txt"})))
+        .run(call_then_done("delete_file", &json!({"path": "big.txt"})))
         .await;
     let pending = fixture.pending(&task.id);
     assert_eq!(pending.revertible, Some(false));
@@ -403,7 +403,11 @@ async fn a_delete_too_large_to_keep_says_so_before_approval() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reverting_a_created_folder_removes_it_only_while_empty() {
     let fixture = Fixture::new();
-    let task = run_approving(&fixture, call_then_done("make_dir", json!({"path": "a/b"}))).await;
+    let task = run_approving(
+        &fixture,
+        call_then_done("make_dir", &json!({"path": "a/b"})),
+    )
+    .await;
     let logged = changes(&fixture, &task).await;
     let (outer, inner) = (&logged[0], &logged[1]);
     // The outer folder holds the inner one: not empty, not removed.
