@@ -129,7 +129,11 @@ fn the_card_shows_the_exact_argv_and_an_approved_command_runs_confined() {
     assert!(!screen.contains("TOKEN-FROM-THE-DATA-DIR"), "{screen}");
     assert!(!screen.contains("CONNECTED"), "{screen}");
     assert!(screen.contains("Permission denied"), "{screen}");
-    assert_eq!(accepted.load(Ordering::SeqCst), 0, "the command reached the server");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "the command reached the server"
+    );
     assert_eq!(
         std::fs::read_to_string(tree.outside().join("marker.txt")).unwrap(),
         "OUTSIDE-MARKER\n"
