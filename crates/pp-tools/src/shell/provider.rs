@@ -156,3 +156,149 @@ impl ToolProvider for ShellProvider {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use pp_agent::ToolContext;
+    use pp_gate::Jail;
+    use pp_types::WriteLabel;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Limits, Toolbox};
+
+    fn settings(data_dir: &Path, support: Support, allow_unconfined: bool) -> ShellSettings {
+        let mut settings = ShellSettings::new(
+            Sandbox::new("pocketpilot".into(), vec!["__sandbox".to_owned()]),
+            data_dir.to_path_buf(),
+        );
+        settings.support = support;
+        settings.allow_unconfined = allow_unconfined;
+        settings
+    }
+
+    fn landlock() -> Support {
+        Support {
+            files: true,
+            tcp: true,
+            scopes: true,
+            ..Support::default()
+        }
+    }
+
+    fn offered(settings: ShellSettings, workspace: &Path) -> Option<Arc<dyn pp_agent::Tool>> {
+        let jail = Arc::new(Jail::new(workspace).unwrap());
+        let equipment = Toolbox::new()
+            .with(Arc::new(ShellProvider::new(settings)))
+            .equip(&jail, Limits::default())
+            .unwrap();
+        equipment.registry.get("run_command").cloned()
+    }
+
+    #[test]
+    fn without_landlock_the_tool_is_not_offered_unless_allowed_unconfined() {
+        let root = tempfile::tempdir().unwrap();
+        let (workspace, data) = (root.path().join("w"), root.path().join("data"));
+        std::fs::create_dir_all(&workspace).unwrap();
+        let none = Support::default();
+        assert!(offered(settings(&data, none, false), &workspace).is_none());
+        let unconfined = settings(&data, none, true);
+        assert_eq!(unconfined.limits(None).network, true);
+        assert!(offered(unconfined, &workspace).is_some());
+        // Landlock with files only (ABI < 4: no TCP rules) is not enough.
+        let files_only = Support {
+            files: true,
+            ..Support::default()
+        };
+        assert!(offered(settings(&data, files_only, false), &workspace).is_none());
+        assert!(offered(settings(&data, landlock(), false), &workspace).is_some());
+    }
+
+    #[test]
+    fn a_workspace_holding_the_data_directory_never_gets_the_tool() {
+        let workspace = tempfile::tempdir().unwrap();
+        let data = workspace.path().join("nested/data");
+        std::fs::create_dir_all(&data).unwrap();
+        for allow_unconfined in [false, true] {
+            let settings = settings(&data, landlock(), allow_unconfined);
+            assert!(matches!(
+                settings.unavailable(workspace.path()),
+                Some(Unavailable::DataDirInside { .. })
+            ));
+            assert!(offered(settings, workspace.path()).is_none());
+        }
+    }
+
+    #[test]
+    fn the_timeout_asked_for_is_kept_within_the_maximum() {
+        let data = Path::new("/nonexistent-data");
+        let settings = settings(data, landlock(), false);
+        assert_eq!(settings.limits(None).timeout_secs, 60);
+        assert_eq!(settings.limits(Some(5)).timeout_secs, 5);
+        assert_eq!(settings.limits(Some(5000)).timeout_secs, 600);
+        assert!(!settings.limits(None).network);
+    }
+
+    #[test]
+    fn the_preview_shows_the_exact_argv_the_resolved_cwd_and_the_limits() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = root.path().join("w");
+        std::fs::create_dir_all(workspace.join("scripts/real")).unwrap();
+        std::os::unix::fs::symlink("real", workspace.join("scripts/link")).unwrap();
+        let tool = offered(
+            settings(&root.path().join("data"), landlock(), false),
+            &workspace,
+        )
+        .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let context = ToolContext::default();
+        let arguments = json!({"command": "sh", "args": ["-c", "echo 'a b' | wc"],
+                               "cwd": "scripts/link", "timeout_secs": 9, "stdin": "xyz"});
+        let preview = runtime
+            .block_on(tool.preview(&context, &arguments))
+            .unwrap();
+        assert_eq!(preview.label, WriteLabel::Run);
+        assert_eq!(preview.target, "sh");
+        assert!(preview.notice.is_none());
+        let command = preview.command.unwrap();
+        assert_eq!(command.argv, ["sh", "-c", "echo 'a b' | wc"]);
+        assert_eq!(command.cwd, "scripts/real");
+        assert!(command.shell);
+        assert!(command.confined);
+        assert_eq!(command.limits.timeout_secs, 9);
+        assert_eq!(command.stdin_bytes, Some(3));
+        // Never stale: the state now has the card's fingerprint.
+        let state = runtime
+            .block_on(tool.target_state(&context, &arguments))
+            .unwrap();
+        assert_eq!(state.fingerprint, preview.fingerprint);
+        assert_eq!(tool.target(&arguments).as_deref(), Some("sh"));
+    }
+
+    #[test]
+    fn an_unconfined_preview_says_so() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = root.path().join("w");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let tool = offered(
+            settings(&root.path().join("data"), Support::default(), true),
+            &workspace,
+        )
+        .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let preview = runtime
+            .block_on(tool.preview(&ToolContext::default(), &json!({"command": "ls"})))
+            .unwrap();
+        let command = preview.command.unwrap();
+        assert!(!command.confined);
+        assert!(!command.shell);
+        assert!(command.limits.network);
+        assert!(preview.notice.unwrap().starts_with("NOT confined"));
+    }
+}
