@@ -79,7 +79,9 @@ impl Jail {
     }
 }
 
-/// `renameat2` with `RENAME_NOREPLACE` unless `replace`.
+/// `renameat2` with `RENAME_NOREPLACE` unless `replace`. A filesystem or kernel
+/// without the flag (`EINVAL`, `ENOSYS`: some network and FUSE filesystems) gets the
+/// portable fallback: a fresh existence check right before a plain `renameat`.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn rename_at(
     from_dir: &cap_std::fs::Dir,
@@ -89,12 +91,15 @@ fn rename_at(
     replace: bool,
 ) -> std::io::Result<()> {
     use rustix::fs::{RenameFlags, renameat_with};
-    let flags = if replace {
-        RenameFlags::empty()
-    } else {
-        RenameFlags::NOREPLACE
-    };
-    renameat_with(from_dir, from, to_dir, to, flags).map_err(std::io::Error::from)
+    use rustix::io::Errno;
+    if replace {
+        return renameat_with(from_dir, from, to_dir, to, RenameFlags::empty())
+            .map_err(std::io::Error::from);
+    }
+    match renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE) {
+        Err(Errno::INVAL | Errno::NOSYS) => rename_checked(from_dir, from, to_dir, to),
+        other => other.map_err(std::io::Error::from),
+    }
 }
 
 /// Elsewhere: cap-std's `renameat` after a fresh existence check (a destination that
@@ -107,7 +112,22 @@ fn rename_at(
     to: &std::ffi::OsStr,
     replace: bool,
 ) -> std::io::Result<()> {
-    if !replace && to_dir.symlink_metadata(to).is_ok() {
+    if replace {
+        return from_dir.rename(from, to_dir, to);
+    }
+    rename_checked(from_dir, from, to_dir, to)
+}
+
+/// A plain `renameat` after a fresh check that nothing is at `to` (a destination that
+/// appears between the two would be replaced: the narrow window `RENAME_NOREPLACE`
+/// closes where it is available).
+fn rename_checked(
+    from_dir: &cap_std::fs::Dir,
+    from: &std::ffi::OsStr,
+    to_dir: &cap_std::fs::Dir,
+    to: &std::ffi::OsStr,
+) -> std::io::Result<()> {
+    if to_dir.symlink_metadata(to).is_ok() {
         return Err(std::io::ErrorKind::AlreadyExists.into());
     }
     from_dir.rename(from, to_dir, to)

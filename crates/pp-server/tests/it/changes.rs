@@ -134,3 +134,79 @@ async fn unknown_ids_are_404() {
         .await
         .expect(404, Some("not_found"));
 }
+
+/// A move over HTTP: the card names both paths, the change carries `from_path` (the
+/// document describes it and the kind), and the revert moves the file back.
+#[tokio::test]
+async fn a_move_is_carded_logged_with_where_it_came_from_and_reverted() {
+    let app = App::running();
+    app.tree.file("draft.md", "text\n");
+    app.tree.dir("docs");
+    let task = app
+        .create_task(json!([
+            {"tool_calls": [{"name": "move_file", "arguments": {"from": "draft.md", "to": "docs/final.md"}}]},
+            {"content": "done"}
+        ]))
+        .await;
+    app.wait_for(&task.id, TaskState::WaitingApproval).await;
+    let approval = app.service.store().approvals_for_task(&task.id).unwrap()[0]
+        .id
+        .to_string();
+    let card = app
+        .call(Method::GET, &format!("/api/approvals/{approval}"))
+        .await;
+    card.expect(200, None);
+    assert_eq!(
+        (
+            &card.json["label"],
+            &card.json["destination"],
+            &card.json["destination_resolved"]
+        ),
+        (
+            &json!("move"),
+            &json!("docs/final.md"),
+            &json!("docs/final.md")
+        )
+    );
+    app.call_json(
+        Method::POST,
+        &format!("/api/approvals/{approval}/resolve"),
+        &json!({"decision": "approve"}),
+    )
+    .await
+    .expect(202, None);
+    app.wait_for(&task.id, TaskState::Completed).await;
+    let listed = app
+        .call(Method::GET, &format!("/api/tasks/{}/changes", task.id))
+        .await;
+    listed.expect(200, None);
+    let change = listed.json["changes"][0].clone();
+    assert_eq!(
+        (&change["kind"], &change["from_path"], &change["path"]),
+        (&json!("moved"), &json!("draft.md"), &json!("docs/final.md"))
+    );
+    let doc = app.call(Method::GET, "/api/openapi.json").await.json;
+    let schema = &doc["components"]["schemas"]["Change"];
+    assert!(schema["properties"]["from_path"].is_object());
+    for kind in ["moved", "deleted", "folder_created"] {
+        assert!(
+            schema["properties"]["kind"]["enum"]
+                .as_array()
+                .is_some_and(|kinds| kinds.contains(&json!(kind))),
+            "{kind}"
+        );
+    }
+    let shown = app
+        .call(Method::GET, &format!("/api/tasks/{}", task.id))
+        .await;
+    assert_eq!(shown.json["changes"]["moved"], 1);
+    let reverted = app
+        .call(
+            Method::POST,
+            &format!("/api/changes/{}/revert", change["id"].as_str().unwrap()),
+        )
+        .await;
+    reverted.expect(200, None);
+    assert_eq!(app.tree.read("draft.md"), "text\n");
+    assert!(!app.tree.exists("docs/final.md"));
+}

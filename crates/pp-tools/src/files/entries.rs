@@ -6,7 +6,7 @@ use pp_agent::ToolContext;
 use pp_gate::{EntryKind, Jail, JailError, ListOptions};
 use pp_types::{ChangeRoot, FileOp, Prior, Snapshot, ToolOutput};
 
-use super::common::{decode_text, prefix_chars};
+use super::common::decode_text;
 
 /// Most lines a delete's card shows of the file.
 pub(crate) const PREVIEW_LINES: usize = 20;
@@ -88,10 +88,8 @@ pub(crate) fn first_lines(jail: &Jail, path: &str) -> Result<String, String> {
         .map_err(|error| format!("cannot show the content: {error}"))?;
     let text = decode_text(&content.bytes, content.truncated)
         .map_err(|_| "a binary file: its content is not shown".to_owned())?;
-    let mut shown: String = text.split_inclusive('\n').take(PREVIEW_LINES).collect();
-    let (prefix, _) = prefix_chars(&shown, PREVIEW_BYTES as usize);
-    shown.truncate(prefix.len());
-    Ok(shown)
+    // At most PREVIEW_BYTES were read, so the lines are within the byte cap too.
+    Ok(text.split_inclusive('\n').take(PREVIEW_LINES).collect())
 }
 
 /// `Err` with what the model reads when the task was cancelled or ran out of time
