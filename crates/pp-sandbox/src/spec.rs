@@ -96,6 +96,10 @@ pub fn is_within(inner: &Path, outer: &Path) -> bool {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the tests build their own folders in a temp dir"
+)]
 mod tests {
     use super::*;
 

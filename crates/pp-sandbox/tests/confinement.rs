@@ -208,12 +208,9 @@ fn a_tcp_connection_to_a_loopback_server_fails(fixture: &Fixture) {
     let accepted = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&accepted);
     std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            if let Ok(mut stream) = stream {
-                counter.fetch_add(1, Ordering::SeqCst);
-                let mut sink = Vec::new();
-                let _ = stream.read_to_end(&mut sink);
-            }
+        for mut stream in listener.incoming().flatten() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = stream.read_to_end(&mut Vec::new());
         }
     });
     let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
@@ -402,6 +399,9 @@ fn assert_gone(pid: u32) {
     }
 }
 
+/// A named check.
+type Check = (&'static str, fn(&Fixture));
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("__sandbox") {
@@ -413,7 +413,7 @@ fn main() -> ExitCode {
     println!("kernel: {}", support.describe());
     let usable = support.usable();
     let fixture = Fixture::new(usable);
-    let always: [(&str, fn(&Fixture)); 5] = [
+    let always: [Check; 5] = [
         (
             "the_environment_holds_only_path_home_and_lang",
             the_environment_holds_only_path_home_and_lang,
@@ -435,7 +435,7 @@ fn main() -> ExitCode {
             background_processes_do_not_outlive_the_command,
         ),
     ];
-    let confined: [(&str, fn(&Fixture)); 10] = [
+    let confined: [Check; 10] = [
         (
             "reading_a_marker_outside_fails",
             reading_a_marker_outside_fails,

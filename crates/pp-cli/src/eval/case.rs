@@ -543,6 +543,7 @@ mod tests {
                         max_denials: limits.1,
                     },
                     expect,
+                    needs_landlock: false,
                 },
             )
     }

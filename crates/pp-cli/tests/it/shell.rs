@@ -18,6 +18,10 @@ use crate::{pocketpilot_in, text, write_script};
 
 /// Whether this kernel confines commands; `false` prints why the test is skipped (and
 /// panics under CI, where the proofs must run).
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped proof says so where the test output shows it"
+)]
 fn landlock_or_skip(test: &str) -> bool {
     let support = pp_sandbox::probe();
     if support.usable() {

@@ -158,6 +158,10 @@ impl ToolProvider for ShellProvider {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the tests build their own workspaces in a temp dir"
+)]
 mod tests {
     use std::path::Path;
 
@@ -205,7 +209,7 @@ mod tests {
         let none = Support::default();
         assert!(offered(settings(&data, none, false), &workspace).is_none());
         let unconfined = settings(&data, none, true);
-        assert_eq!(unconfined.limits(None).network, true);
+        assert!(unconfined.limits(None).network);
         assert!(offered(unconfined, &workspace).is_some());
         // Landlock with files only (ABI < 4: no TCP rules) is not enough.
         let files_only = Support {
