@@ -3,7 +3,9 @@
 // move's card says "Rename a → b", approving it moves the file on disk and the card ends
 // with the server's outcome; the command's card shows the exact argv, the script, the
 // working directory and the limits (and "NOT confined" exactly when the server says the
-// command would run without its sandbox); Changes on disk lists the move as `old → new`.
+// command would run without its sandbox); a delete's card shows its size and first lines,
+// and once approved Changes on disk lists it (and the move as `old → new`), and Revert
+// brings the file back.
 // 390 px and axe-core on the task page with the command card. Run with
 // `node --test effects.test.mjs` after `cargo build -p pp-cli`.
 
@@ -15,18 +17,20 @@ import { after, afterEach, before, test } from "node:test";
 import { assertNoHorizontalScroll, axeViolations, eventually, openConsole, screenshot, tempTree, textMatches } from "./harness.mjs";
 
 const SCRIPT_TEXT = "ls -la\necho 'two  spaces'";
-/** Every task: rename the scan, then a shell script in `inbox`, then an answer. */
+const TODO = "# Todo\n- [ ] milk\n";
+/** Every task: rename the scan, a shell script in `inbox`, delete the old list, answer. */
 const SCRIPT = [
   { tool_calls: [{ name: "move_file", arguments: { from: "inbox/scan.txt", to: "inbox/2026-11 invoice.txt" } }] },
   { tool_calls: [{ name: "run_command", arguments: { command: "sh", args: ["-c", SCRIPT_TEXT], cwd: "inbox" } }] },
-  { content: "Renamed the scan." },
+  { tool_calls: [{ name: "delete_file", arguments: { path: "old/todo.md" } }] },
+  { content: "Renamed the scan and deleted the old list." },
 ];
 
 let tree;
 let app;
 
 before(async () => {
-  tree = tempTree({ "inbox/scan.txt": "ACME invoice 2026-11\n" });
+  tree = tempTree({ "inbox/scan.txt": "ACME invoice 2026-11\n", "old/todo.md": TODO });
   fs.writeFileSync(tree.script, JSON.stringify(SCRIPT));
   // Where the kernel has no Landlock, the shell is offered only when allowed unconfined:
   // then every card must say so. Where Landlock works, this changes nothing.
@@ -57,7 +61,7 @@ async function pendingFor(taskId, tool) {
   });
 }
 
-test("a rename approved on its card moves the file; the command card shows argv, script, cwd, limits; Changes on disk lists the move", async () => {
+test("a rename approved on its card moves the file; the command card shows argv, script, cwd, limits; a delete approved and reverted; Changes on disk lists both", async () => {
   const created = await app.context.request.post(app.server.base + "/api/tasks", { data: { prompt: "Name the scan after its invoice" } });
   assert.equal(created.status(), 201, await created.text());
   const taskId = (await created.json()).id;
@@ -109,5 +113,24 @@ test("a rename approved on its card moves the file; the command card shows argv,
   await eventually("the moved row", async () => (await row.count()) === 1);
   assert.equal(await row.locator(".change-move").textContent(), "inbox/scan.txt → inbox/2026-11 invoice.txt");
   assert.equal(await row.locator("a.change-path").textContent(), "inbox/2026-11 invoice.txt");
+
+  // The delete: its size and first lines on the card; approved, the file is gone, the
+  // change log has a deleted row, and Revert brings the file back.
+  const del = await pendingFor(taskId, "delete_file");
+  const delCard = page.locator(`article.card[data-approval-id="${del.id}"]`).first();
+  await delCard.waitFor();
+  assert.equal((await delCard.locator(".effect-delete .effect-line").textContent()).trim(), `Delete old/todo.md (${TODO.length} B)`);
+  assert.deepEqual((await delCard.locator(".diff-row.diff-del .diff-code").allTextContents()).map((line) => line.replace(/^-/, "")), ["# Todo", "- [ ] milk"]);
+  await delCard.getByRole("button", { name: "Approve", exact: true }).click();
+  await eventually("the file deleted", () => !fs.existsSync(path.join(tree.workspace, "old/todo.md")));
+  const deleted = page.locator('li.change[data-kind="deleted"]');
+  await eventually("the deleted row", async () => (await deleted.count()) === 1);
+  assert.equal(await deleted.locator("code.change-path").textContent(), "old/todo.md");
+  await deleted.locator("button.revert").click();
+  assert.equal(await deleted.locator(".revert-confirm p").textContent(), "Revert restores old/todo.md, which this task deleted.");
+  await deleted.getByRole("button", { name: "Revert now" }).click();
+  await eventually("the file restored", () => fs.existsSync(path.join(tree.workspace, "old/todo.md")));
+  assert.equal(fs.readFileSync(path.join(tree.workspace, "old/todo.md"), "utf8"), TODO);
+  await textMatches(page.locator('li.change[data-kind="deleted"] .change-result'), /Reverted: old\/todo\.md is restored\./);
   await page.close();
 });
