@@ -62,7 +62,11 @@ impl App {
             Toolbox::files()
                 .with(Arc::new(SkillsProvider::new(config.skills.clone())))
                 .with(Arc::new(MemoryProvider::new(config.memory.clone())))
-                .with(Arc::new(docs_provider(&config.docs))),
+                .with(Arc::new(docs_provider(&config.docs)))
+                .with(Arc::new(crate::shell::shell_provider(
+                    &config.shell,
+                    &config.home,
+                ))),
             observer,
         );
         Ok(Self { config, service })

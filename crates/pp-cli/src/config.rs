@@ -234,6 +234,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     docs: Option<FileDocs>,
     #[serde(default)]
+    shell: Option<crate::shell::FileShell>,
+    #[serde(default)]
     workspace: Vec<FileWorkspace>,
 }
 
@@ -280,6 +282,8 @@ pub(crate) struct Config {
     pub(crate) memory: MemorySettings,
     /// `[docs]`: the document tools' caps and the parser child's limits.
     pub(crate) docs: DocsConfig,
+    /// `[shell]`: `run_command`'s limits and whether it may run unconfined.
+    pub(crate) shell: crate::shell::ShellConfig,
 }
 
 /// The default port of `pocketpilot serve`.
@@ -376,6 +380,7 @@ impl Config {
             skills,
             memory,
             docs: DocsConfig::resolve(file_config.docs.as_ref()),
+            shell: crate::shell::ShellConfig::resolve(file_config.shell.as_ref())?,
         })
     }
 
@@ -791,10 +796,24 @@ max_byte = 1
                     "skills",
                     "memory",
                     "docs",
+                    "shell",
                 ],
             ),
             ("skills", &["dirs", "max_body_bytes"]),
             ("memory", &["max_prompt_bytes"]),
+            (
+                "shell",
+                &[
+                    "allow_unconfined",
+                    "timeout_secs",
+                    "max_timeout_secs",
+                    "cpu_secs",
+                    "memory_mb",
+                    "processes",
+                    "file_size_mb",
+                    "output_bytes",
+                ],
+            ),
             (
                 "docs",
                 &[

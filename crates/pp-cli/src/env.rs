@@ -11,6 +11,7 @@
 //! | `VISUAL`, then `EDITOR` | the editor `run` opens to edit a call's arguments, and `memory edit` opens on the memory (default `vi`) |
 //! | `PAGER` | what `d` on an approval card pipes the full change into (default `less -R`; empty: print it) |
 //! | `NO_COLOR`, `CLICOLOR_FORCE` | colours off / on even when the output is not a terminal |
+//! | `CI` | `eval`: a case that needs Landlock fails instead of being skipped where it is missing |
 //!
 //! Libraries never read the environment; they receive settings from here and from
 //! `config.rs`. Nothing is ever read from inside a workspace.
@@ -96,6 +97,12 @@ pub(crate) fn provider_keys() -> Vec<(&'static str, String)> {
 /// `NO_COLOR` (any non-empty value turns colours off; <https://no-color.org>).
 pub(crate) fn no_color() -> bool {
     non_empty("NO_COLOR").is_some()
+}
+
+/// `CI` (set, to anything, by CI runners): checks that are skipped where the kernel
+/// lacks a feature fail instead.
+pub(crate) fn in_ci() -> bool {
+    std::env::var_os("CI").is_some()
 }
 
 /// `CLICOLOR_FORCE` (any non-empty value but `0` turns colours on without a terminal).

@@ -25,6 +25,7 @@ mod prices;
 mod render;
 mod report;
 mod results;
+mod shell;
 mod style;
 
 use std::path::PathBuf;
@@ -226,6 +227,13 @@ enum Command {
     /// limits itself, answers on stdout. Opens no data directory, reads no config.
     #[command(name = "__parse", hide = true)]
     Parse,
+    /// The confined command child (internal): limits and confines itself as SPEC (JSON)
+    /// says, then runs the command in its place. Opens no data directory, reads no config.
+    #[command(name = "__sandbox", hide = true)]
+    Sandbox {
+        /// The command and its confinement, as JSON.
+        spec: String,
+    },
 }
 
 /// A failure that maps to a specific exit code.
@@ -283,6 +291,9 @@ fn main() -> ExitCode {
     };
     if matches!(cli.command, Command::Parse) {
         return ExitCode::from(pp_docs::child::main());
+    }
+    if let Command::Sandbox { spec } = &cli.command {
+        return ExitCode::from(pp_sandbox::child::main(spec));
     }
     // `serve` answers many clients at once; every other command is one request after
     // another and runs on the main thread (no worker threads to start). Blocking work
@@ -378,6 +389,7 @@ fn main() -> ExitCode {
             Command::Man => commands::completions::man(),
             // Answered before the runtime was built.
             Command::Parse => Ok(pp_docs::child::main()),
+            Command::Sandbox { spec } => Ok(pp_sandbox::child::main(&spec)),
         }
     });
     match result {

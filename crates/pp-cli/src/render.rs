@@ -1,7 +1,7 @@
 //! Terminal rendering: the live view of a run and the approval card.
 
 use pp_tasks::ApprovalView;
-use pp_types::{Event, EventKind, ResolutionKind, Risk};
+use pp_types::{Event, EventKind, ResolutionKind, Risk, WriteLabel};
 
 pub(crate) use crate::escape::{json_safe, one_line, shorten, terminal_safe};
 use crate::style::{Paint, Palette};
@@ -170,13 +170,14 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         palette.paint(Paint::Bold, &one_line(&view.tool)),
         one_line(&view.capability)
     ));
+    if let Some(command) = view.command.as_ref().filter(|command| !command.confined) {
+        card.push_str(&effects::unconfined_banner(command, palette));
+    }
     if let Some(target) = &view.target {
-        let label = view.label.map_or("target", |label| label.as_str());
-        card.push_str(&format!(
-            "│ action:     {} {}\n",
-            palette.paint(Paint::Bold, label),
-            target_text(target, view.resolved.as_deref())
-        ));
+        card.push_str(&effects::action_lines(view, target, palette));
+    }
+    if let Some(command) = &view.command {
+        card.push_str(&effects::command_lines(command, palette));
     }
     if let Some(notice) = &view.notice {
         card.push_str(&format!(
@@ -184,13 +185,10 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
             palette.paint(Paint::Yellow, &one_line(notice))
         ));
     }
-    if view.revertible == Some(false) {
+    if let Some(undo) = effects::undo_text(view) {
         card.push_str(&format!(
             "│ undo:       {}\n",
-            palette.paint(
-                Paint::Yellow,
-                "cannot be undone (the file is larger than [revert] max_bytes)"
-            )
+            palette.paint(Paint::Yellow, undo)
         ));
     }
     // A file tool is one whose call came with a preview: its change says everything
@@ -201,16 +199,18 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         card.push_str("│ change:\n");
         body = diff_lines(diff, palette);
     } else if let Some(content) = &view.content {
-        card.push_str(&format!(
-            "│ new content ({} line{}, {} bytes):\n",
-            content.lines().count(),
-            if content.lines().count() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            content.len()
-        ));
+        let lines = content.lines().count();
+        let plural = if lines == 1 { "" } else { "s" };
+        if view.label == Some(WriteLabel::Delete) {
+            card.push_str(&format!(
+                "│ first lines of the file ({lines} line{plural} shown):\n"
+            ));
+        } else {
+            card.push_str(&format!(
+                "│ new content ({lines} line{plural}, {} bytes):\n",
+                content.len()
+            ));
+        }
         body = content
             .lines()
             .enumerate()
@@ -241,6 +241,26 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
     }
     card.push_str("└───────────────────────────────────────────────");
     card
+}
+
+/// The target of an approval on one list row (`approvals list`): the path as written
+/// (`→ resolves to` when it differs), `→ DESTINATION` for a move, and `(NOT confined)`
+/// for a command that runs without its sandbox.
+pub(crate) fn approval_row_target(view: &ApprovalView) -> String {
+    let mut text = view.target.as_deref().map_or_else(String::new, |target| {
+        target_text(target, view.resolved.as_deref())
+    });
+    if let Some(destination) = &view.destination {
+        text.push_str(&format!(" → {}", one_line(destination)));
+    }
+    if view
+        .command
+        .as_ref()
+        .is_some_and(|command| !command.confined)
+    {
+        text.push_str(" (NOT confined)");
+    }
+    text
 }
 
 /// Appends the change's lines to the card, folded as asked.
@@ -375,6 +395,9 @@ fn split_diff_headers(diff: &str) -> (Vec<String>, &str) {
     }
     (Vec::new(), diff)
 }
+
+#[path = "render_effects.rs"]
+mod effects;
 
 #[cfg(test)]
 #[path = "render_tests.rs"]

@@ -278,3 +278,248 @@ fn a_change_that_cannot_be_undone_says_so_on_the_card() {
     );
     assert!(!card.contains("undo:"), "{card}");
 }
+
+/// A view of `tool` with `label` on `target` (resolved the same), nothing else.
+fn effect_view(tool: &str, label: pp_types::WriteLabel, target: &str) -> ApprovalView {
+    let mut view = plain_view();
+    view.tool = tool.to_owned();
+    view.label = Some(label);
+    view.target = Some(target.to_owned());
+    view.resolved = Some(target.to_owned());
+    view.arguments = serde_json::json!({});
+    view
+}
+
+/// The card's lines after the header (approval, task, tool, risk).
+fn body_of(card: &str) -> Vec<&str> {
+    card.lines().skip(4).collect()
+}
+
+#[test]
+fn a_move_in_the_same_folder_is_a_rename_and_a_move_elsewhere_says_move() {
+    let mut view = effect_view("move_file", pp_types::WriteLabel::Move, "invoices/a.pdf");
+    view.destination = Some("invoices/2026-11 acme.pdf".to_owned());
+    view.destination_resolved = Some("invoices/2026-11 acme.pdf".to_owned());
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert_eq!(
+        body_of(&card),
+        [
+            "│ action:     rename invoices/a.pdf → invoices/2026-11 acme.pdf",
+            "└───────────────────────────────────────────────",
+        ]
+    );
+
+    view.destination = Some("archive/a.pdf".to_owned());
+    view.destination_resolved = Some("archive/a.pdf".to_owned());
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert_eq!(
+        body_of(&card)[0],
+        "│ action:     move invoices/a.pdf → archive/a.pdf"
+    );
+}
+
+#[test]
+fn an_overwriting_move_names_the_replaced_file_and_its_size_and_resolved_paths() {
+    let mut view = effect_view("move_file", pp_types::WriteLabel::Move, "drafts/../a.txt");
+    view.resolved = Some("a.txt".to_owned());
+    view.destination = Some("link/b.txt".to_owned());
+    view.destination_resolved = Some("real/b.txt".to_owned());
+    view.replaces = Some("real/b.txt".to_owned());
+    view.size = Some(3 * 1024);
+    view.revertible = Some(false);
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert_eq!(
+        body_of(&card),
+        [
+            "│ action:     move drafts/../a.txt → link/b.txt",
+            "│ resolves:   a.txt → real/b.txt",
+            "│ replaces:   `real/b.txt` (3.0 KiB), which is overwritten",
+            "│ undo:       cannot be undone (the file it replaces is larger than [revert] max_bytes)",
+            "└───────────────────────────────────────────────",
+        ]
+    );
+}
+
+#[test]
+fn a_move_with_a_forged_destination_stays_on_its_line() {
+    let mut view = effect_view("move_file", pp_types::WriteLabel::Move, "a.txt");
+    view.destination = Some(FORGED.to_owned());
+    view.destination_resolved = Some("notes.txt".to_owned());
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert!(
+        !card.lines().any(|line| line.starts_with("│ (new file")),
+        "{card}"
+    );
+    // Same folder once resolved: a rename.
+    assert!(
+        body_of(&card)[0].starts_with("│ action:     rename a.txt → drafts\\n│ (new file"),
+        "{card}"
+    );
+    assert_eq!(body_of(&card)[1], "│ resolves:   a.txt → notes.txt");
+}
+
+#[test]
+fn a_delete_shows_size_first_lines_and_when_it_cannot_be_undone() {
+    let mut view = effect_view("delete_file", pp_types::WriteLabel::Delete, "old/todo.md");
+    view.size = Some(1500);
+    view.content = Some("# Todo\n- [ ] milk\n".to_owned());
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert_eq!(
+        body_of(&card),
+        [
+            "│ action:     delete old/todo.md",
+            "│ size:       1.5 KiB",
+            "│ first lines of the file (2 lines shown):",
+            "│      1 # Todo",
+            "│      2 - [ ] milk",
+            "└───────────────────────────────────────────────",
+        ]
+    );
+    view.revertible = Some(false);
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert!(
+        card.contains("│ undo:       cannot be undone (the file is larger than [revert] max_bytes: no copy is kept)"),
+        "{card}"
+    );
+}
+
+#[test]
+fn a_new_folder_says_create_folder() {
+    let view = effect_view(
+        "make_dir",
+        pp_types::WriteLabel::CreateFolder,
+        "reports/2026",
+    );
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert_eq!(
+        body_of(&card),
+        [
+            "│ action:     create folder reports/2026",
+            "└───────────────────────────────────────────────",
+        ]
+    );
+}
+
+fn command_view(argv: &[&str], confined: bool) -> ApprovalView {
+    let mut view = effect_view("run_command", pp_types::WriteLabel::Run, argv[0]);
+    view.risk = Risk::High;
+    view.capability = "shell:execute".to_owned();
+    view.revertible = None;
+    view.command = Some(pp_types::CommandPreview {
+        argv: argv.iter().map(|argument| (*argument).to_owned()).collect(),
+        cwd: "data".to_owned(),
+        shell: argv.get(1) == Some(&"-c"),
+        confined,
+        limits: pp_types::CommandLimits {
+            timeout_secs: 60,
+            cpu_secs: 60,
+            memory_mb: 1024,
+            processes: 64,
+            file_size_mb: 256,
+            output_bytes: 65536,
+            network: false,
+        },
+        stdin_bytes: None,
+    });
+    view
+}
+
+/// A golden command card: each argument on its own line (an argument with a space and
+/// an empty one stay distinguishable; a newline and an escape sequence are escaped).
+#[test]
+fn a_command_shows_each_argument_the_cwd_the_sandbox_and_the_limits() {
+    let view = command_view(&["python3", "sum.py", "a b", "", "x\n\x1b[2Jy"], true);
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert_eq!(
+        card,
+        "┌─ approval ap-1 (pending) ─────────────────
+│ task:       tidy up
+│ tool:       run_command (shell:execute)
+│ risk:       HIGH RISK
+│ action:     run python3
+│ argv:       5 arguments, one per line, exactly as passed to the program:
+│   [0] \"python3\"
+│   [1] \"sum.py\"
+│   [2] \"a b\"
+│   [3] \"\"
+│   [4] \"x\\n\\x1b[2Jy\"
+│ cwd:        data
+│ sandbox:    confined (Landlock): reads and writes only in the workspace, no network
+│ limits:     timeout 60 s · CPU 60 s · memory 1024 MiB · 64 processes · files ≤ 256 MiB · output ≤ 64.0 KiB per stream · no network
+│ undo:       cannot be undone (PocketPilot does not see what a command changes)
+└───────────────────────────────────────────────"
+    );
+}
+
+#[test]
+fn a_shell_script_is_named_and_shown_line_by_line() {
+    let mut view = command_view(&["sh", "-c", "ls\nrm -rf \x1b[8mout"], true);
+    if let Some(command) = view.command.as_mut() {
+        command.cwd = String::new();
+        command.stdin_bytes = Some(12);
+    }
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let body = body_of(&card);
+    assert_eq!(
+        body[..9],
+        [
+            "│ action:     run sh",
+            "│ argv:       3 arguments, one per line, exactly as passed to the program:",
+            "│   [0] \"sh\"",
+            "│   [1] \"-c\"",
+            "│   [2] \"ls\\nrm -rf \\x1b[8mout\"",
+            "│ shell:      runs a shell script; the script:",
+            "│      1 ls",
+            "│      2 rm -rf \\x1b[8mout",
+            "│ cwd:        . (the workspace's root)",
+        ]
+    );
+    assert!(card.contains("│ stdin:      12 B\n"), "{card}");
+}
+
+#[test]
+fn an_unconfined_command_says_not_confined_first_and_in_the_strongest_style() {
+    let view = command_view(&["python3", "sum.py"], false);
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let body = body_of(&card);
+    assert_eq!(
+        body[0],
+        "│ !! NOT confined !! this command runs with all of your user's rights: every file you can reach, the data directory"
+    );
+    assert!(card.contains("│ sandbox:    NOT confined\n"), "{card}");
+    let coloured = approval_card(&view, Palette::ON, Fold::Lines(CARD_LINES, 80));
+    assert!(
+        coloured.contains("\x1b[1;97;41m!! NOT confined !!\x1b[0m"),
+        "{coloured}"
+    );
+    let confined = approval_card(
+        &command_view(&["python3", "sum.py"], true),
+        Palette::OFF,
+        Fold::Lines(CARD_LINES, 80),
+    );
+    assert!(!confined.contains("NOT confined"), "{confined}");
+}
+
+#[test]
+fn parents_and_scripts() {
+    assert_eq!(effects::parent("a/b/c.txt"), "a/b");
+    assert_eq!(effects::parent("c.txt"), "");
+    assert_eq!(effects::parent("a/dir/"), "a");
+    let argv = |args: &[&str]| args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        effects::shell_script(&argv(&["bash", "-c", "echo hi"])),
+        Some("echo hi")
+    );
+    assert_eq!(effects::shell_script(&argv(&["python3", "x.py"])), None);
+}
+
+#[test]
+fn list_rows_name_the_destination_and_an_unconfined_command() {
+    let mut view = effect_view("move_file", pp_types::WriteLabel::Move, "a.txt");
+    view.destination = Some("b\nc.txt".to_owned());
+    assert_eq!(approval_row_target(&view), "a.txt → b\\nc.txt");
+    let view = command_view(&["python3", "x.py"], false);
+    assert_eq!(approval_row_target(&view), "python3 (NOT confined)");
+    let view = command_view(&["python3", "x.py"], true);
+    assert_eq!(approval_row_target(&view), "python3");
+}

@@ -30,6 +30,8 @@ pub(crate) enum Paint {
     Dim,
     /// Headings.
     Bold,
+    /// The strongest warning: bold white on red ("NOT confined").
+    Alarm,
 }
 
 impl Palette {
@@ -70,6 +72,7 @@ impl Palette {
             Paint::Yellow => "33",
             Paint::Dim => "2",
             Paint::Bold => "1",
+            Paint::Alarm => "1;97;41",
         };
         format!("\x1b[{code}m{text}\x1b[0m")
     }

@@ -11,6 +11,7 @@
 import { api } from "./api.js";
 import { append, debounce, formatTime, h, notice, prettyJson, replace } from "./dom.js";
 import { diffTexts, renderDiffView, renderNewContent, reverseApply, splitLines } from "./diff.js";
+import { effectBlock, labelWords, undoNote, unconfinedBanner } from "./effects.js";
 import { subscribe } from "./live.js";
 import { escapeInvisible, escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
 
@@ -313,8 +314,9 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   actions.append(approveButton, rejectButton, editButton);
 
   const strong = view.scope === "replaces_whole_file" || (!view.scope && view.risk === "high");
+  const unconfined = Boolean(view.command && view.command.confined === false);
   const element = h("article", {
-    class: "card" + (strong ? " risk-high" : "") + (view.scope ? " scope-" + view.scope : ""),
+    class: "card" + (strong ? " risk-high" : "") + (view.scope ? " scope-" + view.scope : "") + (view.label ? " effect-" + view.label : "") + (unconfined ? " unconfined" : ""),
     tabindex: "-1",
     "aria-labelledby": uid + "-title",
     dataset: { approvalId: id, taskId: view.task_id, state: view.state },
@@ -576,10 +578,22 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     const content = fresh.content ?? (typeof fresh.arguments?.content === "string" ? fresh.arguments.content : null);
     replace(
       currentSlot,
-      changed ? h("p", { class: "notice notice-warn current-warning", role: "status", text: "This file changed since the request — diff against the current file shown." }) : null,
+      changed
+        ? h("p", {
+            class: "notice notice-warn current-warning",
+            role: "status",
+            text: ["move", "delete", "create_folder"].includes(fresh.label)
+              ? "The target changed since the request: approving will not run this call (it is stale)."
+              : "This file changed since the request — diff against the current file shown.",
+          })
+        : null,
     );
     const parts = [];
-    if (fresh.scope === "new_file" && typeof content === "string" && !changed) {
+    if (fresh.label === "delete" && typeof fresh.content === "string") {
+      // The first lines of the file the call deletes, as removed lines.
+      const count = splitLines(fresh.content).length;
+      parts.push(h("h3", { text: `First lines of the file (${count} line${count === 1 ? "" : "s"} shown)` }), renderDiffView({ lines: diffTexts(fresh.content, "").lines }, { label: "first lines of the deleted file", toggle: false }));
+    } else if (fresh.scope === "new_file" && typeof content === "string" && !changed) {
       baseText = "";
       const count = splitLines(content).length;
       parts.push(h("h3", { text: `New file content (${count} line${count === 1 ? "" : "s"})` }), renderNewContent(content));
@@ -610,23 +624,25 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   const badges = h(
     "div",
     { class: "card-badges" },
-    view.label && !view.scope ? h("span", { class: "badge label-" + view.label, text: view.label }) : null,
+    view.label && !view.scope ? h("span", { class: "badge label-" + view.label, text: labelWords(view) }) : null,
+    unconfined ? h("span", { class: "badge unconfined-badge", text: "NOT confined" }) : null,
     riskBadge(view),
-    view.revertible === false ? h("span", { class: "badge irreversible", text: "cannot be undone" }) : null,
+    undoNote(view) ? h("span", { class: "badge irreversible", text: "cannot be undone" }) : null,
     h("code", { class: "capability", title: "capability", text: view.capability }),
   );
   const args = prettyJson(view.arguments);
+  const effect = effectBlock(view);
+  const undo = undoNote(view);
   append(element, [
+    unconfinedBanner(view),
     h(
       "header",
       { class: "card-head" },
       h("h2", { id: uid + "-title", class: "card-title" }, h("span", { class: "tool", text: view.tool }), view.target ? visibleCode(view.target, "target") : null),
       badges,
     ),
-    resolvesTo(view.target, view.resolved),
-    view.revertible === false
-      ? h("p", { class: "notice notice-warn irreversible-note", text: "This call cannot be undone: the file it replaces is too large to keep a copy of." })
-      : null,
+    effect || resolvesTo(view.target, view.resolved),
+    undo ? h("p", { class: "notice notice-warn irreversible-note", text: undo }) : null,
     h(
       "p",
       { class: "card-task" },
@@ -638,7 +654,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     h("p", { class: "muted small", text: `Requested ${formatTime(view.created_at)} · ${view.id}` }),
     currentSlot,
     previewSlot,
-    h("details", { class: "arguments", open: !view.scope && args.length < 300 }, h("summary", { text: "Arguments (JSON)" }), h("pre", { class: "json", text: escapeInvisibleJson(args) })),
+    h("details", { class: "arguments", open: !view.scope && !effect && args.length < 300 }, h("summary", { text: "Arguments (JSON)" }), h("pre", { class: "json", text: escapeInvisibleJson(args) })),
     outcomeLine,
     status,
     actions,

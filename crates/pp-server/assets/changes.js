@@ -1,7 +1,8 @@
 // The "Changes on disk" panel of a task page: what the task's approved calls really did
 // to the workspace, from the change log (`GET /api/tasks/ID/changes`), not from the
 // model's words. Created / overwritten / edited / reverted files with their sizes, time
-// and a link to the file; calls whose effects PocketPilot cannot see are listed as such;
+// and a link to the file, moved files as `old → new`, deleted files and created folders;
+// calls whose effects PocketPilot cannot see are listed as such;
 // a Revert button on each change that can still be undone (`POST /api/changes/ID/revert`,
 // refused with the diff when the file changed since the agent wrote it).
 
@@ -14,8 +15,17 @@ const KIND_WORDS = {
   created: "created",
   overwritten: "overwritten",
   edited: "edited",
+  moved: "moved",
+  deleted: "deleted",
+  folder_created: "folder created",
   reverted: "reverted",
   effects_unknown: "effects unknown to PocketPilot",
+};
+
+/** How a count of each kind reads in a task's summary ("2 moved", "1 folder created"). */
+const COUNT_WORDS = {
+  folder_created: (n) => (n === 1 ? "folder created" : "folders created"),
+  effects_unknown: () => "unknown effects",
 };
 
 /** "2 created · 1 edited" from a task's `changes` counts; "" when there are none. */
@@ -25,8 +35,64 @@ export function countsText(counts) {
   }
   return Object.keys(KIND_WORDS)
     .filter((kind) => counts[kind] > 0)
-    .map((kind) => `${counts[kind]} ${kind === "effects_unknown" ? "unknown effects" : kind}`)
+    .map((kind) => `${counts[kind]} ${COUNT_WORDS[kind] ? COUNT_WORDS[kind](counts[kind]) : kind}`)
     .join(" · ");
+}
+
+/** What the Revert button is about to do, in words. */
+export function revertPromptText(change) {
+  switch (change.kind) {
+    case "created":
+      return `Revert removes ${change.path}, which this task created.`;
+    case "moved":
+      return `Revert moves ${change.path} back to ${change.from_path} (and puts back a file the move replaced).`;
+    case "deleted":
+      return `Revert restores ${change.path}, which this task deleted.`;
+    case "folder_created":
+      return `Revert removes the folder ${change.path} if it is still empty.`;
+    default:
+      return `Revert puts back the content ${change.path} had before this change.`;
+  }
+}
+
+/** The message after a successful revert. */
+function revertedText(change) {
+  switch (change.kind) {
+    case "moved":
+      return `Reverted: ${change.path} is back at ${change.from_path}.`;
+    case "deleted":
+      return `Reverted: ${change.path} is restored.`;
+    case "folder_created":
+      return `Reverted: the folder ${change.path} is removed.`;
+    default:
+      return `Reverted: ${change.path} is back as it was before this change.`;
+  }
+}
+
+/**
+ * The change's path: a link to the file as it is now; a move as `old → new` (the old
+ * path is gone, so only the new one is a link); a deleted file or a folder as plain
+ * code; the tool for a call without a path.
+ */
+function pathOf(change, workspace) {
+  if (!change.path) {
+    return h("code", { text: change.tool });
+  }
+  const link = () => h("a", { class: "change-path", href: change.root === "memory" ? "#/memory" : previewHref(change.path, workspace) }, visibleCode(change.path));
+  switch (change.kind) {
+    case "moved":
+      return h(
+        "span",
+        { class: "change-move" },
+        change.from_path ? [visibleCode(change.from_path, "change-from"), h("span", { class: "move-arrow", "aria-label": "moved to", text: " → " })] : null,
+        link(),
+      );
+    case "deleted":
+    case "folder_created":
+      return visibleCode(change.path, "change-path");
+    default:
+      return link();
+  }
 }
 
 /**
@@ -52,7 +118,7 @@ export function changesPanel(container, taskId) {
     replace(resultBox(change), notice("info", "Reverting…"));
     try {
       await api(`/api/changes/${encodeURIComponent(change.id)}/revert`, { method: "POST" });
-      replace(resultBox(change), notice("ok", `Reverted: ${change.path} is back as it was before this change.`));
+      replace(resultBox(change), notice("ok", revertedText(change)));
       refresh();
     } catch (error) {
       button.disabled = false;
@@ -83,12 +149,7 @@ export function changesPanel(container, taskId) {
       h(
         "div",
         { class: "subpanel revert-confirm" },
-        h("p", {
-          text:
-            change.kind === "created"
-              ? `Revert removes ${change.path}, which this task created.`
-              : `Revert puts back the content ${change.path} had before this change.`,
-        }),
+        h("p", { text: revertPromptText(change) }),
         h("div", { class: "button-row" }, yes, no),
       ),
     );
@@ -108,9 +169,7 @@ export function changesPanel(container, taskId) {
         { class: "change-head" },
         h("span", { class: "badge change-kind kind-" + kind, text: KIND_WORDS[kind] || kind }),
         " ",
-        change.path
-          ? h("a", { class: "change-path", href: change.root === "memory" ? "#/memory" : previewHref(change.path, workspace) }, visibleCode(change.path))
-          : h("code", { text: change.tool }),
+        pathOf(change, workspace),
         change.bytes !== null && change.bytes !== undefined ? h("span", { class: "muted small", text: ` ${formatSize(change.bytes)}` }) : null,
         h("span", { class: "muted small" }, " · ", timeElement(change.at), change.path ? ` · ${change.tool}` : ""),
         button,

@@ -7,6 +7,7 @@ import { resultBody } from "./results.js";
 import { resolvesTo, visibleCode } from "./visible.js";
 import { argumentsList, argumentsSummary } from "./format.js";
 import { api } from "./api.js";
+import { labelWords } from "./effects.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
@@ -86,7 +87,7 @@ export function eventRow(stored) {
     case "approval_required": {
       const preview = stored.preview || {};
       const target = preview.target ? [" ", visibleCode(preview.target, "target")] : [];
-      const facts = [preview.label, stored.risk ? stored.risk + " risk" : null, stored.capability].filter(Boolean);
+      const facts = [preview.label ? labelWords(preview) : null, stored.risk ? stored.risk + " risk" : null, stored.capability].filter(Boolean);
       return row(
         stored,
         "approval",
@@ -293,7 +294,7 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
       case "approval_required": {
         const line = callLine(stored);
         const preview = stored.preview || {};
-        const facts = [preview.label, stored.risk ? stored.risk + " risk" : null, stored.capability].filter(Boolean);
+        const facts = [preview.label ? labelWords(preview) : null, stored.risk ? stored.risk + " risk" : null, stored.capability].filter(Boolean);
         line.slot = h("div", { class: "card-slot" });
         line.approvalId = stored.approval_id || null;
         line.body.append(

@@ -4,7 +4,8 @@
 //! the operator's changes); and [`memory`] (`memory.md` in the data directory and
 //! `memory_write`); and [`docs`] (`extract_document` and the other document tools, all
 //! `file:read`: the bytes come through the jail, `pp-docs` parses them in a limited
-//! child process).
+//! child process); and [`shell`] (`run_command`, `shell:execute`: one program run in the
+//! workspace, confined by `pp-sandbox`).
 //!
 //! Main items: [`file_tools`] / [`file_tools_with`] build the file tools around one
 //! jail, [`register_file_tools`] puts them into a [`pp_agent::ToolRegistry`], and
@@ -14,9 +15,9 @@
 //!
 //! Where it sits: this crate depends on `pp-types` (specs and outputs), `pp-gate` (the
 //! jail, the only way to the filesystem), `pp-agent` (the `Tool` trait and the
-//! registry) and `pp-docs` (document parsing). Arguments arrive already checked by the
-//! schema and the policy, but every access still goes through the jail, which re-checks
-//! the path race-free. A refusal by the jail becomes [`pp_types::ToolOutput::Denied`]; a
+//! registry), `pp-docs` (document parsing) and `pp-sandbox` (confined commands).
+//! Arguments arrive already checked by the schema and the policy, but every access
+//! still goes through the jail, which re-checks the path race-free. A refusal by the jail becomes [`pp_types::ToolOutput::Denied`]; a
 //! missing file or a bad edit is an ordinary [`pp_types::ToolOutput::Error`]. No tool
 //! panics.
 //!
@@ -58,6 +59,7 @@ pub mod docs;
 mod files;
 pub mod memory;
 mod provider;
+pub mod shell;
 pub mod skills;
 
 pub use provider::{
@@ -66,6 +68,7 @@ pub use provider::{
 
 pub use docs::{DocsProvider, DocsSettings};
 pub use memory::{MemoryProvider, MemorySettings};
+pub use shell::{ShellProvider, ShellSettings};
 pub use skills::{SkillsProvider, SkillsSettings};
 
 pub use files::{

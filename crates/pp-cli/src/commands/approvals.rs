@@ -13,7 +13,7 @@ use crate::commands::run::{OnInterrupt, Ui, follow};
 use crate::config::{Config, Flags};
 use crate::live::LiveView;
 use crate::output::{errln, outln};
-use crate::render::{Fold, approval_card, json_safe, one_line, target_text};
+use crate::render::{Fold, approval_card, approval_row_target, json_safe, one_line};
 use crate::style::Palette;
 use crate::{Exit, exit};
 
@@ -85,9 +85,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
             } else {
                 for view in views {
                     let label = view.label.map_or("", |label| label.as_str());
-                    let target = view.target.as_deref().map_or_else(String::new, |target| {
-                        target_text(target, view.resolved.as_deref())
-                    });
+                    let target = approval_row_target(&view);
                     outln!(
                         "{}  {:<8}  {}  {} {label} {target}",
                         one_line(&view.id),

@@ -61,6 +61,7 @@ pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
         }
     };
     check_home(&mut report, &config);
+    let shell = crate::shell::shell_provider(&config.shell, &config.home);
     for workspace in &config.workspaces.list {
         let default = if config.workspaces.default.as_deref() == Some(&workspace.name) {
             " (default)"
@@ -68,11 +69,16 @@ pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
             ""
         };
         match pp_gate::Jail::new(&workspace.path) {
-            Ok(jail) => report.line(
-                Verdict::Ok,
-                &format!("workspace {}{default}", workspace.name),
-                &jail.root().display().to_string(),
-            ),
+            Ok(jail) => {
+                report.line(
+                    Verdict::Ok,
+                    &format!("workspace {}{default}", workspace.name),
+                    &jail.root().display().to_string(),
+                );
+                let (confined, line) = crate::shell::status(&shell, jail.root());
+                let verdict = if confined { Verdict::Ok } else { Verdict::Warn };
+                report.line(verdict, &format!("shell in {}", workspace.name), &line);
+            }
             Err(error) => report.line(
                 Verdict::Fail,
                 &format!("workspace {}", workspace.name),

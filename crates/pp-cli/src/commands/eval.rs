@@ -14,7 +14,8 @@ pub(crate) async fn run(path: &Path) -> anyhow::Result<u8> {
     if files.is_empty() {
         return Err(Exit::usage(format!("no *.json cases in {}", path.display())).into());
     }
-    let (mut passed, mut failed) = (0usize, 0usize);
+    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
+    let landlock = pp_sandbox::probe();
     let mut stdout = std::io::stdout().lock();
     for file in &files {
         let label = file.file_name().map_or_else(
@@ -22,6 +23,18 @@ pub(crate) async fn run(path: &Path) -> anyhow::Result<u8> {
             |n| n.to_string_lossy().into_owned(),
         );
         let (label, failures) = match load(file) {
+            Ok(case) if case.needs_landlock && !landlock.usable() => {
+                if !crate::env::in_ci() {
+                    skipped += 1;
+                    writeln!(stdout, "SKIP {}: {}", case.name, landlock.describe())?;
+                    continue;
+                }
+                let reason = format!(
+                    "needs Landlock, which CI must have: {}",
+                    landlock.describe()
+                );
+                (case.name, vec![reason])
+            }
             Ok(case) => match run_case(&case).await {
                 Ok(report) => (case.name, report.failures),
                 Err(error) => (case.name, vec![format!("could not run: {error:#}")]),
@@ -39,7 +52,14 @@ pub(crate) async fn run(path: &Path) -> anyhow::Result<u8> {
             }
         }
     }
-    writeln!(stdout, "{passed} passed, {failed} failed")?;
+    if skipped > 0 {
+        writeln!(
+            stdout,
+            "{passed} passed, {failed} failed, {skipped} skipped"
+        )?;
+    } else {
+        writeln!(stdout, "{passed} passed, {failed} failed")?;
+    }
     Ok(if failed == 0 { exit::OK } else { exit::FAILED })
 }
 

@@ -8,7 +8,7 @@ use pp_types::{Actor, Change, ChangeId, ChangeKind};
 
 use crate::app::App;
 use crate::config::Flags;
-use crate::escape::{json_safe, terminal_safe};
+use crate::escape::{json_safe, one_line, terminal_safe};
 use crate::output::{errln, outln};
 use crate::{Exit, exit};
 
@@ -53,7 +53,8 @@ pub(crate) async fn run(flags: &Flags, id: String, json: bool) -> anyhow::Result
     Err(Exit::conflict(format!("{code}: {}", terminal_safe(&message))).into())
 }
 
-/// The "Changes on disk" lines: one per change, with its id (for `pocketpilot revert`).
+/// The "Changes on disk" lines: one per change, with its id (for `pocketpilot revert`);
+/// a move reads `old → new`.
 pub(crate) fn change_lines(changes: &[Change]) -> Vec<String> {
     if changes.is_empty() {
         return vec!["Changes on disk: none".to_owned()];
@@ -73,11 +74,12 @@ pub(crate) fn change_lines(changes: &[Change]) -> Vec<String> {
                 let from = change
                     .from_path
                     .as_deref()
-                    .map(|from| format!("{} → ", terminal_safe(from)))
+                    .filter(|_| change.kind == ChangeKind::Moved)
+                    .map(|from| format!("{} → ", one_line(from)))
                     .unwrap_or_default();
                 format!(
                     "{from}{}{size}",
-                    terminal_safe(change.path.as_deref().unwrap_or("?"))
+                    one_line(change.path.as_deref().unwrap_or("?"))
                 )
             }
         };
@@ -128,5 +130,27 @@ mod tests {
             ]
         );
         assert_eq!(change_lines(&[]), ["Changes on disk: none"]);
+
+        let moved = Change {
+            from_path: Some("inbox/a\nb.pdf".into()),
+            ..change(ChangeKind::Moved, Some("archive/a.pdf"), true)
+        };
+        let deleted = Change {
+            bytes: None,
+            ..change(ChangeKind::Deleted, Some("old/todo.md"), false)
+        };
+        let folder = Change {
+            bytes: None,
+            ..change(ChangeKind::FolderCreated, Some("reports/2026"), true)
+        };
+        assert_eq!(
+            change_lines(&[moved, deleted, folder]),
+            [
+                "Changes on disk:",
+                "  moved       inbox/a\\nb.pdf → archive/a.pdf (318 B)  c_1  revertible",
+                "  deleted     old/todo.md  c_1",
+                "  folder created reports/2026  c_1  revertible",
+            ]
+        );
     }
 }

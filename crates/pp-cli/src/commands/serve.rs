@@ -97,8 +97,11 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
             }
         }
     });
+    let shell = crate::shell::shell_provider(&app.config.shell, &app.config.home);
     for workspace in &app.service.workspaces().list {
         errln!("workspace {}: {}", workspace.name, workspace.path.display());
+        let (_, line) = crate::shell::status(&shell, &workspace.path);
+        errln!("  shell: {line}");
     }
     errln!("data: {}", app.config.home.display());
     outln!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}")?;

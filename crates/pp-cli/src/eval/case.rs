@@ -54,6 +54,10 @@ pub(crate) struct Case {
     pub(crate) limits: CaseLimits,
     /// What must hold at the end.
     pub(crate) expect: Expect,
+    /// The case runs confined commands (`run_command`): where the kernel lacks Landlock
+    /// it is skipped with a message, or fails under CI (`CI` set).
+    #[serde(default)]
+    pub(crate) needs_landlock: bool,
 }
 
 impl Case {
@@ -543,6 +547,7 @@ mod tests {
                         max_tokens: None,
                     },
                     expect,
+                    needs_landlock: false,
                 },
             )
     }

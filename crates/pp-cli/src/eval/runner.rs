@@ -105,7 +105,8 @@ async fn run_case_in(case: &Case, mode: Mode) -> anyhow::Result<CaseReport> {
 }
 
 /// The file tools, the skills in `skills/` beside `workspace`, the memory in `data/`
-/// beside it, the document tools, plus the case's own tools,
+/// beside it, the document tools, `run_command` (confined; off where Landlock is
+/// missing), plus the case's own tools,
 /// registered through the test-only door (a case may declare a tool without a
 /// capability to show the engine denies it).
 fn toolbox(case: &Case, workspace: &Path) -> Toolbox {
@@ -121,6 +122,10 @@ fn toolbox(case: &Case, workspace: &Path) -> Toolbox {
         .with(Arc::new(MemoryProvider::new(memory)))
         .with(Arc::new(crate::app::docs_provider(
             &crate::config::DocsConfig::default(),
+        )))
+        .with(Arc::new(crate::shell::shell_provider(
+            &crate::shell::ShellConfig::default(),
+            &workspace.with_file_name("data"),
         )))
         .with_unclassified_for_evals(extra)
 }

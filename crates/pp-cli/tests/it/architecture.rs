@@ -12,7 +12,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("pp-model", &["pp-types", "pp-agent"]),
     ("pp-store", &["pp-types"]),
     ("pp-docs", &["pp-types"]),
-    ("pp-tools", &["pp-types", "pp-gate", "pp-agent", "pp-docs"]),
+    ("pp-sandbox", &["pp-types"]),
+    (
+        "pp-tools",
+        &["pp-types", "pp-gate", "pp-agent", "pp-docs", "pp-sandbox"],
+    ),
     ("pp-mcp", &["pp-types", "pp-gate", "pp-agent"]),
     (
         "pp-tasks",
@@ -30,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-model",
             "pp-tools",
             "pp-docs",
+            "pp-sandbox",
             "pp-mcp",
             "pp-store",
             "pp-tasks",
@@ -45,6 +50,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-model",
             "pp-tools",
             "pp-docs",
+            "pp-sandbox",
             "pp-mcp",
             "pp-store",
             "pp-tasks",
@@ -67,6 +73,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("zip", &["pp-docs"]),
     ("quick-xml", &["pp-docs"]),
     ("csv", &["pp-docs"]),
+    ("landlock", &["pp-sandbox"]),
 ];
 
 /// Crates the bottom layers must never use.

@@ -9,6 +9,7 @@
 mod approvals;
 mod architecture;
 mod backup;
+mod cards;
 mod chat;
 mod documents;
 mod eval;
@@ -21,6 +22,7 @@ mod revert;
 mod run;
 mod scripting;
 mod service;
+mod shell;
 mod skills;
 mod terminal;
 mod usage;

@@ -1,0 +1,212 @@
+//! The approval card's lines for what a call does beyond writing a file: a move or
+//! rename (from → to, the file it replaces), a delete (its size), a new folder, and a
+//! command (its exact argv, working directory, limits, and "NOT confined" when the
+//! shell runs without its sandbox).
+//!
+//! Every model-written name goes through [`one_line`] (paths, each argument) or
+//! [`terminal_safe`] (a shell script's lines), so nothing printed here can forge a line
+//! of the card.
+
+use pp_tasks::ApprovalView;
+use pp_types::{CommandLimits, CommandPreview, WriteLabel};
+
+use super::{one_line, target_text, terminal_safe};
+use crate::style::{Paint, Palette};
+
+/// The `action:` line (and for a move, the `resolves:` and `replaces:` lines; for a
+/// delete, its `size:`).
+pub(super) fn action_lines(view: &ApprovalView, target: &str, palette: Palette) -> String {
+    let resolved = view.resolved.as_deref();
+    match (view.label, view.destination.as_deref()) {
+        (Some(WriteLabel::Move), Some(destination)) => {
+            move_lines(view, target, destination, palette)
+        }
+        (Some(WriteLabel::Delete), _) => {
+            let mut lines = action(palette, "delete", &target_text(target, resolved));
+            if let Some(size) = view.size {
+                lines.push_str(&format!("│ size:       {}\n", pp_tasks::format_size(size)));
+            }
+            lines
+        }
+        (Some(WriteLabel::CreateFolder), _) => {
+            action(palette, "create folder", &target_text(target, resolved))
+        }
+        (label, _) => action(
+            palette,
+            label.map_or("target", WriteLabel::as_str),
+            &target_text(target, resolved),
+        ),
+    }
+}
+
+/// `│ action:     VERB TEXT`.
+fn action(palette: Palette, verb: &str, text: &str) -> String {
+    format!(
+        "│ action:     {} {text}\n",
+        palette.paint(Paint::Bold, verb)
+    )
+}
+
+/// A move: `rename a → b` when the folder stays the same, else `move a → dir/b`; the
+/// workspace paths when either side resolves differently; the file an overwriting move
+/// replaces, with its size.
+fn move_lines(view: &ApprovalView, from: &str, to: &str, palette: Palette) -> String {
+    let from_resolved = view.resolved.as_deref().unwrap_or(from);
+    let to_resolved = view.destination_resolved.as_deref().unwrap_or(to);
+    let verb = if parent(from_resolved) == parent(to_resolved) {
+        "rename"
+    } else {
+        "move"
+    };
+    let mut lines = action(
+        palette,
+        verb,
+        &format!("{} → {}", one_line(from), one_line(to)),
+    );
+    if from_resolved != from || to_resolved != to {
+        lines.push_str(&format!(
+            "│ resolves:   {} → {}\n",
+            one_line(from_resolved),
+            one_line(to_resolved)
+        ));
+    }
+    if let Some(replaces) = &view.replaces {
+        let size = view
+            .size
+            .map(|size| format!(" ({})", pp_tasks::format_size(size)))
+            .unwrap_or_default();
+        lines.push_str(&format!(
+            "│ replaces:   {}\n",
+            palette.paint(
+                Paint::Red,
+                &format!("`{}`{size}, which is overwritten", one_line(replaces))
+            )
+        ));
+    }
+    lines
+}
+
+/// The folder a workspace path is in (`""` for the workspace's root).
+pub(super) fn parent(path: &str) -> &str {
+    let path = path.trim_end_matches('/');
+    path.rsplit_once('/').map_or("", |(folder, _)| folder)
+}
+
+/// The banner at the top of a card whose command runs without confinement.
+pub(super) fn unconfined_banner(command: &CommandPreview, palette: Palette) -> String {
+    let network = if command.limits.network {
+        "the network, "
+    } else {
+        ""
+    };
+    format!(
+        "│ {} {}\n",
+        palette.paint(Paint::Alarm, "!! NOT confined !!"),
+        palette.paint(
+            Paint::Red,
+            &format!(
+                "this command runs with all of your user's rights: every file you can \
+                 reach, {network}the data directory"
+            )
+        )
+    )
+}
+
+/// The command: every argument on its own numbered line between quotes (controls
+/// escaped), the script when it is a shell's, the working directory, the sandbox and
+/// its limits.
+pub(super) fn command_lines(command: &CommandPreview, palette: Palette) -> String {
+    let count = command.argv.len();
+    let mut lines = format!(
+        "│ argv:       {count} argument{}, one per line, exactly as passed to the program:\n",
+        if count == 1 { "" } else { "s" }
+    );
+    for (index, argument) in command.argv.iter().enumerate() {
+        lines.push_str(&format!(
+            "│   {} \"{}\"\n",
+            palette.paint(Paint::Dim, &format!("[{index}]")),
+            one_line(argument)
+        ));
+    }
+    if command.shell {
+        lines.push_str(&format!(
+            "│ shell:      {}\n",
+            palette.paint(Paint::Yellow, "runs a shell script; the script:")
+        ));
+        for (index, line) in shell_script(&command.argv)
+            .unwrap_or("")
+            .lines()
+            .enumerate()
+        {
+            lines.push_str(&format!(
+                "│   {} {}\n",
+                palette.paint(Paint::Dim, &format!("{:>4}", index + 1)),
+                terminal_safe(line)
+            ));
+        }
+    }
+    let cwd = if command.cwd.is_empty() {
+        ". (the workspace's root)".to_owned()
+    } else {
+        one_line(&command.cwd).into_owned()
+    };
+    lines.push_str(&format!("│ cwd:        {cwd}\n"));
+    lines.push_str(&format!(
+        "│ sandbox:    {}\n",
+        if command.confined {
+            "confined (Landlock): reads and writes only in the workspace, no network".to_owned()
+        } else {
+            palette.paint(Paint::Alarm, "NOT confined")
+        }
+    ));
+    lines.push_str(&format!("│ limits:     {}\n", limits_text(&command.limits)));
+    if let Some(bytes) = command.stdin_bytes {
+        lines.push_str(&format!("│ stdin:      {}\n", pp_tasks::format_size(bytes)));
+    }
+    lines
+}
+
+/// The script a shell is given (`sh -c SCRIPT …`): the argument after `-c`.
+pub(super) fn shell_script(argv: &[String]) -> Option<&str> {
+    let at = argv.iter().position(|argument| argument == "-c")?;
+    argv.get(at + 1).map(String::as_str)
+}
+
+/// `timeout 60 s · CPU 60 s · memory 1024 MiB · 64 processes · files ≤ 256 MiB · output
+/// ≤ 64.0 KiB per stream · no network`.
+pub(super) fn limits_text(limits: &CommandLimits) -> String {
+    format!(
+        "timeout {} s · CPU {} s · memory {} MiB · {} processes · files ≤ {} MiB · output ≤ {} \
+         per stream · {}",
+        limits.timeout_secs,
+        limits.cpu_secs,
+        limits.memory_mb,
+        limits.processes,
+        limits.file_size_mb,
+        pp_tasks::format_size(limits.output_bytes),
+        if limits.network {
+            "network allowed"
+        } else {
+            "no network"
+        }
+    )
+}
+
+/// Why the call cannot be undone, when it cannot: a command's effects are unknown to
+/// PocketPilot; otherwise the server said `revertible: false` (what the call replaces
+/// or deletes is larger than `[revert] max_bytes`).
+pub(super) fn undo_text(view: &ApprovalView) -> Option<&'static str> {
+    match (view.label, view.revertible) {
+        (Some(WriteLabel::Run), _) => {
+            Some("cannot be undone (PocketPilot does not see what a command changes)")
+        }
+        (Some(WriteLabel::Delete), Some(false)) => {
+            Some("cannot be undone (the file is larger than [revert] max_bytes: no copy is kept)")
+        }
+        (Some(WriteLabel::Move), Some(false)) => {
+            Some("cannot be undone (the file it replaces is larger than [revert] max_bytes)")
+        }
+        (_, Some(false)) => Some("cannot be undone (the file is larger than [revert] max_bytes)"),
+        _ => None,
+    }
+}

@@ -1,0 +1,49 @@
+//! The sandbox's errors.
+
+/// Why a command could not be started confined, or could not be watched.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The child could not read its specification.
+    #[error("the sandbox specification is not valid: {0}")]
+    Spec(String),
+    /// A resource limit could not be set.
+    #[error("cannot set the {resource} limit: {source}")]
+    Limit {
+        /// The limit (`cpu`, `memory`, …).
+        resource: &'static str,
+        /// The system's refusal.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The Landlock ruleset could not be built or applied.
+    #[error("cannot confine the command with Landlock: {0}")]
+    Landlock(String),
+    /// The command could not be executed (not found, not executable, outside what the
+    /// sandbox may execute).
+    #[error("cannot run `{program}`: {source}")]
+    Exec {
+        /// The program as given.
+        program: String,
+        /// The system's refusal.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The sandbox child could not be started or watched.
+    #[error("cannot start the sandbox `{program}`: {source}")]
+    Start {
+        /// The sandbox program (`pocketpilot`).
+        program: String,
+        /// The system's refusal.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for the command failed.
+    #[error("cannot wait for the command: {0}")]
+    Wait(#[source] std::io::Error),
+    /// The sandbox child reported a failure before the command ran.
+    #[error("the command did not start: {0}")]
+    Setup(String),
+}
+
+/// Results of this crate.
+pub(crate) type Result<T> = std::result::Result<T, SandboxError>;

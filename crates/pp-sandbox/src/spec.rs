@@ -1,0 +1,137 @@
+//! What the sandbox child is told: the command, where it runs, how it is confined.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// One command to run confined, passed to `pocketpilot __sandbox` as one JSON argument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spec {
+    /// The program and its arguments, exactly as given to `execve` (a program without a
+    /// `/` is looked up on the spec's `PATH`).
+    pub argv: Vec<String>,
+    /// The absolute working directory (inside the workspace).
+    pub cwd: PathBuf,
+    /// The absolute, canonical workspace: the one tree the command may read and write.
+    pub workspace: PathBuf,
+    /// Whether to apply the Landlock ruleset. `false` only for `[shell] allow_unconfined`
+    /// on a kernel without Landlock: the limits and the cleared environment still apply.
+    pub confine: bool,
+    /// The resource limits the child puts on itself before `exec`.
+    pub limits: ResourceLimits,
+    /// The whole environment of the command (`PATH`, `HOME`, `LANG`).
+    pub env: Vec<(String, String)>,
+}
+
+impl Spec {
+    /// A spec for `argv` in `cwd`, confined to `workspace`, with the default environment
+    /// ([`Spec::default_env`]).
+    pub fn new(
+        argv: Vec<String>,
+        cwd: PathBuf,
+        workspace: PathBuf,
+        limits: ResourceLimits,
+    ) -> Self {
+        let env = Self::default_env(&workspace);
+        Self {
+            argv,
+            cwd,
+            workspace,
+            confine: true,
+            limits,
+            env,
+        }
+    }
+
+    /// The environment a command gets: the system `PATH`, `HOME` set to the workspace
+    /// and `LANG=C.UTF-8`. Nothing else: no API keys, no proxy settings, no tokens.
+    pub fn default_env(workspace: &Path) -> Vec<(String, String)> {
+        vec![
+            (
+                "PATH".to_owned(),
+                "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin".to_owned(),
+            ),
+            ("HOME".to_owned(), workspace.to_string_lossy().into_owned()),
+            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+        ]
+    }
+}
+
+/// The resource limits of a command (set with `setrlimit` in the child, inherited by
+/// everything it starts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceLimits {
+    /// CPU seconds (RLIMIT_CPU: SIGXCPU at the limit, SIGKILL a second later).
+    pub cpu_secs: u64,
+    /// Address space in bytes (RLIMIT_AS).
+    pub memory_bytes: u64,
+    /// Processes of the user (RLIMIT_NPROC; it does not bind root, and it counts every
+    /// process of the user, not only the command's).
+    pub processes: u64,
+    /// The largest file the command may write, in bytes (RLIMIT_FSIZE).
+    pub file_size_bytes: u64,
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        Self {
+            cpu_secs: 60,
+            memory_bytes: 1 << 30,
+            processes: 64,
+            file_size_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Whether `inner` is `outer` or lies beneath it, both resolved through every link. A
+/// path that cannot be resolved is compared as written (made absolute by the caller).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "resolves operator paths (the data directory, the workspace root) to compare \
+              them, never to open a model-supplied path"
+)]
+pub fn is_within(inner: &Path, outer: &Path) -> bool {
+    let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    real(inner).starts_with(real(outer))
+}
+
+#[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the tests build their own folders in a temp dir"
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_inside_is_within_and_a_sibling_is_not() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = root.path().join("work");
+        let data = workspace.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let sibling = root.path().join("workshop");
+        std::fs::create_dir_all(&sibling).unwrap();
+        assert!(is_within(&data, &workspace));
+        assert!(is_within(&workspace, &workspace));
+        assert!(!is_within(&sibling, &workspace));
+        assert!(!is_within(&workspace, &data));
+    }
+
+    #[test]
+    fn a_link_into_the_workspace_is_within() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = root.path().join("work");
+        std::fs::create_dir_all(workspace.join("data")).unwrap();
+        let link = root.path().join("data-link");
+        std::os::unix::fs::symlink(workspace.join("data"), &link).unwrap();
+        assert!(is_within(&link, &workspace));
+    }
+
+    #[test]
+    fn the_environment_holds_only_path_home_and_lang() {
+        let env = Spec::default_env(Path::new("/w"));
+        let names: Vec<&str> = env.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["PATH", "HOME", "LANG"]);
+        assert_eq!(env[1].1, "/w");
+    }
+}

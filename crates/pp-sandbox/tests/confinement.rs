@@ -1,0 +1,503 @@
+//! Proofs that a confined command cannot leave its workspace: it cannot read a marker
+//! file outside it, write outside it (the marker stays unchanged), read the data
+//! directory's token, read `/etc/shadow`, or open a TCP connection to a loopback server
+//! this test runs; each is checked against an unconfined control run of the same
+//! command, which succeeds (so a failure really comes from the confinement). Also: the
+//! environment is cleared, limits and the wall clock kill the whole group, output is
+//! capped.
+//!
+//! This binary is its own sandbox child: started as `confinement __sandbox SPEC` it
+//! runs [`pp_sandbox::child::main`]. Where the kernel has no Landlock the confinement
+//! checks are skipped with a message, except under CI (`CI` set), where that fails.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::disallowed_methods,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a hand-rolled test harness (no #[test]): it reports on stdout, makes its own \
+              fixtures with std::fs and fails a check by panicking"
+)]
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use pp_sandbox::{End, Finished, ResourceLimits, RunOptions, Sandbox, SandboxError, Spec};
+
+const MARKER: &str = "marker: outside the workspace\n";
+const TOKEN: &str = "pp_token_do_not_leak\n";
+
+struct Fixture {
+    _root: tempfile::TempDir,
+    workspace: PathBuf,
+    outside: PathBuf,
+    token: PathBuf,
+    /// Whether the kernel has Landlock: the checks that run everywhere confine only then.
+    landlock: bool,
+}
+
+impl Fixture {
+    fn new(landlock: bool) -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let workspace = base.join("workspace");
+        std::fs::create_dir_all(workspace.join("sub")).unwrap();
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("marker.txt"), MARKER).unwrap();
+        let data = base.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("token"), TOKEN).unwrap();
+        Self {
+            _root: root,
+            workspace,
+            outside,
+            token: data.join("token"),
+            landlock,
+        }
+    }
+
+    fn marker(&self) -> PathBuf {
+        self.outside.join("marker.txt")
+    }
+
+    fn spec(&self, argv: &[&str], confine: bool) -> Spec {
+        let mut spec = Spec::new(
+            argv.iter().map(|arg| (*arg).to_owned()).collect(),
+            self.workspace.clone(),
+            self.workspace.clone(),
+            ResourceLimits::default(),
+        );
+        spec.confine = confine;
+        spec
+    }
+}
+
+fn sandbox() -> Sandbox {
+    Sandbox::new(
+        std::env::current_exe().unwrap(),
+        vec!["__sandbox".to_owned()],
+    )
+}
+
+fn options() -> RunOptions {
+    RunOptions {
+        stdin: None,
+        timeout: Duration::from_secs(30),
+        output_bytes: 1 << 20,
+    }
+}
+
+fn run(spec: &Spec) -> Finished {
+    sandbox().run(spec, &options(), &|| false).unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn succeeded(finished: &Finished) -> bool {
+    finished.end == End::Exited(0)
+}
+
+/// Runs `argv` unconfined (must succeed) and confined (must fail); returns the confined
+/// run.
+fn denied_but_allowed_unconfined(fixture: &Fixture, argv: &[&str]) -> Finished {
+    let control = run(&fixture.spec(argv, false));
+    assert!(
+        succeeded(&control),
+        "the unconfined control of {argv:?} failed, so the check proves nothing: {control:?}"
+    );
+    let confined = run(&fixture.spec(argv, true));
+    assert!(
+        !succeeded(&confined),
+        "{argv:?} succeeded confined: {confined:?}"
+    );
+    confined
+}
+
+fn reading_a_marker_outside_fails(fixture: &Fixture) {
+    let marker = fixture.marker();
+    let confined = denied_but_allowed_unconfined(fixture, &["cat", marker.to_str().unwrap()]);
+    assert!(
+        !text(&confined.stdout.bytes).contains("marker"),
+        "{confined:?}"
+    );
+    assert!(
+        text(&confined.stderr.bytes).contains("Permission denied"),
+        "{confined:?}"
+    );
+}
+
+fn writing_outside_fails_and_the_marker_is_unchanged(fixture: &Fixture) {
+    let control = fixture.outside.join("control.txt");
+    let script = format!("echo changed > '{}'", control.display());
+    let finished = run(&fixture.spec(&["sh", "-c", &script], false));
+    assert!(
+        succeeded(&finished),
+        "unconfined control failed: {finished:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&control).unwrap(), "changed\n");
+
+    let marker = fixture.marker();
+    for script in [
+        format!("echo changed > '{}'", marker.display()),
+        format!("echo changed >> '{}'", marker.display()),
+        format!("rm -f '{}'", marker.display()),
+        format!(
+            "mv '{}' '{}'",
+            marker.display(),
+            fixture.workspace.join("stolen").display()
+        ),
+        format!("touch '{}'", fixture.outside.join("new.txt").display()),
+    ] {
+        let confined = run(&fixture.spec(&["sh", "-c", &script], true));
+        assert!(
+            !succeeded(&confined),
+            "{script} succeeded confined: {confined:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&marker).unwrap(),
+            MARKER,
+            "after {script}"
+        );
+    }
+    assert!(!fixture.outside.join("new.txt").exists());
+    assert!(!fixture.workspace.join("stolen").exists());
+}
+
+fn reading_the_data_directorys_token_fails(fixture: &Fixture) {
+    let token = fixture.token.to_str().unwrap().to_owned();
+    let confined = denied_but_allowed_unconfined(fixture, &["cat", &token]);
+    assert!(
+        !text(&confined.stdout.bytes).contains("pp_token"),
+        "{confined:?}"
+    );
+    // Nor by listing and copying it into the workspace.
+    let script = format!("cp '{token}' stolen-token");
+    let confined = run(&fixture.spec(&["sh", "-c", &script], true));
+    assert!(!succeeded(&confined), "{confined:?}");
+    assert!(!fixture.workspace.join("stolen-token").exists());
+}
+
+fn reading_etc_shadow_fails(fixture: &Fixture) {
+    if !Path::new("/etc/shadow").exists() {
+        println!("note: no /etc/shadow on this system; that check is skipped");
+        return;
+    }
+    let control = run(&fixture.spec(&["cat", "/etc/shadow"], false));
+    let confined = run(&fixture.spec(&["cat", "/etc/shadow"], true));
+    assert!(!succeeded(&confined), "{confined:?}");
+    if !succeeded(&control) {
+        println!("note: /etc/shadow is not readable here even unconfined (not root)");
+    }
+    // /etc/passwd, next to it, stays readable: programs need it.
+    let passwd = run(&fixture.spec(&["cat", "/etc/passwd"], true));
+    assert!(succeeded(&passwd), "{passwd:?}");
+}
+
+fn a_tcp_connection_to_a_loopback_server_fails(fixture: &Fixture) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = stream.read_to_end(&mut Vec::new());
+        }
+    });
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let confined = denied_but_allowed_unconfined(fixture, &["bash", "-c", &script]);
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "only the unconfined control may have connected"
+    );
+    assert!(
+        !text(&confined.stdout.bytes).contains("connected"),
+        "{confined:?}"
+    );
+    assert!(
+        text(&confined.stderr.bytes).contains("Permission denied"),
+        "{confined:?}"
+    );
+}
+
+fn the_workspace_is_readable_and_writable(fixture: &Fixture) {
+    let mut spec = fixture.spec(
+        &[
+            "sh",
+            "-c",
+            "echo hello > sub/out.txt && cat sub/out.txt && ls sub && pwd",
+        ],
+        true,
+    );
+    spec.cwd = fixture.workspace.clone();
+    let finished = run(&spec);
+    assert!(succeeded(&finished), "{finished:?}");
+    let out = text(&finished.stdout.bytes);
+    assert!(out.starts_with("hello\nout.txt\n"), "{out}");
+    assert!(out.contains(fixture.workspace.to_str().unwrap()), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join("sub/out.txt")).unwrap(),
+        "hello\n"
+    );
+}
+
+fn the_environment_holds_only_path_home_and_lang(fixture: &Fixture) {
+    // This test runs under cargo, with dozens of variables set.
+    assert!(std::env::vars_os().count() > 3);
+    let finished = run(&fixture.spec(&["env"], fixture.landlock));
+    assert!(succeeded(&finished), "{finished:?}");
+    let mut names: Vec<String> = text(&finished.stdout.bytes)
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name.to_owned()))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["HOME", "LANG", "PATH"]);
+    assert!(
+        text(&finished.stdout.bytes).contains(&format!("HOME={}", fixture.workspace.display()))
+    );
+}
+
+fn stdin_is_given_and_output_is_capped(fixture: &Fixture) {
+    let options = RunOptions {
+        stdin: Some(b"line one\nline two\n".to_vec()),
+        timeout: Duration::from_secs(30),
+        output_bytes: 1000,
+    };
+    let spec = fixture.spec(
+        &[
+            "sh",
+            "-c",
+            "cat; yes | head -c 100000; yes | head -c 5000 >&2",
+        ],
+        fixture.landlock,
+    );
+    let finished = sandbox().run(&spec, &options, &|| false).unwrap();
+    assert!(succeeded(&finished), "{finished:?}");
+    assert!(
+        finished
+            .stdout
+            .bytes
+            .starts_with(b"line one\nline two\ny\n")
+    );
+    assert_eq!(finished.stdout.bytes.len(), 1000);
+    assert_eq!(finished.stdout.total, 100_000 + 18);
+    assert!(finished.stdout.truncated());
+    assert_eq!(finished.stderr.total, 5000);
+    assert!(finished.stderr.truncated());
+}
+
+fn the_wall_clock_kills_the_whole_group(fixture: &Fixture) {
+    let options = RunOptions {
+        stdin: None,
+        timeout: Duration::from_secs(1),
+        output_bytes: 1000,
+    };
+    let spec = fixture.spec(&["sh", "-c", "sleep 60 & echo $!; wait"], fixture.landlock);
+    let finished = sandbox().run(&spec, &options, &|| false).unwrap();
+    assert_eq!(finished.end, End::TimedOut, "{finished:?}");
+    let background: u32 = text(&finished.stdout.bytes).trim().parse().unwrap();
+    assert_gone(background);
+}
+
+fn the_stop_check_kills_the_command(fixture: &Fixture) {
+    let spec = fixture.spec(&["sh", "-c", "sleep 60 & echo $!; wait"], fixture.landlock);
+    let calls = AtomicUsize::new(0);
+    // Stop at the third look, once the command has started.
+    let stop = || calls.fetch_add(1, Ordering::SeqCst) >= 2;
+    let finished = sandbox().run(&spec, &options(), &stop).unwrap();
+    assert_eq!(finished.end, End::Stopped, "{finished:?}");
+    if let Ok(background) = text(&finished.stdout.bytes).trim().parse::<u32>() {
+        assert_gone(background);
+    }
+}
+
+fn background_processes_do_not_outlive_the_command(fixture: &Fixture) {
+    let spec = fixture.spec(
+        &["sh", "-c", "sleep 60 > /dev/null 2>&1 & echo $!"],
+        fixture.landlock,
+    );
+    let finished = run(&spec);
+    assert!(succeeded(&finished), "{finished:?}");
+    let background: u32 = text(&finished.stdout.bytes).trim().parse().unwrap();
+    assert_gone(background);
+}
+
+fn the_file_size_limit_holds(fixture: &Fixture) {
+    let mut spec = fixture.spec(&["sh", "-c", "head -c 3000000 /dev/zero > big.bin"], true);
+    spec.limits.file_size_bytes = 1 << 20;
+    let finished = run(&spec);
+    assert!(!succeeded(&finished), "{finished:?}");
+    let size = std::fs::metadata(fixture.workspace.join("big.bin"))
+        .unwrap()
+        .len();
+    assert!(size <= 1 << 20, "{size}");
+}
+
+fn a_missing_program_is_exit_127(fixture: &Fixture) {
+    let finished = run(&fixture.spec(&["no-such-program-here"], true));
+    assert_eq!(finished.end, End::Exited(127), "{finished:?}");
+    assert!(text(&finished.stderr.bytes).contains("cannot run `no-such-program-here`"));
+}
+
+fn a_program_outside_the_allowed_folders_cannot_run(fixture: &Fixture) {
+    // A copy of `true` outside the workspace and the system folders.
+    let copy = fixture.outside.join("true");
+    std::fs::copy(which("true"), &copy).unwrap();
+    let control = run(&fixture.spec(&[copy.to_str().unwrap()], false));
+    assert!(succeeded(&control), "{control:?}");
+    let confined = run(&fixture.spec(&[copy.to_str().unwrap()], true));
+    assert_eq!(confined.end, End::Exited(126), "{confined:?}");
+}
+
+fn a_confinement_that_cannot_be_set_up_refuses_to_run(fixture: &Fixture) {
+    let mut spec = fixture.spec(&["true"], true);
+    spec.workspace = fixture.workspace.join("does-not-exist");
+    match sandbox().run(&spec, &options(), &|| false) {
+        Err(SandboxError::Setup(reason)) => assert!(reason.contains("workspace"), "{reason}"),
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+fn which(program: &str) -> PathBuf {
+    ["/usr/bin", "/bin"]
+        .iter()
+        .map(|dir| Path::new(dir).join(program))
+        .find(|path| path.exists())
+        .unwrap()
+}
+
+/// The process `pid` is gone (or a zombie waiting for its new parent), within 10 s.
+fn assert_gone(pid: u32) {
+    let started = Instant::now();
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return,
+            Ok(stat) => {
+                let state = stat
+                    .rsplit_once(") ")
+                    .map(|(_, after)| after.chars().next());
+                if matches!(state, Some(Some('Z' | 'X'))) {
+                    return;
+                }
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "process {pid} outlived the command"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A named check.
+type Check = (&'static str, fn(&Fixture));
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("__sandbox") {
+        return ExitCode::from(pp_sandbox::child::main(
+            args.get(2).map_or("", String::as_str),
+        ));
+    }
+    let support = pp_sandbox::probe();
+    println!("kernel: {}", support.describe());
+    let usable = support.usable();
+    let fixture = Fixture::new(usable);
+    let always: [Check; 5] = [
+        (
+            "the_environment_holds_only_path_home_and_lang",
+            the_environment_holds_only_path_home_and_lang,
+        ),
+        (
+            "stdin_is_given_and_output_is_capped",
+            stdin_is_given_and_output_is_capped,
+        ),
+        (
+            "the_wall_clock_kills_the_whole_group",
+            the_wall_clock_kills_the_whole_group,
+        ),
+        (
+            "the_stop_check_kills_the_command",
+            the_stop_check_kills_the_command,
+        ),
+        (
+            "background_processes_do_not_outlive_the_command",
+            background_processes_do_not_outlive_the_command,
+        ),
+    ];
+    let confined: [Check; 10] = [
+        (
+            "reading_a_marker_outside_fails",
+            reading_a_marker_outside_fails,
+        ),
+        (
+            "writing_outside_fails_and_the_marker_is_unchanged",
+            writing_outside_fails_and_the_marker_is_unchanged,
+        ),
+        (
+            "reading_the_data_directorys_token_fails",
+            reading_the_data_directorys_token_fails,
+        ),
+        ("reading_etc_shadow_fails", reading_etc_shadow_fails),
+        (
+            "a_tcp_connection_to_a_loopback_server_fails",
+            a_tcp_connection_to_a_loopback_server_fails,
+        ),
+        (
+            "the_workspace_is_readable_and_writable",
+            the_workspace_is_readable_and_writable,
+        ),
+        ("the_file_size_limit_holds", the_file_size_limit_holds),
+        (
+            "a_missing_program_is_exit_127",
+            a_missing_program_is_exit_127,
+        ),
+        (
+            "a_program_outside_the_allowed_folders_cannot_run",
+            a_program_outside_the_allowed_folders_cannot_run,
+        ),
+        (
+            "a_confinement_that_cannot_be_set_up_refuses_to_run",
+            a_confinement_that_cannot_be_set_up_refuses_to_run,
+        ),
+    ];
+    let mut passed = 0;
+    let mut skipped = 0;
+    if !usable {
+        if std::env::var_os("CI").is_some() {
+            eprintln!(
+                "FAILED: CI is set but the kernel offers no usable Landlock ({}); the \
+                 confinement proofs must run in CI",
+                support.describe()
+            );
+            return ExitCode::FAILURE;
+        }
+        println!(
+            "SKIPPED: {} confinement checks: this kernel lacks Landlock files+TCP ({})",
+            confined.len(),
+            support.describe()
+        );
+        skipped = confined.len();
+    }
+    for (name, check) in always.iter().chain(confined.iter().filter(|_| usable)) {
+        check(&fixture);
+        println!("test {name} ... ok");
+        passed += 1;
+    }
+    if skipped > 0 {
+        println!("{passed} passed, 0 failed, {skipped} skipped");
+    } else {
+        println!("{passed} passed, 0 failed");
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,403 @@
+//! `run_command`: runs one program with its arguments in the workspace, confined.
+//!
+//! ## What it does
+//! Runs `command` with `args` (exactly these strings, no shell: a shell runs only when
+//! the model names one, `{"command": "sh", "args": ["-c", "…"]}`, and the card says so)
+//! in `cwd` (a folder of the workspace, its root by default) through `pp-sandbox`: Landlock
+//! keeps it to the workspace (read and write) and the system folders (read and execute),
+//! with no TCP; CPU, memory, process and file-size limits; only `PATH`, `HOME` (the
+//! workspace) and `LANG` in its environment; `stdin` if given. The whole process group is
+//! killed at the wall clock (`timeout_secs`, the `[shell]` default, at most
+//! `max_timeout_secs`), when the task is cancelled or times out, and when the command
+//! ends. The answer gives the exit code and stdout and stderr, each cut at `[shell]
+//! output_bytes` with a marker saying how much there was.
+//!
+//! Its preview is what the approval card shows: label `run`, the exact argv, the
+//! resolved working directory, whether it is a shell, whether it is confined and the
+//! limits ([`pp_types::CommandPreview`]). Nothing about it can go stale (the fingerprint
+//! is a constant), and it takes no snapshot: the change log records its effects as
+//! unknown.
+//!
+//! ## Capabilities needed
+//! `shell:execute` (requires approval), risk high; `cwd` is a path parameter, checked by
+//! the jail.
+//!
+//! ## Example
+//! ```json
+//! {"command": "python3", "args": ["summarize.py", "data.csv"], "cwd": "scripts"}
+//! ```
+//! ```text
+//! exit code 0 (0.4 s)
+//! stdout:
+//! 42 rows
+//! stderr: (empty)
+//! ```
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pp_agent::ToolContext;
+use pp_gate::Jail;
+use pp_sandbox::{Captured, End, ResourceLimits, RunOptions, Spec};
+use pp_types::{
+    Capability, CommandPreview, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
+};
+use serde_json::{Value, json};
+
+use super::ShellSettings;
+use crate::blocking::SyncTool;
+use crate::files::common::jail_error;
+
+/// What the model reads about the tool.
+const DESCRIPTION: &str = "Run a program with arguments in the workspace (no shell: to \
+run a shell script pass command \"sh\" and args [\"-c\", script]). Confined: it can read and \
+write only inside the workspace, has no network, a cleared environment and time, CPU and \
+memory limits; /tmp is not writable. Needs the operator's approval for every call.";
+
+/// The preview's fingerprint: a command has no target state that could change between
+/// the card and the run.
+const FINGERPRINT: &str = "command";
+
+/// Programs that run a script when started (`sh -c …`, `bash script.sh`).
+const SHELLS: [&str; 7] = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "fish"];
+
+/// The `run_command` tool.
+pub(crate) struct RunCommand {
+    /// The workspace: the working directory is checked through it.
+    jail: Arc<Jail>,
+    settings: Arc<ShellSettings>,
+    spec: ToolSpec,
+}
+
+/// A call's arguments, read.
+struct Call<'a> {
+    argv: Vec<String>,
+    cwd: &'a str,
+    timeout_secs: Option<u64>,
+    stdin: Option<&'a str>,
+}
+
+impl RunCommand {
+    pub(crate) fn new(jail: Arc<Jail>, settings: Arc<ShellSettings>) -> Self {
+        let spec = ToolSpec {
+            name: "run_command".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The program: a name looked up on PATH (/usr/bin, /bin, …) or a path inside the workspace"
+                    },
+                    "args": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Its arguments, each passed as is (no shell expansion)"
+                    },
+                    "cwd": {
+                        "type": "string",
+                        "description": "Working directory relative to the workspace root (default: the root)"
+                    },
+                    "timeout_secs": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Wall-clock seconds before the command is killed (default and maximum set by the operator)"
+                    },
+                    "stdin": {
+                        "type": "string",
+                        "description": "Text given on standard input"
+                    }
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+            capability: Some(Capability::new("shell:execute")),
+            risk: Risk::High,
+            path_params: vec!["cwd".to_owned()],
+            root: pp_types::PathRoot::Workspace,
+        };
+        Self {
+            jail,
+            settings,
+            spec,
+        }
+    }
+
+    fn read<'a>(arguments: &'a Value) -> Result<Call<'a>, ToolOutput> {
+        let command = arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .filter(|command| !command.is_empty())
+            .ok_or_else(|| ToolOutput::error("argument `command` must be a non-empty string"))?;
+        let mut argv = vec![command.to_owned()];
+        match arguments.get("args") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    let arg = item.as_str().ok_or_else(|| {
+                        ToolOutput::error("argument `args` must be an array of strings")
+                    })?;
+                    argv.push(arg.to_owned());
+                }
+            }
+            Some(_) => {
+                return Err(ToolOutput::error(
+                    "argument `args` must be an array of strings",
+                ));
+            }
+        }
+        if argv.iter().any(|arg| arg.contains('\0')) {
+            return Err(ToolOutput::error(
+                "the command and its arguments cannot contain NUL characters",
+            ));
+        }
+        let text = |name: &str| match arguments.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.as_str())),
+            Some(_) => Err(ToolOutput::error(format!(
+                "argument `{name}` must be a string"
+            ))),
+        };
+        let timeout_secs = match arguments.get("timeout_secs") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(value.as_u64().filter(|secs| *secs >= 1).ok_or_else(|| {
+                ToolOutput::error("argument `timeout_secs` must be a whole number of at least 1")
+            })?),
+        };
+        Ok(Call {
+            argv,
+            cwd: text("cwd")?.unwrap_or(""),
+            timeout_secs,
+            stdin: text("stdin")?,
+        })
+    }
+
+    /// The workspace-relative working directory, links resolved (`""`: the root).
+    fn cwd(&self, cwd: &str) -> Result<String, ToolOutput> {
+        let path = if cwd.is_empty() { "." } else { cwd };
+        let relative = self.jail.check(path).map_err(|error| jail_error(&error))?;
+        Ok(relative.to_string_lossy().into_owned())
+    }
+
+    fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
+        let call = Self::read(arguments).ok()?;
+        let cwd = self.cwd(call.cwd).ok()?;
+        let confined = self.settings.confined();
+        let notice = (!confined).then(|| {
+            "NOT confined: this system has no Landlock, so the command can read and change \
+             every file this user can, and use the network"
+                .to_owned()
+        });
+        Some(EffectPreview {
+            target: call.argv[0].clone(),
+            label: WriteLabel::Run,
+            notice,
+            fingerprint: FINGERPRINT.to_owned(),
+            command: Some(CommandPreview {
+                shell: is_shell(&call.argv[0]),
+                argv: call.argv,
+                cwd,
+                confined,
+                limits: self.settings.limits(call.timeout_secs),
+                stdin_bytes: call.stdin.map(|stdin| stdin.len() as u64),
+            }),
+            ..EffectPreview::default()
+        })
+    }
+
+    fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
+        let call = Self::read(arguments)?;
+        let relative = self.cwd(call.cwd)?;
+        let workspace = self.jail.root();
+        if !self
+            .jail
+            .exists(if relative.is_empty() { "." } else { &relative })
+            .map_err(|error| jail_error(&error))?
+        {
+            return Err(ToolOutput::error(format!(
+                "the working directory `{}` does not exist",
+                call.cwd
+            )));
+        }
+        if context.should_stop() {
+            return Err(ToolOutput::error(
+                "not run: the task was cancelled or ran out of time",
+            ));
+        }
+        let limits = self.settings.limits(call.timeout_secs);
+        let mut spec = Spec::new(
+            call.argv.clone(),
+            workspace.join(&relative),
+            workspace.to_path_buf(),
+            ResourceLimits {
+                cpu_secs: limits.cpu_secs,
+                memory_bytes: limits.memory_mb.saturating_mul(1 << 20),
+                processes: limits.processes,
+                file_size_bytes: limits.file_size_mb.saturating_mul(1 << 20),
+            },
+        );
+        spec.confine = self.settings.confined();
+        let options = RunOptions {
+            stdin: call.stdin.map(|stdin| stdin.as_bytes().to_vec()),
+            timeout: Duration::from_secs(limits.timeout_secs),
+            output_bytes: limits.output_bytes,
+        };
+        let stop = || context.should_stop();
+        let finished = self
+            .settings
+            .sandbox
+            .run(&spec, &options, &stop)
+            .map_err(|error| ToolOutput::error(format!("not run: {error}")))?;
+        let seconds = finished.elapsed.as_secs_f64();
+        let (headline, ok) = match finished.end {
+            End::Exited(0) => (format!("exit code 0 ({seconds:.1} s)"), true),
+            End::Exited(code) => (format!("exit code {code} ({seconds:.1} s)"), false),
+            End::Signalled(signal) => (describe_signal(signal, &limits), false),
+            End::TimedOut => (
+                format!(
+                    "killed: still running after {} s (the wall-clock limit); its processes \
+                     were stopped",
+                    limits.timeout_secs
+                ),
+                false,
+            ),
+            End::Stopped => (
+                "killed: the task was cancelled or ran out of time while the command ran"
+                    .to_owned(),
+                false,
+            ),
+        };
+        let text = format!(
+            "{headline}\n{}{}",
+            stream("stdout", &finished.stdout),
+            stream("stderr", &finished.stderr)
+        );
+        if ok {
+            Ok(text)
+        } else {
+            Err(ToolOutput::error(text))
+        }
+    }
+}
+
+/// Whether `program` is a shell (by its file name): the card says it runs a script.
+fn is_shell(program: &str) -> bool {
+    let name = Path::new(program)
+        .file_name()
+        .map_or(program.into(), |name| name.to_string_lossy());
+    SHELLS.contains(&name.as_ref())
+}
+
+/// One output stream for the model, with the truncation marker.
+fn stream(name: &str, captured: &Captured) -> String {
+    if captured.total == 0 {
+        return format!("{name}: (empty)\n");
+    }
+    let mut text = String::from_utf8_lossy(&captured.bytes).into_owned();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let cut = if captured.truncated() {
+        format!(
+            "[… {name} cut: {} bytes in all, the first {} shown]\n",
+            captured.total,
+            captured.bytes.len()
+        )
+    } else {
+        String::new()
+    };
+    format!("{name}:\n{text}{cut}")
+}
+
+fn describe_signal(signal: i32, limits: &pp_types::CommandLimits) -> String {
+    const SIGKILL: i32 = 9;
+    const SIGXCPU: i32 = 24;
+    const SIGXFSZ: i32 = 25;
+    match signal {
+        SIGXCPU => format!(
+            "killed: used more than {} s of CPU time (signal {signal})",
+            limits.cpu_secs
+        ),
+        SIGXFSZ => format!(
+            "killed: wrote a file larger than {} MiB (signal {signal})",
+            limits.file_size_mb
+        ),
+        SIGKILL => format!("killed by signal {signal} (SIGKILL; the CPU limit sends it too)"),
+        _ => format!("killed by signal {signal}"),
+    }
+}
+
+impl SyncTool for RunCommand {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn describe(&self, _context: &ToolContext, arguments: &Value) -> Option<EffectPreview> {
+        self.preview_of(arguments)
+    }
+
+    /// The command, not the working directory, is what the ledger and the card name.
+    fn target(&self, arguments: &Value) -> Option<String> {
+        arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    /// Always the card's constant fingerprint: nothing about a command goes stale. The
+    /// identity is the working directory, so an edit that moves it is the person's own
+    /// choice.
+    fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
+        let cwd = arguments.get("cwd").and_then(Value::as_str).unwrap_or("");
+        Some(TargetState {
+            identity: format!("run:{}", self.cwd(cwd).unwrap_or_else(|_| cwd.to_owned())),
+            fingerprint: FINGERPRINT.to_owned(),
+        })
+    }
+
+    fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
+        match self.run(context, arguments) {
+            Ok(text) => ToolOutput::success(text),
+            Err(output) => output,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shells_are_known_by_their_file_name() {
+        assert!(is_shell("sh"));
+        assert!(is_shell("/usr/bin/bash"));
+        assert!(!is_shell("python3"));
+        assert!(!is_shell("shellcheck"));
+    }
+
+    #[test]
+    fn a_cut_stream_says_how_much_there_was() {
+        let captured = Captured {
+            bytes: b"abc".to_vec(),
+            total: 10,
+        };
+        assert_eq!(
+            stream("stdout", &captured),
+            "stdout:\nabc\n[… stdout cut: 10 bytes in all, the first 3 shown]\n"
+        );
+        assert_eq!(stream("stderr", &Captured::default()), "stderr: (empty)\n");
+    }
+
+    #[test]
+    fn arguments_are_kept_exactly() {
+        let arguments = json!({"command": "echo", "args": ["a b", "$HOME", "*"], "stdin": "x"});
+        let call = RunCommand::read(&arguments).unwrap();
+        assert_eq!(call.argv, ["echo", "a b", "$HOME", "*"]);
+        assert_eq!(call.stdin, Some("x"));
+        assert_eq!(call.cwd, "");
+        let bad = json!({"command": "echo", "args": [1]});
+        assert!(RunCommand::read(&bad).is_err());
+    }
+}
