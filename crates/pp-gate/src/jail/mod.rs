@@ -16,6 +16,7 @@ mod probe;
 mod remove;
 mod resolve;
 mod sweep;
+mod walk;
 mod write;
 
 use std::io::Read;
@@ -31,6 +32,7 @@ pub use list::{EntryKind, ListEntry, ListOptions, Listing};
 pub use probe::Probe;
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use sweep::{MAX_SWEEP_ENTRIES, TEMP_PREFIX};
+pub use walk::{WalkDir, WalkEntry, WalkFlow, WalkVisitor};
 pub use write::WriteOutcome;
 
 use resolve::{Resolved, resolve};
