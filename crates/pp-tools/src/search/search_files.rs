@@ -440,3 +440,64 @@ impl WalkVisitor for Search<'_> {
         self.rules.pop();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use pp_test_support::TempTree;
+
+    use super::*;
+
+    /// A clock that advances 10 ms each time it is read: time passes with the work done,
+    /// never with the machine's speed.
+    fn ticking() -> Box<dyn FnMut() -> Duration + Send> {
+        let mut now = Duration::ZERO;
+        Box::new(move || {
+            now += Duration::from_millis(10);
+            now
+        })
+    }
+
+    #[test]
+    fn the_time_budget_cuts_a_large_tree_part_way() {
+        let tree = TempTree::new();
+        for index in 0..1000 {
+            tree.file(&format!("d{:02}/f{index:04}.txt", index % 10), "needle\n");
+        }
+        let jail = Arc::new(Jail::new(tree.workspace()).expect("jail"));
+        let limits = SearchLimits {
+            max_duration: Duration::from_secs(1),
+            ..SearchLimits::default()
+        };
+        let tool = SearchFiles::new(jail, limits);
+        let arguments = json!({"pattern": "needle", "max_results": 1000});
+        let output = tool
+            .run(
+                &ToolContext::default(),
+                &arguments,
+                Budget::new(limits.max_duration, ticking()),
+            )
+            .expect("a result");
+        let lines: Vec<&str> = output.lines().collect();
+        assert_eq!(
+            lines.last().copied(),
+            Some(
+                "[truncated: search stopped after 1 s; files not reached were not searched — \
+                 narrow the path or glob]"
+            )
+        );
+        // Some files were searched (the first ones, in path order), far from all.
+        let found = lines.len() - 1;
+        assert!((10..200).contains(&found), "{found}");
+        assert_eq!(lines[0], "d00/f0000.txt:1: needle");
+
+        // The same search with room to finish has no marker.
+        let generous = Budget::new(Duration::from_secs(1_000_000), ticking());
+        let all = tool
+            .run(&ToolContext::default(), &arguments, generous)
+            .expect("a result");
+        assert_eq!(all.lines().count(), 1000);
+        assert!(!all.contains("[truncated"));
+    }
+}

@@ -10,6 +10,7 @@ mod escapes;
 mod list_files;
 mod read_file;
 mod registry;
+mod search_files;
 mod skills;
 mod toolbox;
 mod write_file;

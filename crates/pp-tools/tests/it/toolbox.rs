@@ -45,7 +45,7 @@ fn equip(toolbox: &Toolbox, tree: &TempTree) -> Result<pp_tools::Equipment, Tool
 }
 
 #[test]
-fn the_file_toolbox_offers_the_four_file_tools() {
+fn the_file_toolbox_offers_the_file_tools_and_search() {
     let tree = TempTree::new();
     let equipment = equip(&Toolbox::files(), &tree).expect("equipped");
     let names: Vec<&str> = equipment
@@ -55,7 +55,13 @@ fn the_file_toolbox_offers_the_four_file_tools() {
         .collect();
     assert_eq!(
         names,
-        ["edit_file", "list_files", "read_file", "write_file"]
+        [
+            "edit_file",
+            "list_files",
+            "read_file",
+            "search_files",
+            "write_file"
+        ]
     );
     assert_eq!(Toolbox::files().provider_names(), ["files"]);
 }
