@@ -8,6 +8,9 @@ use pretty_assertions::assert_eq;
 
 use crate::{outcome, setup};
 
+/// Runs just before the recorder acts on an entry.
+type Swap = Box<dyn FnMut(&WalkEntry)>;
+
 /// Records what it is shown and reads every file it meets; `swap` runs just before a
 /// file or directory entry is acted on (to swap a link in).
 #[derive(Default)]
@@ -17,7 +20,7 @@ struct Recorder {
     entered: Vec<String>,
     left: Vec<String>,
     failed_opens: Vec<(String, &'static str)>,
-    swap: Option<Box<dyn FnMut(&WalkEntry)>>,
+    swap: Option<Swap>,
 }
 
 impl WalkVisitor for Recorder {
