@@ -67,6 +67,11 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("zip", &["pp-docs"]),
     ("quick-xml", &["pp-docs"]),
     ("csv", &["pp-docs"]),
+    ("grep-searcher", &["pp-tools"]),
+    ("grep-regex", &["pp-tools"]),
+    ("grep-matcher", &["pp-tools"]),
+    ("ignore", &["pp-tools"]),
+    ("globset", &["pp-tools"]),
 ];
 
 /// Crates the bottom layers must never use.
