@@ -32,7 +32,7 @@ mod policy;
 pub use error::{JailError, Result};
 pub use jail::{
     DEFAULT_HASH_MAX_BYTES, EntryKind, FileContent, Jail, ListEntry, ListOptions, Listing,
-    MAX_SWEEP_ENTRIES, MAX_SYMLINK_HOPS, Probe, TEMP_PREFIX, WalkDir, WalkEntry, WalkFlow,
-    WalkVisitor, WriteOutcome,
+    MAX_SWEEP_ENTRIES, MAX_SYMLINK_HOPS, MAX_WALK_DEPTH, Probe, TEMP_PREFIX, WalkDir, WalkEntry,
+    WalkFlow, WalkVisitor, WriteOutcome,
 };
 pub use policy::{Gate, evaluate, evaluate_capability};

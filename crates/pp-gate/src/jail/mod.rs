@@ -32,7 +32,7 @@ pub use list::{EntryKind, ListEntry, ListOptions, Listing};
 pub use probe::Probe;
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use sweep::{MAX_SWEEP_ENTRIES, TEMP_PREFIX};
-pub use walk::{WalkDir, WalkEntry, WalkFlow, WalkVisitor};
+pub use walk::{MAX_WALK_DEPTH, WalkDir, WalkEntry, WalkFlow, WalkVisitor};
 pub use write::WriteOutcome;
 
 use resolve::{Resolved, resolve};

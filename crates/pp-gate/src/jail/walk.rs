@@ -20,6 +20,11 @@ use super::Jail;
 use super::list::{EntryKind, Identity, open_same_dir};
 use crate::error::{JailError, Result};
 
+/// Deepest folder level [`Jail::walk`] enters below its start; deeper folders are left
+/// unread. Each level holds one open directory handle, so this also bounds the file
+/// descriptors a walk holds.
+pub const MAX_WALK_DEPTH: usize = 256;
+
 /// What the visitor wants next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WalkFlow {
@@ -144,7 +149,7 @@ impl Jail {
     /// name order, asking `visitor` about each directory and entry (see the module
     /// documentation of the guarantees). Returns an error only when `path` itself is
     /// refused or cannot be opened; a directory that vanishes or changes during the walk
-    /// is skipped.
+    /// is skipped, and so is anything deeper than [`MAX_WALK_DEPTH`] levels.
     pub fn walk(&self, path: &str, visitor: &mut dyn WalkVisitor) -> Result<()> {
         let resolved = self.resolve(path)?;
         let start = if resolved.is_root() {
@@ -176,7 +181,11 @@ impl Jail {
             Ok(Some(frame)) => stack.push(frame),
             Ok(None) | Err(Stopped) => return Ok(()),
         }
-        while let Some(frame) = stack.last_mut() {
+        loop {
+            let depth = stack.len();
+            let Some(frame) = stack.last_mut() else {
+                break;
+            };
             let Some(entry) = frame.entries.pop() else {
                 if let Some(done) = stack.pop() {
                     visitor.leave(&done.path);
@@ -192,6 +201,9 @@ impl Jail {
                 WalkFlow::Skip => continue,
                 WalkFlow::Continue if entry.kind == EntryKind::Dir => {}
                 WalkFlow::Continue => continue,
+            }
+            if depth > MAX_WALK_DEPTH {
+                continue;
             }
             let Some(dir) = open_same_dir(&frame.dir, Path::new(&entry.name), entry.identity)
             else {

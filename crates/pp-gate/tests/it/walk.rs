@@ -227,3 +227,19 @@ fn read_small_reads_only_regular_files_in_the_folder() {
     jail.walk("", &mut reads).expect("walk");
     assert_eq!(reads.0, [Some(b"to".to_vec()), None, None]);
 }
+
+#[test]
+fn folders_deeper_than_the_limit_are_not_entered() {
+    let (tree, jail) = setup();
+    let deep = vec!["d"; pp_gate::MAX_WALK_DEPTH + 3].join("/");
+    tree.file(&format!("{deep}/bottom.txt"), "bottom");
+    let mut recorder = Recorder::default();
+    jail.walk("", &mut recorder).expect("walk");
+    let deepest = recorder
+        .entered
+        .iter()
+        .map(|path| path.split('/').filter(|part| *part == "d").count())
+        .max();
+    assert_eq!(deepest, Some(pp_gate::MAX_WALK_DEPTH));
+    assert!(!recorder.contents.contains(&"bottom".to_owned()));
+}

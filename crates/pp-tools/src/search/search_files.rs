@@ -25,7 +25,7 @@
 //! ```text
 //! notes/march.md-3- Paid on the 4th.
 //! notes/march.md:4: Invoice 2025-031 is still open.
-//! notes/march.md-5-
+//! notes/march.md-5- Due on the 30th.
 //! ```
 
 use std::sync::Arc;
