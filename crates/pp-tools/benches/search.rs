@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pp_agent::{Tool, ToolContext};
+use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_test_support::TempTree;
 use pp_tools::SearchLimits;
@@ -103,7 +103,7 @@ fn generate(tree: &TempTree) -> usize {
     for folder in 0..FOLDERS {
         for file in 0..FILES_PER_FOLDER {
             let index = folder * FILES_PER_FOLDER + file;
-            let extension = if index % 10 == 0 { "md" } else { "txt" };
+            let extension = if index.is_multiple_of(10) { "md" } else { "txt" };
             let mut text = String::new();
             for line in 0..40 {
                 text.push_str(&format!(
@@ -116,7 +116,7 @@ fn generate(tree: &TempTree) -> usize {
             }
             bytes += text.len();
             tree.file(&format!("f{folder:03}/n{file:03}.{extension}"), &text);
-            if file % 10 == 0 {
+            if file.is_multiple_of(10) {
                 tree.file(&format!("f{folder:03}/n{file:03}.log"), &text);
             }
         }
