@@ -5,7 +5,8 @@
 //! [`Jail`]: it refuses absolute paths, `..` escapes, links leading outside, NUL bytes,
 //! backslashes and drive prefixes, and performs the actual open/create/rename through a
 //! cap-std directory handle on the root, so a symlink swapped between check and open
-//! cannot escape. [`Gate`] implements [`pp_types::Policy`]: path arguments through the
+//! cannot escape; [`Jail::walk`] visits a folder tree the same way, handle by handle, never
+//! following links. [`Gate`] implements [`pp_types::Policy`]: path arguments through the
 //! jail first, then the capability's action word; it never looks at tool names.
 //!
 //! This crate depends only on `pp-types` among PocketPilot crates, is synchronous, and
@@ -32,6 +33,7 @@ mod policy;
 pub use error::{JailError, Result};
 pub use jail::{
     DEFAULT_HASH_MAX_BYTES, EntryKind, FileContent, Jail, ListEntry, ListOptions, Listing,
-    MAX_SWEEP_ENTRIES, MAX_SYMLINK_HOPS, Probe, RenameOutcome, TEMP_PREFIX, WriteOutcome,
+    MAX_SWEEP_ENTRIES, MAX_SYMLINK_HOPS, MAX_WALK_DEPTH, Probe, RenameOutcome, TEMP_PREFIX,
+    WalkDir, WalkEntry, WalkFlow, WalkVisitor, WriteOutcome,
 };
 pub use policy::{Gate, evaluate, evaluate_capability};

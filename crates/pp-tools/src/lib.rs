@@ -53,12 +53,17 @@
 //! assert_eq!(registry.len(), 7);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Content search: [`search_tool`] builds `search_files` (`file:read`, ripgrep's
+//! searcher over files opened through the jail's walk, capped by [`SearchLimits`]); the
+//! files provider offers it next to the file tools.
 
 mod blocking;
 pub mod docs;
 mod files;
 pub mod memory;
 mod provider;
+mod search;
 pub mod shell;
 pub mod skills;
 
@@ -70,6 +75,8 @@ pub use docs::{DocsProvider, DocsSettings};
 pub use memory::{MemoryProvider, MemorySettings};
 pub use shell::{ShellProvider, ShellSettings};
 pub use skills::{SkillsProvider, SkillsSettings};
+
+pub use search::{SearchLimits, search_tool};
 
 pub use files::{
     Limits, file_tools, file_tools_with, register_file_tools, register_file_tools_with,

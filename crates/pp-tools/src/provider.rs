@@ -215,7 +215,8 @@ fn merge_prompt(into: &mut PromptContext, from: PromptContext) {
 }
 
 /// The built-in file tools (`list_files`, `read_file`, `write_file`, `edit_file`,
-/// `move_file`, `delete_file`, `make_dir`), bound to each segment's workspace jail.
+/// `move_file`, `delete_file`, `make_dir`) and `search_files`, bound to each segment's
+/// workspace jail.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FilesProvider;
 
@@ -228,6 +229,11 @@ impl ToolProvider for FilesProvider {
         for tool in crate::file_tools_with(Arc::clone(scope.workspace), scope.limits) {
             provision.tool(tool);
         }
+        // Content search (issue 14): its own caps, derived from the file tools'.
+        provision.tool(crate::search_tool(
+            Arc::clone(scope.workspace),
+            crate::SearchLimits::from(scope.limits),
+        ));
         Ok(())
     }
 }

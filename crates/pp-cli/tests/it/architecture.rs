@@ -74,6 +74,11 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("quick-xml", &["pp-docs"]),
     ("csv", &["pp-docs"]),
     ("landlock", &["pp-sandbox"]),
+    ("grep-searcher", &["pp-tools"]),
+    ("grep-regex", &["pp-tools"]),
+    ("grep-matcher", &["pp-tools"]),
+    ("ignore", &["pp-tools"]),
+    ("globset", &["pp-tools"]),
 ];
 
 /// Crates the bottom layers must never use.

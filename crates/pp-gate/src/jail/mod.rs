@@ -21,6 +21,7 @@ mod remove;
 mod rename;
 mod resolve;
 mod sweep;
+mod walk;
 mod write;
 
 use std::io::Read;
@@ -37,6 +38,7 @@ pub use probe::Probe;
 pub use rename::RenameOutcome;
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use sweep::{MAX_SWEEP_ENTRIES, TEMP_PREFIX};
+pub use walk::{MAX_WALK_DEPTH, WalkDir, WalkEntry, WalkFlow, WalkVisitor};
 pub use write::WriteOutcome;
 
 use resolve::{Resolved, resolve};

@@ -18,6 +18,7 @@ mod probe;
 mod props;
 mod race;
 mod special;
+mod walk;
 mod writes;
 
 use pp_gate::{Jail, JailError};

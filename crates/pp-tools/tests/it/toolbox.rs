@@ -45,7 +45,7 @@ fn equip(toolbox: &Toolbox, tree: &TempTree) -> Result<pp_tools::Equipment, Tool
 }
 
 #[test]
-fn the_file_toolbox_offers_the_file_tools() {
+fn the_file_toolbox_offers_the_file_tools_and_search() {
     let tree = TempTree::new();
     let equipment = equip(&Toolbox::files(), &tree).expect("equipped");
     let names: Vec<&str> = equipment
@@ -62,6 +62,7 @@ fn the_file_toolbox_offers_the_file_tools() {
             "make_dir",
             "move_file",
             "read_file",
+            "search_files",
             "write_file"
         ]
     );
