@@ -103,7 +103,11 @@ fn generate(tree: &TempTree) -> usize {
     for folder in 0..FOLDERS {
         for file in 0..FILES_PER_FOLDER {
             let index = folder * FILES_PER_FOLDER + file;
-            let extension = if index.is_multiple_of(10) { "md" } else { "txt" };
+            let extension = if index.is_multiple_of(10) {
+                "md"
+            } else {
+                "txt"
+            };
             let mut text = String::new();
             for line in 0..40 {
                 text.push_str(&format!(
