@@ -145,7 +145,6 @@ fn the_tasks_interrupt_kills_it(fixture: &Fixture) {
     let interrupt = context.interrupt.clone();
     let started = fixture.workspace.join("started");
     let watcher = {
-        let started = started.clone();
         std::thread::spawn(move || {
             // Interrupt once the command is surely running.
             while !Path::new(&started).exists() {
@@ -172,6 +171,9 @@ fn the_tasks_interrupt_kills_it(fixture: &Fixture) {
     assert!(!fixture.workspace.join("ran").exists());
 }
 
+/// A named check.
+type Check = (&'static str, fn(&Fixture));
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("__sandbox") {
@@ -180,7 +182,7 @@ fn main() -> ExitCode {
         ));
     }
     let fixture = Fixture::new();
-    let checks: [(&str, fn(&Fixture)); 5] = [
+    let checks: [Check; 5] = [
         ("exit_code_and_streams", exit_code_and_streams),
         ("output_is_cut_with_a_marker", output_is_cut_with_a_marker),
         ("stdin_and_cwd_are_given", stdin_and_cwd_are_given),
