@@ -10,9 +10,9 @@
 //! workspace, read and execute in the system folders, a few devices, no TCP bind or
 //! connect, signal and abstract-socket scopes where the kernel has them), installs a
 //! seccomp filter that refuses `socket(2)` and `io_uring` (no UDP, no UNIX sockets,
-//! whatever the Landlock ABI) and then `exec`s the command with only `PATH`, `HOME` (the workspace) and `LANG`. Landlock
-//! domains and limits survive `exec` and are inherited by every process the command
-//! starts.
+//! whatever the Landlock ABI) and then `exec`s the command with only `PATH`, `HOME`
+//! (the workspace) and `LANG`. Landlock domains, the filter and the limits survive
+//! `exec` and are inherited by every process the command starts.
 //!
 //! The parent feeds stdin, keeps at most [`RunOptions::output_bytes`] of stdout and of
 //! stderr each (counting the rest), and kills the whole process group at the wall-clock
