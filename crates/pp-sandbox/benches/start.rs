@@ -57,29 +57,42 @@ fn main() -> ExitCode {
     });
     report("direct spawn of `true`", &direct, None);
     let unconfined_spec = spec(false);
-    let unconfined = measure(|| {
-        let finished = sandbox.run(&unconfined_spec, &options, &|| false).unwrap();
+    let run = |spec: &Spec| {
+        let finished = sandbox.run(spec, &options, &|| false).unwrap();
         assert_eq!(finished.end, End::Exited(0));
-    });
-    report("sandbox child, unconfined", &unconfined, Some(&direct));
+    };
     if !support.usable() {
+        let unconfined = measure(|| run(&unconfined_spec));
+        report("sandbox child, unconfined", &unconfined, Some(&direct));
         println!("confined: skipped, no usable Landlock here");
         return ExitCode::SUCCESS;
     }
+    // Interleaved, so a change in the machine's load hits both alike.
     let confined_spec = spec(true);
-    let confined = measure(|| {
-        let finished = sandbox.run(&confined_spec, &options, &|| false).unwrap();
-        assert_eq!(finished.end, End::Exited(0));
-    });
+    let (mut unconfined, mut confined) = (Vec::new(), Vec::new());
+    for round in 0..RUNS + 10 {
+        let started = Instant::now();
+        run(&unconfined_spec);
+        let first = started.elapsed();
+        let started = Instant::now();
+        run(&confined_spec);
+        let second = started.elapsed();
+        if round >= 10 {
+            unconfined.push(first);
+            confined.push(second);
+        }
+    }
+    unconfined.sort();
+    confined.sort();
+    report("sandbox child, unconfined", &unconfined, Some(&direct));
     report(
         "sandbox child, confined (Landlock)",
         &confined,
         Some(&direct),
     );
-    let extra = median(&confined).saturating_sub(median(&unconfined));
     println!(
-        "Landlock itself adds {:.2} ms at the median (confined - unconfined)",
-        extra.as_secs_f64() * 1000.0
+        "Landlock itself: {:+.2} ms at the median (confined - unconfined)",
+        (median(&confined).as_secs_f64() - median(&unconfined).as_secs_f64()) * 1000.0
     );
     ExitCode::SUCCESS
 }

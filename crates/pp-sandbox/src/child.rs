@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use crate::error::SandboxError;
-use crate::{Spec, limits, rules};
+use crate::{Spec, limits, rules, seccomp};
 
 /// What the child's own messages on stderr start with.
 pub const PREFIX: &str = "pocketpilot __sandbox: ";
@@ -36,7 +36,7 @@ fn start(spec: &Spec) -> (SandboxError, u8) {
         return (error, SETUP_FAILED);
     }
     if spec.confine
-        && let Err(error) = rules::confine(&spec.workspace)
+        && let Err(error) = rules::confine(&spec.workspace).and_then(|()| seccomp::deny_sockets())
     {
         return (error, SETUP_FAILED);
     }

@@ -18,6 +18,9 @@ pub enum SandboxError {
     /// The Landlock ruleset could not be built or applied.
     #[error("cannot confine the command with Landlock: {0}")]
     Landlock(String),
+    /// The seccomp filter could not be built or installed.
+    #[error("cannot install the seccomp filter: {0}")]
+    Seccomp(String),
     /// The command could not be executed (not found, not executable, outside what the
     /// sandbox may execute).
     #[error("cannot run `{program}`: {source}")]

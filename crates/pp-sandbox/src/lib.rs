@@ -8,10 +8,11 @@
 //! limits on itself (RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE, no core dumps),
 //! restricts itself with a Landlock ruleset ([`rules`]: read and write beneath the
 //! workspace, read and execute in the system folders, a few devices, no TCP bind or
-//! connect, signal and abstract-socket scopes where the kernel has them) and then
-//! `exec`s the command with only `PATH`, `HOME` (the workspace) and `LANG`. Landlock
-//! domains and limits survive `exec` and are inherited by every process the command
-//! starts.
+//! connect, signal and abstract-socket scopes where the kernel has them), installs a
+//! seccomp filter that refuses `socket(2)` and `io_uring` (no UDP, no UNIX sockets,
+//! whatever the Landlock ABI) and then `exec`s the command with only `PATH`, `HOME`
+//! (the workspace) and `LANG`. Landlock domains, the filter and the limits survive
+//! `exec` and are inherited by every process the command starts.
 //!
 //! The parent feeds stdin, keeps at most [`RunOptions::output_bytes`] of stdout and of
 //! stderr each (counting the rest), and kills the whole process group at the wall-clock
@@ -30,6 +31,7 @@ mod error;
 mod limits;
 pub mod rules;
 mod runner;
+mod seccomp;
 mod spec;
 
 pub use error::SandboxError;

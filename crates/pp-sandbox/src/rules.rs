@@ -71,12 +71,16 @@ pub struct Support {
     pub unix_sockets: bool,
     /// UDP bind and send rules (ABI 10).
     pub udp: bool,
+    /// The seccomp filter that refuses sockets can be built for this architecture
+    /// (x86-64, AArch64, RISC-V 64).
+    pub socket_filter: bool,
 }
 
 impl Support {
-    /// Whether confined commands can be offered: files and TCP (ABI 4 or later).
+    /// Whether confined commands can be offered: files and TCP (ABI 4 or later), and
+    /// the socket filter.
     pub fn usable(&self) -> bool {
-        self.files && self.tcp
+        self.files && self.tcp && self.socket_filter
     }
 
     /// The lowest Landlock ABI with everything found (0: no Landlock).
@@ -111,6 +115,9 @@ impl Support {
         if self.udp {
             parts.push("UDP");
         }
+        if self.socket_filter {
+            parts.push("no sockets (seccomp)");
+        }
         format!(
             "Landlock ABI {} or later: {}",
             self.abi_at_least(),
@@ -135,6 +142,7 @@ pub fn probe() -> Support {
         scopes: creates(|ruleset| ruleset.scope(Scope::from_all(ABI::V6))),
         unix_sockets: creates(|ruleset| ruleset.handle_access(AccessFs::ResolveUnix)),
         udp: creates(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V10))),
+        socket_filter: crate::seccomp::supported(),
     }
 }
 
@@ -250,6 +258,7 @@ mod tests {
             files: true,
             tcp: true,
             scopes: true,
+            socket_filter: true,
             ..Support::default()
         };
         assert_eq!(support.abi_at_least(), 6);

@@ -21,7 +21,8 @@
 )]
 
 use std::io::Read;
-use std::net::TcpListener;
+use std::net::{TcpListener, UdpSocket};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -230,6 +231,55 @@ fn a_tcp_connection_to_a_loopback_server_fails(fixture: &Fixture) {
     );
 }
 
+fn a_udp_datagram_to_a_loopback_socket_is_not_sent(fixture: &Fixture) {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = socket.local_addr().unwrap().port();
+    let script = format!("echo from-the-command > /dev/udp/127.0.0.1/{port}");
+    let confined = denied_but_allowed_unconfined(fixture, &["bash", "-c", &script]);
+    let mut buffer = [0_u8; 64];
+    let (read, _) = socket.recv_from(&mut buffer).unwrap();
+    assert_eq!(
+        &buffer[..read],
+        b"from-the-command\n",
+        "the control's datagram"
+    );
+    // Then ours: had the confined command sent one, it would come first.
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .send_to(b"sentinel", ("127.0.0.1", port))
+        .unwrap();
+    let (read, _) = socket.recv_from(&mut buffer).unwrap();
+    assert_eq!(&buffer[..read], b"sentinel", "{confined:?}");
+}
+
+fn a_unix_socket_outside_cannot_be_reached(fixture: &Fixture) {
+    let path = fixture.outside.join("service.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        for _stream in listener.incoming().flatten() {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let script = format!(
+        "IO::Socket::UNIX->new(Peer => '{}') or die \"connect: $!\\n\"; print \"CONNECTED\\n\"",
+        path.display()
+    );
+    let confined =
+        denied_but_allowed_unconfined(fixture, &["perl", "-MIO::Socket::UNIX", "-e", &script]);
+    assert!(
+        !text(&confined.stdout.bytes).contains("CONNECTED"),
+        "{confined:?}"
+    );
+    assert!(
+        text(&confined.stderr.bytes).contains("Permission denied"),
+        "{confined:?}"
+    );
+    // The control's connection is the only one (it may still be on its way).
+    assert!(accepted.load(Ordering::SeqCst) <= 1);
+}
+
 fn the_workspace_is_readable_and_writable(fixture: &Fixture) {
     let mut spec = fixture.spec(
         &[
@@ -435,7 +485,7 @@ fn main() -> ExitCode {
             background_processes_do_not_outlive_the_command,
         ),
     ];
-    let confined: [Check; 10] = [
+    let confined: [Check; 12] = [
         (
             "reading_a_marker_outside_fails",
             reading_a_marker_outside_fails,
@@ -452,6 +502,14 @@ fn main() -> ExitCode {
         (
             "a_tcp_connection_to_a_loopback_server_fails",
             a_tcp_connection_to_a_loopback_server_fails,
+        ),
+        (
+            "a_udp_datagram_to_a_loopback_socket_is_not_sent",
+            a_udp_datagram_to_a_loopback_socket_is_not_sent,
+        ),
+        (
+            "a_unix_socket_outside_cannot_be_reached",
+            a_unix_socket_outside_cannot_be_reached,
         ),
         (
             "the_workspace_is_readable_and_writable",

@@ -74,6 +74,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("quick-xml", &["pp-docs"]),
     ("csv", &["pp-docs"]),
     ("landlock", &["pp-sandbox"]),
+    ("seccompiler", &["pp-sandbox"]),
     ("grep-searcher", &["pp-tools"]),
     ("grep-regex", &["pp-tools"]),
     ("grep-matcher", &["pp-tools"]),

@@ -188,6 +188,7 @@ mod tests {
             files: true,
             tcp: true,
             scopes: true,
+            socket_filter: true,
             ..Support::default()
         }
     }
@@ -214,6 +215,7 @@ mod tests {
         // Landlock with files only (ABI < 4: no TCP rules) is not enough.
         let files_only = Support {
             files: true,
+            socket_filter: true,
             ..Support::default()
         };
         assert!(offered(settings(&data, files_only, false), &workspace).is_none());

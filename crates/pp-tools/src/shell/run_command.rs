@@ -3,14 +3,15 @@
 //! ## What it does
 //! Runs `command` with `args` (exactly these strings, no shell: a shell runs only when
 //! the model names one, `{"command": "sh", "args": ["-c", "…"]}`, and the card says so)
-//! in `cwd` (a folder of the workspace, its root by default) through `pp-sandbox`: Landlock
-//! keeps it to the workspace (read and write) and the system folders (read and execute),
-//! with no TCP; CPU, memory, process and file-size limits; only `PATH`, `HOME` (the
-//! workspace) and `LANG` in its environment; `stdin` if given. The whole process group is
-//! killed at the wall clock (`timeout_secs`, the `[shell]` default, at most
-//! `max_timeout_secs`), when the task is cancelled or times out, and when the command
-//! ends. The answer gives the exit code and stdout and stderr, each cut at `[shell]
-//! output_bytes` with a marker saying how much there was.
+//! in `cwd` (a folder of the workspace, its root by default) through `pp-sandbox`:
+//! Landlock keeps it to the workspace (read and write) and the system folders (read and
+//! execute), with no TCP, and a seccomp filter leaves it no sockets at all; CPU, memory,
+//! process and file-size limits; only `PATH`, `HOME` (the workspace) and `LANG` in its
+//! environment; `stdin` if given. The whole process group is killed at the wall clock
+//! (`timeout_secs`, the `[shell]` default, at most `max_timeout_secs`), when the task is
+//! cancelled or times out, and when the command ends. The answer gives the exit code and
+//! stdout and stderr, each cut at `[shell] output_bytes` with a marker saying how much
+//! there was.
 //!
 //! Its preview is what the approval card shows: label `run`, the exact argv, the
 //! resolved working directory, whether it is a shell, whether it is confined and the
