@@ -10,8 +10,8 @@ use crate::{pocketpilot_in, text, write_script};
 
 fn reading() -> Value {
     json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}],
-           "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "cached_tokens": 600,
-                     "reasoning_tokens": 20}})
+           "usage": {"prompt_tokens": 10000, "completion_tokens": 1000, "cached_tokens": 6000,
+                     "reasoning_tokens": 200}})
 }
 
 fn with_config(tree: &TempTree, config: &str, args: &[&str]) -> std::process::Output {
@@ -34,7 +34,9 @@ fn max_tokens_stops_a_run_and_tasks_show_gives_the_usage() {
         tree.base(),
         &json!([reading(), reading(), reading(), {"content": "done"}]),
     );
-    let config = "[tasks]\nmax_tokens = 3000\n";
+    // Budgets well above the first call's estimate (its request and every tool's
+    // definition at 4 characters a token), so only the third call is stopped.
+    let config = "[tasks]\nmax_tokens = 30000\n";
     let workspace = tree.workspace().to_str().unwrap().to_owned();
     let script = script.to_str().unwrap().to_owned();
     let output = with_config(
@@ -66,8 +68,8 @@ fn max_tokens_stops_a_run_and_tasks_show_gives_the_usage() {
     assert_eq!(shown["failure_reason"], "token_budget");
     assert_eq!(
         shown["usage"],
-        json!({"prompt_tokens": 2000, "completion_tokens": 200, "cached_tokens": 1200,
-               "reasoning_tokens": 40, "total_tokens": 2200, "model_calls": 2})
+        json!({"prompt_tokens": 20000, "completion_tokens": 2000, "cached_tokens": 12000,
+               "reasoning_tokens": 400, "total_tokens": 22000, "model_calls": 2})
     );
 
     let output = with_config(&tree, config, &["tasks", "show", &id]);
@@ -75,8 +77,8 @@ fn max_tokens_stops_a_run_and_tasks_show_gives_the_usage() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(
         stdout.contains(
-            "usage: 2,200 tokens of a 3,000 budget (prompt 2,000, 1,200 cached; \
-             completion 200, 40 reasoning) over 2 model calls; cost unknown"
+            "usage: 22,000 tokens of a 30,000 budget (prompt 20,000, 12,000 cached; \
+             completion 2,000, 400 reasoning) over 2 model calls; cost unknown"
         ),
         "{stdout}"
     );
