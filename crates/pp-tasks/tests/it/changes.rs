@@ -10,32 +10,13 @@ use pp_tasks::{
     RevertRefusal, RevertSettings, TaskService, TaskSettings, Workspaces,
 };
 use pp_tools::{MemoryProvider, Toolbox};
-use pp_types::{Actor, ApprovalState, Change, ChangeKind, ChangeRoot, TaskId, TaskState};
+use pp_types::{Actor, ApprovalState, Change, ChangeKind, ChangeRoot, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::fixture::{Fixture, approve, audit_rows, pending_approval, write_then_done};
-
-/// Runs `script` and approves every write it asks for; returns the task.
-async fn run_approving(fixture: &Fixture, script: serde_json::Value) -> TaskId {
-    let task = fixture.run(script).await;
-    let mut state = task.state;
-    while state == TaskState::WaitingApproval {
-        let pending = fixture.pending(&task.id);
-        state = fixture
-            .service
-            .resolve(&pending.id, approve())
-            .await
-            .unwrap()
-            .state;
-    }
-    assert_eq!(state, TaskState::Completed);
-    task.id
-}
-
-async fn changes(fixture: &Fixture, task: &TaskId) -> Vec<Change> {
-    fixture.service.task_changes(task).await.unwrap()
-}
+use crate::fixture::{
+    Fixture, approve, audit_rows, changes, pending_approval, run_approving, write_then_done,
+};
 
 fn kinds(changes: &[Change]) -> Vec<(ChangeKind, Option<&str>, Option<u64>, bool)> {
     changes

@@ -5,36 +5,15 @@
 use pp_tasks::{
     Decision, OutcomeStatus, ResolveRequest, RevertRefusal, RevertSettings, TaskSettings,
 };
-use pp_types::{Actor, ApprovalState, Change, ChangeKind, TaskId, TaskState, WriteLabel};
+use pp_types::{Actor, ApprovalState, Change, ChangeKind, TaskState, WriteLabel};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::fixture::{Fixture, approve};
+use crate::fixture::{Fixture, approve, changes, run_approving};
 
 /// One call of `tool` with `arguments`, then "done".
 fn call_then_done(tool: &str, arguments: &Value) -> Value {
     json!([{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"content": "done"}])
-}
-
-/// Runs `script`, approves every call; returns the task.
-async fn run_approving(fixture: &Fixture, script: Value) -> TaskId {
-    let task = fixture.run(script).await;
-    let mut state = task.state;
-    while state == TaskState::WaitingApproval {
-        let pending = fixture.pending(&task.id);
-        state = fixture
-            .service
-            .resolve(&pending.id, approve())
-            .await
-            .unwrap()
-            .state;
-    }
-    assert_eq!(state, TaskState::Completed);
-    task.id
-}
-
-async fn changes(fixture: &Fixture, task: &TaskId) -> Vec<Change> {
-    fixture.service.task_changes(task).await.unwrap()
 }
 
 fn summary(changes: &[Change]) -> Vec<(ChangeKind, Option<&str>, Option<&str>, bool)> {

@@ -246,6 +246,28 @@ pub(crate) fn approve() -> ResolveRequest {
     }
 }
 
+/// Runs `script` and approves every call it asks for; returns the task.
+pub(crate) async fn run_approving(fixture: &Fixture, script: Value) -> TaskId {
+    let task = fixture.run(script).await;
+    let mut state = task.state;
+    while state == TaskState::WaitingApproval {
+        let pending = fixture.pending(&task.id);
+        state = fixture
+            .service
+            .resolve(&pending.id, approve())
+            .await
+            .unwrap()
+            .state;
+    }
+    assert_eq!(state, TaskState::Completed);
+    task.id
+}
+
+/// The task's change log.
+pub(crate) async fn changes(fixture: &Fixture, task: &TaskId) -> Vec<pp_types::Change> {
+    fixture.service.task_changes(task).await.unwrap()
+}
+
 pub(crate) fn write_then_done(path: &str, content: &str) -> Value {
     json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]},
            {"content": "done"}])
