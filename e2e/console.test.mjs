@@ -543,6 +543,8 @@ test("hidden characters in a model-written path are shown visibly, with the file
 
     // Timeline: the escapes are visible and no raw override reaches the page text.
     const waiting = page.locator('.timeline [data-type="approval_required"]');
+    // allTextContents does not wait: wait for the timeline's line to be drawn first.
+    await waiting.locator(".approval-line .invisible-char").first().waitFor();
     const marks = await waiting.locator(".approval-line .invisible-char").allTextContents();
     assert.deepEqual(marks, ["\\u{202e}", "\\u{200b}"]);
     await textMatches(waiting.locator(".resolves-to"), /resolves to\s*notes\.txt/);
