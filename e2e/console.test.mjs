@@ -106,10 +106,17 @@ async function createTaskViaForm(page, prompt, base = server.base) {
   await page.goto(base + "/#/tasks");
   await page.locator("#task-workspace option").first().waitFor({ state: "attached" });
   await page.fill("#task-prompt", prompt);
+  // The id comes from the server's answer to this form's POST, never from the address
+  // bar: on a slow machine the address can still show the previous task's page.
+  const created = page.waitForResponse(
+    (response) => response.request().method() === "POST" && new URL(response.url()).pathname === "/api/tasks",
+  );
   await page.getByRole("button", { name: "Start task" }).click();
-  await page.waitForURL(/#\/tasks\/t_/);
-  const id = decodeURIComponent(new URL(page.url()).hash.replace("#/tasks/", ""));
-  await page.locator('.timeline [data-type="approval_required"]').waitFor();
+  const response = await created;
+  assert.equal(response.status(), 201, await response.text());
+  const { id } = await response.json();
+  await page.waitForURL((url) => url.hash === "#/tasks/" + encodeURIComponent(id));
+  await page.locator(`.timeline [data-type="approval_required"]`).first().waitFor();
   return id;
 }
 
