@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The real MCP servers the MCP tests start (crates/pp-mcp/tests/servers, from the
+# committed lockfile; the tests fail under CI without them).
+(cd crates/pp-mcp/tests/servers && npm ci --silent --no-audit --no-fund)
 cargo test --workspace --locked
 cargo run --locked -q -p pp-cli -- eval evals/cases
 

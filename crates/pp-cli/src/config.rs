@@ -236,6 +236,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     shell: Option<crate::shell::FileShell>,
     #[serde(default)]
+    mcp: Option<crate::mcp_config::FileMcp>,
+    #[serde(default)]
     workspace: Vec<FileWorkspace>,
 }
 
@@ -284,6 +286,8 @@ pub(crate) struct Config {
     pub(crate) docs: DocsConfig,
     /// `[shell]`: `run_command`'s limits and whether it may run unconfined.
     pub(crate) shell: crate::shell::ShellConfig,
+    /// `[mcp]`: the MCP servers and `mcp serve`'s approval wait.
+    pub(crate) mcp: crate::mcp_config::McpConfig,
 }
 
 /// The default port of `pocketpilot serve`.
@@ -381,6 +385,7 @@ impl Config {
             memory,
             docs: DocsConfig::resolve(file_config.docs.as_ref()),
             shell: crate::shell::ShellConfig::resolve(file_config.shell.as_ref())?,
+            mcp: crate::mcp_config::McpConfig::resolve(file_config.mcp.as_ref())?,
         })
     }
 
@@ -797,6 +802,7 @@ max_byte = 1
                     "memory",
                     "docs",
                     "shell",
+                    "mcp",
                 ],
             ),
             ("skills", &["dirs", "max_body_bytes"]),
@@ -852,6 +858,7 @@ max_byte = 1
                 ],
             ),
             ("server", &["port"]),
+            ("mcp", &["approval_wait_secs", "server"]),
             ("[workspace]", &["name", "path", "default"]),
         ];
 

@@ -19,6 +19,7 @@ mod home;
 mod keys;
 mod live;
 mod lock;
+mod mcp_config;
 mod models;
 mod output;
 mod prices;
@@ -34,6 +35,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::approvals::ApprovalsCommand;
+use crate::commands::mcp::McpCommand;
 use crate::commands::memory::MemoryCommand;
 use crate::commands::sessions::SessionsCommand;
 use crate::commands::skills::SkillsCommand;
@@ -183,6 +185,12 @@ enum Command {
     Skills {
         #[command(subcommand)]
         command: SkillsCommand,
+    },
+    /// The configured MCP servers (`list`, `check`), and PocketPilot's gate as an MCP
+    /// server (`serve`).
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
     },
     /// Show, edit or set the memory file (notes the model sees in every task).
     Memory {
@@ -378,6 +386,7 @@ fn main() -> ExitCode {
             }
             Command::Skills { command } => commands::skills::run(&flags, command).await,
             Command::Memory { command } => commands::memory::run(&flags, command).await,
+            Command::Mcp { command } => commands::mcp::run(&flags, command).await,
             Command::Token { command } => commands::token::run(&flags, &command),
             Command::Eval { path } => commands::eval::run(&path).await,
             Command::Backup { file } => commands::backup::backup(&flags, &file).await,

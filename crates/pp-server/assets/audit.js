@@ -6,7 +6,7 @@ import { api, query } from "./api.js";
 import { h, hashLink, hashQuery, notice, replace, timeElement } from "./dom.js";
 import { visibleCode } from "./visible.js";
 
-const ACTORS = ["agent", "operator", "scheduler", "webhook"];
+const ACTORS = ["agent", "operator", "scheduler", "webhook", "mcp_client"];
 const PAGE = 200;
 /** The audit action of a console login (folded unless asked for). */
 const LOGIN = "console_login";

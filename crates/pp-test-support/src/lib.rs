@@ -28,6 +28,7 @@
 )]
 
 pub mod http;
+pub mod mcp_servers;
 pub mod mock;
 pub mod openai;
 pub mod process;

@@ -124,6 +124,8 @@ pub enum Actor {
     Scheduler,
     /// A webhook.
     Webhook,
+    /// An MCP client talking to `pocketpilot mcp serve`.
+    McpClient,
 }
 
 impl Actor {
@@ -134,14 +136,21 @@ impl Actor {
             Self::Operator => "operator",
             Self::Scheduler => "scheduler",
             Self::Webhook => "webhook",
+            Self::McpClient => "mcp_client",
         }
     }
 
     /// Parses a snake-case name.
     pub fn parse(text: &str) -> Option<Self> {
-        [Self::Agent, Self::Operator, Self::Scheduler, Self::Webhook]
-            .into_iter()
-            .find(|actor| actor.as_str() == text)
+        [
+            Self::Agent,
+            Self::Operator,
+            Self::Scheduler,
+            Self::Webhook,
+            Self::McpClient,
+        ]
+        .into_iter()
+        .find(|actor| actor.as_str() == text)
     }
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod eval;
 pub(crate) mod init;
+pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod revert;
 pub(crate) mod run;

@@ -1,0 +1,16 @@
+//! MCP both ways, and the only crate that knows the MCP SDK (`rmcp`).
+//!
+//! As a client it starts or connects to the MCP servers the operator whitelisted
+//! (`[[mcp.server]]`, [`config`]), decides each tool's action by the priority levels of
+//! SPEC §4.4 and offers the allowed tools to the loop as ordinary [`pp_agent::Tool`]s
+//! named `<server>__<tool>`, so every call passes the same gate as a built-in tool: path
+//! arguments through the workspace jail, the capability `mcp:<server>:<tool>:<action>`
+//! through the policy. As a server it offers PocketPilot's own workspace tools to an MCP
+//! client; the task service behind it is wired in by `pp-cli` (this crate depends on
+//! types, gate and agent only).
+
+pub mod backend;
+pub mod config;
+
+pub use backend::{Backend, CallOutput, ListedTool, McpError, ToolAnnotations};
+pub use config::{ServerConfig, Start, ToolConfig, Transport};
