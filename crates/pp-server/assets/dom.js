@@ -89,6 +89,14 @@ export function timeElement(stamp, clockOnly) {
 }
 
 /** Human words for a task state. */
+/** Who can start a task (`created_by`), as the console names them. */
+export const STARTED_BY = {
+  operator: "You (console or CLI)",
+  scheduler: "A schedule",
+  webhook: "A webhook",
+  mcp_client: "An MCP client",
+};
+
 export const STATE_LABELS = {
   queued: "queued",
   running: "running",

@@ -10,7 +10,7 @@
 import { api, followEvents } from "./api.js";
 import { approvalCard } from "./card.js";
 import { renderDecisions } from "./decisions.js";
-import { debounce, h, notice, replace, stateBadge, timeElement } from "./dom.js";
+import { STARTED_BY, debounce, h, notice, replace, stateBadge, timeElement } from "./dom.js";
 import { compactTimeline } from "./timeline.js";
 import { changesPanel } from "./changes.js";
 import { modelName } from "./health.js";
@@ -86,6 +86,9 @@ export function renderTask(container, id, context) {
         h("code", { text: task.workspace }),
         h("span", { text: " · created " }),
         timeElement(task.created_at),
+        task.created_by && task.created_by !== "operator"
+          ? h("span", { class: "started-by", text: ` by ${(STARTED_BY[task.created_by] || task.created_by).toLowerCase()}` })
+          : null,
         model ? h("span", { class: "model-name" }, " · model ", h("code", { text: model })) : null,
         h("span", { class: "muted task-id", text: ` · ${task.id}` }),
       ),

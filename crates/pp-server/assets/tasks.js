@@ -1,9 +1,9 @@
-// #/tasks?q=&state=&workspace=: the "new task" form and the task list, searchable by
-// prompt and filtered by state and workspace (kept in the hash query, so a reload keeps
-// them), paged with `next_before`, with each task's changes on disk, kept live.
+// #/tasks?q=&state=&workspace=&created_by=: the "new task" form and the task list,
+// searchable by prompt and filtered by state, workspace and who started the task (kept
+// in the hash query, so a reload keeps them), paged with `next_before`, with each task's changes on disk, kept live.
 
 import { api, query } from "./api.js";
-import { STATE_LABELS, debounce, h, hashLink, hashQuery, notice, replace, stateBadge, timeElement } from "./dom.js";
+import { STARTED_BY, STATE_LABELS, debounce, h, hashLink, hashQuery, notice, replace, stateBadge, timeElement } from "./dom.js";
 import { countsText } from "./changes.js";
 
 const TASK_STATES = [
@@ -138,7 +138,12 @@ const PAGE = 50;
 /** Renders the page; returns its live-event hook. */
 export function renderTaskList(container) {
   const params = hashQuery();
-  const filters = { q: params.get("q") || "", state: params.get("state") || "", workspace: params.get("workspace") || "" };
+  const filters = {
+    q: params.get("q") || "",
+    state: params.get("state") || "",
+    workspace: params.get("workspace") || "",
+    created_by: params.get("created_by") || "",
+  };
   // `#/tasks?limit=N` changes the page size (kept in the address like the filters).
   const pageSize = Math.min(1000, Math.max(1, Number(params.get("limit")) || PAGE));
   const search = h("input", { id: "task-search", name: "q", type: "search", value: filters.q, placeholder: "Words in the prompt", autocomplete: "off" });
@@ -147,6 +152,12 @@ export function renderTaskList(container) {
     { id: "state-filter", name: "state" },
     h("option", { value: "", text: "All states" }),
     TASK_STATES.map((state) => h("option", { value: state, selected: state === filters.state, text: STATE_LABELS[state] })),
+  );
+  const actorFilter = h(
+    "select",
+    { id: "created-by-filter", name: "created_by" },
+    h("option", { value: "", text: "Anyone" }),
+    Object.entries(STARTED_BY).map(([actor, label]) => h("option", { value: actor, selected: actor === filters.created_by, text: label })),
   );
   const workspaceFilter = h("select", { id: "workspace-filter", name: "workspace" }, h("option", { value: "", text: "All workspaces" }));
   if (filters.workspace) {
@@ -173,7 +184,7 @@ export function renderTaskList(container) {
   let retryTimer = null;
 
   const describe = () =>
-    [filters.q ? `matching “${filters.q}”` : "", filters.state ? STATE_LABELS[filters.state] : "", filters.workspace ? `in ${filters.workspace}` : ""]
+    [filters.q ? `matching “${filters.q}”` : "", filters.state ? STATE_LABELS[filters.state] : "", filters.workspace ? `in ${filters.workspace}` : "", filters.created_by ? `started by ${(STARTED_BY[filters.created_by] || filters.created_by).toLowerCase()}` : ""]
       .filter(Boolean)
       .join(", ");
 
@@ -236,6 +247,7 @@ export function renderTaskList(container) {
     filters.q = search.value.trim();
     filters.state = select.value;
     filters.workspace = workspaceFilter.value;
+    filters.created_by = actorFilter.value;
     history.replaceState(null, "", hashLink("/tasks", { ...filters, limit: pageSize === PAGE ? "" : String(pageSize) }));
     load();
   };
@@ -246,6 +258,7 @@ export function renderTaskList(container) {
     h("div", { class: "field grow" }, h("label", { for: "task-search", text: "Search" }), search),
     h("div", { class: "field" }, h("label", { for: "state-filter", text: "State" }), select),
     h("div", { class: "field" }, h("label", { for: "workspace-filter", text: "Workspace" }), workspaceFilter),
+    h("div", { class: "field" }, h("label", { for: "created-by-filter", text: "Started by" }), actorFilter),
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -255,6 +268,7 @@ export function renderTaskList(container) {
   search.addEventListener("input", applySoon);
   select.addEventListener("change", apply);
   workspaceFilter.addEventListener("change", apply);
+  actorFilter.addEventListener("change", apply);
 
   replace(
     container,

@@ -52,7 +52,7 @@ mod upload;
 use std::future::{Future, IntoFuture};
 
 pub use error::ApiError;
-pub use state::{AppState, ServerSettings};
+pub use state::{AppState, McpReportSource, ServerSettings};
 
 /// The router: every route and middleware, over `state`. Opens no socket.
 pub fn router(state: AppState) -> axum::Router {

@@ -1,9 +1,11 @@
 //! What every handler shares: the task service, the API token and the server settings.
 
+use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use pp_tasks::{MemoryService, SkillsService, TaskService};
+use pp_types::McpReport;
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
 
@@ -58,6 +60,10 @@ impl Default for ServerSettings {
 /// Receives one line per internal error or warning.
 type ErrorLog = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Produces the report of `GET /api/mcp/servers` (the CLI lists its MCP servers).
+pub type McpReportSource =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = McpReport> + Send>> + Send + Sync>;
+
 /// The state behind the router. Cheap to clone: every clone shares one `Shared`.
 #[derive(Clone)]
 pub struct AppState {
@@ -85,6 +91,9 @@ struct Shared {
     /// The operator's memory service (`/api/memory`); `None` until the CLI sets it, and
     /// then that route answers 404.
     memory: RwLock<Option<MemoryService>>,
+    /// The source of `/api/mcp/servers`; `None` until the CLI sets it, and then that
+    /// route answers 404.
+    mcp_report: RwLock<Option<McpReportSource>>,
     /// Flipped to `true` when shutdown begins, so event streams (which never end on
     /// their own) finish and graceful shutdown can complete.
     shutdown: watch::Sender<bool>,
@@ -112,6 +121,7 @@ impl AppState {
                 error_log: RwLock::new(None),
                 skills: RwLock::new(None),
                 memory: RwLock::new(None),
+                mcp_report: RwLock::new(None),
                 shutdown,
             }),
         }
@@ -159,6 +169,22 @@ impl AppState {
     /// The memory service, if one is set.
     pub(crate) fn memory(&self) -> Option<MemoryService> {
         match self.inner.memory.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serves `/api/mcp/servers` with what `source` reports.
+    pub fn set_mcp_report(&self, source: McpReportSource) {
+        match self.inner.mcp_report.write() {
+            Ok(mut guard) => *guard = Some(source),
+            Err(poisoned) => *poisoned.into_inner() = Some(source),
+        }
+    }
+
+    /// The MCP report's source, if one is set.
+    pub(crate) fn mcp_report(&self) -> Option<McpReportSource> {
+        match self.inner.mcp_report.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }

@@ -1,6 +1,7 @@
-//! Finding tasks: a prompt substring, a state, a workspace, and paging backwards.
+//! Finding tasks: a prompt substring, a state, a workspace, who started them, and paging
+//! backwards.
 
-use pp_types::{TaskId, TaskRecord, TaskState};
+use pp_types::{Actor, TaskId, TaskRecord, TaskState};
 use rusqlite::params_from_iter;
 use rusqlite::types::Value as SqlValue;
 
@@ -17,6 +18,9 @@ pub struct TaskFilter {
     pub state: Option<TaskState>,
     /// Only tasks in the workspace with this configured name.
     pub workspace: Option<String>,
+    /// Only tasks started by this actor (the operator, a schedule, a webhook, an MCP
+    /// client).
+    pub created_by: Option<Actor>,
     /// Only tasks created before this one (paging: pass the last id of the previous
     /// page). An id no longer stored pages from where it would sort: ids begin with
     /// their creation time.
@@ -32,6 +36,7 @@ impl Default for TaskFilter {
             query: None,
             state: None,
             workspace: None,
+            created_by: None,
             before: None,
             limit: 50,
         }
@@ -69,6 +74,10 @@ impl Store {
         if let Some(workspace) = &filter.workspace {
             conditions.push("workspace = ?");
             values.push(SqlValue::Text(workspace.clone()));
+        }
+        if let Some(actor) = filter.created_by {
+            conditions.push("created_by = ?");
+            values.push(SqlValue::Text(actor.as_str().to_owned()));
         }
         if let Some(before) = &filter.before {
             // The list is ordered by rowid; a stored `before` is found by its id, a

@@ -140,17 +140,18 @@ impl Actor {
         }
     }
 
+    /// Every actor.
+    pub const ALL: [Self; 5] = [
+        Self::Agent,
+        Self::Operator,
+        Self::Scheduler,
+        Self::Webhook,
+        Self::McpClient,
+    ];
+
     /// Parses a snake-case name.
     pub fn parse(text: &str) -> Option<Self> {
-        [
-            Self::Agent,
-            Self::Operator,
-            Self::Scheduler,
-            Self::Webhook,
-            Self::McpClient,
-        ]
-        .into_iter()
-        .find(|actor| actor.as_str() == text)
+        Self::ALL.into_iter().find(|actor| actor.as_str() == text)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 use pp_tasks::store::TaskFilter;
-use pp_types::{TaskId, TaskState};
+use pp_types::{Actor, TaskId, TaskState};
 
 use crate::app::App;
 use crate::config::Flags;
@@ -25,6 +25,9 @@ pub(crate) enum TasksCommand {
         /// Only tasks of the workspace with this name.
         #[arg(long)]
         workspace: Option<String>,
+        /// Only tasks started by this actor (operator, scheduler, webhook, mcp_client).
+        #[arg(long, value_name = "ACTOR")]
+        created_by: Option<String>,
         /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -75,6 +78,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
             state,
             query,
             workspace,
+            created_by,
             limit,
             json,
         } => {
@@ -84,10 +88,22 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                         .ok_or_else(|| Exit::usage(format!("unknown state `{name}`")))
                 })
                 .transpose()?;
+            let created_by = created_by
+                .map(|name| {
+                    Actor::parse(&name).ok_or_else(|| {
+                        let known: Vec<&str> = Actor::ALL.iter().map(|a| a.as_str()).collect();
+                        Exit::usage(format!(
+                            "unknown actor `{name}`; expected one of {}",
+                            known.join(", ")
+                        ))
+                    })
+                })
+                .transpose()?;
             let tasks = store.search_tasks(&TaskFilter {
                 query,
                 state,
                 workspace,
+                created_by,
                 before: None,
                 limit,
             })?;

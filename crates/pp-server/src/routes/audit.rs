@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use pp_tasks::store::AuditFilter;
-use pp_types::{Actor, AuditAction, TaskId};
+use pp_types::{AuditAction, TaskId};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -54,14 +54,11 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> ApiResult<Json<Value>> {
-    let actor = match query.actor.as_deref() {
-        None => None,
-        Some(text) => Some(Actor::parse(text).ok_or_else(|| {
-            ApiError::BadRequest(format!(
-                "unknown actor `{text}`; expected one of agent, operator, scheduler, webhook"
-            ))
-        })?),
-    };
+    let actor = query
+        .actor
+        .as_deref()
+        .map(crate::routes::tasks::parse_actor)
+        .transpose()?;
     let filter = AuditFilter {
         actor,
         task_id: query.task_id.map(TaskId),

@@ -21,6 +21,7 @@ pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod health;
 pub(crate) mod login;
+pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod openapi;
 pub(crate) mod sessions;
@@ -85,6 +86,7 @@ pub(crate) fn table() -> Vec<Route> {
             "/api/skills/{name}/files/{path}",
             put(skills::put_file),
         ),
+        route("GET", "/api/mcp/servers", get(mcp::servers)),
         route("GET", "/api/memory", get(memory::show)),
         route("PUT", "/api/memory", put(memory::put)),
         route("GET", "/api/openapi.json", get(openapi::document)),

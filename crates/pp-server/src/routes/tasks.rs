@@ -32,6 +32,8 @@ pub(crate) struct ListQuery {
     state: Option<String>,
     /// A configured workspace's name.
     workspace: Option<String>,
+    /// Who started the task: `operator`, `scheduler`, `webhook`, `mcp_client`, …
+    created_by: Option<String>,
     /// Only tasks created before this task id (paging: the previous `next_before`).
     before: Option<String>,
     limit: Option<usize>,
@@ -43,6 +45,17 @@ pub(crate) fn parse_state(text: &str) -> ApiResult<TaskState> {
         let known: Vec<&str> = TaskState::ALL.iter().map(|state| state.as_str()).collect();
         ApiError::BadRequest(format!(
             "unknown task state `{text}`; expected one of {}",
+            known.join(", ")
+        ))
+    })
+}
+
+/// Parses a `created_by` filter.
+pub(crate) fn parse_actor(text: &str) -> ApiResult<Actor> {
+    Actor::parse(text).ok_or_else(|| {
+        let known: Vec<&str> = Actor::ALL.iter().map(|actor| actor.as_str()).collect();
+        ApiError::BadRequest(format!(
+            "unknown actor `{text}`; expected one of {}",
             known.join(", ")
         ))
     })
@@ -75,6 +88,12 @@ pub(crate) async fn list(
         query: query.q.filter(|text| !text.is_empty()),
         state: query.state.as_deref().map(parse_state).transpose()?,
         workspace: query.workspace.filter(|name| !name.is_empty()),
+        created_by: query
+            .created_by
+            .as_deref()
+            .filter(|name| !name.is_empty())
+            .map(parse_actor)
+            .transpose()?,
         before: query.before.filter(|id| !id.is_empty()).map(TaskId),
         limit: limit(query.limit, 50, 1000)?,
     };

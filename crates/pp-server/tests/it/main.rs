@@ -15,6 +15,7 @@ mod changes;
 mod events;
 mod files;
 mod health_and_icon;
+mod mcp;
 mod memory;
 mod openapi;
 mod security;

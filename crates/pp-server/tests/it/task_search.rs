@@ -1,4 +1,5 @@
-//! `GET /api/tasks?q=&state=&workspace=&before=&limit=`: search, filters, paging.
+//! `GET /api/tasks?q=&state=&workspace=&created_by=&before=&limit=`: search, filters,
+//! paging.
 
 use axum::http::Method;
 use pp_tasks::CreateTask;
@@ -9,11 +10,15 @@ use serde_json::{Value, json};
 use crate::App;
 
 async fn create(app: &App, prompt: &str) -> String {
+    create_by(app, prompt, Actor::Operator).await
+}
+
+async fn create_by(app: &App, prompt: &str, actor: Actor) -> String {
     app.service
         .create(CreateTask {
             prompt: prompt.into(),
             workspace: None,
-            actor: Actor::Operator,
+            actor,
             script: None,
         })
         .await
@@ -79,4 +84,33 @@ async fn an_unknown_state_is_a_bad_request() {
     app.call(Method::GET, "/api/tasks?state=sleeping")
         .await
         .expect(400, Some("bad_request"));
+}
+
+#[tokio::test]
+async fn tasks_are_filtered_by_who_started_them() {
+    let app = App::idle();
+    let mine = create(&app, "Tidy my notes").await;
+    let client = create_by(&app, "read_file notes.txt", Actor::McpClient).await;
+    let by_client = app
+        .call(Method::GET, "/api/tasks?created_by=mcp_client")
+        .await;
+    by_client.expect(200, None);
+    assert_eq!(ids(&by_client.json), [client.as_str()]);
+    assert_eq!(by_client.json["tasks"][0]["created_by"], "mcp_client");
+    let by_me = app
+        .call(Method::GET, "/api/tasks?created_by=operator")
+        .await;
+    assert_eq!(ids(&by_me.json), [mine.as_str()]);
+    let everyone = app.call(Method::GET, "/api/tasks?created_by=").await;
+    assert_eq!(ids(&everyone.json), [client.as_str(), mine.as_str()]);
+    let unknown = app.call(Method::GET, "/api/tasks?created_by=robot").await;
+    unknown.expect(400, Some("bad_request"));
+    assert!(
+        unknown.json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("mcp_client"),
+        "{}",
+        unknown.json
+    );
 }

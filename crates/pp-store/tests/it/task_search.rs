@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use pp_store::{NewTask, TaskFilter};
-use pp_types::{TaskId, TaskState};
+use pp_types::{Actor, TaskId, TaskState};
 use pretty_assertions::assert_eq;
 
 use crate::{TestDb, ids, new_task};
@@ -90,6 +90,26 @@ fn state_workspace_and_query_combine() {
         ),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn tasks_are_found_by_who_started_them() {
+    let db = TestDb::new();
+    let operator = db.create("report by hand");
+    let client = db
+        .store
+        .create_task(NewTask {
+            created_by: Actor::McpClient,
+            ..new_task("report for an MCP client")
+        })
+        .unwrap();
+    let by = |actor| TaskFilter {
+        created_by: Some(actor),
+        ..query("report")
+    };
+    assert_eq!(search(&db, &by(Actor::McpClient)), [client.id.as_str()]);
+    assert_eq!(search(&db, &by(Actor::Operator)), [operator.id.as_str()]);
+    assert_eq!(search(&db, &by(Actor::Webhook)), Vec::<String>::new());
 }
 
 #[test]
