@@ -436,6 +436,7 @@ async function everyPage() {
     ["audit", "#/audit", "table.audit tbody tr"],
     ["skills", "#/skills", "main h1"],
     ["memory", "#/memory", "main h1"],
+    ["mcp", "#/mcp", ".mcp-servers:not([aria-busy])"],
   ];
 }
 
