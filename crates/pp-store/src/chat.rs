@@ -106,15 +106,15 @@ impl Store {
         })
     }
 
-    /// Every chat session, most recently active (`updated_at`) first.
-    pub fn chat_sessions(&self) -> Result<Vec<ChatSession>> {
+    /// The `limit` most recently active chat sessions (`updated_at`), newest first.
+    pub fn chat_sessions(&self, limit: usize) -> Result<Vec<ChatSession>> {
         self.read(|connection| {
             connection
                 .prepare_cached(&format!(
                     "SELECT {SESSION_COLUMNS} FROM chat_sessions \
-                     ORDER BY updated_at DESC, rowid DESC"
+                     ORDER BY updated_at DESC, rowid DESC LIMIT ?1"
                 ))?
-                .query_map([], RawSession::from_row)?
+                .query_map([rows::limit(limit)], RawSession::from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
                 .map(RawSession::decode)

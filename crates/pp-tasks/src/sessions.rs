@@ -123,9 +123,12 @@ impl TaskService {
         Ok(session.into())
     }
 
-    /// Every session, most recently active first.
-    pub async fn sessions(&self) -> Result<Vec<SessionRecord>> {
-        let sessions = self.inner.db(|store| store.chat_sessions()).await?;
+    /// The `limit` most recently active sessions, newest first.
+    pub async fn sessions(&self, limit: usize) -> Result<Vec<SessionRecord>> {
+        let sessions = self
+            .inner
+            .db(move |store| store.chat_sessions(limit))
+            .await?;
         Ok(sessions.into_iter().map(SessionRecord::from).collect())
     }
 

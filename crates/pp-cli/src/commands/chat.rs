@@ -37,6 +37,9 @@ pub(crate) struct ChatOptions {
     pub(crate) json: bool,
 }
 
+/// How many sessions `/sessions` lists (the most recently used).
+const SESSIONS_SHOWN: usize = 20;
+
 /// The commands typed at the prompt.
 const COMMANDS: &str = "/new  start a new session    /sessions  list sessions    /exit  leave \
                         (also Ctrl+D)";
@@ -214,7 +217,7 @@ impl Chat {
                 Ok(Next::Continue)
             }
             "/sessions" => {
-                let sessions = self.app.service.sessions().await?;
+                let sessions = self.app.service.sessions(SESSIONS_SHOWN).await?;
                 print_sessions(&sessions, self.session.as_deref(), true)?;
                 Ok(Next::Continue)
             }

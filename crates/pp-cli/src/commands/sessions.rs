@@ -15,6 +15,9 @@ use crate::render::{json_safe, one_line, shorten, terminal_safe};
 pub(crate) enum SessionsCommand {
     /// List chat sessions, most recently used first.
     List {
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
         /// Print one JSON object: `{"sessions": […]}`.
         #[arg(long)]
         json: bool,
@@ -40,8 +43,8 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
     let app = App::stored(flags)?;
     let service = &app.service;
     match command {
-        SessionsCommand::List { json } => {
-            let sessions = service.sessions().await?;
+        SessionsCommand::List { limit, json } => {
+            let sessions = service.sessions(limit).await?;
             if json {
                 let list = json!({ "sessions": sessions });
                 outln!("{}", json_safe(&list.to_string()))?;

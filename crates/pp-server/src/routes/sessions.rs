@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::ApiResult;
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, limit};
 use crate::state::AppState;
 
 /// `POST /api/sessions` body (`{}` for an untitled session in the default workspace).
@@ -51,9 +51,22 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(session)))
 }
 
+/// `GET /api/sessions` query.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    /// At most this many (default 100, at most 1000).
+    limit: Option<usize>,
+}
+
 /// Lists sessions, most recently active first: `{"sessions": […]}`.
-pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    let sessions = state.service().sessions().await?;
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let sessions = state
+        .service()
+        .sessions(limit(query.limit, 100, 1000)?)
+        .await?;
     Ok(Json(json!({ "sessions": sessions })))
 }
 

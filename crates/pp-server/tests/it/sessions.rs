@@ -69,6 +69,13 @@ async fn a_conversation_over_http_waits_for_each_turn() {
         .map(|session| session["id"].as_str().unwrap())
         .collect();
     assert_eq!(listed, [untitled.as_str(), id.as_str()]);
+    let newest = app.call(Method::GET, "/api/sessions?limit=1").await;
+    newest.expect(200, None);
+    assert_eq!(newest.json["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(newest.json["sessions"][0]["id"], untitled.as_str());
+    app.call(Method::GET, "/api/sessions?limit=0")
+        .await
+        .expect(400, Some("bad_request"));
 
     let first = send(&app, &id, "write it").await;
     first.expect(202, None);

@@ -122,7 +122,7 @@ fn sessions_list_most_recently_active_first_and_keep_their_summary() {
     let newer = session(&db);
     let listed: Vec<String> = db
         .store
-        .chat_sessions()
+        .chat_sessions(100)
         .unwrap()
         .into_iter()
         .map(|s| s.id)
@@ -134,7 +134,7 @@ fn sessions_list_most_recently_active_first_and_keep_their_summary() {
         .unwrap();
     let listed: Vec<String> = db
         .store
-        .chat_sessions()
+        .chat_sessions(100)
         .unwrap()
         .into_iter()
         .map(|s| s.id)
@@ -211,7 +211,7 @@ fn a_version_3_database_migrates_and_keeps_its_logins() {
     assert!(!store.login_valid("abd").unwrap());
     store.delete_login("abc").unwrap();
     assert!(!store.login_valid("abc").unwrap());
-    assert!(store.chat_sessions().unwrap().is_empty());
+    assert!(store.chat_sessions(100).unwrap().is_empty());
 }
 
 #[test]
