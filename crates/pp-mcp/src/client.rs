@@ -24,7 +24,7 @@ use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ServerPeerInfo,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
@@ -275,8 +275,13 @@ impl Connection {
                         broken: false.into(),
                     }),
                     Ok(Err(error)) => {
-                        Err(self
-                            .start_error(format!("the MCP handshake with {url} failed: {error}")))
+                        let reason = match &error {
+                            ClientInitializeError::TransportError { error, .. } => {
+                                error_chain(&*error.error)
+                            }
+                            other => error_chain(other),
+                        };
+                        Err(self.start_error(format!("no MCP session with {url}: {reason}")))
                     }
                     Err(_) => Err(self.start_error(format!(
                         "no answer from {url} to `initialize` within {} s",
@@ -344,9 +349,13 @@ impl Connection {
                 server,
                 reason: format!("{} (error {})", data.message, data.code.0),
             },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => McpError::Crashed {
+            ServiceError::TransportSend(failure) => McpError::Crashed {
                 server,
-                reason: live.crash_reason(&error.to_string()).await,
+                reason: live.crash_reason(&error_chain(&*failure.error)).await,
+            },
+            ServiceError::TransportClosed => McpError::Crashed {
+                server,
+                reason: live.crash_reason("the connection closed").await,
             },
             ServiceError::Timeout { .. } => self.timeout(),
             ServiceError::Cancelled { .. } => self.cancelled(),
@@ -484,6 +493,21 @@ fn client_info() -> ClientConfig {
         ClientCapabilities::default(),
         Implementation::new("pocketpilot", env!("CARGO_PKG_VERSION")),
     )
+}
+
+/// `error` and its sources in one line, each cause once (rmcp's wrappers repeat them).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// The restart delay after `failures` failures in a row.

@@ -555,3 +555,39 @@ async fn an_http_server_that_is_not_there_is_a_start_error() {
         "{error:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_goes_away_fails_the_call_instead_of_hanging() {
+    let Some(dir) = installed() else { return };
+    let server = misbehaving_over_http(&dir).await;
+    let connection = Connection::new(config(
+        "remote",
+        Transport::Http {
+            url: server.url.clone(),
+            headers: BTreeMap::new(),
+        },
+    ));
+    assert_eq!(
+        call(&connection, "echo", json!({"message": "up"}))
+            .await
+            .unwrap(),
+        "Echo: up"
+    );
+    let HttpServer {
+        _child: mut child, ..
+    } = server;
+    child.kill().await.unwrap();
+    let error = call(&connection, "echo", json!({"message": "down"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, McpError::Crashed { server, .. } if server == "remote"),
+        "{error:?}"
+    );
+    // It is restarted (and, the server being gone, fails to start) after the backoff.
+    let error = connection.connect().await.unwrap_err();
+    assert!(
+        matches!(&error, McpError::Restarting { .. } | McpError::Start { .. }),
+        "{error:?}"
+    );
+}
