@@ -194,7 +194,8 @@ impl Connection {
                 if now < until {
                     return Err(McpError::Restarting {
                         server: self.config.name.clone(),
-                        retry_in_ms: u64::try_from((until - now).as_millis()).unwrap_or(u64::MAX),
+                        retry_in_ms: u64::try_from((until - now).as_micros().div_ceil(1000))
+                            .unwrap_or(u64::MAX),
                     });
                 }
             }
