@@ -244,6 +244,36 @@ async fn a_crash_mid_call_is_reported_and_the_server_restarts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_uses_start_the_server_once() {
+    let Some(dir) = installed() else { return };
+    let starts = tempfile::tempdir().unwrap();
+    let Transport::Stdio { command, args, .. } = misbehaving(&dir, "stdio") else {
+        unreachable!()
+    };
+    let transport = Transport::Stdio {
+        command,
+        args,
+        env: BTreeMap::from([(
+            "PP_STARTS_DIR".to_owned(),
+            starts.path().display().to_string(),
+        )]),
+        cwd: None,
+    };
+    let connection = Connection::new(config("shared", transport));
+    let (one, two, tools) = tokio::join!(
+        call(&connection, "echo", json!({"message": "one"})),
+        call(&connection, "echo", json!({"message": "two"})),
+        connection.list_tools(),
+    );
+    assert_eq!(one.unwrap(), "Echo: one");
+    assert_eq!(two.unwrap(), "Echo: two");
+    assert!(tools.unwrap().iter().any(|tool| tool.name == "hang"));
+    let started: Vec<_> = std::fs::read_dir(starts.path()).unwrap().collect();
+    assert_eq!(started.len(), 1, "{started:?}");
+    connection.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_dies_at_start_is_retried_with_backoff() {
     let Some(dir) = installed() else { return };
     let connection = Connection::new(config("broken", misbehaving(&dir, "crash-on-start")));

@@ -8,7 +8,9 @@
 // Tools: echo, env (the names of its environment variables), crash (exits mid-call),
 // hang (never answers; records a cancellation in `cancelled`), cancelled, flood (`bytes`
 // of text), spawn_child (starts `sleep 1000`, returns its pid), headers (the HTTP
-// request's headers), cwd.
+// request's headers), cwd. With PP_STARTS_DIR set, each start leaves a file named after
+// its pid there.
+import fs from "node:fs";
 import http from "node:http";
 import { spawn } from "node:child_process";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -78,6 +80,11 @@ function makeServer() {
     }
   });
   return server;
+}
+
+// Each start leaves its pid in PP_STARTS_DIR when set (tests count the starts).
+if (process.env.PP_STARTS_DIR) {
+  fs.writeFileSync(`${process.env.PP_STARTS_DIR}/${process.pid}`, "");
 }
 
 if (mode === "crash-on-start") {
