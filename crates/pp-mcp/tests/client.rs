@@ -314,7 +314,7 @@ async fn a_server_that_dies_at_start_is_retried_with_backoff() {
 async fn a_hanging_call_times_out_and_the_connection_stays_usable() {
     let Some(dir) = installed() else { return };
     let mut hanging = config("hangs", misbehaving(&dir, "stdio"));
-    hanging.call_timeout = Duration::from_secs(1);
+    hanging.call_timeout = Duration::from_secs(2);
     let connection = Connection::new(hanging);
 
     let error = call(&connection, "hang", json!({})).await.unwrap_err();
@@ -322,7 +322,7 @@ async fn a_hanging_call_times_out_and_the_connection_stays_usable() {
         error,
         McpError::Timeout {
             server: "hangs".to_owned(),
-            secs: 1
+            secs: 2
         }
     );
     assert_eq!(
@@ -342,13 +342,27 @@ async fn a_hanging_call_times_out_and_the_connection_stays_usable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_cancels_a_waiting_call() {
     let Some(dir) = installed() else { return };
-    let connection = Arc::new(Connection::new(config("slow", misbehaving(&dir, "stdio"))));
+    let marks = tempfile::tempdir().unwrap();
+    let Transport::Stdio { command, args, .. } = misbehaving(&dir, "stdio") else {
+        unreachable!()
+    };
+    let transport = Transport::Stdio {
+        command,
+        args,
+        env: BTreeMap::from([("PP_MARK_DIR".to_owned(), marks.path().display().to_string())]),
+        cwd: None,
+    };
+    let connection = Arc::new(Connection::new(config("slow", transport)));
     connection.connect().await.unwrap();
     let interrupt = Interrupt::default();
     let trigger = {
+        // The task is cancelled once the server is inside the call.
         let interrupt = interrupt.clone();
+        let hanging = marks.path().join("hanging");
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            while !hanging.exists() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             interrupt.trigger();
         })
     };

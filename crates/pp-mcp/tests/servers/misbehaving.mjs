@@ -9,7 +9,8 @@
 // hang (never answers; records a cancellation in `cancelled`), cancelled, flood (`bytes`
 // of text), spawn_child (starts `sleep 1000`, returns its pid), headers (the HTTP
 // request's headers), cwd. With PP_STARTS_DIR set, each start leaves a file named after
-// its pid there.
+// its pid there; with PP_MARK_DIR set, `hang` leaves a file `hanging` there once it has
+// the call.
 import fs from "node:fs";
 import http from "node:http";
 import { spawn } from "node:child_process";
@@ -57,6 +58,7 @@ function makeServer() {
         process.exit(7);
         break;
       case "hang":
+        if (process.env.PP_MARK_DIR) fs.writeFileSync(`${process.env.PP_MARK_DIR}/hanging`, "");
         return await new Promise((resolve) => {
           extra.signal.addEventListener("abort", () => {
             cancellations += 1;
