@@ -34,3 +34,18 @@ pub(crate) fn transport(
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_header_is_named() {
+        let headers = BTreeMap::from([("bad header".to_owned(), "x".to_owned())]);
+        let error = transport("http://127.0.0.1:1/mcp", &headers).err().unwrap();
+        assert_eq!(error, "`bad header` is not a valid header name");
+        let headers = BTreeMap::from([("x-ok".to_owned(), "line\nbreak".to_owned())]);
+        let error = transport("http://127.0.0.1:1/mcp", &headers).err().unwrap();
+        assert_eq!(error, "the value of header `x-ok` is not valid in a header");
+    }
+}
