@@ -239,6 +239,9 @@ async fn a_crash_mid_call_is_reported_and_the_server_restarts() {
     assert_eq!(restarted.as_deref(), Some("Echo: back"));
     let second_pid = connection.pid().await.unwrap();
     assert_ne!(first_pid, second_pid);
+    // The restarted server is listed afresh.
+    let tools = connection.list_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "crash"));
     assert!(gone(first_pid).await);
     connection.shutdown().await;
 }
