@@ -10,7 +10,9 @@
 //! types, gate and agent only).
 
 pub mod backend;
+pub mod client;
 pub mod config;
 
 pub use backend::{Backend, CallOutput, ListedTool, McpError, ToolAnnotations};
+pub use client::{Connection, McpClients};
 pub use config::{ServerConfig, Start, ToolConfig, Transport};
