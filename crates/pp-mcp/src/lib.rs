@@ -11,6 +11,8 @@
 
 pub mod backend;
 pub mod config;
+pub mod server;
+pub mod testing;
 
 pub use backend::{Backend, CallOutput, ListedTool, McpError, ToolAnnotations};
 pub use config::{ServerConfig, Start, ToolConfig, Transport};
