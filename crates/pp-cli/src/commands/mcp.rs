@@ -44,6 +44,13 @@ pub(crate) enum McpCommand {
 
 /// Runs an `mcp` subcommand.
 pub(crate) async fn run(flags: &Flags, command: McpCommand) -> anyhow::Result<u8> {
+    if let McpCommand::Serve {
+        workspace,
+        wait_limit,
+    } = command
+    {
+        return super::mcp_serve::run(flags, workspace, wait_limit).await;
+    }
     let config = Config::load(flags)?;
     if config.mcp.servers.is_empty() && !matches!(command, McpCommand::Serve { .. }) {
         anyhow::bail!("no MCP servers are configured ([[mcp.server]] in the config file)");
