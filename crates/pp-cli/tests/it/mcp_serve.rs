@@ -118,7 +118,19 @@ async fn reads_run_at_once_and_the_task_records_the_client() {
 
     let tools = client.tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-    for name in ["list_files", "read_file", "write_file", "edit_file"] {
+    for name in [
+        "list_files",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "move_file",
+        "delete_file",
+        "make_dir",
+        "search_files",
+        "extract_document",
+        "analyze_table",
+        "extract_invoice",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     for absent in ["run_command", "memory_write", "read_skill_file"] {
@@ -147,6 +159,19 @@ async fn reads_run_at_once_and_the_task_records_the_client() {
         .await
         .unwrap();
     assert!(answer.text.contains("notes.txt"), "{answer:?}");
+    // A document tool, parsing in a child of the served binary like any task's call.
+    tree.file("sales.csv", "region;amount\nnorth;5\nsouth;4.5\nnorth;7\n");
+    let answer = client
+        .call(
+            "analyze_table",
+            json!({"path": "sales.csv", "op": "group_by", "by": "region",
+                   "aggregates": [{"column": "amount", "fn": "sum"}]}),
+            false,
+        )
+        .await
+        .unwrap();
+    assert!(!answer.is_error, "{answer:?}");
+    assert!(answer.text.contains("north"), "{answer:?}");
 
     // One task for the connection's calls, created by the MCP client, naming it.
     let tasks = client_tasks(&tree);
@@ -167,7 +192,7 @@ async fn reads_run_at_once_and_the_task_records_the_client() {
         .iter()
         .filter(|event| event.event.type_name() == "tool_result")
         .count();
-    assert_eq!(results, 2);
+    assert_eq!(results, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
