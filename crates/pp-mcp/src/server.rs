@@ -235,3 +235,36 @@ fn to_tool(tool: ServedTool) -> Tool {
     let annotations = annotations_for(tool.action.as_deref());
     Tool::new(tool.name, tool.description, schema).with_annotations(annotations)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::annotations_for;
+
+    #[test]
+    fn annotations_follow_the_capability_action() {
+        let read = annotations_for(Some("read"));
+        assert_eq!(
+            (
+                read.read_only_hint,
+                read.destructive_hint,
+                read.open_world_hint
+            ),
+            (Some(true), Some(false), Some(false))
+        );
+        let create = annotations_for(Some("create"));
+        assert_eq!(
+            (create.read_only_hint, create.destructive_hint),
+            (Some(false), Some(false))
+        );
+        for action in ["write", "update", "delete"] {
+            let annotations = annotations_for(Some(action));
+            assert_eq!(
+                (annotations.read_only_hint, annotations.destructive_hint),
+                (Some(false), Some(true)),
+                "{action}"
+            );
+        }
+        let unknown = annotations_for(Some("execute"));
+        assert_eq!(unknown.open_world_hint, Some(true));
+    }
+}
