@@ -167,7 +167,7 @@ impl ClientSession {
 
     /// Runs one call of the client: at once when the policy allows it; a write waits for
     /// the person's decision (telling `waiting` as it waits) up to the wait limit, then
-    /// answers "pending approval <id>" and the approval stays open.
+    /// answers `pending approval <id>` and the approval stays open.
     pub async fn call(
         &self,
         name: &str,

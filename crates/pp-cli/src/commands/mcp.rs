@@ -35,7 +35,7 @@ pub(crate) enum McpCommand {
         #[arg(long, value_name = "DIR")]
         workspace: PathBuf,
         /// How long a write waits for a person's decision before the call returns
-        /// "pending approval <id>" (the approval stays open); default 600 or
+        /// `pending approval <id>` (the approval stays open); default 600 or
         /// `[mcp] approval_wait_secs`.
         #[arg(long, value_name = "SECS")]
         wait_limit: Option<u64>,

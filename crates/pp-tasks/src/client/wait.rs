@@ -8,8 +8,8 @@ use super::{CallReply, ClientSettings, Waiting};
 use crate::TaskService;
 
 /// Waits for the decision on the approval of `call_id` in `task`, then for the call's
-/// outcome as the store records it, up to the wait limit; after it, answers "pending
-/// approval <id>" (not an error: nothing is lost, the approval stays open).
+/// outcome as the store records it, up to the wait limit; after it, answers `pending
+/// approval <id>` (not an error: nothing is lost, the approval stays open).
 pub(super) async fn decision(
     service: &TaskService,
     task: &TaskId,
