@@ -112,8 +112,12 @@ pub fn annotations_for(action: Option<&str>) -> rmcp::model::ToolAnnotations {
 
 /// Serves `backend` on stdin/stdout until the client closes stdin, then lets the backend
 /// end its work ([`ServeBackend::closed`]).
+///
+/// When stdin and stdout are pipes (as MCP clients start servers) they are driven
+/// without blocking threads, so the process can stop on a signal without waiting for a
+/// read that never ends.
 pub async fn serve_stdio(backend: Arc<dyn ServeBackend>) -> Result<(), ServeError> {
-    serve_on(backend, rmcp::transport::stdio()).await
+    serve_on(backend, rmcp::transport::stdio_pipes()).await
 }
 
 /// [`serve_stdio`] over any byte streams (tests).

@@ -53,7 +53,12 @@ pub(crate) async fn run(
             .unwrap_or_default(),
         wait_limit.as_secs()
     );
-    pp_mcp::server::serve_stdio(backend).await?;
+    tokio::select! {
+        served = pp_mcp::server::serve_stdio(Arc::clone(&backend) as Arc<dyn ServeBackend>) => served?,
+        // Killed by the client or the person: end the running task cleanly too (pending
+        // approvals stay pending).
+        () = super::serve::shutdown_signal() => backend.closed().await,
+    }
     Ok(0)
 }
 

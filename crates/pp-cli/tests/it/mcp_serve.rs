@@ -337,3 +337,52 @@ async fn after_the_wait_limit_the_call_is_pending_and_a_later_approval_runs_once
             .all(|task| task.state != TaskState::Running)
     );
 }
+
+/// SIGTERM (a client stopping its server, or the person) ends the running task cleanly
+/// too: `completed`, nothing left running.
+#[cfg(unix)]
+#[test]
+fn sigterm_ends_the_running_task_cleanly() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let tree = TempTree::new();
+    tree.file("n.txt", "hi\n");
+    let mut child = pocketpilot_in(&home(&tree))
+        .args(["mcp", "serve", "--workspace"])
+        .arg(tree.workspace())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_file", "arguments": {"path": "n.txt"}}}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+        if message.get("id").is_some() {
+            line.clear();
+            stdout.read_line(&mut line).unwrap();
+            let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert!(answer.get("result").is_some(), "{line}");
+        }
+    }
+    assert!(line.contains("hi\\n"), "{line}");
+    assert_eq!(client_tasks(&tree)[0].state, TaskState::Running);
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(client_tasks(&tree)[0].state, TaskState::Completed);
+    drop(stdin);
+}
