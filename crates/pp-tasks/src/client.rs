@@ -27,7 +27,7 @@ use tokio::task::JoinHandle;
 use link::Reply;
 pub use link::{ClientLink, TaskShare};
 
-use crate::{CreateTask, Error, Result, TaskService};
+use crate::{Error, Result, TaskService};
 
 /// The closing turn a task of an MCP client is resumed with in another process, after
 /// an approval: the resumed loop runs (or refuses) the decided call, then ends.
@@ -261,13 +261,7 @@ fn prompt_for(client: Option<(&str, &str)>) -> String {
 async fn supervise(service: TaskService, link: Arc<ClientLink>, prompt: Arc<Mutex<String>>) {
     while link.wait_for_work().await {
         let prompt = prompt.lock().map(|p| p.clone()).unwrap_or_default();
-        let request = CreateTask {
-            prompt,
-            workspace: None,
-            actor: Actor::McpClient,
-            script: Some(json!([{ "content": RESUME_SCRIPT }])),
-        };
-        let task = match service.create(request).await {
+        let task = match create_running(&service, prompt).await {
             Ok(task) => task,
             Err(error) => {
                 link.fail_queued(&format!("no task could be started: {error}"));
@@ -276,8 +270,9 @@ async fn supervise(service: TaskService, link: Arc<ClientLink>, prompt: Arc<Mute
         };
         let before = link.taken();
         link.serve_task(&task.id);
-        let record = service.run_now(&task.id).await.ok();
-        link.run_ended(&task.id, record.as_ref());
+        let id = task.id.clone();
+        let record = run_here(&service, task).await;
+        link.run_ended(&id, record.as_ref());
         if link.taken() == before {
             // The task ended without taking a call (its workspace is gone, the store
             // failed): say so rather than start task after task.
@@ -285,7 +280,48 @@ async fn supervise(service: TaskService, link: Arc<ClientLink>, prompt: Arc<Mute
                 .as_ref()
                 .and_then(|record| record.error.clone())
                 .unwrap_or_else(|| "the task could not run".to_owned());
-            link.fail_queued(&format!("task {} could not run the call: {why}", task.id));
+            link.fail_queued(&format!("task {id} could not run the call: {why}"));
         }
     }
+}
+
+/// Stores the connection's next task already `running` (created by `mcp_client`, in the
+/// default workspace, carrying the closing turn another process resumes it with), so
+/// the workers of another process (the console's `serve`) never claim it.
+async fn create_running(service: &TaskService, prompt: String) -> Result<pp_types::TaskRecord> {
+    let workspace = service
+        .workspaces()
+        .find(None)
+        .ok_or_else(|| Error::NotFound {
+            what: "workspace",
+            id: "(default)".into(),
+        })?;
+    let new = pp_store::NewTask {
+        prompt,
+        workspace: workspace.name.clone(),
+        workspace_path: workspace.path.display().to_string(),
+        created_by: Actor::McpClient,
+        script: Some(json!([{ "content": RESUME_SCRIPT }])),
+    };
+    service
+        .inner
+        .db(move |store| store.create_running_task(new))
+        .await
+}
+
+/// Runs `task` (already `running`) here, under the service's worker limit, until it ends
+/// or waits for an approval; `None` if the service is shutting down.
+async fn run_here(
+    service: &TaskService,
+    task: pp_types::TaskRecord,
+) -> Option<pp_types::TaskRecord> {
+    let permit = Arc::clone(&service.inner.workers)
+        .acquire_owned()
+        .await
+        .ok()?;
+    service.inner.cancellation(&task.id);
+    let record =
+        crate::runner::run_segment(&service.inner.shared, task, crate::runner::Start::Fresh).await;
+    drop(permit);
+    Some(record)
 }

@@ -214,3 +214,34 @@ async fn tools_that_are_not_served_are_refused_without_a_task() {
     setup.session.close().await;
     assert!(tasks(&setup).is_empty());
 }
+
+/// Another process's workers (the console's `serve`) never claim the connection's tasks:
+/// they are stored already running here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_process_workers_never_take_the_connection_tasks() {
+    let setup = setup(TaskSettings {
+        max_steps: 3,
+        poll_interval: Duration::from_millis(1),
+        ..TaskSettings::default()
+    });
+    setup.other.start_workers();
+    setup.tree.file("a.txt", "alpha\n");
+    for _ in 0..12 {
+        let reply = setup
+            .session
+            .call("read_file", json!({"path": "a.txt"}), &quiet)
+            .await;
+        assert!(!reply.is_error, "{reply:?}");
+    }
+    setup.session.close().await;
+    let tasks = tasks(&setup);
+    assert_eq!(tasks.len(), 12, "one call per task with max_steps 3");
+    for task in tasks {
+        let events = setup.store.task_events(&task.id, 0).unwrap();
+        let results = events
+            .iter()
+            .filter(|event| event.event.type_name() == "tool_result")
+            .count();
+        assert_eq!(results, 1, "{task:?}");
+    }
+}
