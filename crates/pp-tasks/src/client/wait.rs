@@ -42,19 +42,23 @@ pub(super) async fn decision(
         let waited = started.elapsed();
         let id = approval.id.clone();
         let task_id = task.clone();
+        // The events only once decided: a wait of minutes reads one row per poll.
         let read = shared
             .db(move |store| {
                 let approval = store.approval(&id)?;
+                if approval.state == ApprovalState::Pending {
+                    return Ok((approval, Vec::new(), None));
+                }
                 let events = store.task_events(&task_id, 0)?;
                 let task = store.task(&task_id)?;
-                Ok((approval, events, task))
+                Ok((approval, events, Some(task)))
             })
             .await;
         let (current, events, record) = match read {
             Ok(read) => read,
             Err(error) => return CallReply::error(format!("cannot read the approval: {error}")),
         };
-        if current.state != ApprovalState::Pending {
+        if let Some(record) = record {
             let outcome = outcome_of(events.iter().map(|stored| &stored.event), call_id);
             if let Some((text, is_error)) = outcome {
                 return CallReply { text, is_error };
