@@ -271,7 +271,7 @@ async fn supervise(service: TaskService, link: Arc<ClientLink>, prompt: Arc<Mute
         let before = link.taken();
         link.serve_task(&task.id);
         let id = task.id.clone();
-        let record = run_here(&service, task).await;
+        let record = run_here(&service, &link, task).await;
         link.run_ended(&id, record.as_ref());
         if link.taken() == before {
             // The task ended without taking a call (its workspace is gone, the store
@@ -310,9 +310,11 @@ async fn create_running(service: &TaskService, prompt: String) -> Result<pp_type
 }
 
 /// Runs `task` (already `running`) here, under the service's worker limit, until it ends
-/// or waits for an approval; `None` if the service is shutting down.
+/// or waits for an approval; `None` if the service is shutting down. A task another
+/// process ended meanwhile (cancelled from the console) takes no more calls.
 async fn run_here(
     service: &TaskService,
+    link: &ClientLink,
     task: pp_types::TaskRecord,
 ) -> Option<pp_types::TaskRecord> {
     let permit = Arc::clone(&service.inner.workers)
@@ -320,8 +322,25 @@ async fn run_here(
         .await
         .ok()?;
     service.inner.cancellation(&task.id);
-    let record =
-        crate::runner::run_segment(&service.inner.shared, task, crate::runner::Start::Fresh).await;
+    let id = task.id.clone();
+    let run = crate::runner::run_segment(&service.inner.shared, task, crate::runner::Start::Fresh);
+    // A cancel from another process (the console) only changes the store: notice it, so
+    // the loop stops taking the client's calls into a cancelled task.
+    let watch = async {
+        loop {
+            tokio::time::sleep(service.settings().poll_interval).await;
+            let task_id = id.clone();
+            let state = service.inner.db(move |store| store.task(&task_id)).await;
+            if state.is_ok_and(|task| task.state != pp_types::TaskState::Running) {
+                link.end_task(&id);
+                return std::future::pending::<()>().await;
+            }
+        }
+    };
+    let record = tokio::select! {
+        record = run => record,
+        () = watch => return None,
+    };
     drop(permit);
     Some(record)
 }

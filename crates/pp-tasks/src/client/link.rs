@@ -13,6 +13,9 @@ use tokio::sync::{Notify, oneshot};
 
 /// What the final turn of a connection's task says (the client disconnected).
 const DISCONNECTED: &str = "The MCP client disconnected; the session ended.";
+/// What the final turn says when another process ended the task (a cancel).
+const ENDED_ELSEWHERE: &str = "This task was ended by the operator; the MCP client's next call \
+                               starts a new task.";
 /// What the final turn says when the task took its share of the connection's calls.
 const HANDED_ON: &str = "This task took its share of the MCP client's calls; the next call \
                          continues in a new task of the same connection.";
@@ -58,11 +61,21 @@ struct State {
     queue: VecDeque<Queued>,
     handed: HashMap<String, Handed>,
     /// The task whose loop takes the calls now, when it began and how many it took.
-    task: Option<(TaskId, tokio::time::Instant, u32)>,
+    task: Option<Current>,
     next_call: u64,
     /// Calls taken by any task so far.
     taken: u64,
     closed: bool,
+}
+
+/// The task whose loop takes the calls now.
+struct Current {
+    id: TaskId,
+    began: tokio::time::Instant,
+    calls: u32,
+    /// Someone else ended it (a cancel from another process): its loop ends at its next
+    /// turn.
+    ended: bool,
 }
 
 /// How much of a connection one task takes before the next call starts a new one, so a
@@ -169,8 +182,25 @@ impl ClientLink {
     /// The loop of `task` takes the calls from now on.
     pub(crate) fn serve_task(&self, task: &TaskId) {
         if let Ok(mut state) = self.state.lock() {
-            state.task = Some((task.clone(), tokio::time::Instant::now(), 0));
+            state.task = Some(Current {
+                id: task.clone(),
+                began: tokio::time::Instant::now(),
+                calls: 0,
+                ended: false,
+            });
         }
+    }
+
+    /// `task` was ended by someone else (cancelled from the console): its loop takes no
+    /// more calls; the next one starts a new task.
+    pub(crate) fn end_task(&self, task: &TaskId) {
+        if let Ok(mut state) = self.state.lock()
+            && let Some(current) = state.task.as_mut()
+            && current.id == *task
+        {
+            current.ended = true;
+        }
+        self.work.notify_waiters();
     }
 
     /// The run of `task` ended as `record`: every call it took and did not answer learns
@@ -230,8 +260,14 @@ impl ClientLink {
         let Ok(mut state) = self.state.lock() else {
             return closing(DISCONNECTED);
         };
+        if state.task.as_ref().is_some_and(|task| task.ended) {
+            return closing(ENDED_ELSEWHERE);
+        }
         let (calls, left) = state.task.as_ref().map_or((0, self.share.time), |task| {
-            (task.2, self.share.time.saturating_sub(task.1.elapsed()))
+            (
+                task.calls,
+                self.share.time.saturating_sub(task.began.elapsed()),
+            )
         });
         if calls >= self.share.calls || left.is_zero() {
             return closing(HANDED_ON);
@@ -239,9 +275,9 @@ impl ClientLink {
         if let Some(call) = state.queue.pop_front() {
             state.taken += 1;
             if let Some(task) = state.task.as_mut() {
-                task.2 += 1;
+                task.calls += 1;
             }
-            let task = state.task.as_ref().map(|task| task.0.clone());
+            let task = state.task.as_ref().map(|task| task.id.clone());
             state.handed.insert(
                 call.id.clone(),
                 Handed {

@@ -245,3 +245,40 @@ async fn another_process_workers_never_take_the_connection_tasks() {
         assert_eq!(results, 1, "{task:?}");
     }
 }
+
+/// A cancel from another process (the console) ends the connection's task: it takes no
+/// more calls, and the next call runs in a new task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cancelled_elsewhere_takes_no_more_calls() {
+    let setup = setup(TaskSettings {
+        poll_interval: Duration::from_millis(10),
+        ..TaskSettings::default()
+    });
+    setup.tree.file("a.txt", "alpha\n");
+    let read = || {
+        setup
+            .session
+            .call("read_file", json!({"path": "a.txt"}), &quiet)
+    };
+    assert!(!read().await.is_error);
+    let first = tasks(&setup).remove(0);
+    setup.other.cancel(&first.id).await.unwrap();
+    // Until the session notices, a call may still land in the first task; soon it no
+    // longer does.
+    loop {
+        let reply = read().await;
+        assert!(!reply.is_error, "{reply:?}");
+        if tasks(&setup).len() > 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    setup.session.close().await;
+    let tasks = tasks(&setup);
+    assert_eq!(tasks[0].state, TaskState::Cancelled);
+    assert!(
+        tasks[1..]
+            .iter()
+            .all(|task| task.state == TaskState::Completed)
+    );
+}
