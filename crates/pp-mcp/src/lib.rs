@@ -12,6 +12,8 @@
 pub mod backend;
 pub mod client;
 pub mod config;
+pub mod server;
+pub mod testing;
 
 pub use backend::{Backend, CallOutput, ListedTool, McpError, ToolAnnotations};
 pub use client::{Connection, McpClients};

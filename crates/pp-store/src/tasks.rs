@@ -70,6 +70,18 @@ impl Store {
         self.write(|transaction| insert(transaction, new, now))
     }
 
+    /// Creates a task already claimed by this process (`running`), in one transaction, so
+    /// no other process's workers can claim it first (`pocketpilot mcp serve` runs its
+    /// client's tasks itself).
+    pub fn create_running_task(&self, new: NewTask) -> Result<TaskRecord> {
+        let now = self.now();
+        let change = TaskChange::to(TaskState::Running);
+        self.write(|transaction| {
+            let task = insert(transaction, new, now)?;
+            change_state(transaction, &task.id, &[TaskState::Queued], &change, now)
+        })
+    }
+
     /// One task; [`Error::NotFound`] if there is none with this id.
     pub fn task(&self, id: &TaskId) -> Result<TaskRecord> {
         self.read(|connection| load(connection, id))

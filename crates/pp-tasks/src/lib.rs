@@ -19,6 +19,7 @@
 mod blocking;
 mod changes;
 mod checks;
+mod client;
 mod conversation;
 mod current;
 mod error;
@@ -40,6 +41,7 @@ mod usage;
 mod view;
 
 pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
+pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use current::CurrentTarget;
 pub use error::{Error, Result};

@@ -17,6 +17,11 @@ pub enum ModelSource {
     Provider(Arc<dyn Model>),
     /// Nothing is configured: tasks without a script fail at once with this message.
     Unconfigured(String),
+    /// Every task run by this service is driven by this model, whatever its script says:
+    /// `pocketpilot mcp serve`, where an MCP client's calls are the assistant turns
+    /// ([`crate::ClientLink`]). The task's script is what another process resumes it with
+    /// after an approval.
+    Driven(Arc<dyn Model>),
 }
 
 impl std::fmt::Debug for ModelSource {
@@ -25,6 +30,7 @@ impl std::fmt::Debug for ModelSource {
             Self::Scripted => f.write_str("Scripted"),
             Self::Provider(_) => f.write_str("Provider(..)"),
             Self::Unconfigured(message) => write!(f, "Unconfigured({message:?})"),
+            Self::Driven(_) => f.write_str("Driven(..)"),
         }
     }
 }
@@ -40,6 +46,9 @@ pub(crate) enum TaskModel {
 impl TaskModel {
     /// The model for `task`: its script if it has one, else the configured provider.
     pub(crate) fn for_task(source: &ModelSource, task: &TaskRecord) -> Result<Self> {
+        if let ModelSource::Driven(model) = source {
+            return Ok(Self::Provider(Arc::clone(model)));
+        }
         if let Some(script) = &task.script {
             let position = usize::try_from(task.script_position).unwrap_or(usize::MAX);
             let model = ScriptedModel::from_value(script.clone())
@@ -53,6 +62,7 @@ impl TaskModel {
                 "this server runs scripted tasks only and the task has no script".into(),
             )),
             ModelSource::Unconfigured(message) => Err(Error::Model(message.clone())),
+            ModelSource::Driven(model) => Ok(Self::Provider(Arc::clone(model))),
         }
     }
 

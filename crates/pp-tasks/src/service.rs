@@ -102,7 +102,7 @@ impl TaskService {
     /// Whether tasks without a script can run.
     pub fn model_status(&self) -> std::result::Result<(), String> {
         match &self.inner.models {
-            ModelSource::Provider(_) => Ok(()),
+            ModelSource::Provider(_) | ModelSource::Driven(_) => Ok(()),
             ModelSource::Scripted => Err("scripted tasks only".into()),
             ModelSource::Unconfigured(message) => Err(message.clone()),
         }
@@ -113,7 +113,7 @@ impl TaskService {
     /// `none` when nothing is configured.
     pub fn model_name(&self) -> String {
         match &self.inner.models {
-            ModelSource::Provider(model) => model.name(),
+            ModelSource::Provider(model) | ModelSource::Driven(model) => model.name(),
             ModelSource::Scripted => "scripted".to_owned(),
             ModelSource::Unconfigured(_) => "none".to_owned(),
         }

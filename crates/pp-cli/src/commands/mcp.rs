@@ -35,7 +35,7 @@ pub(crate) enum McpCommand {
         #[arg(long, value_name = "DIR")]
         workspace: PathBuf,
         /// How long a write waits for a person's decision before the call returns
-        /// "pending approval <id>" (the approval stays open); default 600 or
+        /// `pending approval <id>` (the approval stays open); default 600 or
         /// `[mcp] approval_wait_secs`.
         #[arg(long, value_name = "SECS")]
         wait_limit: Option<u64>,
@@ -44,6 +44,13 @@ pub(crate) enum McpCommand {
 
 /// Runs an `mcp` subcommand.
 pub(crate) async fn run(flags: &Flags, command: McpCommand) -> anyhow::Result<u8> {
+    if let McpCommand::Serve {
+        workspace,
+        wait_limit,
+    } = command
+    {
+        return super::mcp_serve::run(flags, workspace, wait_limit).await;
+    }
     let config = Config::load(flags)?;
     if config.mcp.servers.is_empty() && !matches!(command, McpCommand::Serve { .. }) {
         anyhow::bail!("no MCP servers are configured ([[mcp.server]] in the config file)");

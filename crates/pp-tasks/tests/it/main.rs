@@ -7,6 +7,7 @@
 )]
 
 mod changes;
+mod client;
 mod current;
 mod file_ops;
 mod fixture;
