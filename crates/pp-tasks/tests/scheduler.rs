@@ -733,5 +733,11 @@ async fn tick_cost_with_1000_schedules() {
             began.elapsed()
         ));
     }
+    let began = Instant::now();
+    for _ in 0..1000 {
+        let timetable = Timetable::parse("* * * * *", "Europe/Berlin").unwrap();
+        timetable.due(start, start.saturating_add(MINUTE)).unwrap();
+    }
+    report.push_str(&format!("1000 parses + due: {:?}\n", began.elapsed()));
     println!("{report}");
 }
