@@ -298,6 +298,106 @@ async fn an_unknown_time_zone_is_refused() {
     Timetable::parse(&created.spec.cron, &created.spec.time_zone).unwrap();
 }
 
+#[tokio::test]
+async fn schedules_are_created_edited_disabled_and_removed_through_the_scheduler() {
+    let fixture = Fixture::new(utc(2026, 11, 30, 8, 10));
+    let created = fixture
+        .scheduler
+        .create(
+            request("  invoices ", "0 9 * * 1", "Europe/Berlin", Overlap::Skip),
+            Actor::Operator,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.spec.name, "invoices", "trimmed");
+    assert_eq!(
+        created.spec.workspace, "home",
+        "the default workspace, by name"
+    );
+    assert_eq!(created.created_by, Actor::Operator);
+    assert_eq!(created.next_fire_at, Some(utc(2026, 12, 7, 8, 0)));
+
+    let taken = fixture
+        .scheduler
+        .create(
+            request("invoices", "@daily", "UTC", Overlap::Skip),
+            Actor::Operator,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(taken.code(), "conflict", "{taken}");
+    let no_workspace = fixture
+        .scheduler
+        .create(
+            ScheduleRequest {
+                workspace: Some("nowhere".into()),
+                ..request("x", "@daily", "UTC", Overlap::Skip)
+            },
+            Actor::Operator,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(no_workspace.code(), "not_found", "{no_workspace}");
+    let empty = fixture
+        .scheduler
+        .create(
+            ScheduleRequest {
+                prompt: "  ".into(),
+                ..request("y", "@daily", "UTC", Overlap::Skip)
+            },
+            Actor::Operator,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(empty.code(), "bad_request", "{empty}");
+
+    let edited = fixture
+        .scheduler
+        .edit(
+            "invoices",
+            request("invoices", "@daily", "America/New_York", Overlap::Queue),
+        )
+        .await
+        .unwrap();
+    assert_eq!(edited.id, created.id);
+    assert_eq!(
+        edited.next_fire_at,
+        Some(utc(2026, 12, 1, 5, 0)),
+        "midnight in New York"
+    );
+    assert_eq!(edited.spec.overlap, Overlap::Queue);
+    let invalid = fixture
+        .scheduler
+        .edit(
+            "invoices",
+            request("invoices", "0 25 * * *", "UTC", Overlap::Skip),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(invalid.code(), "invalid_cron");
+    assert_eq!(
+        fixture.scheduler.find(&created.id).await.unwrap(),
+        edited,
+        "unchanged"
+    );
+
+    let disabled = fixture
+        .scheduler
+        .set_enabled(&created.id, false)
+        .await
+        .unwrap();
+    assert!(!disabled.enabled);
+    assert_eq!(disabled.next_fire_at, None);
+    assert!(fixture.tick(utc(2026, 12, 3, 0, 0)).await.is_empty());
+
+    fixture.scheduler.remove("invoices").await.unwrap();
+    assert!(fixture.scheduler.list().await.unwrap().is_empty());
+    assert_eq!(
+        fixture.scheduler.find("invoices").await.unwrap_err().code(),
+        "not_found"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Daylight saving
 // ---------------------------------------------------------------------------------------
