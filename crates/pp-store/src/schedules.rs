@@ -391,6 +391,34 @@ impl Store {
         self.write(|transaction| fire_in(transaction, fire, now))
     }
 
+    /// Fires a schedule now, at a person's request (`actor`), outside its timetable:
+    /// creates its task (or its chat session's next turn) and records `schedule_fired`
+    /// with no occurrence and the detail `run now by ACTOR`, in one transaction. `next_fire_at` is
+    /// left alone, and so is the overlap policy: the person asked for this run.
+    /// [`Error::NotFound`]; [`Error::SessionBusy`] while the session's turn is active.
+    pub fn run_schedule_now(&self, id: &str, task: NewTask, actor: Actor) -> Result<TaskRecord> {
+        let now = self.now();
+        self.write(|transaction| {
+            let schedule = load(transaction, id)?;
+            let task = match &schedule.spec.session {
+                None => tasks::insert(transaction, task, now)?,
+                Some(session) => chat::add_turn(transaction, session, task, now)?.task,
+            };
+            transaction
+                .prepare_cached(
+                    "UPDATE schedules SET last_fired_at = ?2, last_task_id = ?3 WHERE id = ?1",
+                )?
+                .execute(params![id, now.as_millis(), task.id.as_str()])?;
+            let row = History {
+                task_id: Some(task.id.clone()),
+                detail: Some(format!("run now by {}", actor.as_str())),
+                ..History::new(id, ScheduleEventKind::ScheduleFired)
+            };
+            row.insert(transaction, now)?;
+            Ok(task)
+        })
+    }
+
     /// Pauses a schedule whose occurrence `expected_next` could not fire (its workspace
     /// is gone): disables it with `reason` and records `schedule_paused`, if its
     /// `next_fire_at` is still `expected_next`. Returns whether this call paused it.

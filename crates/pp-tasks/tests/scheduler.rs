@@ -398,6 +398,51 @@ async fn schedules_are_created_edited_disabled_and_removed_through_the_scheduler
     );
 }
 
+#[tokio::test]
+async fn run_now_fires_outside_the_timetable_and_leaves_it_alone() {
+    let fixture = Fixture::new(utc(2026, 11, 30, 8, 10));
+    let id = fixture
+        .create("invoices", "0 9 * * 1", "UTC", Overlap::Skip)
+        .await;
+    let before = fixture.scheduler.find(&id).await.unwrap();
+    let first = fixture
+        .scheduler
+        .run_now("invoices", Actor::Operator)
+        .await
+        .unwrap();
+    assert_eq!(first.created_by, Actor::Scheduler);
+    assert_eq!(first.state, TaskState::Queued);
+    // The person asked: the previous task still being queued does not skip it.
+    let second = fixture
+        .scheduler
+        .run_now(&id, Actor::Operator)
+        .await
+        .unwrap();
+    let after = fixture.scheduler.find(&id).await.unwrap();
+    assert_eq!(
+        after.next_fire_at, before.next_fire_at,
+        "the timetable is untouched"
+    );
+    assert_eq!(after.last_task_id, Some(second.id));
+    let rows = fixture.service.store().schedule_history(&id, 10).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(
+        rows.iter()
+            .all(|row| row.kind == ScheduleEventKind::ScheduleFired
+                && row.occurrence.is_none()
+                && row.detail.as_deref() == Some("run now by operator"))
+    );
+    assert_eq!(
+        fixture
+            .scheduler
+            .run_now("nope", Actor::Operator)
+            .await
+            .unwrap_err()
+            .code(),
+        "not_found"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Daylight saving
 // ---------------------------------------------------------------------------------------

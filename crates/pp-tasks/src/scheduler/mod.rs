@@ -19,7 +19,7 @@ mod timetable;
 use std::sync::Arc;
 
 use pp_store::{FireOccurrence, Fired, NewSchedule, NewTask, Schedule, ScheduleSpec, Store};
-use pp_types::{Actor, TaskId, Timestamp};
+use pp_types::{Actor, TaskId, TaskRecord, Timestamp};
 
 pub use pp_store::{Overlap, ScheduleEvent, ScheduleEventKind};
 pub use timetable::{
@@ -63,6 +63,15 @@ pub enum SchedulerError {
         /// The id or name.
         id: String,
     },
+    /// The schedule's chat session has a turn that has not ended (run now). API code
+    /// `session_busy`.
+    #[error("session {id} is busy: turn task {task_id} has not ended")]
+    SessionBusy {
+        /// The session.
+        id: String,
+        /// The task of the active turn.
+        task_id: String,
+    },
     /// Another schedule has the name. API code `conflict`.
     #[error("a schedule named `{0}` already exists")]
     NameTaken(String),
@@ -82,6 +91,7 @@ impl SchedulerError {
             Self::UnknownTimeZone { .. } => "unknown_time_zone",
             Self::BadRequest(_) => "bad_request",
             Self::NotFound { .. } => "not_found",
+            Self::SessionBusy { .. } => "session_busy",
             Self::NameTaken(_) => "conflict",
             Self::Store(_) | Self::Internal(_) => "internal",
         }
@@ -93,6 +103,7 @@ impl From<pp_store::Error> for SchedulerError {
         match error {
             pp_store::Error::NotFound { what, id } => Self::NotFound { what, id },
             pp_store::Error::NameTaken { name, .. } => Self::NameTaken(name),
+            pp_store::Error::SessionBusy { id, task_id } => Self::SessionBusy { id, task_id },
             other => Self::Store(other),
         }
     }
@@ -237,6 +248,35 @@ impl Scheduler {
         let next = timetable.next_after(self.now());
         self.db(move |store| store.set_schedule_enabled(&current.id, enabled, next))
             .await
+    }
+
+    /// Fires a schedule now at a person's request (`actor`, recorded in its history):
+    /// creates its task (`created_by: scheduler`, like every fire) and wakes the
+    /// workers. Its timetable and overlap policy are left alone. A schedule whose
+    /// workspace is gone is refused with [`SchedulerError::NotFound`] (and not paused:
+    /// the person is told).
+    pub async fn run_now(&self, id_or_name: &str, actor: Actor) -> Result<TaskRecord> {
+        let current = self.find(id_or_name).await?;
+        let workspace = self
+            .tasks
+            .workspaces()
+            .find(Some(&current.spec.workspace))
+            .ok_or_else(|| SchedulerError::NotFound {
+                what: "workspace",
+                id: current.spec.workspace.clone(),
+            })?;
+        let task = NewTask {
+            prompt: current.spec.prompt.clone(),
+            workspace: workspace.name.clone(),
+            workspace_path: workspace.path.display().to_string(),
+            created_by: Actor::Scheduler,
+            script: None,
+        };
+        let task = self
+            .db(move |store| store.run_schedule_now(&current.id, task, actor))
+            .await?;
+        self.tasks.inner.wake.notify_one();
+        Ok(task)
     }
 
     /// Removes a schedule and its history (its tasks stay).
