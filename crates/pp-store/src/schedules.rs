@@ -302,6 +302,17 @@ impl Store {
         })
     }
 
+    /// The earliest `next_fire_at` of the enabled schedules (`None`: nothing planned), so
+    /// a scheduler can sleep until then.
+    pub fn earliest_fire_at(&self) -> Result<Option<Timestamp>> {
+        self.read(|connection| {
+            let earliest: Option<i64> = connection
+                .prepare_cached("SELECT min(next_fire_at) FROM schedules WHERE enabled = 1")?
+                .query_row([], |row| row.get(0))?;
+            Ok(earliest.map(Timestamp::from_millis))
+        })
+    }
+
     /// Replaces what a schedule is, with its next occurrence recomputed by the caller
     /// (kept `None` while it is disabled). [`Error::NotFound`], [`Error::NameTaken`].
     pub fn update_schedule(

@@ -12,11 +12,13 @@
 //! schedule whose workspace is no longer configured, or whose folder is gone, is paused
 //! with the reason recorded; an error on one schedule never stops the others.
 //!
-//! Not here yet: the loop inside `serve`, the API, the CLI and the console.
+//! [`Scheduler::run`] is the loop `serve` will spawn. Not here yet: that wiring, the API,
+//! the CLI and the console.
 
 mod timetable;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use pp_store::{FireOccurrence, Fired, NewSchedule, NewTask, Schedule, ScheduleSpec, Store};
 use pp_types::{Actor, TaskId, TaskRecord, Timestamp};
@@ -31,6 +33,9 @@ use crate::{TaskService, Workspaces};
 
 /// At most this many due schedules are fired per tick; the rest wait for the next one.
 pub const TICK_LIMIT: usize = 1000;
+
+/// How soon [`Scheduler::run`] ticks again when something is still due after a tick.
+const RETRY: Duration = Duration::from_secs(1);
 
 /// Why a scheduler call failed.
 #[derive(Debug, thiserror::Error)]
@@ -326,6 +331,31 @@ impl Scheduler {
             self.tasks.inner.wake.notify_one();
         }
         Ok(report)
+    }
+
+    /// Ticks for as long as the returned future is polled (`serve` will spawn it):
+    /// right away, then whenever the earliest planned occurrence comes, and at least
+    /// every `poll` (schedules created, edited or fired by another process are noticed
+    /// then). Each tick's report, or its error, goes to `on_tick` (for the log); an
+    /// error never stops the loop. Sleeps on tokio's timer, so a test on paused time
+    /// runs it without waiting.
+    pub async fn run(&self, poll: Duration, mut on_tick: impl FnMut(Result<TickReport>)) {
+        loop {
+            on_tick(self.tick().await);
+            let earliest = self.db(|store| store.earliest_fire_at()).await;
+            let now = self.now();
+            let wait = match earliest {
+                // Still due after the tick: more than TICK_LIMIT were due, or one failed.
+                // Go again soon, not at once.
+                Ok(Some(at)) if at <= now => RETRY.min(poll),
+                Ok(Some(at)) => {
+                    let millis = u64::try_from(at.as_millis().saturating_sub(now.as_millis()));
+                    Duration::from_millis(millis.unwrap_or(0)).min(poll)
+                }
+                Ok(None) | Err(_) => poll,
+            };
+            tokio::time::sleep(wait).await;
+        }
     }
 
     /// Checks a request: a name and a prompt, a cron expression and zone that parse, a
