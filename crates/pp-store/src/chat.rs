@@ -141,42 +141,7 @@ impl Store {
     /// unknown session.
     pub fn add_chat_turn(&self, session: &str, new: NewTask) -> Result<ChatTurn> {
         let now = self.now();
-        self.write(|transaction| {
-            load_session(transaction, session)?;
-            let latest: Option<(u32, String, String)> = transaction
-                .prepare_cached(
-                    "SELECT session_turns.turn_index, tasks.id, tasks.state FROM session_turns \
-                     JOIN tasks ON tasks.id = session_turns.task_id \
-                     WHERE session_turns.session_id = ?1 \
-                     ORDER BY session_turns.turn_index DESC LIMIT 1",
-                )?
-                .query_row([session], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-                .optional()?;
-            if let Some((_, task_id, state)) = &latest
-                && ACTIVE_TURN_STATES
-                    .iter()
-                    .any(|active| active.as_str() == state)
-            {
-                return Err(Error::SessionBusy {
-                    id: session.to_owned(),
-                    task_id: task_id.clone(),
-                });
-            }
-            let index = latest.map_or(1, |(index, _, _)| index.saturating_add(1));
-            let task = tasks::insert(transaction, new, now)?;
-            transaction
-                .prepare_cached(
-                    "INSERT INTO session_turns (session_id, turn_index, task_id) \
-                     VALUES (?1, ?2, ?3)",
-                )?
-                .execute(params![session, index, task.id.as_str()])?;
-            touch(transaction, session, now)?;
-            Ok(ChatTurn {
-                index,
-                task,
-                messages: None,
-            })
-        })
+        self.write(|transaction| add_turn(transaction, session, new, now))
     }
 
     /// The session and turn index of `task`, if it is a turn of a chat session.
@@ -253,6 +218,50 @@ impl Store {
             Ok(())
         })
     }
+}
+
+/// Adds a turn inside the caller's transaction ([`Store::add_chat_turn`], and the
+/// scheduler's fire of a schedule that continues a session).
+pub(crate) fn add_turn(
+    transaction: &Connection,
+    session: &str,
+    new: NewTask,
+    now: Timestamp,
+) -> Result<ChatTurn> {
+    load_session(transaction, session)?;
+    let latest: Option<(u32, String, String)> = transaction
+        .prepare_cached(
+            "SELECT session_turns.turn_index, tasks.id, tasks.state FROM session_turns \
+             JOIN tasks ON tasks.id = session_turns.task_id \
+             WHERE session_turns.session_id = ?1 \
+             ORDER BY session_turns.turn_index DESC LIMIT 1",
+        )?
+        .query_row([session], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .optional()?;
+    if let Some((_, task_id, state)) = &latest
+        && ACTIVE_TURN_STATES
+            .iter()
+            .any(|active| active.as_str() == state)
+    {
+        return Err(Error::SessionBusy {
+            id: session.to_owned(),
+            task_id: task_id.clone(),
+        });
+    }
+    let index = latest.map_or(1, |(index, _, _)| index.saturating_add(1));
+    let task = tasks::insert(transaction, new, now)?;
+    transaction
+        .prepare_cached(
+            "INSERT INTO session_turns (session_id, turn_index, task_id) \
+             VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![session, index, task.id.as_str()])?;
+    touch(transaction, session, now)?;
+    Ok(ChatTurn {
+        index,
+        task,
+        messages: None,
+    })
 }
 
 fn touch(connection: &Connection, session: &str, now: Timestamp) -> Result<()> {

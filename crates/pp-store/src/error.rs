@@ -13,7 +13,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// Why a store operation failed.
 ///
-/// Fourteen variants, past the style guide's ~12: the two file ones ([`Error::File`],
+/// Fifteen variants, past the style guide's ~12: the two file ones ([`Error::File`],
 /// [`Error::NotAStore`]) belong to backup and restore and could move to an enum of their
 /// own if more arrive.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +59,14 @@ pub enum Error {
         id: String,
         /// The task of the turn that is still active.
         task_id: String,
+    },
+    /// A name that must be unique is already used (two schedules with one name).
+    #[error("a {what} named `{name}` already exists")]
+    NameTaken {
+        /// `schedule`.
+        what: &'static str,
+        /// The name asked for.
+        name: String,
     },
     /// A resolution asked for a state that is not a decision (`pending`).
     #[error("approval {id} cannot be resolved as {}", state.as_str())]

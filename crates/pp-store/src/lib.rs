@@ -1,7 +1,9 @@
 //! Embedded SQLite storage for PocketPilot: tasks, their append-only events, approvals
 //! with the checkpoints to resume from, the audit ledger, the change log (what approved
 //! calls did to files, and reverts), chat sessions and their turns, console logins, and
-//! the model calls each task made with their token usage and estimated cost.
+//! the model calls each task made with their token usage and estimated cost, and schedules
+//! with their history (each occurrence fired once across processes:
+//! [`Store::fire_schedule`]).
 //!
 //! [`Store`] is the one type: open it with [`Store::open`], share it with an `Arc`, and
 //! call its synchronous methods (async callers wrap them in a blocking task). Every state
@@ -60,6 +62,7 @@ mod logins;
 mod model_calls;
 mod prune;
 mod rows;
+mod schedules;
 mod schema;
 mod task_search;
 mod tasks;
@@ -77,6 +80,10 @@ pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use error::{Error, Result};
 pub use model_calls::{ModelCallRow, NewModelCall};
 pub use prune::PruneReport;
+pub use schedules::{
+    FireOccurrence, Fired, NewSchedule, Overlap, Schedule, ScheduleEvent, ScheduleEventKind,
+    ScheduleSpec,
+};
 pub use schema::SCHEMA_VERSION;
 pub use task_search::TaskFilter;
 pub use tasks::{NewTask, TaskChange};

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0005_changes.sql"),
     include_str!("../migrations/0006_change_moves.sql"),
     include_str!("../migrations/0007_usage.sql"),
+    include_str!("../migrations/0008_schedules.sql"),
 ];
 
 /// The schema version this build writes.

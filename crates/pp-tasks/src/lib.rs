@@ -4,8 +4,9 @@
 //!
 //! Main types: [`TaskService`] (create, run, resolve, cancel, retry, recover),
 //! [`TaskSettings`], [`Workspaces`], [`ModelSource`], [`ApprovalView`] (everything an
-//! approval card shows). It sits above `pp-agent`, `pp-gate`, `pp-tools`, `pp-model` and
-//! `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
+//! approval card shows), [`Scheduler`] (schedules that create tasks at cron times, each
+//! occurrence once across processes). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
+//! `pp-model` and `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
 //! store's compare-and-set transactions, so several processes sharing one database never
 //! run or resolve the same thing twice.
 //!
@@ -28,6 +29,7 @@ mod model;
 pub mod queries;
 mod resolve;
 mod runner;
+pub mod scheduler;
 mod segment;
 mod service;
 mod sessions;
@@ -48,6 +50,7 @@ pub use error::{Error, Result};
 pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
 pub use resolve::{Decision, ResolveRequest};
+pub use scheduler::{Scheduler, SchedulerError};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};

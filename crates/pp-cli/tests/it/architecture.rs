@@ -81,6 +81,8 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("grep-matcher", &["pp-tools"]),
     ("ignore", &["pp-tools"]),
     ("globset", &["pp-tools"]),
+    ("croner", &["pp-tasks"]),
+    ("chrono-tz", &["pp-tasks"]),
 ];
 
 /// Crates the bottom layers must never use.

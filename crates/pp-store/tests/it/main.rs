@@ -21,6 +21,7 @@ mod events;
 mod logins;
 mod open;
 mod prune;
+mod schedules;
 mod task_search;
 mod tasks;
 mod usage;

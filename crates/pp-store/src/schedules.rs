@@ -1,0 +1,768 @@
+//! Schedules and their history (`schedules`, `schedule_history`; see
+//! `migrations/0008_schedules.sql`).
+//!
+//! The store keeps what a schedule is and when it fires next; it does not read cron
+//! expressions (pp-tasks does, and hands the times in). Firing an occurrence is one
+//! transaction ([`Store::fire_schedule`]): a compare-and-set moves `next_fire_at` from the
+//! occurrence the caller saw to the one after it, and only the process whose
+//! compare-and-set matched goes on to apply the overlap policy, create the task and write
+//! the history. So two processes sharing the database never fire one occurrence twice,
+//! and an occurrence is never claimed without its task (or its `schedule_skipped` row)
+//! being written with it.
+
+use pp_types::{Actor, TaskId, TaskRecord, TaskState, Timestamp};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::chat::{self, ACTIVE_TURN_STATES};
+use crate::{Error, NewTask, Result, Store, ids, tasks};
+
+/// What a schedule does when its previous task is still active at the next occurrence.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlap {
+    /// Skip the occurrence (recorded as `schedule_skipped`) while the previous task is
+    /// `queued`, `running` or `waiting_approval`.
+    #[default]
+    Skip,
+    /// Create the task anyway; it waits its turn like any queued task.
+    Queue,
+}
+
+impl Overlap {
+    /// The snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Skip => "skip",
+            Self::Queue => "queue",
+        }
+    }
+
+    /// Parses `skip` or `queue`.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Skip, Self::Queue]
+            .into_iter()
+            .find(|overlap| overlap.as_str() == text)
+    }
+}
+
+/// What a schedule is: the fields a person sets (create and edit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleSpec {
+    /// Unique among schedules.
+    pub name: String,
+    /// The cron expression as the person wrote it (5 fields or an `@` alias).
+    pub cron: String,
+    /// The IANA time zone the expression is read in (`Europe/Berlin`).
+    pub time_zone: String,
+    /// The prompt every fire's task gets.
+    pub prompt: String,
+    /// The configured workspace's name.
+    pub workspace: String,
+    /// A chat session each fire continues (as a new turn), if any.
+    pub session: Option<String>,
+    /// The overlap policy.
+    pub overlap: Overlap,
+}
+
+/// A schedule to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSchedule {
+    /// What it is.
+    pub spec: ScheduleSpec,
+    /// Whether it fires.
+    pub enabled: bool,
+    /// Who created it.
+    pub created_by: Actor,
+    /// Its first occurrence (computed by the caller from `cron` and `time_zone`); `None`
+    /// when disabled or when the expression has no future occurrence.
+    pub next_fire_at: Option<Timestamp>,
+}
+
+/// A schedule as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// `sc_…`.
+    pub id: String,
+    /// What it is.
+    pub spec: ScheduleSpec,
+    /// Whether it fires (a paused schedule is disabled with a `paused_reason`).
+    pub enabled: bool,
+    /// Why the scheduler paused it (its workspace or chat session went away); `None`
+    /// when it is enabled or a person disabled it.
+    pub paused_reason: Option<String>,
+    /// Who created it.
+    pub created_by: Actor,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When a person last changed it (creation, edit, enable, disable).
+    pub updated_at: Timestamp,
+    /// When it last created a task.
+    pub last_fired_at: Option<Timestamp>,
+    /// The occurrence it fires next, if any.
+    pub next_fire_at: Option<Timestamp>,
+    /// The task its latest fire created.
+    pub last_task_id: Option<TaskId>,
+    /// That task's state now (`None` if there is none or it was pruned).
+    pub last_task_state: Option<TaskState>,
+}
+
+/// The kinds of rows in a schedule's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleEventKind {
+    /// An occurrence created a task (`task_id`).
+    ScheduleFired,
+    /// An occurrence was skipped: the previous task (`task_id`) was still active, or the
+    /// chat session's latest turn had not ended (`detail`).
+    ScheduleSkipped,
+    /// `missed` occurrences passed while no scheduler ran; they were not fired (the
+    /// latest due one fires once instead).
+    ScheduleMissed,
+    /// The scheduler paused the schedule (`detail`: why).
+    SchedulePaused,
+}
+
+impl ScheduleEventKind {
+    /// The snake-case name, as stored and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ScheduleFired => "schedule_fired",
+            Self::ScheduleSkipped => "schedule_skipped",
+            Self::ScheduleMissed => "schedule_missed",
+            Self::SchedulePaused => "schedule_paused",
+        }
+    }
+}
+
+/// One row of a schedule's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleEvent {
+    /// Ascending in the order rows were written.
+    pub id: i64,
+    /// The schedule.
+    pub schedule_id: String,
+    /// What happened.
+    pub kind: ScheduleEventKind,
+    /// The planned time it concerns (for `schedule_missed`: the first missed one).
+    pub occurrence: Option<Timestamp>,
+    /// When it was recorded.
+    pub at: Timestamp,
+    /// How many occurrences were missed (`schedule_missed` only; 0 otherwise).
+    pub missed: u64,
+    /// The task created (`schedule_fired`) or still active (`schedule_skipped`).
+    pub task_id: Option<TaskId>,
+    /// More, for people (why a schedule was paused or skipped).
+    pub detail: Option<String>,
+}
+
+/// One occurrence to fire, as [`Store::fire_schedule`] takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FireOccurrence {
+    /// The schedule.
+    pub schedule_id: String,
+    /// The `next_fire_at` the caller read: the compare-and-set's expected value.
+    pub expected_next: Timestamp,
+    /// The `updated_at` the caller read: an edit since then makes the fire lose (the
+    /// next tick reads the edited schedule).
+    pub expected_updated: Timestamp,
+    /// The occurrence fired: the latest one due (equal to `expected_next` unless some
+    /// were missed).
+    pub occurrence: Timestamp,
+    /// Occurrences before it that were due and are not fired (recorded once as
+    /// `schedule_missed`).
+    pub missed: u64,
+    /// The occurrence after `occurrence` (`None`: there is none).
+    pub next_fire_at: Option<Timestamp>,
+    /// The task to create (its `created_by` is the scheduler).
+    pub task: NewTask,
+}
+
+/// What [`Store::fire_schedule`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fired {
+    /// The task was created (`queued`).
+    Task(Box<TaskRecord>),
+    /// The occurrence was claimed and skipped by the overlap policy (`task`: the
+    /// previous task, still active) or because the chat session was busy.
+    Skipped {
+        /// The task still active.
+        task: TaskId,
+    },
+    /// The occurrence was claimed and the schedule paused (its chat session is gone).
+    Paused {
+        /// Why.
+        reason: String,
+    },
+    /// Another process fired this occurrence, or the schedule was edited, disabled or
+    /// removed meanwhile: nothing was written.
+    Lost,
+}
+
+const SCHEDULE_COLUMNS: &str = "schedules.id, schedules.name, schedules.cron, \
+     schedules.time_zone, schedules.prompt, schedules.workspace, schedules.session, \
+     schedules.overlap, schedules.enabled, schedules.paused_reason, schedules.created_by, \
+     schedules.created_at, schedules.updated_at, schedules.last_fired_at, \
+     schedules.next_fire_at, schedules.last_task_id, tasks.state";
+
+const SCHEDULE_FROM: &str = "schedules LEFT JOIN tasks ON tasks.id = schedules.last_task_id";
+
+const HISTORY_COLUMNS: &str = "id, schedule_id, kind, occurrence, at, missed, task_id, detail";
+
+impl Store {
+    /// Creates a schedule. [`Error::NameTaken`] when another schedule has the name.
+    pub fn create_schedule(&self, new: &NewSchedule) -> Result<Schedule> {
+        let now = self.now();
+        let id = ids::new_id("sc_", now)?;
+        self.write(|transaction| {
+            let spec = &new.spec;
+            let inserted = transaction
+                .prepare_cached(
+                    "INSERT INTO schedules (id, name, cron, time_zone, prompt, workspace, \
+                     session, overlap, enabled, created_by, created_at, updated_at, \
+                     next_fire_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)",
+                )?
+                .execute(params![
+                    id,
+                    spec.name,
+                    spec.cron,
+                    spec.time_zone,
+                    spec.prompt,
+                    spec.workspace,
+                    spec.session,
+                    spec.overlap.as_str(),
+                    new.enabled,
+                    new.created_by.as_str(),
+                    now.as_millis(),
+                    enabled_next(new.enabled, new.next_fire_at),
+                ]);
+            name_taken(inserted, &spec.name)?;
+            load(transaction, &id)
+        })
+    }
+
+    /// One schedule by id ([`Error::NotFound`] with `what = "schedule"` if none).
+    pub fn schedule(&self, id: &str) -> Result<Schedule> {
+        self.read(|connection| load(connection, id))
+    }
+
+    /// One schedule by id or, failing that, by name ([`Error::NotFound`] if neither).
+    pub fn find_schedule(&self, id_or_name: &str) -> Result<Schedule> {
+        self.read(|connection| {
+            let found = connection
+                .prepare_cached(&format!(
+                    "SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULE_FROM} \
+                     WHERE schedules.id = ?1 OR schedules.name = ?1 \
+                     ORDER BY schedules.id = ?1 DESC LIMIT 1"
+                ))?
+                .query_row([id_or_name], RawSchedule::from_row)
+                .optional()?;
+            found
+                .ok_or_else(|| not_found(id_or_name))
+                .and_then(RawSchedule::decode)
+        })
+    }
+
+    /// Every schedule, by name.
+    pub fn schedules(&self) -> Result<Vec<Schedule>> {
+        self.read(|connection| {
+            connection
+                .prepare_cached(&format!(
+                    "SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULE_FROM} ORDER BY schedules.name"
+                ))?
+                .query_map([], RawSchedule::from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+                .into_iter()
+                .map(RawSchedule::decode)
+                .collect()
+        })
+    }
+
+    /// Enabled schedules whose `next_fire_at` is at or before `now`, earliest first, at
+    /// most `limit`.
+    pub fn due_schedules(&self, now: Timestamp, limit: usize) -> Result<Vec<Schedule>> {
+        self.read(|connection| {
+            connection
+                .prepare_cached(&format!(
+                    "SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULE_FROM} \
+                     WHERE schedules.enabled = 1 AND schedules.next_fire_at <= ?1 \
+                     ORDER BY schedules.next_fire_at, schedules.id LIMIT ?2"
+                ))?
+                .query_map(
+                    params![now.as_millis(), crate::rows::limit(limit)],
+                    RawSchedule::from_row,
+                )?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+                .into_iter()
+                .map(RawSchedule::decode)
+                .collect()
+        })
+    }
+
+    /// The earliest `next_fire_at` of the enabled schedules (`None`: nothing planned), so
+    /// a scheduler can sleep until then.
+    pub fn earliest_fire_at(&self) -> Result<Option<Timestamp>> {
+        self.read(|connection| {
+            let earliest: Option<i64> = connection
+                .prepare_cached("SELECT min(next_fire_at) FROM schedules WHERE enabled = 1")?
+                .query_row([], |row| row.get(0))?;
+            Ok(earliest.map(Timestamp::from_millis))
+        })
+    }
+
+    /// Replaces what a schedule is, with its next occurrence recomputed by the caller
+    /// (kept `None` while it is disabled). [`Error::NotFound`], [`Error::NameTaken`].
+    pub fn update_schedule(
+        &self,
+        id: &str,
+        spec: &ScheduleSpec,
+        next_fire_at: Option<Timestamp>,
+    ) -> Result<Schedule> {
+        let now = self.now();
+        self.write(|transaction| {
+            let updated = transaction
+                .prepare_cached(
+                    "UPDATE schedules SET name = ?2, cron = ?3, time_zone = ?4, prompt = ?5, \
+                     workspace = ?6, session = ?7, overlap = ?8, updated_at = ?9, \
+                     next_fire_at = CASE WHEN enabled = 1 THEN ?10 ELSE NULL END \
+                     WHERE id = ?1",
+                )?
+                .execute(params![
+                    id,
+                    spec.name,
+                    spec.cron,
+                    spec.time_zone,
+                    spec.prompt,
+                    spec.workspace,
+                    spec.session,
+                    spec.overlap.as_str(),
+                    now.as_millis(),
+                    next_fire_at.map(Timestamp::as_millis),
+                ]);
+            if name_taken(updated, &spec.name)? == 0 {
+                return Err(not_found(id));
+            }
+            load(transaction, id)
+        })
+    }
+
+    /// Enables a schedule from `next_fire_at` on (computed by the caller from now: the
+    /// occurrences while it was disabled are not caught up), or disables it; either
+    /// clears a pause reason. [`Error::NotFound`].
+    pub fn set_schedule_enabled(
+        &self,
+        id: &str,
+        enabled: bool,
+        next_fire_at: Option<Timestamp>,
+    ) -> Result<Schedule> {
+        let now = self.now();
+        self.write(|transaction| {
+            let changed = transaction
+                .prepare_cached(
+                    "UPDATE schedules SET enabled = ?2, paused_reason = NULL, \
+                     next_fire_at = ?3, updated_at = ?4 WHERE id = ?1",
+                )?
+                .execute(params![
+                    id,
+                    enabled,
+                    enabled_next(enabled, next_fire_at),
+                    now.as_millis()
+                ])?;
+            if changed == 0 {
+                return Err(not_found(id));
+            }
+            load(transaction, id)
+        })
+    }
+
+    /// Removes a schedule and its history (its tasks and their audit rows stay).
+    /// [`Error::NotFound`].
+    pub fn delete_schedule(&self, id: &str) -> Result<()> {
+        self.write(|transaction| {
+            let deleted = transaction
+                .prepare_cached("DELETE FROM schedules WHERE id = ?1")?
+                .execute([id])?;
+            if deleted == 0 {
+                return Err(not_found(id));
+            }
+            Ok(())
+        })
+    }
+
+    /// Fires one occurrence, all in one transaction: claims it with a compare-and-set on
+    /// `next_fire_at` (and `updated_at`), records `schedule_missed` when occurrences were
+    /// missed, then applies the overlap policy and either creates the task (recording
+    /// `schedule_fired`, setting `last_fired_at` and `last_task_id`) or records
+    /// `schedule_skipped`. [`Fired::Lost`] when the compare-and-set did not match.
+    pub fn fire_schedule(&self, fire: FireOccurrence) -> Result<Fired> {
+        let now = self.now();
+        self.write(|transaction| fire_in(transaction, fire, now))
+    }
+
+    /// Fires a schedule now, at a person's request (`actor`), outside its timetable:
+    /// creates its task (or its chat session's next turn) and records `schedule_fired`
+    /// with no occurrence and the detail `run now by ACTOR`, in one transaction. `next_fire_at` is
+    /// left alone, and so is the overlap policy: the person asked for this run.
+    /// [`Error::NotFound`]; [`Error::SessionBusy`] while the session's turn is active.
+    pub fn run_schedule_now(&self, id: &str, task: NewTask, actor: Actor) -> Result<TaskRecord> {
+        let now = self.now();
+        self.write(|transaction| {
+            let schedule = load(transaction, id)?;
+            let task = match &schedule.spec.session {
+                None => tasks::insert(transaction, task, now)?,
+                Some(session) => chat::add_turn(transaction, session, task, now)?.task,
+            };
+            transaction
+                .prepare_cached(
+                    "UPDATE schedules SET last_fired_at = ?2, last_task_id = ?3 WHERE id = ?1",
+                )?
+                .execute(params![id, now.as_millis(), task.id.as_str()])?;
+            let row = History {
+                task_id: Some(task.id.clone()),
+                detail: Some(format!("run now by {}", actor.as_str())),
+                ..History::new(id, ScheduleEventKind::ScheduleFired)
+            };
+            row.insert(transaction, now)?;
+            Ok(task)
+        })
+    }
+
+    /// Pauses a schedule whose occurrence `expected_next` could not fire (its workspace
+    /// is gone): disables it with `reason` and records `schedule_paused`, if its
+    /// `next_fire_at` is still `expected_next`. Returns whether this call paused it.
+    pub fn pause_schedule(&self, id: &str, expected_next: Timestamp, reason: &str) -> Result<bool> {
+        let now = self.now();
+        self.write(|transaction| pause_in(transaction, id, Some(expected_next), reason, now))
+    }
+
+    /// A schedule's history, newest first, at most `limit` rows.
+    pub fn schedule_history(&self, id: &str, limit: usize) -> Result<Vec<ScheduleEvent>> {
+        self.read(|connection| {
+            connection
+                .prepare_cached(&format!(
+                    "SELECT {HISTORY_COLUMNS} FROM schedule_history WHERE schedule_id = ?1 \
+                     ORDER BY id DESC LIMIT ?2"
+                ))?
+                .query_map(params![id, crate::rows::limit(limit)], RawEvent::from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+                .into_iter()
+                .map(RawEvent::decode)
+                .collect()
+        })
+    }
+}
+
+/// `next_fire_at` as stored: none while disabled.
+fn enabled_next(enabled: bool, next: Option<Timestamp>) -> Option<i64> {
+    next.filter(|_| enabled).map(Timestamp::as_millis)
+}
+
+fn not_found(id: &str) -> Error {
+    Error::NotFound {
+        what: "schedule",
+        id: id.to_owned(),
+    }
+}
+
+/// Maps a unique-constraint failure on `schedules.name` to [`Error::NameTaken`].
+fn name_taken(result: rusqlite::Result<usize>, name: &str) -> Result<usize> {
+    match result {
+        Err(rusqlite::Error::SqliteFailure(failure, _))
+            if failure.code == ErrorCode::ConstraintViolation =>
+        {
+            Err(Error::NameTaken {
+                what: "schedule",
+                name: name.to_owned(),
+            })
+        }
+        other => Ok(other?),
+    }
+}
+
+fn fire_in(transaction: &Connection, fire: FireOccurrence, now: Timestamp) -> Result<Fired> {
+    let claimed = transaction
+        .prepare_cached(
+            "UPDATE schedules SET next_fire_at = ?4 \
+             WHERE id = ?1 AND enabled = 1 AND next_fire_at = ?2 AND updated_at = ?3",
+        )?
+        .execute(params![
+            fire.schedule_id,
+            fire.expected_next.as_millis(),
+            fire.expected_updated.as_millis(),
+            fire.next_fire_at.map(Timestamp::as_millis),
+        ])?;
+    if claimed == 0 {
+        return Ok(Fired::Lost);
+    }
+    let id = fire.schedule_id.as_str();
+    let schedule = load(transaction, id)?;
+    if fire.missed > 0 {
+        let row = History {
+            occurrence: Some(fire.expected_next),
+            missed: fire.missed,
+            ..History::new(id, ScheduleEventKind::ScheduleMissed)
+        };
+        row.insert(transaction, now)?;
+    }
+    let occurrence = Some(fire.occurrence);
+    let skip = |task: TaskId, detail: Option<String>| -> Result<Fired> {
+        let row = History {
+            occurrence,
+            task_id: Some(task.clone()),
+            detail,
+            ..History::new(id, ScheduleEventKind::ScheduleSkipped)
+        };
+        row.insert(transaction, now)?;
+        Ok(Fired::Skipped { task })
+    };
+    if schedule.spec.overlap == Overlap::Skip
+        && let (Some(task), Some(state)) = (&schedule.last_task_id, schedule.last_task_state)
+        && ACTIVE_TURN_STATES.contains(&state)
+    {
+        return skip(
+            task.clone(),
+            Some(format!("the previous task is still {}", state.as_str())),
+        );
+    }
+    let task = match &schedule.spec.session {
+        None => tasks::insert(transaction, fire.task, now)?,
+        Some(session) => match chat::add_turn(transaction, session, fire.task, now) {
+            Ok(turn) => turn.task,
+            Err(Error::SessionBusy { task_id, .. }) => {
+                let detail = format!("chat session {session} has a turn that has not ended");
+                return skip(TaskId(task_id), Some(detail));
+            }
+            Err(Error::NotFound {
+                what: "session", ..
+            }) => {
+                let reason = format!("chat session {session} no longer exists");
+                pause_in(transaction, id, None, &reason, now)?;
+                return Ok(Fired::Paused { reason });
+            }
+            Err(other) => return Err(other),
+        },
+    };
+    transaction
+        .prepare_cached("UPDATE schedules SET last_fired_at = ?2, last_task_id = ?3 WHERE id = ?1")?
+        .execute(params![id, now.as_millis(), task.id.as_str()])?;
+    let row = History {
+        occurrence,
+        task_id: Some(task.id.clone()),
+        ..History::new(id, ScheduleEventKind::ScheduleFired)
+    };
+    row.insert(transaction, now)?;
+    Ok(Fired::Task(Box::new(task)))
+}
+
+/// Disables the schedule with `reason` and records `schedule_paused`; with
+/// `expected_next`, only if `next_fire_at` still is that (a compare-and-set).
+fn pause_in(
+    transaction: &Connection,
+    id: &str,
+    expected_next: Option<Timestamp>,
+    reason: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let paused = transaction
+        .prepare_cached(
+            "UPDATE schedules SET enabled = 0, paused_reason = ?3, next_fire_at = NULL \
+             WHERE id = ?1 AND (?2 IS NULL OR next_fire_at = ?2)",
+        )?
+        .execute(params![id, expected_next.map(Timestamp::as_millis), reason])?;
+    if paused == 0 {
+        return Ok(false);
+    }
+    let row = History {
+        occurrence: expected_next,
+        detail: Some(reason.to_owned()),
+        ..History::new(id, ScheduleEventKind::SchedulePaused)
+    };
+    row.insert(transaction, now)?;
+    Ok(true)
+}
+
+/// A history row to write.
+struct History<'a> {
+    schedule_id: &'a str,
+    kind: ScheduleEventKind,
+    occurrence: Option<Timestamp>,
+    missed: u64,
+    task_id: Option<TaskId>,
+    detail: Option<String>,
+}
+
+impl<'a> History<'a> {
+    fn new(schedule_id: &'a str, kind: ScheduleEventKind) -> Self {
+        Self {
+            schedule_id,
+            kind,
+            occurrence: None,
+            missed: 0,
+            task_id: None,
+            detail: None,
+        }
+    }
+
+    fn insert(self, connection: &Connection, now: Timestamp) -> Result<()> {
+        connection
+            .prepare_cached(
+                "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
+                 task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                self.schedule_id,
+                self.kind.as_str(),
+                self.occurrence.map(Timestamp::as_millis),
+                now.as_millis(),
+                crate::rows::int(self.missed),
+                self.task_id.as_ref().map(TaskId::as_str),
+                self.detail,
+            ])?;
+        Ok(())
+    }
+}
+
+fn load(connection: &Connection, id: &str) -> Result<Schedule> {
+    connection
+        .prepare_cached(&format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULE_FROM} WHERE schedules.id = ?1"
+        ))?
+        .query_row([id], RawSchedule::from_row)
+        .optional()?
+        .ok_or_else(|| not_found(id))?
+        .decode()
+}
+
+/// A snake-case enum column, decoded with its serde names.
+fn named<T: DeserializeOwned>(
+    table: &'static str,
+    column: &'static str,
+    id: &str,
+    text: String,
+) -> Result<T> {
+    serde_json::from_value(Value::String(text)).map_err(|source| Error::Corrupt {
+        table,
+        column,
+        id: id.to_owned(),
+        source,
+    })
+}
+
+/// A schedule row as read.
+struct RawSchedule {
+    id: String,
+    name: String,
+    cron: String,
+    time_zone: String,
+    prompt: String,
+    workspace: String,
+    session: Option<String>,
+    overlap: String,
+    enabled: bool,
+    paused_reason: Option<String>,
+    created_by: String,
+    created_at: i64,
+    updated_at: i64,
+    last_fired_at: Option<i64>,
+    next_fire_at: Option<i64>,
+    last_task_id: Option<String>,
+    last_task_state: Option<String>,
+}
+
+impl RawSchedule {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            cron: row.get(2)?,
+            time_zone: row.get(3)?,
+            prompt: row.get(4)?,
+            workspace: row.get(5)?,
+            session: row.get(6)?,
+            overlap: row.get(7)?,
+            enabled: row.get(8)?,
+            paused_reason: row.get(9)?,
+            created_by: row.get(10)?,
+            created_at: row.get(11)?,
+            updated_at: row.get(12)?,
+            last_fired_at: row.get(13)?,
+            next_fire_at: row.get(14)?,
+            last_task_id: row.get(15)?,
+            last_task_state: row.get(16)?,
+        })
+    }
+
+    fn decode(self) -> Result<Schedule> {
+        let overlap = named("schedules", "overlap", &self.id, self.overlap)?;
+        let created_by = named("schedules", "created_by", &self.id, self.created_by)?;
+        let last_task_state = self
+            .last_task_state
+            .map(|state| named("tasks", "state", &self.id, state))
+            .transpose()?;
+        Ok(Schedule {
+            spec: ScheduleSpec {
+                name: self.name,
+                cron: self.cron,
+                time_zone: self.time_zone,
+                prompt: self.prompt,
+                workspace: self.workspace,
+                session: self.session,
+                overlap,
+            },
+            enabled: self.enabled,
+            paused_reason: self.paused_reason,
+            created_by,
+            created_at: Timestamp::from_millis(self.created_at),
+            updated_at: Timestamp::from_millis(self.updated_at),
+            last_fired_at: self.last_fired_at.map(Timestamp::from_millis),
+            next_fire_at: self.next_fire_at.map(Timestamp::from_millis),
+            last_task_id: self.last_task_id.map(TaskId),
+            last_task_state,
+            id: self.id,
+        })
+    }
+}
+
+/// A history row as read.
+struct RawEvent {
+    id: i64,
+    schedule_id: String,
+    kind: String,
+    occurrence: Option<i64>,
+    at: i64,
+    missed: i64,
+    task_id: Option<String>,
+    detail: Option<String>,
+}
+
+impl RawEvent {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            schedule_id: row.get(1)?,
+            kind: row.get(2)?,
+            occurrence: row.get(3)?,
+            at: row.get(4)?,
+            missed: row.get(5)?,
+            task_id: row.get(6)?,
+            detail: row.get(7)?,
+        })
+    }
+
+    fn decode(self) -> Result<ScheduleEvent> {
+        let kind = named("schedule_history", "kind", &self.id.to_string(), self.kind)?;
+        Ok(ScheduleEvent {
+            id: self.id,
+            schedule_id: self.schedule_id,
+            kind,
+            occurrence: self.occurrence.map(Timestamp::from_millis),
+            at: Timestamp::from_millis(self.at),
+            missed: u64::try_from(self.missed).unwrap_or(0),
+            task_id: self.task_id.map(TaskId),
+            detail: self.detail,
+        })
+    }
+}

@@ -1,0 +1,445 @@
+//! Schedules: CRUD, the occurrence claim (exactly once across connections), overlap,
+//! missed counts, pauses and chat-session schedules.
+
+use std::sync::Barrier;
+use std::thread;
+use std::time::Duration;
+
+use pp_store::{
+    Error, FireOccurrence, Fired, NewChatSession, NewSchedule, NewTask, Overlap, Schedule,
+    ScheduleEventKind, ScheduleSpec, Store, TaskChange,
+};
+use pp_types::{Actor, TaskState, Timestamp};
+
+use crate::{START, TestDb};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn spec(name: &str) -> ScheduleSpec {
+    ScheduleSpec {
+        name: name.into(),
+        cron: "0 * * * *".into(),
+        time_zone: "UTC".into(),
+        prompt: "Summarise the invoices".into(),
+        workspace: "home".into(),
+        session: None,
+        overlap: Overlap::Skip,
+    }
+}
+
+fn at(offset: Duration) -> Timestamp {
+    START.saturating_add(offset)
+}
+
+fn create(store: &Store, spec: ScheduleSpec) -> Schedule {
+    store
+        .create_schedule(&NewSchedule {
+            spec,
+            enabled: true,
+            created_by: Actor::Operator,
+            next_fire_at: Some(at(HOUR)),
+        })
+        .unwrap()
+}
+
+fn scheduled_task() -> NewTask {
+    NewTask {
+        prompt: "Summarise the invoices".into(),
+        workspace: "home".into(),
+        workspace_path: "/srv/home".into(),
+        created_by: Actor::Scheduler,
+        script: None,
+    }
+}
+
+/// Fires the schedule's stored next occurrence, planning the one after it an hour later.
+fn fire(store: &Store, schedule: &Schedule) -> Fired {
+    let next = schedule.next_fire_at.unwrap();
+    store.fire_schedule(occurrence(schedule, next, 0)).unwrap()
+}
+
+fn occurrence(schedule: &Schedule, occurrence: Timestamp, missed: u64) -> FireOccurrence {
+    FireOccurrence {
+        schedule_id: schedule.id.clone(),
+        expected_next: schedule.next_fire_at.unwrap(),
+        expected_updated: schedule.updated_at,
+        occurrence,
+        missed,
+        next_fire_at: Some(occurrence.saturating_add(HOUR)),
+        task: scheduled_task(),
+    }
+}
+
+fn kinds(store: &Store, id: &str) -> Vec<ScheduleEventKind> {
+    let mut rows = store.schedule_history(id, 100).unwrap();
+    rows.reverse();
+    rows.into_iter().map(|row| row.kind).collect()
+}
+
+#[test]
+fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed() {
+    let db = TestDb::new();
+    let schedule = create(&db.store, spec("invoices"));
+    assert!(schedule.id.starts_with("sc_"), "{}", schedule.id);
+    assert!(schedule.enabled);
+    assert_eq!(schedule.next_fire_at, Some(at(HOUR)));
+    assert_eq!(schedule.created_at, START);
+    assert_eq!(schedule.last_task_id, None);
+    assert_eq!(db.store.schedule(&schedule.id).unwrap(), schedule);
+    assert_eq!(db.store.find_schedule("invoices").unwrap(), schedule);
+    assert_eq!(db.store.find_schedule(&schedule.id).unwrap(), schedule);
+
+    let taken = db
+        .store
+        .create_schedule(&NewSchedule {
+            spec: spec("invoices"),
+            enabled: true,
+            created_by: Actor::Operator,
+            next_fire_at: None,
+        })
+        .unwrap_err();
+    assert!(matches!(taken, Error::NameTaken { .. }), "{taken:?}");
+
+    db.clock.advance(Duration::from_secs(5));
+    let edited = db
+        .store
+        .update_schedule(
+            &schedule.id,
+            &ScheduleSpec {
+                cron: "30 9 * * 1-5".into(),
+                overlap: Overlap::Queue,
+                ..spec("weekday invoices")
+            },
+            Some(at(2 * HOUR)),
+        )
+        .unwrap();
+    assert_eq!(edited.spec.name, "weekday invoices");
+    assert_eq!(edited.spec.overlap, Overlap::Queue);
+    assert_eq!(edited.next_fire_at, Some(at(2 * HOUR)));
+    assert_eq!(edited.updated_at, at(Duration::from_secs(5)));
+
+    let disabled = db
+        .store
+        .set_schedule_enabled(&schedule.id, false, Some(at(HOUR)))
+        .unwrap();
+    assert!(!disabled.enabled);
+    assert_eq!(
+        disabled.next_fire_at, None,
+        "a disabled schedule has no next fire"
+    );
+    assert!(
+        db.store
+            .due_schedules(at(10 * HOUR), 10)
+            .unwrap()
+            .is_empty()
+    );
+
+    db.store.delete_schedule(&schedule.id).unwrap();
+    assert!(matches!(
+        db.store.find_schedule("weekday invoices"),
+        Err(Error::NotFound {
+            what: "schedule",
+            ..
+        })
+    ));
+    assert!(db.store.schedules().unwrap().is_empty());
+}
+
+#[test]
+fn due_schedules_are_the_enabled_ones_at_or_before_now() {
+    let db = TestDb::new();
+    let first = create(&db.store, spec("a"));
+    let later = db
+        .store
+        .create_schedule(&NewSchedule {
+            next_fire_at: Some(at(3 * HOUR)),
+            ..new(spec("b"))
+        })
+        .unwrap();
+    assert!(
+        db.store
+            .due_schedules(at(HOUR - Duration::from_millis(1)), 10)
+            .unwrap()
+            .is_empty()
+    );
+    let due = db.store.due_schedules(at(HOUR), 10).unwrap();
+    assert_eq!(
+        due.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        [first.id.as_str()]
+    );
+    let due = db.store.due_schedules(at(5 * HOUR), 10).unwrap();
+    assert_eq!(due.len(), 2);
+    assert_eq!(due[1].id, later.id);
+}
+
+fn new(spec: ScheduleSpec) -> NewSchedule {
+    NewSchedule {
+        spec,
+        enabled: true,
+        created_by: Actor::Operator,
+        next_fire_at: Some(at(HOUR)),
+    }
+}
+
+#[test]
+fn firing_creates_the_task_as_the_scheduler_and_moves_to_the_next_occurrence() {
+    let db = TestDb::new();
+    let schedule = create(&db.store, spec("invoices"));
+    db.clock.set(at(HOUR));
+    let Fired::Task(task) = fire(&db.store, &schedule) else {
+        panic!("not fired")
+    };
+    assert_eq!(task.state, TaskState::Queued);
+    assert_eq!(task.created_by, Actor::Scheduler);
+    let after = db.store.schedule(&schedule.id).unwrap();
+    assert_eq!(after.next_fire_at, Some(at(2 * HOUR)));
+    assert_eq!(after.last_fired_at, Some(at(HOUR)));
+    assert_eq!(after.last_task_id.as_ref(), Some(&task.id));
+    assert_eq!(after.last_task_state, Some(TaskState::Queued));
+    let history = db.store.schedule_history(&schedule.id, 10).unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].kind, ScheduleEventKind::ScheduleFired);
+    assert_eq!(history[0].task_id.as_ref(), Some(&task.id));
+    assert_eq!(history[0].occurrence, Some(at(HOUR)));
+
+    // The same occurrence again (a second process that read the old row) loses.
+    assert_eq!(fire(&db.store, &schedule), Fired::Lost);
+    assert_eq!(db.store.list_tasks(None, 10).unwrap().len(), 1);
+}
+
+#[test]
+fn an_edit_since_the_read_makes_the_fire_lose() {
+    let db = TestDb::new();
+    let schedule = create(&db.store, spec("invoices"));
+    db.clock.advance(Duration::from_secs(1));
+    db.store
+        .update_schedule(&schedule.id, &spec("invoices"), schedule.next_fire_at)
+        .unwrap();
+    assert_eq!(fire(&db.store, &schedule), Fired::Lost);
+    assert!(db.store.list_tasks(None, 10).unwrap().is_empty());
+}
+
+#[test]
+fn missed_occurrences_are_recorded_once_with_their_count() {
+    let db = TestDb::new();
+    let schedule = create(&db.store, spec("invoices"));
+    db.clock.set(at(5 * HOUR));
+    let fired = db
+        .store
+        .fire_schedule(occurrence(&schedule, at(4 * HOUR), 3))
+        .unwrap();
+    assert!(matches!(fired, Fired::Task(_)));
+    let history = db.store.schedule_history(&schedule.id, 10).unwrap();
+    assert_eq!(
+        kinds(&db.store, &schedule.id),
+        [
+            ScheduleEventKind::ScheduleMissed,
+            ScheduleEventKind::ScheduleFired
+        ]
+    );
+    assert_eq!(history[1].missed, 3);
+    assert_eq!(
+        history[1].occurrence,
+        Some(at(HOUR)),
+        "the first missed one"
+    );
+    assert_eq!(history[0].occurrence, Some(at(4 * HOUR)));
+    assert_eq!(db.store.list_tasks(None, 10).unwrap().len(), 1);
+}
+
+#[test]
+fn skip_waits_for_the_previous_task_and_queue_does_not() {
+    let db = TestDb::new();
+    let skip = create(&db.store, spec("skip"));
+    let queue = create(
+        &db.store,
+        ScheduleSpec {
+            overlap: Overlap::Queue,
+            ..spec("queue")
+        },
+    );
+    let Fired::Task(first) = fire(&db.store, &skip) else {
+        panic!("not fired")
+    };
+    assert!(matches!(fire(&db.store, &queue), Fired::Task(_)));
+
+    // The previous task is still queued: skip skips, queue queues.
+    let skip = db.store.schedule(&skip.id).unwrap();
+    let queue = db.store.schedule(&queue.id).unwrap();
+    assert_eq!(
+        fire(&db.store, &skip),
+        Fired::Skipped {
+            task: first.id.clone()
+        }
+    );
+    assert!(matches!(fire(&db.store, &queue), Fired::Task(_)));
+    assert_eq!(
+        kinds(&db.store, &skip.id),
+        [
+            ScheduleEventKind::ScheduleFired,
+            ScheduleEventKind::ScheduleSkipped
+        ]
+    );
+    let after = db.store.schedule(&skip.id).unwrap();
+    assert_eq!(
+        after.next_fire_at,
+        Some(at(3 * HOUR)),
+        "a skipped occurrence is spent"
+    );
+    assert_eq!(after.last_task_id.as_ref(), Some(&first.id));
+
+    // Once it ended, the next occurrence fires.
+    db.store.claim(&first.id, &[TaskState::Queued]).unwrap();
+    db.store
+        .transition(
+            &first.id,
+            &[TaskState::Running],
+            TaskChange::to(TaskState::Completed),
+        )
+        .unwrap();
+    assert!(matches!(fire(&db.store, &after), Fired::Task(_)));
+}
+
+#[test]
+fn a_paused_schedule_records_why_and_stops_firing() {
+    let db = TestDb::new();
+    let schedule = create(&db.store, spec("invoices"));
+    assert!(
+        !db.store
+            .pause_schedule(&schedule.id, at(7 * HOUR), "stale")
+            .unwrap()
+    );
+    assert!(
+        db.store
+            .pause_schedule(
+                &schedule.id,
+                at(HOUR),
+                "workspace `home` is no longer configured"
+            )
+            .unwrap()
+    );
+    let paused = db.store.schedule(&schedule.id).unwrap();
+    assert!(!paused.enabled);
+    assert_eq!(
+        paused.paused_reason.as_deref(),
+        Some("workspace `home` is no longer configured")
+    );
+    assert_eq!(paused.next_fire_at, None);
+    assert_eq!(
+        kinds(&db.store, &schedule.id),
+        [ScheduleEventKind::SchedulePaused]
+    );
+    assert_eq!(fire(&db.store, &schedule), Fired::Lost);
+
+    let enabled = db
+        .store
+        .set_schedule_enabled(&schedule.id, true, Some(at(9 * HOUR)))
+        .unwrap();
+    assert!(enabled.enabled);
+    assert_eq!(enabled.paused_reason, None);
+    assert_eq!(enabled.next_fire_at, Some(at(9 * HOUR)));
+}
+
+#[test]
+fn a_session_schedule_adds_turns_and_skips_while_one_is_active() {
+    let db = TestDb::new();
+    let session = db
+        .store
+        .create_chat_session(NewChatSession {
+            title: None,
+            workspace: "home".into(),
+            created_by: Actor::Operator,
+        })
+        .unwrap();
+    let schedule = create(
+        &db.store,
+        ScheduleSpec {
+            session: Some(session.id.clone()),
+            overlap: Overlap::Queue,
+            ..spec("standup")
+        },
+    );
+    let Fired::Task(task) = fire(&db.store, &schedule) else {
+        panic!("not fired")
+    };
+    let turns = db.store.chat_turns(&session.id).unwrap();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].task.id, task.id);
+
+    // Even with `queue`, a session takes one turn at a time.
+    let schedule = db.store.schedule(&schedule.id).unwrap();
+    assert_eq!(fire(&db.store, &schedule), Fired::Skipped { task: task.id });
+
+    // A session that is gone pauses the schedule.
+    let schedule = db.store.schedule(&schedule.id).unwrap();
+    db.raw().execute("DELETE FROM session_turns", []).unwrap();
+    db.raw().execute("DELETE FROM chat_sessions", []).unwrap();
+    let Fired::Paused { reason } = fire(&db.store, &schedule) else {
+        panic!("not paused")
+    };
+    assert!(reason.contains("no longer exists"), "{reason}");
+    assert!(!db.store.schedule(&schedule.id).unwrap().enabled);
+}
+
+#[test]
+fn many_connections_firing_one_occurrence_at_once_fire_it_once() {
+    const THREADS: usize = 8;
+    let db = TestDb::new();
+    let schedule = create(&db.store, spec("race"));
+    let stores: Vec<Store> = (0..THREADS).map(|_| db.open_again()).collect();
+    let barrier = Barrier::new(THREADS);
+    let outcomes: Vec<Fired> = thread::scope(|scope| {
+        let handles: Vec<_> = stores
+            .iter()
+            .map(|store| {
+                let (barrier, schedule) = (&barrier, &schedule);
+                scope.spawn(move || {
+                    barrier.wait();
+                    fire(store, schedule)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let fired = outcomes
+        .iter()
+        .filter(|outcome| matches!(outcome, Fired::Task(_)))
+        .count();
+    assert_eq!(fired, 1, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .all(|outcome| matches!(outcome, Fired::Task(_) | Fired::Lost))
+    );
+    assert_eq!(db.store.list_tasks(None, 100).unwrap().len(), 1);
+    assert_eq!(
+        kinds(&db.store, &schedule.id),
+        [ScheduleEventKind::ScheduleFired]
+    );
+}
+
+#[test]
+fn history_is_append_only_and_goes_with_its_schedule() {
+    let db = TestDb::new();
+    let schedule = create(&db.store, spec("invoices"));
+    let Fired::Task(task) = fire(&db.store, &schedule) else {
+        panic!("not fired")
+    };
+    assert!(
+        db.raw()
+            .execute("UPDATE schedule_history SET missed = 5", [])
+            .is_err()
+    );
+    db.store.delete_schedule(&schedule.id).unwrap();
+    let left: i64 = db
+        .raw()
+        .query_row("SELECT count(*) FROM schedule_history", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(left, 0);
+    assert_eq!(
+        db.store.task(&task.id).unwrap().created_by,
+        Actor::Scheduler
+    );
+}
