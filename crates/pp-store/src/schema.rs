@@ -6,7 +6,7 @@
 //! opening a fresh database at once apply it exactly once.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -101,10 +101,27 @@ const PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                        PRAGMA foreign_keys = ON;";
 
 /// Connection settings: busy timeout, then [`PRAGMAS`].
+///
+/// Switching a fresh file to WAL needs an exclusive lock, and SQLite answers `SQLITE_BUSY`
+/// at once, without its busy handler, when another process holds a lock meanwhile (seen
+/// when several processes open a new data directory together): that switch is retried
+/// here, with short growing pauses, until [`BUSY_TIMEOUT`] has passed.
 pub(crate) fn configure(connection: &Connection) -> rusqlite::Result<()> {
-    // First, so that the journal-mode switch below also waits for other processes.
     connection.busy_timeout(BUSY_TIMEOUT)?;
-    connection.execute_batch(PRAGMAS)
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match connection.execute_batch(PRAGMAS) {
+            Err(rusqlite::Error::SqliteFailure(failure, _))
+                if failure.code == rusqlite::ErrorCode::DatabaseBusy
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            result => return result,
+        }
+    }
 }
 
 /// The database's schema version.
