@@ -14,6 +14,7 @@ import { STARTED_BY, debounce, h, notice, replace, stateBadge, timeElement } fro
 import { compactTimeline } from "./timeline.js";
 import { changesPanel } from "./changes.js";
 import { modelName } from "./health.js";
+import { visibleCode } from "./visible.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
@@ -87,7 +88,12 @@ export function renderTask(container, id, context) {
         h("span", { text: " · created " }),
         timeElement(task.created_at),
         task.created_by && task.created_by !== "operator"
-          ? h("span", { class: "started-by", text: ` by ${(STARTED_BY[task.created_by] || task.created_by).toLowerCase()}` })
+          ? h(
+              "span",
+              { class: "started-by" },
+              ` by ${(STARTED_BY[task.created_by] || task.created_by).toLowerCase()}`,
+              task.origin ? [" ", visibleCode(task.origin, "origin")] : null,
+            )
           : null,
         model ? h("span", { class: "model-name" }, " · model ", h("code", { text: model })) : null,
         h("span", { class: "muted task-id", text: ` · ${task.id}` }),

@@ -179,6 +179,7 @@ fn new_task() -> NewTask {
         workspace: "home".into(),
         workspace_path: "/srv/home".into(),
         created_by: Actor::Operator,
+        origin: None,
         script: None,
     }
 }

@@ -34,6 +34,7 @@
 //!     workspace: "home".into(),
 //!     workspace_path: "/srv/home".into(),
 //!     created_by: Actor::Operator,
+//!     origin: None,
 //!     script: None,
 //! })?;
 //! let claimed = store.claim_queued()?.ok_or("nothing queued")?;

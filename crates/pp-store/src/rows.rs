@@ -99,7 +99,7 @@ pub(crate) fn int(value: u64) -> i64 {
 /// The columns [`RawTask::from_row`] reads, in order.
 pub(crate) const TASK_COLUMNS: &str = "id, prompt, workspace, workspace_path, state, \
      created_by, script, script_position, running_ms, final_text, failure_reason, error, \
-     created_at, updated_at, finished_at, \
+     created_at, updated_at, finished_at, origin, \
      (SELECT group_concat(kind) FROM changes \
       WHERE changes.task_id = tasks.id AND changes.state = 'done'), \
      (SELECT json_array(COUNT(*), \
@@ -109,7 +109,7 @@ pub(crate) const TASK_COLUMNS: &str = "id, prompt, workspace, workspace_path, st
       FROM model_calls WHERE model_calls.task_id = tasks.id)";
 
 /// How many columns [`TASK_COLUMNS`] has (a query selecting more reads them after).
-pub(crate) const TASK_COLUMN_COUNT: usize = 17;
+pub(crate) const TASK_COLUMN_COUNT: usize = 18;
 
 /// A `tasks` row before decoding.
 pub(crate) struct RawTask {
@@ -128,6 +128,7 @@ pub(crate) struct RawTask {
     created_at: i64,
     updated_at: i64,
     finished_at: Option<i64>,
+    origin: Option<String>,
     /// The kinds of the task's changes, comma-separated (`NULL`: none).
     change_kinds: Option<String>,
     /// The task's model calls summed up (see `model_calls::task_usage`).
@@ -153,8 +154,9 @@ impl RawTask {
             created_at: row.get(12)?,
             updated_at: row.get(13)?,
             finished_at: row.get(14)?,
-            change_kinds: row.get(15)?,
-            usage: row.get(16)?,
+            origin: row.get(15)?,
+            change_kinds: row.get(16)?,
+            usage: row.get(17)?,
         })
     }
 
@@ -177,6 +179,7 @@ impl RawTask {
             workspace_path: self.workspace_path,
             state,
             created_by,
+            origin: self.origin,
             script,
             script_position,
             running_ms,

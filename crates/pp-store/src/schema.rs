@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0006_change_moves.sql"),
     include_str!("../migrations/0007_usage.sql"),
     include_str!("../migrations/0008_schedules.sql"),
+    include_str!("../migrations/0009_task_origin.sql"),
 ];
 
 /// The schema version this build writes.

@@ -21,6 +21,8 @@ pub struct NewTask {
     pub workspace_path: String,
     /// Who created it (recorded in the `task_created` audit row too).
     pub created_by: Actor,
+    /// Which schedule, channel or MCP client, by name (`None` for a person).
+    pub origin: Option<String>,
     /// The scripted model's turns, for scripted tasks.
     pub script: Option<Value>,
 }
@@ -223,8 +225,8 @@ pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> R
     connection
         .prepare_cached(
             "INSERT INTO tasks (id, prompt, workspace, workspace_path, state, \
-             created_by, script, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7)",
+             created_by, script, created_at, updated_at, origin) \
+             VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7, ?8)",
         )?
         .execute(params![
             id.as_str(),
@@ -234,6 +236,7 @@ pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> R
             created_by,
             script,
             now.as_millis(),
+            new.origin,
         ])?;
     audit::insert(
         connection,
@@ -251,6 +254,7 @@ pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> R
         workspace_path: new.workspace_path,
         state: TaskState::Queued,
         created_by: new.created_by,
+        origin: new.origin,
         script: new.script,
         script_position: 0,
         running_ms: 0,

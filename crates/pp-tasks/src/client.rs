@@ -89,7 +89,8 @@ pub struct ClientSession {
     service: TaskService,
     link: Arc<ClientLink>,
     settings: ClientSettings,
-    prompt: Arc<Mutex<String>>,
+    /// The prompt and origin (the client's name and version) of the tasks to come.
+    identity: Arc<Mutex<Identity>>,
     tools: Mutex<Option<Vec<ToolSpec>>>,
     /// Creates and runs the connection's tasks; aborted with the session.
     supervisor: Mutex<Option<JoinHandle<()>>>,
@@ -121,7 +122,7 @@ impl ClientSession {
             service,
             link,
             settings,
-            prompt: Arc::new(Mutex::new(prompt_for(None))),
+            identity: Arc::new(Mutex::new(Identity::of(None))),
             tools: Mutex::new(None),
             supervisor: Mutex::new(None),
         }
@@ -129,8 +130,8 @@ impl ClientSession {
 
     /// Records the client's name and version (from `initialize`) for the tasks to come.
     pub fn set_client(&self, name: &str, version: &str) {
-        if let Ok(mut prompt) = self.prompt.lock() {
-            *prompt = prompt_for(Some((name, version)));
+        if let Ok(mut identity) = self.identity.lock() {
+            *identity = Identity::of(Some((name, version)));
         }
     }
 
@@ -228,7 +229,7 @@ impl ClientSession {
         *supervisor = Some(tokio::spawn(supervise(
             self.service.clone(),
             Arc::clone(&self.link),
-            Arc::clone(&self.prompt),
+            Arc::clone(&self.identity),
         )));
     }
 }
@@ -243,25 +244,46 @@ fn served(spec: &ToolSpec) -> bool {
             .is_some_and(|capability| capability.as_str().starts_with("file:"))
 }
 
-fn prompt_for(client: Option<(&str, &str)>) -> String {
-    match client {
-        Some((name, version)) => format!(
-            "MCP client `{}` {} calling the workspace tools through `pocketpilot mcp serve`",
-            name.trim(),
-            version.trim()
-        ),
-        None => {
-            "an MCP client calling the workspace tools through `pocketpilot mcp serve`".to_owned()
+/// What a connection's tasks say about their client.
+#[derive(Debug, Clone, Default)]
+struct Identity {
+    /// The task's prompt (its title in the console).
+    prompt: String,
+    /// The task's origin: the client's name and version, as it gave them.
+    origin: Option<String>,
+}
+
+impl Identity {
+    fn of(client: Option<(&str, &str)>) -> Self {
+        match client {
+            Some((name, version)) => {
+                let origin = format!("{} {}", name.trim(), version.trim())
+                    .trim()
+                    .to_owned();
+                Self {
+                    prompt: format!(
+                        "MCP client `{origin}` calling the workspace tools through \
+                         `pocketpilot mcp serve`"
+                    ),
+                    origin: Some(origin),
+                }
+            }
+            None => Self {
+                prompt: "an MCP client calling the workspace tools through `pocketpilot mcp \
+                         serve`"
+                    .to_owned(),
+                origin: None,
+            },
         }
     }
 }
 
 /// Creates a task whenever calls are queued and runs it here until it ends or waits for
 /// an approval; the calls it took and did not answer learn why.
-async fn supervise(service: TaskService, link: Arc<ClientLink>, prompt: Arc<Mutex<String>>) {
+async fn supervise(service: TaskService, link: Arc<ClientLink>, identity: Arc<Mutex<Identity>>) {
     while link.wait_for_work().await {
-        let prompt = prompt.lock().map(|p| p.clone()).unwrap_or_default();
-        let task = match create_running(&service, prompt).await {
+        let identity = identity.lock().map(|i| i.clone()).unwrap_or_default();
+        let task = match create_running(&service, identity).await {
             Ok(task) => task,
             Err(error) => {
                 link.fail_queued(&format!("no task could be started: {error}"));
@@ -288,7 +310,7 @@ async fn supervise(service: TaskService, link: Arc<ClientLink>, prompt: Arc<Mute
 /// Stores the connection's next task already `running` (created by `mcp_client`, in the
 /// default workspace, carrying the closing turn another process resumes it with), so
 /// the workers of another process (the console's `serve`) never claim it.
-async fn create_running(service: &TaskService, prompt: String) -> Result<pp_types::TaskRecord> {
+async fn create_running(service: &TaskService, identity: Identity) -> Result<pp_types::TaskRecord> {
     let workspace = service
         .workspaces()
         .find(None)
@@ -297,10 +319,11 @@ async fn create_running(service: &TaskService, prompt: String) -> Result<pp_type
             id: "(default)".into(),
         })?;
     let new = pp_store::NewTask {
-        prompt,
+        prompt: identity.prompt,
         workspace: workspace.name.clone(),
         workspace_path: workspace.path.display().to_string(),
         created_by: Actor::McpClient,
+        origin: identity.origin,
         script: Some(json!([{ "content": RESUME_SCRIPT }])),
     };
     service

@@ -121,6 +121,16 @@ impl TaskService {
 
     /// Stores a new `queued` task and wakes the workers.
     pub async fn create(&self, request: CreateTask) -> Result<TaskRecord> {
+        self.create_from(request, None).await
+    }
+
+    /// Like [`TaskService::create`], naming the schedule, webhook channel or MCP client
+    /// that started the task (`TaskRecord::origin`).
+    pub async fn create_from(
+        &self,
+        request: CreateTask,
+        origin: Option<String>,
+    ) -> Result<TaskRecord> {
         let prompt = request.prompt.trim();
         if prompt.is_empty() {
             return Err(Error::BadRequest("the prompt is empty".into()));
@@ -141,6 +151,7 @@ impl TaskService {
             workspace: workspace.name.clone(),
             workspace_path: workspace.path.display().to_string(),
             created_by: request.actor,
+            origin,
             script: request.script,
         };
         let task = self.inner.db(move |store| store.create_task(new)).await?;

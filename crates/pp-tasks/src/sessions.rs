@@ -181,6 +181,7 @@ impl TaskService {
             workspace: workspace.name.clone(),
             workspace_path: workspace.path.display().to_string(),
             created_by: actor,
+            origin: None,
             script,
         };
         let session_id = id.to_owned();

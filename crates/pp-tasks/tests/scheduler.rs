@@ -411,6 +411,11 @@ async fn run_now_fires_outside_the_timetable_and_leaves_it_alone() {
         .await
         .unwrap();
     assert_eq!(first.created_by, Actor::Scheduler);
+    assert_eq!(
+        first.origin.as_deref(),
+        Some("invoices"),
+        "the schedule's name"
+    );
     assert_eq!(first.state, TaskState::Queued);
     // The person asked: the previous task still being queued does not skip it.
     let second = fixture
@@ -762,6 +767,7 @@ async fn a_scheduled_write_waits_for_approval_with_nothing_on_disk() {
     let record = fixture.service.run_now(task).await.unwrap();
     assert_eq!(record.state, TaskState::WaitingApproval);
     assert_eq!(record.created_by, Actor::Scheduler);
+    assert_eq!(record.origin.as_deref(), Some("weekly report"));
     assert!(
         !fixture.tree.workspace().join("report.md").exists(),
         "nothing written"

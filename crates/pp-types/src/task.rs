@@ -170,6 +170,10 @@ pub struct TaskRecord {
     pub state: TaskState,
     /// Who created it.
     pub created_by: Actor,
+    /// Which one started it, when `created_by` is not a person: the schedule's name, the
+    /// webhook channel's name, the MCP client's name and version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// The scripted model's turns, for scripted tasks (so any process can resume them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<Value>,

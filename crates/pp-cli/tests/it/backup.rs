@@ -185,6 +185,7 @@ fn serve_with_retain_days_prunes_old_history_at_start() {
                 workspace: "workspace".into(),
                 workspace_path: tree.workspace().display().to_string(),
                 created_by: Actor::Operator,
+                origin: None,
                 script: None,
             })
             .unwrap();

@@ -177,10 +177,11 @@ async fn reads_run_at_once_and_the_task_records_the_client() {
     let tasks = client_tasks(&tree);
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     assert!(
-        tasks[0].prompt.contains("`test-client` 9.9.1"),
+        tasks[0].prompt.contains("`test-client 9.9.1`"),
         "{}",
         tasks[0].prompt
     );
+    assert_eq!(tasks[0].origin.as_deref(), Some("test-client 9.9.1"));
     assert_eq!(tasks[0].state, TaskState::Running);
 
     client.close().await.unwrap();

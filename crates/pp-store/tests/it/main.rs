@@ -102,6 +102,7 @@ fn new_task(prompt: &str) -> NewTask {
         workspace: "home".into(),
         workspace_path: "/srv/home".into(),
         created_by: Actor::Operator,
+        origin: None,
         script: None,
     }
 }

@@ -48,6 +48,7 @@ fn scheduled_task() -> NewTask {
         workspace: "home".into(),
         workspace_path: "/srv/home".into(),
         created_by: Actor::Scheduler,
+        origin: None,
         script: None,
     }
 }

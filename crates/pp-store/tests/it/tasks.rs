@@ -16,6 +16,7 @@ fn a_created_task_is_queued_and_reads_back_equal() {
         .create_task(NewTask {
             script: Some(script.clone()),
             created_by: Actor::Scheduler,
+            origin: Some("weekly invoices".into()),
             ..new_task("Summarise notes.md")
         })
         .unwrap();
@@ -23,6 +24,7 @@ fn a_created_task_is_queued_and_reads_back_equal() {
     assert_eq!(task.state, TaskState::Queued);
     assert_eq!(task.script, Some(script));
     assert_eq!(task.created_by, Actor::Scheduler);
+    assert_eq!(task.origin.as_deref(), Some("weekly invoices"));
     assert_eq!(task.created_at, task.updated_at);
     assert_eq!(task.finished_at, None);
     assert_eq!(db.store.task(&task.id).unwrap(), task);

@@ -275,6 +275,7 @@ impl Scheduler {
             workspace: workspace.name.clone(),
             workspace_path: workspace.path.display().to_string(),
             created_by: Actor::Scheduler,
+            origin: Some(current.spec.name.clone()),
             script: None,
         };
         let task = self
@@ -473,6 +474,7 @@ fn fire_one(
             workspace: workspace.name.clone(),
             workspace_path: workspace.path.display().to_string(),
             created_by: Actor::Scheduler,
+            origin: Some(spec.name.clone()),
             script: None,
         },
     })?;
