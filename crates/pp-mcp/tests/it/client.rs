@@ -1,12 +1,6 @@
 //! `pp_mcp::client` against real MCP servers started as child processes: the npm
 //! `server-everything` and `server-filesystem`, and our own misbehaving SDK server
 //! (`tests/servers/misbehaving.mjs`), over stdio and streamable HTTP.
-#![allow(
-    clippy::unwrap_used,
-    clippy::disallowed_methods,
-    reason = "test fixtures and helpers read /proc, write fixtures with std::fs and panic on setup failure"
-)]
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -160,7 +154,7 @@ async fn the_environment_is_cleared_to_the_listed_variables() {
         let status = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "the_environment_is_cleared_to_the_listed_variables",
+                "client::the_environment_is_cleared_to_the_listed_variables",
                 "--nocapture",
             ])
             .env(SECRET, "x")
