@@ -69,6 +69,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         replaces: None,
         size: None,
         command: None,
+        mcp: None,
         current: None,
         created_at: pp_types::Timestamp::from_millis(0),
         resolved_at: None,

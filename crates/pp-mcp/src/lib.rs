@@ -11,6 +11,12 @@
 
 pub mod backend;
 pub mod config;
+pub mod report;
+pub mod resolve;
+pub mod tool;
 
 pub use backend::{Backend, CallOutput, ListedTool, McpError, ToolAnnotations};
 pub use config::{ServerConfig, Start, ToolConfig, Transport};
+pub use report::report;
+pub use resolve::{Level, Resolution, ResolvedTool, Unregistered, resolve};
+pub use tool::McpTool;
