@@ -60,6 +60,14 @@ fn action(config: &ServerConfig, tool: ListedTool) -> Result<(String, &'static s
     }
 }
 
+/// What, under which config, with which hints, gives which (action, level) or error prefix.
+type Case<'a> = (
+    &'a str,
+    &'a ServerConfig,
+    Option<ToolAnnotations>,
+    Result<(&'a str, &'a str), &'a str>,
+);
+
 #[test]
 fn priority_levels_decide_in_order() {
     let tool_action = |action: &str| ToolConfig {
@@ -77,12 +85,7 @@ fn priority_levels_decide_in_order() {
     p2.trust_annotations = true;
     let p3 = server(&["*"]);
     let read_only = hints(Some(true), None, Some(false));
-    let cases: Vec<(
-        &str,
-        &ServerConfig,
-        Option<ToolAnnotations>,
-        Result<(&str, &str), &str>,
-    )> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             "P0 beats P1 and P2",
             &p0,
