@@ -1,0 +1,197 @@
+//! The operator's MCP servers as a tool provider ("mcp"): every whitelisted tool of
+//! every configured server, resolved by `pp_mcp::resolve` (the same resolution
+//! `pocketpilot mcp list` reports), offered to each segment bound to the segment's fresh
+//! workspace jail.
+//!
+//! Listing needs the server, and [`ToolProvider::provide`] is synchronous and runs on
+//! the blocking pool (`pp_tasks` builds segments there): the provider keeps the handle
+//! of the runtime it was built on and `block_on`s the listing there, which tokio allows
+//! from a blocking thread. The client caches a server's list after its first answer, so
+//! only the first segment (or the first after a restart) waits for it. A lazy server is
+//! thus started by the first segment that is equipped, not before.
+//!
+//! A server that cannot be reached does not fail the task: its tools are not offered,
+//! and the reason is printed once per process on stderr (as are the resolution's
+//! warnings: tools left unregistered at P3, name clashes, configured tools the server
+//! does not list).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use pp_mcp::{Backend, McpTool, ServerConfig};
+use pp_tools::{ProviderError, Provision, Scope, ToolProvider};
+use tokio::runtime::Handle;
+
+use crate::output::errln;
+
+pub(crate) use stand_in::McpClients;
+
+// stand-in until feat-mcp-client lands: the real `pp_mcp::client::McpClients` replaces
+// this module at the merge (same names, same signatures).
+mod stand_in {
+    use std::sync::Arc;
+
+    use pp_agent::{BoxFuture, Interrupt};
+    use pp_mcp::{Backend, CallOutput, ListedTool, McpError, ServerConfig};
+    use serde_json::Value;
+
+    /// Every configured server.
+    pub(crate) struct McpClients {
+        configs: Vec<ServerConfig>,
+    }
+
+    struct Unbuilt(String);
+
+    impl Unbuilt {
+        fn error(&self) -> McpError {
+            McpError::Start {
+                server: self.0.clone(),
+                reason: "the MCP client is not built into this version".to_owned(),
+            }
+        }
+    }
+
+    impl Backend for Unbuilt {
+        fn server(&self) -> &str {
+            &self.0
+        }
+
+        fn list_tools(&self) -> BoxFuture<'_, Result<Vec<ListedTool>, McpError>> {
+            Box::pin(async move { Err(self.error()) })
+        }
+
+        fn instructions(&self) -> Option<String> {
+            None
+        }
+
+        fn call<'a>(
+            &'a self,
+            _tool: &'a str,
+            _arguments: Value,
+            _interrupt: &'a Interrupt,
+        ) -> BoxFuture<'a, Result<CallOutput, McpError>> {
+            Box::pin(async move { Err(self.error()) })
+        }
+    }
+
+    impl McpClients {
+        /// A connection per configured server; nothing is started yet.
+        pub(crate) fn new(configs: Vec<ServerConfig>) -> Self {
+            Self { configs }
+        }
+
+        /// Each configured server with its backend, in config order.
+        pub(crate) fn servers(&self) -> Vec<(ServerConfig, Arc<dyn Backend>)> {
+            self.configs
+                .iter()
+                .map(|config| {
+                    let backend: Arc<dyn Backend> = Arc::new(Unbuilt(config.name.clone()));
+                    (config.clone(), backend)
+                })
+                .collect()
+        }
+
+        /// Starts the `start = "startup"` servers; the errors of those that failed.
+        pub(crate) async fn start_eager(&self) -> Vec<McpError> {
+            Vec::new()
+        }
+
+        /// Ends every server.
+        pub(crate) async fn shutdown(&self) {}
+    }
+}
+
+/// The most characters of a server's `instructions` put into the system prompt (only
+/// with `include_instructions = true`).
+pub(crate) const MAX_INSTRUCTIONS_CHARS: usize = 2_000;
+
+/// The MCP servers' tools. See the module docs.
+pub(crate) struct McpProvider {
+    servers: Vec<(ServerConfig, Arc<dyn Backend>)>,
+    runtime: Option<Handle>,
+    /// Warnings already printed (each once per process).
+    warned: Mutex<BTreeSet<String>>,
+}
+
+impl McpProvider {
+    /// The tools of `clients`' servers, listed on the current runtime (none when built
+    /// outside one: then every server's tools are left out, with a warning).
+    pub(crate) fn new(clients: &McpClients) -> Self {
+        Self::over(clients.servers())
+    }
+
+    /// The tools of `servers` (tests and evals put their own backends here).
+    pub(crate) fn over(servers: Vec<(ServerConfig, Arc<dyn Backend>)>) -> Self {
+        Self {
+            servers,
+            runtime: Handle::try_current().ok(),
+            warned: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    fn warn(&self, message: String) {
+        let fresh = self
+            .warned
+            .lock()
+            .map(|mut warned| warned.insert(message.clone()))
+            .unwrap_or(true);
+        if fresh {
+            errln!("warning: {message}");
+        }
+    }
+}
+
+impl ToolProvider for McpProvider {
+    fn name(&self) -> &str {
+        "mcp"
+    }
+
+    fn provide(&self, scope: &Scope<'_>, provision: &mut Provision) -> Result<(), ProviderError> {
+        if self.servers.is_empty() {
+            return Ok(());
+        }
+        let Some(runtime) = &self.runtime else {
+            self.warn(
+                "the MCP servers' tools are not offered: no async runtime to talk to them"
+                    .to_owned(),
+            );
+            return Ok(());
+        };
+        for (config, backend) in &self.servers {
+            let listed = match runtime.block_on(backend.list_tools()) {
+                Ok(listed) => listed,
+                Err(error) => {
+                    self.warn(format!(
+                        "the tools of MCP server `{}` are not offered: {error}",
+                        config.name
+                    ));
+                    continue;
+                }
+            };
+            let resolution = pp_mcp::resolve(config, &listed);
+            for warning in resolution.warnings {
+                self.warn(warning);
+            }
+            for tool in resolution.tools {
+                provision.tool(Arc::new(McpTool::new(
+                    tool,
+                    Arc::clone(backend),
+                    Arc::clone(scope.workspace),
+                )));
+            }
+            if config.include_instructions
+                && let Some(text) = backend.instructions().filter(|t| !t.trim().is_empty())
+            {
+                let mut capped: String = text.chars().take(MAX_INSTRUCTIONS_CHARS).collect();
+                if text.chars().count() > MAX_INSTRUCTIONS_CHARS {
+                    capped.push_str("\n[… cut]");
+                }
+                provision
+                    .prompt()
+                    .mcp_instructions
+                    .push((config.name.clone(), capped));
+            }
+        }
+        Ok(())
+    }
+}
