@@ -25,8 +25,8 @@ use std::sync::Arc;
 use pp_agent::{BoxFuture, Tool, ToolContext};
 use pp_gate::Jail;
 use pp_types::{
-    EffectPreview, McpCallPreview, PathRoot, ToolOutput, ToolSpec, WriteLabel, pointer_paths,
-    pointer_property,
+    EffectPreview, McpCallPreview, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
+    pointer_paths, pointer_property,
 };
 use serde_json::Value;
 
@@ -150,6 +150,36 @@ impl Tool for McpTool {
                     action: self.resolved.action.clone(),
                 }),
                 ..EffectPreview::default()
+            })
+        })
+    }
+
+    /// Always the fixed fingerprint the preview showed: PocketPilot cannot see the
+    /// server's state, so an approved MCP call is never stale. The identity is the first
+    /// path argument resolved (or the tool's name without one).
+    fn target_state<'a>(
+        &'a self,
+        _context: &'a ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Option<TargetState>> {
+        Box::pin(async move {
+            let identity = match self.spec.first_path(arguments).map(str::to_owned) {
+                Some(path) => {
+                    let jail = Arc::clone(&self.jail);
+                    off_thread(move || {
+                        jail.check(&path)
+                            .ok()
+                            .and_then(|relative| relative.to_str().map(str::to_owned))
+                            .unwrap_or(path)
+                    })
+                    .await
+                    .ok()?
+                }
+                None => self.spec.name.clone(),
+            };
+            Some(TargetState {
+                identity,
+                fingerprint: FINGERPRINT.to_owned(),
             })
         })
     }

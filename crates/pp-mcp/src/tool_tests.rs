@@ -291,3 +291,14 @@ fn the_preview_names_server_tool_and_action() {
     assert_eq!(preview.target, "x/../a.txt");
     assert_eq!(preview.resolved.as_deref(), Some("a.txt"));
 }
+
+#[test]
+fn an_approved_call_is_never_stale() {
+    let setup = setup(ok("written"));
+    let context = ToolContext::default();
+    let arguments = json!({"path": "x/../a.txt"});
+    let preview = run(setup.tool.preview(&context, &arguments)).unwrap();
+    let state = run(setup.tool.target_state(&context, &arguments)).unwrap();
+    assert_eq!(state.fingerprint, preview.fingerprint);
+    assert_eq!(state.identity, "a.txt");
+}
