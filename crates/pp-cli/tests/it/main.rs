@@ -15,6 +15,7 @@ mod documents;
 mod eval;
 mod home;
 mod http;
+mod mcp_tools;
 mod memory;
 mod models;
 mod pipe;
