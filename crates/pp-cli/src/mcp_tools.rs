@@ -129,14 +129,16 @@ impl McpProvider {
         }
     }
 
+    /// Prints `message` once per process.
     fn warn(&self, message: String) {
-        let fresh = self
-            .warned
-            .lock()
-            .map(|mut warned| warned.insert(message.clone()))
-            .unwrap_or(true);
-        if fresh {
-            errln!("warning: {message}");
+        match self.warned.lock() {
+            Ok(mut warned) => {
+                if !warned.contains(&message) {
+                    errln!("warning: {message}");
+                    warned.insert(message);
+                }
+            }
+            Err(_) => errln!("warning: {message}"),
         }
     }
 }
