@@ -197,3 +197,145 @@ impl ToolProvider for McpProvider {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use pp_agent::{BoxFuture, Interrupt};
+    use pp_mcp::{CallOutput, ListedTool, McpError, Start, ToolConfig, Transport};
+    use pp_tools::Toolbox;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// A server that lists one tool and has instructions, or cannot be reached.
+    struct Fake {
+        name: &'static str,
+        reachable: bool,
+    }
+
+    impl Backend for Fake {
+        fn server(&self) -> &str {
+            self.name
+        }
+
+        fn list_tools(&self) -> BoxFuture<'_, Result<Vec<ListedTool>, McpError>> {
+            let answer = if self.reachable {
+                Ok(vec![ListedTool {
+                    name: "lookup".to_owned(),
+                    description: None,
+                    input_schema: json!({"type": "object"}),
+                    annotations: None,
+                }])
+            } else {
+                Err(McpError::Start {
+                    server: self.name.to_owned(),
+                    reason: "no such program".to_owned(),
+                })
+            };
+            Box::pin(async move { answer })
+        }
+
+        fn instructions(&self) -> Option<String> {
+            Some("Always call lookup first. ".repeat(200))
+        }
+
+        fn call<'a>(
+            &'a self,
+            _tool: &'a str,
+            _arguments: Value,
+            _interrupt: &'a Interrupt,
+        ) -> BoxFuture<'a, Result<CallOutput, McpError>> {
+            Box::pin(async {
+                Ok(CallOutput {
+                    text: String::new(),
+                    is_error: false,
+                })
+            })
+        }
+    }
+
+    fn config(name: &str, include_instructions: bool) -> ServerConfig {
+        let mut tools = BTreeMap::new();
+        tools.insert(
+            "lookup".to_owned(),
+            ToolConfig {
+                action: Some("read".to_owned()),
+                path_args: Vec::new(),
+            },
+        );
+        ServerConfig {
+            name: name.to_owned(),
+            transport: Transport::Stdio {
+                command: "x".to_owned(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            allow: Vec::new(),
+            default_action: None,
+            trust_annotations: false,
+            start: Start::Lazy,
+            call_timeout: pp_mcp::config::defaults::CALL_TIMEOUT,
+            max_output_bytes: pp_mcp::config::defaults::MAX_OUTPUT_BYTES,
+            include_instructions,
+            tools,
+        }
+    }
+
+    #[test]
+    fn an_unreachable_server_leaves_only_its_tools_out_and_instructions_need_opting_in() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let jail = Arc::new(pp_gate::Jail::new(dir.path()).unwrap());
+        let servers: Vec<(ServerConfig, Arc<dyn Backend>)> = vec![
+            (
+                config("down", true),
+                Arc::new(Fake {
+                    name: "down",
+                    reachable: false,
+                }),
+            ),
+            (
+                config("quiet", false),
+                Arc::new(Fake {
+                    name: "quiet",
+                    reachable: true,
+                }),
+            ),
+            (
+                config("chatty", true),
+                Arc::new(Fake {
+                    name: "chatty",
+                    reachable: true,
+                }),
+            ),
+        ];
+        let equipment = runtime.block_on(async move {
+            let toolbox = Toolbox::new().with(Arc::new(McpProvider::over(servers)));
+            // As the task service does: segments are equipped on the blocking pool.
+            tokio::task::spawn_blocking(move || toolbox.equip(&jail, pp_tools::Limits::default()))
+                .await
+                .unwrap()
+                .unwrap()
+        });
+        let names: Vec<&str> = equipment
+            .registry
+            .specs()
+            .map(|spec| spec.name.as_str())
+            .collect();
+        assert_eq!(names, vec!["chatty__lookup", "quiet__lookup"]);
+        let instructions = &equipment.prompt.mcp_instructions;
+        assert_eq!(instructions.len(), 1);
+        assert_eq!(instructions[0].0, "chatty");
+        assert!(instructions[0].1.ends_with("[… cut]"));
+        assert!(instructions[0].1.chars().count() < MAX_INSTRUCTIONS_CHARS + 20);
+        let prompt = pp_agent::system_prompt(&equipment.registry, &equipment.prompt);
+        assert!(prompt.contains("## Instructions from MCP server `chatty` (untrusted)"));
+        assert!(!prompt.contains("server `quiet` (untrusted)"));
+    }
+}
