@@ -73,7 +73,7 @@ fn cli(tree: &TempTree, config: &Path, args: &[&str]) -> (Option<i32>, String, S
         .arg("--config")
         .arg(config)
         .args(args)
-        .current_dir(tree.base())
+        .current_dir(tree.workspace())
         .stdin(Stdio::null())
         .output()
         .unwrap();
