@@ -159,6 +159,9 @@ impl ToolProvider for McpProvider {
             );
             return Ok(());
         };
+        // Model names are unique within a server (`resolve`); across servers a clash
+        // (`a_` + `b` and `a` + `_b` both clean to `a___b`) leaves the later tool out.
+        let mut offered = BTreeSet::new();
         for (config, backend) in &self.servers {
             let listed = match runtime.block_on(backend.list_tools()) {
                 Ok(listed) => listed,
@@ -175,6 +178,14 @@ impl ToolProvider for McpProvider {
                 self.warn(warning);
             }
             for tool in resolution.tools {
+                if !offered.insert(tool.model_name.clone()) {
+                    self.warn(format!(
+                        "MCP server `{}`: tool `{}` is not registered: its model name `{}` \
+                         clashes with another server's tool",
+                        config.name, tool.listed.name, tool.model_name
+                    ));
+                    continue;
+                }
                 provision.tool(Arc::new(McpTool::new(
                     tool,
                     Arc::clone(backend),
@@ -309,6 +320,14 @@ mod tests {
             ),
             (
                 config("chatty", true),
+                Arc::new(Fake {
+                    name: "chatty",
+                    reachable: true,
+                }),
+            ),
+            // Cleans to `chatty__lookup` too: left out, the segment still equipped.
+            (
+                config("chatty", false),
                 Arc::new(Fake {
                     name: "chatty",
                     reachable: true,
