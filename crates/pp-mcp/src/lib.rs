@@ -10,12 +10,14 @@
 //! types, gate and agent only).
 
 pub mod backend;
+pub mod client;
 pub mod config;
 pub mod report;
 pub mod resolve;
 pub mod tool;
 
 pub use backend::{Backend, CallOutput, ListedTool, McpError, ToolAnnotations};
+pub use client::{Connection, McpClients};
 pub use config::{ServerConfig, Start, ToolConfig, Transport};
 pub use report::report;
 pub use resolve::{Level, Resolution, ResolvedTool, Unregistered, resolve};
