@@ -58,12 +58,23 @@ fn print_report(report: &McpReport) -> anyhow::Result<()> {
                 one_line(&tool.decided_by)
             )?;
         }
-        for tool in &server.unregistered {
+        let (unlisted, others): (Vec<_>, Vec<_>) = server
+            .unregistered
+            .iter()
+            .partition(|tool| tool.reason == pp_mcp::resolve::NOT_WHITELISTED);
+        for tool in others {
             outln!(
                 "  not offered: {} ({})",
                 one_line(&tool.name),
                 one_line(&tool.reason)
             )?;
+        }
+        if !unlisted.is_empty() {
+            let names: Vec<String> = unlisted
+                .iter()
+                .map(|tool| one_line(&tool.name).into_owned())
+                .collect();
+            outln!("  not in the whitelist: {}", names.join(", "))?;
         }
     }
     Ok(())
