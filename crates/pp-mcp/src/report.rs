@@ -75,3 +75,109 @@ pub fn server_report(
     }
     row
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use pp_agent::{BoxFuture, Interrupt};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::backend::{CallOutput, ListedTool};
+    use crate::config::{Start, Transport, defaults};
+
+    struct Fake(Result<Vec<ListedTool>, McpError>);
+
+    impl Backend for Fake {
+        fn server(&self) -> &str {
+            "fake"
+        }
+
+        fn list_tools(&self) -> BoxFuture<'_, Result<Vec<ListedTool>, McpError>> {
+            let answer = self.0.clone();
+            Box::pin(async move { answer })
+        }
+
+        fn instructions(&self) -> Option<String> {
+            None
+        }
+
+        fn call<'a>(
+            &'a self,
+            _tool: &'a str,
+            _arguments: Value,
+            _interrupt: &'a Interrupt,
+        ) -> BoxFuture<'a, Result<CallOutput, McpError>> {
+            Box::pin(async {
+                Err(McpError::Cancelled {
+                    server: "fake".to_owned(),
+                })
+            })
+        }
+    }
+
+    fn config(name: &str) -> ServerConfig {
+        ServerConfig {
+            name: name.to_owned(),
+            transport: Transport::Http {
+                url: "http://127.0.0.1:9/mcp".to_owned(),
+                headers: BTreeMap::new(),
+            },
+            allow: vec!["echo".to_owned(), "add".to_owned()],
+            default_action: None,
+            trust_annotations: true,
+            start: Start::Lazy,
+            call_timeout: defaults::CALL_TIMEOUT,
+            max_output_bytes: defaults::MAX_OUTPUT_BYTES,
+            include_instructions: false,
+            tools: BTreeMap::new(),
+        }
+    }
+
+    fn tool(name: &str) -> ListedTool {
+        ListedTool {
+            name: name.to_owned(),
+            description: None,
+            input_schema: json!({"type": "object"}),
+            annotations: None,
+        }
+    }
+
+    #[test]
+    fn the_report_serialises_to_the_documented_shape() {
+        let servers: Vec<(ServerConfig, Arc<dyn Backend>)> = vec![
+            (
+                config("up"),
+                Arc::new(Fake(Ok(vec![tool("echo"), tool("rm")]))),
+            ),
+            (
+                config("down"),
+                Arc::new(Fake(Err(McpError::Start {
+                    server: "down".to_owned(),
+                    reason: "refused".to_owned(),
+                }))),
+            ),
+        ];
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (report, warnings) = runtime.block_on(report_with_warnings(&servers));
+        assert_eq!(
+            serde_json::to_value(&report).unwrap(),
+            json!({"servers": [
+                {"name": "up", "transport": "http",
+                 "tools": [{"name": "echo", "model_name": "up__echo",
+                            "capability": "mcp:up:echo:network", "decided_by": "P2"}],
+                 "unregistered": [{"name": "rm", "reason": crate::resolve::NOT_WHITELISTED}]},
+                {"name": "down", "transport": "http",
+                 "error": "MCP server `down` could not be started: refused",
+                 "tools": [], "unregistered": []}
+            ]})
+        );
+        assert_eq!(
+            warnings,
+            vec!["MCP server `up`: `allow` names `add` but the server does not list it"]
+        );
+    }
+}
