@@ -398,3 +398,77 @@ fn tool_output_asking_for_a_write_without_approval_changes_nothing() {
     );
     assert!(!tree.exists("x.txt"));
 }
+
+#[test]
+fn a_hanging_crashing_or_flooding_server_fails_only_its_calls() {
+    let Some(servers) = mcp_servers::installed() else {
+        return;
+    };
+    let tree = TempTree::new();
+    let body = format!(
+        "[[mcp.server]]\nname = \"bad\"\ncommand = \"node\"\nargs = [{}]\n\
+         env = {{ PATH = {} }}\nallow = [\"*\"]\ndefault_action = \"read\"\n\
+         call_timeout_secs = 2\nmax_output_bytes = 1000\n",
+        quoted(&servers.join("misbehaving.mjs").display().to_string()),
+        quoted(&std::env::var("PATH").unwrap_or_default()),
+    );
+    let config = config(&tree, &body);
+    let (code, stdout, stderr) = cli(
+        &tree,
+        &config,
+        &[
+            "run",
+            "--json",
+            "--script",
+            &write_script(
+                tree.base(),
+                &json!([
+                    {"tool_calls": [{"name": "bad__hang", "arguments": {}}]},
+                    {"tool_calls": [{"name": "bad__flood", "arguments": {"bytes": 100000}}]},
+                    {"tool_calls": [{"name": "bad__echo", "arguments": {"message": "still here"}}]},
+                    // The crash comes last: the restart backoff would fail the next calls.
+                    {"tool_calls": [{"name": "bad__crash", "arguments": {}}]},
+                    {"content": "survived"}
+                ]),
+            )
+            .display()
+            .to_string(),
+            "misbehave",
+        ],
+    );
+    assert_eq!(code, Some(0), "the task completes: {stderr}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let of = |kind: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|event| event["type"] == kind)
+            .collect()
+    };
+    let errors: Vec<String> = of("tool_error")
+        .iter()
+        .map(|event| event["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("did not answer within 2 s")),
+        "{errors:?}"
+    );
+    assert!(errors.iter().any(|e| e.contains("crashed")), "{errors:?}");
+    let results: Vec<String> = of("tool_result")
+        .iter()
+        .map(|event| event["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        results.iter().any(|r| r.len() < 2_000 && r.len() >= 1_000),
+        "the flood is capped: {:?}",
+        results.iter().map(String::len).collect::<Vec<_>>()
+    );
+    assert!(
+        results.iter().any(|r| r.contains("still here")),
+        "{results:?}"
+    );
+}
