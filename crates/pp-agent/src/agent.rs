@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::outcome::{Outcome, Resolution, ResumeError};
 use crate::{
     EventSink, Model, ModelRequest, Tool, ToolContext, ToolRegistry, estimate_next_call,
-    estimate_tokens, schema, trim_to_window,
+    estimate_tokens, trim_to_window,
 };
 
 /// Limits that end a task.
@@ -427,7 +427,7 @@ impl<'a> Agent<'a> {
                 return CallResult::Answered;
             }
         };
-        if let Err(message) = schema::validate(&tool.spec().parameters, &arguments) {
+        if let Err(message) = tool.validate(&arguments) {
             self.answer_error(state, call, format!("invalid arguments: {message}"));
             return CallResult::Answered;
         }
@@ -574,10 +574,10 @@ impl RunState {
     }
 }
 
-/// Checks edited arguments against the tool's schema and the policy, as a resume would;
+/// Checks edited arguments against the tool's schema ([`Tool::validate`]) and the policy, as a resume would;
 /// callers use it to refuse an edit (HTTP 422) before recording any decision.
 pub fn check_edit(tool: &dyn Tool, policy: &dyn Policy, arguments: &Value) -> Result<(), String> {
-    schema::validate(&tool.spec().parameters, arguments)?;
+    tool.validate(arguments)?;
     match policy.evaluate(tool.spec(), arguments) {
         Decision::Deny(denial) => Err(format!("denied by policy: {denial}")),
         Decision::Allow | Decision::Ask { .. } => Ok(()),

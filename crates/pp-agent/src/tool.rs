@@ -66,6 +66,15 @@ pub trait Tool: Send + Sync {
         Box::pin(async { Vec::new() })
     }
 
+    /// Checks `arguments` against the tool's input schema before the policy sees them,
+    /// for the model's calls and for a person's edited arguments alike; the error names
+    /// the offending field. By default the hand-written subset validator
+    /// ([`crate::schema::validate`]) over [`ToolSpec::parameters`]; tools whose schemas use
+    /// the full JSON Schema vocabulary (MCP tools) validate fully instead.
+    fn validate(&self, arguments: &Value) -> Result<(), String> {
+        schema::validate(&self.spec().parameters, arguments)
+    }
+
     /// Runs the call.
     fn execute<'a>(
         &'a self,

@@ -12,6 +12,7 @@ use pp_tools::docs::{DocsProvider, DocsSettings};
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
 
 use crate::config::{Config, DocsConfig, Flags};
+use crate::mcp_tools::{McpClients, McpProvider};
 use crate::output::errln;
 use crate::{Exit, home, models};
 
@@ -21,6 +22,9 @@ pub(crate) struct App {
     pub(crate) config: Config,
     /// The service over the data directory's database.
     pub(crate) service: TaskService,
+    /// The configured MCP servers (`[[mcp.server]]`), started lazily or by
+    /// [`App::start_mcp`]; their tools reach every segment through the "mcp" provider.
+    pub(crate) mcp: Arc<McpClients>,
 }
 
 impl App {
@@ -54,6 +58,7 @@ impl App {
         home::ensure_skills(&config.skills.home)?;
         let store = Store::open(&config.database())
             .with_context(|| format!("cannot open {}", config.database().display()))?;
+        let mcp = Arc::new(McpClients::new(config.mcp.servers.clone()));
         let service = TaskService::build(
             Arc::new(store),
             config.tasks.clone(),
@@ -66,10 +71,23 @@ impl App {
                 .with(Arc::new(crate::shell::shell_provider(
                     &config.shell,
                     &config.home,
-                ))),
+                )))
+                .with(Arc::new(McpProvider::new(&mcp))),
             observer,
         );
-        Ok(Self { config, service })
+        Ok(Self {
+            config,
+            service,
+            mcp,
+        })
+    }
+
+    /// Starts the `start = "startup"` MCP servers, saying which could not be started
+    /// (their tools are then not offered; the command goes on).
+    pub(crate) async fn start_mcp(&self) {
+        for error in self.mcp.start_eager().await {
+            errln!("warning: {error}");
+        }
     }
 
     /// The operator's skills service over the configured skills folders, auditing into

@@ -20,6 +20,7 @@ mod keys;
 mod live;
 mod lock;
 mod mcp_config;
+mod mcp_tools;
 mod models;
 mod output;
 mod prices;

@@ -170,6 +170,9 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         palette.paint(Paint::Bold, &one_line(&view.tool)),
         one_line(&view.capability)
     ));
+    if let Some(mcp) = &view.mcp {
+        card.push_str(&effects::mcp_lines(mcp, palette));
+    }
     if let Some(command) = view.command.as_ref().filter(|command| !command.confined) {
         card.push_str(&effects::unconfined_banner(command, palette));
     }
@@ -192,8 +195,9 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         ));
     }
     // A file tool is one whose call came with a preview: its change says everything
-    // the arguments do. Other tools show their arguments.
-    let previewed = view.diff.is_some() || view.content.is_some() || view.label.is_some();
+    // the arguments do. Other tools (MCP tools among them) show their arguments.
+    let previewed = view.mcp.is_none()
+        && (view.diff.is_some() || view.content.is_some() || view.label.is_some());
     let mut body = Vec::new();
     if let Some(diff) = &view.diff {
         card.push_str("│ change:\n");

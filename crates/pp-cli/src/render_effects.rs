@@ -8,7 +8,7 @@
 //! of the card.
 
 use pp_tasks::ApprovalView;
-use pp_types::{CommandLimits, CommandPreview, WriteLabel};
+use pp_types::{CommandLimits, CommandPreview, McpCallPreview, WriteLabel};
 
 use super::{one_line, target_text, terminal_safe};
 use crate::style::{Paint, Palette};
@@ -17,6 +17,13 @@ use crate::style::{Paint, Palette};
 /// delete, its `size:`).
 pub(super) fn action_lines(view: &ApprovalView, target: &str, palette: Palette) -> String {
     let resolved = view.resolved.as_deref();
+    if let Some(mcp) = &view.mcp {
+        return action(
+            palette,
+            &one_line(&mcp.action),
+            &target_text(target, resolved),
+        );
+    }
     match (view.label, view.destination.as_deref()) {
         (Some(WriteLabel::Move), Some(destination)) => {
             move_lines(view, target, destination, palette)
@@ -90,6 +97,22 @@ fn move_lines(view: &ApprovalView, from: &str, to: &str, palette: Palette) -> St
 pub(super) fn parent(path: &str) -> &str {
     let path = path.trim_end_matches('/');
     path.rsplit_once('/').map_or("", |(folder, _)| folder)
+}
+
+/// The lines of a call to an MCP server's tool: which server, which tool on it, the
+/// action it was resolved to. The arguments follow (the card always shows them).
+pub(super) fn mcp_lines(mcp: &McpCallPreview, palette: Palette) -> String {
+    format!(
+        "│ MCP server: {} (tool {} on it, resolved action {})\n│ {}\n",
+        palette.paint(Paint::Bold, &one_line(&mcp.server)),
+        one_line(&mcp.tool),
+        palette.paint(Paint::Bold, &one_line(&mcp.action)),
+        palette.paint(
+            Paint::Yellow,
+            "the server runs as its own process: path arguments are checked against the \
+             workspace, but the server can touch anything its process can"
+        )
+    )
 }
 
 /// The banner at the top of a card whose command runs without confinement.
@@ -196,6 +219,9 @@ pub(super) fn limits_text(limits: &CommandLimits) -> String {
 /// PocketPilot; otherwise the server said `revertible: false` (what the call replaces
 /// or deletes is larger than `[revert] max_bytes`).
 pub(super) fn undo_text(view: &ApprovalView) -> Option<&'static str> {
+    if view.mcp.is_some() {
+        return Some("cannot be undone (PocketPilot does not see what an MCP server changes)");
+    }
     match (view.label, view.revertible) {
         (Some(WriteLabel::Run), _) => {
             Some("cannot be undone (PocketPilot does not see what a command changes)")

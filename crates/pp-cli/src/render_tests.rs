@@ -69,6 +69,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         replaces: None,
         size: None,
         command: None,
+        mcp: None,
         current: None,
         created_at: pp_types::Timestamp::from_millis(0),
         resolved_at: None,
@@ -522,4 +523,43 @@ fn list_rows_name_the_destination_and_an_unconfined_command() {
     assert_eq!(approval_row_target(&view), "python3 (NOT confined)");
     let view = command_view(&["python3", "x.py"], true);
     assert_eq!(approval_row_target(&view), "python3");
+}
+
+/// A golden MCP card: the server, the tool on it and the resolved action, the path as
+/// written and where it resolves, the arguments always, and that nothing can be undone.
+#[test]
+fn an_mcp_call_shows_server_tool_action_and_arguments() {
+    let mut view = effect_view(
+        "fs__write_file",
+        pp_types::WriteLabel::Run,
+        "notes/../a.txt",
+    );
+    view.capability = "mcp:fs:write_file:write".to_owned();
+    view.risk = Risk::High;
+    view.resolved = Some("a.txt".to_owned());
+    view.revertible = None;
+    view.arguments = serde_json::json!({"path": "notes/../a.txt", "content": "hi\n"});
+    view.mcp = Some(pp_types::McpCallPreview {
+        server: "fs".to_owned(),
+        tool: "write_file".to_owned(),
+        action: "write".to_owned(),
+    });
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    assert_eq!(
+        card,
+        "┌─ approval ap-1 (pending) ─────────────────
+│ task:       tidy up
+│ tool:       fs__write_file (mcp:fs:write_file:write)
+│ risk:       HIGH RISK
+│ MCP server: fs (tool write_file on it, resolved action write)
+│ the server runs as its own process: path arguments are checked against the workspace, but the server can touch anything its process can
+│ action:     write notes/../a.txt → resolves to a.txt
+│ undo:       cannot be undone (PocketPilot does not see what an MCP server changes)
+│ arguments:
+│   {
+│     \"content\": \"hi\\n\",
+│     \"path\": \"notes/../a.txt\"
+│   }
+└───────────────────────────────────────────────"
+    );
 }

@@ -12,9 +12,15 @@
 pub mod backend;
 pub mod client;
 pub mod config;
+pub mod report;
+pub mod resolve;
 pub mod server;
 pub mod testing;
+pub mod tool;
 
 pub use backend::{Backend, CallOutput, ListedTool, McpError, ToolAnnotations};
 pub use client::{Connection, McpClients};
 pub use config::{ServerConfig, Start, ToolConfig, Transport};
+pub use report::report;
+pub use resolve::{Level, Resolution, ResolvedTool, Unregistered, resolve};
+pub use tool::McpTool;

@@ -654,7 +654,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     h("p", { class: "muted small", text: `Requested ${formatTime(view.created_at)} · ${view.id}` }),
     currentSlot,
     previewSlot,
-    h("details", { class: "arguments", open: !view.scope && !effect && args.length < 300 }, h("summary", { text: "Arguments (JSON)" }), h("pre", { class: "json", text: escapeInvisibleJson(args) })),
+    h("details", { class: "arguments", open: Boolean(view.mcp) || (!view.scope && !effect && args.length < 300) }, h("summary", { text: "Arguments (JSON)" }), h("pre", { class: "json", text: escapeInvisibleJson(args) })),
     outcomeLine,
     status,
     actions,

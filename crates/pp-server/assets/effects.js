@@ -6,7 +6,9 @@
 // limits, "runs a shell script", and a "NOT confined" banner when the shell runs
 // without its sandbox). card.js is the one card component; this module only builds its
 // parts from the approval's preview fields (`label`, `destination`,
-// `destination_resolved`, `replaces`, `size`, `command`).
+// `destination_resolved`, `replaces`, `size`, `command`, `mcp`). A call to an MCP
+// server's tool (`mcp`) names the server, the tool on it and the resolved action; the
+// card then always shows its arguments.
 
 import { h } from "./dom.js";
 import { formatSize } from "./format.js";
@@ -19,7 +21,9 @@ import { visibleCode } from "./visible.js";
  *   limits: CommandLimits, stdin_bytes?: number }} CommandPreview
  * @typedef {{ label?: string, target?: string, resolved?: string, destination?: string,
  *   destination_resolved?: string, replaces?: string, size?: number,
- *   command?: CommandPreview, revertible?: boolean, notice?: string }} EffectView
+ *   command?: CommandPreview, revertible?: boolean, notice?: string,
+ *   mcp?: McpCallPreview }} EffectView
+ * @typedef {{ server: string, tool: string, action: string }} McpCallPreview
  */
 
 /**
@@ -41,6 +45,9 @@ export function parentOf(path) {
  * @returns {string}
  */
 export function labelWords(view) {
+  if (view.mcp) {
+    return "MCP " + view.mcp.action;
+  }
   switch (view.label) {
     case "move": {
       const from = view.resolved || view.target || "";
@@ -92,6 +99,9 @@ export function effectBlock(view) {
  * @returns {HTMLElement | null}
  */
 function effectOf(view) {
+  if (view.mcp) {
+    return mcpBlock(view, view.mcp);
+  }
   switch (view.label) {
     case "move":
       return moveBlock(view);
@@ -119,6 +129,37 @@ function effectOf(view) {
     default:
       return null;
   }
+}
+
+/**
+ * A call to an MCP server's tool: the server, the tool on it, the resolved action, the
+ * path argument as written (and where it resolves), and what the jail does not cover.
+ * @param {EffectView} view
+ * @param {McpCallPreview} mcp
+ * @returns {HTMLElement}
+ */
+function mcpBlock(view, mcp) {
+  return h(
+    "div",
+    { class: "effect effect-mcp" },
+    h(
+      "p",
+      { class: "effect-line" },
+      h("span", { class: "effect-verb", text: "Calls " }),
+      visibleCode(mcp.tool, "MCP tool"),
+      h("span", { text: " on MCP server " }),
+      visibleCode(mcp.server, "MCP server"),
+      h("span", { text: " — resolved action " }),
+      h("strong", { class: "mcp-action", text: mcp.action }),
+    ),
+    view.target
+      ? h("p", { class: "effect-line" }, h("span", { class: "effect-verb", text: "Path " }), visibleCode(view.target, "target"), resolvedNote(view.target, view.resolved))
+      : null,
+    h("p", {
+      class: "muted small mcp-limit",
+      text: "The server runs as its own process: path arguments are checked against the workspace, but the server can touch anything its process can.",
+    }),
+  );
 }
 
 /**
@@ -252,6 +293,9 @@ function commandBlock(command) {
  * @returns {string | null}
  */
 export function undoNote(view) {
+  if (view.mcp) {
+    return "This call cannot be undone: PocketPilot does not see what an MCP server changes.";
+  }
   if (view.label === "run") {
     return "This call cannot be undone: PocketPilot does not see what a command changes.";
   }

@@ -70,6 +70,9 @@ pub struct ApprovalView {
     /// `run_command`: the exact argv, working directory and sandbox limits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<pp_types::CommandPreview>,
+    /// A call to an MCP server's tool: the server, the tool and the resolved action.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<pp_types::McpCallPreview>,
     /// The target checked again at read time; only on a single pending card
     /// ([`TaskService::approval_view_checked`]) whose tool reports a target state.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -131,6 +134,7 @@ impl ApprovalView {
                 .and_then(|preview| preview.replaces.clone()),
             size: preview.as_ref().and_then(|preview| preview.size),
             command: preview.as_ref().and_then(|preview| preview.command.clone()),
+            mcp: preview.as_ref().and_then(|preview| preview.mcp.clone()),
             current: None,
             notice: preview.and_then(|preview| preview.notice),
             created_at: approval.created_at,

@@ -43,7 +43,8 @@ impl Provision {
         self.roots.push((key, jail));
     }
 
-    /// The system prompt's sections from outside the loop (skills, memory).
+    /// The system prompt's sections from outside the loop (skills, memory, MCP servers'
+    /// instructions).
     pub fn prompt(&mut self) -> &mut PromptContext {
         &mut self.prompt
     }
@@ -206,6 +207,7 @@ impl Toolbox {
 
 fn merge_prompt(into: &mut PromptContext, from: PromptContext) {
     into.skills.extend(from.skills);
+    into.mcp_instructions.extend(from.mcp_instructions);
     if from.memory.is_some() {
         into.memory = from.memory;
     }

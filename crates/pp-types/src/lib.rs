@@ -32,7 +32,7 @@ pub use change::{Change, ChangeCounts, ChangeKind, ChangeRoot, FileOp, Prior, Sn
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};
 pub use event::{Event, EventKind, FailureReason, ResolutionKind};
-pub use mcp::{McpReport, McpServerReport, McpToolReport, McpUnregistered};
+pub use mcp::{McpCallPreview, McpReport, McpServerReport, McpToolReport, McpUnregistered};
 pub use message::{Message, ToolCall, Usage};
 pub use task::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeId, NewAudit, StoredEvent,

@@ -51,3 +51,16 @@ pub struct McpUnregistered {
     /// Why: not in the whitelist, no usable action (P3), a name clash, a bad schema.
     pub reason: String,
 }
+
+/// What an approval card shows of a call to an MCP server's tool, next to its arguments
+/// ([`crate::EffectPreview::mcp`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpCallPreview {
+    /// The configured server's name.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The action the call was resolved to (`write`, `network`, …): the last word of its
+    /// capability.
+    pub action: String,
+}

@@ -324,6 +324,10 @@ pub struct EffectPreview {
     /// `run_command`: the exact command, its working directory and its limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandPreview>,
+    /// A call to an MCP server's tool: the server, the tool and the resolved action (the
+    /// card shows the arguments next to them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<crate::McpCallPreview>,
 }
 
 /// How much of its target a call changes, as the tool's preview describes it.

@@ -87,6 +87,11 @@ pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
         }
     }
     check_model(&mut report, &config).await;
+    let servers = config.mcp.servers.clone();
+    for (ok, what, detail) in super::mcp_list::doctor_lines(servers).await {
+        let verdict = if ok { Verdict::Ok } else { Verdict::Fail };
+        report.line(verdict, &what, &detail);
+    }
     report.output?;
     outln!(
         "{}",

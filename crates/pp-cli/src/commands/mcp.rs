@@ -56,8 +56,10 @@ pub(crate) async fn run(flags: &Flags, command: McpCommand) -> anyhow::Result<u8
         anyhow::bail!("no MCP servers are configured ([[mcp.server]] in the config file)");
     }
     match command {
-        McpCommand::List { .. } | McpCommand::Check { .. } | McpCommand::Serve { .. } => {
-            anyhow::bail!("`pocketpilot mcp` is being built")
+        McpCommand::List { json } => super::mcp_list::list(config.mcp.servers, json).await,
+        McpCommand::Check { name, json } => {
+            super::mcp_list::check(config.mcp.servers, name, json).await
         }
+        McpCommand::Serve { .. } => anyhow::bail!("`pocketpilot mcp serve` is being built"),
     }
 }

@@ -9,6 +9,7 @@ pub(crate) mod doctor;
 pub(crate) mod eval;
 pub(crate) mod init;
 pub(crate) mod mcp;
+pub(crate) mod mcp_list;
 pub(crate) mod mcp_serve;
 pub(crate) mod memory;
 pub(crate) mod revert;

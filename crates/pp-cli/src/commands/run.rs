@@ -60,7 +60,9 @@ pub(crate) async fn run(
         started,
         interrupt: OnInterrupt::LeavePending,
     };
-    follow(service, record, &ui).await
+    let code = follow(service, record, &ui).await;
+    app.mcp.shutdown().await;
+    code
 }
 
 /// Opens the task service with the live view as its observer and the configured model streaming into it (or only scripted tasks when
@@ -89,6 +91,7 @@ pub(crate) async fn open_live(
         errln!("workspace: {}", workspace.path.display());
     }
     sweep_workspaces(workspace);
+    app.start_mcp().await;
     Ok(app)
 }
 

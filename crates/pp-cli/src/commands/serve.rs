@@ -71,6 +71,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         ..ServerSettings::default()
     };
     app.service.start_workers();
+    app.start_mcp().await;
     let pruner = app
         .config
         .retain
@@ -112,6 +113,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         pruner.abort();
     }
     snapshot_pruner.abort();
+    app.mcp.shutdown().await;
     served?;
     errln!("stopped");
     Ok(exit::OK)

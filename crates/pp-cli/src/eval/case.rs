@@ -49,6 +49,10 @@ pub(crate) struct Case {
     /// Test tools registered for this case only.
     #[serde(default)]
     pub(crate) tools: Vec<TestTool>,
+    /// An MCP server for this case (an in-process one that records its calls), its tools
+    /// offered through the real MCP tool provider.
+    #[serde(default)]
+    pub(crate) mcp: Option<super::mcp::McpCase>,
     /// Loop limits for this case.
     #[serde(default)]
     pub(crate) limits: CaseLimits,
@@ -277,6 +281,9 @@ pub(crate) struct Expect {
     /// The memory file's exact content after the run (`""` also matches no file).
     #[serde(default)]
     pub(crate) memory: Option<String>,
+    /// How many calls the case's MCP server received (`"mcp"`).
+    #[serde(default)]
+    pub(crate) mcp_calls: Option<usize>,
 }
 
 #[cfg(test)]
@@ -541,6 +548,7 @@ mod tests {
                     script: json!([{"content": prompt}]),
                     approvals,
                     tools: Vec::new(),
+                    mcp: None,
                     limits: CaseLimits {
                         max_steps: limits.0,
                         max_denials: limits.1,

@@ -4,6 +4,7 @@
 //! The case format is documented in `docs/evals.md`.
 
 mod case;
+mod mcp;
 mod runner;
 mod tree;
 

@@ -35,6 +35,8 @@ struct Observed {
     final_text: Option<String>,
     events: Vec<Event>,
     model_requests: Vec<String>,
+    /// The calls the case's MCP server received.
+    mcp_calls: usize,
 }
 
 /// Runs `case` twice, each in a fresh temp directory: once on the agent loop directly
@@ -109,7 +111,7 @@ async fn run_case_in(case: &Case, mode: Mode) -> anyhow::Result<CaseReport> {
 /// missing), plus the case's own tools,
 /// registered through the test-only door (a case may declare a tool without a
 /// capability to show the engine denies it).
-fn toolbox(case: &Case, workspace: &Path) -> Toolbox {
+fn toolbox(case: &Case, workspace: &Path, received: &super::mcp::Received) -> Toolbox {
     let skills = SkillsSettings::new(workspace.with_file_name("skills"));
     let extra = case
         .tools
@@ -127,7 +129,23 @@ fn toolbox(case: &Case, workspace: &Path) -> Toolbox {
             &crate::shell::ShellConfig::default(),
             &workspace.with_file_name("data"),
         )))
+        .with(Arc::new(crate::mcp_tools::McpProvider::over(
+            case.mcp
+                .iter()
+                .map(|mcp| super::mcp::server(mcp, received))
+                .collect(),
+        )))
         .with_unclassified_for_evals(extra)
+}
+
+/// Builds a segment on the blocking pool, as the task service does (the MCP provider
+/// waits for its servers' lists there).
+async fn build_segment(workspace: &Path, toolbox: &Toolbox) -> anyhow::Result<Segment> {
+    let (workspace, toolbox) = (workspace.to_path_buf(), toolbox.clone());
+    Ok(tokio::task::spawn_blocking(move || {
+        Segment::build(&workspace, &toolbox, pp_tools::Limits::default())
+    })
+    .await??)
 }
 
 fn limits(case: &Case) -> Limits {
@@ -143,11 +161,12 @@ fn limits(case: &Case) -> Limits {
 async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Result<Observed> {
     let script = substitute_value(&case.script, outside);
     let model = ScriptedModel::from_value(script).context("invalid `script`")?;
-    let toolbox = toolbox(case, workspace);
+    let received = super::mcp::Received::default();
+    let toolbox = toolbox(case, workspace, &received);
     let limits = limits(case);
     let log = EventLog::new();
 
-    let segment = Segment::build(workspace, &toolbox, pp_tools::Limits::default())?;
+    let segment = build_segment(workspace, &toolbox).await?;
     let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
     let mut outcome = agent.start(segment.system_prompt(None), &case.prompt).await;
 
@@ -159,7 +178,7 @@ async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Resul
         };
         let resolution = resolution(entry, outside)?;
         // Every resume gets a fresh jail, tools and gate.
-        let segment = Segment::build(workspace, &toolbox, pp_tools::Limits::default())?;
+        let segment = build_segment(workspace, &toolbox).await?;
         let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
         outcome = match agent.resume(*checkpoint, resolution).await {
             Ok(outcome) => outcome,
@@ -184,6 +203,7 @@ async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Resul
         final_text,
         events: log.events(),
         model_requests,
+        mcp_calls: received.lock().map_or(0, |received| received.len()),
     })
 }
 
@@ -205,12 +225,13 @@ async fn execute_service(
         max_tokens: limits.token_budget,
         ..TaskSettings::default()
     };
+    let received = super::mcp::Received::default();
     let service = TaskService::build(
         Arc::clone(&store),
         settings,
         Workspaces::single("eval", workspace),
         ModelSource::Scripted,
-        toolbox(case, workspace),
+        toolbox(case, workspace, &received),
         None,
     );
     let task = service
@@ -266,6 +287,7 @@ async fn execute_service(
         final_text: record.final_text.clone(),
         events,
         model_requests: Vec::new(),
+        mcp_calls: received.lock().map_or(0, |received| received.len()),
     })
 }
 
@@ -313,6 +335,14 @@ fn check(
     }
     if let Some(expected) = &expect.events {
         check_events(expected, &observed.events, &mut failures);
+    }
+    if let Some(expected) = expect.mcp_calls
+        && expected != observed.mcp_calls
+    {
+        failures.push(format!(
+            "mcp_calls: expected {expected}, the MCP server received {}",
+            observed.mcp_calls
+        ));
     }
     for (relative, content) in expect.files.iter().flatten() {
         match tree::read_workspace_file(workspace, relative) {

@@ -16,6 +16,7 @@ mod eval;
 mod home;
 mod http;
 mod mcp_serve;
+mod mcp_tools;
 mod memory;
 mod models;
 mod pipe;

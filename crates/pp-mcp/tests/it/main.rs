@@ -1,5 +1,6 @@
 //! pp-mcp's integration tests, one binary (STYLE T2): the client against real MCP servers
-//! started as child processes (`client`).
+//! started as child processes (`client`), and `McpTool` over the real filesystem server
+//! (`tools`).
 #![allow(
     clippy::unwrap_used,
     clippy::disallowed_methods,
@@ -7,3 +8,4 @@
 )]
 
 mod client;
+mod tools;
