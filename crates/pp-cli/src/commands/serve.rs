@@ -1,6 +1,7 @@
 //! `pocketpilot serve`: the HTTP API and the console on 127.0.0.1.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use pp_server::{AppState, ServerSettings};
@@ -80,6 +81,13 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let state = AppState::new(app.service.clone(), token.clone(), settings);
     state.set_skills(app.skills());
     state.set_memory(app.memory());
+    // `GET /api/mcp/servers` and the console's MCP page: `mcp list --json`'s report
+    // (listing a lazy server starts it, as its first task would).
+    let clients = Arc::clone(&app.mcp);
+    state.set_mcp_report(Arc::new(move || {
+        let clients = Arc::clone(&clients);
+        Box::pin(async move { pp_mcp::report(&clients.servers()).await })
+    }));
     state.set_error_log(|line| errln!("{line}"));
     // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.
     let watched = state.clone();
