@@ -115,7 +115,8 @@ async fn a_task_hands_on_to_the_next_after_its_share_of_calls() {
     for task in &tasks {
         assert_eq!(task.created_by, Actor::McpClient);
         assert_eq!(task.state, TaskState::Completed, "{task:?}");
-        assert!(task.prompt.contains("`unit-client` 0.1"), "{}", task.prompt);
+        assert!(task.prompt.contains("`unit-client 0.1`"), "{}", task.prompt);
+        assert_eq!(task.origin.as_deref(), Some("unit-client 0.1"));
     }
     assert!(
         tasks[2]
