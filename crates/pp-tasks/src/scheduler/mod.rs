@@ -12,8 +12,8 @@
 //! schedule whose workspace is no longer configured, or whose folder is gone, is paused
 //! with the reason recorded; an error on one schedule never stops the others.
 //!
-//! [`Scheduler::run`] is the loop `serve` will spawn. Not here yet: that wiring, the API,
-//! the CLI and the console.
+//! [`Scheduler::run`] is the loop `pocketpilot serve` spawns; the API (`/api/schedules`),
+//! the CLI (`pocketpilot schedules`) and the console call the other methods.
 
 mod timetable;
 
@@ -201,6 +201,8 @@ impl TickReport {
 #[derive(Clone)]
 pub struct Scheduler {
     tasks: TaskService,
+    /// A script every created task carries (`pocketpilot serve --script FILE`).
+    script: Option<serde_json::Value>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -212,7 +214,47 @@ impl std::fmt::Debug for Scheduler {
 impl Scheduler {
     /// A scheduler creating its tasks in `tasks`.
     pub fn new(tasks: TaskService) -> Self {
-        Self { tasks }
+        Self {
+            tasks,
+            script: None,
+        }
+    }
+
+    /// The same scheduler, attaching `script` to every task it creates (as `pocketpilot
+    /// serve --script FILE` does for the tasks of `POST /api/tasks`); `None` runs them on
+    /// the configured model.
+    #[must_use]
+    pub fn with_script(mut self, script: Option<serde_json::Value>) -> Self {
+        self.script = script;
+        self
+    }
+
+    /// The tasks a schedule's fires created (from its history), newest first: at most
+    /// `limit`; tasks pruned since are left out.
+    pub async fn tasks(&self, id_or_name: &str, limit: usize) -> Result<Vec<TaskRecord>> {
+        let current = self.find(id_or_name).await?;
+        self.db(move |store| {
+            let mut tasks = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for event in store.schedule_history(&current.id, limit.saturating_mul(4).max(limit))? {
+                let Some(task_id) = event.task_id else {
+                    continue;
+                };
+                if event.kind != ScheduleEventKind::ScheduleFired || !seen.insert(task_id.clone()) {
+                    continue;
+                }
+                match store.task(&task_id) {
+                    Ok(task) => tasks.push(task),
+                    Err(pp_store::Error::NotFound { .. }) => {}
+                    Err(error) => return Err(error),
+                }
+                if tasks.len() >= limit {
+                    break;
+                }
+            }
+            Ok(tasks)
+        })
+        .await
     }
 
     fn store(&self) -> Arc<Store> {
@@ -276,7 +318,7 @@ impl Scheduler {
             workspace_path: workspace.path.display().to_string(),
             created_by: Actor::Scheduler,
             origin: Some(current.spec.name.clone()),
-            script: None,
+            script: self.script.clone(),
         };
         let task = self
             .db(move |store| store.run_schedule_now(&current.id, task, actor))
@@ -321,7 +363,8 @@ impl Scheduler {
     pub async fn tick_at(&self, now: Timestamp) -> Result<TickReport> {
         let store = self.store();
         let workspaces = self.tasks.workspaces().clone();
-        let report = blocking(move || tick_blocking(&store, &workspaces, now))
+        let script = self.script.clone();
+        let report = blocking(move || tick_blocking(&store, &workspaces, script.as_ref(), now))
             .await
             .map_err(SchedulerError::from)??;
         if report
@@ -405,16 +448,22 @@ impl Scheduler {
 }
 
 /// One tick's work, on a blocking thread.
-fn tick_blocking(store: &Store, workspaces: &Workspaces, now: Timestamp) -> Result<TickReport> {
+fn tick_blocking(
+    store: &Store,
+    workspaces: &Workspaces,
+    script: Option<&serde_json::Value>,
+    now: Timestamp,
+) -> Result<TickReport> {
     let due = store.due_schedules(now, TICK_LIMIT)?;
     let outcomes = due
         .into_iter()
         .map(|schedule| {
-            let outcome = fire_one(store, workspaces, &schedule, now).unwrap_or_else(|error| {
-                TickOutcome::Failed {
-                    error: error.to_string(),
-                }
-            });
+            let outcome =
+                fire_one(store, workspaces, script, &schedule, now).unwrap_or_else(|error| {
+                    TickOutcome::Failed {
+                        error: error.to_string(),
+                    }
+                });
             (schedule.id, outcome)
         })
         .collect();
@@ -425,6 +474,7 @@ fn tick_blocking(store: &Store, workspaces: &Workspaces, now: Timestamp) -> Resu
 fn fire_one(
     store: &Store,
     workspaces: &Workspaces,
+    script: Option<&serde_json::Value>,
     schedule: &Schedule,
     now: Timestamp,
 ) -> pp_store::Result<TickOutcome> {
@@ -475,7 +525,7 @@ fn fire_one(
             workspace_path: workspace.path.display().to_string(),
             created_by: Actor::Scheduler,
             origin: Some(spec.name.clone()),
-            script: None,
+            script: script.cloned(),
         },
     })?;
     Ok(match fired {
