@@ -209,7 +209,7 @@ pub async fn watch(
         let from = after;
         let page = crate::blocking::blocking({
             let store = std::sync::Arc::clone(&store);
-            move || -> pp_store::Result<(i64, usize, Vec<(StoredEvent, TaskRecord)>)> {
+            move || -> pp_store::Result<Page> {
                 let events = store.events_after(from, PAGE)?;
                 let last = events.last().map_or(from, |event| event.seq);
                 let count = events.len();
@@ -253,6 +253,10 @@ pub async fn watch(
         }
     }
 }
+
+/// One round of [`watch`]: the last sequence read, how many events were read, and the
+/// events a notification is about with their tasks.
+type Page = (i64, usize, Vec<(StoredEvent, TaskRecord)>);
 
 /// Events read per round of [`watch`].
 const PAGE: usize = 500;

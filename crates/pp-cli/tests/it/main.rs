@@ -21,6 +21,7 @@ mod models;
 mod pipe;
 mod revert;
 mod run;
+mod schedules;
 mod scripting;
 mod service;
 mod shell;
