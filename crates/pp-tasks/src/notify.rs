@@ -145,27 +145,20 @@ pub fn unattended(task: &TaskRecord) -> bool {
 
 /// The summary for one stored event, if it is one a notifier hears about:
 /// `approval_waiting` (any task), `task_completed` and `task_failed` (unattended tasks).
-/// Fields: `event`, `task_id`, `approval_id`, `tool`, `target` (approvals), `prompt`,
-/// `created_by`, `origin` (when the task has one), `state`.
-pub fn summary(event: &StoredEvent, task: &TaskRecord) -> Option<Value> {
+/// Fields: `event`, `task_id`, `approval_id`, `tool`, `target` (approvals: the target
+/// the tool reported, as the approval stores it), `prompt`, `created_by`, `origin`
+/// (when the task has one), `state`.
+pub fn summary(event: &StoredEvent, task: &TaskRecord, target: Option<&str>) -> Option<Value> {
     let mut fields = Map::new();
     match &event.event.kind {
         EventKind::ApprovalRequired {
-            approval_id,
-            name,
-            arguments,
-            ..
+            approval_id, name, ..
         } => {
             fields.insert("event".into(), json!("approval_waiting"));
             fields.insert("approval_id".into(), json!(approval_id));
             fields.insert("tool".into(), json!(name));
-            let target = arguments
-                .get("path")
-                .or_else(|| arguments.get("url"))
-                .or_else(|| arguments.get("command"))
-                .cloned();
             if let Some(target) = target {
-                fields.insert("target".into(), target);
+                fields.insert("target".into(), json!(target));
             }
         }
         EventKind::TaskCompleted { .. } if unattended(task) => {
@@ -222,7 +215,17 @@ pub async fn watch(
                             | EventKind::TaskFailed { .. }
                     ) {
                         let task = store.task(&event.task_id)?;
-                        wanted.push((event, task));
+                        let target = match &event.event.kind {
+                            EventKind::ApprovalRequired {
+                                approval_id: Some(id),
+                                ..
+                            } => store
+                                .approval(&pp_types::ApprovalId(id.clone()))
+                                .ok()
+                                .and_then(|approval| approval.target),
+                            _ => None,
+                        };
+                        wanted.push((event, task, target));
                     }
                 }
                 Ok((last, count, wanted))
@@ -234,8 +237,8 @@ pub async fn watch(
         let full = match page {
             Ok((last, count, wanted)) => {
                 after = last;
-                for (event, task) in wanted {
-                    if let Some(summary) = summary(&event, &task)
+                for (event, task, target) in wanted {
+                    if let Some(summary) = summary(&event, &task, target.as_deref())
                         && let Err(error) = notifier.send(&summary).await
                     {
                         log(&format!("notify: {error}"));
@@ -256,7 +259,7 @@ pub async fn watch(
 
 /// One round of [`watch`]: the last sequence read, how many events were read, and the
 /// events a notification is about with their tasks.
-type Page = (i64, usize, Vec<(StoredEvent, TaskRecord)>);
+type Page = (i64, usize, Vec<(StoredEvent, TaskRecord, Option<String>)>);
 
 /// Events read per round of [`watch`].
 const PAGE: usize = 500;
