@@ -82,7 +82,7 @@ test("schedules: create (errors inline), run now, approve from the badge; 390 px
 
   // Run now: a task started by the scheduler; its write waits, nothing on disk.
   assert.equal(await badgeCount(page), 0);
-  await page.getByRole("button", { name: "Run weekly-invoices now" }).click();
+  await page.getByRole("button", { name: "Run now: weekly-invoices" }).click();
   await textMatches(page.locator(".form-status .notice-ok"), /Fired weekly-invoices: task t_/);
   const taskId = (await page.locator(".form-status .notice-ok a").textContent()).trim();
   await eventually("the badge counts the scheduled write", async () => (await badgeCount(page)) === 1);

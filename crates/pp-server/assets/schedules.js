@@ -292,7 +292,7 @@ export function renderSchedules(container) {
           type: "button",
           class: "button primary",
           text: "Run now",
-          "aria-label": `Run ${schedule.name} now`,
+          "aria-label": `Run now: ${schedule.name}`,
           onclick: () => act("run", () => api(path + "/run", { method: "POST" })),
         }),
         h("button", {
