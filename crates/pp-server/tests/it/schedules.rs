@@ -194,6 +194,18 @@ async fn run_now_starts_a_task_that_waits_for_a_person() {
     assert_eq!(created.len(), 1);
     assert_eq!(created[0].actor, pp_types::Actor::Scheduler);
 
+    // The ledger's rows for the task say where it came from.
+    let audit = app
+        .call(Method::GET, &format!("/api/audit?task_id={task_id}"))
+        .await;
+    audit.expect(200, None);
+    let rows = audit.json["entries"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().all(|row| row["origin"] == "invoices"),
+        "{rows:?}"
+    );
+
     let tasks = app.call(Method::GET, "/api/schedules/invoices/tasks").await;
     tasks.expect(200, None);
     assert_eq!(tasks.json["tasks"][0]["id"], task_id.as_str());
