@@ -298,3 +298,35 @@ pub async fn expire_approvals(
     }
     Ok(expired)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_hanging_notifier_is_killed_at_its_timeout() {
+        let mut notifier = Notifier::new(vec!["sleep".into(), "30".into()]).unwrap();
+        notifier.timeout = Duration::from_millis(200);
+        let error = notifier.send(&json!({"event": "x"})).await.unwrap_err();
+        assert!(matches!(error, NotifyError::Timeout { .. }), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_or_failing_notifier_is_an_error_not_a_panic() {
+        let missing = Notifier::new(vec!["/nonexistent/notifier".into()]).unwrap();
+        let error = missing.send(&json!({})).await.unwrap_err();
+        assert!(matches!(error, NotifyError::Spawn { .. }), "{error}");
+        let failing = Notifier::new(vec!["false".into()]).unwrap();
+        let error = failing.send(&json!({})).await.unwrap_err();
+        assert!(matches!(error, NotifyError::Status { .. }), "{error}");
+        // One that does not read its stdin is fine.
+        let ignoring = Notifier::new(vec!["true".into()]).unwrap();
+        ignoring.send(&json!({"prompt": "x"})).await.unwrap();
+    }
+
+    #[test]
+    fn an_empty_command_is_no_notifier() {
+        assert!(Notifier::new(Vec::new()).is_none());
+        assert!(Notifier::new(vec![String::new()]).is_none());
+    }
+}
