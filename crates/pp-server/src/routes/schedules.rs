@@ -108,6 +108,10 @@ pub(crate) async fn create(
         overlap: parse_overlap(request.overlap.as_deref())?,
         enabled: request.enabled.unwrap_or(true),
     };
+    if let Some(session) = &request.session {
+        // Refused now (404), not paused at the first fire.
+        state.service().session(session).await?;
+    }
     let schedule = scheduler(&state).create(request, Actor::Operator).await?;
     Ok((StatusCode::CREATED, Json(ScheduleView::from(&schedule))))
 }
@@ -181,6 +185,9 @@ pub(crate) async fn edit(
             overlap: overlap.unwrap_or(spec.overlap),
             enabled: schedule.enabled,
         };
+        if let Some(session) = &edited.session {
+            state.service().session(session).await?;
+        }
         schedule = scheduler.edit(&schedule.id, edited).await?;
     }
     if let Some(enabled) = request.enabled

@@ -139,6 +139,14 @@ async fn refusals_name_the_field_and_token_and_are_documented() {
     reply.expect(404, Some("not_found"));
     assert_documented(&doc, "POST", "/api/schedules", &reply, "no workspace");
 
+    let mut no_session = body("a");
+    no_session["session"] = json!("s_nope");
+    let reply = app
+        .call_json(Method::POST, "/api/schedules", &no_session)
+        .await;
+    reply.expect(404, Some("not_found"));
+    assert_documented(&doc, "POST", "/api/schedules", &reply, "no session");
+
     app.call_json(Method::POST, "/api/schedules", &body("a"))
         .await
         .expect(201, None);
