@@ -416,3 +416,94 @@ fn a_failing_notifier_changes_nothing_and_approvals_expire_as_scheduler() {
     assert!(text.contains("\"actor\":\"scheduler\""), "{text}");
     server.kill();
 }
+
+/// The scheduler inside `serve` fires on its own: a schedule whose occurrences passed
+/// while nothing ran (created on a clock an hour behind) fires once when `serve` starts,
+/// with one `schedule_missed` row counting the rest; its write waits for a person.
+#[test]
+fn serve_fires_a_missed_schedule_once_at_start() {
+    use std::sync::Arc;
+
+    use pp_tasks::scheduler::{Overlap, ScheduleRequest};
+    use pp_tasks::store::Store;
+    use pp_tasks::{ModelSource, Scheduler, TaskService, TaskSettings, Workspaces};
+    use pp_types::{Actor, ManualClock, Timestamp};
+
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = config(&tree, "");
+    // Creates the data directory and the database as the CLI does.
+    let (code, _, stderr) = cli(&home, Some(&config), &["schedules", "list"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let an_hour_ago = Timestamp::now().saturating_sub(Duration::from_secs(3600));
+    let store = Store::open_with_clock(
+        &home.join("pocketpilot.db"),
+        Arc::new(ManualClock::new(an_hour_ago)),
+    )
+    .unwrap();
+    let service = TaskService::new(
+        Arc::new(store),
+        TaskSettings::default(),
+        Workspaces::single("main", tree.workspace()),
+        ModelSource::Scripted,
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(Scheduler::new(service).create(
+            ScheduleRequest {
+                name: "every-minute".into(),
+                cron: "* * * * *".into(),
+                time_zone: Some("UTC".into()),
+                prompt: "write the report".into(),
+                workspace: Some("main".into()),
+                session: None,
+                overlap: Overlap::Skip,
+                enabled: true,
+            },
+            Actor::Operator,
+        ))
+        .unwrap();
+    drop(runtime);
+
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "report.txt", "content": "r\n"}}]},
+                {"content": "done"}]),
+    );
+    let log = tree.base().join("serve.log");
+    let server = serve(&home, &config, &script, &log);
+    let task_id = eventually("serve fired the schedule", || {
+        let (_, schedule) = server.call("GET", "/api/schedules/every-minute", None);
+        schedule["last_task_id"].as_str().map(str::to_owned)
+    });
+    let task = server.wait_for_state(&task_id, "waiting_approval");
+    assert_eq!(task["created_by"], "scheduler");
+    assert_eq!(task["origin"], "every-minute");
+    assert!(!tree.exists("report.txt"), "written before approval");
+    let (_, schedule) = server.call("GET", "/api/schedules/every-minute", None);
+    let history = schedule["history"].as_array().unwrap();
+    let fired: Vec<_> = history
+        .iter()
+        .filter(|event| event["kind"] == "schedule_fired")
+        .collect();
+    assert_eq!(fired.len(), 1, "{history:?}");
+    let missed: Vec<_> = history
+        .iter()
+        .filter(|event| event["kind"] == "schedule_missed")
+        .collect();
+    assert_eq!(missed.len(), 1, "{history:?}");
+    assert!(missed[0]["missed"].as_u64().unwrap() >= 50, "{history:?}");
+    // The next occurrence is in the future: nothing else is due.
+    let next = schedule["next_fire_at"].as_str().unwrap();
+    assert!(
+        Timestamp::parse_rfc3339(next).unwrap()
+            > Timestamp::now().saturating_sub(Duration::from_secs(1)),
+        "{next}"
+    );
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(log_text.contains("missed occurrence(s)"), "{log_text}");
+    server.kill();
+}
