@@ -420,6 +420,9 @@ async function everyPage() {
   const sessions = await context.request.post(server.base + "/api/sessions", { data: { title: "A chat" } });
   const session = await sessions.json();
   const pending = await createTask("A task waiting on a phone");
+  await context.request.post(server.base + "/api/schedules", {
+    data: { name: "weekly-invoices", cron: "0 9 * * 1", time_zone: "Europe/Berlin", prompt: "Summarise last week's invoices" },
+  });
   const approval = await eventually("an approval", async () => {
     const { approvals } = await (await context.request.get(server.base + "/api/approvals")).json();
     return approvals.find((item) => item.task_id === pending.id);
@@ -437,6 +440,7 @@ async function everyPage() {
     ["skills", "#/skills", "main h1"],
     ["memory", "#/memory", "main h1"],
     ["mcp", "#/mcp", ".mcp-servers:not([aria-busy])"],
+    ["schedules", "#/schedules", ".schedules:not([aria-busy])"],
   ];
 }
 

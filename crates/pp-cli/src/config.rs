@@ -34,6 +34,19 @@ pub(crate) struct FileTasks {
 pub(crate) struct FileApprovals {
     /// Largest file whose content is hashed into an approval's fingerprint.
     hash_max_bytes: Option<u64>,
+    /// Waiting approvals older than this many seconds are rejected with reason
+    /// `expired`, as `scheduler`, by `serve` (default: never).
+    expire_after_secs: Option<u64>,
+}
+
+/// The `[notify]` table: a command told when something waits for a person.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileNotify {
+    /// The argv (run without a shell; the summary goes to its stdin as JSON).
+    command: Option<Vec<String>>,
+    /// How long one run may take before it is killed (default 10).
+    timeout_secs: Option<u64>,
 }
 
 /// The `[server]` table.
@@ -222,6 +235,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     approvals: Option<FileApprovals>,
     #[serde(default)]
+    notify: Option<FileNotify>,
+    #[serde(default)]
     server: Option<FileServer>,
     #[serde(default)]
     store: Option<FileStore>,
@@ -288,6 +303,12 @@ pub(crate) struct Config {
     pub(crate) shell: crate::shell::ShellConfig,
     /// `[mcp]`: the MCP servers and `mcp serve`'s approval wait.
     pub(crate) mcp: crate::mcp_config::McpConfig,
+    /// `[notify] command`: run when an approval starts waiting and when an unattended
+    /// task ends (by `serve`); `None` when not configured.
+    pub(crate) notify: Option<pp_tasks::Notifier>,
+    /// `[approvals] expire_after_secs`: `serve` rejects approvals that waited longer
+    /// (`None`: never).
+    pub(crate) approvals_expire_after: Option<Duration>,
 }
 
 /// The default port of `pocketpilot serve`.
@@ -355,6 +376,19 @@ impl Config {
             Some(0) => return Err(Exit::usage("`[store] retain_days` must be at least 1").into()),
             days => days.map(retain_window),
         };
+        let notify = resolve_notify(file_config.notify.as_ref())?;
+        let approvals_expire_after = match file_config
+            .approvals
+            .as_ref()
+            .and_then(|approvals| approvals.expire_after_secs)
+        {
+            Some(0) => {
+                return Err(
+                    Exit::usage("`[approvals] expire_after_secs` must be at least 1").into(),
+                );
+            }
+            seconds => seconds.map(Duration::from_secs),
+        };
         let workspaces = resolve_workspaces(
             &file_config.workspace,
             flags.workspace.as_deref(),
@@ -386,6 +420,8 @@ impl Config {
             docs: DocsConfig::resolve(file_config.docs.as_ref()),
             shell: crate::shell::ShellConfig::resolve(file_config.shell.as_ref())?,
             mcp: crate::mcp_config::McpConfig::resolve(file_config.mcp.as_ref())?,
+            notify,
+            approvals_expire_after,
         })
     }
 
@@ -450,6 +486,30 @@ pub(crate) fn parse_file(path: &Path, text: &str) -> Result<FileConfig, Exit> {
 /// Parses a config file's text.
 pub(crate) fn parse(text: &str) -> Result<FileConfig, String> {
     toml::from_str(text).map_err(|error| error.to_string().trim().replace('\n', " "))
+}
+
+/// The `[notify]` table: an argv whose first element names a program, and a timeout of
+/// at least one second.
+fn resolve_notify(file: Option<&FileNotify>) -> anyhow::Result<Option<pp_tasks::Notifier>> {
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    let Some(command) = file.command.clone() else {
+        return Ok(None);
+    };
+    let Some(mut notifier) = pp_tasks::Notifier::new(command) else {
+        return Err(Exit::usage(
+            "`[notify] command` must be a list whose first element names a program, \
+             e.g. [\"notify-send\", \"PocketPilot\"]",
+        )
+        .into());
+    };
+    match file.timeout_secs {
+        Some(0) => return Err(Exit::usage("`[notify] timeout_secs` must be at least 1").into()),
+        Some(seconds) => notifier.timeout = Duration::from_secs(seconds),
+        None => {}
+    }
+    Ok(Some(notifier))
 }
 
 /// The configured workspaces plus the one-off `--workspace` (or, when nothing is
@@ -583,7 +643,7 @@ fn refuse_skills_inside_workspaces(
     clippy::disallowed_methods,
     reason = "canonicalises the operator's own configured paths to compare them, opens nothing"
 )]
-fn real_path(path: &Path) -> PathBuf {
+pub(crate) fn real_path(path: &Path) -> PathBuf {
     let mut missing = Vec::new();
     let mut current = path.to_path_buf();
     loop {

@@ -38,6 +38,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::commands::approvals::ApprovalsCommand;
 use crate::commands::mcp::McpCommand;
 use crate::commands::memory::MemoryCommand;
+use crate::commands::schedules::SchedulesCommand;
 use crate::commands::sessions::SessionsCommand;
 use crate::commands::skills::SkillsCommand;
 use crate::commands::tasks::TasksCommand;
@@ -181,6 +182,12 @@ enum Command {
     Approvals {
         #[command(subcommand)]
         command: ApprovalsCommand,
+    },
+    /// Schedules: prompts run at cron times by `pocketpilot serve` (list, show, add,
+    /// edit, enable, disable, run, remove); their writes wait for approval.
+    Schedules {
+        #[command(subcommand)]
+        command: SchedulesCommand,
     },
     /// List, show, add and remove skills (procedures the model may read).
     Skills {
@@ -382,6 +389,7 @@ fn main() -> ExitCode {
             Command::Doctor => commands::doctor::run(&flags).await,
             Command::Tasks { command } => commands::tasks::run(&flags, command).await,
             Command::Approvals { command } => commands::approvals::run(&flags, command).await,
+            Command::Schedules { command } => commands::schedules::run(&flags, command).await,
             Command::Revert { change_id, json } => {
                 commands::revert::run(&flags, change_id, json).await
             }

@@ -50,6 +50,8 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         id: "ap-1".to_owned(),
         task_id: pp_types::TaskId("t-1".to_owned()),
         prompt: "tidy\nup".to_owned(),
+        created_by: None,
+        origin: None,
         state: pp_types::ApprovalState::Pending,
         tool: "write\u{202e}_file".to_owned(),
         capability: "file:write".to_owned(),

@@ -65,7 +65,12 @@ export function renderAudit(container) {
       "tr",
       { dataset: { actor: entry.actor, action: entry.action } },
       h("td", { "data-label": "When" }, timeElement(entry.at)),
-      h("td", { "data-label": "Actor" }, h("span", { class: "badge actor-" + entry.actor, text: entry.actor })),
+      h(
+        "td",
+        { "data-label": "Actor" },
+        h("span", { class: "badge actor-" + entry.actor, text: entry.actor }),
+        entry.origin ? h("div", { class: "muted small audit-origin" }, "from ", visibleCode(entry.origin, "origin")) : null,
+      ),
       h("td", { "data-label": "Action" }, h("code", { text: entry.action })),
       h(
         "td",

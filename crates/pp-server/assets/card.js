@@ -651,6 +651,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
         ? h("a", { href: "#/tasks/" + encodeURIComponent(view.task_id), text: view.prompt })
         : h("span", { text: view.prompt }),
     ),
+    originLine(view),
     h("p", { class: "muted small", text: `Requested ${formatTime(view.created_at)} · ${view.id}` }),
     currentSlot,
     previewSlot,
@@ -713,4 +714,32 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   }
 
   return api_;
+}
+
+// ---- Origin (issue 13): who started the task, when a person did not. ----
+
+/** Who can start a task without a person at the screen, as the card names them. */
+const UNATTENDED_BY = {
+  scheduler: "schedule",
+  webhook: "webhook channel",
+  mcp_client: "MCP client",
+};
+
+/**
+ * "From schedule weekly-invoices" for a task a schedule, webhook or MCP client started;
+ * null for a person's own task.
+ * @param {{created_by?: string, origin?: string}} view
+ */
+function originLine(view) {
+  if (!view.created_by || view.created_by === "operator") {
+    return null;
+  }
+  const who = UNATTENDED_BY[view.created_by] || view.created_by;
+  return h(
+    "p",
+    { class: "card-origin", dataset: { createdBy: view.created_by } },
+    h("span", { class: "muted", text: "From: " }),
+    h("span", { text: who }),
+    view.origin ? [" ", visibleCode(view.origin, "origin")] : null,
+  );
 }

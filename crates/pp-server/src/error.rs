@@ -56,6 +56,18 @@ pub enum ApiError {
     },
     /// A revert refused: nothing kept, too large, already reverted: `409 not_revertible`.
     NotRevertible(String),
+    /// A cron expression that does not parse: `400 invalid_cron`; the body's error also
+    /// carries `field` (`minute` … `day_of_week`, or `expression`) and `token`.
+    InvalidCron {
+        /// What to tell the person (names the field and token).
+        message: String,
+        /// The field at fault.
+        field: &'static str,
+        /// The token at fault.
+        token: String,
+    },
+    /// A time zone that is not an IANA name this build knows: `400 unknown_time_zone`.
+    UnknownTimeZone(String),
     /// Something broke on our side: `500 internal`. The detail goes to the error log
     /// ([`crate::AppState::set_error_log`]), never to the client.
     Internal(String),
@@ -89,6 +101,8 @@ impl ApiError {
             Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads"),
             Self::ChangedSince { .. } => (StatusCode::CONFLICT, "changed_since"),
             Self::NotRevertible(_) => (StatusCode::CONFLICT, "not_revertible"),
+            Self::InvalidCron { .. } => (StatusCode::BAD_REQUEST, "invalid_cron"),
+            Self::UnknownTimeZone(_) => (StatusCode::BAD_REQUEST, "unknown_time_zone"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -111,6 +125,8 @@ impl ApiError {
             | Self::VersionMismatch(message)
             | Self::TooManyUploads(message)
             | Self::NotRevertible(message)
+            | Self::UnknownTimeZone(message)
+            | Self::InvalidCron { message, .. }
             | Self::ChangedSince { message, .. } => message.clone(),
             Self::Unauthorized => "a valid `Authorization: Bearer <token>` header or console \
                                    session is required; run `pocketpilot serve` and open the \
@@ -142,6 +158,10 @@ impl IntoResponse for ApiError {
         let mut body = json!({"error": {"code": code, "message": self.message()}});
         if let Self::ChangedSince { diff, .. } = &self {
             body["diff"] = json!(diff);
+        }
+        if let Self::InvalidCron { field, token, .. } = &self {
+            body["error"]["field"] = json!(field);
+            body["error"]["token"] = json!(token);
         }
         let mut response = (status, Json(body)).into_response();
         match self {

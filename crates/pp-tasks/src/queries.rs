@@ -31,6 +31,33 @@ impl TaskService {
         blocking(move || work(&service)).await?
     }
 
+    /// The `origin` of each of `ids` that has one (the schedule's, webhook channel's or
+    /// MCP client's name), for the audit ledger; unknown ids are left out.
+    pub async fn task_origins(
+        &self,
+        ids: Vec<TaskId>,
+    ) -> Result<std::collections::HashMap<TaskId, String>> {
+        self.off_thread(move |service| {
+            let mut origins = std::collections::HashMap::new();
+            for id in ids {
+                if origins.contains_key(&id) {
+                    continue;
+                }
+                match service.store().task(&id) {
+                    Ok(task) => {
+                        if let Some(origin) = task.origin {
+                            origins.insert(id, origin);
+                        }
+                    }
+                    Err(pp_store::Error::NotFound { .. }) => {}
+                    Err(error) => return Err(Error::from_store(error)),
+                }
+            }
+            Ok(origins)
+        })
+        .await
+    }
+
     /// One task ([`crate::Error::NotFound`] if there is none).
     pub async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
         let id = id.clone();

@@ -17,6 +17,13 @@ pub struct ApprovalView {
     pub task_id: TaskId,
     /// The task's prompt.
     pub prompt: String,
+    /// Who started the task (`operator`, `scheduler`, `webhook`, `mcp_client`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<Actor>,
+    /// Which schedule, webhook channel or MCP client started it (the task's `origin`),
+    /// shown on the card so a person knows where an unattended request came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// Pending, approved, rejected, stale or cancelled.
     pub state: ApprovalState,
     /// The tool.
@@ -108,6 +115,8 @@ impl ApprovalView {
             id: approval.id.to_string(),
             task_id: approval.task_id,
             prompt,
+            created_by: None,
+            origin: None,
             state: approval.state,
             tool: approval.tool,
             capability: approval.capability,
@@ -180,13 +189,16 @@ impl TaskService {
 }
 
 fn view_of(store: &pp_store::Store, approval: ApprovalRecord) -> ApprovalView {
-    let prompt = store
-        .task(&approval.task_id)
-        .map(|task| task.prompt)
-        .unwrap_or_default();
+    let task = store.task(&approval.task_id).ok();
+    let (prompt, created_by, origin) = match task {
+        Some(task) => (task.prompt, Some(task.created_by), task.origin),
+        None => (String::new(), None, None),
+    };
     let outcome = crate::changes::outcome_of(store, &approval);
     ApprovalView {
         outcome,
+        created_by,
+        origin,
         ..ApprovalView::new(approval, prompt)
     }
 }

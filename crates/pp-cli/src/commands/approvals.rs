@@ -86,8 +86,9 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
                 for view in views {
                     let label = view.label.map_or("", |label| label.as_str());
                     let target = approval_row_target(&view);
+                    let origin = origin_suffix(&view);
                     outln!(
-                        "{}  {:<8}  {}  {} {label} {target}",
+                        "{}  {:<8}  {}  {} {label} {target}{origin}",
                         one_line(&view.id),
                         view.state.as_str(),
                         view.created_at,
@@ -114,6 +115,17 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
         ApprovalsCommand::Reject { id, reason } => {
             resolve(flags, id, Decision::Reject, None, reason).await
         }
+    }
+}
+
+/// `  (from scheduler `invoices`)` for a task a person did not start; empty otherwise.
+fn origin_suffix(view: &pp_tasks::ApprovalView) -> String {
+    match (view.created_by, &view.origin) {
+        (Some(Actor::Operator) | None, _) => String::new(),
+        (Some(actor), Some(origin)) => {
+            format!("  (from {} `{}`)", actor.as_str(), one_line(origin))
+        }
+        (Some(actor), None) => format!("  (from {})", actor.as_str()),
     }
 }
 

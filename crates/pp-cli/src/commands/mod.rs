@@ -14,6 +14,7 @@ pub(crate) mod mcp_serve;
 pub(crate) mod memory;
 pub(crate) mod revert;
 pub(crate) mod run;
+pub(crate) mod schedules;
 pub(crate) mod serve;
 pub(crate) mod sessions;
 pub(crate) mod skills;

@@ -2,16 +2,20 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use pp_server::{AppState, ServerSettings};
 use pp_tasks::ModelSource;
+use pp_tasks::Scheduler;
+use pp_tasks::scheduler::TickOutcome;
 use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::commands::backup::{spawn_daily_prune, spawn_daily_snapshot_prune};
 use crate::config::{Config, Flags};
 use crate::output::{errln, outln};
+use crate::render::one_line;
 use crate::{exit, home, lock, models};
 
 /// Serves until Ctrl-C (or SIGTERM).
@@ -78,6 +82,19 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         .retain
         .map(|retain| spawn_daily_prune(app.config.database(), retain));
     let snapshot_pruner = spawn_daily_snapshot_prune(app.service.clone());
+    let scheduler = spawn_scheduler(&app.service, settings.default_script.clone());
+    let notifier = app.config.notify.clone().map(|notifier| {
+        tokio::spawn(pp_tasks::notify::watch(
+            app.service.clone(),
+            notifier,
+            NOTIFY_POLL,
+            |line| errln!("{line}"),
+        ))
+    });
+    let expiry = app
+        .config
+        .approvals_expire_after
+        .map(|after| spawn_expiry(&app.service, after));
     let state = AppState::new(app.service.clone(), token.clone(), settings);
     state.set_skills(app.skills());
     state.set_memory(app.memory());
@@ -122,9 +139,84 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     }
     snapshot_pruner.abort();
     app.mcp.shutdown().await;
+    scheduler.abort();
+    if let Some(notifier) = notifier {
+        notifier.abort();
+    }
+    if let Some(expiry) = expiry {
+        expiry.abort();
+    }
     served?;
     errln!("stopped");
     Ok(exit::OK)
+}
+
+/// How often the scheduler looks for schedules created, edited or fired by another
+/// process (it also wakes at the earliest planned occurrence).
+const SCHEDULER_POLL: Duration = Duration::from_secs(5);
+
+/// How often the notifier reads new events.
+const NOTIFY_POLL: Duration = Duration::from_secs(1);
+
+/// How often waiting approvals are checked for expiry.
+const EXPIRY_POLL: Duration = Duration::from_secs(5);
+
+/// Runs the scheduler (`Scheduler::run`) until aborted; what it does goes to stderr. It
+/// only creates tasks: their writes wait for a person like any other.
+fn spawn_scheduler(
+    service: &pp_tasks::TaskService,
+    script: Option<serde_json::Value>,
+) -> tokio::task::JoinHandle<()> {
+    let scheduler = Scheduler::new(service.clone()).with_script(script);
+    tokio::spawn(async move {
+        scheduler
+            .run(SCHEDULER_POLL, |report| match report {
+                Ok(report) => {
+                    for (schedule, outcome) in report.outcomes {
+                        match outcome {
+                            TickOutcome::Fired { task, missed, .. } if missed > 0 => errln!(
+                                "schedule {schedule}: fired task {task} ({missed} missed \
+                                 occurrence(s) before it)"
+                            ),
+                            TickOutcome::Fired { task, .. } => {
+                                errln!("schedule {schedule}: fired task {task}");
+                            }
+                            TickOutcome::Skipped { task } => {
+                                errln!("schedule {schedule}: skipped (task {task} is still active)")
+                            }
+                            TickOutcome::Paused { reason } => {
+                                errln!("schedule {schedule}: paused: {}", one_line(&reason));
+                            }
+                            TickOutcome::Failed { error } => {
+                                errln!("schedule {schedule}: firing failed: {error}");
+                            }
+                            TickOutcome::Lost => {}
+                        }
+                    }
+                }
+                Err(error) => errln!("scheduler: {error}"),
+            })
+            .await;
+    })
+}
+
+/// Rejects approvals that waited longer than `after` (reason `expired`, actor
+/// `scheduler`) until aborted.
+fn spawn_expiry(service: &pp_tasks::TaskService, after: Duration) -> tokio::task::JoinHandle<()> {
+    let service = service.clone();
+    tokio::spawn(async move {
+        loop {
+            match pp_tasks::notify::expire_approvals(&service, after).await {
+                Ok(expired) => {
+                    for id in expired {
+                        errln!("approval {id} expired: rejected as scheduler");
+                    }
+                }
+                Err(error) => errln!("approval expiry: {error}"),
+            }
+            tokio::time::sleep(EXPIRY_POLL.min(after)).await;
+        }
+    })
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -22,6 +22,7 @@ mod models;
 mod pipe;
 mod revert;
 mod run;
+mod schedules;
 mod scripting;
 mod service;
 mod shell;

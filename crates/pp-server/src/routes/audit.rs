@@ -49,7 +49,7 @@ fn excluded(exclude: Option<&str>) -> ApiResult<Vec<AuditAction>> {
     Ok(actions)
 }
 
-/// `{"entries": […]}`.
+/// `{"entries": […]}`; a row whose task has an origin carries it (`origin`).
 pub(crate) async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<AuditQuery>,
@@ -68,5 +68,26 @@ pub(crate) async fn list(
         limit: limit(query.limit, 100, 1000)?,
     };
     let entries = state.service().list_audit(filter).await?;
+    // Where the row's task came from (a schedule, webhook channel or MCP client).
+    let ids = entries
+        .iter()
+        .filter_map(|entry| entry.task_id.clone())
+        .collect();
+    let origins = state.service().task_origins(ids).await?;
+    let entries: Vec<Value> = entries
+        .into_iter()
+        .map(|entry| {
+            let origin = entry
+                .task_id
+                .as_ref()
+                .and_then(|id| origins.get(id))
+                .cloned();
+            let mut value = json!(entry);
+            if let Some(origin) = origin {
+                value["origin"] = json!(origin);
+            }
+            value
+        })
+        .collect();
     Ok(Json(json!({ "entries": entries })))
 }

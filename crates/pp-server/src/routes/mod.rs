@@ -24,6 +24,7 @@ pub(crate) mod login;
 pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod openapi;
+pub(crate) mod schedules;
 pub(crate) mod sessions;
 pub(crate) mod skills;
 pub(crate) mod tasks;
@@ -87,6 +88,13 @@ pub(crate) fn table() -> Vec<Route> {
             put(skills::put_file),
         ),
         route("GET", "/api/mcp/servers", get(mcp::servers)),
+        route("POST", "/api/schedules", post(schedules::create)),
+        route("GET", "/api/schedules", get(schedules::list)),
+        route("GET", "/api/schedules/{id}", get(schedules::show)),
+        route("PUT", "/api/schedules/{id}", put(schedules::edit)),
+        route("DELETE", "/api/schedules/{id}", delete(schedules::remove)),
+        route("POST", "/api/schedules/{id}/run", post(schedules::run)),
+        route("GET", "/api/schedules/{id}/tasks", get(schedules::tasks)),
         route("GET", "/api/memory", get(memory::show)),
         route("PUT", "/api/memory", put(memory::put)),
         route("GET", "/api/openapi.json", get(openapi::document)),

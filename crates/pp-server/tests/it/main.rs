@@ -18,6 +18,7 @@ mod health_and_icon;
 mod mcp;
 mod memory;
 mod openapi;
+mod schedules;
 mod security;
 mod sessions;
 mod skills;

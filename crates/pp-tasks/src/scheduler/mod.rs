@@ -12,8 +12,8 @@
 //! schedule whose workspace is no longer configured, or whose folder is gone, is paused
 //! with the reason recorded; an error on one schedule never stops the others.
 //!
-//! [`Scheduler::run`] is the loop `serve` will spawn. Not here yet: that wiring, the API,
-//! the CLI and the console.
+//! [`Scheduler::run`] is the loop `pocketpilot serve` spawns; the API (`/api/schedules`),
+//! the CLI (`pocketpilot schedules`) and the console call the other methods.
 
 mod timetable;
 
@@ -201,6 +201,8 @@ impl TickReport {
 #[derive(Clone)]
 pub struct Scheduler {
     tasks: TaskService,
+    /// A script every created task carries (`pocketpilot serve --script FILE`).
+    script: Option<serde_json::Value>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -212,7 +214,47 @@ impl std::fmt::Debug for Scheduler {
 impl Scheduler {
     /// A scheduler creating its tasks in `tasks`.
     pub fn new(tasks: TaskService) -> Self {
-        Self { tasks }
+        Self {
+            tasks,
+            script: None,
+        }
+    }
+
+    /// The same scheduler, attaching `script` to every task it creates (as `pocketpilot
+    /// serve --script FILE` does for the tasks of `POST /api/tasks`); `None` runs them on
+    /// the configured model.
+    #[must_use]
+    pub fn with_script(mut self, script: Option<serde_json::Value>) -> Self {
+        self.script = script;
+        self
+    }
+
+    /// The tasks a schedule's fires created (from its history), newest first: at most
+    /// `limit`; tasks pruned since are left out.
+    pub async fn tasks(&self, id_or_name: &str, limit: usize) -> Result<Vec<TaskRecord>> {
+        let current = self.find(id_or_name).await?;
+        self.db(move |store| {
+            let mut tasks = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for event in store.schedule_history(&current.id, limit.saturating_mul(4).max(limit))? {
+                let Some(task_id) = event.task_id else {
+                    continue;
+                };
+                if event.kind != ScheduleEventKind::ScheduleFired || !seen.insert(task_id.clone()) {
+                    continue;
+                }
+                match store.task(&task_id) {
+                    Ok(task) => tasks.push(task),
+                    Err(pp_store::Error::NotFound { .. }) => {}
+                    Err(error) => return Err(error),
+                }
+                if tasks.len() >= limit {
+                    break;
+                }
+            }
+            Ok(tasks)
+        })
+        .await
     }
 
     fn store(&self) -> Arc<Store> {
@@ -276,7 +318,7 @@ impl Scheduler {
             workspace_path: workspace.path.display().to_string(),
             created_by: Actor::Scheduler,
             origin: Some(current.spec.name.clone()),
-            script: None,
+            script: self.script.clone(),
         };
         let task = self
             .db(move |store| store.run_schedule_now(&current.id, task, actor))
@@ -321,7 +363,8 @@ impl Scheduler {
     pub async fn tick_at(&self, now: Timestamp) -> Result<TickReport> {
         let store = self.store();
         let workspaces = self.tasks.workspaces().clone();
-        let report = blocking(move || tick_blocking(&store, &workspaces, now))
+        let script = self.script.clone();
+        let report = blocking(move || tick_blocking(&store, &workspaces, script.as_ref(), now))
             .await
             .map_err(SchedulerError::from)??;
         if report
@@ -405,16 +448,22 @@ impl Scheduler {
 }
 
 /// One tick's work, on a blocking thread.
-fn tick_blocking(store: &Store, workspaces: &Workspaces, now: Timestamp) -> Result<TickReport> {
+fn tick_blocking(
+    store: &Store,
+    workspaces: &Workspaces,
+    script: Option<&serde_json::Value>,
+    now: Timestamp,
+) -> Result<TickReport> {
     let due = store.due_schedules(now, TICK_LIMIT)?;
     let outcomes = due
         .into_iter()
         .map(|schedule| {
-            let outcome = fire_one(store, workspaces, &schedule, now).unwrap_or_else(|error| {
-                TickOutcome::Failed {
-                    error: error.to_string(),
-                }
-            });
+            let outcome =
+                fire_one(store, workspaces, script, &schedule, now).unwrap_or_else(|error| {
+                    TickOutcome::Failed {
+                        error: error.to_string(),
+                    }
+                });
             (schedule.id, outcome)
         })
         .collect();
@@ -425,6 +474,7 @@ fn tick_blocking(store: &Store, workspaces: &Workspaces, now: Timestamp) -> Resu
 fn fire_one(
     store: &Store,
     workspaces: &Workspaces,
+    script: Option<&serde_json::Value>,
     schedule: &Schedule,
     now: Timestamp,
 ) -> pp_store::Result<TickOutcome> {
@@ -475,7 +525,7 @@ fn fire_one(
             workspace_path: workspace.path.display().to_string(),
             created_by: Actor::Scheduler,
             origin: Some(spec.name.clone()),
-            script: None,
+            script: script.cloned(),
         },
     })?;
     Ok(match fired {
@@ -488,4 +538,99 @@ fn fire_one(
         Fired::Paused { reason } => TickOutcome::Paused { reason },
         Fired::Lost => TickOutcome::Lost,
     })
+}
+
+/// A schedule on the wire (`/api/schedules`, `pocketpilot schedules list --json`): the
+/// stored fields, flat, times as RFC 3339 instants.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScheduleView {
+    /// `sc_…`.
+    pub id: String,
+    /// Unique among schedules.
+    pub name: String,
+    /// The cron expression as given.
+    pub cron: String,
+    /// The IANA zone it is read in.
+    pub time_zone: String,
+    /// The prompt each fire's task gets.
+    pub prompt: String,
+    /// The workspace's configured name.
+    pub workspace: String,
+    /// The chat session each fire continues, if any.
+    pub session: Option<String>,
+    /// `skip` or `queue`.
+    pub overlap: &'static str,
+    /// Whether it fires.
+    pub enabled: bool,
+    /// Why the scheduler paused it, if it did.
+    pub paused_reason: Option<String>,
+    /// Who created it.
+    pub created_by: Actor,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When a person last changed it.
+    pub updated_at: Timestamp,
+    /// When it last created a task.
+    pub last_fired_at: Option<Timestamp>,
+    /// The occurrence it fires next (none while disabled).
+    pub next_fire_at: Option<Timestamp>,
+    /// The task its latest fire created.
+    pub last_task_id: Option<TaskId>,
+    /// That task's state now.
+    pub last_task_state: Option<pp_types::TaskState>,
+}
+
+impl From<&Schedule> for ScheduleView {
+    fn from(schedule: &Schedule) -> Self {
+        let spec = &schedule.spec;
+        Self {
+            id: schedule.id.clone(),
+            name: spec.name.clone(),
+            cron: spec.cron.clone(),
+            time_zone: spec.time_zone.clone(),
+            prompt: spec.prompt.clone(),
+            workspace: spec.workspace.clone(),
+            session: spec.session.clone(),
+            overlap: spec.overlap.as_str(),
+            enabled: schedule.enabled,
+            paused_reason: schedule.paused_reason.clone(),
+            created_by: schedule.created_by,
+            created_at: schedule.created_at,
+            updated_at: schedule.updated_at,
+            last_fired_at: schedule.last_fired_at,
+            next_fire_at: schedule.next_fire_at,
+            last_task_id: schedule.last_task_id.clone(),
+            last_task_state: schedule.last_task_state,
+        }
+    }
+}
+
+/// A history row on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScheduleEventView {
+    /// `schedule_fired`, `schedule_skipped`, `schedule_missed`, `schedule_paused`.
+    pub kind: ScheduleEventKind,
+    /// The planned time it concerns.
+    pub occurrence: Option<Timestamp>,
+    /// When it was recorded.
+    pub at: Timestamp,
+    /// Missed occurrences (`schedule_missed`).
+    pub missed: u64,
+    /// The task created or still active.
+    pub task_id: Option<TaskId>,
+    /// More, for people.
+    pub detail: Option<String>,
+}
+
+impl From<&ScheduleEvent> for ScheduleEventView {
+    fn from(event: &ScheduleEvent) -> Self {
+        Self {
+            kind: event.kind,
+            occurrence: event.occurrence,
+            at: event.at,
+            missed: event.missed,
+            task_id: event.task_id.clone(),
+            detail: event.detail.clone(),
+        }
+    }
 }
