@@ -138,7 +138,7 @@ fn not_found(name: &str) -> Error {
 
 impl Store {
     /// Creates a channel (enabled). Fails with [`Error::NameTaken`] when the name is used.
-    pub fn create_channel(&self, new: NewChannel) -> Result<Channel> {
+    pub fn create_channel(&self, new: &NewChannel) -> Result<Channel> {
         let now = self.now().as_millis();
         self.write(|transaction| {
             let inserted = transaction
@@ -333,10 +333,10 @@ mod tests {
     fn channels_are_created_edited_rotated_and_removed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        let channel = store.create_channel(new_channel("forms")).unwrap();
+        let channel = store.create_channel(&new_channel("forms")).unwrap();
         assert!(channel.enabled);
         assert!(matches!(
-            store.create_channel(new_channel("forms")),
+            store.create_channel(&new_channel("forms")),
             Err(Error::NameTaken { .. })
         ));
         let edited = store
@@ -377,7 +377,7 @@ mod tests {
     fn the_delivery_log_keeps_the_newest_rows() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        store.create_channel(new_channel("forms")).unwrap();
+        store.create_channel(&new_channel("forms")).unwrap();
         for _ in 0..DELIVERIES_KEPT + 5 {
             store
                 .record_delivery("forms", DeliveryStatus::RateLimited, None, None)
