@@ -1,10 +1,10 @@
-//! `pocketpilot serve`: the HTTP API and the console on 127.0.0.1.
+//! `pocketpilot serve`: the HTTP API and the console on 127.0.0.1 (or `[server] bind`).
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::ModelSource;
+use pp_tasks::{ChannelKey, ChannelSettings, ChannelsService, ModelSource};
 use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
@@ -46,9 +46,11 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let app = App::with_config(config, models, None)?;
     let token = home::load_or_create_token(&app.config.token_file())?;
     sweep_workspaces(&app.service.workspaces().list);
-    let listener = TcpListener::bind(("127.0.0.1", app.config.port))
+    let channel_key = home::load_or_create_channel_key(&app.config.channel_key_file())?;
+    let bind = app.config.bind;
+    let listener = TcpListener::bind((bind, app.config.port))
         .await
-        .with_context(|| format!("cannot listen on 127.0.0.1:{}", app.config.port))?;
+        .with_context(|| format!("cannot listen on {bind}:{}", app.config.port))?;
     // Only after the port is ours: a second server that cannot bind changes nothing.
     let interrupted = app.service.recover().await?;
     if !interrupted.is_empty() {
@@ -68,6 +70,8 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let settings = ServerSettings {
         port: Some(port),
         default_script,
+        allowed_hosts: app.config.allowed_hosts.clone(),
+        trust_forwarded_proto: app.config.trust_forwarded_proto,
         ..ServerSettings::default()
     };
     app.service.start_workers();
@@ -79,6 +83,11 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let state = AppState::new(app.service.clone(), token.clone(), settings);
     state.set_skills(app.skills());
     state.set_memory(app.memory());
+    state.set_channels(ChannelsService::new(
+        app.service.clone(),
+        ChannelKey::from_bytes(&channel_key),
+        ChannelSettings::default(),
+    ));
     state.set_error_log(|line| errln!("{line}"));
     // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.
     let watched = state.clone();
@@ -104,6 +113,18 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         errln!("  shell: {line}");
     }
     errln!("data: {}", app.config.home.display());
+    if !bind.is_loopback() {
+        errln!(
+            "listening on {bind}:{port}: other machines can reach this server; only webhook \
+             deliveries need no token, and Host names other than loopback and [server] \
+             allowed_hosts ({}) are refused",
+            if app.config.allowed_hosts.is_empty() {
+                "none".to_owned()
+            } else {
+                app.config.allowed_hosts.join(", ")
+            }
+        );
+    }
     outln!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}")?;
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let served = pp_server::serve(listener, state, shutdown_signal()).await;
