@@ -437,6 +437,7 @@ async function everyPage() {
     ["skills", "#/skills", "main h1"],
     ["memory", "#/memory", "main h1"],
     ["mcp", "#/mcp", ".mcp-servers:not([aria-busy])"],
+    ["channels", "#/channels", ".channels:not([aria-busy])"],
   ];
 }
 

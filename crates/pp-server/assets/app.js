@@ -2,7 +2,7 @@
 // the hash router. Each page lives in its own module and renders into <main>.
 //
 // Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/preview?path=,
-// #/audit, #/chat, #/chat/ID, #/skills, #/skills/NAME, #/memory, #/mcp.
+// #/audit, #/chat, #/chat/ID, #/skills, #/skills/NAME, #/memory, #/mcp, #/channels.
 // No inline scripts or styles anywhere: the Content-Security-Policy forbids them.
 
 import { api, followEvents, onUnauthorized } from "./api.js";
@@ -17,6 +17,7 @@ import { renderChat, renderChatList } from "./chat.js";
 import { renderSkills, renderSkill } from "./skills.js";
 import { renderMemory } from "./memory.js";
 import { renderMcp } from "./mcp.js";
+import { renderChannels } from "./channels.js";
 import { installDecide } from "./keys.js";
 
 const view = document.getElementById("view");
@@ -49,6 +50,7 @@ const ROUTES = [
   { pattern: /^\/skills\/([^/?]+)$/, name: "skills", render: renderSkill },
   { pattern: /^\/memory\/?$/, name: "memory", render: renderMemory },
   { pattern: /^\/mcp\/?$/, name: "mcp", render: renderMcp },
+  { pattern: /^\/channels\/?$/, name: "channels", render: renderChannels },
 ];
 
 /** Events after which the number of pending approvals may have changed. */
