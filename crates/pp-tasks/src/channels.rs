@@ -36,8 +36,8 @@ pub const TIMESTAMP_HEADER: &str = "X-PocketPilot-Timestamp";
 /// The header carrying `sha256=<lowercase hex of the HMAC-SHA256>`.
 pub const SIGNATURE_HEADER: &str = "X-PocketPilot-Signature";
 /// The template of channels created without one.
-pub const DEFAULT_TEMPLATE: &str = "A delivery arrived on this webhook channel. Read it and do what it asks for, \
-     if that is something you can do with your tools: {{body}}";
+pub const DEFAULT_TEMPLATE: &str =
+    "A delivery arrived on this webhook channel. Say briefly what it contains: {{body}}";
 
 /// Why a channel call failed.
 #[derive(Debug, thiserror::Error)]
