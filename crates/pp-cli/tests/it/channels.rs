@@ -166,3 +166,51 @@ fn a_channel_delivery_from_the_cli_waits_for_approval_before_writing() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
 }
+
+#[test]
+fn server_bind_and_allowed_hosts_are_checked_and_name_the_url() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = tree.base().join("pocketpilot.toml");
+    std::fs::write(
+        &config,
+        "[server]\nport = 9123\nbind = \"0.0.0.0\"\nallowed_hosts = [\"pp.example.org\"]\n",
+    )
+    .unwrap();
+    let added = json_out(
+        &pocketpilot_in(&home)
+            .arg("--config")
+            .arg(&config)
+            .args(["channels", "add", "forms", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        added["url"],
+        "http://127.0.0.1:9123/api/channels/forms/webhook"
+    );
+    for (bad, word) in [
+        ("bind = \"example.org\"", "bind"),
+        ("allowed_hosts = [\"a/b\"]", "allowed_hosts"),
+        ("allowed_hostz = []", "allowed_hostz"),
+    ] {
+        std::fs::write(&config, format!("[server]\n{bad}\n")).unwrap();
+        let refused = pocketpilot_in(&home)
+            .arg("--config")
+            .arg(&config)
+            .args(["channels", "list"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            refused.status.code(),
+            Some(2),
+            "{bad}: {:?}",
+            text(&refused)
+        );
+        assert!(
+            text(&refused).1.contains(word),
+            "{bad}: {}",
+            text(&refused).1
+        );
+    }
+}
