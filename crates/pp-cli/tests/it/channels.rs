@@ -214,3 +214,79 @@ fn server_bind_and_allowed_hosts_are_checked_and_name_the_url() {
         );
     }
 }
+
+/// Posts `body` with these signature headers to `port`; the status code.
+fn post_signed(port: u16, name: &str, timestamp: &str, signature: &str, body: &str) -> u16 {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /api/channels/{name}/webhook HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         X-PocketPilot-Timestamp: {timestamp}\r\nX-PocketPilot-Signature: {signature}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn two_servers_on_one_data_directory_refuse_the_same_replay() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let script = write_script(tree.base(), &json!([{"content": "noted"}]));
+    let one = Server::start(&home, tree.workspace(), Some(&script));
+    let two = Server::start(&home, tree.workspace(), Some(&script));
+    let added = json_out(
+        &pocketpilot_in(&home)
+            .args(["channels", "add", "forms", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let secret = added["secret"].as_str().unwrap();
+    let timestamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string();
+    let body = r#"{"once":true}"#;
+    let signature = pp_tasks::channels::sign(secret, &timestamp, body.as_bytes());
+    assert_eq!(
+        post_signed(one.port, "forms", &timestamp, &signature, body),
+        202
+    );
+    assert_eq!(
+        post_signed(two.port, "forms", &timestamp, &signature, body),
+        401
+    );
+    assert_eq!(
+        post_signed(one.port, "forms", &timestamp, &signature, body),
+        401
+    );
+    let tasks = json_out(
+        &pocketpilot_in(&home)
+            .args(["tasks", "list", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(tasks["tasks"].as_array().unwrap().len(), 1, "{tasks}");
+    let log = json_out(
+        &pocketpilot_in(&home)
+            .args(["channels", "deliveries", "forms", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let reasons: Vec<&str> = log["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|row| row["reason"].as_str())
+        .collect();
+    assert_eq!(reasons, ["replayed signature", "replayed signature"]);
+}
