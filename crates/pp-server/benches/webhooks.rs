@@ -45,6 +45,51 @@ fn delivery(secret: &str, index: usize) -> Request<Body> {
         .unwrap()
 }
 
+/// Sends `count` signed deliveries on one keep-alive connection, each answered 202.
+async fn post_over_tcp(port: u16, secret: &str, first: usize, count: usize) {
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+    let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    for index in first..first + count {
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            .to_string();
+        let body = format!(r#"{{"n":{index},"name":"Ada"}}"#);
+        let signature = sign(secret, &timestamp, body.as_bytes());
+        let request = format!(
+            "POST /api/channels/bench/webhook HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+             X-PocketPilot-Timestamp: {timestamp}\r\nX-PocketPilot-Signature: {signature}\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        write.write_all(request.as_bytes()).await.unwrap();
+        let mut status = String::new();
+        read.read_line(&mut status).await.unwrap();
+        assert!(status.starts_with("HTTP/1.1 202"), "{status}");
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            read.read_line(&mut line).await.unwrap();
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        let mut answer = vec![0; length];
+        read.read_exact(&mut answer).await.unwrap();
+    }
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -78,7 +123,7 @@ fn main() {
             .secret;
         let state = AppState::new(service, "bench-token-0123456789", ServerSettings::default());
         state.set_channels(channels);
-        let router = pp_server::router(state);
+        let router = pp_server::router(state.clone());
 
         let sequential = 1000;
         let started = Instant::now();
@@ -123,6 +168,34 @@ fn main() {
             elapsed.as_secs_f64(),
             f64::from(total as u32) / elapsed.as_secs_f64()
         );
+
+        // Over real sockets: `serve` on 127.0.0.1, 8 senders each on one keep-alive
+        // connection.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(pp_server::serve(listener, state, async {
+            let _ = stopped.await;
+        }));
+        let started = Instant::now();
+        let mut handles = Vec::new();
+        for sender in 0..senders {
+            let secret = secret.clone();
+            handles.push(tokio::spawn(async move {
+                post_over_tcp(port, &secret, 100_000 + sender * each, each).await;
+            }));
+        }
+        for handle in handles {
+            handle.await.unwrap();
+        }
+        let elapsed = started.elapsed();
+        println!(
+            "webhooks: {total} accepted deliveries over TCP from {senders} keep-alive senders in {:.2} s: {:.0}/s",
+            elapsed.as_secs_f64(),
+            f64::from(total as u32) / elapsed.as_secs_f64()
+        );
+        let _ = stop.send(());
+        let _ = server.await;
 
         // Refusals cost less: a bad signature never reaches the replay record or a task.
         let refused = 1000;
