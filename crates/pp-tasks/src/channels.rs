@@ -482,10 +482,21 @@ pub fn render_prompt(channel: &str, template: Option<&str>, body: &[u8]) -> Stri
 struct Limiter {
     /// Name → (window start in ms, deliveries in it).
     windows: HashMap<String, (i64, u32)>,
+    /// The window every name shares while `windows` is full of live windows.
+    overflow: (i64, u32),
 }
 
 /// Most names the limiter tracks; past it, windows that ended are dropped first.
 const LIMITER_NAMES: usize = 4096;
+
+/// Counts a delivery in `window` at `now`; the count in the current window.
+fn count_in(window: &mut (i64, u32), now: i64, period: i64) -> u32 {
+    if now - window.0 >= period {
+        *window = (now, 0);
+    }
+    window.1 = window.1.saturating_add(1);
+    window.1
+}
 
 impl Limiter {
     /// Counts a delivery to `name` at `now`; the count in the current window.
@@ -493,17 +504,13 @@ impl Limiter {
         if self.windows.len() >= LIMITER_NAMES && !self.windows.contains_key(name) {
             self.windows.retain(|_, (start, _)| now - *start < period);
             if self.windows.len() >= LIMITER_NAMES {
-                // Still full of live windows: an attack on many names. Count it against a
-                // shared bucket so the map cannot grow without bound.
-                return self.count("\u{0}overflow", now, period);
+                // Still full of live windows: a flood of names. They share one window, so
+                // the map cannot grow without bound.
+                return count_in(&mut self.overflow, now, period);
             }
         }
         let window = self.windows.entry(name.to_owned()).or_insert((now, 0));
-        if now - window.0 >= period {
-            *window = (now, 0);
-        }
-        window.1 = window.1.saturating_add(1);
-        window.1
+        count_in(window, now, period)
     }
 }
 
@@ -852,5 +859,38 @@ impl ChannelsService {
             }
             Err(other) => Err(other.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_of_names_shares_one_window_and_the_map_stays_bounded() {
+        let mut limiter = Limiter::default();
+        for index in 0..LIMITER_NAMES {
+            assert_eq!(limiter.count(&format!("n{index}"), 0, 60_000), 1);
+        }
+        assert_eq!(limiter.count("one-more", 1, 60_000), 1);
+        assert_eq!(limiter.count("and-another", 2, 60_000), 2);
+        assert_eq!(limiter.windows.len(), LIMITER_NAMES);
+        assert_eq!(
+            limiter.count("n0", 3, 60_000),
+            2,
+            "known names keep their window"
+        );
+        // Once the windows have ended, new names get their own again.
+        assert_eq!(limiter.count("later", 60_000, 60_000), 1);
+        assert!(limiter.windows.contains_key("later"));
+        assert_eq!(limiter.windows.len(), 1);
+    }
+
+    #[test]
+    fn malformed_signatures_do_not_decode() {
+        assert!(unhex(&"a".repeat(64)).is_some());
+        assert!(unhex(&"A".repeat(64)).is_none());
+        assert!(unhex(&"a".repeat(63)).is_none());
+        assert!(unhex(&"g".repeat(64)).is_none());
     }
 }
