@@ -718,21 +718,25 @@ impl ChannelsService {
             }
             return Ok(DeliveryOutcome::RateLimited);
         }
-        let outcome = self.verify_and_create(delivery.clone(), now).await?;
+        let channel = delivery.channel.clone();
+        let outcome = self.verify_and_create(delivery, now).await?;
         match &outcome {
             DeliveryOutcome::Accepted(task) => {
-                self.record(
-                    &delivery.channel,
-                    DeliveryStatus::Accepted,
-                    None,
-                    Some(task.id.clone()),
-                )
-                .await?;
+                // The task exists: the sender must hear 202 (a retry would be refused as
+                // a replay), so a failure to write the log row does not change that.
+                let _ = self
+                    .record(
+                        &channel,
+                        DeliveryStatus::Accepted,
+                        None,
+                        Some(task.id.clone()),
+                    )
+                    .await;
             }
             DeliveryOutcome::Refused(Refusal::UnknownChannel) | DeliveryOutcome::RateLimited => {}
             DeliveryOutcome::Refused(refusal) => {
                 self.record(
-                    &delivery.channel,
+                    &channel,
                     DeliveryStatus::Refused,
                     Some(refusal.to_string()),
                     None,
