@@ -441,6 +441,7 @@ async function everyPage() {
     ["memory", "#/memory", "main h1"],
     ["mcp", "#/mcp", ".mcp-servers:not([aria-busy])"],
     ["schedules", "#/schedules", ".schedules:not([aria-busy])"],
+    ["channels", "#/channels", ".channels:not([aria-busy])"],
   ];
 }
 

@@ -54,6 +54,14 @@ pub(crate) struct FileNotify {
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileServer {
     port: Option<u16>,
+    /// The address `serve` listens on (default `127.0.0.1`; `0.0.0.0` for every
+    /// interface, so that a form service on another machine can post to a webhook).
+    bind: Option<String>,
+    /// Host names accepted besides the loopback names (a reverse proxy's name, this
+    /// machine's LAN name or address): `name` (any port) or `name:port`.
+    allowed_hosts: Option<Vec<String>>,
+    /// Believe `X-Forwarded-Proto: https` from a reverse proxy (default false).
+    trust_forwarded_proto: Option<bool>,
 }
 
 /// The `[store]` table.
@@ -286,6 +294,12 @@ pub(crate) struct Config {
     pub(crate) tasks: TaskSettings,
     /// The port `serve` listens on (0 picks a free one).
     pub(crate) port: u16,
+    /// `[server] bind`: the address `serve` listens on (default `127.0.0.1`).
+    pub(crate) bind: std::net::IpAddr,
+    /// `[server] allowed_hosts`.
+    pub(crate) allowed_hosts: Vec<String>,
+    /// `[server] trust_forwarded_proto`.
+    pub(crate) trust_forwarded_proto: bool,
     /// The `[model]` table, resolved by `models.rs`.
     pub(crate) model: Option<FileModel>,
     /// The `[discovery]` table.
@@ -368,6 +382,28 @@ impl Config {
             .port
             .or(file_config.server.as_ref().and_then(|server| server.port))
             .unwrap_or(DEFAULT_PORT);
+        let server = file_config.server.clone().unwrap_or_default();
+        let bind = match server.bind.as_deref() {
+            None => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            Some(text) => text.trim().parse().map_err(|_| {
+                Exit::usage(format!(
+                    "`[server] bind` must be an IP address such as 127.0.0.1 or 0.0.0.0, not \
+                     `{text}`"
+                ))
+            })?,
+        };
+        let allowed_hosts = server.allowed_hosts.unwrap_or_default();
+        if let Some(bad) = allowed_hosts
+            .iter()
+            .find(|host| host.trim().is_empty() || host.contains(['/', '@', ' ', ',']))
+        {
+            return Err(Exit::usage(format!(
+                "`[server] allowed_hosts` entries are host names or addresses with an optional \
+                 port, not `{bad}`"
+            ))
+            .into());
+        }
+        let trust_forwarded_proto = server.trust_forwarded_proto.unwrap_or(false);
         let retain = match file_config
             .store
             .as_ref()
@@ -412,6 +448,9 @@ impl Config {
             workspaces,
             tasks,
             port,
+            bind,
+            allowed_hosts,
+            trust_forwarded_proto,
             model: file_config.model,
             discovery: file_config.discovery.unwrap_or_default(),
             retain,
@@ -433,6 +472,23 @@ impl Config {
     /// The API token file.
     pub(crate) fn token_file(&self) -> PathBuf {
         self.home.join("token")
+    }
+
+    /// The key file webhook channel secrets are sealed with (outside the database).
+    pub(crate) fn channel_key_file(&self) -> PathBuf {
+        self.home.join("channels.key")
+    }
+
+    /// The base URL of this machine's `serve` as a local client reaches it.
+    pub(crate) fn local_base_url(&self) -> String {
+        let host = if self.bind.is_unspecified() || self.bind.is_loopback() {
+            "127.0.0.1".to_owned()
+        } else if self.bind.is_ipv6() {
+            format!("[{}]", self.bind)
+        } else {
+            self.bind.to_string()
+        };
+        format!("http://{host}:{}", self.port)
     }
 
     /// Refuses to resume a stored task whose workspace contains the data directory, the
@@ -917,7 +973,10 @@ max_byte = 1
                     "lease_secs",
                 ],
             ),
-            ("server", &["port"]),
+            (
+                "server",
+                &["port", "bind", "allowed_hosts", "trust_forwarded_proto"],
+            ),
             ("mcp", &["approval_wait_secs", "server"]),
             ("[workspace]", &["name", "path", "default"]),
         ];

@@ -141,6 +141,75 @@ pub(crate) fn write_token(file: &Path) -> anyhow::Result<String> {
     Ok(token)
 }
 
+/// The key webhook channel secrets are sealed with: 32 random bytes as hex in `file`
+/// (`channels.key` in the data directory, mode 0600), created on first use. Two
+/// processes creating it at once agree on one: the file appears whole through a hard
+/// link, which fails if the other process linked first (then its key is read).
+pub(crate) fn load_or_create_channel_key(file: &Path) -> anyhow::Result<[u8; 32]> {
+    for _ in 0..2 {
+        match std::fs::read_to_string(file) {
+            Ok(text) => {
+                if let Some(mode) = mode_of(file)
+                    && mode & 0o077 != 0
+                {
+                    return Err(Exit::usage(format!(
+                        "the channel key {} is readable by other users (mode {mode:o}); run \
+                         `chmod 600 {}`",
+                        file.display(),
+                        file.display()
+                    ))
+                    .into());
+                }
+                return parse_key(text.trim()).with_context(|| {
+                    format!(
+                        "{} is not a channel key (64 hex characters); if it was damaged, \
+                         every channel needs `pocketpilot channels rotate`",
+                        file.display()
+                    )
+                });
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot read {}", file.display()));
+            }
+        }
+        let temp = file.with_extension(format!("tmp-{}", std::process::id()));
+        let _ = std::fs::remove_file(&temp);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut handle = options
+            .open(&temp)
+            .with_context(|| format!("cannot write {}", temp.display()))?;
+        writeln!(handle, "{}", random_hex(32)?)?;
+        handle.sync_all()?;
+        drop(handle);
+        restrict(&temp, 0o600)?;
+        let linked = std::fs::hard_link(&temp, file);
+        let _ = std::fs::remove_file(&temp);
+        match linked {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot write {}", file.display()));
+            }
+        }
+    }
+    anyhow::bail!("cannot create the channel key {}", file.display())
+}
+
+/// 64 hex characters as 32 bytes.
+fn parse_key(text: &str) -> anyhow::Result<[u8; 32]> {
+    let mut key = [0_u8; 32];
+    anyhow::ensure!(text.len() == 64 && text.is_ascii(), "wrong length");
+    for (index, byte) in key.iter_mut().enumerate() {
+        let pair = text.get(index * 2..index * 2 + 2).unwrap_or_default();
+        *byte = u8::from_str_radix(pair, 16)?;
+    }
+    Ok(key)
+}
+
 /// `len` random bytes as lowercase hex.
 pub(crate) fn random_hex(len: usize) -> anyhow::Result<String> {
     let mut bytes = vec![0u8; len];
@@ -179,6 +248,18 @@ fn restrict(_path: &Path, _mode: u32) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_channel_key_is_created_once_private_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("channels.key");
+        let key = load_or_create_channel_key(&file).unwrap();
+        assert_eq!(load_or_create_channel_key(&file).unwrap(), key);
+        #[cfg(unix)]
+        assert_eq!(mode_of(&file), Some(0o600));
+        std::fs::write(&file, "short\n").unwrap();
+        assert!(load_or_create_channel_key(&file).is_err());
+    }
 
     #[test]
     fn writable_dirs_are_refused_and_readable_ones_tightened() {

@@ -36,6 +36,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::approvals::ApprovalsCommand;
+use crate::commands::channels::ChannelsCommand;
 use crate::commands::mcp::McpCommand;
 use crate::commands::memory::MemoryCommand;
 use crate::commands::schedules::SchedulesCommand;
@@ -204,6 +205,12 @@ enum Command {
     Memory {
         #[command(subcommand)]
         command: MemoryCommand,
+    },
+    /// Webhook channels: URLs other programs post to, each delivery a task that waits
+    /// for approval before any write (`list`, `add`, `rotate`, `remove`, `test`, …).
+    Channels {
+        #[command(subcommand)]
+        command: ChannelsCommand,
     },
     /// Manage the API token.
     Token {
@@ -396,6 +403,7 @@ fn main() -> ExitCode {
             Command::Skills { command } => commands::skills::run(&flags, command).await,
             Command::Memory { command } => commands::memory::run(&flags, command).await,
             Command::Mcp { command } => commands::mcp::run(&flags, command).await,
+            Command::Channels { command } => commands::channels::run(&flags, command).await,
             Command::Token { command } => commands::token::run(&flags, &command),
             Command::Eval { path } => commands::eval::run(&path).await,
             Command::Backup { file } => commands::backup::backup(&flags, &file).await,

@@ -2,7 +2,8 @@
 // the hash router. Each page lives in its own module and renders into <main>.
 //
 // Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/preview?path=,
-// #/audit, #/chat, #/chat/ID, #/skills, #/skills/NAME, #/memory, #/mcp, #/schedules.
+// #/audit, #/chat, #/chat/ID, #/skills, #/skills/NAME, #/memory, #/mcp, #/schedules,
+// #/channels.
 // No inline scripts or styles anywhere: the Content-Security-Policy forbids them.
 
 import { api, followEvents, onUnauthorized } from "./api.js";
@@ -18,6 +19,7 @@ import { renderSkills, renderSkill } from "./skills.js";
 import { renderMemory } from "./memory.js";
 import { renderMcp } from "./mcp.js";
 import { renderSchedules } from "./schedules.js";
+import { renderChannels } from "./channels.js";
 import { installDecide } from "./keys.js";
 
 const view = document.getElementById("view");
@@ -51,6 +53,7 @@ const ROUTES = [
   { pattern: /^\/memory\/?$/, name: "memory", render: renderMemory },
   { pattern: /^\/mcp\/?$/, name: "mcp", render: renderMcp },
   { pattern: /^\/schedules\/?$/, name: "schedules", render: renderSchedules },
+  { pattern: /^\/channels\/?$/, name: "channels", render: renderChannels },
 ];
 
 /** Events after which the number of pending approvals may have changed. */

@@ -68,6 +68,12 @@ pub enum ApiError {
     },
     /// A time zone that is not an IANA name this build knows: `400 unknown_time_zone`.
     UnknownTimeZone(String),
+    /// A webhook delivery refused (unknown or disabled channel, bad signature, stale or
+    /// future timestamp, replay, oversize body, malformed headers): `401 unauthorized`
+    /// with one body for every reason (the reason is logged on the server only).
+    DeliveryRefused,
+    /// Too many webhook deliveries to one channel name: `429 rate_limited`.
+    RateLimited,
     /// Something broke on our side: `500 internal`. The detail goes to the error log
     /// ([`crate::AppState::set_error_log`]), never to the client.
     Internal(String),
@@ -103,6 +109,8 @@ impl ApiError {
             Self::NotRevertible(_) => (StatusCode::CONFLICT, "not_revertible"),
             Self::InvalidCron { .. } => (StatusCode::BAD_REQUEST, "invalid_cron"),
             Self::UnknownTimeZone(_) => (StatusCode::BAD_REQUEST, "unknown_time_zone"),
+            Self::DeliveryRefused => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -133,6 +141,8 @@ impl ApiError {
                                    login link it prints"
                 .into(),
             Self::MethodNotAllowed => "this route does not accept that method".into(),
+            Self::DeliveryRefused => "the delivery was not accepted".into(),
+            Self::RateLimited => "too many deliveries to this channel; try again later".into(),
             Self::Internal(_) => "internal error; see the server log".into(),
         }
     }
@@ -234,6 +244,19 @@ impl From<pp_tasks::MemoryError> for ApiError {
             MemoryError::VersionMismatch { .. } => Self::VersionMismatch(error.to_string()),
             MemoryError::TooLarge => Self::PayloadTooLarge(error.to_string()),
             MemoryError::Jail(source) => source.into(),
+        }
+    }
+}
+
+impl From<pp_tasks::ChannelsError> for ApiError {
+    fn from(error: pp_tasks::ChannelsError) -> Self {
+        use pp_tasks::ChannelsError;
+        match error {
+            ChannelsError::BadRequest(message) => Self::BadRequest(message),
+            ChannelsError::NotFound { .. } => Self::NotFound(error.to_string()),
+            ChannelsError::NameTaken(_) => Self::Exists(error.to_string()),
+            ChannelsError::Store(error) => error.into(),
+            ChannelsError::Internal(_) => Self::internal(error),
         }
     }
 }

@@ -10,10 +10,13 @@
 //! owns the token file, binds the port and calls [`serve`]. It is the only crate that
 //! uses axum.
 //!
-//! Security (SPEC §6): every `/api` route but `/api/health` needs
-//! `Authorization: Bearer <token>` or the `pp_session` cookie from `/login`; every route
-//! refuses a Host that is not a loopback name, and state-changing requests refuse a
-//! foreign `Origin`; bodies are size-capped; every response carries a strict CSP.
+//! Security (SPEC §6): every `/api` route but `/api/health` and webhook deliveries
+//! (`POST /api/channels/{name}/webhook`, authenticated by the channel's HMAC signature
+//! instead, [`AppState::set_channels`]) needs `Authorization: Bearer <token>` or the
+//! `pp_session` cookie from `/login`; every route refuses a Host that is neither a
+//! loopback name nor one of [`ServerSettings::allowed_hosts`], and state-changing
+//! requests but webhook deliveries refuse a foreign `Origin`; bodies are size-capped;
+//! every response carries a strict CSP.
 //!
 //! ```no_run
 //! # async fn example(service: pp_tasks::TaskService) -> std::io::Result<()> {

@@ -4,7 +4,7 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use pp_tasks::{MemoryService, SkillsService, TaskService};
+use pp_tasks::{ChannelsService, MemoryService, SkillsService, TaskService};
 use pp_types::McpReport;
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
@@ -35,6 +35,14 @@ pub struct ServerSettings {
     pub sse_poll_interval: Duration,
     /// How often an idle event stream sends a keep-alive comment.
     pub sse_keep_alive: Duration,
+    /// Host names accepted besides the loopback names (`[server] allowed_hosts`), e.g. a
+    /// reverse proxy's name or this machine's LAN name: `name` accepts any port,
+    /// `name:port` that port only. Every other Host is still refused (DNS rebinding).
+    pub allowed_hosts: Vec<String>,
+    /// Whether to believe `X-Forwarded-Proto: https` from a reverse proxy
+    /// (`[server] trust_forwarded_proto`): then console cookies get `Secure` and a
+    /// `https://` Origin is the same origin. Off by default: a client could send it.
+    pub trust_forwarded_proto: bool,
     /// After the shutdown signal, how long in-flight requests (a `?wait=true` resolve)
     /// may take before [`crate::serve`] returns anyway. Event streams end at once.
     pub shutdown_grace: Duration,
@@ -53,6 +61,8 @@ impl Default for ServerSettings {
             sse_poll_interval: Duration::from_millis(250),
             sse_keep_alive: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(10),
+            allowed_hosts: Vec::new(),
+            trust_forwarded_proto: false,
         }
     }
 }
@@ -91,6 +101,9 @@ struct Shared {
     /// The operator's memory service (`/api/memory`); `None` until the CLI sets it, and
     /// then that route answers 404.
     memory: RwLock<Option<MemoryService>>,
+    /// The webhook channels (`/api/channels`); `None` until the CLI sets it, and then
+    /// those routes answer 404 (and deliveries the same 401 as any refusal).
+    channels: RwLock<Option<ChannelsService>>,
     /// The source of `/api/mcp/servers`; `None` until the CLI sets it, and then that
     /// route answers 404.
     mcp_report: RwLock<Option<McpReportSource>>,
@@ -122,6 +135,7 @@ impl AppState {
                 skills: RwLock::new(None),
                 memory: RwLock::new(None),
                 mcp_report: RwLock::new(None),
+                channels: RwLock::new(None),
                 shutdown,
             }),
         }
@@ -169,6 +183,22 @@ impl AppState {
     /// The memory service, if one is set.
     pub(crate) fn memory(&self) -> Option<MemoryService> {
         match self.inner.memory.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serves `/api/channels` and webhook deliveries with `channels`.
+    pub fn set_channels(&self, channels: ChannelsService) {
+        match self.inner.channels.write() {
+            Ok(mut guard) => *guard = Some(channels),
+            Err(poisoned) => *poisoned.into_inner() = Some(channels),
+        }
+    }
+
+    /// The channels service, if one is set.
+    pub(crate) fn channels(&self) -> Option<ChannelsService> {
+        match self.inner.channels.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }

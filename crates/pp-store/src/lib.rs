@@ -3,7 +3,9 @@
 //! calls did to files, and reverts), chat sessions and their turns, console logins, and
 //! the model calls each task made with their token usage and estimated cost, and schedules
 //! with their history (each occurrence fired once across processes:
-//! [`Store::fire_schedule`]).
+//! [`Store::fire_schedule`]), and webhook channels with their delivery log and the
+//! seen-signature record that refuses replays across processes
+//! ([`Store::claim_signature`]).
 //!
 //! [`Store`] is the one type: open it with [`Store::open`], share it with an `Arc`, and
 //! call its synchronous methods (async callers wrap them in a blocking task). Every state
@@ -55,6 +57,7 @@ mod audit;
 mod backup;
 mod cancel;
 mod changes;
+mod channels;
 mod chat;
 mod error;
 mod events;
@@ -77,6 +80,9 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 pub use approvals::{NewApproval, Resolve};
 pub use audit::AuditFilter;
 pub use changes::{Before, ChangeRow, ChangeState, NewChange};
+pub use channels::{
+    Channel, ChannelChange, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, NewChannel,
+};
 pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use error::{Error, Result};
 pub use model_calls::{ModelCallRow, NewModelCall};

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0007_usage.sql"),
     include_str!("../migrations/0008_schedules.sql"),
     include_str!("../migrations/0009_task_origin.sql"),
+    include_str!("../migrations/0010_channels.sql"),
 ];
 
 /// The schema version this build writes.

@@ -5,7 +5,8 @@
 //! Main types: [`TaskService`] (create, run, resolve, cancel, retry, recover),
 //! [`TaskSettings`], [`Workspaces`], [`ModelSource`], [`ApprovalView`] (everything an
 //! approval card shows), [`Scheduler`] (schedules that create tasks at cron times, each
-//! occurrence once across processes). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
+//! occurrence once across processes), [`ChannelsService`] (webhook channels: signed
+//! deliveries that create tasks). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
 //! `pp-model` and `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
 //! store's compare-and-set transactions, so several processes sharing one database never
 //! run or resolve the same thing twice.
@@ -19,6 +20,7 @@
 
 mod blocking;
 mod changes;
+pub mod channels;
 mod checks;
 mod client;
 mod conversation;
@@ -44,6 +46,7 @@ mod usage;
 mod view;
 
 pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
+pub use channels::{ChannelKey, ChannelSettings, ChannelsError, ChannelsService};
 pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use current::CurrentTarget;

@@ -2,6 +2,7 @@
 
 pub(crate) mod approvals;
 pub(crate) mod backup;
+pub(crate) mod channels;
 pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod demo;

@@ -1,4 +1,4 @@
-//! `pocketpilot serve`: the HTTP API and the console on 127.0.0.1.
+//! `pocketpilot serve`: the HTTP API and the console on 127.0.0.1 (or `[server] bind`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::ModelSource;
-use pp_tasks::Scheduler;
 use pp_tasks::scheduler::TickOutcome;
+use pp_tasks::{ChannelKey, ChannelSettings, ChannelsService, ModelSource, Scheduler};
 use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
@@ -51,9 +50,11 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let app = App::with_config(config, models, None)?;
     let token = home::load_or_create_token(&app.config.token_file())?;
     sweep_workspaces(&app.service.workspaces().list);
-    let listener = TcpListener::bind(("127.0.0.1", app.config.port))
+    let channel_key = home::load_or_create_channel_key(&app.config.channel_key_file())?;
+    let bind = app.config.bind;
+    let listener = TcpListener::bind((bind, app.config.port))
         .await
-        .with_context(|| format!("cannot listen on 127.0.0.1:{}", app.config.port))?;
+        .with_context(|| format!("cannot listen on {bind}:{}", app.config.port))?;
     // Only after the port is ours: a second server that cannot bind changes nothing.
     let interrupted = app.service.recover().await?;
     if !interrupted.is_empty() {
@@ -73,6 +74,8 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let settings = ServerSettings {
         port: Some(port),
         default_script,
+        allowed_hosts: app.config.allowed_hosts.clone(),
+        trust_forwarded_proto: app.config.trust_forwarded_proto,
         ..ServerSettings::default()
     };
     app.service.start_workers();
@@ -105,6 +108,11 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         let clients = Arc::clone(&clients);
         Box::pin(async move { pp_mcp::report(&clients.servers()).await })
     }));
+    state.set_channels(ChannelsService::new(
+        app.service.clone(),
+        ChannelKey::from_bytes(&channel_key),
+        ChannelSettings::default(),
+    ));
     state.set_error_log(|line| errln!("{line}"));
     // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.
     let watched = state.clone();
@@ -130,6 +138,18 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         errln!("  shell: {line}");
     }
     errln!("data: {}", app.config.home.display());
+    if !bind.is_loopback() {
+        errln!(
+            "listening on {bind}:{port}: other machines can reach this server; only webhook \
+             deliveries need no token, and Host names other than loopback and [server] \
+             allowed_hosts ({}) are refused",
+            if app.config.allowed_hosts.is_empty() {
+                "none".to_owned()
+            } else {
+                app.config.allowed_hosts.join(", ")
+            }
+        );
+    }
     outln!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}")?;
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let served = pp_server::serve(listener, state, shutdown_signal()).await;

@@ -10,6 +10,7 @@ mod approvals;
 mod architecture;
 mod backup;
 mod cards;
+mod channels;
 mod chat;
 mod documents;
 mod eval;

@@ -42,6 +42,7 @@ fn refused_page(port: Option<u16>) -> String {
 /// `GET /login?token=…`: `303` to `/` with the session cookie, or a `401` page.
 pub(crate) async fn login(
     State(state): State<AppState>,
+    headers: HeaderMap,
     ApiQuery(query): ApiQuery<LoginQuery>,
 ) -> Response {
     let valid = query
@@ -72,8 +73,13 @@ pub(crate) async fn login(
     if let Err(error) = state.service().append_audit(entry).await {
         state.log(&format!("pp-server: cannot audit a console login: {error}"));
     }
+    let secure = if crate::security::is_https(state.settings(), &headers) {
+        "; Secure"
+    } else {
+        ""
+    };
     let cookie = format!(
-        "{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        "{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}",
         ttl.as_secs()
     );
     match HeaderValue::from_str(&cookie) {
@@ -96,7 +102,13 @@ pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) ->
     {
         return ApiError::internal(error).into_response();
     }
-    let cleared = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    let secure = if crate::security::is_https(state.settings(), &headers) {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cleared =
+        format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{secure}");
     match HeaderValue::from_str(&cleared) {
         Ok(cleared) => (
             StatusCode::SEE_OTHER,

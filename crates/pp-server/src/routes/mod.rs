@@ -16,6 +16,7 @@ use crate::{auth, security};
 pub(crate) mod approvals;
 pub(crate) mod audit;
 pub(crate) mod changes;
+pub(crate) mod channels;
 pub(crate) mod console;
 pub(crate) mod events;
 pub(crate) mod files;
@@ -32,6 +33,10 @@ pub(crate) mod workspaces;
 
 /// The one route that answers without a token.
 const PUBLIC_API_ROUTE: &str = "/api/health";
+
+/// The webhook route: no token (the HMAC signature authenticates it) and no Origin
+/// check ([`crate::security::check_host_and_origin`]).
+pub(crate) const WEBHOOK_ROUTE: &str = "/api/channels/{name}/webhook";
 
 /// One `/api` route: method, path, handler.
 pub(crate) struct Route {
@@ -97,6 +102,22 @@ pub(crate) fn table() -> Vec<Route> {
         route("GET", "/api/schedules/{id}/tasks", get(schedules::tasks)),
         route("GET", "/api/memory", get(memory::show)),
         route("PUT", "/api/memory", put(memory::put)),
+        route("GET", "/api/channels", get(channels::list)),
+        route("POST", "/api/channels", post(channels::create)),
+        route("GET", "/api/channels/{name}", get(channels::show)),
+        route("PUT", "/api/channels/{name}", put(channels::edit)),
+        route("DELETE", "/api/channels/{name}", delete(channels::remove)),
+        route(
+            "POST",
+            "/api/channels/{name}/rotate",
+            post(channels::rotate),
+        ),
+        route(
+            "GET",
+            "/api/channels/{name}/deliveries",
+            get(channels::deliveries),
+        ),
+        route("POST", WEBHOOK_ROUTE, post(channels::webhook)),
         route("GET", "/api/openapi.json", get(openapi::document)),
         route("GET", PUBLIC_API_ROUTE, get(health::health)),
     ]
@@ -109,7 +130,7 @@ pub(crate) fn build(state: AppState) -> Router {
     let mut authed = Router::new();
     let mut public = Router::new();
     for Route { path, handler, .. } in table() {
-        if path == PUBLIC_API_ROUTE {
+        if path == PUBLIC_API_ROUTE || path == WEBHOOK_ROUTE {
             public = public.route(path, handler);
         } else {
             authed = authed.route(&routed_path(path), handler);
@@ -131,7 +152,10 @@ pub(crate) fn build(state: AppState) -> Router {
             state.clone(),
             security::log_internal_errors,
         ))
-        .layer(from_fn(security::check_host_and_origin))
+        .layer(from_fn_with_state(
+            state.clone(),
+            security::check_host_and_origin,
+        ))
         .layer(from_fn(security::security_headers))
         .with_state(state)
 }

@@ -12,6 +12,7 @@ mod audit;
 mod auth;
 mod bad_input;
 mod changes;
+mod channels;
 mod events;
 mod files;
 mod health_and_icon;
@@ -26,6 +27,7 @@ mod sse;
 mod task_search;
 mod uploads;
 mod usage;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,7 +37,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use pp_server::{AppState, ServerSettings};
 use pp_tasks::store::{AuditFilter, Store};
-use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
+use pp_tasks::{ChannelSettings, CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, AuditEntry, TaskId, TaskRecord, TaskState};
 use serde_json::{Value, json};
@@ -84,6 +86,7 @@ impl App {
         let state = AppState::new(service.clone(), TOKEN, settings);
         state.set_skills(skills::service(&tree, &service));
         state.set_memory(memory::service(&tree, &service));
+        state.set_channels(channels::service(&service, ChannelSettings::default()));
         let router = pp_server::router(state.clone());
         Self {
             tree,
