@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use crate::config::{Config, Flags};
+use crate::exit;
+use crate::output::outln;
 
 /// What to do.
 #[derive(Debug, Subcommand)]
@@ -44,22 +46,27 @@ pub(crate) enum McpCommand {
 
 /// Runs an `mcp` subcommand.
 pub(crate) async fn run(flags: &Flags, command: McpCommand) -> anyhow::Result<u8> {
-    if let McpCommand::Serve {
-        workspace,
-        wait_limit,
-    } = command
-    {
-        return super::mcp_serve::run(flags, workspace, wait_limit).await;
-    }
-    let config = Config::load(flags)?;
-    if config.mcp.servers.is_empty() && !matches!(command, McpCommand::Serve { .. }) {
-        anyhow::bail!("no MCP servers are configured ([[mcp.server]] in the config file)");
-    }
     match command {
-        McpCommand::List { json } => super::mcp_list::list(config.mcp.servers, json).await,
+        McpCommand::Serve {
+            workspace,
+            wait_limit,
+        } => super::mcp_serve::run(flags, workspace, wait_limit).await,
+        McpCommand::List { json } => {
+            let config = Config::load(flags)?;
+            if config.mcp.servers.is_empty() && !json {
+                outln!(
+                    "no MCP servers are configured ([[mcp.server]] in the config file; docs/mcp.md)"
+                )?;
+                return Ok(exit::OK);
+            }
+            super::mcp_list::list(config.mcp.servers, json).await
+        }
         McpCommand::Check { name, json } => {
+            let config = Config::load(flags)?;
+            if config.mcp.servers.is_empty() {
+                anyhow::bail!("no MCP servers are configured ([[mcp.server]] in the config file)");
+            }
             super::mcp_list::check(config.mcp.servers, name, json).await
         }
-        McpCommand::Serve { .. } => anyhow::bail!("`pocketpilot mcp serve` is being built"),
     }
 }

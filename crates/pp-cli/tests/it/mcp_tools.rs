@@ -127,6 +127,19 @@ fn tool_names(server: &Value, key: &str) -> Vec<String> {
 }
 
 #[test]
+fn without_servers_list_says_so_and_check_fails() {
+    let tree = TempTree::new();
+    let config = config(&tree, "");
+    assert_eq!(list_json(&tree, &config), json!({"servers": []}));
+    let (code, stdout, _) = cli(&tree, &config, &["mcp", "list"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("no MCP servers are configured"), "{stdout}");
+    let (code, _, stderr) = cli(&tree, &config, &["mcp", "check"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("no MCP servers are configured"), "{stderr}");
+}
+
+#[test]
 fn mcp_list_json_has_the_shape_and_only_whitelisted_tools_are_offered() {
     let Some(servers) = mcp_servers::installed() else {
         return;
