@@ -14,6 +14,17 @@ use serde_json::Value;
 
 use crate::{Error, Result};
 
+/// One snake-case enum column of `table`'s row `id`, decoded as [`Decoder`] does (for
+/// row types outside this module).
+pub(crate) fn decode_name<T: DeserializeOwned>(
+    table: &'static str,
+    column: &'static str,
+    id: &str,
+    text: String,
+) -> Result<T> {
+    Decoder { table, id }.name(column, text)
+}
+
 /// Decodes the columns of one row, naming it in errors.
 struct Decoder<'a> {
     table: &'static str,

@@ -12,12 +12,10 @@
 
 use pp_types::{Actor, TaskId, TaskRecord, TaskState, Timestamp};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::chat::{self, ACTIVE_TURN_STATES};
-use crate::{Error, NewTask, Result, Store, ids, tasks};
+use crate::{Error, NewTask, Result, Store, ids, rows, tasks};
 
 /// What a schedule does when its previous task is still active at the next occurrence.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -636,21 +634,6 @@ fn load(connection: &Connection, id: &str) -> Result<Schedule> {
         .decode()
 }
 
-/// A snake-case enum column, decoded with its serde names.
-fn named<T: DeserializeOwned>(
-    table: &'static str,
-    column: &'static str,
-    id: &str,
-    text: String,
-) -> Result<T> {
-    serde_json::from_value(Value::String(text)).map_err(|source| Error::Corrupt {
-        table,
-        column,
-        id: id.to_owned(),
-        source,
-    })
-}
-
 /// A schedule row as read.
 struct RawSchedule {
     id: String,
@@ -696,11 +679,11 @@ impl RawSchedule {
     }
 
     fn decode(self) -> Result<Schedule> {
-        let overlap = named("schedules", "overlap", &self.id, self.overlap)?;
-        let created_by = named("schedules", "created_by", &self.id, self.created_by)?;
+        let overlap = rows::decode_name("schedules", "overlap", &self.id, self.overlap)?;
+        let created_by = rows::decode_name("schedules", "created_by", &self.id, self.created_by)?;
         let last_task_state = self
             .last_task_state
-            .map(|state| named("tasks", "state", &self.id, state))
+            .map(|state| rows::decode_name("tasks", "state", &self.id, state))
             .transpose()?;
         Ok(Schedule {
             spec: ScheduleSpec {
@@ -753,7 +736,7 @@ impl RawEvent {
     }
 
     fn decode(self) -> Result<ScheduleEvent> {
-        let kind = named("schedule_history", "kind", &self.id.to_string(), self.kind)?;
+        let kind = rows::decode_name("schedule_history", "kind", &self.id.to_string(), self.kind)?;
         Ok(ScheduleEvent {
             id: self.id,
             schedule_id: self.schedule_id,
