@@ -7,6 +7,7 @@
 )]
 
 mod changes;
+mod channels;
 mod client;
 mod current;
 mod file_ops;
@@ -16,6 +17,7 @@ mod lifecycle;
 mod memory;
 mod resolve;
 mod restart;
+mod scheduler;
 mod seam;
 mod sessions;
 mod skills;

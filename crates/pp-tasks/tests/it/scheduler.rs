@@ -919,7 +919,7 @@ async fn the_loop_fires_each_occurrence_when_it_comes() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Measurement (not a check): `cargo test -p pp-tasks --test scheduler -- --ignored
+// Measurement (not a check): `cargo test -p pp-tasks --test it scheduler:: -- --ignored
 // --nocapture tick_cost`.
 // ---------------------------------------------------------------------------------------
 
@@ -969,7 +969,7 @@ async fn tick_cost_with_1000_schedules() {
 }
 
 /// The loop's drift on the real clock: how long after each occurrence its task was
-/// created (`cargo test -p pp-tasks --test scheduler -- --ignored --nocapture drift`;
+/// created (`cargo test -p pp-tasks --test it scheduler:: -- --ignored --nocapture drift`;
 /// takes three minutes of wall time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement on the real clock; run by hand"]
