@@ -13,9 +13,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// Why a store operation failed.
 ///
-/// Fifteen variants, past the style guide's ~12: the two file ones ([`Error::File`],
-/// [`Error::NotAStore`]) belong to backup and restore and could move to an enum of their
-/// own if more arrive.
+/// Nineteen variants, past the style guide's ~12: the two file ones ([`Error::File`],
+/// [`Error::NotAStore`]) belong to backup and restore, and one per backend
+/// ([`Error::Sqlite`], [`Error::Postgres`]); they could split by backend if more arrive.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// No row with this id.
@@ -143,6 +143,31 @@ pub enum Error {
     /// SQLite failed (busy past the timeout, disk full, constraint, …).
     #[error("database error")]
     Sqlite(#[source] Box<rusqlite::Error>),
+    /// PostgreSQL failed (connection lost, pool exhausted, constraint, …).
+    #[error("database error: {0}")]
+    Postgres(String),
+    /// `[store] url` is not an address the store understands.
+    #[error("bad store address `{url}`: {reason}")]
+    BadUrl {
+        /// The address, its password hidden.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The operation exists only on another backend (an SQLite file backup on a server
+    /// database).
+    #[error("{what} is not available on {backend}: {hint}")]
+    Unsupported {
+        /// The operation.
+        what: &'static str,
+        /// `postgres` or `sqlite`.
+        backend: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
+    /// The blocking task running a store call panicked or was cancelled.
+    #[error("the store call did not finish: {0}")]
+    Worker(String),
 }
 
 impl From<rusqlite::Error> for Error {

@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use rusqlite::params;
 
-use crate::{Result, Store, ids};
+use super::SqliteStore as Store;
+use crate::{Result, ids};
 
 impl Store {
     /// Starts a console login that lasts `ttl` and returns its secret id (64 hex
     /// characters, 256 random bits). Expired logins are purged on the way.
-    pub fn create_login(&self, ttl: Duration) -> Result<String> {
+    pub(crate) fn create_login(&self, ttl: Duration) -> Result<String> {
         let login = ids::new_login_id()?;
         let digest = ids::login_digest(&login);
         let now = self.now();
@@ -32,7 +33,7 @@ impl Store {
     }
 
     /// Whether `login` exists and has not expired.
-    pub fn login_valid(&self, login: &str) -> Result<bool> {
+    pub(crate) fn login_valid(&self, login: &str) -> Result<bool> {
         let digest = ids::login_digest(login);
         let now = self.now().as_millis();
         self.read(|connection| {
@@ -46,7 +47,7 @@ impl Store {
     }
 
     /// Ends `login` (logging out); a no-op for an unknown login.
-    pub fn delete_login(&self, login: &str) -> Result<()> {
+    pub(crate) fn delete_login(&self, login: &str) -> Result<()> {
         let digest = ids::login_digest(login);
         self.write(|transaction| {
             transaction
@@ -57,7 +58,7 @@ impl Store {
     }
 
     /// Ends every console login (after the API token was rotated); returns how many.
-    pub fn delete_all_logins(&self) -> Result<usize> {
+    pub(crate) fn delete_all_logins(&self) -> Result<usize> {
         self.write(|transaction| Ok(transaction.execute("DELETE FROM console_logins", [])?))
     }
 }

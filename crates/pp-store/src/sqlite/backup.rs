@@ -1,5 +1,5 @@
-//! Copying the database out ([`Store::backup_to`]) and putting a copy back
-//! ([`Store::restore_file`]).
+//! Copying the database out ([`crate::Store::backup_to`]) and putting a copy back
+//! ([`crate::Store::restore_file`]).
 //!
 //! A backup uses SQLite's online backup API on a connection of its own: it copies every
 //! page in one step, which in WAL mode is one read transaction, so the copy is one
@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
-use crate::schema::{self, BUSY_TIMEOUT, SCHEMA_VERSION};
-use crate::{Error, Result, Store, ids};
+use super::SqliteStore as Store;
+use super::schema::{self, BUSY_TIMEOUT, SCHEMA_VERSION};
+use crate::{Error, Result, ids};
 
 /// The tables every PocketPilot database has, whatever its schema version (plus the
 /// login table, see [`login_table`]).
@@ -43,7 +44,7 @@ impl Store {
     ///
     /// The copy is a self-contained file (rollback journal, no `-wal`). `dest` may not be
     /// the database itself.
-    pub fn backup_to(&self, dest: &Path) -> Result<()> {
+    pub(crate) fn backup_to(&self, dest: &Path) -> Result<()> {
         if is_same_file(dest, &self.path) {
             return Err(io_error(
                 "write a backup over the live database",
@@ -74,7 +75,7 @@ impl Store {
     /// else is [`Error::NotAStore`] and leaves `database` untouched. Then the stale
     /// `-wal` and `-shm` files are removed and the copy is renamed over `database`
     /// (mode 0600 on Unix).
-    pub fn restore_file(backup: &Path, database: &Path) -> Result<()> {
+    pub(crate) fn restore_file(backup: &Path, database: &Path) -> Result<()> {
         let backup_wal = schema::sidecar(backup, "-wal");
         if std::fs::metadata(&backup_wal).is_ok_and(|meta| meta.len() > 0) {
             return Err(not_a_store(

@@ -1,17 +1,18 @@
 //! Chat sessions: a conversation of turns, each turn one task (`chat_sessions`,
-//! `session_turns`; see `migrations/0004_chat_sessions.sql`).
+//! `session_turns`; see `migrations/sqlite/0004_chat_sessions.sql`).
 //!
 //! A new turn is created together with its task in one transaction that first checks the
 //! session's latest turn has ended, so two messages sent at once (two tabs, the console
 //! and the CLI) never start two turns. A turn's own messages are stored when its task
 //! ends; the task's events and audit rows are the task's as always, so retention
-//! ([`Store::prune`]) may drop those while the conversation stays whole.
+//! ([`crate::Store::prune`]) may drop those while the conversation stays whole.
 
 use pp_types::{Actor, AuditAction, Message, NewAudit, TaskRecord, TaskState, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::rows::{self, RawTask, TASK_COLUMNS};
-use crate::{Error, NewTask, Result, Store, audit, ids, tasks};
+use super::rows::{self, RawTask, TASK_COLUMNS};
+use super::{SqliteStore as Store, audit, tasks};
+use crate::{Error, NewTask, Result, ids};
 
 /// A chat session to create.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +70,7 @@ const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, upd
 
 impl Store {
     /// Creates an empty chat session.
-    pub fn create_chat_session(&self, new: NewChatSession) -> Result<ChatSession> {
+    pub(crate) fn create_chat_session(&self, new: NewChatSession) -> Result<ChatSession> {
         let now = self.now();
         let id = ids::new_id("s_", now)?;
         self.write(|transaction| {
@@ -107,7 +108,7 @@ impl Store {
     }
 
     /// The `limit` most recently active chat sessions (`updated_at`), newest first.
-    pub fn chat_sessions(&self, limit: usize) -> Result<Vec<ChatSession>> {
+    pub(crate) fn chat_sessions(&self, limit: usize) -> Result<Vec<ChatSession>> {
         self.read(|connection| {
             connection
                 .prepare_cached(&format!(
@@ -123,12 +124,12 @@ impl Store {
     }
 
     /// One chat session ([`Error::NotFound`] with `what = "session"` if there is none).
-    pub fn chat_session(&self, id: &str) -> Result<ChatSession> {
+    pub(crate) fn chat_session(&self, id: &str) -> Result<ChatSession> {
         self.read(|connection| load_session(connection, id))
     }
 
     /// The session's turns, oldest first ([`Error::NotFound`] for an unknown session).
-    pub fn chat_turns(&self, id: &str) -> Result<Vec<ChatTurn>> {
+    pub(crate) fn chat_turns(&self, id: &str) -> Result<Vec<ChatTurn>> {
         self.read(|connection| {
             load_session(connection, id)?;
             turns(connection, id)
@@ -139,13 +140,13 @@ impl Store {
     /// turn row in one transaction. [`Error::SessionBusy`] while the latest turn is
     /// still `queued`, `running` or `waiting_approval`; [`Error::NotFound`] for an
     /// unknown session.
-    pub fn add_chat_turn(&self, session: &str, new: NewTask) -> Result<ChatTurn> {
+    pub(crate) fn add_chat_turn(&self, session: &str, new: NewTask) -> Result<ChatTurn> {
         let now = self.now();
         self.write(|transaction| add_turn(transaction, session, new, now))
     }
 
     /// The session and turn index of `task`, if it is a turn of a chat session.
-    pub fn turn_of_task(&self, task: &pp_types::TaskId) -> Result<Option<(String, u32)>> {
+    pub(crate) fn turn_of_task(&self, task: &pp_types::TaskId) -> Result<Option<(String, u32)>> {
         self.read(|connection| {
             Ok(connection
                 .prepare_cached(
@@ -158,7 +159,11 @@ impl Store {
 
     /// Stores the turn's own messages when its task ends; a no-op when `task` is not a
     /// session turn.
-    pub fn set_turn_messages(&self, task: &pp_types::TaskId, messages: &[Message]) -> Result<()> {
+    pub(crate) fn set_turn_messages(
+        &self,
+        task: &pp_types::TaskId,
+        messages: &[Message],
+    ) -> Result<()> {
         let encoded = rows::encode("turn messages", messages)?;
         self.write(|transaction| {
             transaction
@@ -169,7 +174,12 @@ impl Store {
     }
 
     /// Replaces the session's summary, which now covers turns `1..=through`.
-    pub fn set_session_summary(&self, session: &str, summary: &str, through: u32) -> Result<()> {
+    pub(crate) fn set_session_summary(
+        &self,
+        session: &str,
+        summary: &str,
+        through: u32,
+    ) -> Result<()> {
         let now = self.now();
         self.write(|transaction| {
             load_session(transaction, session)?;
@@ -185,7 +195,7 @@ impl Store {
 
     /// Deletes the session and its turn rows (their tasks, events and audit rows stay).
     /// [`Error::SessionBusy`] while a turn is active; [`Error::NotFound`] if unknown.
-    pub fn delete_chat_session(&self, session: &str) -> Result<()> {
+    pub(crate) fn delete_chat_session(&self, session: &str) -> Result<()> {
         let now = self.now();
         self.write(|transaction| {
             load_session(transaction, session)?;
@@ -220,7 +230,7 @@ impl Store {
     }
 }
 
-/// Adds a turn inside the caller's transaction ([`Store::add_chat_turn`], and the
+/// Adds a turn inside the caller's transaction ([`crate::Store::add_chat_turn`], and the
 /// scheduler's fire of a schedule that continues a session).
 pub(crate) fn add_turn(
     transaction: &Connection,

@@ -1,6 +1,6 @@
 //! Creating the database file, connection settings and versioned migrations.
 //!
-//! Migrations live in `migrations/NNNN_*.sql`, are embedded at build time and tracked
+//! Migrations live in `migrations/sqlite/NNNN_*.sql`, are embedded at build time and tracked
 //! with `PRAGMA user_version`: version `n` means the first `n` files have been applied.
 //! Each file is applied in its own `BEGIN IMMEDIATE` transaction, so two processes
 //! opening a fresh database at once apply it exactly once.
@@ -14,16 +14,16 @@ use crate::{Error, Result};
 
 /// Every migration, in order; index `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/0001_init.sql"),
-    include_str!("../migrations/0002_heartbeat.sql"),
-    include_str!("../migrations/0003_prune_guard.sql"),
-    include_str!("../migrations/0004_chat_sessions.sql"),
-    include_str!("../migrations/0005_changes.sql"),
-    include_str!("../migrations/0006_change_moves.sql"),
-    include_str!("../migrations/0007_usage.sql"),
-    include_str!("../migrations/0008_schedules.sql"),
-    include_str!("../migrations/0009_task_origin.sql"),
-    include_str!("../migrations/0010_channels.sql"),
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../migrations/sqlite/0002_heartbeat.sql"),
+    include_str!("../../migrations/sqlite/0003_prune_guard.sql"),
+    include_str!("../../migrations/sqlite/0004_chat_sessions.sql"),
+    include_str!("../../migrations/sqlite/0005_changes.sql"),
+    include_str!("../../migrations/sqlite/0006_change_moves.sql"),
+    include_str!("../../migrations/sqlite/0007_usage.sql"),
+    include_str!("../../migrations/sqlite/0008_schedules.sql"),
+    include_str!("../../migrations/sqlite/0009_task_origin.sql"),
+    include_str!("../../migrations/sqlite/0010_channels.sql"),
 ];
 
 /// The schema version this build writes.
@@ -221,11 +221,11 @@ mod tests {
     fn opening_a_current_database_takes_no_write_lock() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pocketpilot.db");
-        drop(crate::Store::open(&path).unwrap());
+        drop(Store::open(&path).unwrap());
         // Another process is in the middle of a write.
         let writer = Connection::open(&path).unwrap();
         writer.execute_batch("BEGIN IMMEDIATE").unwrap();
-        let store = crate::Store::open(&path).unwrap();
+        let store = Store::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         writer.execute_batch("COMMIT").unwrap();
     }

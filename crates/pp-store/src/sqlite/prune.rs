@@ -3,15 +3,16 @@
 //! Events and audit rows are append-only (triggers refuse UPDATE and DELETE). The one
 //! exception is this module: its transaction inserts a row into `prune_guard`, which
 //! switches the delete triggers off for that transaction only, deletes, and removes the
-//! row before committing (see `migrations/0003_prune_guard.sql`).
+//! row before committing (see `migrations/sqlite/0003_prune_guard.sql`).
 
 use std::time::Duration;
 
 use rusqlite::params;
 
-use crate::{Result, Store};
+use super::SqliteStore as Store;
+use crate::Result;
 
-/// What [`Store::prune`] removed.
+/// What [`crate::Store::prune`] removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PruneReport {
     /// Finished tasks that lost at least one event or audit row.
@@ -31,7 +32,7 @@ impl Store {
     /// The rows of tasks that are `queued`, `running`, `waiting_approval` or
     /// `interrupted` are never removed, however old; nor are the task rows, approvals
     /// or sequence numbers (a pruned `seq` is never reused).
-    pub fn prune(&self, older_than: Duration) -> Result<PruneReport> {
+    pub(crate) fn prune(&self, older_than: Duration) -> Result<PruneReport> {
         let cutoff = self.now().saturating_sub(older_than).as_millis();
         self.write(|transaction| {
             transaction.execute("INSERT INTO prune_guard (id) VALUES (1)", [])?;

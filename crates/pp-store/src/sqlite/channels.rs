@@ -1,15 +1,16 @@
 //! Webhook channels, their delivery log and the seen-signature record (`channels`,
-//! `channel_deliveries`, `webhook_signatures`; see `migrations/0010_channels.sql`).
+//! `channel_deliveries`, `webhook_signatures`; see `migrations/sqlite/0010_channels.sql`).
 //!
 //! The store keeps a channel's sealed secret as opaque bytes: pp-tasks generates,
-//! seals, opens and checks it. [`Store::claim_signature`] is the replay defence: a unique
+//! seals, opens and checks it. [`crate::Store::claim_signature`] is the replay defence: a unique
 //! key per (channel, signature), inserted once across every process sharing the database
 //! and kept until the replay window ends.
 
 use pp_types::{TaskId, Timestamp};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 
-use crate::{Error, Result, Store};
+use super::SqliteStore as Store;
+use crate::{Error, Result};
 
 /// How many delivery rows are kept per channel; older ones are dropped as new ones come.
 pub const DELIVERIES_KEPT: i64 = 1000;
@@ -138,7 +139,7 @@ fn not_found(name: &str) -> Error {
 
 impl Store {
     /// Creates a channel (enabled). Fails with [`Error::NameTaken`] when the name is used.
-    pub fn create_channel(&self, new: &NewChannel) -> Result<Channel> {
+    pub(crate) fn create_channel(&self, new: &NewChannel) -> Result<Channel> {
         let now = self.now().as_millis();
         self.write(|transaction| {
             let inserted = transaction
@@ -169,12 +170,12 @@ impl Store {
     }
 
     /// The channel named `name`, if any.
-    pub fn find_channel(&self, name: &str) -> Result<Option<Channel>> {
+    pub(crate) fn find_channel(&self, name: &str) -> Result<Option<Channel>> {
         self.read(|connection| find(connection, name))
     }
 
     /// Every channel, by name.
-    pub fn list_channels(&self) -> Result<Vec<Channel>> {
+    pub(crate) fn list_channels(&self) -> Result<Vec<Channel>> {
         self.read(|connection| {
             let mut statement = connection
                 .prepare_cached(&format!("SELECT {COLUMNS} FROM channels ORDER BY name"))?;
@@ -184,7 +185,7 @@ impl Store {
     }
 
     /// Applies `change` to the channel named `name` and returns it as it is now.
-    pub fn edit_channel(&self, name: &str, change: ChannelChange) -> Result<Channel> {
+    pub(crate) fn edit_channel(&self, name: &str, change: ChannelChange) -> Result<Channel> {
         let now = self.now().as_millis();
         self.write(|transaction| {
             let mut channel = find(transaction, name)?.ok_or_else(|| not_found(name))?;
@@ -221,7 +222,7 @@ impl Store {
     }
 
     /// Removes the channel named `name` and its delivery log (the tasks it created stay).
-    pub fn remove_channel(&self, name: &str) -> Result<()> {
+    pub(crate) fn remove_channel(&self, name: &str) -> Result<()> {
         self.write(|transaction| {
             let removed = transaction
                 .prepare_cached("DELETE FROM channels WHERE name = ?1")?
@@ -235,7 +236,7 @@ impl Store {
 
     /// Records a delivery to the known channel `channel` and trims its log to the newest
     /// [`DELIVERIES_KEPT`] rows. A channel removed meanwhile records nothing.
-    pub fn record_delivery(
+    pub(crate) fn record_delivery(
         &self,
         channel: &str,
         status: DeliveryStatus,
@@ -263,7 +264,11 @@ impl Store {
     }
 
     /// The newest `limit` deliveries to `channel`, newest first.
-    pub fn channel_deliveries(&self, channel: &str, limit: usize) -> Result<Vec<DeliveryRecord>> {
+    pub(crate) fn channel_deliveries(
+        &self,
+        channel: &str,
+        limit: usize,
+    ) -> Result<Vec<DeliveryRecord>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(|connection| {
             if find(connection, channel)?.is_none() {
@@ -294,7 +299,7 @@ impl Store {
     /// `expires_at`; `false` when it was already recorded and has not expired (a
     /// replay), in this process or any other sharing the database. Expired keys are
     /// purged on the way.
-    pub fn claim_signature(&self, key: &str, expires_at: Timestamp) -> Result<bool> {
+    pub(crate) fn claim_signature(&self, key: &str, expires_at: Timestamp) -> Result<bool> {
         let now = self.now().as_millis();
         self.write(|transaction| {
             transaction

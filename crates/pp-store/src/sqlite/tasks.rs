@@ -7,8 +7,9 @@ use pp_types::{Actor, Event, NewAudit, StoredEvent, TaskId, TaskRecord, TaskStat
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use crate::rows::{self, RawTask, TASK_COLUMNS};
-use crate::{Error, Result, Store, audit, events, ids};
+use super::rows::{self, RawTask, TASK_COLUMNS};
+use super::{SqliteStore as Store, audit, events};
+use crate::{Error, Result, ids};
 
 /// A task to create; it starts `queued`.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +68,7 @@ impl TaskChange {
 
 impl Store {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
-    pub fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
+    pub(crate) fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
         let now = self.now();
         self.write(|transaction| insert(transaction, new, now))
     }
@@ -75,7 +76,7 @@ impl Store {
     /// Creates a task already claimed by this process (`running`), in one transaction, so
     /// no other process's workers can claim it first (`pocketpilot mcp serve` runs its
     /// client's tasks itself).
-    pub fn create_running_task(&self, new: NewTask) -> Result<TaskRecord> {
+    pub(crate) fn create_running_task(&self, new: NewTask) -> Result<TaskRecord> {
         let now = self.now();
         let change = TaskChange::to(TaskState::Running);
         self.write(|transaction| {
@@ -85,12 +86,16 @@ impl Store {
     }
 
     /// One task; [`Error::NotFound`] if there is none with this id.
-    pub fn task(&self, id: &TaskId) -> Result<TaskRecord> {
+    pub(crate) fn task(&self, id: &TaskId) -> Result<TaskRecord> {
         self.read(|connection| load(connection, id))
     }
 
     /// Up to `limit` tasks, newest first, optionally only those in `state`.
-    pub fn list_tasks(&self, state: Option<TaskState>, limit: usize) -> Result<Vec<TaskRecord>> {
+    pub(crate) fn list_tasks(
+        &self,
+        state: Option<TaskState>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>> {
         self.read(|connection| {
             let state = state.map(TaskState::as_str);
             let raw = match state {
@@ -114,7 +119,7 @@ impl Store {
 
     /// Moves the oldest `queued` task to `running` and returns it; `None` if none is
     /// queued. Two processes calling this at once never get the same task.
-    pub fn claim_queued(&self) -> Result<Option<TaskRecord>> {
+    pub(crate) fn claim_queued(&self) -> Result<Option<TaskRecord>> {
         let now = self.now();
         self.write(|transaction| {
             let oldest: Option<String> = transaction
@@ -132,7 +137,7 @@ impl Store {
     }
 
     /// Moves one task from one of `from` to `running` ([`Error::Conflict`] otherwise).
-    pub fn claim(&self, id: &TaskId, from: &[TaskState]) -> Result<TaskRecord> {
+    pub(crate) fn claim(&self, id: &TaskId, from: &[TaskState]) -> Result<TaskRecord> {
         let change = TaskChange::to(TaskState::Running);
         let now = self.now();
         self.write(|transaction| change_state(transaction, id, from, &change, now))
@@ -140,7 +145,7 @@ impl Store {
 
     /// Applies `change` if the task is in one of `from` ([`Error::Conflict`] with its
     /// current state otherwise), appending `change.events` in the same transaction.
-    pub fn transition(
+    pub(crate) fn transition(
         &self,
         id: &TaskId,
         from: &[TaskState],
@@ -158,7 +163,7 @@ impl Store {
     /// Marks every `running` task `interrupted` with `message` as its error (call at
     /// start-up: a task found running was cut off by a crash). Appends no events.
     /// Returns the tasks' ids, oldest first.
-    pub fn interrupt_running(&self, message: &str) -> Result<Vec<TaskId>> {
+    pub(crate) fn interrupt_running(&self, message: &str) -> Result<Vec<TaskId>> {
         let now = self.now();
         self.write(|transaction| {
             let ids = transaction
@@ -176,7 +181,7 @@ impl Store {
     }
 
     /// Records that the process running `id` is alive (a no-op unless it is `running`).
-    pub fn heartbeat(&self, id: &TaskId) -> Result<()> {
+    pub(crate) fn heartbeat(&self, id: &TaskId) -> Result<()> {
         let now = self.now().as_millis();
         self.write(|transaction| {
             transaction
@@ -191,7 +196,11 @@ impl Store {
     /// Marks `interrupted` (with `message`) every `running` task whose runner has not
     /// sent a heartbeat for `older_than`: its process stopped. Tasks that a live process
     /// is running are left alone. Returns the tasks' ids, oldest first.
-    pub fn interrupt_stale(&self, message: &str, older_than: Duration) -> Result<Vec<TaskId>> {
+    pub(crate) fn interrupt_stale(
+        &self,
+        message: &str,
+        older_than: Duration,
+    ) -> Result<Vec<TaskId>> {
         let now = self.now();
         let limit = now.saturating_sub(older_than).as_millis();
         let now = now.as_millis();

@@ -4,10 +4,11 @@ use pp_types::{Actor, AuditAction, AuditEntry, NewAudit, TaskId, Timestamp};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, params, params_from_iter};
 
-use crate::rows::{self, AUDIT_COLUMNS, RawAudit};
-use crate::{Result, Store};
+use super::SqliteStore as Store;
+use super::rows::{self, AUDIT_COLUMNS, RawAudit};
+use crate::Result;
 
-/// Which audit rows [`Store::list_audit`] returns: all conditions must hold.
+/// Which audit rows [`crate::Store::list_audit`] returns: all conditions must hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditFilter {
     /// Only this actor's rows.
@@ -40,13 +41,13 @@ impl Default for AuditFilter {
 
 impl Store {
     /// Appends one row (`actor: None` means the operator).
-    pub fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
+    pub(crate) fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
         let now = self.now();
         self.write(|transaction| insert(transaction, entry, now))
     }
 
     /// The rows matching `filter`, newest first.
-    pub fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
+    pub(crate) fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
         let mut conditions = Vec::new();
         let mut values = Vec::new();
         if let Some(actor) = filter.actor {

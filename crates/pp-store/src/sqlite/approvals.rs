@@ -7,9 +7,10 @@ use pp_types::{
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use crate::rows::{self, APPROVAL_COLUMNS, RawApproval};
-use crate::tasks::{self, TaskChange};
-use crate::{Error, Result, Store, audit, events, ids};
+use super::rows::{self, APPROVAL_COLUMNS, RawApproval};
+use super::tasks::{self, TaskChange};
+use super::{SqliteStore as Store, audit, events};
+use crate::{Error, Result, ids};
 
 /// An approval request to store (it starts `pending`).
 #[derive(Debug, Clone, PartialEq)]
@@ -35,7 +36,7 @@ pub struct NewApproval {
     pub revertible: Option<bool>,
 }
 
-/// A person's decision on a pending approval, applied by [`Store::resolve`].
+/// A person's decision on a pending approval, applied by [`crate::Store::resolve`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolve {
     /// `Approved`, `Rejected` or `Stale` (`Pending` is refused).
@@ -64,7 +65,7 @@ impl Store {
     /// The caller cannot know the approval's id in advance: the store fills it into
     /// every `approval_required` event of `change.events` whose `approval_id` is `None`
     /// (the returned events show it); other events are stored as given.
-    pub fn suspend(
+    pub(crate) fn suspend(
         &self,
         task: &TaskId,
         new: NewApproval,
@@ -83,12 +84,12 @@ impl Store {
     }
 
     /// One approval; [`Error::NotFound`] if there is none with this id.
-    pub fn approval(&self, id: &ApprovalId) -> Result<ApprovalRecord> {
+    pub(crate) fn approval(&self, id: &ApprovalId) -> Result<ApprovalRecord> {
         self.read(|connection| load(connection, id))
     }
 
     /// Up to `limit` approvals, newest first, optionally only those in `state`.
-    pub fn list_approvals(
+    pub(crate) fn list_approvals(
         &self,
         state: Option<ApprovalState>,
         limit: usize,
@@ -117,7 +118,7 @@ impl Store {
     }
 
     /// Every approval of `task`, oldest first.
-    pub fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
+    pub(crate) fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
         self.read(|connection| {
             let raw = connection
                 .prepare_cached(&format!(
@@ -137,7 +138,7 @@ impl Store {
     /// - the task moves `WaitingApproval → resolve.task_to` ([`Error::Conflict`] if it is
     ///   not waiting);
     /// - `resolve.events` are appended.
-    pub fn resolve(
+    pub(crate) fn resolve(
         &self,
         id: &ApprovalId,
         resolve: Resolve,
@@ -194,7 +195,7 @@ impl Store {
     /// Turns an `approved` approval into `stale` (its target changed between the decision
     /// and the moment the call was about to run), with the reason and an audit row, in
     /// one transaction. Any other state is [`Error::AlreadyResolved`].
-    pub fn mark_stale(
+    pub(crate) fn mark_stale(
         &self,
         id: &ApprovalId,
         reason: &str,
@@ -228,8 +229,8 @@ impl Store {
     /// The retry path: in one transaction, moves the task from one of `from` (normally
     /// `Interrupted`) to `WaitingApproval`, inserts a new `pending` approval (typically
     /// carrying an older approval's checkpoint) and appends `events`, filling the new
-    /// approval's id into `approval_required` events as [`Store::suspend`] does.
-    pub fn reopen_approval(
+    /// approval's id into `approval_required` events as [`crate::Store::suspend`] does.
+    pub(crate) fn reopen_approval(
         &self,
         task: &TaskId,
         from: &[TaskState],

@@ -5,8 +5,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use pp_types::{NewAudit, TaskId, TaskRecord, TaskState};
 
-use crate::tasks::{TaskChange, change_state, current_state};
-use crate::{Error, Result, Store, audit, events};
+use super::tasks::{TaskChange, change_state, current_state};
+use super::{SqliteStore as Store, audit, events};
+use crate::{Error, Result};
 
 impl Store {
     /// Cancels a task in one of `from`, in one transaction: applies `change` (whose `to`
@@ -17,7 +18,7 @@ impl Store {
     /// with [`Error::ApprovedCallPending`]: once a person's approval won, a racing cancel
     /// loses (it never stops the approved call halfway or records a cancel that did not
     /// happen). Other states outside `from` are [`Error::Conflict`].
-    pub fn cancel_task(
+    pub(crate) fn cancel_task(
         &self,
         id: &TaskId,
         from: &[TaskState],
@@ -51,7 +52,7 @@ impl Store {
 
     /// Whether `task` has an approved call whose outcome (executed, failed or denied) is
     /// not in the audit ledger yet.
-    pub fn approved_call_pending(&self, task: &TaskId) -> Result<bool> {
+    pub(crate) fn approved_call_pending(&self, task: &TaskId) -> Result<bool> {
         self.read(|connection| approved_call_pending(connection, task))
     }
 }

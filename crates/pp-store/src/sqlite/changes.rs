@@ -3,18 +3,19 @@
 //!
 //! Rows name snapshot contents by SHA-256; the contents themselves live in the data
 //! directory (`pp_tasks`' snapshot store), never in the database. A revert is written in
-//! two steps around its file write: [`Store::begin_revert`] records the intent (a
-//! `pending` row) before the write, [`Store::finish_revert`] records it done, with its
+//! two steps around its file write: [`crate::Store::begin_revert`] records the intent (a
+//! `pending` row) before the write, [`crate::Store::finish_revert`] records it done, with its
 //! audit row and the reverted change's `reverted_by`, in one transaction. An intent left
 //! `pending` by a crash is resolved by the service on the next read
-//! ([`Store::finish_revert`] or [`Store::abandon_revert`]).
+//! ([`crate::Store::finish_revert`] or [`crate::Store::abandon_revert`]).
 
 use std::collections::HashSet;
 
 use pp_types::{ApprovalId, Change, ChangeId, ChangeKind, ChangeRoot, NewAudit, TaskId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::{Error, Result, Store, audit, ids, rows};
+use super::{SqliteStore as Store, audit, rows};
+use crate::{Error, Result, ids};
 
 /// What a file held before a change, as the log records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,18 +214,18 @@ impl Raw {
 
 impl Store {
     /// Records one change (state `done`).
-    pub fn insert_change(&self, new: NewChange) -> Result<ChangeRow> {
+    pub(crate) fn insert_change(&self, new: NewChange) -> Result<ChangeRow> {
         let now = self.now();
         self.write(|transaction| insert(transaction, new, "done", now))
     }
 
     /// One change, whatever its state; [`Error::NotFound`] if there is none.
-    pub fn change(&self, id: &ChangeId) -> Result<ChangeRow> {
+    pub(crate) fn change(&self, id: &ChangeId) -> Result<ChangeRow> {
         self.read(|connection| load(connection, id))
     }
 
     /// The task's changes, oldest first (abandoned revert intents left out).
-    pub fn task_changes(&self, task: &TaskId) -> Result<Vec<ChangeRow>> {
+    pub(crate) fn task_changes(&self, task: &TaskId) -> Result<Vec<ChangeRow>> {
         self.select(
             "task_id = ?1 AND state != 'abandoned' ORDER BY rowid",
             task.as_str(),
@@ -232,7 +233,7 @@ impl Store {
     }
 
     /// The changes an approval's call made, oldest first.
-    pub fn approval_changes(&self, approval: &ApprovalId) -> Result<Vec<ChangeRow>> {
+    pub(crate) fn approval_changes(&self, approval: &ApprovalId) -> Result<Vec<ChangeRow>> {
         self.select(
             "approval_id = ?1 AND state = 'done' ORDER BY rowid",
             approval.as_str(),
@@ -241,7 +242,7 @@ impl Store {
 
     /// The ledger's actions (and details) about an approved call, oldest first: what
     /// an approval card's outcome is derived from.
-    pub fn approval_ledger(
+    pub(crate) fn approval_ledger(
         &self,
         approval: &ApprovalId,
     ) -> Result<Vec<(pp_types::AuditAction, Option<String>)>> {
@@ -264,7 +265,7 @@ impl Store {
     }
 
     /// Revert intents a crash may have left (`pending`), of one task or (`None`) of all.
-    pub fn pending_reverts(&self, task: Option<&TaskId>) -> Result<Vec<ChangeRow>> {
+    pub(crate) fn pending_reverts(&self, task: Option<&TaskId>) -> Result<Vec<ChangeRow>> {
         match task {
             Some(task) => self.select(
                 "state = 'pending' AND task_id = ?1 ORDER BY rowid",
@@ -289,7 +290,7 @@ impl Store {
     /// Records a revert's intent before its file write: a `pending` change of kind
     /// `reverted` undoing `of`, in one transaction that checks `of` is still revertible
     /// and has no other revert under way. `None` when it is not (reverted meanwhile).
-    pub fn begin_revert(&self, of: &ChangeId, new: NewChange) -> Result<Option<ChangeRow>> {
+    pub(crate) fn begin_revert(&self, of: &ChangeId, new: NewChange) -> Result<Option<ChangeRow>> {
         let now = self.now();
         self.write(|transaction| {
             let target = load(transaction, of)?;
@@ -313,7 +314,7 @@ impl Store {
     /// Records a revert done: the intent becomes `done` with the file's state after the
     /// write, the reverted change gets `reverted_by`, and `audit` is appended (its
     /// `task_id` filled in), all in one transaction.
-    pub fn finish_revert(
+    pub(crate) fn finish_revert(
         &self,
         revert: &ChangeId,
         after_fingerprint: Option<&str>,
@@ -351,7 +352,7 @@ impl Store {
     }
 
     /// Marks a revert intent whose write never happened `abandoned`.
-    pub fn abandon_revert(&self, revert: &ChangeId) -> Result<()> {
+    pub(crate) fn abandon_revert(&self, revert: &ChangeId) -> Result<()> {
         self.write(|transaction| {
             transaction
                 .prepare_cached(
@@ -366,7 +367,7 @@ impl Store {
     /// clock, `now - older_than`) lose their kept contents (`expired`: no longer
     /// revertible). Returns how many changes expired and every blob hash still named by
     /// a row, which the snapshot store must keep.
-    pub fn expire_snapshots(
+    pub(crate) fn expire_snapshots(
         &self,
         older_than: std::time::Duration,
     ) -> Result<(usize, HashSet<String>)> {

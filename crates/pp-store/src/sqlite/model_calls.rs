@@ -1,11 +1,12 @@
 //! Model calls: one row per call with the usage its provider reported and the cost
-//! estimated when it was recorded (`migrations/0007_usage.sql`).
+//! estimated when it was recorded (`migrations/sqlite/0007_usage.sql`).
 
 use pp_types::{Cost, TaskId, TaskUsage, Timestamp, Usage};
 use rusqlite::{Connection, params};
 
-use crate::rows;
-use crate::{Result, Store};
+use super::SqliteStore as Store;
+use super::rows;
+use crate::Result;
 
 /// One model call to record.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +38,7 @@ pub struct ModelCallRow {
 
 impl Store {
     /// The task's model calls, oldest first.
-    pub fn model_calls(&self, task: &TaskId) -> Result<Vec<ModelCallRow>> {
+    pub(crate) fn model_calls(&self, task: &TaskId) -> Result<Vec<ModelCallRow>> {
         self.read(|connection| {
             let rows = connection
                 .prepare_cached(

@@ -201,7 +201,7 @@ impl RawTask {
             updated_at: Timestamp::from_millis(self.updated_at),
             finished_at: self.finished_at.map(Timestamp::from_millis),
             changes: change_counts(self.change_kinds.as_deref()),
-            usage: crate::model_calls::task_usage(self.usage.as_deref()),
+            usage: super::model_calls::task_usage(self.usage.as_deref()),
         })
     }
 }

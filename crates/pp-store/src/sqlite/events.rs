@@ -3,13 +3,18 @@
 use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
 use rusqlite::{Connection, params};
 
-use crate::rows::{self, EVENT_COLUMNS, RawEvent};
-use crate::{Result, Store, tasks};
+use super::rows::{self, EVENT_COLUMNS, RawEvent};
+use super::{SqliteStore as Store, tasks};
+use crate::Result;
 
 impl Store {
     /// Appends `events` to `task` in one transaction and returns them with their sequence
     /// numbers ([`crate::Error::NotFound`] if the task does not exist).
-    pub fn append_events(&self, task: &TaskId, events: &[Event]) -> Result<Vec<StoredEvent>> {
+    pub(crate) fn append_events(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+    ) -> Result<Vec<StoredEvent>> {
         if events.is_empty() {
             return Ok(Vec::new());
         }
@@ -23,7 +28,7 @@ impl Store {
     /// Appends `events` to `task` and the `audit` rows they caused, in one transaction:
     /// an approved call's result is never stored without its audit row, nor the other
     /// way round.
-    pub fn append_events_with_audit(
+    pub(crate) fn append_events_with_audit(
         &self,
         task: &TaskId,
         events: &[Event],
@@ -32,9 +37,9 @@ impl Store {
         self.append_events_with_records(task, events, audit, Vec::new())
     }
 
-    /// [`Store::append_events_with_audit`] plus the change-log rows the approved call's
+    /// [`crate::Store::append_events_with_audit`] plus the change-log rows the approved call's
     /// outcome produced, all in one transaction.
-    pub fn append_events_with_records(
+    pub(crate) fn append_events_with_records(
         &self,
         task: &TaskId,
         events: &[Event],
@@ -44,10 +49,10 @@ impl Store {
         self.append_events_with_calls(task, events, audit, changes, Vec::new())
     }
 
-    /// [`Store::append_events_with_records`] plus the model calls the events report
+    /// [`crate::Store::append_events_with_records`] plus the model calls the events report
     /// (their `assistant_message` events carry the usage), all in one transaction, so a
     /// task's usage and its events never disagree.
-    pub fn append_events_with_calls(
+    pub(crate) fn append_events_with_calls(
         &self,
         task: &TaskId,
         events: &[Event],
@@ -63,18 +68,18 @@ impl Store {
             tasks::ensure_exists(transaction, task)?;
             let stored = insert(transaction, task, events.to_vec(), now)?;
             for entry in audit {
-                crate::audit::insert(transaction, entry, now)?;
+                super::audit::insert(transaction, entry, now)?;
             }
             for change in changes {
-                crate::changes::insert(transaction, change, "done", now)?;
+                super::changes::insert(transaction, change, "done", now)?;
             }
-            crate::model_calls::insert(transaction, task, calls, now)?;
+            super::model_calls::insert(transaction, task, calls, now)?;
             Ok(stored)
         })
     }
 
     /// The task's events with `seq > after_seq`, oldest first (`after_seq = 0`: all).
-    pub fn task_events(&self, task: &TaskId, after_seq: i64) -> Result<Vec<StoredEvent>> {
+    pub(crate) fn task_events(&self, task: &TaskId, after_seq: i64) -> Result<Vec<StoredEvent>> {
         self.read(|connection| {
             let raw = connection
                 .prepare_cached(&format!(
@@ -89,7 +94,7 @@ impl Store {
 
     /// Up to `limit` of the task's events with `seq > after_seq`, oldest first: one page
     /// (pass the last `seq` of a page to get the next one; an empty page is the end).
-    pub fn task_events_page(
+    pub(crate) fn task_events_page(
         &self,
         task: &TaskId,
         after_seq: i64,
@@ -111,7 +116,7 @@ impl Store {
     }
 
     /// Up to `limit` events of all tasks with `seq > after_seq`, oldest first.
-    pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<StoredEvent>> {
+    pub(crate) fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<StoredEvent>> {
         self.read(|connection| {
             let raw = connection
                 .prepare_cached(&format!(
@@ -124,7 +129,7 @@ impl Store {
     }
 
     /// The newest event's sequence number; 0 when there are none.
-    pub fn last_seq(&self) -> Result<i64> {
+    pub(crate) fn last_seq(&self) -> Result<i64> {
         self.read(|connection| {
             Ok(connection
                 .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events")?

@@ -5,10 +5,11 @@ use pp_types::{Actor, TaskId, TaskRecord, TaskState};
 use rusqlite::params_from_iter;
 use rusqlite::types::Value as SqlValue;
 
-use crate::rows::{self, RawTask, TASK_COLUMNS};
-use crate::{Result, Store};
+use super::SqliteStore as Store;
+use super::rows::{self, RawTask, TASK_COLUMNS};
+use crate::Result;
 
-/// Which tasks [`Store::search_tasks`] returns, newest first: all conditions must hold.
+/// Which tasks [`crate::Store::search_tasks`] returns, newest first: all conditions must hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskFilter {
     /// Only prompts containing this text (case-insensitive for ASCII letters; `%` and
@@ -60,7 +61,7 @@ fn contains_pattern(text: &str) -> String {
 
 impl Store {
     /// The tasks matching `filter`, newest first (in the order they were stored).
-    pub fn search_tasks(&self, filter: &TaskFilter) -> Result<Vec<TaskRecord>> {
+    pub(crate) fn search_tasks(&self, filter: &TaskFilter) -> Result<Vec<TaskRecord>> {
         let mut conditions = Vec::new();
         let mut values = Vec::new();
         if let Some(query) = &filter.query {

@@ -1,9 +1,9 @@
 //! Schedules and their history (`schedules`, `schedule_history`; see
-//! `migrations/0008_schedules.sql`).
+//! `migrations/sqlite/0008_schedules.sql`).
 //!
 //! The store keeps what a schedule is and when it fires next; it does not read cron
 //! expressions (pp-tasks does, and hands the times in). Firing an occurrence is one
-//! transaction ([`Store::fire_schedule`]): a compare-and-set moves `next_fire_at` from the
+//! transaction ([`crate::Store::fire_schedule`]): a compare-and-set moves `next_fire_at` from the
 //! occurrence the caller saw to the one after it, and only the process whose
 //! compare-and-set matched goes on to apply the overlap policy, create the task and write
 //! the history. So two processes sharing the database never fire one occurrence twice,
@@ -14,8 +14,9 @@ use pp_types::{Actor, TaskId, TaskRecord, TaskState, Timestamp};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{self, ACTIVE_TURN_STATES};
-use crate::{Error, NewTask, Result, Store, ids, rows, tasks};
+use super::chat::{self, ACTIVE_TURN_STATES};
+use super::{SqliteStore as Store, rows, tasks};
+use crate::{Error, NewTask, Result, ids};
 
 /// What a schedule does when its previous task is still active at the next occurrence.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -156,7 +157,7 @@ pub struct ScheduleEvent {
     pub detail: Option<String>,
 }
 
-/// One occurrence to fire, as [`Store::fire_schedule`] takes it.
+/// One occurrence to fire, as [`crate::Store::fire_schedule`] takes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FireOccurrence {
     /// The schedule.
@@ -178,7 +179,7 @@ pub struct FireOccurrence {
     pub task: NewTask,
 }
 
-/// What [`Store::fire_schedule`] did.
+/// What [`crate::Store::fire_schedule`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fired {
     /// The task was created (`queued`).
@@ -211,7 +212,7 @@ const HISTORY_COLUMNS: &str = "id, schedule_id, kind, occurrence, at, missed, ta
 
 impl Store {
     /// Creates a schedule. [`Error::NameTaken`] when another schedule has the name.
-    pub fn create_schedule(&self, new: &NewSchedule) -> Result<Schedule> {
+    pub(crate) fn create_schedule(&self, new: &NewSchedule) -> Result<Schedule> {
         let now = self.now();
         let id = ids::new_id("sc_", now)?;
         self.write(|transaction| {
@@ -243,12 +244,12 @@ impl Store {
     }
 
     /// One schedule by id ([`Error::NotFound`] with `what = "schedule"` if none).
-    pub fn schedule(&self, id: &str) -> Result<Schedule> {
+    pub(crate) fn schedule(&self, id: &str) -> Result<Schedule> {
         self.read(|connection| load(connection, id))
     }
 
     /// One schedule by id or, failing that, by name ([`Error::NotFound`] if neither).
-    pub fn find_schedule(&self, id_or_name: &str) -> Result<Schedule> {
+    pub(crate) fn find_schedule(&self, id_or_name: &str) -> Result<Schedule> {
         self.read(|connection| {
             let found = connection
                 .prepare_cached(&format!(
@@ -265,7 +266,7 @@ impl Store {
     }
 
     /// Every schedule, by name.
-    pub fn schedules(&self) -> Result<Vec<Schedule>> {
+    pub(crate) fn schedules(&self) -> Result<Vec<Schedule>> {
         self.read(|connection| {
             connection
                 .prepare_cached(&format!(
@@ -281,7 +282,7 @@ impl Store {
 
     /// Enabled schedules whose `next_fire_at` is at or before `now`, earliest first, at
     /// most `limit`.
-    pub fn due_schedules(&self, now: Timestamp, limit: usize) -> Result<Vec<Schedule>> {
+    pub(crate) fn due_schedules(&self, now: Timestamp, limit: usize) -> Result<Vec<Schedule>> {
         self.read(|connection| {
             connection
                 .prepare_cached(&format!(
@@ -290,7 +291,7 @@ impl Store {
                      ORDER BY schedules.next_fire_at, schedules.id LIMIT ?2"
                 ))?
                 .query_map(
-                    params![now.as_millis(), crate::rows::limit(limit)],
+                    params![now.as_millis(), super::rows::limit(limit)],
                     RawSchedule::from_row,
                 )?
                 .collect::<rusqlite::Result<Vec<_>>>()?
@@ -302,7 +303,7 @@ impl Store {
 
     /// The earliest `next_fire_at` of the enabled schedules (`None`: nothing planned), so
     /// a scheduler can sleep until then.
-    pub fn earliest_fire_at(&self) -> Result<Option<Timestamp>> {
+    pub(crate) fn earliest_fire_at(&self) -> Result<Option<Timestamp>> {
         self.read(|connection| {
             let earliest: Option<i64> = connection
                 .prepare_cached("SELECT min(next_fire_at) FROM schedules WHERE enabled = 1")?
@@ -313,7 +314,7 @@ impl Store {
 
     /// Replaces what a schedule is, with its next occurrence recomputed by the caller
     /// (kept `None` while it is disabled). [`Error::NotFound`], [`Error::NameTaken`].
-    pub fn update_schedule(
+    pub(crate) fn update_schedule(
         &self,
         id: &str,
         spec: &ScheduleSpec,
@@ -350,7 +351,7 @@ impl Store {
     /// Enables a schedule from `next_fire_at` on (computed by the caller from now: the
     /// occurrences while it was disabled are not caught up), or disables it; either
     /// clears a pause reason. [`Error::NotFound`].
-    pub fn set_schedule_enabled(
+    pub(crate) fn set_schedule_enabled(
         &self,
         id: &str,
         enabled: bool,
@@ -378,7 +379,7 @@ impl Store {
 
     /// Removes a schedule and its history (its tasks and their audit rows stay).
     /// [`Error::NotFound`].
-    pub fn delete_schedule(&self, id: &str) -> Result<()> {
+    pub(crate) fn delete_schedule(&self, id: &str) -> Result<()> {
         self.write(|transaction| {
             let deleted = transaction
                 .prepare_cached("DELETE FROM schedules WHERE id = ?1")?
@@ -395,7 +396,7 @@ impl Store {
     /// missed, then applies the overlap policy and either creates the task (recording
     /// `schedule_fired`, setting `last_fired_at` and `last_task_id`) or records
     /// `schedule_skipped`. [`Fired::Lost`] when the compare-and-set did not match.
-    pub fn fire_schedule(&self, fire: FireOccurrence) -> Result<Fired> {
+    pub(crate) fn fire_schedule(&self, fire: FireOccurrence) -> Result<Fired> {
         let now = self.now();
         self.write(|transaction| fire_in(transaction, fire, now))
     }
@@ -405,7 +406,12 @@ impl Store {
     /// with no occurrence and the detail `run now by ACTOR`, in one transaction. `next_fire_at` is
     /// left alone, and so is the overlap policy: the person asked for this run.
     /// [`Error::NotFound`]; [`Error::SessionBusy`] while the session's turn is active.
-    pub fn run_schedule_now(&self, id: &str, task: NewTask, actor: Actor) -> Result<TaskRecord> {
+    pub(crate) fn run_schedule_now(
+        &self,
+        id: &str,
+        task: NewTask,
+        actor: Actor,
+    ) -> Result<TaskRecord> {
         let now = self.now();
         self.write(|transaction| {
             let schedule = load(transaction, id)?;
@@ -431,20 +437,25 @@ impl Store {
     /// Pauses a schedule whose occurrence `expected_next` could not fire (its workspace
     /// is gone): disables it with `reason` and records `schedule_paused`, if its
     /// `next_fire_at` is still `expected_next`. Returns whether this call paused it.
-    pub fn pause_schedule(&self, id: &str, expected_next: Timestamp, reason: &str) -> Result<bool> {
+    pub(crate) fn pause_schedule(
+        &self,
+        id: &str,
+        expected_next: Timestamp,
+        reason: &str,
+    ) -> Result<bool> {
         let now = self.now();
         self.write(|transaction| pause_in(transaction, id, Some(expected_next), reason, now))
     }
 
     /// A schedule's history, newest first, at most `limit` rows.
-    pub fn schedule_history(&self, id: &str, limit: usize) -> Result<Vec<ScheduleEvent>> {
+    pub(crate) fn schedule_history(&self, id: &str, limit: usize) -> Result<Vec<ScheduleEvent>> {
         self.read(|connection| {
             connection
                 .prepare_cached(&format!(
                     "SELECT {HISTORY_COLUMNS} FROM schedule_history WHERE schedule_id = ?1 \
                      ORDER BY id DESC LIMIT ?2"
                 ))?
-                .query_map(params![id, crate::rows::limit(limit)], RawEvent::from_row)?
+                .query_map(params![id, super::rows::limit(limit)], RawEvent::from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
                 .map(RawEvent::decode)
@@ -615,7 +626,7 @@ impl<'a> History<'a> {
                 self.kind.as_str(),
                 self.occurrence.map(Timestamp::as_millis),
                 now.as_millis(),
-                crate::rows::int(self.missed),
+                super::rows::int(self.missed),
                 self.task_id.as_ref().map(TaskId::as_str),
                 self.detail,
             ])?;

@@ -1,0 +1,1 @@
+-- PocketPilot store on PostgreSQL, schema version 1.

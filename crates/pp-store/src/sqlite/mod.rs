@@ -1,0 +1,147 @@
+//! The SQLite backend: one database file in WAL mode, used through synchronous methods
+//! that the [`crate::Store`] facade calls on the blocking pool. Every state change is a
+//! compare-and-set inside one `BEGIN IMMEDIATE` transaction, so several processes sharing
+//! the file never claim, run or resolve the same row twice. The schema lives in
+//! `migrations/sqlite/` and is applied on open.
+
+mod approvals;
+mod audit;
+mod backup;
+mod cancel;
+mod changes;
+mod channels;
+mod chat;
+mod events;
+mod logins;
+mod model_calls;
+mod prune;
+pub(crate) mod rows;
+mod schedules;
+mod schema;
+mod task_search;
+mod tasks;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use pp_types::{Clock, Timestamp};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::{Error, Result};
+
+pub use approvals::{NewApproval, Resolve};
+pub use audit::AuditFilter;
+pub use changes::{Before, ChangeRow, ChangeState, NewChange};
+pub use channels::{
+    Channel, ChannelChange, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, NewChannel,
+};
+pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
+pub use model_calls::{ModelCallRow, NewModelCall};
+pub use prune::PruneReport;
+pub use schedules::{
+    FireOccurrence, Fired, NewSchedule, Overlap, Schedule, ScheduleEvent, ScheduleEventKind,
+    ScheduleSpec,
+};
+pub use schema::SCHEMA_VERSION;
+pub use task_search::TaskFilter;
+pub use tasks::{NewTask, TaskChange};
+
+/// The SQLite database: one file in WAL mode.
+///
+/// `Send + Sync`; share it with an `Arc`. Within a process the mutex serialises use of
+/// the one connection; across processes SQLite's locks and the `BEGIN IMMEDIATE`
+/// transactions do.
+#[derive(Debug)]
+pub(crate) struct SqliteStore {
+    /// The connection. A mutex rather than a pool: writes are serialised by SQLite
+    /// anyway, and the operations are short.
+    connection: Mutex<Connection>,
+    /// The database file, as given to [`Store::open`].
+    path: PathBuf,
+    /// Where every stored time comes from (creation, changes, heartbeats, lease and
+    /// session expiry checks, pruning): shared with the task service through
+    /// [`Store::clock`] so both agree, and replaceable in tests.
+    clock: Arc<dyn Clock>,
+}
+
+impl SqliteStore {
+    /// Opens the database at `path`, creating it (mode 0600 on Unix) and applying any
+    /// missing migrations. Times come from the system clock.
+    ///
+    /// On Unix an existing database file, `-wal` or `-shm` file that its group or other
+    /// users may read or write is tightened to mode 0600: it holds file contents from
+    /// checkpoints. The parent directory must exist. Fails with [`Error::NewerSchema`]
+    /// when the file was written by a newer build.
+    #[cfg(test)]
+    pub(crate) fn open(path: &Path) -> Result<SqliteStore> {
+        Self::open_with_clock(path, Arc::new(pp_types::SystemClock))
+    }
+
+    /// Like [`Store::open`], with every time taken from `clock`.
+    pub(crate) fn open_with_clock(path: &Path, clock: Arc<dyn Clock>) -> Result<SqliteStore> {
+        let open_error = |source: Box<dyn std::error::Error + Send + Sync>| Error::Open {
+            path: path.to_owned(),
+            source,
+        };
+        schema::create_file(path).map_err(|error| open_error(Box::new(error)))?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut connection = Connection::open_with_flags(path, flags)
+            .and_then(|connection| schema::configure(&connection).map(|()| connection))
+            .map_err(|error| open_error(Box::new(error)))?;
+        schema::migrate(&mut connection)?;
+        Ok(SqliteStore {
+            connection: Mutex::new(connection),
+            path: path.to_owned(),
+            clock,
+        })
+    }
+
+    /// The current time by the store's clock.
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The database file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open database.
+    pub(crate) fn schema_version(&self) -> Result<i64> {
+        Ok(schema::user_version(&self.connection())?)
+    }
+
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves no transaction open (dropping a
+        // `Transaction` rolls it back), so the connection is still sound.
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `work` in one `BEGIN IMMEDIATE` transaction: the write lock is taken first, so
+    /// what `work` reads cannot change before it writes. Commits only if `work` succeeds.
+    fn write<T>(&self, work: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = work(&transaction)?;
+        transaction.commit()?;
+        Ok(value)
+    }
+
+    /// Runs `work` on the connection (one statement: no transaction needed).
+    fn read<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        work(&self.connection())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<SqliteStore>();
+    }
+}

@@ -1,0 +1,1375 @@
+//! The store's operations, one async method each, dispatched to the backend. SQLite's
+//! synchronous calls run on the blocking pool ([`Store::sqlite`]); PostgreSQL's are
+//! async. Both backends have every method with the same arguments and meaning, and the
+//! conformance suite (`tests/it`) runs each on both and fails on a method no test calls.
+#![allow(clippy::too_many_arguments)]
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use pp_types::{
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditAction, AuditEntry, ChangeId, Event,
+    Message, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp,
+};
+
+use super::{Backend, Store};
+use crate::{
+    AuditFilter, ChangeRow, Channel, ChannelChange, ChatSession, ChatTurn, DeliveryRecord,
+    DeliveryStatus, FireOccurrence, Fired, ModelCallRow, NewApproval, NewChange, NewChannel,
+    NewChatSession, NewModelCall, NewSchedule, NewTask, PruneReport, Resolve, Result, Schedule,
+    ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter,
+};
+
+impl Store {
+    /// Suspends a running task: in one transaction, the task moves `Running →
+    /// change.to` (normally `WaitingApproval`; [`Error::Conflict`] if it is not running)
+    /// with `change`'s other fields applied and `change.events` appended as given, and a
+    /// `pending` approval is inserted.
+    ///
+    /// The caller cannot know the approval's id in advance: the store fills it into
+    /// every `approval_required` event of `change.events` whose `approval_id` is `None`
+    /// (the returned events show it); other events are stored as given.
+    pub async fn suspend(
+        &self,
+        task: &TaskId,
+        new: NewApproval,
+        change: TaskChange,
+    ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                self.sqlite(move |store| store.suspend(&task, new, change))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "suspend",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// One approval; [`Error::NotFound`] if there is none with this id.
+    pub async fn approval(&self, id: &ApprovalId) -> Result<ApprovalRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                self.sqlite(move |store| store.approval(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "approval",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Up to `limit` approvals, newest first, optionally only those in `state`.
+    pub async fn list_approvals(
+        &self,
+        state: Option<ApprovalState>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                self.sqlite(move |store| store.list_approvals(state, limit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "list_approvals",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Every approval of `task`, oldest first.
+    pub async fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                self.sqlite(move |store| store.approvals_for_task(&task))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "approvals_for_task",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records a decision, all or nothing, in one transaction:
+    /// - the approval moves `pending → resolve.state` ([`Error::AlreadyResolved`] if it is
+    ///   not pending: this is what turns a double click into a 409), with `resolved_at`,
+    ///   `resolved_by`, `reason` and `edited_arguments`;
+    /// - the audit row is appended;
+    /// - the task moves `WaitingApproval → resolve.task_to` ([`Error::Conflict`] if it is
+    ///   not waiting);
+    /// - `resolve.events` are appended.
+    pub async fn resolve(
+        &self,
+        id: &ApprovalId,
+        resolve: Resolve,
+    ) -> Result<(ApprovalRecord, TaskRecord)> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                self.sqlite(move |store| store.resolve(&id, resolve)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "resolve",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Turns an `approved` approval into `stale` (its target changed between the decision
+    /// and the moment the call was about to run), with the reason and an audit row, in
+    /// one transaction. Any other state is [`Error::AlreadyResolved`].
+    pub async fn mark_stale(
+        &self,
+        id: &ApprovalId,
+        reason: &str,
+        audit: NewAudit,
+    ) -> Result<ApprovalRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                let reason = reason.to_owned();
+                self.sqlite(move |store| store.mark_stale(&id, &reason, audit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "mark_stale",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The retry path: in one transaction, moves the task from one of `from` (normally
+    /// `Interrupted`) to `WaitingApproval`, inserts a new `pending` approval (typically
+    /// carrying an older approval's checkpoint) and appends `events`, filling the new
+    /// approval's id into `approval_required` events as [`Store::suspend`] does.
+    pub async fn reopen_approval(
+        &self,
+        task: &TaskId,
+        from: &[TaskState],
+        new: NewApproval,
+        events: Vec<Event>,
+    ) -> Result<ApprovalRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                let from = from.to_vec();
+                self.sqlite(move |store| store.reopen_approval(&task, &from, new, events))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "reopen_approval",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Appends one row (`actor: None` means the operator).
+    pub async fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.append_audit(entry)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "append_audit",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The rows matching `filter`, newest first.
+    pub async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let filter = filter.clone();
+                self.sqlite(move |store| store.list_audit(&filter)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "list_audit",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Cancels a task in one of `from`, in one transaction: applies `change` (whose `to`
+    /// must be `cancelled`), cancels its pending approvals, appends `change.events` and
+    /// `audit`. The audit row exists exactly when the cancel happened.
+    ///
+    /// A `running` task whose approved call has not produced its outcome yet is refused
+    /// with [`Error::ApprovedCallPending`]: once a person's approval won, a racing cancel
+    /// loses (it never stops the approved call halfway or records a cancel that did not
+    /// happen). Other states outside `from` are [`Error::Conflict`].
+    pub async fn cancel_task(
+        &self,
+        id: &TaskId,
+        from: &[TaskState],
+        change: TaskChange,
+        audit: NewAudit,
+    ) -> Result<TaskRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                let from = from.to_vec();
+                self.sqlite(move |store| store.cancel_task(&id, &from, change, audit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "cancel_task",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Whether `task` has an approved call whose outcome (executed, failed or denied) is
+    /// not in the audit ledger yet.
+    pub async fn approved_call_pending(&self, task: &TaskId) -> Result<bool> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                self.sqlite(move |store| store.approved_call_pending(&task))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "approved_call_pending",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records one change (state `done`).
+    pub async fn insert_change(&self, new: NewChange) -> Result<ChangeRow> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.insert_change(new)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "insert_change",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// One change, whatever its state; [`Error::NotFound`] if there is none.
+    pub async fn change(&self, id: &ChangeId) -> Result<ChangeRow> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                self.sqlite(move |store| store.change(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "change",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The task's changes, oldest first (abandoned revert intents left out).
+    pub async fn task_changes(&self, task: &TaskId) -> Result<Vec<ChangeRow>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                self.sqlite(move |store| store.task_changes(&task)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "task_changes",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The changes an approval's call made, oldest first.
+    pub async fn approval_changes(&self, approval: &ApprovalId) -> Result<Vec<ChangeRow>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let approval = approval.clone();
+                self.sqlite(move |store| store.approval_changes(&approval))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "approval_changes",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The ledger's actions (and details) about an approved call, oldest first: what
+    /// an approval card's outcome is derived from.
+    pub async fn approval_ledger(
+        &self,
+        approval: &ApprovalId,
+    ) -> Result<Vec<(AuditAction, Option<String>)>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let approval = approval.clone();
+                self.sqlite(move |store| store.approval_ledger(&approval))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "approval_ledger",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Revert intents a crash may have left (`pending`), of one task or (`None`) of all.
+    pub async fn pending_reverts(&self, task: Option<&TaskId>) -> Result<Vec<ChangeRow>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.cloned();
+                self.sqlite(move |store| store.pending_reverts(task.as_ref()))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "pending_reverts",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records a revert's intent before its file write: a `pending` change of kind
+    /// `reverted` undoing `of`, in one transaction that checks `of` is still revertible
+    /// and has no other revert under way. `None` when it is not (reverted meanwhile).
+    pub async fn begin_revert(&self, of: &ChangeId, new: NewChange) -> Result<Option<ChangeRow>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let of = of.clone();
+                self.sqlite(move |store| store.begin_revert(&of, new)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "begin_revert",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records a revert done: the intent becomes `done` with the file's state after the
+    /// write, the reverted change gets `reverted_by`, and `audit` is appended (its
+    /// `task_id` filled in), all in one transaction.
+    pub async fn finish_revert(
+        &self,
+        revert: &ChangeId,
+        after_fingerprint: Option<&str>,
+        bytes: Option<u64>,
+        audit: NewAudit,
+    ) -> Result<ChangeRow> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let revert = revert.clone();
+                let after_fingerprint = after_fingerprint.map(str::to_owned);
+                self.sqlite(move |store| {
+                    store.finish_revert(&revert, after_fingerprint.as_deref(), bytes, audit)
+                })
+                .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "finish_revert",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Marks a revert intent whose write never happened `abandoned`.
+    pub async fn abandon_revert(&self, revert: &ChangeId) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let revert = revert.clone();
+                self.sqlite(move |store| store.abandon_revert(&revert))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "abandon_revert",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Retention of snapshots: the changes recorded at or before `cutoff` (by the store's
+    /// clock, `now - older_than`) lose their kept contents (`expired`: no longer
+    /// revertible). Returns how many changes expired and every blob hash still named by
+    /// a row, which the snapshot store must keep.
+    pub async fn expire_snapshots(&self, older_than: Duration) -> Result<(usize, HashSet<String>)> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                self.sqlite(move |store| store.expire_snapshots(older_than))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "expire_snapshots",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Creates a channel (enabled). Fails with [`Error::NameTaken`] when the name is used.
+    pub async fn create_channel(&self, new: &NewChannel) -> Result<Channel> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let new = new.clone();
+                self.sqlite(move |store| store.create_channel(&new)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "create_channel",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The channel named `name`, if any.
+    pub async fn find_channel(&self, name: &str) -> Result<Option<Channel>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                self.sqlite(move |store| store.find_channel(&name)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "find_channel",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Every channel, by name.
+    pub async fn list_channels(&self) -> Result<Vec<Channel>> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.list_channels()).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "list_channels",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Applies `change` to the channel named `name` and returns it as it is now.
+    pub async fn edit_channel(&self, name: &str, change: ChannelChange) -> Result<Channel> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                self.sqlite(move |store| store.edit_channel(&name, change))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "edit_channel",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Removes the channel named `name` and its delivery log (the tasks it created stay).
+    pub async fn remove_channel(&self, name: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                self.sqlite(move |store| store.remove_channel(&name)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "remove_channel",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records a delivery to the known channel `channel` and trims its log to the newest
+    /// [`DELIVERIES_KEPT`] rows. A channel removed meanwhile records nothing.
+    pub async fn record_delivery(
+        &self,
+        channel: &str,
+        status: DeliveryStatus,
+        reason: Option<&str>,
+        task_id: Option<&TaskId>,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let channel = channel.to_owned();
+                let reason = reason.map(str::to_owned);
+                let task_id = task_id.cloned();
+                self.sqlite(move |store| {
+                    store.record_delivery(&channel, status, reason.as_deref(), task_id.as_ref())
+                })
+                .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "record_delivery",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The newest `limit` deliveries to `channel`, newest first.
+    pub async fn channel_deliveries(
+        &self,
+        channel: &str,
+        limit: usize,
+    ) -> Result<Vec<DeliveryRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let channel = channel.to_owned();
+                self.sqlite(move |store| store.channel_deliveries(&channel, limit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "channel_deliveries",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records `key` (a channel's name and a delivery's signature) as seen until
+    /// `expires_at`; `false` when it was already recorded and has not expired (a
+    /// replay), in this process or any other sharing the database. Expired keys are
+    /// purged on the way.
+    pub async fn claim_signature(&self, key: &str, expires_at: Timestamp) -> Result<bool> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let key = key.to_owned();
+                self.sqlite(move |store| store.claim_signature(&key, expires_at))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "claim_signature",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Creates an empty chat session.
+    pub async fn create_chat_session(&self, new: NewChatSession) -> Result<ChatSession> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                self.sqlite(move |store| store.create_chat_session(new))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "create_chat_session",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The `limit` most recently active chat sessions (`updated_at`), newest first.
+    pub async fn chat_sessions(&self, limit: usize) -> Result<Vec<ChatSession>> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.chat_sessions(limit)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "chat_sessions",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// One chat session ([`Error::NotFound`] with `what = "session"` if there is none).
+    pub async fn chat_session(&self, id: &str) -> Result<ChatSession> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.chat_session(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "chat_session",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The session's turns, oldest first ([`Error::NotFound`] for an unknown session).
+    pub async fn chat_turns(&self, id: &str) -> Result<Vec<ChatTurn>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.chat_turns(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "chat_turns",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Adds a turn: creates its `queued` task (with the `task_created` audit row) and the
+    /// turn row in one transaction. [`Error::SessionBusy`] while the latest turn is
+    /// still `queued`, `running` or `waiting_approval`; [`Error::NotFound`] for an
+    /// unknown session.
+    pub async fn add_chat_turn(&self, session: &str, new: NewTask) -> Result<ChatTurn> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let session = session.to_owned();
+                self.sqlite(move |store| store.add_chat_turn(&session, new))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "add_chat_turn",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The session and turn index of `task`, if it is a turn of a chat session.
+    pub async fn turn_of_task(&self, task: &TaskId) -> Result<Option<(String, u32)>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                self.sqlite(move |store| store.turn_of_task(&task)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "turn_of_task",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Stores the turn's own messages when its task ends; a no-op when `task` is not a
+    /// session turn.
+    pub async fn set_turn_messages(&self, task: &TaskId, messages: &[Message]) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                let messages = messages.to_vec();
+                self.sqlite(move |store| store.set_turn_messages(&task, &messages))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "set_turn_messages",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Replaces the session's summary, which now covers turns `1..=through`.
+    pub async fn set_session_summary(
+        &self,
+        session: &str,
+        summary: &str,
+        through: u32,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let session = session.to_owned();
+                let summary = summary.to_owned();
+                self.sqlite(move |store| store.set_session_summary(&session, &summary, through))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "set_session_summary",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Deletes the session and its turn rows (their tasks, events and audit rows stay).
+    /// [`Error::SessionBusy`] while a turn is active; [`Error::NotFound`] if unknown.
+    pub async fn delete_chat_session(&self, session: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let session = session.to_owned();
+                self.sqlite(move |store| store.delete_chat_session(&session))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "delete_chat_session",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Appends `events` to `task` in one transaction and returns them with their sequence
+    /// numbers ([`crate::Error::NotFound`] if the task does not exist).
+    pub async fn append_events(&self, task: &TaskId, events: &[Event]) -> Result<Vec<StoredEvent>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                let events = events.to_vec();
+                self.sqlite(move |store| store.append_events(&task, &events))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "append_events",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Appends `events` to `task` and the `audit` rows they caused, in one transaction:
+    /// an approved call's result is never stored without its audit row, nor the other
+    /// way round.
+    pub async fn append_events_with_audit(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+    ) -> Result<Vec<StoredEvent>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                let events = events.to_vec();
+                self.sqlite(move |store| store.append_events_with_audit(&task, &events, audit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "append_events_with_audit",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// [`Store::append_events_with_audit`] plus the change-log rows the approved call's
+    /// outcome produced, all in one transaction.
+    pub async fn append_events_with_records(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+        changes: Vec<NewChange>,
+    ) -> Result<Vec<StoredEvent>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                let events = events.to_vec();
+                self.sqlite(move |store| {
+                    store.append_events_with_records(&task, &events, audit, changes)
+                })
+                .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "append_events_with_records",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// [`Store::append_events_with_records`] plus the model calls the events report
+    /// (their `assistant_message` events carry the usage), all in one transaction, so a
+    /// task's usage and its events never disagree.
+    pub async fn append_events_with_calls(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+        changes: Vec<NewChange>,
+        calls: Vec<NewModelCall>,
+    ) -> Result<Vec<StoredEvent>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                let events = events.to_vec();
+                self.sqlite(move |store| {
+                    store.append_events_with_calls(&task, &events, audit, changes, calls)
+                })
+                .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "append_events_with_calls",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The task's events with `seq > after_seq`, oldest first (`after_seq = 0`: all).
+    pub async fn task_events(&self, task: &TaskId, after_seq: i64) -> Result<Vec<StoredEvent>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                self.sqlite(move |store| store.task_events(&task, after_seq))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "task_events",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Up to `limit` of the task's events with `seq > after_seq`, oldest first: one page
+    /// (pass the last `seq` of a page to get the next one; an empty page is the end).
+    pub async fn task_events_page(
+        &self,
+        task: &TaskId,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                self.sqlite(move |store| store.task_events_page(&task, after_seq, limit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "task_events_page",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Up to `limit` events of all tasks with `seq > after_seq`, oldest first.
+    pub async fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<StoredEvent>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                self.sqlite(move |store| store.events_after(after_seq, limit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "events_after",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The newest event's sequence number; 0 when there are none.
+    pub async fn last_seq(&self) -> Result<i64> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.last_seq()).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "last_seq",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Starts a console login that lasts `ttl` and returns its secret id (64 hex
+    /// characters, 256 random bits). Expired logins are purged on the way.
+    pub async fn create_login(&self, ttl: Duration) -> Result<String> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.create_login(ttl)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "create_login",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Whether `login` exists and has not expired.
+    pub async fn login_valid(&self, login: &str) -> Result<bool> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let login = login.to_owned();
+                self.sqlite(move |store| store.login_valid(&login)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "login_valid",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Ends `login` (logging out); a no-op for an unknown login.
+    pub async fn delete_login(&self, login: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let login = login.to_owned();
+                self.sqlite(move |store| store.delete_login(&login)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "delete_login",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Ends every console login (after the API token was rotated); returns how many.
+    pub async fn delete_all_logins(&self) -> Result<usize> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.delete_all_logins()).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "delete_all_logins",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The task's model calls, oldest first.
+    pub async fn model_calls(&self, task: &TaskId) -> Result<Vec<ModelCallRow>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let task = task.clone();
+                self.sqlite(move |store| store.model_calls(&task)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "model_calls",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Removes, in one transaction, the events and audit rows older than `older_than`
+    /// (by the store's clock) of tasks that finished (`completed`, `failed`,
+    /// `cancelled`, `timed_out`) before that, and audit rows tied to no task (console
+    /// logins) older than that.
+    ///
+    /// The rows of tasks that are `queued`, `running`, `waiting_approval` or
+    /// `interrupted` are never removed, however old; nor are the task rows, approvals
+    /// or sequence numbers (a pruned `seq` is never reused).
+    pub async fn prune(&self, older_than: Duration) -> Result<PruneReport> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.prune(older_than)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "prune",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Creates a schedule. [`Error::NameTaken`] when another schedule has the name.
+    pub async fn create_schedule(&self, new: &NewSchedule) -> Result<Schedule> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let new = new.clone();
+                self.sqlite(move |store| store.create_schedule(&new)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "create_schedule",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// One schedule by id ([`Error::NotFound`] with `what = "schedule"` if none).
+    pub async fn schedule(&self, id: &str) -> Result<Schedule> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.schedule(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "schedule",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// One schedule by id or, failing that, by name ([`Error::NotFound`] if neither).
+    pub async fn find_schedule(&self, id_or_name: &str) -> Result<Schedule> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id_or_name = id_or_name.to_owned();
+                self.sqlite(move |store| store.find_schedule(&id_or_name))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "find_schedule",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Every schedule, by name.
+    pub async fn schedules(&self) -> Result<Vec<Schedule>> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.schedules()).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "schedules",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Enabled schedules whose `next_fire_at` is at or before `now`, earliest first, at
+    /// most `limit`.
+    pub async fn due_schedules(&self, now: Timestamp, limit: usize) -> Result<Vec<Schedule>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                self.sqlite(move |store| store.due_schedules(now, limit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "due_schedules",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The earliest `next_fire_at` of the enabled schedules (`None`: nothing planned), so
+    /// a scheduler can sleep until then.
+    pub async fn earliest_fire_at(&self) -> Result<Option<Timestamp>> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.earliest_fire_at()).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "earliest_fire_at",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Replaces what a schedule is, with its next occurrence recomputed by the caller
+    /// (kept `None` while it is disabled). [`Error::NotFound`], [`Error::NameTaken`].
+    pub async fn update_schedule(
+        &self,
+        id: &str,
+        spec: &ScheduleSpec,
+        next_fire_at: Option<Timestamp>,
+    ) -> Result<Schedule> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                let spec = spec.clone();
+                self.sqlite(move |store| store.update_schedule(&id, &spec, next_fire_at))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "update_schedule",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Enables a schedule from `next_fire_at` on (computed by the caller from now: the
+    /// occurrences while it was disabled are not caught up), or disables it; either
+    /// clears a pause reason. [`Error::NotFound`].
+    pub async fn set_schedule_enabled(
+        &self,
+        id: &str,
+        enabled: bool,
+        next_fire_at: Option<Timestamp>,
+    ) -> Result<Schedule> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.set_schedule_enabled(&id, enabled, next_fire_at))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "set_schedule_enabled",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Removes a schedule and its history (its tasks and their audit rows stay).
+    /// [`Error::NotFound`].
+    pub async fn delete_schedule(&self, id: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.delete_schedule(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "delete_schedule",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Fires one occurrence, all in one transaction: claims it with a compare-and-set on
+    /// `next_fire_at` (and `updated_at`), records `schedule_missed` when occurrences were
+    /// missed, then applies the overlap policy and either creates the task (recording
+    /// `schedule_fired`, setting `last_fired_at` and `last_task_id`) or records
+    /// `schedule_skipped`. [`Fired::Lost`] when the compare-and-set did not match.
+    pub async fn fire_schedule(&self, fire: FireOccurrence) -> Result<Fired> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.fire_schedule(fire)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "fire_schedule",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Fires a schedule now, at a person's request (`actor`), outside its timetable:
+    /// creates its task (or its chat session's next turn) and records `schedule_fired`
+    /// with no occurrence and the detail `run now by ACTOR`, in one transaction. `next_fire_at` is
+    /// left alone, and so is the overlap policy: the person asked for this run.
+    /// [`Error::NotFound`]; [`Error::SessionBusy`] while the session's turn is active.
+    pub async fn run_schedule_now(
+        &self,
+        id: &str,
+        task: NewTask,
+        actor: Actor,
+    ) -> Result<TaskRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.run_schedule_now(&id, task, actor))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "run_schedule_now",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Pauses a schedule whose occurrence `expected_next` could not fire (its workspace
+    /// is gone): disables it with `reason` and records `schedule_paused`, if its
+    /// `next_fire_at` is still `expected_next`. Returns whether this call paused it.
+    pub async fn pause_schedule(
+        &self,
+        id: &str,
+        expected_next: Timestamp,
+        reason: &str,
+    ) -> Result<bool> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                let reason = reason.to_owned();
+                self.sqlite(move |store| store.pause_schedule(&id, expected_next, &reason))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "pause_schedule",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// A schedule's history, newest first, at most `limit` rows.
+    pub async fn schedule_history(&self, id: &str, limit: usize) -> Result<Vec<ScheduleEvent>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.schedule_history(&id, limit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "schedule_history",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The tasks matching `filter`, newest first (in the order they were stored).
+    pub async fn search_tasks(&self, filter: &TaskFilter) -> Result<Vec<TaskRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let filter = filter.clone();
+                self.sqlite(move |store| store.search_tasks(&filter)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "search_tasks",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
+    pub async fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.create_task(new)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "create_task",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Creates a task already claimed by this process (`running`), in one transaction, so
+    /// no other process's workers can claim it first (`pocketpilot mcp serve` runs its
+    /// client's tasks itself).
+    pub async fn create_running_task(&self, new: NewTask) -> Result<TaskRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                self.sqlite(move |store| store.create_running_task(new))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "create_running_task",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// One task; [`Error::NotFound`] if there is none with this id.
+    pub async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                self.sqlite(move |store| store.task(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "task",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Up to `limit` tasks, newest first, optionally only those in `state`.
+    pub async fn list_tasks(
+        &self,
+        state: Option<TaskState>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                self.sqlite(move |store| store.list_tasks(state, limit))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "list_tasks",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Moves the oldest `queued` task to `running` and returns it; `None` if none is
+    /// queued. Two processes calling this at once never get the same task.
+    pub async fn claim_queued(&self) -> Result<Option<TaskRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.claim_queued()).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "claim_queued",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Moves one task from one of `from` to `running` ([`Error::Conflict`] otherwise).
+    pub async fn claim(&self, id: &TaskId, from: &[TaskState]) -> Result<TaskRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                let from = from.to_vec();
+                self.sqlite(move |store| store.claim(&id, &from)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "claim",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Applies `change` if the task is in one of `from` ([`Error::Conflict`] with its
+    /// current state otherwise), appending `change.events` in the same transaction.
+    pub async fn transition(
+        &self,
+        id: &TaskId,
+        from: &[TaskState],
+        change: TaskChange,
+    ) -> Result<(TaskRecord, Vec<StoredEvent>)> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                let from = from.to_vec();
+                self.sqlite(move |store| store.transition(&id, &from, change))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "transition",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Marks every `running` task `interrupted` with `message` as its error (call at
+    /// start-up: a task found running was cut off by a crash). Appends no events.
+    /// Returns the tasks' ids, oldest first.
+    pub async fn interrupt_running(&self, message: &str) -> Result<Vec<TaskId>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let message = message.to_owned();
+                self.sqlite(move |store| store.interrupt_running(&message))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "interrupt_running",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records that the process running `id` is alive (a no-op unless it is `running`).
+    pub async fn heartbeat(&self, id: &TaskId) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                self.sqlite(move |store| store.heartbeat(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "heartbeat",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Marks `interrupted` (with `message`) every `running` task whose runner has not
+    /// sent a heartbeat for `older_than`: its process stopped. Tasks that a live process
+    /// is running are left alone. Returns the tasks' ids, oldest first.
+    pub async fn interrupt_stale(
+        &self,
+        message: &str,
+        older_than: Duration,
+    ) -> Result<Vec<TaskId>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let message = message.to_owned();
+                self.sqlite(move |store| store.interrupt_stale(&message, older_than))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "interrupt_stale",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+}
