@@ -10,12 +10,13 @@
     reason = "a benchmark binary: prints figures and panics on setup failure"
 )]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pp_store::{NewApproval, NewTask, Resolve, Store, TaskChange};
+use pp_store::{NewApproval, NewTask, Resolve, Store, StoreUrl, TaskChange};
 use pp_types::{
     Actor, ApprovalState, CHECKPOINT_VERSION, Checkpoint, Event, EventKind, Message, NewAudit,
-    PendingCall, Risk, TaskState, ToolCall,
+    PendingCall, Risk, SystemClock, TaskState, ToolCall,
 };
 use serde_json::json;
 
@@ -26,12 +27,21 @@ const RESOLVES: usize = 1_000;
 const TASKS: usize = 5_000;
 
 fn main() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("bench.db")).unwrap();
-    println!("pp-store bench: {}", store.path().display());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(run());
+}
 
-    let task = store.create_task(new_task()).unwrap();
-    store.claim(&task.id, &[TaskState::Queued]).unwrap();
+async fn run() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = StoreUrl::Sqlite(dir.path().join("bench.db"));
+    let store = Store::connect(&url, Arc::new(SystemClock)).await.unwrap();
+    println!("pp-store bench: {url}");
+
+    let task = store.create_task(new_task()).await.unwrap();
+    store.claim(&task.id, &[TaskState::Queued]).await.unwrap();
     let event = Event {
         step: 3,
         kind: EventKind::ToolResult {
@@ -45,6 +55,7 @@ fn main() {
     for _ in 0..SINGLE_EVENTS {
         store
             .append_events(&task.id, std::slice::from_ref(&event))
+            .await
             .unwrap();
     }
     let single = start.elapsed();
@@ -57,7 +68,7 @@ fn main() {
     let batch = vec![event; BATCH];
     let start = Instant::now();
     for _ in 0..BATCHED_EVENTS / BATCH {
-        store.append_events(&task.id, &batch).unwrap();
+        store.append_events(&task.id, &batch).await.unwrap();
     }
     let batched = start.elapsed();
     println!(
@@ -66,7 +77,7 @@ fn main() {
     );
 
     let start = Instant::now();
-    let read = store.events_after(0, usize::MAX).unwrap();
+    let read = store.events_after(0, usize::MAX).await.unwrap();
     println!(
         "events_after(0), all rows:         {:>9.0} events/s ({} events)",
         rate(read.len(), start.elapsed()),
@@ -77,8 +88,8 @@ fn main() {
     let mut approvals = Vec::with_capacity(RESOLVES);
     let mut suspend_times = Vec::with_capacity(RESOLVES);
     for _ in 0..RESOLVES {
-        let task = store.create_task(new_task()).unwrap();
-        store.claim(&task.id, &[TaskState::Queued]).unwrap();
+        let task = store.create_task(new_task()).await.unwrap();
+        store.claim(&task.id, &[TaskState::Queued]).await.unwrap();
         let start = Instant::now();
         let (approval, _) = store
             .suspend(
@@ -86,6 +97,7 @@ fn main() {
                 new_approval(),
                 TaskChange::to(TaskState::WaitingApproval),
             )
+            .await
             .unwrap();
         suspend_times.push(start.elapsed());
         approvals.push(approval.id);
@@ -93,7 +105,7 @@ fn main() {
     let mut resolve_times = Vec::with_capacity(RESOLVES);
     for id in &approvals {
         let start = Instant::now();
-        store.resolve(id, approve()).unwrap();
+        store.resolve(id, approve()).await.unwrap();
         resolve_times.push(start.elapsed());
     }
     report("suspend (checkpoint ~2 KiB)", &mut suspend_times);
@@ -101,12 +113,12 @@ fn main() {
 
     let start = Instant::now();
     for _ in 0..TASKS {
-        store.create_task(new_task()).unwrap();
+        store.create_task(new_task()).await.unwrap();
     }
     let created = start.elapsed();
     let start = Instant::now();
     let mut claimed = 0;
-    while store.claim_queued().unwrap().is_some() {
+    while store.claim_queued().await.unwrap().is_some() {
         claimed += 1;
     }
     let claiming = start.elapsed();
@@ -126,7 +138,7 @@ fn main() {
 
     let copy = dir.path().join("backup.db");
     let start = Instant::now();
-    store.backup_to(&copy).unwrap();
+    store.backup_to(&copy).await.unwrap();
     let backed_up = start.elapsed();
     let size = copy.metadata().unwrap().len();
     println!(
@@ -142,9 +154,10 @@ fn main() {
             &[TaskState::Running],
             TaskChange::to(TaskState::Completed),
         )
+        .await
         .unwrap();
     let start = Instant::now();
-    let pruned = store.prune(Duration::ZERO).unwrap();
+    let pruned = store.prune(Duration::ZERO).await.unwrap();
     let pruning = start.elapsed();
     println!(
         "prune:                             {:>9.0} events/s ({} events)",

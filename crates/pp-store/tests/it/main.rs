@@ -29,7 +29,7 @@ mod usage;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pp_store::{NewApproval, NewTask, Resolve, Store, TaskChange};
+use pp_store::{NewApproval, NewTask, Resolve, Store, StoreUrl, TaskChange};
 use pp_types::{
     Actor, ApprovalRecord, ApprovalState, CHECKPOINT_VERSION, Checkpoint, EffectPreview, Event,
     EventKind, ManualClock, Message, NewAudit, PendingCall, Risk, TaskId, TaskRecord, TaskState,
@@ -50,11 +50,11 @@ struct TestDb {
 }
 
 impl TestDb {
-    fn new() -> Self {
+    async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(START));
-        let store =
-            Store::open_with_clock(&dir.path().join("pocketpilot.db"), clock.clone()).unwrap();
+        let url = StoreUrl::Sqlite(dir.path().join("pocketpilot.db"));
+        let store = Store::connect(&url, clock.clone()).await.unwrap();
         Self { dir, store, clock }
     }
 
@@ -64,8 +64,9 @@ impl TestDb {
 
     /// A second, independent connection to the same file (as another process would),
     /// on the same clock.
-    fn open_again(&self) -> Store {
-        Store::open_with_clock(&self.path(), self.clock.clone()).unwrap()
+    async fn open_again(&self) -> Store {
+        let url = StoreUrl::Sqlite(self.path());
+        Store::connect(&url, self.clock.clone()).await.unwrap()
     }
 
     /// A raw SQLite connection, for poking at rows behind the store's back.
@@ -73,20 +74,38 @@ impl TestDb {
         rusqlite::Connection::open(self.path()).unwrap()
     }
 
-    fn create(&self, prompt: &str) -> TaskRecord {
-        self.store.create_task(new_task(prompt)).unwrap()
+    async fn create(&self, prompt: &str) -> TaskRecord {
+        self.store.create_task(new_task(prompt)).await.unwrap()
     }
 
     /// A task suspended on a write approval.
-    fn waiting(&self, prompt: &str) -> (TaskRecord, ApprovalRecord) {
-        let task = self.create(prompt);
-        self.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+    async fn waiting(&self, prompt: &str) -> (TaskRecord, ApprovalRecord) {
+        let task = self.create(prompt).await;
+        self.store
+            .claim(&task.id, &[TaskState::Queued])
+            .await
+            .unwrap();
         let (approval, _) = self
             .store
             .suspend(&task.id, new_approval(), suspend_change())
+            .await
             .unwrap();
-        (self.store.task(&task.id).unwrap(), approval)
+        (self.store.task(&task.id).await.unwrap(), approval)
     }
+}
+
+/// Opens the SQLite file at `path` on the system clock, off the async threads.
+async fn open_file(path: &std::path::Path) -> pp_store::Result<Store> {
+    let url = StoreUrl::Sqlite(path.to_path_buf());
+    Store::connect(&url, Arc::new(pp_types::SystemClock)).await
+}
+
+/// Opens the SQLite file at `path` on `clock`, off the async threads.
+async fn open_file_with_clock(
+    path: &std::path::Path,
+    clock: Arc<ManualClock>,
+) -> pp_store::Result<Store> {
+    Store::connect(&StoreUrl::Sqlite(path.to_path_buf()), clock).await
 }
 
 /// The `-wal` or `-shm` file next to `path`.
@@ -253,4 +272,33 @@ fn approve() -> Resolve {
 
 fn ids(tasks: &[TaskRecord]) -> Vec<TaskId> {
     tasks.iter().map(|task| task.id.clone()).collect()
+}
+
+/// Runs `work` once per store, each on its own tokio task, released together by a
+/// barrier (as several processes racing for one row would be), and returns the outcomes
+/// in the stores' order.
+async fn race<T, F, Fut>(stores: Vec<Store>, work: F) -> Vec<T>
+where
+    F: Fn(usize, Store) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let barrier = Arc::new(tokio::sync::Barrier::new(stores.len()));
+    let handles: Vec<_> = stores
+        .into_iter()
+        .enumerate()
+        .map(|(index, store)| {
+            let work = work(index, store);
+            let barrier = Arc::clone(&barrier);
+            tokio::spawn(async move {
+                barrier.wait().await;
+                work.await
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::with_capacity(handles.len());
+    for handle in handles {
+        outcomes.push(handle.await.unwrap());
+    }
+    outcomes
 }

@@ -1,36 +1,38 @@
 //! Opening: file creation, migrations, settings, schema versions.
 
-use pp_store::{Error, SCHEMA_VERSION, Store};
+use std::sync::Arc;
+
+use pp_store::{Error, SCHEMA_VERSION};
 use pp_types::TaskState;
 
 use crate::TestDb;
 
-#[test]
-fn a_new_file_is_migrated_to_the_current_version() {
-    let db = TestDb::new();
-    assert_eq!(db.store.schema_version().unwrap(), SCHEMA_VERSION);
+#[tokio::test]
+async fn a_new_file_is_migrated_to_the_current_version() {
+    let db = TestDb::new().await;
+    assert_eq!(db.store.schema_version().await.unwrap(), SCHEMA_VERSION);
     let version: i64 = db
         .raw()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(db.store.path(), db.path());
+    assert_eq!(db.store.path(), Some(db.path().as_path()));
 }
 
-#[test]
-fn reopening_keeps_the_data_and_migrates_nothing() {
-    let db = TestDb::new();
-    let task = db.create("keep me");
-    drop(db.open_again());
-    let again = db.open_again();
-    assert_eq!(again.schema_version().unwrap(), SCHEMA_VERSION);
-    assert_eq!(again.task(&task.id).unwrap(), task);
-    assert_eq!(again.list_tasks(None, 10).unwrap().len(), 1);
+#[tokio::test]
+async fn reopening_keeps_the_data_and_migrates_nothing() {
+    let db = TestDb::new().await;
+    let task = db.create("keep me").await;
+    drop(db.open_again().await);
+    let again = db.open_again().await;
+    assert_eq!(again.schema_version().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(again.task(&task.id).await.unwrap(), task);
+    assert_eq!(again.list_tasks(None, 10).await.unwrap().len(), 1);
 }
 
-#[test]
-fn the_journal_is_wal_and_foreign_keys_are_on() {
-    let db = TestDb::new();
+#[tokio::test]
+async fn the_journal_is_wal_and_foreign_keys_are_on() {
+    let db = TestDb::new().await;
     let mode: String = db
         .raw()
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
@@ -40,6 +42,7 @@ fn the_journal_is_wal_and_foreign_keys_are_on() {
     let error = db
         .store
         .append_events(&"t_missing".into(), &[crate::started("x")])
+        .await
         .unwrap_err();
     assert!(
         matches!(error, Error::NotFound { what: "task", .. }),
@@ -47,13 +50,13 @@ fn the_journal_is_wal_and_foreign_keys_are_on() {
     );
 }
 
-#[test]
-fn a_newer_schema_is_refused_with_a_clear_error() {
-    let db = TestDb::new();
+#[tokio::test]
+async fn a_newer_schema_is_refused_with_a_clear_error() {
+    let db = TestDb::new().await;
     db.raw()
         .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
         .unwrap();
-    let error = Store::open(&db.path()).unwrap_err();
+    let error = crate::open_file(&db.path()).await.unwrap_err();
     assert!(
         matches!(error, Error::NewerSchema { found, supported }
             if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
@@ -62,29 +65,29 @@ fn a_newer_schema_is_refused_with_a_clear_error() {
     assert!(error.to_string().contains("newer than this build supports"));
 }
 
-#[test]
-fn a_missing_directory_is_an_open_error_naming_the_path() {
+#[tokio::test]
+async fn a_missing_directory_is_an_open_error_naming_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("missing").join("pocketpilot.db");
-    let error = Store::open(&path).unwrap_err();
+    let error = crate::open_file(&path).await.unwrap_err();
     assert!(matches!(error, Error::Open { .. }), "{error:?}");
     assert!(error.to_string().contains("missing"), "{error}");
 }
 
-#[test]
-fn a_file_that_is_not_a_database_is_refused() {
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pocketpilot.db");
     std::fs::write(&path, vec![b'x'; 4096]).unwrap();
-    assert!(Store::open(&path).is_err());
+    assert!(crate::open_file(&path).await.is_err());
 }
 
 #[cfg(unix)]
-#[test]
-fn the_file_is_private_to_its_owner() {
+#[tokio::test]
+async fn the_file_is_private_to_its_owner() {
     use std::os::unix::fs::PermissionsExt;
-    let db = TestDb::new();
-    db.create("make the wal file exist");
+    let db = TestDb::new().await;
+    db.create("make the wal file exist").await;
     for suffix in ["", "-wal", "-shm"] {
         let path = format!("{}{suffix}", db.path().display());
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
@@ -92,30 +95,27 @@ fn the_file_is_private_to_its_owner() {
     }
 }
 
-#[test]
-fn processes_opening_a_fresh_file_at_once_migrate_it_once() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn processes_opening_a_fresh_file_at_once_migrate_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pocketpilot.db");
-    let barrier = std::sync::Barrier::new(8);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..8)
-            .map(|_| {
-                scope.spawn(|| {
-                    barrier.wait();
-                    let store = Store::open(&path).unwrap();
-                    store.create_task(crate::new_task("hello")).unwrap();
-                })
-            })
-            .collect();
-        for handle in handles {
-            handle.join().unwrap();
-        }
-    });
-    let store = Store::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let mut processes = tokio::task::JoinSet::new();
+    let barrier = Arc::new(tokio::sync::Barrier::new(8));
+    for _ in 0..8 {
+        let (barrier, path) = (Arc::clone(&barrier), path.clone());
+        processes.spawn(async move {
+            barrier.wait().await;
+            let store = crate::open_file(&path).await.unwrap();
+            store.create_task(crate::new_task("hello")).await.unwrap();
+        });
+    }
+    processes.join_all().await;
+    let store = crate::open_file(&path).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     assert_eq!(
         store
             .list_tasks(Some(TaskState::Queued), 100)
+            .await
             .unwrap()
             .len(),
         8
@@ -123,13 +123,13 @@ fn processes_opening_a_fresh_file_at_once_migrate_it_once() {
 }
 
 #[cfg(unix)]
-#[test]
-fn a_readable_database_and_its_logs_are_tightened_on_open() {
+#[tokio::test]
+async fn a_readable_database_and_its_logs_are_tightened_on_open() {
     use std::os::unix::fs::PermissionsExt;
-    let db = TestDb::new();
-    let task = db.create("secret file contents");
+    let db = TestDb::new().await;
+    let task = db.create("secret file contents").await;
     // Keep a second connection open so the -wal and -shm files stay.
-    let keep = db.open_again();
+    let keep = db.open_again().await;
     let paths: Vec<_> = ["", "-wal", "-shm"]
         .iter()
         .map(|suffix| crate::sidecar(&db.path(), suffix))
@@ -137,16 +137,16 @@ fn a_readable_database_and_its_logs_are_tightened_on_open() {
     for path in &paths {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
     }
-    let reopened = db.open_again();
+    let reopened = db.open_again().await;
     for path in &paths {
         let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}: {mode:o}", path.display());
     }
-    assert_eq!(reopened.task(&task.id).unwrap(), task);
+    assert_eq!(reopened.task(&task.id).await.unwrap(), task);
     drop(keep);
     // Owner-only modes are left alone.
     std::fs::set_permissions(&paths[0], std::fs::Permissions::from_mode(0o700)).unwrap();
-    drop(Store::open(&db.path()).unwrap());
+    drop(crate::open_file(&db.path()).await.unwrap());
     let mode = std::fs::metadata(&paths[0]).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
 }
