@@ -26,9 +26,8 @@ async fn approval_rows(db: &TestDb) -> usize {
         .len()
 }
 
-#[tokio::test]
-async fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
-    let db = TestDb::new().await;
+both!(suspend_stores_the_checkpoint_and_resolve_resumes_the_task);
+async fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task(db: TestDb) {
     let task = db.create("Summarise notes.md").await;
     db.store
         .claim(&task.id, &[TaskState::Queued])
@@ -116,9 +115,8 @@ async fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
     );
 }
 
-#[tokio::test]
-async fn suspend_needs_a_running_task() {
-    let db = TestDb::new().await;
+both!(suspend_needs_a_running_task);
+async fn suspend_needs_a_running_task(db: TestDb) {
     let task = db.create("x").await;
     let error = db
         .store
@@ -142,9 +140,8 @@ async fn suspend_needs_a_running_task() {
     assert!(db.store.task_events(&task.id, 0).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn resolving_twice_is_already_resolved_with_one_audit_row() {
-    let db = TestDb::new().await;
+both!(resolving_twice_is_already_resolved_with_one_audit_row);
+async fn resolving_twice_is_already_resolved_with_one_audit_row(db: TestDb) {
     let (_, approval) = db.waiting("x").await;
     db.store.resolve(&approval.id, approve()).await.unwrap();
     let error = db.store.resolve(&approval.id, approve()).await.unwrap_err();
@@ -169,9 +166,8 @@ async fn resolving_twice_is_already_resolved_with_one_audit_row() {
     assert_eq!(approval_rows(&db).await, 1);
 }
 
-#[tokio::test]
-async fn resolve_is_all_or_nothing_when_the_task_is_not_waiting() {
-    let db = TestDb::new().await;
+both!(resolve_is_all_or_nothing_when_the_task_is_not_waiting);
+async fn resolve_is_all_or_nothing_when_the_task_is_not_waiting(db: TestDb) {
     let (task, approval) = db.waiting("x").await;
     // Someone moved the task on behind the approval's back.
     db.store
@@ -195,9 +191,8 @@ async fn resolve_is_all_or_nothing_when_the_task_is_not_waiting() {
     assert_eq!(db.store.task_events(&task.id, 0).await.unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn a_rejection_records_the_reason_and_the_actor() {
-    let db = TestDb::new().await;
+both!(a_rejection_records_the_reason_and_the_actor);
+async fn a_rejection_records_the_reason_and_the_actor(db: TestDb) {
     let (_, approval) = db.waiting("x").await;
     let reject = Resolve {
         state: ApprovalState::Rejected,
@@ -215,9 +210,8 @@ async fn a_rejection_records_the_reason_and_the_actor() {
     assert_eq!(task.state, TaskState::Running);
 }
 
-#[tokio::test]
-async fn pending_is_not_a_resolution() {
-    let db = TestDb::new().await;
+both!(pending_is_not_a_resolution);
+async fn pending_is_not_a_resolution(db: TestDb) {
     let (_, approval) = db.waiting("x").await;
     let error = db
         .store
@@ -237,9 +231,8 @@ async fn pending_is_not_a_resolution() {
     assert_eq!(db.store.approval(&approval.id).await.unwrap(), approval);
 }
 
-#[tokio::test]
-async fn an_unknown_approval_is_not_found() {
-    let db = TestDb::new().await;
+both!(an_unknown_approval_is_not_found);
+async fn an_unknown_approval_is_not_found(db: TestDb) {
     let id = pp_types::ApprovalId::from("a_nope");
     assert!(matches!(
         db.store.approval(&id).await,
@@ -257,9 +250,8 @@ async fn an_unknown_approval_is_not_found() {
     ));
 }
 
-#[tokio::test]
-async fn approvals_list_newest_first_and_per_task_oldest_first() {
-    let db = TestDb::new().await;
+both!(approvals_list_newest_first_and_per_task_oldest_first);
+async fn approvals_list_newest_first_and_per_task_oldest_first(db: TestDb) {
     let (task_a, first) = db.waiting("a").await;
     let (_, second) = db.waiting("b").await;
     db.store.resolve(&first.id, approve()).await.unwrap();
@@ -304,9 +296,8 @@ async fn approvals_list_newest_first_and_per_task_oldest_first() {
     );
 }
 
-#[tokio::test]
-async fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint() {
-    let db = TestDb::new().await;
+both!(reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint);
+async fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint(db: TestDb) {
     let (task, old) = db.waiting("x").await;
     db.store.resolve(&old.id, approve()).await.unwrap();
     // The process dies while running the approved call.
@@ -371,4 +362,57 @@ async fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint() {
     // And it can be resolved like any other.
     let (_, running) = db.store.resolve(&reopened.id, approve()).await.unwrap();
     assert_eq!(running.state, TaskState::Running);
+}
+
+both!(an_approved_call_whose_target_changed_is_marked_stale_once);
+async fn an_approved_call_whose_target_changed_is_marked_stale_once(db: TestDb) {
+    let (task, approval) = db.waiting("x").await;
+    let stale_audit = || pp_types::NewAudit {
+        task_id: Some(task.id.clone()),
+        approval_id: Some(approval.id.clone()),
+        ..pp_types::NewAudit::new(pp_types::AuditAction::ApprovalStale)
+    };
+    // Only an approved approval can go stale.
+    assert!(matches!(
+        db.store
+            .mark_stale(&approval.id, "changed", stale_audit())
+            .await,
+        Err(Error::AlreadyResolved {
+            state: ApprovalState::Pending,
+            ..
+        })
+    ));
+    db.store.resolve(&approval.id, approve()).await.unwrap();
+    let stale = db
+        .store
+        .mark_stale(&approval.id, "notes/summary.md changed", stale_audit())
+        .await
+        .unwrap();
+    assert_eq!(stale.state, ApprovalState::Stale);
+    assert_eq!(stale.reason.as_deref(), Some("notes/summary.md changed"));
+    assert_eq!(db.store.approval(&approval.id).await.unwrap(), stale);
+    assert!(matches!(
+        db.store
+            .mark_stale(&approval.id, "again", stale_audit())
+            .await,
+        Err(Error::AlreadyResolved {
+            state: ApprovalState::Stale,
+            ..
+        })
+    ));
+    let ledger: Vec<_> = db
+        .store
+        .approval_ledger(&approval.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(action, _)| action)
+        .collect();
+    assert_eq!(
+        ledger,
+        [
+            pp_types::AuditAction::ApprovalApproved,
+            pp_types::AuditAction::ApprovalStale
+        ]
+    );
 }

@@ -14,9 +14,8 @@ fn row(actor: Option<Actor>, action: &str, task: Option<&TaskId>) -> NewAudit {
     }
 }
 
-#[tokio::test]
-async fn a_row_without_an_actor_is_the_operators() {
-    let db = TestDb::new().await;
+both!(a_row_without_an_actor_is_the_operators);
+async fn a_row_without_an_actor_is_the_operators(db: TestDb) {
     let entry = db
         .store
         .append_audit(NewAudit {
@@ -34,9 +33,8 @@ async fn a_row_without_an_actor_is_the_operators() {
     );
 }
 
-#[tokio::test]
-async fn filters_combine_and_rows_come_newest_first() {
-    let db = TestDb::new().await;
+both!(filters_combine_and_rows_come_newest_first);
+async fn filters_combine_and_rows_come_newest_first(db: TestDb) {
     let task_a = TaskId::from("t_a");
     let task_b = TaskId::from("t_b");
     let rows = [
@@ -112,10 +110,9 @@ async fn filters_combine_and_rows_come_newest_first() {
     );
 }
 
-#[tokio::test]
-async fn excluded_actions_are_left_out_and_the_rest_pages_normally() {
+both!(excluded_actions_are_left_out_and_the_rest_pages_normally);
+async fn excluded_actions_are_left_out_and_the_rest_pages_normally(db: TestDb) {
     use pp_types::AuditAction::{ConsoleLogin, FileUploaded};
-    let db = TestDb::new().await;
     let actions = [
         "console_login",
         "task_created",

@@ -25,9 +25,8 @@ fn change(task: &TaskId, kind: ChangeKind, before: Before) -> NewChange {
     }
 }
 
-#[tokio::test]
-async fn a_change_keeps_the_root_its_path_is_relative_to() {
-    let db = TestDb::new().await;
+both!(a_change_keeps_the_root_its_path_is_relative_to);
+async fn a_change_keeps_the_root_its_path_is_relative_to(db: TestDb) {
     let task = db.create("remember").await;
     let memory = db
         .store
@@ -59,9 +58,8 @@ async fn a_change_keeps_the_root_its_path_is_relative_to() {
     );
 }
 
-#[tokio::test]
-async fn changes_are_listed_oldest_first_and_counted_on_the_task() {
-    let db = TestDb::new().await;
+both!(changes_are_listed_oldest_first_and_counted_on_the_task);
+async fn changes_are_listed_oldest_first_and_counted_on_the_task(db: TestDb) {
     let task = db.create("write").await;
     let other = db.create("other").await;
     let created = db
@@ -109,9 +107,8 @@ async fn changes_are_listed_oldest_first_and_counted_on_the_task() {
     assert_eq!(listed[1].changes.created, 1, "lists carry the counts too");
 }
 
-#[tokio::test]
-async fn a_revert_is_an_intent_then_done_once() {
-    let db = TestDb::new().await;
+both!(a_revert_is_an_intent_then_done_once);
+async fn a_revert_is_an_intent_then_done_once(db: TestDb) {
     let task = db.create("write").await;
     let target = db
         .store
@@ -188,9 +185,8 @@ async fn a_revert_is_an_intent_then_done_once() {
     assert!(db.store.pending_reverts(None).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn an_abandoned_intent_is_hidden_and_the_change_stays_revertible() {
-    let db = TestDb::new().await;
+both!(an_abandoned_intent_is_hidden_and_the_change_stays_revertible);
+async fn an_abandoned_intent_is_hidden_and_the_change_stays_revertible(db: TestDb) {
     let task = db.create("write").await;
     let target = db
         .store
@@ -215,9 +211,8 @@ async fn an_abandoned_intent_is_hidden_and_the_change_stays_revertible() {
     );
 }
 
-#[tokio::test]
-async fn old_snapshots_expire_and_only_named_blobs_stay_referenced() {
-    let db = TestDb::new().await;
+both!(old_snapshots_expire_and_only_named_blobs_stay_referenced);
+async fn old_snapshots_expire_and_only_named_blobs_stay_referenced(db: TestDb) {
     let task = db.create("write").await;
     let old = db
         .store
@@ -247,9 +242,8 @@ async fn old_snapshots_expire_and_only_named_blobs_stay_referenced() {
     assert!(!old.change.revertible);
 }
 
-#[tokio::test]
-async fn moves_deletes_and_folders_are_stored_with_where_a_move_came_from() {
-    let db = TestDb::new().await;
+both!(moves_deletes_and_folders_are_stored_with_where_a_move_came_from);
+async fn moves_deletes_and_folders_are_stored_with_where_a_move_came_from(db: TestDb) {
     let task = db.create("tidy").await;
     let moved = db
         .store
@@ -291,4 +285,89 @@ async fn moves_deletes_and_folders_are_stored_with_where_a_move_came_from() {
         (counts.moved, counts.deleted, counts.folder_created),
         (1, 2, 1)
     );
+}
+
+both!(an_approved_calls_outcome_is_stored_with_its_audit_and_changes_at_once);
+async fn an_approved_calls_outcome_is_stored_with_its_audit_and_changes_at_once(db: TestDb) {
+    let (task, approval) = db.waiting("x").await;
+    db.store
+        .resolve(&approval.id, crate::approve())
+        .await
+        .unwrap();
+    let audit = |action: AuditAction, detail: &str| NewAudit {
+        task_id: Some(task.id.clone()),
+        approval_id: Some(approval.id.clone()),
+        detail: Some(detail.into()),
+        ..NewAudit::new(action)
+    };
+    let result = crate::started("the call's result");
+    let stored = db
+        .store
+        .append_events_with_records(
+            &task.id,
+            std::slice::from_ref(&result),
+            vec![audit(AuditAction::ToolExecuted, "wrote a.txt")],
+            vec![NewChange {
+                approval_id: Some(approval.id.clone()),
+                ..change(&task.id, ChangeKind::Created, Before::Absent)
+            }],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].event, result);
+    let changes = db.store.approval_changes(&approval.id).await.unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].change.path.as_deref(), Some("a.txt"));
+    assert_eq!(changes[0].change.approval_id.as_ref(), Some(&approval.id));
+    assert!(
+        db.store
+            .approval_changes(&"a_other".into())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let ledger = db.store.approval_ledger(&approval.id).await.unwrap();
+    let actions: Vec<_> = ledger.iter().map(|(action, _)| *action).collect();
+    assert_eq!(
+        actions,
+        [AuditAction::ApprovalApproved, AuditAction::ToolExecuted]
+    );
+    assert_eq!(ledger[1].1.as_deref(), Some("wrote a.txt"));
+
+    // Events with their audit rows: both or neither.
+    let more = db
+        .store
+        .append_events_with_audit(
+            &task.id,
+            &[crate::started("another result")],
+            vec![audit(AuditAction::ToolFailed, "disk full")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(more.len(), 1);
+    assert!(more[0].seq > stored[0].seq);
+    let error = db
+        .store
+        .append_events_with_audit(
+            &"t_missing".into(),
+            &[crate::started("lost")],
+            vec![NewAudit::new(AuditAction::ToolFailed)],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, pp_store::Error::NotFound { what: "task", .. }),
+        "{error:?}"
+    );
+    let failed = db
+        .store
+        .list_audit(&pp_store::AuditFilter {
+            action: Some("tool_failed".into()),
+            ..pp_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(failed.len(), 1, "the refused append wrote no audit row");
+    assert_eq!(failed[0].detail.as_deref(), Some("disk full"));
 }

@@ -31,9 +31,8 @@ async fn complete(store: &Store, task: &pp_types::TaskId) {
         .unwrap();
 }
 
-#[tokio::test]
-async fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end() {
-    let db = TestDb::new().await;
+both!(turns_are_numbered_and_a_new_one_waits_for_the_last_to_end);
+async fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end(db: TestDb) {
     let session = session(&db).await;
     assert!(session.id.starts_with("s_"), "{}", session.id);
     let first = db
@@ -91,9 +90,8 @@ async fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end() {
         .unwrap();
 }
 
-#[tokio::test]
-async fn a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it() {
-    let db = TestDb::new().await;
+both!(a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it);
+async fn a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it(db: TestDb) {
     let session = session(&db).await;
     let turn = db
         .store
@@ -124,9 +122,8 @@ async fn a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it() {
     assert_eq!(db.store.turn_of_task(&turn.task.id).await.unwrap(), None);
 }
 
-#[tokio::test]
-async fn sessions_list_most_recently_active_first_and_keep_their_summary() {
-    let db = TestDb::new().await;
+both!(sessions_list_most_recently_active_first_and_keep_their_summary);
+async fn sessions_list_most_recently_active_first_and_keep_their_summary(db: TestDb) {
     let older = session(&db).await;
     db.clock.advance(Duration::from_secs(1));
     let newer = session(&db).await;
@@ -165,9 +162,8 @@ async fn sessions_list_most_recently_active_first_and_keep_their_summary() {
     );
 }
 
-#[tokio::test]
-async fn prune_keeps_the_conversation_of_a_session() {
-    let db = TestDb::new().await;
+both!(prune_keeps_the_conversation_of_a_session);
+async fn prune_keeps_the_conversation_of_a_session(db: TestDb) {
     let session = session(&db).await;
     let turn = db
         .store
@@ -199,64 +195,8 @@ async fn prune_keeps_the_conversation_of_a_session() {
     assert_eq!(turns[0].task.id, turn.task.id);
 }
 
-/// A database as a version 3 build left it, with one login (secret "abc") valid for ever.
-fn version_3_database(path: &std::path::Path) {
-    let connection = rusqlite::Connection::open(path).unwrap();
-    for sql in [
-        include_str!("../../migrations/sqlite/0001_init.sql"),
-        include_str!("../../migrations/sqlite/0002_heartbeat.sql"),
-        include_str!("../../migrations/sqlite/0003_prune_guard.sql"),
-    ] {
-        connection.execute_batch(sql).unwrap();
-    }
-    connection.pragma_update(None, "user_version", 3).unwrap();
-    // Only the SHA-256 of the login's secret is stored.
-    connection
-        .execute(
-            "INSERT INTO sessions (id_sha256, created_at, expires_at) VALUES \
-             ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 1, ?1)",
-            [i64::MAX],
-        )
-        .unwrap();
-}
-
-#[tokio::test]
-async fn a_version_3_database_migrates_and_keeps_its_logins() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("pocketpilot.db");
-    version_3_database(&path);
-    let store = crate::open_file(&path).await.unwrap();
-    assert_eq!(
-        store.schema_version().await.unwrap(),
-        pp_store::SCHEMA_VERSION
-    );
-    assert!(store.login_valid("abc").await.unwrap());
-    assert!(!store.login_valid("abd").await.unwrap());
-    store.delete_login("abc").await.unwrap();
-    assert!(!store.login_valid("abc").await.unwrap());
-    assert!(store.chat_sessions(100).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn a_version_3_backup_restores_and_migrates() {
-    let dir = tempfile::tempdir().unwrap();
-    let backup = dir.path().join("old.db");
-    version_3_database(&backup);
-    let database = dir.path().join("pocketpilot.db");
-    Store::restore_file(&backup, &database).await.unwrap();
-    let store = crate::open_file(&database).await.unwrap();
-    assert!(store.login_valid("abc").await.unwrap());
-    // And a current database backs up and restores too (its login table has the new name).
-    let current = dir.path().join("current.db");
-    store.backup_to(&current).await.unwrap();
-    Store::restore_file(&current, &dir.path().join("again.db"))
-        .await
-        .unwrap();
-}
-
-#[tokio::test]
-async fn creating_and_deleting_a_session_are_in_the_ledger() {
-    let db = TestDb::new().await;
+both!(creating_and_deleting_a_session_are_in_the_ledger);
+async fn creating_and_deleting_a_session_are_in_the_ledger(db: TestDb) {
     let session = db
         .store
         .create_chat_session(NewChatSession {

@@ -16,16 +16,14 @@ fn model_request(step: u32) -> pp_types::Event {
     )
 }
 
-#[tokio::test]
-async fn an_empty_log_has_last_seq_zero() {
-    let db = TestDb::new().await;
+both!(an_empty_log_has_last_seq_zero);
+async fn an_empty_log_has_last_seq_zero(db: TestDb) {
     assert_eq!(db.store.last_seq().await.unwrap(), 0);
     assert!(db.store.events_after(0, 100).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn seq_increases_strictly_across_tasks_and_reads_back_equal() {
-    let db = TestDb::new().await;
+both!(seq_increases_strictly_across_tasks_and_reads_back_equal);
+async fn seq_increases_strictly_across_tasks_and_reads_back_equal(db: TestDb) {
     let a = db.create("a").await;
     let b = db.create("b").await;
     let mut appended: Vec<StoredEvent> = Vec::new();
@@ -78,9 +76,8 @@ async fn seq_increases_strictly_across_tasks_and_reads_back_equal() {
     );
 }
 
-#[tokio::test]
-async fn appending_nothing_is_a_no_op() {
-    let db = TestDb::new().await;
+both!(appending_nothing_is_a_no_op);
+async fn appending_nothing_is_a_no_op(db: TestDb) {
     let task = db.create("a").await;
     assert!(
         db.store
@@ -92,9 +89,8 @@ async fn appending_nothing_is_a_no_op() {
     assert_eq!(db.store.last_seq().await.unwrap(), 0);
 }
 
-#[tokio::test]
-async fn appending_to_an_unknown_task_is_not_found() {
-    let db = TestDb::new().await;
+both!(appending_to_an_unknown_task_is_not_found);
+async fn appending_to_an_unknown_task_is_not_found(db: TestDb) {
     let error = db
         .store
         .append_events(&"t_ghost".into(), &[started("x")])
@@ -103,24 +99,8 @@ async fn appending_to_an_unknown_task_is_not_found() {
     assert!(matches!(error, Error::NotFound { what: "task", .. }));
 }
 
-#[tokio::test]
-async fn events_are_append_only_in_the_database() {
-    let db = TestDb::new().await;
-    let task = db.create("a").await;
-    db.store
-        .append_events(&task.id, &[started("a")])
-        .await
-        .unwrap();
-    let raw = db.raw();
-    assert!(raw.execute("UPDATE events SET step = 9", []).is_err());
-    assert!(raw.execute("DELETE FROM events", []).is_err());
-    assert!(raw.execute("DELETE FROM audit", []).is_err());
-    assert_eq!(db.store.task_events(&task.id, 0).await.unwrap().len(), 1);
-}
-
-#[tokio::test]
-async fn seq_stays_unique_across_processes() {
-    let db = TestDb::new().await;
+both!(seq_stays_unique_across_processes);
+async fn seq_stays_unique_across_processes(db: TestDb) {
     let task = db.create("a").await;
     let per_thread = 50;
     let mut writers = tokio::task::JoinSet::new();
@@ -142,9 +122,8 @@ async fn seq_stays_unique_across_processes() {
     assert!(all.windows(2).all(|pair| pair[0].seq < pair[1].seq));
 }
 
-#[tokio::test]
-async fn task_events_come_in_pages_of_at_most_limit() {
-    let db = TestDb::new().await;
+both!(task_events_come_in_pages_of_at_most_limit);
+async fn task_events_come_in_pages_of_at_most_limit(db: TestDb) {
     let a = db.create("a").await;
     let b = db.create("b").await;
     for step in 0..7 {

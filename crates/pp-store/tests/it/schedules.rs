@@ -13,7 +13,7 @@ use crate::{START, TestDb};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-fn spec(name: &str) -> ScheduleSpec {
+pub(crate) fn spec(name: &str) -> ScheduleSpec {
     ScheduleSpec {
         name: name.into(),
         cron: "0 * * * *".into(),
@@ -29,7 +29,7 @@ fn at(offset: Duration) -> Timestamp {
     START.saturating_add(offset)
 }
 
-async fn create(store: &Store, spec: ScheduleSpec) -> Schedule {
+pub(crate) async fn create(store: &Store, spec: ScheduleSpec) -> Schedule {
     store
         .create_schedule(&NewSchedule {
             spec,
@@ -53,7 +53,7 @@ fn scheduled_task() -> NewTask {
 }
 
 /// Fires the schedule's stored next occurrence, planning the one after it an hour later.
-async fn fire(store: &Store, schedule: &Schedule) -> Fired {
+pub(crate) async fn fire(store: &Store, schedule: &Schedule) -> Fired {
     let next = schedule.next_fire_at.unwrap();
     store
         .fire_schedule(occurrence(schedule, next, 0))
@@ -79,9 +79,8 @@ async fn kinds(store: &Store, id: &str) -> Vec<ScheduleEventKind> {
     rows.into_iter().map(|row| row.kind).collect()
 }
 
-#[tokio::test]
-async fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed() {
-    let db = TestDb::new().await;
+both!(a_schedule_is_stored_found_by_id_or_name_edited_and_removed);
+async fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed(db: TestDb) {
     let schedule = create(&db.store, spec("invoices")).await;
     assert!(schedule.id.starts_with("sc_"), "{}", schedule.id);
     assert!(schedule.enabled);
@@ -155,9 +154,8 @@ async fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed() {
     assert!(db.store.schedules().await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn due_schedules_are_the_enabled_ones_at_or_before_now() {
-    let db = TestDb::new().await;
+both!(due_schedules_are_the_enabled_ones_at_or_before_now);
+async fn due_schedules_are_the_enabled_ones_at_or_before_now(db: TestDb) {
     let first = create(&db.store, spec("a")).await;
     let later = db
         .store
@@ -193,9 +191,8 @@ fn new(spec: ScheduleSpec) -> NewSchedule {
     }
 }
 
-#[tokio::test]
-async fn firing_creates_the_task_as_the_scheduler_and_moves_to_the_next_occurrence() {
-    let db = TestDb::new().await;
+both!(firing_creates_the_task_as_the_scheduler_and_moves_to_the_next_occurrence);
+async fn firing_creates_the_task_as_the_scheduler_and_moves_to_the_next_occurrence(db: TestDb) {
     let schedule = create(&db.store, spec("invoices")).await;
     db.clock.set(at(HOUR));
     let Fired::Task(task) = fire(&db.store, &schedule).await else {
@@ -219,9 +216,8 @@ async fn firing_creates_the_task_as_the_scheduler_and_moves_to_the_next_occurren
     assert_eq!(db.store.list_tasks(None, 10).await.unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn an_edit_since_the_read_makes_the_fire_lose() {
-    let db = TestDb::new().await;
+both!(an_edit_since_the_read_makes_the_fire_lose);
+async fn an_edit_since_the_read_makes_the_fire_lose(db: TestDb) {
     let schedule = create(&db.store, spec("invoices")).await;
     db.clock.advance(Duration::from_secs(1));
     db.store
@@ -232,9 +228,8 @@ async fn an_edit_since_the_read_makes_the_fire_lose() {
     assert!(db.store.list_tasks(None, 10).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn missed_occurrences_are_recorded_once_with_their_count() {
-    let db = TestDb::new().await;
+both!(missed_occurrences_are_recorded_once_with_their_count);
+async fn missed_occurrences_are_recorded_once_with_their_count(db: TestDb) {
     let schedule = create(&db.store, spec("invoices")).await;
     db.clock.set(at(5 * HOUR));
     let fired = db
@@ -261,9 +256,8 @@ async fn missed_occurrences_are_recorded_once_with_their_count() {
     assert_eq!(db.store.list_tasks(None, 10).await.unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn skip_waits_for_the_previous_task_and_queue_does_not() {
-    let db = TestDb::new().await;
+both!(skip_waits_for_the_previous_task_and_queue_does_not);
+async fn skip_waits_for_the_previous_task_and_queue_does_not(db: TestDb) {
     let skip = create(&db.store, spec("skip")).await;
     let queue = create(
         &db.store,
@@ -319,9 +313,8 @@ async fn skip_waits_for_the_previous_task_and_queue_does_not() {
     assert!(matches!(fire(&db.store, &after).await, Fired::Task(_)));
 }
 
-#[tokio::test]
-async fn a_paused_schedule_records_why_and_stops_firing() {
-    let db = TestDb::new().await;
+both!(a_paused_schedule_records_why_and_stops_firing);
+async fn a_paused_schedule_records_why_and_stops_firing(db: TestDb) {
     let schedule = create(&db.store, spec("invoices")).await;
     assert!(
         !db.store
@@ -362,9 +355,8 @@ async fn a_paused_schedule_records_why_and_stops_firing() {
     assert_eq!(enabled.next_fire_at, Some(at(9 * HOUR)));
 }
 
-#[tokio::test]
-async fn a_session_schedule_adds_turns_and_skips_while_one_is_active() {
-    let db = TestDb::new().await;
+both!(a_session_schedule_adds_turns_and_skips_while_one_is_active);
+async fn a_session_schedule_adds_turns_and_skips_while_one_is_active(db: TestDb) {
     let session = db
         .store
         .create_chat_session(NewChatSession {
@@ -394,13 +386,26 @@ async fn a_session_schedule_adds_turns_and_skips_while_one_is_active() {
     let schedule = db.store.schedule(&schedule.id).await.unwrap();
     assert_eq!(
         fire(&db.store, &schedule).await,
-        Fired::Skipped { task: task.id }
+        Fired::Skipped {
+            task: task.id.clone()
+        }
     );
 
     // A session that is gone pauses the schedule.
     let schedule = db.store.schedule(&schedule.id).await.unwrap();
-    db.raw().execute("DELETE FROM session_turns", []).unwrap();
-    db.raw().execute("DELETE FROM chat_sessions", []).unwrap();
+    db.store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap();
+    db.store
+        .transition(
+            &task.id,
+            &[TaskState::Running],
+            TaskChange::to(TaskState::Completed),
+        )
+        .await
+        .unwrap();
+    db.store.delete_chat_session(&session.id).await.unwrap();
     let Fired::Paused { reason } = fire(&db.store, &schedule).await else {
         panic!("not paused")
     };
@@ -408,10 +413,9 @@ async fn a_session_schedule_adds_turns_and_skips_while_one_is_active() {
     assert!(!db.store.schedule(&schedule.id).await.unwrap().enabled);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn many_connections_firing_one_occurrence_at_once_fire_it_once() {
+both!(many_connections_firing_one_occurrence_at_once_fire_it_once);
+async fn many_connections_firing_one_occurrence_at_once_fire_it_once(db: TestDb) {
     const THREADS: usize = 8;
-    let db = TestDb::new().await;
     let schedule = create(&db.store, spec("race")).await;
     let mut stores = Vec::new();
     for _ in 0..THREADS {
@@ -439,28 +443,81 @@ async fn many_connections_firing_one_occurrence_at_once_fire_it_once() {
     );
 }
 
-#[tokio::test]
-async fn history_is_append_only_and_goes_with_its_schedule() {
-    let db = TestDb::new().await;
+both!(history_goes_with_its_schedule_and_the_task_stays);
+async fn history_goes_with_its_schedule_and_the_task_stays(db: TestDb) {
     let schedule = create(&db.store, spec("invoices")).await;
     let Fired::Task(task) = fire(&db.store, &schedule).await else {
         panic!("not fired")
     };
-    assert!(
-        db.raw()
-            .execute("UPDATE schedule_history SET missed = 5", [])
-            .is_err()
+    assert_eq!(
+        kinds(&db.store, &schedule.id).await,
+        [ScheduleEventKind::ScheduleFired]
     );
     db.store.delete_schedule(&schedule.id).await.unwrap();
-    let left: i64 = db
-        .raw()
-        .query_row("SELECT count(*) FROM schedule_history", [], |row| {
-            row.get(0)
-        })
-        .unwrap();
-    assert_eq!(left, 0);
+    assert!(kinds(&db.store, &schedule.id).await.is_empty());
     assert_eq!(
         db.store.task(&task.id).await.unwrap().created_by,
         Actor::Scheduler
     );
+}
+
+both!(the_earliest_fire_time_is_that_of_the_enabled_schedules);
+async fn the_earliest_fire_time_is_that_of_the_enabled_schedules(db: TestDb) {
+    assert_eq!(db.store.earliest_fire_at().await.unwrap(), None);
+    let soon = create(&db.store, spec("soon")).await;
+    db.store
+        .create_schedule(&NewSchedule {
+            next_fire_at: Some(at(3 * HOUR)),
+            ..new(spec("later"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(db.store.earliest_fire_at().await.unwrap(), Some(at(HOUR)));
+    db.store
+        .set_schedule_enabled(&soon.id, false, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        db.store.earliest_fire_at().await.unwrap(),
+        Some(at(3 * HOUR)),
+        "a disabled schedule plans nothing"
+    );
+}
+
+both!(run_now_creates_the_task_off_the_timetable_and_names_who_asked);
+async fn run_now_creates_the_task_off_the_timetable_and_names_who_asked(db: TestDb) {
+    let schedule = create(&db.store, spec("invoices")).await;
+    db.clock.advance(Duration::from_secs(60));
+    let task = db
+        .store
+        .run_schedule_now(&schedule.id, scheduled_task(), Actor::Operator)
+        .await
+        .unwrap();
+    assert_eq!(task.state, TaskState::Queued);
+    assert_eq!(task.created_by, Actor::Scheduler);
+    let after = db.store.schedule(&schedule.id).await.unwrap();
+    assert_eq!(after.next_fire_at, schedule.next_fire_at, "left alone");
+    assert_eq!(after.last_task_id.as_ref(), Some(&task.id));
+    assert_eq!(
+        after.last_fired_at,
+        Some(START.saturating_add(Duration::from_secs(60)))
+    );
+    let history = db.store.schedule_history(&schedule.id, 10).await.unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].kind, ScheduleEventKind::ScheduleFired);
+    assert_eq!(history[0].occurrence, None);
+    assert_eq!(history[0].task_id.as_ref(), Some(&task.id));
+    assert_eq!(history[0].detail.as_deref(), Some("run now by operator"));
+    // Even with `skip` and the last task still queued: the person asked for this run.
+    db.store
+        .run_schedule_now(&schedule.id, scheduled_task(), Actor::Operator)
+        .await
+        .unwrap();
+    assert_eq!(db.store.list_tasks(None, 10).await.unwrap().len(), 2);
+    assert!(matches!(
+        db.store
+            .run_schedule_now("sch_nope", scheduled_task(), Actor::Operator)
+            .await,
+        Err(Error::NotFound { .. })
+    ));
 }

@@ -22,9 +22,8 @@ fn query(text: &str) -> TaskFilter {
     }
 }
 
-#[tokio::test]
-async fn the_prompt_is_searched_case_insensitively_with_wildcards_taken_literally() {
-    let db = TestDb::new().await;
+both!(the_prompt_is_searched_case_insensitively_with_wildcards_taken_literally);
+async fn the_prompt_is_searched_case_insensitively_with_wildcards_taken_literally(db: TestDb) {
     let invoice = db.create("Summarise the INVOICES from March").await;
     let discount = db.create("Find the 50% discount in offers_2026.csv").await;
     let other = db.create("Tidy notes: 50 percent done, offers 2026").await;
@@ -49,9 +48,8 @@ async fn the_prompt_is_searched_case_insensitively_with_wildcards_taken_literall
     assert_eq!(search(&db, &query("percent")).await, [other.id.as_str()]);
 }
 
-#[tokio::test]
-async fn state_workspace_and_query_combine() {
-    let db = TestDb::new().await;
+both!(state_workspace_and_query_combine);
+async fn state_workspace_and_query_combine(db: TestDb) {
     let home = db.create("report for home").await;
     let work = db
         .store
@@ -100,9 +98,8 @@ async fn state_workspace_and_query_combine() {
     );
 }
 
-#[tokio::test]
-async fn tasks_are_found_by_who_started_them() {
-    let db = TestDb::new().await;
+both!(tasks_are_found_by_who_started_them);
+async fn tasks_are_found_by_who_started_them(db: TestDb) {
     let operator = db.create("report by hand").await;
     let client = db
         .store
@@ -127,9 +124,8 @@ async fn tasks_are_found_by_who_started_them() {
     assert_eq!(search(&db, &by(Actor::Webhook)).await, Vec::<String>::new());
 }
 
-#[tokio::test]
-async fn pages_go_backwards_from_the_last_id_of_the_previous_page() {
-    let db = TestDb::new().await;
+both!(pages_go_backwards_from_the_last_id_of_the_previous_page);
+async fn pages_go_backwards_from_the_last_id_of_the_previous_page(db: TestDb) {
     let mut created = Vec::new();
     for index in 0..5 {
         created.push(db.create(&format!("task {index}")).await.id.to_string());

@@ -7,9 +7,8 @@ use serde_json::json;
 
 use crate::{TestDb, ids, new_task, started};
 
-#[tokio::test]
-async fn a_created_task_is_queued_and_reads_back_equal() {
-    let db = TestDb::new().await;
+both!(a_created_task_is_queued_and_reads_back_equal);
+async fn a_created_task_is_queued_and_reads_back_equal(db: TestDb) {
     let script = json!([{"content": "hi"}, {"tool_calls": []}]);
     let task = db
         .store
@@ -31,17 +30,15 @@ async fn a_created_task_is_queued_and_reads_back_equal() {
     assert_eq!(db.store.task(&task.id).await.unwrap(), task);
 }
 
-#[tokio::test]
-async fn an_unknown_task_is_not_found() {
-    let db = TestDb::new().await;
+both!(an_unknown_task_is_not_found);
+async fn an_unknown_task_is_not_found(db: TestDb) {
     let error = db.store.task(&"t_nope".into()).await.unwrap_err();
     assert!(matches!(&error, Error::NotFound { what: "task", id } if id == "t_nope"));
     assert_eq!(error.to_string(), "task t_nope not found");
 }
 
-#[tokio::test]
-async fn tasks_list_newest_first_with_state_filter_and_limit() {
-    let db = TestDb::new().await;
+both!(tasks_list_newest_first_with_state_filter_and_limit);
+async fn tasks_list_newest_first_with_state_filter_and_limit(db: TestDb) {
     let first = db.create("one").await;
     let second = db.create("two").await;
     let third = db.create("three").await;
@@ -80,9 +77,8 @@ async fn tasks_list_newest_first_with_state_filter_and_limit() {
     );
 }
 
-#[tokio::test]
-async fn claim_queued_takes_the_oldest_first_and_each_once() {
-    let db = TestDb::new().await;
+both!(claim_queued_takes_the_oldest_first_and_each_once);
+async fn claim_queued_takes_the_oldest_first_and_each_once(db: TestDb) {
     let mut created = Vec::new();
     for n in 0..5 {
         created.push(db.create(&format!("task {n}")).await);
@@ -96,9 +92,8 @@ async fn claim_queued_takes_the_oldest_first_and_each_once() {
     assert_eq!(db.store.claim_queued().await.unwrap(), None);
 }
 
-#[tokio::test]
-async fn claim_is_a_compare_and_set() {
-    let db = TestDb::new().await;
+both!(claim_is_a_compare_and_set);
+async fn claim_is_a_compare_and_set(db: TestDb) {
     let task = db.create("x").await;
     let running = db
         .store
@@ -123,9 +118,8 @@ async fn claim_is_a_compare_and_set() {
     );
 }
 
-#[tokio::test]
-async fn a_transition_from_the_wrong_state_conflicts_and_changes_nothing() {
-    let db = TestDb::new().await;
+both!(a_transition_from_the_wrong_state_conflicts_and_changes_nothing);
+async fn a_transition_from_the_wrong_state_conflicts_and_changes_nothing(db: TestDb) {
     let task = db.create("x").await;
     let change = TaskChange {
         final_text: Some("done".into()),
@@ -164,9 +158,8 @@ async fn a_transition_from_the_wrong_state_conflicts_and_changes_nothing() {
     assert!(db.store.task_events(&task.id, 0).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn transitions_add_running_time_and_terminal_states_set_finished_at() {
-    let db = TestDb::new().await;
+both!(transitions_add_running_time_and_terminal_states_set_finished_at);
+async fn transitions_add_running_time_and_terminal_states_set_finished_at(db: TestDb) {
     let task = db.create("x").await;
     db.store
         .claim(&task.id, &[TaskState::Queued])
@@ -220,9 +213,8 @@ async fn transitions_add_running_time_and_terminal_states_set_finished_at() {
     assert_eq!(db.store.task(&task.id).await.unwrap(), done);
 }
 
-#[tokio::test]
-async fn interrupt_running_touches_only_running_tasks() {
-    let db = TestDb::new().await;
+both!(interrupt_running_touches_only_running_tasks);
+async fn interrupt_running_touches_only_running_tasks(db: TestDb) {
     let queued = db.create("queued").await;
     let (waiting, _) = db.waiting("waiting").await;
     let running_a = db.create("running a").await;
@@ -263,9 +255,8 @@ async fn interrupt_running_touches_only_running_tasks() {
     );
 }
 
-#[tokio::test]
-async fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted() {
-    let db = TestDb::new().await;
+both!(only_tasks_whose_runner_stopped_heartbeating_are_interrupted);
+async fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted(db: TestDb) {
     let stopped = db.create("runner crashed").await;
     let alive = db.create("runner alive").await;
     db.store
@@ -319,9 +310,8 @@ async fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted() {
     );
 }
 
-#[tokio::test]
-async fn cancel_ends_the_task_and_its_pending_approvals() {
-    let db = TestDb::new().await;
+both!(cancel_ends_the_task_and_its_pending_approvals);
+async fn cancel_ends_the_task_and_its_pending_approvals(db: TestDb) {
     let (task, approval) = db.waiting("x").await;
     let from = [
         TaskState::Queued,
@@ -403,9 +393,8 @@ async fn cancel_ends_the_task_and_its_pending_approvals() {
     ));
 }
 
-#[tokio::test]
-async fn creating_a_task_writes_its_audit_row() {
-    let db = TestDb::new().await;
+both!(creating_a_task_writes_its_audit_row);
+async fn creating_a_task_writes_its_audit_row(db: TestDb) {
     let task = db
         .store
         .create_task(NewTask {
@@ -425,10 +414,9 @@ async fn creating_a_task_writes_its_audit_row() {
     assert_eq!(rows[0].task_id.as_ref(), Some(&task.id));
 }
 
-#[tokio::test]
-async fn every_stored_time_comes_from_the_store_clock() {
+both!(every_stored_time_comes_from_the_store_clock);
+async fn every_stored_time_comes_from_the_store_clock(db: TestDb) {
     use std::time::Duration;
-    let db = TestDb::new().await;
     let task = db.create("on a manual clock").await;
     assert_eq!(task.created_at, crate::START);
     assert_eq!(
@@ -438,24 +426,17 @@ async fn every_stored_time_comes_from_the_store_clock() {
     assert!(task.id.as_str().starts_with("t_"));
 
     db.clock.advance(Duration::from_secs(5));
-    db.store
+    let claimed = db
+        .store
         .claim(&task.id, &[TaskState::Queued])
         .await
         .unwrap();
     let claimed_at = crate::START.saturating_add(Duration::from_secs(5));
-    let heartbeat_at = |db: &TestDb| -> i64 {
-        db.raw()
-            .query_row(
-                "SELECT heartbeat_at FROM tasks WHERE id = ?1",
-                [task.id.as_str()],
-                |row| row.get(0),
-            )
-            .unwrap()
-    };
-    assert_eq!(heartbeat_at(&db), claimed_at.as_millis());
+    assert_eq!(claimed.updated_at, claimed_at);
+    // (The heartbeat's time is checked through the lease in
+    // `only_tasks_whose_runner_stopped_heartbeating_are_interrupted`.)
     db.clock.advance(Duration::from_secs(1));
     db.store.heartbeat(&task.id).await.unwrap();
-    assert_eq!(heartbeat_at(&db), claimed_at.as_millis() + 1000);
 
     db.clock.advance(Duration::from_secs(60));
     let done_at = crate::START.saturating_add(Duration::from_secs(66));
@@ -488,20 +469,6 @@ async fn every_stored_time_comes_from_the_store_clock() {
     assert_eq!(audit.at, done_at);
 }
 
-#[tokio::test]
-async fn the_store_hands_out_its_clock() {
-    let db = TestDb::new().await;
-    let clock = db.store.clock();
-    assert_eq!(clock.now(), crate::START);
-    db.clock.advance(std::time::Duration::from_millis(7));
-    assert_eq!(clock.now().as_millis(), crate::START.as_millis() + 7);
-    // A store opened without a clock runs on the system clock.
-    let system = crate::open_file(&db.path()).await.unwrap();
-    let before = pp_types::Timestamp::now();
-    let now = system.clock().now();
-    assert!(now >= before && now <= pp_types::Timestamp::now());
-}
-
 /// A cancel's state change: `cancelled` with `reason` and `events`.
 fn cancel_change(reason: &str, events: Vec<pp_types::Event>) -> TaskChange {
     TaskChange {
@@ -511,9 +478,8 @@ fn cancel_change(reason: &str, events: Vec<pp_types::Event>) -> TaskChange {
     }
 }
 
-#[tokio::test]
-async fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled() {
-    let db = TestDb::new().await;
+both!(a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled);
+async fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled(db: TestDb) {
     let (task, approval) = db.waiting("x").await;
     db.store
         .resolve(&approval.id, crate::approve())
@@ -543,4 +509,35 @@ async fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled() 
         .unwrap();
     assert!(!db.store.approved_call_pending(&task.id).await.unwrap());
     assert_eq!(cancel().await.unwrap().state, TaskState::Cancelled);
+}
+
+both!(a_task_created_running_is_never_claimed_by_another_worker);
+async fn a_task_created_running_is_never_claimed_by_another_worker(db: TestDb) {
+    let task = db
+        .store
+        .create_running_task(new_task("run by mcp serve"))
+        .await
+        .unwrap();
+    assert_eq!(task.state, TaskState::Running);
+    assert_eq!(db.store.task(&task.id).await.unwrap(), task);
+    assert_eq!(db.open_again().await.claim_queued().await.unwrap(), None);
+    let rows = db
+        .store
+        .list_audit(&pp_store::AuditFilter {
+            task_id: Some(task.id.clone()),
+            ..pp_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].action, "task_created");
+    // It has a heartbeat from the start: a live lease keeps it running.
+    let lease = std::time::Duration::from_secs(30);
+    assert!(
+        db.store
+            .interrupt_stale("x", lease)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -27,9 +27,8 @@ fn usage(prompt: u64, completion: u64, cached: u64, reasoning: u64) -> Option<Us
     })
 }
 
-#[tokio::test]
-async fn a_task_without_calls_has_zero_usage() {
-    let db = TestDb::new().await;
+both!(a_task_without_calls_has_zero_usage);
+async fn a_task_without_calls_has_zero_usage(db: TestDb) {
     let task = db.create("a").await;
     assert_eq!(task.usage, TaskUsage::default());
     assert_eq!(
@@ -38,9 +37,8 @@ async fn a_task_without_calls_has_zero_usage() {
     );
 }
 
-#[tokio::test]
-async fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
-    let db = TestDb::new().await;
+both!(calls_add_up_per_task_and_the_cost_needs_every_call_priced);
+async fn calls_add_up_per_task_and_the_cost_needs_every_call_priced(db: TestDb) {
     let task = db.create("a").await;
     let other = db.create("b").await;
     db.store
@@ -113,9 +111,8 @@ async fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
     );
 }
 
-#[tokio::test]
-async fn mixed_currencies_give_no_cost() {
-    let db = TestDb::new().await;
+both!(mixed_currencies_give_no_cost);
+async fn mixed_currencies_give_no_cost(db: TestDb) {
     let task = db.create("a").await;
     db.store
         .append_events_with_calls(

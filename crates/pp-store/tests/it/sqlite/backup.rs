@@ -30,7 +30,7 @@ fn mode(path: &Path) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_taken_while_another_connection_writes_is_consistent() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let out = tempfile::tempdir().unwrap();
     let writer = db.open_again().await;
     let stop = Arc::new(AtomicBool::new(false));
@@ -107,7 +107,7 @@ async fn a_backup_taken_while_another_connection_writes_is_consistent() {
 
 #[tokio::test]
 async fn a_backup_replaces_an_existing_file_and_never_the_database_itself() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let task = db.create("keep").await;
     let out = tempfile::tempdir().unwrap();
     let path = out.path().join("backup.db");
@@ -130,9 +130,9 @@ async fn a_backup_replaces_an_existing_file_and_never_the_database_itself() {
 
 #[tokio::test]
 async fn restore_puts_a_backup_back_and_drops_the_stale_log() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let kept = db.create("in the backup").await;
-    let backup = db.dir.path().join("backup.db");
+    let backup = db.dir().join("backup.db");
     db.store.backup_to(&backup).await.unwrap();
     let later = db.create("after the backup").await;
     db.store
@@ -141,6 +141,7 @@ async fn restore_puts_a_backup_back_and_drops_the_stale_log() {
         .unwrap();
     let path = db.path();
     let clock = db.clock.clone();
+    let dir = db.dir().to_path_buf();
     drop(db.store);
     // A write-ahead log of the replaced database must not be replayed into the backup.
     std::fs::write(crate::sidecar(&path, "-wal"), vec![7u8; 4096]).unwrap();
@@ -159,7 +160,7 @@ async fn restore_puts_a_backup_back_and_drops_the_stale_log() {
     assert_eq!(restored.schema_version().await.unwrap(), SCHEMA_VERSION);
     // The backup itself is untouched and no temporary file is left.
     assert!(crate::open_file(&backup).await.is_ok());
-    let names = files_in(db.dir.path());
+    let names = files_in(&dir);
     assert!(
         !names.iter().any(|name| name.ends_with(".tmp")),
         "{names:?}"
@@ -168,7 +169,7 @@ async fn restore_puts_a_backup_back_and_drops_the_stale_log() {
 
 #[tokio::test]
 async fn restore_refuses_what_is_not_a_pocketpilot_store_and_changes_nothing() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let task = db.create("precious").await;
     let other = tempfile::tempdir().unwrap();
 
@@ -193,9 +194,10 @@ async fn restore_refuses_what_is_not_a_pocketpilot_store_and_changes_nothing() {
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
 
     let path = db.path();
+    let dir = db.dir().to_path_buf();
     drop(db.store);
     let before = std::fs::read(&path).unwrap();
-    let names_before = files_in(db.dir.path());
+    let names_before = files_in(&dir);
     for (file, expected) in [
         (&garbage, "not a readable SQLite database"),
         (&empty, "schema version 0"),
@@ -214,7 +216,7 @@ async fn restore_refuses_what_is_not_a_pocketpilot_store_and_changes_nothing() {
         assert_eq!(named, file);
         assert!(reason.contains(expected), "{}: {reason}", file.display());
         assert_eq!(std::fs::read(&path).unwrap(), before, "{}", file.display());
-        assert_eq!(files_in(db.dir.path()), names_before);
+        assert_eq!(files_in(&dir), names_before);
     }
     let missing = Store::restore_file(&other.path().join("missing.db"), &path)
         .await

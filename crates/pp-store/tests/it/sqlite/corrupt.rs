@@ -29,7 +29,7 @@ fn assert_corrupt<T: std::fmt::Debug>(
 
 #[tokio::test]
 async fn a_task_with_bad_json_or_an_unknown_actor_is_corrupt() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let task = db.create("x").await;
     let raw = db.raw();
     raw.execute(
@@ -86,7 +86,7 @@ async fn a_task_with_bad_json_or_an_unknown_actor_is_corrupt() {
 
 #[tokio::test]
 async fn an_approval_with_a_bad_checkpoint_is_corrupt() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let (_, approval) = db.waiting("x").await;
     db.raw()
         .execute(
@@ -143,7 +143,7 @@ async fn an_approval_with_a_bad_checkpoint_is_corrupt() {
 
 #[tokio::test]
 async fn an_event_with_a_bad_payload_is_corrupt() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let task = db.create("x").await;
     let good = db
         .store

@@ -1,15 +1,37 @@
-//! Opening: file creation, migrations, settings, schema versions.
+//! Opening an SQLite file: creation, file modes, WAL, migrations from old versions,
+//! several processes opening one fresh file. SQLite-only: these are about the file.
 
 use std::sync::Arc;
 
-use pp_store::{Error, SCHEMA_VERSION};
+use pp_store::{Error, SCHEMA_VERSION, Store};
 use pp_types::TaskState;
 
 use crate::TestDb;
 
+/// A database as a version 3 build left it, with one login (secret "abc") valid for ever.
+fn version_3_database(path: &std::path::Path) {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    for sql in [
+        include_str!("../../../migrations/sqlite/0001_init.sql"),
+        include_str!("../../../migrations/sqlite/0002_heartbeat.sql"),
+        include_str!("../../../migrations/sqlite/0003_prune_guard.sql"),
+    ] {
+        connection.execute_batch(sql).unwrap();
+    }
+    connection.pragma_update(None, "user_version", 3).unwrap();
+    // Only the SHA-256 of the login's secret is stored.
+    connection
+        .execute(
+            "INSERT INTO sessions (id_sha256, created_at, expires_at) VALUES \
+             ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 1, ?1)",
+            [i64::MAX],
+        )
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_new_file_is_migrated_to_the_current_version() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     assert_eq!(db.store.schema_version().await.unwrap(), SCHEMA_VERSION);
     let version: i64 = db
         .raw()
@@ -20,19 +42,8 @@ async fn a_new_file_is_migrated_to_the_current_version() {
 }
 
 #[tokio::test]
-async fn reopening_keeps_the_data_and_migrates_nothing() {
-    let db = TestDb::new().await;
-    let task = db.create("keep me").await;
-    drop(db.open_again().await);
-    let again = db.open_again().await;
-    assert_eq!(again.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(again.task(&task.id).await.unwrap(), task);
-    assert_eq!(again.list_tasks(None, 10).await.unwrap().len(), 1);
-}
-
-#[tokio::test]
 async fn the_journal_is_wal_and_foreign_keys_are_on() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let mode: String = db
         .raw()
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
@@ -52,7 +63,7 @@ async fn the_journal_is_wal_and_foreign_keys_are_on() {
 
 #[tokio::test]
 async fn a_newer_schema_is_refused_with_a_clear_error() {
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     db.raw()
         .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
         .unwrap();
@@ -86,7 +97,7 @@ async fn a_file_that_is_not_a_database_is_refused() {
 #[tokio::test]
 async fn the_file_is_private_to_its_owner() {
     use std::os::unix::fs::PermissionsExt;
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     db.create("make the wal file exist").await;
     for suffix in ["", "-wal", "-shm"] {
         let path = format!("{}{suffix}", db.path().display());
@@ -126,7 +137,7 @@ async fn processes_opening_a_fresh_file_at_once_migrate_it_once() {
 #[tokio::test]
 async fn a_readable_database_and_its_logs_are_tightened_on_open() {
     use std::os::unix::fs::PermissionsExt;
-    let db = TestDb::new().await;
+    let db = TestDb::sqlite().await;
     let task = db.create("secret file contents").await;
     // Keep a second connection open so the -wal and -shm files stay.
     let keep = db.open_again().await;
@@ -149,4 +160,38 @@ async fn a_readable_database_and_its_logs_are_tightened_on_open() {
     drop(crate::open_file(&db.path()).await.unwrap());
     let mode = std::fs::metadata(&paths[0]).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
+}
+
+#[tokio::test]
+async fn a_version_3_database_migrates_and_keeps_its_logins() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pocketpilot.db");
+    version_3_database(&path);
+    let store = crate::open_file(&path).await.unwrap();
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        pp_store::SCHEMA_VERSION
+    );
+    assert!(store.login_valid("abc").await.unwrap());
+    assert!(!store.login_valid("abd").await.unwrap());
+    store.delete_login("abc").await.unwrap();
+    assert!(!store.login_valid("abc").await.unwrap());
+    assert!(store.chat_sessions(100).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_version_3_backup_restores_and_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let backup = dir.path().join("old.db");
+    version_3_database(&backup);
+    let database = dir.path().join("pocketpilot.db");
+    Store::restore_file(&backup, &database).await.unwrap();
+    let store = crate::open_file(&database).await.unwrap();
+    assert!(store.login_valid("abc").await.unwrap());
+    // And a current database backs up and restores too (its login table has the new name).
+    let current = dir.path().join("current.db");
+    store.backup_to(&current).await.unwrap();
+    Store::restore_file(&current, &dir.path().join("again.db"))
+        .await
+        .unwrap();
 }
