@@ -1,6 +1,7 @@
-//! Figures for the store on a real file (WAL, `synchronous = NORMAL`): event appends
-//! one per transaction and batched, resolve latency, create + claim throughput, backup
-//! and prune.
+//! Figures for the store on a real file (WAL, `synchronous = NORMAL`) and, when
+//! `PP_TEST_POSTGRES_URL` names a server, on PostgreSQL (in a schema of its own, dropped
+//! afterwards): event appends one per transaction and batched, resolve latency,
+//! create + claim throughput, backup (SQLite) and prune.
 //!
 //! Run with `cargo bench -p pp-store` (release). Prints plain text; no harness.
 #![allow(
@@ -31,14 +32,50 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(run());
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        run(StoreUrl::Sqlite(dir.path().join("bench.db")), dir.path()).await;
+        if let Some(server) = postgres_url() {
+            let schema = format!("bench_{}", std::process::id());
+            let admin = admin(&server).await;
+            admin
+                .batch_execute(&format!("CREATE SCHEMA {schema}"))
+                .await
+                .unwrap();
+            let separator = if server.contains('?') { '&' } else { '?' };
+            let url = format!("{server}{separator}options=-csearch_path%3D{schema}");
+            run(StoreUrl::parse(&url).unwrap(), dir.path()).await;
+            admin
+                .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+                .await
+                .unwrap();
+        }
+    });
 }
 
-async fn run() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = StoreUrl::Sqlite(dir.path().join("bench.db"));
+/// `PP_TEST_POSTGRES_URL`, if set and not empty.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the bench's one switch: which PostgreSQL server to also measure"
+)]
+fn postgres_url() -> Option<String> {
+    std::env::var("PP_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// A plain connection to `server`, for creating and dropping the bench's schema.
+async fn admin(server: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(server, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+async fn run(url: StoreUrl, dir: &std::path::Path) {
     let store = Store::connect(&url, Arc::new(SystemClock)).await.unwrap();
-    println!("pp-store bench: {url}");
+    println!("pp-store bench: {url} ({})", store.backend_name());
 
     let task = store.create_task(new_task()).await.unwrap();
     store.claim(&task.id, &[TaskState::Queued]).await.unwrap();
@@ -136,16 +173,18 @@ async fn run() {
         rate(TASKS, created + claiming)
     );
 
-    let copy = dir.path().join("backup.db");
-    let start = Instant::now();
-    store.backup_to(&copy).await.unwrap();
-    let backed_up = start.elapsed();
-    let size = copy.metadata().unwrap().len();
-    println!(
-        "backup_to (online backup):         {:>9.1} ms ({:.1} MiB)",
-        micros(backed_up) / 1000.0,
-        size as f64 / (1024.0 * 1024.0)
-    );
+    if store.path().is_some() {
+        let copy = dir.join("backup.db");
+        let start = Instant::now();
+        store.backup_to(&copy).await.unwrap();
+        let backed_up = start.elapsed();
+        let size = copy.metadata().unwrap().len();
+        println!(
+            "backup_to (online backup):         {:>9.1} ms ({:.1} MiB)",
+            micros(backed_up) / 1000.0,
+            size as f64 / (1024.0 * 1024.0)
+        );
+    }
 
     // Prune the history of the first task (every appended event) once it has finished.
     store

@@ -67,6 +67,11 @@ async fn seq_increases_strictly_across_tasks_and_reads_back_equal(db: TestDb) {
     // Paging the global stream.
     let page = db.store.events_after(appended[1].seq, 3).await.unwrap();
     assert_eq!(page, appended[2..5]);
+    // "No limit" is a limit too (usize::MAX: the whole stream, on every backend).
+    assert_eq!(
+        db.store.events_after(0, usize::MAX).await.unwrap(),
+        appended
+    );
     assert!(
         db.store
             .events_after(appended[8].seq, 10)
