@@ -221,11 +221,11 @@ mod tests {
     fn opening_a_current_database_takes_no_write_lock() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pocketpilot.db");
-        drop(Store::open(&path).unwrap());
+        drop(super::super::SqliteStore::open(&path).unwrap());
         // Another process is in the middle of a write.
         let writer = Connection::open(&path).unwrap();
         writer.execute_batch("BEGIN IMMEDIATE").unwrap();
-        let store = Store::open(&path).unwrap();
+        let store = super::super::SqliteStore::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         writer.execute_batch("COMMIT").unwrap();
     }
