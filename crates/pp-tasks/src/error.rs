@@ -82,8 +82,9 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl From<pp_store::Error> for Error {
-    /// A store error keeps its meaning ([`Error::from_store`]), so `?` on a store call
-    /// turns a missing row into [`Error::NotFound`], not an internal failure.
+    /// A store error keeps its meaning: a missing row becomes [`Error::NotFound`], a
+    /// decided approval [`Error::AlreadyResolved`], a busy session [`Error::SessionBusy`];
+    /// anything else (a compare-and-set conflict included) stays [`Error::Store`].
     fn from(error: pp_store::Error) -> Self {
         Self::from_store(error)
     }
