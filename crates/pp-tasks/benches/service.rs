@@ -9,7 +9,6 @@
     reason = "a benchmark binary that prints its figures"
 )]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pp_tasks::store::Store;
@@ -23,7 +22,7 @@ fn build_service(dir: &std::path::Path, workers: usize) -> TaskService {
     let workspace = dir.join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
     std::fs::write(workspace.join("notes.txt"), "hello\n").unwrap();
-    let store = Arc::new(Store::open(&dir.join("bench.db")).unwrap());
+    let store = Store::open(&dir.join("bench.db")).unwrap();
     TaskService::new(
         store,
         TaskSettings {
@@ -82,7 +81,7 @@ fn main() {
         loop {
             let done = service
                 .store()
-                .list_tasks(Some(TaskState::Completed), count + 1)
+                .list_tasks(Some(TaskState::Completed), count + 1).await
                 .unwrap()
                 .len();
             if done == count {
@@ -96,7 +95,7 @@ fn main() {
             elapsed.as_secs_f64(),
             count as f64 / elapsed.as_secs_f64()
         );
-        let events = service.store().last_seq().unwrap();
+        let events = service.store().last_seq().await.unwrap();
         println!(
             "  events stored along the way: {events} ({:.0} events/s)",
             events as f64 / elapsed.as_secs_f64()
@@ -117,7 +116,7 @@ fn main() {
             assert_eq!(task.state, TaskState::WaitingApproval);
             let approval = service
                 .store()
-                .approvals_for_task(&task.id)
+                .approvals_for_task(&task.id).await
                 .unwrap()
                 .into_iter()
                 .find(|a| a.state == ApprovalState::Pending)
@@ -143,7 +142,7 @@ fn main() {
                 finished.push(took);
             } else {
                 durable.push(took);
-                while service.store().task(&task.id).unwrap().state != TaskState::Completed {
+                while service.store().task(&task.id).await.unwrap().state != TaskState::Completed {
                     tokio::time::sleep(Duration::from_micros(200)).await;
                 }
             }

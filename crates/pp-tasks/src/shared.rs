@@ -1,9 +1,9 @@
-//! What the service and its runs share: the store (reached only off the async threads),
-//! settings, workspaces, the model source, the worker permits and the cancellation
-//! signals of the runs in this process.
+//! What the service and its runs share: the store (async: its SQLite calls run on the
+//! blocking pool inside `pp_store`), settings, workspaces, the model source, the worker
+//! permits and the cancellation signals of the runs in this process.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -14,12 +14,13 @@ use tokio::sync::{Notify, Semaphore};
 
 use crate::blocking::blocking;
 use crate::segment::Segment;
-use crate::{Error, ModelSource, Result, TaskSettings, Workspaces};
+use crate::{ModelSource, Result, TaskSettings, Workspaces};
 
 /// State shared by the service and every run it starts.
 pub(crate) struct Shared {
-    /// The database every state change goes through; called only via [`Shared::db`].
-    pub(crate) store: Arc<Store>,
+    /// The database every state change goes through (cheap to clone; its methods are
+    /// async and never block the runtime threads).
+    pub(crate) store: Store,
     /// Limits, pool size, timeout.
     pub(crate) settings: TaskSettings,
     /// Where tasks may run.
@@ -69,7 +70,7 @@ impl Cancellation {
 
 impl Shared {
     pub(crate) fn new(
-        store: Arc<Store>,
+        store: Store,
         settings: TaskSettings,
         workspaces: Workspaces,
         models: ModelSource,
@@ -90,25 +91,15 @@ impl Shared {
         }
     }
 
-    /// Runs one store call on the blocking pool; store errors keep their meaning
-    /// ([`Error::from_store`]).
-    pub(crate) async fn db<T, F>(&self, call: F) -> Result<T>
-    where
-        F: FnOnce(&Store) -> pp_store::Result<T> + Send + 'static,
-        T: Send + 'static,
-    {
-        self.db_raw(call).await?.map_err(Error::from_store)
-    }
-
-    /// Like [`Shared::db`], but hands back the store's own error, for callers that tell
-    /// a compare-and-set conflict from other failures.
-    pub(crate) async fn db_raw<T, F>(&self, call: F) -> Result<pp_store::Result<T>>
-    where
-        F: FnOnce(&Store) -> pp_store::Result<T> + Send + 'static,
-        T: Send + 'static,
-    {
-        let store = Arc::clone(&self.store);
-        blocking(move || call(&store)).await
+    /// The data directory: where the snapshot store and the memory file live, beside
+    /// the SQLite database. `None` on a server database (PostgreSQL), which has no file.
+    pub(crate) fn data_dir(&self) -> Option<PathBuf> {
+        self.store.path().map(|database| {
+            database
+                .parent()
+                .unwrap_or_else(|| Path::new("."))
+                .to_path_buf()
+        })
     }
 
     /// Builds a fresh jail, tools and gate on `workspace_path`, off the async threads
