@@ -10,6 +10,22 @@ cd "$(dirname "$0")/.."
 # The real MCP servers the MCP tests start (crates/pp-mcp/tests/servers, from the
 # committed lockfile; the tests fail under CI without them).
 (cd crates/pp-mcp/tests/servers && npm ci --silent --no-audit --no-fund)
+# The store's conformance suite runs on SQLite and, here, on PostgreSQL too: a private
+# cluster in target/pg (scripts/postgres.sh, port PP_TEST_POSTGRES_PORT or 55432), stopped
+# on exit. An explicit PP_TEST_POSTGRES_URL is used as is. Without PostgreSQL installed the
+# PostgreSQL runs are skipped with a message, except under CI (docs/testing.md).
+if [ -z "${PP_TEST_POSTGRES_URL:-}" ]; then
+  if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/dev/null 2>&1; then
+    trap 'bash scripts/postgres.sh stop target/pg' EXIT
+    PP_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start target/pg "${PP_TEST_POSTGRES_PORT:-55432}")
+    export PP_TEST_POSTGRES_URL
+  elif [ "${CI:-}" = "true" ]; then
+    echo "the store's PostgreSQL runs need initdb (apt-get install postgresql)" >&2
+    exit 1
+  else
+    echo "skipping the store's PostgreSQL runs: install postgresql (initdb) to run them"
+  fi
+fi
 cargo test --workspace --locked
 cargo run --locked -q -p pp-cli -- eval evals/cases
 

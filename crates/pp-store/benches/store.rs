@@ -1,6 +1,7 @@
-//! Figures for the store on a real file (WAL, `synchronous = NORMAL`): event appends
-//! one per transaction and batched, resolve latency, create + claim throughput, backup
-//! and prune.
+//! Figures for the store on a real file (WAL, `synchronous = NORMAL`) and, when
+//! `PP_TEST_POSTGRES_URL` names a server, on PostgreSQL (in a schema of its own, dropped
+//! afterwards): event appends one per transaction and batched, resolve latency,
+//! create + claim throughput, backup (SQLite) and prune.
 //!
 //! Run with `cargo bench -p pp-store` (release). Prints plain text; no harness.
 #![allow(
@@ -10,12 +11,13 @@
     reason = "a benchmark binary: prints figures and panics on setup failure"
 )]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pp_store::{NewApproval, NewTask, Resolve, Store, TaskChange};
+use pp_store::{NewApproval, NewTask, Resolve, Store, StoreUrl, TaskChange};
 use pp_types::{
     Actor, ApprovalState, CHECKPOINT_VERSION, Checkpoint, Event, EventKind, Message, NewAudit,
-    PendingCall, Risk, TaskState, ToolCall,
+    PendingCall, Risk, SystemClock, TaskState, ToolCall,
 };
 use serde_json::json;
 
@@ -26,12 +28,57 @@ const RESOLVES: usize = 1_000;
 const TASKS: usize = 5_000;
 
 fn main() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("bench.db")).unwrap();
-    println!("pp-store bench: {}", store.path().display());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        run(StoreUrl::Sqlite(dir.path().join("bench.db")), dir.path()).await;
+        if let Some(server) = postgres_url() {
+            let schema = format!("bench_{}", std::process::id());
+            let admin = admin(&server).await;
+            admin
+                .batch_execute(&format!("CREATE SCHEMA {schema}"))
+                .await
+                .unwrap();
+            let separator = if server.contains('?') { '&' } else { '?' };
+            let url = format!("{server}{separator}options=-csearch_path%3D{schema}");
+            run(StoreUrl::parse(&url).unwrap(), dir.path()).await;
+            admin
+                .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+                .await
+                .unwrap();
+        }
+    });
+}
 
-    let task = store.create_task(new_task()).unwrap();
-    store.claim(&task.id, &[TaskState::Queued]).unwrap();
+/// `PP_TEST_POSTGRES_URL`, if set and not empty.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the bench's one switch: which PostgreSQL server to also measure"
+)]
+fn postgres_url() -> Option<String> {
+    std::env::var("PP_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// A plain connection to `server`, for creating and dropping the bench's schema.
+async fn admin(server: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(server, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+async fn run(url: StoreUrl, dir: &std::path::Path) {
+    let store = Store::connect(&url, Arc::new(SystemClock)).await.unwrap();
+    println!("pp-store bench: {url} ({})", store.backend_name());
+
+    let task = store.create_task(new_task()).await.unwrap();
+    store.claim(&task.id, &[TaskState::Queued]).await.unwrap();
     let event = Event {
         step: 3,
         kind: EventKind::ToolResult {
@@ -45,6 +92,7 @@ fn main() {
     for _ in 0..SINGLE_EVENTS {
         store
             .append_events(&task.id, std::slice::from_ref(&event))
+            .await
             .unwrap();
     }
     let single = start.elapsed();
@@ -57,7 +105,7 @@ fn main() {
     let batch = vec![event; BATCH];
     let start = Instant::now();
     for _ in 0..BATCHED_EVENTS / BATCH {
-        store.append_events(&task.id, &batch).unwrap();
+        store.append_events(&task.id, &batch).await.unwrap();
     }
     let batched = start.elapsed();
     println!(
@@ -66,7 +114,7 @@ fn main() {
     );
 
     let start = Instant::now();
-    let read = store.events_after(0, usize::MAX).unwrap();
+    let read = store.events_after(0, usize::MAX).await.unwrap();
     println!(
         "events_after(0), all rows:         {:>9.0} events/s ({} events)",
         rate(read.len(), start.elapsed()),
@@ -77,8 +125,8 @@ fn main() {
     let mut approvals = Vec::with_capacity(RESOLVES);
     let mut suspend_times = Vec::with_capacity(RESOLVES);
     for _ in 0..RESOLVES {
-        let task = store.create_task(new_task()).unwrap();
-        store.claim(&task.id, &[TaskState::Queued]).unwrap();
+        let task = store.create_task(new_task()).await.unwrap();
+        store.claim(&task.id, &[TaskState::Queued]).await.unwrap();
         let start = Instant::now();
         let (approval, _) = store
             .suspend(
@@ -86,6 +134,7 @@ fn main() {
                 new_approval(),
                 TaskChange::to(TaskState::WaitingApproval),
             )
+            .await
             .unwrap();
         suspend_times.push(start.elapsed());
         approvals.push(approval.id);
@@ -93,7 +142,7 @@ fn main() {
     let mut resolve_times = Vec::with_capacity(RESOLVES);
     for id in &approvals {
         let start = Instant::now();
-        store.resolve(id, approve()).unwrap();
+        store.resolve(id, approve()).await.unwrap();
         resolve_times.push(start.elapsed());
     }
     report("suspend (checkpoint ~2 KiB)", &mut suspend_times);
@@ -101,12 +150,12 @@ fn main() {
 
     let start = Instant::now();
     for _ in 0..TASKS {
-        store.create_task(new_task()).unwrap();
+        store.create_task(new_task()).await.unwrap();
     }
     let created = start.elapsed();
     let start = Instant::now();
     let mut claimed = 0;
-    while store.claim_queued().unwrap().is_some() {
+    while store.claim_queued().await.unwrap().is_some() {
         claimed += 1;
     }
     let claiming = start.elapsed();
@@ -124,16 +173,18 @@ fn main() {
         rate(TASKS, created + claiming)
     );
 
-    let copy = dir.path().join("backup.db");
-    let start = Instant::now();
-    store.backup_to(&copy).unwrap();
-    let backed_up = start.elapsed();
-    let size = copy.metadata().unwrap().len();
-    println!(
-        "backup_to (online backup):         {:>9.1} ms ({:.1} MiB)",
-        micros(backed_up) / 1000.0,
-        size as f64 / (1024.0 * 1024.0)
-    );
+    if store.path().is_some() {
+        let copy = dir.join("backup.db");
+        let start = Instant::now();
+        store.backup_to(&copy).await.unwrap();
+        let backed_up = start.elapsed();
+        let size = copy.metadata().unwrap().len();
+        println!(
+            "backup_to (online backup):         {:>9.1} ms ({:.1} MiB)",
+            micros(backed_up) / 1000.0,
+            size as f64 / (1024.0 * 1024.0)
+        );
+    }
 
     // Prune the history of the first task (every appended event) once it has finished.
     store
@@ -142,9 +193,10 @@ fn main() {
             &[TaskState::Running],
             TaskChange::to(TaskState::Completed),
         )
+        .await
         .unwrap();
     let start = Instant::now();
-    let pruned = store.prune(Duration::ZERO).unwrap();
+    let pruned = store.prune(Duration::ZERO).await.unwrap();
     let pruning = start.elapsed();
     println!(
         "prune:                             {:>9.0} events/s ({} events)",

@@ -62,6 +62,7 @@ mod ids;
 mod postgres;
 mod sqlite;
 mod store;
+mod workers;
 
 pub use error::{Error, Result};
 pub use sqlite::{
@@ -72,6 +73,7 @@ pub use sqlite::{
     ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter,
 };
 pub use store::{Store, StoreUrl};
+pub use workers::{NewWorker, WorkerRecord};
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,7 @@ mod schedules;
 mod schema;
 mod task_search;
 mod tasks;
+mod workers;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -25,6 +25,17 @@ pub(crate) fn decode_name<T: DeserializeOwned>(
     Decoder { table, id }.name(column, text)
 }
 
+/// One JSON column of `table`'s row `id`, decoded as [`Decoder`] does (for row types
+/// outside this module).
+pub(crate) fn decode_json<T: DeserializeOwned>(
+    table: &'static str,
+    column: &'static str,
+    id: &str,
+    text: &str,
+) -> Result<T> {
+    Decoder { table, id }.json(column, text)
+}
+
 /// Decodes the columns of one row, naming it in errors.
 struct Decoder<'a> {
     table: &'static str,

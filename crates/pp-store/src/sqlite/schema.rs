@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0008_schedules.sql"),
     include_str!("../../migrations/sqlite/0009_task_origin.sql"),
     include_str!("../../migrations/sqlite/0010_channels.sql"),
+    include_str!("../../migrations/sqlite/0011_workers.sql"),
 ];
 
 /// The schema version this build writes.

@@ -16,8 +16,8 @@ use super::{Backend, Store};
 use crate::{
     AuditFilter, ChangeRow, Channel, ChannelChange, ChatSession, ChatTurn, DeliveryRecord,
     DeliveryStatus, FireOccurrence, Fired, ModelCallRow, NewApproval, NewChange, NewChannel,
-    NewChatSession, NewModelCall, NewSchedule, NewTask, PruneReport, Resolve, Result, Schedule,
-    ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter,
+    NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, PruneReport, Resolve, Result,
+    Schedule, ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter, WorkerRecord,
 };
 
 impl Store {
@@ -1082,6 +1082,79 @@ impl Store {
                     .await
             }
             Backend::Postgres(store) => store.interrupt_stale(message, older_than).await,
+        }
+    }
+
+    /// Registers a worker process and returns its row (id `w_…`), forgetting workers
+    /// silent for a day on the way.
+    pub async fn register_worker(&self, new: NewWorker) -> Result<WorkerRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.register_worker(new)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "register_worker",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records that worker `id` is alive ([`Error::NotFound`] once it was removed or
+    /// forgotten: register again).
+    pub async fn worker_heartbeat(&self, id: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.worker_heartbeat(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "worker_heartbeat",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The workers that sent a heartbeat within `within`, oldest registration first.
+    pub async fn live_workers(&self, within: Duration) -> Result<Vec<WorkerRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.live_workers(within)).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "live_workers",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Removes worker `id` (a clean shutdown); removing an unknown worker is not an error.
+    pub async fn remove_worker(&self, id: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.remove_worker(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "remove_worker",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Like [`Store::claim_queued`], but only tasks of `workspaces` (by name): a
+    /// worker claims only what it can run. `None` if no such task is queued.
+    pub async fn claim_queued_in(&self, workspaces: &[String]) -> Result<Option<TaskRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let workspaces = workspaces.to_vec();
+                self.sqlite(move |store| store.claim_queued_in(&workspaces))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "claim_queued_in",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
         }
     }
 }

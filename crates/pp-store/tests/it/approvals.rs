@@ -15,25 +15,29 @@ fn approval_required_for(id: &pp_types::ApprovalId) -> pp_types::Event {
     event
 }
 
-fn approval_rows(db: &TestDb) -> usize {
+async fn approval_rows(db: &TestDb) -> usize {
     db.store
         .list_audit(&pp_store::AuditFilter {
             action: Some("approval_approved".into()),
             ..pp_store::AuditFilter::default()
         })
+        .await
         .unwrap()
         .len()
 }
 
-#[test]
-fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
-    let db = TestDb::new();
-    let task = db.create("Summarise notes.md");
-    db.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+both!(suspend_stores_the_checkpoint_and_resolve_resumes_the_task);
+async fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task(db: TestDb) {
+    let task = db.create("Summarise notes.md").await;
+    db.store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap();
 
     let (approval, stored) = db
         .store
         .suspend(&task.id, new_approval(), suspend_change())
+        .await
         .unwrap();
     assert!(approval.id.as_str().starts_with("a_"));
     assert_eq!(approval.state, ApprovalState::Pending);
@@ -41,10 +45,10 @@ fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
     assert_eq!(stored.len(), 1);
     // The store names the new approval in the approval_required event.
     assert_eq!(stored[0].event, approval_required_for(&approval.id));
-    assert_eq!(db.store.task_events(&task.id, 0).unwrap(), stored);
+    assert_eq!(db.store.task_events(&task.id, 0).await.unwrap(), stored);
 
     // The checkpoint survives the database (and a reopen) exactly.
-    let read_back = db.open_again().approval(&approval.id).unwrap();
+    let read_back = db.open_again().await.approval(&approval.id).await.unwrap();
     assert_eq!(read_back, approval);
     assert_eq!(read_back.checkpoint, checkpoint());
     let json = serde_json::to_string(&read_back.checkpoint).unwrap();
@@ -53,12 +57,13 @@ fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
         checkpoint()
     );
 
-    let waiting = db.store.task(&task.id).unwrap();
+    let waiting = db.store.task(&task.id).await.unwrap();
     assert_eq!(waiting.state, TaskState::WaitingApproval);
     assert_eq!(waiting.running_ms, 40);
     assert_eq!(
         db.store
             .list_approvals(Some(ApprovalState::Pending), 10)
+            .await
             .unwrap(),
         std::slice::from_ref(&approval)
     );
@@ -73,6 +78,7 @@ fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
                 ..approve()
             },
         )
+        .await
         .unwrap();
     assert_eq!(resolved.state, ApprovalState::Approved);
     assert_eq!(resolved.resolved_by, Some(Actor::Operator));
@@ -81,7 +87,7 @@ fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
     assert_eq!(resolved.checkpoint, checkpoint());
     assert_eq!(running.state, TaskState::Running);
     assert_eq!(running.running_ms, 40);
-    assert_eq!(db.store.approval(&approval.id).unwrap(), resolved);
+    assert_eq!(db.store.approval(&approval.id).await.unwrap(), resolved);
 
     let audit = db
         .store
@@ -89,6 +95,7 @@ fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
             action: Some("approval_approved".into()),
             ..pp_store::AuditFilter::default()
         })
+        .await
         .unwrap();
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].approval_id.as_ref(), Some(&approval.id));
@@ -96,24 +103,25 @@ fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task() {
     assert_eq!(audit[0].actor, Actor::Operator);
     assert_eq!(audit[0].tool.as_deref(), Some("write_file"));
 
-    let events = db.store.task_events(&task.id, 0).unwrap();
+    let events = db.store.task_events(&task.id, 0).await.unwrap();
     let types: Vec<_> = events.iter().map(|e| e.event.type_name()).collect();
     assert_eq!(types, ["approval_required", "approval_resolved"]);
     assert!(
         db.store
             .list_approvals(Some(ApprovalState::Pending), 10)
+            .await
             .unwrap()
             .is_empty()
     );
 }
 
-#[test]
-fn suspend_needs_a_running_task() {
-    let db = TestDb::new();
-    let task = db.create("x");
+both!(suspend_needs_a_running_task);
+async fn suspend_needs_a_running_task(db: TestDb) {
+    let task = db.create("x").await;
     let error = db
         .store
         .suspend(&task.id, new_approval(), suspend_change())
+        .await
         .unwrap_err();
     assert!(matches!(
         error,
@@ -122,16 +130,21 @@ fn suspend_needs_a_running_task() {
             ..
         }
     ));
-    assert!(db.store.approvals_for_task(&task.id).unwrap().is_empty());
-    assert!(db.store.task_events(&task.id, 0).unwrap().is_empty());
+    assert!(
+        db.store
+            .approvals_for_task(&task.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(db.store.task_events(&task.id, 0).await.unwrap().is_empty());
 }
 
-#[test]
-fn resolving_twice_is_already_resolved_with_one_audit_row() {
-    let db = TestDb::new();
-    let (_, approval) = db.waiting("x");
-    db.store.resolve(&approval.id, approve()).unwrap();
-    let error = db.store.resolve(&approval.id, approve()).unwrap_err();
+both!(resolving_twice_is_already_resolved_with_one_audit_row);
+async fn resolving_twice_is_already_resolved_with_one_audit_row(db: TestDb) {
+    let (_, approval) = db.waiting("x").await;
+    db.store.resolve(&approval.id, approve()).await.unwrap();
+    let error = db.store.resolve(&approval.id, approve()).await.unwrap_err();
     assert!(
         matches!(&error, Error::AlreadyResolved { id, state: ApprovalState::Approved }
             if id == approval.id.as_str()),
@@ -147,16 +160,15 @@ fn resolving_twice_is_already_resolved_with_one_audit_row() {
         ..approve()
     };
     assert!(matches!(
-        db.store.resolve(&approval.id, reject),
+        db.store.resolve(&approval.id, reject).await,
         Err(Error::AlreadyResolved { .. })
     ));
-    assert_eq!(approval_rows(&db), 1);
+    assert_eq!(approval_rows(&db).await, 1);
 }
 
-#[test]
-fn resolve_is_all_or_nothing_when_the_task_is_not_waiting() {
-    let db = TestDb::new();
-    let (task, approval) = db.waiting("x");
+both!(resolve_is_all_or_nothing_when_the_task_is_not_waiting);
+async fn resolve_is_all_or_nothing_when_the_task_is_not_waiting(db: TestDb) {
+    let (task, approval) = db.waiting("x").await;
     // Someone moved the task on behind the approval's back.
     db.store
         .transition(
@@ -164,8 +176,9 @@ fn resolve_is_all_or_nothing_when_the_task_is_not_waiting() {
             &[TaskState::WaitingApproval],
             TaskChange::to(TaskState::TimedOut),
         )
+        .await
         .unwrap();
-    let error = db.store.resolve(&approval.id, approve()).unwrap_err();
+    let error = db.store.resolve(&approval.id, approve()).await.unwrap_err();
     assert!(matches!(
         error,
         Error::Conflict {
@@ -173,15 +186,14 @@ fn resolve_is_all_or_nothing_when_the_task_is_not_waiting() {
             ..
         }
     ));
-    assert_eq!(db.store.approval(&approval.id).unwrap(), approval);
-    assert_eq!(approval_rows(&db), 0);
-    assert_eq!(db.store.task_events(&task.id, 0).unwrap().len(), 1);
+    assert_eq!(db.store.approval(&approval.id).await.unwrap(), approval);
+    assert_eq!(approval_rows(&db).await, 0);
+    assert_eq!(db.store.task_events(&task.id, 0).await.unwrap().len(), 1);
 }
 
-#[test]
-fn a_rejection_records_the_reason_and_the_actor() {
-    let db = TestDb::new();
-    let (_, approval) = db.waiting("x");
+both!(a_rejection_records_the_reason_and_the_actor);
+async fn a_rejection_records_the_reason_and_the_actor(db: TestDb) {
+    let (_, approval) = db.waiting("x").await;
     let reject = Resolve {
         state: ApprovalState::Rejected,
         actor: Actor::Operator,
@@ -191,17 +203,16 @@ fn a_rejection_records_the_reason_and_the_actor() {
         },
         ..approve()
     };
-    let (resolved, task) = db.store.resolve(&approval.id, reject).unwrap();
+    let (resolved, task) = db.store.resolve(&approval.id, reject).await.unwrap();
     assert_eq!(resolved.state, ApprovalState::Rejected);
     assert_eq!(resolved.reason.as_deref(), Some("not that file"));
     assert_eq!(resolved.edited_arguments, None);
     assert_eq!(task.state, TaskState::Running);
 }
 
-#[test]
-fn pending_is_not_a_resolution() {
-    let db = TestDb::new();
-    let (_, approval) = db.waiting("x");
+both!(pending_is_not_a_resolution);
+async fn pending_is_not_a_resolution(db: TestDb) {
+    let (_, approval) = db.waiting("x").await;
     let error = db
         .store
         .resolve(
@@ -211,27 +222,27 @@ fn pending_is_not_a_resolution() {
                 ..approve()
             },
         )
+        .await
         .unwrap_err();
     assert!(
         matches!(error, Error::InvalidResolution { .. }),
         "{error:?}"
     );
-    assert_eq!(db.store.approval(&approval.id).unwrap(), approval);
+    assert_eq!(db.store.approval(&approval.id).await.unwrap(), approval);
 }
 
-#[test]
-fn an_unknown_approval_is_not_found() {
-    let db = TestDb::new();
+both!(an_unknown_approval_is_not_found);
+async fn an_unknown_approval_is_not_found(db: TestDb) {
     let id = pp_types::ApprovalId::from("a_nope");
     assert!(matches!(
-        db.store.approval(&id),
+        db.store.approval(&id).await,
         Err(Error::NotFound {
             what: "approval",
             ..
         })
     ));
     assert!(matches!(
-        db.store.resolve(&id, approve()),
+        db.store.resolve(&id, approve()).await,
         Err(Error::NotFound {
             what: "approval",
             ..
@@ -239,20 +250,21 @@ fn an_unknown_approval_is_not_found() {
     ));
 }
 
-#[test]
-fn approvals_list_newest_first_and_per_task_oldest_first() {
-    let db = TestDb::new();
-    let (task_a, first) = db.waiting("a");
-    let (_, second) = db.waiting("b");
-    db.store.resolve(&first.id, approve()).unwrap();
+both!(approvals_list_newest_first_and_per_task_oldest_first);
+async fn approvals_list_newest_first_and_per_task_oldest_first(db: TestDb) {
+    let (task_a, first) = db.waiting("a").await;
+    let (_, second) = db.waiting("b").await;
+    db.store.resolve(&first.id, approve()).await.unwrap();
     let (third, _) = db
         .store
         .suspend(&task_a.id, new_approval(), suspend_change())
+        .await
         .unwrap();
 
     let all: Vec<_> = db
         .store
         .list_approvals(None, 10)
+        .await
         .unwrap()
         .into_iter()
         .map(|a| a.id)
@@ -261,6 +273,7 @@ fn approvals_list_newest_first_and_per_task_oldest_first() {
     let pending: Vec<_> = db
         .store
         .list_approvals(Some(ApprovalState::Pending), 1)
+        .await
         .unwrap()
         .into_iter()
         .map(|a| a.id)
@@ -269,6 +282,7 @@ fn approvals_list_newest_first_and_per_task_oldest_first() {
     let of_a: Vec<_> = db
         .store
         .approvals_for_task(&task_a.id)
+        .await
         .unwrap()
         .into_iter()
         .map(|a| (a.id, a.state))
@@ -282,20 +296,20 @@ fn approvals_list_newest_first_and_per_task_oldest_first() {
     );
 }
 
-#[test]
-fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint() {
-    let db = TestDb::new();
-    let (task, old) = db.waiting("x");
-    db.store.resolve(&old.id, approve()).unwrap();
+both!(reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint);
+async fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint(db: TestDb) {
+    let (task, old) = db.waiting("x").await;
+    db.store.resolve(&old.id, approve()).await.unwrap();
     // The process dies while running the approved call.
     assert_eq!(
-        db.store.interrupt_running("restarted").unwrap(),
+        db.store.interrupt_running("restarted").await.unwrap(),
         std::slice::from_ref(&task.id)
     );
 
     let wrong = db
         .store
         .reopen_approval(&task.id, &[TaskState::Running], new_approval(), Vec::new())
+        .await
         .unwrap_err();
     assert!(matches!(
         wrong,
@@ -305,7 +319,7 @@ fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint() {
         }
     ));
 
-    let old = db.store.approval(&old.id).unwrap();
+    let old = db.store.approval(&old.id).await.unwrap();
     let copy = pp_store::NewApproval {
         checkpoint: old.checkpoint.clone(),
         ..new_approval()
@@ -318,26 +332,87 @@ fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint() {
             copy,
             vec![approval_required()],
         )
+        .await
         .unwrap();
     assert_ne!(reopened.id, old.id);
     assert_eq!(reopened.state, ApprovalState::Pending);
     assert_eq!(reopened.checkpoint, old.checkpoint);
     assert_eq!(
-        db.store.task(&task.id).unwrap().state,
+        db.store.task(&task.id).await.unwrap().state,
         TaskState::WaitingApproval
     );
     let states: Vec<_> = db
         .store
         .approvals_for_task(&task.id)
+        .await
         .unwrap()
         .into_iter()
         .map(|a| a.state)
         .collect();
     assert_eq!(states, [ApprovalState::Approved, ApprovalState::Pending]);
-    let last = db.store.task_events(&task.id, 0).unwrap().pop().unwrap();
+    let last = db
+        .store
+        .task_events(&task.id, 0)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
     assert_eq!(last.event, approval_required_for(&reopened.id));
 
     // And it can be resolved like any other.
-    let (_, running) = db.store.resolve(&reopened.id, approve()).unwrap();
+    let (_, running) = db.store.resolve(&reopened.id, approve()).await.unwrap();
     assert_eq!(running.state, TaskState::Running);
+}
+
+both!(an_approved_call_whose_target_changed_is_marked_stale_once);
+async fn an_approved_call_whose_target_changed_is_marked_stale_once(db: TestDb) {
+    let (task, approval) = db.waiting("x").await;
+    let stale_audit = || pp_types::NewAudit {
+        task_id: Some(task.id.clone()),
+        approval_id: Some(approval.id.clone()),
+        ..pp_types::NewAudit::new(pp_types::AuditAction::ApprovalStale)
+    };
+    // Only an approved approval can go stale.
+    assert!(matches!(
+        db.store
+            .mark_stale(&approval.id, "changed", stale_audit())
+            .await,
+        Err(Error::AlreadyResolved {
+            state: ApprovalState::Pending,
+            ..
+        })
+    ));
+    db.store.resolve(&approval.id, approve()).await.unwrap();
+    let stale = db
+        .store
+        .mark_stale(&approval.id, "notes/summary.md changed", stale_audit())
+        .await
+        .unwrap();
+    assert_eq!(stale.state, ApprovalState::Stale);
+    assert_eq!(stale.reason.as_deref(), Some("notes/summary.md changed"));
+    assert_eq!(db.store.approval(&approval.id).await.unwrap(), stale);
+    assert!(matches!(
+        db.store
+            .mark_stale(&approval.id, "again", stale_audit())
+            .await,
+        Err(Error::AlreadyResolved {
+            state: ApprovalState::Stale,
+            ..
+        })
+    ));
+    let ledger: Vec<_> = db
+        .store
+        .approval_ledger(&approval.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(action, _)| action)
+        .collect();
+    assert_eq!(
+        ledger,
+        [
+            pp_types::AuditAction::ApprovalApproved,
+            pp_types::AuditAction::ApprovalStale
+        ]
+    );
 }

@@ -14,9 +14,8 @@ fn row(actor: Option<Actor>, action: &str, task: Option<&TaskId>) -> NewAudit {
     }
 }
 
-#[test]
-fn a_row_without_an_actor_is_the_operators() {
-    let db = TestDb::new();
+both!(a_row_without_an_actor_is_the_operators);
+async fn a_row_without_an_actor_is_the_operators(db: TestDb) {
     let entry = db
         .store
         .append_audit(NewAudit {
@@ -25,17 +24,17 @@ fn a_row_without_an_actor_is_the_operators() {
             detail: Some("12 KiB".into()),
             ..NewAudit::new(pp_types::AuditAction::FileUploaded)
         })
+        .await
         .unwrap();
     assert_eq!(entry.actor, Actor::Operator);
     assert_eq!(
-        db.store.list_audit(&AuditFilter::default()).unwrap(),
+        db.store.list_audit(&AuditFilter::default()).await.unwrap(),
         [entry]
     );
 }
 
-#[test]
-fn filters_combine_and_rows_come_newest_first() {
-    let db = TestDb::new();
+both!(filters_combine_and_rows_come_newest_first);
+async fn filters_combine_and_rows_come_newest_first(db: TestDb) {
     let task_a = TaskId::from("t_a");
     let task_b = TaskId::from("t_b");
     let rows = [
@@ -45,13 +44,14 @@ fn filters_combine_and_rows_come_newest_first() {
         row(Some(Actor::Scheduler), "task_created", Some(&task_b)),
         row(Some(Actor::Agent), "tool_executed", Some(&task_a)),
     ];
-    let stored: Vec<_> = rows
-        .into_iter()
-        .map(|row| db.store.append_audit(row).unwrap())
-        .collect();
-    let ids = |filter: AuditFilter| -> Vec<i64> {
+    let mut stored = Vec::new();
+    for row in rows {
+        stored.push(db.store.append_audit(row).await.unwrap());
+    }
+    let ids = async |filter: AuditFilter| -> Vec<i64> {
         db.store
             .list_audit(&filter)
+            .await
             .unwrap()
             .into_iter()
             .map(|entry| entry.id)
@@ -60,40 +60,44 @@ fn filters_combine_and_rows_come_newest_first() {
     let id = |index: usize| stored[index].id;
 
     assert_eq!(
-        ids(AuditFilter::default()),
+        ids(AuditFilter::default()).await,
         [id(4), id(3), id(2), id(1), id(0)]
     );
     let agent = AuditFilter {
         actor: Some(Actor::Agent),
         ..AuditFilter::default()
     };
-    assert_eq!(ids(agent.clone()), [id(4), id(2), id(0)]);
+    assert_eq!(ids(agent.clone()).await, [id(4), id(2), id(0)]);
     assert_eq!(
         ids(AuditFilter {
             task_id: Some(task_a),
             ..agent.clone()
-        }),
+        })
+        .await,
         [id(4), id(0)]
     );
     assert_eq!(
         ids(AuditFilter {
             action: Some("task_created".into()),
             ..AuditFilter::default()
-        }),
+        })
+        .await,
         [id(3)]
     );
     // Paging: two at a time.
     let first_page = ids(AuditFilter {
         limit: 2,
         ..agent.clone()
-    });
+    })
+    .await;
     assert_eq!(first_page, [id(4), id(2)]);
     assert_eq!(
         ids(AuditFilter {
             before_id: Some(id(2)),
             limit: 2,
             ..agent
-        }),
+        })
+        .await,
         [id(0)]
     );
     assert!(
@@ -101,28 +105,36 @@ fn filters_combine_and_rows_come_newest_first() {
             actor: Some(Actor::Webhook),
             ..AuditFilter::default()
         })
+        .await
         .is_empty()
     );
 }
 
-#[test]
-fn excluded_actions_are_left_out_and_the_rest_pages_normally() {
+both!(excluded_actions_are_left_out_and_the_rest_pages_normally);
+async fn excluded_actions_are_left_out_and_the_rest_pages_normally(db: TestDb) {
     use pp_types::AuditAction::{ConsoleLogin, FileUploaded};
-    let db = TestDb::new();
-    let stored: Vec<i64> = [
+    let actions = [
         "console_login",
         "task_created",
         "console_login",
         "file_uploaded",
         "console_login",
         "tool_executed",
-    ]
-    .into_iter()
-    .map(|action| db.store.append_audit(row(None, action, None)).unwrap().id)
-    .collect();
-    let ids = |filter: AuditFilter| -> Vec<i64> {
+    ];
+    let mut stored: Vec<i64> = Vec::new();
+    for action in actions {
+        stored.push(
+            db.store
+                .append_audit(row(None, action, None))
+                .await
+                .unwrap()
+                .id,
+        );
+    }
+    let ids = async |filter: AuditFilter| -> Vec<i64> {
         db.store
             .list_audit(&filter)
+            .await
             .unwrap()
             .into_iter()
             .map(|entry| entry.id)
@@ -133,7 +145,7 @@ fn excluded_actions_are_left_out_and_the_rest_pages_normally() {
         ..AuditFilter::default()
     };
     assert_eq!(
-        ids(without_logins.clone()),
+        ids(without_logins.clone()).await,
         [stored[5], stored[3], stored[1]]
     );
     assert_eq!(
@@ -141,7 +153,8 @@ fn excluded_actions_are_left_out_and_the_rest_pages_normally() {
             limit: 1,
             before_id: Some(stored[5]),
             ..without_logins
-        }),
+        })
+        .await,
         [stored[3]],
         "paging skips the excluded rows too"
     );
@@ -149,7 +162,8 @@ fn excluded_actions_are_left_out_and_the_rest_pages_normally() {
         ids(AuditFilter {
             exclude: vec![ConsoleLogin, FileUploaded],
             ..AuditFilter::default()
-        }),
+        })
+        .await,
         [stored[5], stored[1]]
     );
     assert_eq!(
@@ -157,7 +171,8 @@ fn excluded_actions_are_left_out_and_the_rest_pages_normally() {
             action: Some("console_login".into()),
             exclude: vec![ConsoleLogin],
             ..AuditFilter::default()
-        }),
+        })
+        .await,
         Vec::<i64>::new()
     );
 }

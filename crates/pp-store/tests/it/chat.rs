@@ -8,35 +8,37 @@ use pretty_assertions::assert_eq;
 
 use crate::{TestDb, new_task};
 
-fn session(db: &TestDb) -> pp_store::ChatSession {
+async fn session(db: &TestDb) -> pp_store::ChatSession {
     db.store
         .create_chat_session(NewChatSession {
             title: Some("Notes".into()),
             workspace: "home".into(),
             created_by: Actor::Operator,
         })
+        .await
         .unwrap()
 }
 
-fn complete(store: &Store, task: &pp_types::TaskId) {
-    store.claim(task, &[TaskState::Queued]).unwrap();
+async fn complete(store: &Store, task: &pp_types::TaskId) {
+    store.claim(task, &[TaskState::Queued]).await.unwrap();
     store
         .transition(
             task,
             &[TaskState::Running],
             TaskChange::to(TaskState::Completed),
         )
+        .await
         .unwrap();
 }
 
-#[test]
-fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end() {
-    let db = TestDb::new();
-    let session = session(&db);
+both!(turns_are_numbered_and_a_new_one_waits_for_the_last_to_end);
+async fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end(db: TestDb) {
+    let session = session(&db).await;
     assert!(session.id.starts_with("s_"), "{}", session.id);
     let first = db
         .store
         .add_chat_turn(&session.id, new_task("one"))
+        .await
         .unwrap();
     assert_eq!(first.index, 1);
     assert_eq!(first.task.state, TaskState::Queued);
@@ -44,16 +46,18 @@ fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end() {
     let busy = db
         .store
         .add_chat_turn(&session.id, new_task("two"))
+        .await
         .unwrap_err();
     assert!(
         matches!(&busy, Error::SessionBusy { id, task_id }
             if *id == session.id && *task_id == first.task.id.to_string()),
         "{busy:?}"
     );
-    complete(&db.store, &first.task.id);
+    complete(&db.store, &first.task.id).await;
     let second = db
         .store
         .add_chat_turn(&session.id, new_task("two"))
+        .await
         .unwrap();
     assert_eq!(second.index, 2);
 
@@ -67,62 +71,66 @@ fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end() {
     ];
     db.store
         .set_turn_messages(&first.task.id, &messages)
+        .await
         .unwrap();
-    let turns = db.store.chat_turns(&session.id).unwrap();
+    let turns = db.store.chat_turns(&session.id).await.unwrap();
     assert_eq!(turns.len(), 2);
     assert_eq!(turns[0].messages.as_deref(), Some(&messages[..]));
     assert_eq!(turns[1].messages, None);
     assert_eq!(
-        db.store.turn_of_task(&second.task.id).unwrap(),
+        db.store.turn_of_task(&second.task.id).await.unwrap(),
         Some((session.id, 2))
     );
     // A task that is no turn: nothing to record.
-    let plain = db.create("plain");
-    assert_eq!(db.store.turn_of_task(&plain.id).unwrap(), None);
-    db.store.set_turn_messages(&plain.id, &messages).unwrap();
+    let plain = db.create("plain").await;
+    assert_eq!(db.store.turn_of_task(&plain.id).await.unwrap(), None);
+    db.store
+        .set_turn_messages(&plain.id, &messages)
+        .await
+        .unwrap();
 }
 
-#[test]
-fn a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it() {
-    let db = TestDb::new();
-    let session = session(&db);
+both!(a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it);
+async fn a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it(db: TestDb) {
+    let session = session(&db).await;
     let turn = db
         .store
         .add_chat_turn(&session.id, new_task("one"))
+        .await
         .unwrap();
     assert!(matches!(
-        db.store.delete_chat_session(&session.id),
+        db.store.delete_chat_session(&session.id).await,
         Err(Error::SessionBusy { .. })
     ));
-    complete(&db.store, &turn.task.id);
-    db.store.delete_chat_session(&session.id).unwrap();
+    complete(&db.store, &turn.task.id).await;
+    db.store.delete_chat_session(&session.id).await.unwrap();
     assert!(matches!(
-        db.store.chat_session(&session.id),
+        db.store.chat_session(&session.id).await,
         Err(Error::NotFound {
             what: "session",
             ..
         })
     ));
     assert!(matches!(
-        db.store.delete_chat_session(&session.id),
+        db.store.delete_chat_session(&session.id).await,
         Err(Error::NotFound { .. })
     ));
     assert_eq!(
-        db.store.task(&turn.task.id).unwrap().state,
+        db.store.task(&turn.task.id).await.unwrap().state,
         TaskState::Completed
     );
-    assert_eq!(db.store.turn_of_task(&turn.task.id).unwrap(), None);
+    assert_eq!(db.store.turn_of_task(&turn.task.id).await.unwrap(), None);
 }
 
-#[test]
-fn sessions_list_most_recently_active_first_and_keep_their_summary() {
-    let db = TestDb::new();
-    let older = session(&db);
+both!(sessions_list_most_recently_active_first_and_keep_their_summary);
+async fn sessions_list_most_recently_active_first_and_keep_their_summary(db: TestDb) {
+    let older = session(&db).await;
     db.clock.advance(Duration::from_secs(1));
-    let newer = session(&db);
+    let newer = session(&db).await;
     let listed: Vec<String> = db
         .store
         .chat_sessions(100)
+        .await
         .unwrap()
         .into_iter()
         .map(|s| s.id)
@@ -131,10 +139,12 @@ fn sessions_list_most_recently_active_first_and_keep_their_summary() {
     db.clock.advance(Duration::from_secs(1));
     db.store
         .add_chat_turn(&older.id, new_task("again"))
+        .await
         .unwrap();
     let listed: Vec<String> = db
         .store
         .chat_sessions(100)
+        .await
         .unwrap()
         .into_iter()
         .map(|s| s.id)
@@ -143,23 +153,24 @@ fn sessions_list_most_recently_active_first_and_keep_their_summary() {
 
     db.store
         .set_session_summary(&older.id, "They talked.", 1)
+        .await
         .unwrap();
-    let stored = db.open_again().chat_session(&older.id).unwrap();
+    let stored = db.open_again().await.chat_session(&older.id).await.unwrap();
     assert_eq!(
         (stored.summary.as_deref(), stored.summarised_through),
         (Some("They talked."), 1)
     );
 }
 
-#[test]
-fn prune_keeps_the_conversation_of_a_session() {
-    let db = TestDb::new();
-    let session = session(&db);
+both!(prune_keeps_the_conversation_of_a_session);
+async fn prune_keeps_the_conversation_of_a_session(db: TestDb) {
+    let session = session(&db).await;
     let turn = db
         .store
         .add_chat_turn(&session.id, new_task("one"))
+        .await
         .unwrap();
-    complete(&db.store, &turn.task.id);
+    complete(&db.store, &turn.task.id).await;
     let messages = vec![
         Message::user("one"),
         Message::Assistant {
@@ -170,68 +181,22 @@ fn prune_keeps_the_conversation_of_a_session() {
     ];
     db.store
         .set_turn_messages(&turn.task.id, &messages)
+        .await
         .unwrap();
     db.clock.advance(Duration::from_secs(40 * 86_400));
-    let report = db.store.prune(Duration::from_secs(30 * 86_400)).unwrap();
+    let report = db
+        .store
+        .prune(Duration::from_secs(30 * 86_400))
+        .await
+        .unwrap();
     assert!(report.audit > 0, "{report:?}");
-    let turns = db.store.chat_turns(&session.id).unwrap();
+    let turns = db.store.chat_turns(&session.id).await.unwrap();
     assert_eq!(turns[0].messages.as_deref(), Some(&messages[..]));
     assert_eq!(turns[0].task.id, turn.task.id);
 }
 
-/// A database as a version 3 build left it, with one login (secret "abc") valid for ever.
-fn version_3_database(path: &std::path::Path) {
-    let connection = rusqlite::Connection::open(path).unwrap();
-    for sql in [
-        include_str!("../../migrations/0001_init.sql"),
-        include_str!("../../migrations/0002_heartbeat.sql"),
-        include_str!("../../migrations/0003_prune_guard.sql"),
-    ] {
-        connection.execute_batch(sql).unwrap();
-    }
-    connection.pragma_update(None, "user_version", 3).unwrap();
-    // Only the SHA-256 of the login's secret is stored.
-    connection
-        .execute(
-            "INSERT INTO sessions (id_sha256, created_at, expires_at) VALUES \
-             ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 1, ?1)",
-            [i64::MAX],
-        )
-        .unwrap();
-}
-
-#[test]
-fn a_version_3_database_migrates_and_keeps_its_logins() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("pocketpilot.db");
-    version_3_database(&path);
-    let store = Store::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), pp_store::SCHEMA_VERSION);
-    assert!(store.login_valid("abc").unwrap());
-    assert!(!store.login_valid("abd").unwrap());
-    store.delete_login("abc").unwrap();
-    assert!(!store.login_valid("abc").unwrap());
-    assert!(store.chat_sessions(100).unwrap().is_empty());
-}
-
-#[test]
-fn a_version_3_backup_restores_and_migrates() {
-    let dir = tempfile::tempdir().unwrap();
-    let backup = dir.path().join("old.db");
-    version_3_database(&backup);
-    let database = dir.path().join("pocketpilot.db");
-    Store::restore_file(&backup, &database).unwrap();
-    let store = Store::open(&database).unwrap();
-    assert!(store.login_valid("abc").unwrap());
-    // And a current database backs up and restores too (its login table has the new name).
-    let current = dir.path().join("current.db");
-    store.backup_to(&current).unwrap();
-    Store::restore_file(&current, &dir.path().join("again.db")).unwrap();
-}
-
-#[test]
-fn creating_and_deleting_a_session_are_in_the_ledger() {
-    let db = TestDb::new();
+both!(creating_and_deleting_a_session_are_in_the_ledger);
+async fn creating_and_deleting_a_session_are_in_the_ledger(db: TestDb) {
     let session = db
         .store
         .create_chat_session(NewChatSession {
@@ -239,31 +204,34 @@ fn creating_and_deleting_a_session_are_in_the_ledger() {
             workspace: "home".into(),
             created_by: Actor::Webhook,
         })
+        .await
         .unwrap();
     let turn = db
         .store
         .add_chat_turn(&session.id, new_task("one"))
+        .await
         .unwrap();
-    let rows = |action: &str| {
+    let rows = async |action: &str| {
         db.store
             .list_audit(&pp_store::AuditFilter {
                 action: Some(action.into()),
                 ..pp_store::AuditFilter::default()
             })
+            .await
             .unwrap()
     };
-    let created = rows("session_created");
+    let created = rows("session_created").await;
     assert_eq!(created.len(), 1);
     assert_eq!(created[0].actor, Actor::Webhook, "who started it");
     assert_eq!(created[0].target.as_deref(), Some(session.id.as_str()));
     assert_eq!(created[0].detail.as_deref(), Some("workspace home"));
 
     // A refused delete leaves no row.
-    assert!(db.store.delete_chat_session(&session.id).is_err());
-    assert!(rows("session_deleted").is_empty());
-    complete(&db.store, &turn.task.id);
-    db.store.delete_chat_session(&session.id).unwrap();
-    let deleted = rows("session_deleted");
+    assert!(db.store.delete_chat_session(&session.id).await.is_err());
+    assert!(rows("session_deleted").await.is_empty());
+    complete(&db.store, &turn.task.id).await;
+    db.store.delete_chat_session(&session.id).await.unwrap();
+    let deleted = rows("session_deleted").await;
     assert_eq!(deleted.len(), 1);
     assert_eq!(deleted[0].actor, Actor::Operator);
     assert_eq!(deleted[0].target.as_deref(), Some(session.id.as_str()));

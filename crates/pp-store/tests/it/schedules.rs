@@ -1,8 +1,6 @@
 //! Schedules: CRUD, the occurrence claim (exactly once across connections), overlap,
 //! missed counts, pauses and chat-session schedules.
 
-use std::sync::Barrier;
-use std::thread;
 use std::time::Duration;
 
 use pp_store::{
@@ -15,7 +13,7 @@ use crate::{START, TestDb};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-fn spec(name: &str) -> ScheduleSpec {
+pub(crate) fn spec(name: &str) -> ScheduleSpec {
     ScheduleSpec {
         name: name.into(),
         cron: "0 * * * *".into(),
@@ -31,7 +29,7 @@ fn at(offset: Duration) -> Timestamp {
     START.saturating_add(offset)
 }
 
-fn create(store: &Store, spec: ScheduleSpec) -> Schedule {
+pub(crate) async fn create(store: &Store, spec: ScheduleSpec) -> Schedule {
     store
         .create_schedule(&NewSchedule {
             spec,
@@ -39,6 +37,7 @@ fn create(store: &Store, spec: ScheduleSpec) -> Schedule {
             created_by: Actor::Operator,
             next_fire_at: Some(at(HOUR)),
         })
+        .await
         .unwrap()
 }
 
@@ -54,9 +53,12 @@ fn scheduled_task() -> NewTask {
 }
 
 /// Fires the schedule's stored next occurrence, planning the one after it an hour later.
-fn fire(store: &Store, schedule: &Schedule) -> Fired {
+pub(crate) async fn fire(store: &Store, schedule: &Schedule) -> Fired {
     let next = schedule.next_fire_at.unwrap();
-    store.fire_schedule(occurrence(schedule, next, 0)).unwrap()
+    store
+        .fire_schedule(occurrence(schedule, next, 0))
+        .await
+        .unwrap()
 }
 
 fn occurrence(schedule: &Schedule, occurrence: Timestamp, missed: u64) -> FireOccurrence {
@@ -71,24 +73,26 @@ fn occurrence(schedule: &Schedule, occurrence: Timestamp, missed: u64) -> FireOc
     }
 }
 
-fn kinds(store: &Store, id: &str) -> Vec<ScheduleEventKind> {
-    let mut rows = store.schedule_history(id, 100).unwrap();
+async fn kinds(store: &Store, id: &str) -> Vec<ScheduleEventKind> {
+    let mut rows = store.schedule_history(id, 100).await.unwrap();
     rows.reverse();
     rows.into_iter().map(|row| row.kind).collect()
 }
 
-#[test]
-fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed() {
-    let db = TestDb::new();
-    let schedule = create(&db.store, spec("invoices"));
+both!(a_schedule_is_stored_found_by_id_or_name_edited_and_removed);
+async fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed(db: TestDb) {
+    let schedule = create(&db.store, spec("invoices")).await;
     assert!(schedule.id.starts_with("sc_"), "{}", schedule.id);
     assert!(schedule.enabled);
     assert_eq!(schedule.next_fire_at, Some(at(HOUR)));
     assert_eq!(schedule.created_at, START);
     assert_eq!(schedule.last_task_id, None);
-    assert_eq!(db.store.schedule(&schedule.id).unwrap(), schedule);
-    assert_eq!(db.store.find_schedule("invoices").unwrap(), schedule);
-    assert_eq!(db.store.find_schedule(&schedule.id).unwrap(), schedule);
+    assert_eq!(db.store.schedule(&schedule.id).await.unwrap(), schedule);
+    assert_eq!(db.store.find_schedule("invoices").await.unwrap(), schedule);
+    assert_eq!(
+        db.store.find_schedule(&schedule.id).await.unwrap(),
+        schedule
+    );
 
     let taken = db
         .store
@@ -98,6 +102,7 @@ fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed() {
             created_by: Actor::Operator,
             next_fire_at: None,
         })
+        .await
         .unwrap_err();
     assert!(matches!(taken, Error::NameTaken { .. }), "{taken:?}");
 
@@ -113,6 +118,7 @@ fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed() {
             },
             Some(at(2 * HOUR)),
         )
+        .await
         .unwrap();
     assert_eq!(edited.spec.name, "weekday invoices");
     assert_eq!(edited.spec.overlap, Overlap::Queue);
@@ -122,6 +128,7 @@ fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed() {
     let disabled = db
         .store
         .set_schedule_enabled(&schedule.id, false, Some(at(HOUR)))
+        .await
         .unwrap();
     assert!(!disabled.enabled);
     assert_eq!(
@@ -131,44 +138,46 @@ fn a_schedule_is_stored_found_by_id_or_name_edited_and_removed() {
     assert!(
         db.store
             .due_schedules(at(10 * HOUR), 10)
+            .await
             .unwrap()
             .is_empty()
     );
 
-    db.store.delete_schedule(&schedule.id).unwrap();
+    db.store.delete_schedule(&schedule.id).await.unwrap();
     assert!(matches!(
-        db.store.find_schedule("weekday invoices"),
+        db.store.find_schedule("weekday invoices").await,
         Err(Error::NotFound {
             what: "schedule",
             ..
         })
     ));
-    assert!(db.store.schedules().unwrap().is_empty());
+    assert!(db.store.schedules().await.unwrap().is_empty());
 }
 
-#[test]
-fn due_schedules_are_the_enabled_ones_at_or_before_now() {
-    let db = TestDb::new();
-    let first = create(&db.store, spec("a"));
+both!(due_schedules_are_the_enabled_ones_at_or_before_now);
+async fn due_schedules_are_the_enabled_ones_at_or_before_now(db: TestDb) {
+    let first = create(&db.store, spec("a")).await;
     let later = db
         .store
         .create_schedule(&NewSchedule {
             next_fire_at: Some(at(3 * HOUR)),
             ..new(spec("b"))
         })
+        .await
         .unwrap();
     assert!(
         db.store
             .due_schedules(at(HOUR - Duration::from_millis(1)), 10)
+            .await
             .unwrap()
             .is_empty()
     );
-    let due = db.store.due_schedules(at(HOUR), 10).unwrap();
+    let due = db.store.due_schedules(at(HOUR), 10).await.unwrap();
     assert_eq!(
         due.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
         [first.id.as_str()]
     );
-    let due = db.store.due_schedules(at(5 * HOUR), 10).unwrap();
+    let due = db.store.due_schedules(at(5 * HOUR), 10).await.unwrap();
     assert_eq!(due.len(), 2);
     assert_eq!(due[1].id, later.id);
 }
@@ -182,57 +191,56 @@ fn new(spec: ScheduleSpec) -> NewSchedule {
     }
 }
 
-#[test]
-fn firing_creates_the_task_as_the_scheduler_and_moves_to_the_next_occurrence() {
-    let db = TestDb::new();
-    let schedule = create(&db.store, spec("invoices"));
+both!(firing_creates_the_task_as_the_scheduler_and_moves_to_the_next_occurrence);
+async fn firing_creates_the_task_as_the_scheduler_and_moves_to_the_next_occurrence(db: TestDb) {
+    let schedule = create(&db.store, spec("invoices")).await;
     db.clock.set(at(HOUR));
-    let Fired::Task(task) = fire(&db.store, &schedule) else {
+    let Fired::Task(task) = fire(&db.store, &schedule).await else {
         panic!("not fired")
     };
     assert_eq!(task.state, TaskState::Queued);
     assert_eq!(task.created_by, Actor::Scheduler);
-    let after = db.store.schedule(&schedule.id).unwrap();
+    let after = db.store.schedule(&schedule.id).await.unwrap();
     assert_eq!(after.next_fire_at, Some(at(2 * HOUR)));
     assert_eq!(after.last_fired_at, Some(at(HOUR)));
     assert_eq!(after.last_task_id.as_ref(), Some(&task.id));
     assert_eq!(after.last_task_state, Some(TaskState::Queued));
-    let history = db.store.schedule_history(&schedule.id, 10).unwrap();
+    let history = db.store.schedule_history(&schedule.id, 10).await.unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].kind, ScheduleEventKind::ScheduleFired);
     assert_eq!(history[0].task_id.as_ref(), Some(&task.id));
     assert_eq!(history[0].occurrence, Some(at(HOUR)));
 
     // The same occurrence again (a second process that read the old row) loses.
-    assert_eq!(fire(&db.store, &schedule), Fired::Lost);
-    assert_eq!(db.store.list_tasks(None, 10).unwrap().len(), 1);
+    assert_eq!(fire(&db.store, &schedule).await, Fired::Lost);
+    assert_eq!(db.store.list_tasks(None, 10).await.unwrap().len(), 1);
 }
 
-#[test]
-fn an_edit_since_the_read_makes_the_fire_lose() {
-    let db = TestDb::new();
-    let schedule = create(&db.store, spec("invoices"));
+both!(an_edit_since_the_read_makes_the_fire_lose);
+async fn an_edit_since_the_read_makes_the_fire_lose(db: TestDb) {
+    let schedule = create(&db.store, spec("invoices")).await;
     db.clock.advance(Duration::from_secs(1));
     db.store
         .update_schedule(&schedule.id, &spec("invoices"), schedule.next_fire_at)
+        .await
         .unwrap();
-    assert_eq!(fire(&db.store, &schedule), Fired::Lost);
-    assert!(db.store.list_tasks(None, 10).unwrap().is_empty());
+    assert_eq!(fire(&db.store, &schedule).await, Fired::Lost);
+    assert!(db.store.list_tasks(None, 10).await.unwrap().is_empty());
 }
 
-#[test]
-fn missed_occurrences_are_recorded_once_with_their_count() {
-    let db = TestDb::new();
-    let schedule = create(&db.store, spec("invoices"));
+both!(missed_occurrences_are_recorded_once_with_their_count);
+async fn missed_occurrences_are_recorded_once_with_their_count(db: TestDb) {
+    let schedule = create(&db.store, spec("invoices")).await;
     db.clock.set(at(5 * HOUR));
     let fired = db
         .store
         .fire_schedule(occurrence(&schedule, at(4 * HOUR), 3))
+        .await
         .unwrap();
     assert!(matches!(fired, Fired::Task(_)));
-    let history = db.store.schedule_history(&schedule.id, 10).unwrap();
+    let history = db.store.schedule_history(&schedule.id, 10).await.unwrap();
     assert_eq!(
-        kinds(&db.store, &schedule.id),
+        kinds(&db.store, &schedule.id).await,
         [
             ScheduleEventKind::ScheduleMissed,
             ScheduleEventKind::ScheduleFired
@@ -245,43 +253,43 @@ fn missed_occurrences_are_recorded_once_with_their_count() {
         "the first missed one"
     );
     assert_eq!(history[0].occurrence, Some(at(4 * HOUR)));
-    assert_eq!(db.store.list_tasks(None, 10).unwrap().len(), 1);
+    assert_eq!(db.store.list_tasks(None, 10).await.unwrap().len(), 1);
 }
 
-#[test]
-fn skip_waits_for_the_previous_task_and_queue_does_not() {
-    let db = TestDb::new();
-    let skip = create(&db.store, spec("skip"));
+both!(skip_waits_for_the_previous_task_and_queue_does_not);
+async fn skip_waits_for_the_previous_task_and_queue_does_not(db: TestDb) {
+    let skip = create(&db.store, spec("skip")).await;
     let queue = create(
         &db.store,
         ScheduleSpec {
             overlap: Overlap::Queue,
             ..spec("queue")
         },
-    );
-    let Fired::Task(first) = fire(&db.store, &skip) else {
+    )
+    .await;
+    let Fired::Task(first) = fire(&db.store, &skip).await else {
         panic!("not fired")
     };
-    assert!(matches!(fire(&db.store, &queue), Fired::Task(_)));
+    assert!(matches!(fire(&db.store, &queue).await, Fired::Task(_)));
 
     // The previous task is still queued: skip skips, queue queues.
-    let skip = db.store.schedule(&skip.id).unwrap();
-    let queue = db.store.schedule(&queue.id).unwrap();
+    let skip = db.store.schedule(&skip.id).await.unwrap();
+    let queue = db.store.schedule(&queue.id).await.unwrap();
     assert_eq!(
-        fire(&db.store, &skip),
+        fire(&db.store, &skip).await,
         Fired::Skipped {
             task: first.id.clone()
         }
     );
-    assert!(matches!(fire(&db.store, &queue), Fired::Task(_)));
+    assert!(matches!(fire(&db.store, &queue).await, Fired::Task(_)));
     assert_eq!(
-        kinds(&db.store, &skip.id),
+        kinds(&db.store, &skip.id).await,
         [
             ScheduleEventKind::ScheduleFired,
             ScheduleEventKind::ScheduleSkipped
         ]
     );
-    let after = db.store.schedule(&skip.id).unwrap();
+    let after = db.store.schedule(&skip.id).await.unwrap();
     assert_eq!(
         after.next_fire_at,
         Some(at(3 * HOUR)),
@@ -290,24 +298,28 @@ fn skip_waits_for_the_previous_task_and_queue_does_not() {
     assert_eq!(after.last_task_id.as_ref(), Some(&first.id));
 
     // Once it ended, the next occurrence fires.
-    db.store.claim(&first.id, &[TaskState::Queued]).unwrap();
+    db.store
+        .claim(&first.id, &[TaskState::Queued])
+        .await
+        .unwrap();
     db.store
         .transition(
             &first.id,
             &[TaskState::Running],
             TaskChange::to(TaskState::Completed),
         )
+        .await
         .unwrap();
-    assert!(matches!(fire(&db.store, &after), Fired::Task(_)));
+    assert!(matches!(fire(&db.store, &after).await, Fired::Task(_)));
 }
 
-#[test]
-fn a_paused_schedule_records_why_and_stops_firing() {
-    let db = TestDb::new();
-    let schedule = create(&db.store, spec("invoices"));
+both!(a_paused_schedule_records_why_and_stops_firing);
+async fn a_paused_schedule_records_why_and_stops_firing(db: TestDb) {
+    let schedule = create(&db.store, spec("invoices")).await;
     assert!(
         !db.store
             .pause_schedule(&schedule.id, at(7 * HOUR), "stale")
+            .await
             .unwrap()
     );
     assert!(
@@ -317,9 +329,10 @@ fn a_paused_schedule_records_why_and_stops_firing() {
                 at(HOUR),
                 "workspace `home` is no longer configured"
             )
+            .await
             .unwrap()
     );
-    let paused = db.store.schedule(&schedule.id).unwrap();
+    let paused = db.store.schedule(&schedule.id).await.unwrap();
     assert!(!paused.enabled);
     assert_eq!(
         paused.paused_reason.as_deref(),
@@ -327,23 +340,23 @@ fn a_paused_schedule_records_why_and_stops_firing() {
     );
     assert_eq!(paused.next_fire_at, None);
     assert_eq!(
-        kinds(&db.store, &schedule.id),
+        kinds(&db.store, &schedule.id).await,
         [ScheduleEventKind::SchedulePaused]
     );
-    assert_eq!(fire(&db.store, &schedule), Fired::Lost);
+    assert_eq!(fire(&db.store, &schedule).await, Fired::Lost);
 
     let enabled = db
         .store
         .set_schedule_enabled(&schedule.id, true, Some(at(9 * HOUR)))
+        .await
         .unwrap();
     assert!(enabled.enabled);
     assert_eq!(enabled.paused_reason, None);
     assert_eq!(enabled.next_fire_at, Some(at(9 * HOUR)));
 }
 
-#[test]
-fn a_session_schedule_adds_turns_and_skips_while_one_is_active() {
-    let db = TestDb::new();
+both!(a_session_schedule_adds_turns_and_skips_while_one_is_active);
+async fn a_session_schedule_adds_turns_and_skips_while_one_is_active(db: TestDb) {
     let session = db
         .store
         .create_chat_session(NewChatSession {
@@ -351,6 +364,7 @@ fn a_session_schedule_adds_turns_and_skips_while_one_is_active() {
             workspace: "home".into(),
             created_by: Actor::Operator,
         })
+        .await
         .unwrap();
     let schedule = create(
         &db.store,
@@ -359,49 +373,59 @@ fn a_session_schedule_adds_turns_and_skips_while_one_is_active() {
             overlap: Overlap::Queue,
             ..spec("standup")
         },
-    );
-    let Fired::Task(task) = fire(&db.store, &schedule) else {
+    )
+    .await;
+    let Fired::Task(task) = fire(&db.store, &schedule).await else {
         panic!("not fired")
     };
-    let turns = db.store.chat_turns(&session.id).unwrap();
+    let turns = db.store.chat_turns(&session.id).await.unwrap();
     assert_eq!(turns.len(), 1);
     assert_eq!(turns[0].task.id, task.id);
 
     // Even with `queue`, a session takes one turn at a time.
-    let schedule = db.store.schedule(&schedule.id).unwrap();
-    assert_eq!(fire(&db.store, &schedule), Fired::Skipped { task: task.id });
+    let schedule = db.store.schedule(&schedule.id).await.unwrap();
+    assert_eq!(
+        fire(&db.store, &schedule).await,
+        Fired::Skipped {
+            task: task.id.clone()
+        }
+    );
 
     // A session that is gone pauses the schedule.
-    let schedule = db.store.schedule(&schedule.id).unwrap();
-    db.raw().execute("DELETE FROM session_turns", []).unwrap();
-    db.raw().execute("DELETE FROM chat_sessions", []).unwrap();
-    let Fired::Paused { reason } = fire(&db.store, &schedule) else {
+    let schedule = db.store.schedule(&schedule.id).await.unwrap();
+    db.store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap();
+    db.store
+        .transition(
+            &task.id,
+            &[TaskState::Running],
+            TaskChange::to(TaskState::Completed),
+        )
+        .await
+        .unwrap();
+    db.store.delete_chat_session(&session.id).await.unwrap();
+    let Fired::Paused { reason } = fire(&db.store, &schedule).await else {
         panic!("not paused")
     };
     assert!(reason.contains("no longer exists"), "{reason}");
-    assert!(!db.store.schedule(&schedule.id).unwrap().enabled);
+    assert!(!db.store.schedule(&schedule.id).await.unwrap().enabled);
 }
 
-#[test]
-fn many_connections_firing_one_occurrence_at_once_fire_it_once() {
+both!(many_connections_firing_one_occurrence_at_once_fire_it_once);
+async fn many_connections_firing_one_occurrence_at_once_fire_it_once(db: TestDb) {
     const THREADS: usize = 8;
-    let db = TestDb::new();
-    let schedule = create(&db.store, spec("race"));
-    let stores: Vec<Store> = (0..THREADS).map(|_| db.open_again()).collect();
-    let barrier = Barrier::new(THREADS);
-    let outcomes: Vec<Fired> = thread::scope(|scope| {
-        let handles: Vec<_> = stores
-            .iter()
-            .map(|store| {
-                let (barrier, schedule) = (&barrier, &schedule);
-                scope.spawn(move || {
-                    barrier.wait();
-                    fire(store, schedule)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let schedule = create(&db.store, spec("race")).await;
+    let mut stores = Vec::new();
+    for _ in 0..THREADS {
+        stores.push(db.open_again().await);
+    }
+    let outcomes: Vec<Fired> = crate::race(stores, |_, store| {
+        let schedule = schedule.clone();
+        async move { fire(&store, &schedule).await }
+    })
+    .await;
     let fired = outcomes
         .iter()
         .filter(|outcome| matches!(outcome, Fired::Task(_)))
@@ -412,35 +436,88 @@ fn many_connections_firing_one_occurrence_at_once_fire_it_once() {
             .iter()
             .all(|outcome| matches!(outcome, Fired::Task(_) | Fired::Lost))
     );
-    assert_eq!(db.store.list_tasks(None, 100).unwrap().len(), 1);
+    assert_eq!(db.store.list_tasks(None, 100).await.unwrap().len(), 1);
     assert_eq!(
-        kinds(&db.store, &schedule.id),
+        kinds(&db.store, &schedule.id).await,
         [ScheduleEventKind::ScheduleFired]
     );
 }
 
-#[test]
-fn history_is_append_only_and_goes_with_its_schedule() {
-    let db = TestDb::new();
-    let schedule = create(&db.store, spec("invoices"));
-    let Fired::Task(task) = fire(&db.store, &schedule) else {
+both!(history_goes_with_its_schedule_and_the_task_stays);
+async fn history_goes_with_its_schedule_and_the_task_stays(db: TestDb) {
+    let schedule = create(&db.store, spec("invoices")).await;
+    let Fired::Task(task) = fire(&db.store, &schedule).await else {
         panic!("not fired")
     };
-    assert!(
-        db.raw()
-            .execute("UPDATE schedule_history SET missed = 5", [])
-            .is_err()
-    );
-    db.store.delete_schedule(&schedule.id).unwrap();
-    let left: i64 = db
-        .raw()
-        .query_row("SELECT count(*) FROM schedule_history", [], |row| {
-            row.get(0)
-        })
-        .unwrap();
-    assert_eq!(left, 0);
     assert_eq!(
-        db.store.task(&task.id).unwrap().created_by,
+        kinds(&db.store, &schedule.id).await,
+        [ScheduleEventKind::ScheduleFired]
+    );
+    db.store.delete_schedule(&schedule.id).await.unwrap();
+    assert!(kinds(&db.store, &schedule.id).await.is_empty());
+    assert_eq!(
+        db.store.task(&task.id).await.unwrap().created_by,
         Actor::Scheduler
     );
+}
+
+both!(the_earliest_fire_time_is_that_of_the_enabled_schedules);
+async fn the_earliest_fire_time_is_that_of_the_enabled_schedules(db: TestDb) {
+    assert_eq!(db.store.earliest_fire_at().await.unwrap(), None);
+    let soon = create(&db.store, spec("soon")).await;
+    db.store
+        .create_schedule(&NewSchedule {
+            next_fire_at: Some(at(3 * HOUR)),
+            ..new(spec("later"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(db.store.earliest_fire_at().await.unwrap(), Some(at(HOUR)));
+    db.store
+        .set_schedule_enabled(&soon.id, false, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        db.store.earliest_fire_at().await.unwrap(),
+        Some(at(3 * HOUR)),
+        "a disabled schedule plans nothing"
+    );
+}
+
+both!(run_now_creates_the_task_off_the_timetable_and_names_who_asked);
+async fn run_now_creates_the_task_off_the_timetable_and_names_who_asked(db: TestDb) {
+    let schedule = create(&db.store, spec("invoices")).await;
+    db.clock.advance(Duration::from_secs(60));
+    let task = db
+        .store
+        .run_schedule_now(&schedule.id, scheduled_task(), Actor::Operator)
+        .await
+        .unwrap();
+    assert_eq!(task.state, TaskState::Queued);
+    assert_eq!(task.created_by, Actor::Scheduler);
+    let after = db.store.schedule(&schedule.id).await.unwrap();
+    assert_eq!(after.next_fire_at, schedule.next_fire_at, "left alone");
+    assert_eq!(after.last_task_id.as_ref(), Some(&task.id));
+    assert_eq!(
+        after.last_fired_at,
+        Some(START.saturating_add(Duration::from_secs(60)))
+    );
+    let history = db.store.schedule_history(&schedule.id, 10).await.unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].kind, ScheduleEventKind::ScheduleFired);
+    assert_eq!(history[0].occurrence, None);
+    assert_eq!(history[0].task_id.as_ref(), Some(&task.id));
+    assert_eq!(history[0].detail.as_deref(), Some("run now by operator"));
+    // Even with `skip` and the last task still queued: the person asked for this run.
+    db.store
+        .run_schedule_now(&schedule.id, scheduled_task(), Actor::Operator)
+        .await
+        .unwrap();
+    assert_eq!(db.store.list_tasks(None, 10).await.unwrap().len(), 2);
+    assert!(matches!(
+        db.store
+            .run_schedule_now("sch_nope", scheduled_task(), Actor::Operator)
+            .await,
+        Err(Error::NotFound { .. })
+    ));
 }

@@ -7,9 +7,8 @@ use serde_json::json;
 
 use crate::{TestDb, ids, new_task, started};
 
-#[test]
-fn a_created_task_is_queued_and_reads_back_equal() {
-    let db = TestDb::new();
+both!(a_created_task_is_queued_and_reads_back_equal);
+async fn a_created_task_is_queued_and_reads_back_equal(db: TestDb) {
     let script = json!([{"content": "hi"}, {"tool_calls": []}]);
     let task = db
         .store
@@ -19,6 +18,7 @@ fn a_created_task_is_queued_and_reads_back_equal() {
             origin: Some("weekly invoices".into()),
             ..new_task("Summarise notes.md")
         })
+        .await
         .unwrap();
     assert!(task.id.as_str().starts_with("t_"));
     assert_eq!(task.state, TaskState::Queued);
@@ -27,63 +27,85 @@ fn a_created_task_is_queued_and_reads_back_equal() {
     assert_eq!(task.origin.as_deref(), Some("weekly invoices"));
     assert_eq!(task.created_at, task.updated_at);
     assert_eq!(task.finished_at, None);
-    assert_eq!(db.store.task(&task.id).unwrap(), task);
+    assert_eq!(db.store.task(&task.id).await.unwrap(), task);
 }
 
-#[test]
-fn an_unknown_task_is_not_found() {
-    let db = TestDb::new();
-    let error = db.store.task(&"t_nope".into()).unwrap_err();
+both!(an_unknown_task_is_not_found);
+async fn an_unknown_task_is_not_found(db: TestDb) {
+    let error = db.store.task(&"t_nope".into()).await.unwrap_err();
     assert!(matches!(&error, Error::NotFound { what: "task", id } if id == "t_nope"));
     assert_eq!(error.to_string(), "task t_nope not found");
 }
 
-#[test]
-fn tasks_list_newest_first_with_state_filter_and_limit() {
-    let db = TestDb::new();
-    let first = db.create("one");
-    let second = db.create("two");
-    let third = db.create("three");
-    db.store.claim(&second.id, &[TaskState::Queued]).unwrap();
+both!(tasks_list_newest_first_with_state_filter_and_limit);
+async fn tasks_list_newest_first_with_state_filter_and_limit(db: TestDb) {
+    let first = db.create("one").await;
+    let second = db.create("two").await;
+    let third = db.create("three").await;
+    db.store
+        .claim(&second.id, &[TaskState::Queued])
+        .await
+        .unwrap();
 
-    let all = db.store.list_tasks(None, 10).unwrap();
+    let all = db.store.list_tasks(None, 10).await.unwrap();
     assert_eq!(
         ids(&all),
         [third.id.clone(), second.id.clone(), first.id.clone()]
     );
-    let queued = db.store.list_tasks(Some(TaskState::Queued), 10).unwrap();
+    let queued = db
+        .store
+        .list_tasks(Some(TaskState::Queued), 10)
+        .await
+        .unwrap();
     assert_eq!(ids(&queued), [third.id.clone(), first.id]);
-    let running = db.store.list_tasks(Some(TaskState::Running), 10).unwrap();
+    let running = db
+        .store
+        .list_tasks(Some(TaskState::Running), 10)
+        .await
+        .unwrap();
     assert_eq!(ids(&running), [second.id]);
-    assert_eq!(ids(&db.store.list_tasks(None, 1).unwrap()), [third.id]);
+    assert_eq!(
+        ids(&db.store.list_tasks(None, 1).await.unwrap()),
+        [third.id]
+    );
     assert!(
         db.store
             .list_tasks(Some(TaskState::Failed), 10)
+            .await
             .unwrap()
             .is_empty()
     );
 }
 
-#[test]
-fn claim_queued_takes_the_oldest_first_and_each_once() {
-    let db = TestDb::new();
-    let created: Vec<_> = (0..5).map(|n| db.create(&format!("task {n}"))).collect();
+both!(claim_queued_takes_the_oldest_first_and_each_once);
+async fn claim_queued_takes_the_oldest_first_and_each_once(db: TestDb) {
+    let mut created = Vec::new();
+    for n in 0..5 {
+        created.push(db.create(&format!("task {n}")).await);
+    }
     let mut claimed = Vec::new();
-    while let Some(task) = db.store.claim_queued().unwrap() {
+    while let Some(task) = db.store.claim_queued().await.unwrap() {
         assert_eq!(task.state, TaskState::Running);
         claimed.push(task);
     }
     assert_eq!(ids(&claimed), ids(&created));
-    assert_eq!(db.store.claim_queued().unwrap(), None);
+    assert_eq!(db.store.claim_queued().await.unwrap(), None);
 }
 
-#[test]
-fn claim_is_a_compare_and_set() {
-    let db = TestDb::new();
-    let task = db.create("x");
-    let running = db.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+both!(claim_is_a_compare_and_set);
+async fn claim_is_a_compare_and_set(db: TestDb) {
+    let task = db.create("x").await;
+    let running = db
+        .store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap();
     assert_eq!(running.state, TaskState::Running);
-    let error = db.store.claim(&task.id, &[TaskState::Queued]).unwrap_err();
+    let error = db
+        .store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             error,
@@ -96,10 +118,9 @@ fn claim_is_a_compare_and_set() {
     );
 }
 
-#[test]
-fn a_transition_from_the_wrong_state_conflicts_and_changes_nothing() {
-    let db = TestDb::new();
-    let task = db.create("x");
+both!(a_transition_from_the_wrong_state_conflicts_and_changes_nothing);
+async fn a_transition_from_the_wrong_state_conflicts_and_changes_nothing(db: TestDb) {
+    let task = db.create("x").await;
     let change = TaskChange {
         final_text: Some("done".into()),
         events: vec![started("x")],
@@ -112,6 +133,7 @@ fn a_transition_from_the_wrong_state_conflicts_and_changes_nothing() {
             &[TaskState::Running, TaskState::WaitingApproval],
             change,
         )
+        .await
         .unwrap_err();
     match &error {
         Error::Conflict {
@@ -132,15 +154,17 @@ fn a_transition_from_the_wrong_state_conflicts_and_changes_nothing() {
             task.id
         )
     );
-    assert_eq!(db.store.task(&task.id).unwrap(), task);
-    assert!(db.store.task_events(&task.id, 0).unwrap().is_empty());
+    assert_eq!(db.store.task(&task.id).await.unwrap(), task);
+    assert!(db.store.task_events(&task.id, 0).await.unwrap().is_empty());
 }
 
-#[test]
-fn transitions_add_running_time_and_terminal_states_set_finished_at() {
-    let db = TestDb::new();
-    let task = db.create("x");
-    db.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+both!(transitions_add_running_time_and_terminal_states_set_finished_at);
+async fn transitions_add_running_time_and_terminal_states_set_finished_at(db: TestDb) {
+    let task = db.create("x").await;
+    db.store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap();
     let (task_after, stored) = db
         .store
         .transition(
@@ -153,6 +177,7 @@ fn transitions_add_running_time_and_terminal_states_set_finished_at() {
                 ..TaskChange::to(TaskState::Running)
             },
         )
+        .await
         .unwrap();
     assert_eq!(task_after.running_ms, 100);
     assert_eq!(task_after.script_position, 2);
@@ -172,6 +197,7 @@ fn transitions_add_running_time_and_terminal_states_set_finished_at() {
                 ..TaskChange::to(TaskState::Failed)
             },
         )
+        .await
         .unwrap();
     assert_eq!(done.state, TaskState::Failed);
     assert_eq!(done.running_ms, 350);
@@ -184,76 +210,109 @@ fn transitions_add_running_time_and_terminal_states_set_finished_at() {
     let finished = done.finished_at.expect("terminal state sets finished_at");
     assert!(finished >= task.created_at);
     assert_eq!(done.updated_at, finished);
-    assert_eq!(db.store.task(&task.id).unwrap(), done);
+    assert_eq!(db.store.task(&task.id).await.unwrap(), done);
 }
 
-#[test]
-fn interrupt_running_touches_only_running_tasks() {
-    let db = TestDb::new();
-    let queued = db.create("queued");
-    let (waiting, _) = db.waiting("waiting");
-    let running_a = db.create("running a");
-    let running_b = db.create("running b");
-    db.store.claim(&running_a.id, &[TaskState::Queued]).unwrap();
-    db.store.claim(&running_b.id, &[TaskState::Queued]).unwrap();
-
-    let interrupted = db.store.interrupt_running("the server restarted").unwrap();
-    assert_eq!(interrupted, [running_a.id, running_b.id]);
-    for id in &interrupted {
-        let task = db.store.task(id).unwrap();
-        assert_eq!(task.state, TaskState::Interrupted);
-        assert_eq!(task.error.as_deref(), Some("the server restarted"));
-        assert_eq!(task.finished_at, None);
-        assert!(db.store.task_events(id, 0).unwrap().is_empty());
-    }
-    assert_eq!(db.store.task(&queued.id).unwrap().state, TaskState::Queued);
-    assert_eq!(db.store.task(&waiting.id).unwrap(), waiting);
-    assert!(db.store.interrupt_running("again").unwrap().is_empty());
-}
-
-#[test]
-fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted() {
-    let db = TestDb::new();
-    let stopped = db.create("runner crashed");
-    let alive = db.create("runner alive");
-    db.store.claim(&stopped.id, &[TaskState::Queued]).unwrap();
-    db.store.claim(&alive.id, &[TaskState::Queued]).unwrap();
-    let lease = std::time::Duration::from_millis(40);
-    // Exactly at the lease both are still alive: a claim counts as a heartbeat.
-    db.clock
-        .advance(lease - std::time::Duration::from_millis(1));
-    assert!(db.store.interrupt_stale("early", lease).unwrap().is_empty());
-    db.clock.advance(std::time::Duration::from_millis(21));
-    db.store.heartbeat(&alive.id).unwrap();
+both!(interrupt_running_touches_only_running_tasks);
+async fn interrupt_running_touches_only_running_tasks(db: TestDb) {
+    let queued = db.create("queued").await;
+    let (waiting, _) = db.waiting("waiting").await;
+    let running_a = db.create("running a").await;
+    let running_b = db.create("running b").await;
+    db.store
+        .claim(&running_a.id, &[TaskState::Queued])
+        .await
+        .unwrap();
+    db.store
+        .claim(&running_b.id, &[TaskState::Queued])
+        .await
+        .unwrap();
 
     let interrupted = db
         .store
-        .interrupt_stale("its process stopped", lease)
+        .interrupt_running("the server restarted")
+        .await
         .unwrap();
-    assert_eq!(interrupted, std::slice::from_ref(&stopped.id));
+    assert_eq!(interrupted, [running_a.id, running_b.id]);
+    for id in &interrupted {
+        let task = db.store.task(id).await.unwrap();
+        assert_eq!(task.state, TaskState::Interrupted);
+        assert_eq!(task.error.as_deref(), Some("the server restarted"));
+        assert_eq!(task.finished_at, None);
+        assert!(db.store.task_events(id, 0).await.unwrap().is_empty());
+    }
     assert_eq!(
-        db.store.task(&stopped.id).unwrap().state,
-        TaskState::Interrupted
+        db.store.task(&queued.id).await.unwrap().state,
+        TaskState::Queued
     );
-    assert_eq!(db.store.task(&alive.id).unwrap().state, TaskState::Running);
-    // A heartbeat never revives a task that is no longer running.
-    db.store.heartbeat(&stopped.id).unwrap();
-    assert_eq!(
-        db.store.task(&stopped.id).unwrap().state,
-        TaskState::Interrupted
-    );
+    assert_eq!(db.store.task(&waiting.id).await.unwrap(), waiting);
     assert!(
         db.store
-            .interrupt_stale("again", std::time::Duration::from_secs(60))
+            .interrupt_running("again")
+            .await
             .unwrap()
             .is_empty()
     );
 }
 
-#[test]
-fn cancel_ends_the_task_and_its_pending_approvals() {
-    let db = TestDb::new();
-    let (task, approval) = db.waiting("x");
+both!(only_tasks_whose_runner_stopped_heartbeating_are_interrupted);
+async fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted(db: TestDb) {
+    let stopped = db.create("runner crashed").await;
+    let alive = db.create("runner alive").await;
+    db.store
+        .claim(&stopped.id, &[TaskState::Queued])
+        .await
+        .unwrap();
+    db.store
+        .claim(&alive.id, &[TaskState::Queued])
+        .await
+        .unwrap();
+    let lease = std::time::Duration::from_millis(40);
+    // Exactly at the lease both are still alive: a claim counts as a heartbeat.
+    db.clock
+        .advance(lease - std::time::Duration::from_millis(1));
+    assert!(
+        db.store
+            .interrupt_stale("early", lease)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    db.clock.advance(std::time::Duration::from_millis(21));
+    db.store.heartbeat(&alive.id).await.unwrap();
+
+    let interrupted = db
+        .store
+        .interrupt_stale("its process stopped", lease)
+        .await
+        .unwrap();
+    assert_eq!(interrupted, std::slice::from_ref(&stopped.id));
+    assert_eq!(
+        db.store.task(&stopped.id).await.unwrap().state,
+        TaskState::Interrupted
+    );
+    assert_eq!(
+        db.store.task(&alive.id).await.unwrap().state,
+        TaskState::Running
+    );
+    // A heartbeat never revives a task that is no longer running.
+    db.store.heartbeat(&stopped.id).await.unwrap();
+    assert_eq!(
+        db.store.task(&stopped.id).await.unwrap().state,
+        TaskState::Interrupted
+    );
+    assert!(
+        db.store
+            .interrupt_stale("again", std::time::Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+both!(cancel_ends_the_task_and_its_pending_approvals);
+async fn cancel_ends_the_task_and_its_pending_approvals(db: TestDb) {
+    let (task, approval) = db.waiting("x").await;
     let from = [
         TaskState::Queued,
         TaskState::Running,
@@ -267,6 +326,7 @@ fn cancel_ends_the_task_and_its_pending_approvals() {
             cancel_change("cancelled by the operator", vec![started("bye")]),
             pp_types::NewAudit::new(pp_types::AuditAction::TaskCancelled),
         )
+        .await
         .unwrap();
     assert_eq!(cancelled.state, TaskState::Cancelled);
     assert_eq!(
@@ -275,25 +335,28 @@ fn cancel_ends_the_task_and_its_pending_approvals() {
     );
     assert!(cancelled.finished_at.is_some());
 
-    let approval = db.store.approval(&approval.id).unwrap();
+    let approval = db.store.approval(&approval.id).await.unwrap();
     assert_eq!(approval.state, pp_types::ApprovalState::Cancelled);
     assert_eq!(
         approval.reason.as_deref(),
         Some("cancelled by the operator")
     );
     assert!(approval.resolved_at.is_some());
-    let events = db.store.task_events(&task.id, 0).unwrap();
+    let events = db.store.task_events(&task.id, 0).await.unwrap();
     assert_eq!(events.last().unwrap().event, started("bye"));
 
     // Cancelling again is a conflict; resolving the cancelled approval is refused.
-    let audit = db.store.list_audit(&pp_store::AuditFilter {
-        actor: None,
-        task_id: Some(task.id.clone()),
-        action: Some("task_cancelled".into()),
-        before_id: None,
-        exclude: Vec::new(),
-        limit: 10,
-    });
+    let audit = db
+        .store
+        .list_audit(&pp_store::AuditFilter {
+            actor: None,
+            task_id: Some(task.id.clone()),
+            action: Some("task_cancelled".into()),
+            before_id: None,
+            exclude: Vec::new(),
+            limit: 10,
+        })
+        .await;
     assert_eq!(
         audit.unwrap().len(),
         1,
@@ -307,6 +370,7 @@ fn cancel_ends_the_task_and_its_pending_approvals() {
             cancel_change("again", Vec::new()),
             pp_types::NewAudit::new(pp_types::AuditAction::TaskCancelled),
         )
+        .await
         .unwrap_err();
     assert!(matches!(
         error,
@@ -318,6 +382,7 @@ fn cancel_ends_the_task_and_its_pending_approvals() {
     let error = db
         .store
         .resolve(&approval.id, crate::approve())
+        .await
         .unwrap_err();
     assert!(matches!(
         error,
@@ -328,19 +393,20 @@ fn cancel_ends_the_task_and_its_pending_approvals() {
     ));
 }
 
-#[test]
-fn creating_a_task_writes_its_audit_row() {
-    let db = TestDb::new();
+both!(creating_a_task_writes_its_audit_row);
+async fn creating_a_task_writes_its_audit_row(db: TestDb) {
     let task = db
         .store
         .create_task(NewTask {
             created_by: Actor::Webhook,
             ..new_task("from a webhook")
         })
+        .await
         .unwrap();
     let rows = db
         .store
         .list_audit(&pp_store::AuditFilter::default())
+        .await
         .unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].action, "task_created");
@@ -348,31 +414,29 @@ fn creating_a_task_writes_its_audit_row() {
     assert_eq!(rows[0].task_id.as_ref(), Some(&task.id));
 }
 
-#[test]
-fn every_stored_time_comes_from_the_store_clock() {
+both!(every_stored_time_comes_from_the_store_clock);
+async fn every_stored_time_comes_from_the_store_clock(db: TestDb) {
     use std::time::Duration;
-    let db = TestDb::new();
-    let task = db.create("on a manual clock");
+    let task = db.create("on a manual clock").await;
     assert_eq!(task.created_at, crate::START);
-    assert_eq!(db.store.task(&task.id).unwrap().created_at, crate::START);
+    assert_eq!(
+        db.store.task(&task.id).await.unwrap().created_at,
+        crate::START
+    );
     assert!(task.id.as_str().starts_with("t_"));
 
     db.clock.advance(Duration::from_secs(5));
-    db.store.claim(&task.id, &[TaskState::Queued]).unwrap();
+    let claimed = db
+        .store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap();
     let claimed_at = crate::START.saturating_add(Duration::from_secs(5));
-    let heartbeat_at = |db: &TestDb| -> i64 {
-        db.raw()
-            .query_row(
-                "SELECT heartbeat_at FROM tasks WHERE id = ?1",
-                [task.id.as_str()],
-                |row| row.get(0),
-            )
-            .unwrap()
-    };
-    assert_eq!(heartbeat_at(&db), claimed_at.as_millis());
+    assert_eq!(claimed.updated_at, claimed_at);
+    // (The heartbeat's time is checked through the lease in
+    // `only_tasks_whose_runner_stopped_heartbeating_are_interrupted`.)
     db.clock.advance(Duration::from_secs(1));
-    db.store.heartbeat(&task.id).unwrap();
-    assert_eq!(heartbeat_at(&db), claimed_at.as_millis() + 1000);
+    db.store.heartbeat(&task.id).await.unwrap();
 
     db.clock.advance(Duration::from_secs(60));
     let done_at = crate::START.saturating_add(Duration::from_secs(66));
@@ -386,32 +450,23 @@ fn every_stored_time_comes_from_the_store_clock() {
                 ..TaskChange::to(TaskState::Completed)
             },
         )
+        .await
         .unwrap();
     assert_eq!(done.updated_at, done_at);
     assert_eq!(done.finished_at, Some(done_at));
     assert_eq!(events[0].at, done_at);
-    assert_eq!(db.store.task_events(&task.id, 0).unwrap()[0].at, done_at);
+    assert_eq!(
+        db.store.task_events(&task.id, 0).await.unwrap()[0].at,
+        done_at
+    );
     let audit = db
         .store
         .append_audit(pp_types::NewAudit {
             ..pp_types::NewAudit::new(pp_types::AuditAction::ConsoleLogin)
         })
+        .await
         .unwrap();
     assert_eq!(audit.at, done_at);
-}
-
-#[test]
-fn the_store_hands_out_its_clock() {
-    let db = TestDb::new();
-    let clock = db.store.clock();
-    assert_eq!(clock.now(), crate::START);
-    db.clock.advance(std::time::Duration::from_millis(7));
-    assert_eq!(clock.now().as_millis(), crate::START.as_millis() + 7);
-    // A store opened without a clock runs on the system clock.
-    let system = pp_store::Store::open(&db.path()).unwrap();
-    let before = pp_types::Timestamp::now();
-    let now = system.clock().now();
-    assert!(now >= before && now <= pp_types::Timestamp::now());
 }
 
 /// A cancel's state change: `cancelled` with `reason` and `events`.
@@ -423,12 +478,14 @@ fn cancel_change(reason: &str, events: Vec<pp_types::Event>) -> TaskChange {
     }
 }
 
-#[test]
-fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled() {
-    let db = TestDb::new();
-    let (task, approval) = db.waiting("x");
-    db.store.resolve(&approval.id, crate::approve()).unwrap();
-    assert!(db.store.approved_call_pending(&task.id).unwrap());
+both!(a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled);
+async fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled(db: TestDb) {
+    let (task, approval) = db.waiting("x").await;
+    db.store
+        .resolve(&approval.id, crate::approve())
+        .await
+        .unwrap();
+    assert!(db.store.approved_call_pending(&task.id).await.unwrap());
     let cancel = || {
         db.store.cancel_task(
             &task.id,
@@ -438,7 +495,7 @@ fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled() {
         )
     };
     assert!(matches!(
-        cancel().unwrap_err(),
+        cancel().await.unwrap_err(),
         Error::ApprovedCallPending { .. }
     ));
     // Once the call's outcome is in the ledger, the running task can be cancelled.
@@ -448,7 +505,39 @@ fn a_running_task_with_an_approved_call_not_yet_run_cannot_be_cancelled() {
             approval_id: Some(approval.id),
             ..pp_types::NewAudit::new(pp_types::AuditAction::ToolExecuted)
         })
+        .await
         .unwrap();
-    assert!(!db.store.approved_call_pending(&task.id).unwrap());
-    assert_eq!(cancel().unwrap().state, TaskState::Cancelled);
+    assert!(!db.store.approved_call_pending(&task.id).await.unwrap());
+    assert_eq!(cancel().await.unwrap().state, TaskState::Cancelled);
+}
+
+both!(a_task_created_running_is_never_claimed_by_another_worker);
+async fn a_task_created_running_is_never_claimed_by_another_worker(db: TestDb) {
+    let task = db
+        .store
+        .create_running_task(new_task("run by mcp serve"))
+        .await
+        .unwrap();
+    assert_eq!(task.state, TaskState::Running);
+    assert_eq!(db.store.task(&task.id).await.unwrap(), task);
+    assert_eq!(db.open_again().await.claim_queued().await.unwrap(), None);
+    let rows = db
+        .store
+        .list_audit(&pp_store::AuditFilter {
+            task_id: Some(task.id.clone()),
+            ..pp_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].action, "task_created");
+    // It has a heartbeat from the start: a live lease keeps it running.
+    let lease = std::time::Duration::from_secs(30);
+    assert!(
+        db.store
+            .interrupt_stale("x", lease)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

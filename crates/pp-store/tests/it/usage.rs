@@ -27,19 +27,20 @@ fn usage(prompt: u64, completion: u64, cached: u64, reasoning: u64) -> Option<Us
     })
 }
 
-#[test]
-fn a_task_without_calls_has_zero_usage() {
-    let db = TestDb::new();
-    let task = db.create("a");
+both!(a_task_without_calls_has_zero_usage);
+async fn a_task_without_calls_has_zero_usage(db: TestDb) {
+    let task = db.create("a").await;
     assert_eq!(task.usage, TaskUsage::default());
-    assert_eq!(db.store.task(&task.id).unwrap().usage, TaskUsage::default());
+    assert_eq!(
+        db.store.task(&task.id).await.unwrap().usage,
+        TaskUsage::default()
+    );
 }
 
-#[test]
-fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
-    let db = TestDb::new();
-    let task = db.create("a");
-    let other = db.create("b");
+both!(calls_add_up_per_task_and_the_cost_needs_every_call_priced);
+async fn calls_add_up_per_task_and_the_cost_needs_every_call_priced(db: TestDb) {
+    let task = db.create("a").await;
+    let other = db.create("b").await;
     db.store
         .append_events_with_calls(
             &task.id,
@@ -51,6 +52,7 @@ fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
                 call(1, None, Some((0.0, "USD"))),
             ],
         )
+        .await
         .unwrap();
     db.store
         .append_events_with_calls(
@@ -60,6 +62,7 @@ fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
             Vec::new(),
             vec![call(0, usage(7, 3, 0, 0), None)],
         )
+        .await
         .unwrap();
     db.store
         .append_events_with_calls(
@@ -69,9 +72,10 @@ fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
             Vec::new(),
             vec![call(2, usage(1500, 100, 1000, 0), Some((0.5, "USD")))],
         )
+        .await
         .unwrap();
     assert_eq!(
-        db.store.task(&task.id).unwrap().usage,
+        db.store.task(&task.id).await.unwrap().usage,
         TaskUsage {
             prompt_tokens: 2500,
             completion_tokens: 300,
@@ -86,17 +90,17 @@ fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
         }
     );
     // One unpriced call: tokens still add up, the cost is unknown.
-    let other = db.store.task(&other.id).unwrap().usage;
+    let other = db.store.task(&other.id).await.unwrap().usage;
     assert_eq!(
         (other.total_tokens, other.model_calls, other.cost),
         (10, 1, None)
     );
     // Lists carry the same figures.
-    let listed = db.store.list_tasks(None, 10).unwrap();
+    let listed = db.store.list_tasks(None, 10).await.unwrap();
     let listed = listed.iter().find(|t| t.id == task.id).unwrap();
     assert_eq!(listed.usage.total_tokens, 2800);
 
-    let calls = db.store.model_calls(&task.id).unwrap();
+    let calls = db.store.model_calls(&task.id).await.unwrap();
     assert_eq!(
         calls.iter().map(|c| (c.step, c.usage)).collect::<Vec<_>>(),
         vec![
@@ -107,10 +111,9 @@ fn calls_add_up_per_task_and_the_cost_needs_every_call_priced() {
     );
 }
 
-#[test]
-fn mixed_currencies_give_no_cost() {
-    let db = TestDb::new();
-    let task = db.create("a");
+both!(mixed_currencies_give_no_cost);
+async fn mixed_currencies_give_no_cost(db: TestDb) {
+    let task = db.create("a").await;
     db.store
         .append_events_with_calls(
             &task.id,
@@ -122,7 +125,8 @@ fn mixed_currencies_give_no_cost() {
                 call(1, usage(10, 1, 0, 0), Some((0.1, "EUR"))),
             ],
         )
+        .await
         .unwrap();
-    let usage = db.store.task(&task.id).unwrap().usage;
+    let usage = db.store.task(&task.id).await.unwrap().usage;
     assert_eq!((usage.model_calls, usage.cost), (2, None));
 }

@@ -27,24 +27,29 @@ fn assert_corrupt<T: std::fmt::Debug>(
     }
 }
 
-#[test]
-fn a_task_with_bad_json_or_an_unknown_actor_is_corrupt() {
-    let db = TestDb::new();
-    let task = db.create("x");
+#[tokio::test]
+async fn a_task_with_bad_json_or_an_unknown_actor_is_corrupt() {
+    let db = TestDb::sqlite().await;
+    let task = db.create("x").await;
     let raw = db.raw();
     raw.execute(
         "UPDATE tasks SET script = '{not json' WHERE id = ?1",
         [task.id.as_str()],
     )
     .unwrap();
-    assert_corrupt(db.store.task(&task.id), "tasks", "script", task.id.as_str());
     assert_corrupt(
-        db.store.list_tasks(None, 10),
+        db.store.task(&task.id).await,
         "tasks",
         "script",
         task.id.as_str(),
     );
-    let error = db.store.task(&task.id).unwrap_err();
+    assert_corrupt(
+        db.store.list_tasks(None, 10).await,
+        "tasks",
+        "script",
+        task.id.as_str(),
+    );
+    let error = db.store.task(&task.id).await.unwrap_err();
     assert_eq!(
         error.to_string(),
         format!("corrupt script in tasks row {}", task.id)
@@ -57,14 +62,14 @@ fn a_task_with_bad_json_or_an_unknown_actor_is_corrupt() {
     )
     .unwrap();
     assert_corrupt(
-        db.store.task(&task.id),
+        db.store.task(&task.id).await,
         "tasks",
         "created_by",
         task.id.as_str(),
     );
     // A change whose result cannot be read back is rolled back, not half-applied.
     assert_corrupt(
-        db.store.claim(&task.id, &[TaskState::Queued]),
+        db.store.claim(&task.id, &[TaskState::Queued]).await,
         "tasks",
         "created_by",
         task.id.as_str(),
@@ -79,10 +84,10 @@ fn a_task_with_bad_json_or_an_unknown_actor_is_corrupt() {
     assert_eq!(state, TaskState::Queued.as_str());
 }
 
-#[test]
-fn an_approval_with_a_bad_checkpoint_is_corrupt() {
-    let db = TestDb::new();
-    let (_, approval) = db.waiting("x");
+#[tokio::test]
+async fn an_approval_with_a_bad_checkpoint_is_corrupt() {
+    let db = TestDb::sqlite().await;
+    let (_, approval) = db.waiting("x").await;
     db.raw()
         .execute(
             "UPDATE approvals SET checkpoint = '{\"version\": 1}' WHERE id = ?1",
@@ -91,25 +96,25 @@ fn an_approval_with_a_bad_checkpoint_is_corrupt() {
         .unwrap();
     let id = approval.id.as_str();
     assert_corrupt(
-        db.store.approval(&approval.id),
+        db.store.approval(&approval.id).await,
         "approvals",
         "checkpoint",
         id,
     );
     assert_corrupt(
-        db.store.list_approvals(None, 10),
+        db.store.list_approvals(None, 10).await,
         "approvals",
         "checkpoint",
         id,
     );
     assert_corrupt(
-        db.store.approvals_for_task(&approval.task_id),
+        db.store.approvals_for_task(&approval.task_id).await,
         "approvals",
         "checkpoint",
         id,
     );
     assert_corrupt(
-        db.store.resolve(&approval.id, crate::approve()),
+        db.store.resolve(&approval.id, crate::approve()).await,
         "approvals",
         "checkpoint",
         id,
@@ -121,7 +126,12 @@ fn an_approval_with_a_bad_checkpoint_is_corrupt() {
             [approval.id.as_str()],
         )
         .unwrap();
-    assert_corrupt(db.store.approval(&approval.id), "approvals", "risk", id);
+    assert_corrupt(
+        db.store.approval(&approval.id).await,
+        "approvals",
+        "risk",
+        id,
+    );
     let state: String = db
         .raw()
         .query_row("SELECT state FROM approvals WHERE id = ?1", [id], |row| {
@@ -131,11 +141,15 @@ fn an_approval_with_a_bad_checkpoint_is_corrupt() {
     assert_eq!(state, "pending");
 }
 
-#[test]
-fn an_event_with_a_bad_payload_is_corrupt() {
-    let db = TestDb::new();
-    let task = db.create("x");
-    let good = db.store.append_events(&task.id, &[started("x")]).unwrap();
+#[tokio::test]
+async fn an_event_with_a_bad_payload_is_corrupt() {
+    let db = TestDb::sqlite().await;
+    let task = db.create("x").await;
+    let good = db
+        .store
+        .append_events(&task.id, &[started("x")])
+        .await
+        .unwrap();
     db.raw()
         .execute(
             "INSERT INTO events (task_id, at, type, step, payload) \
@@ -145,12 +159,17 @@ fn an_event_with_a_bad_payload_is_corrupt() {
         .unwrap();
     let bad_seq = (good[0].seq + 1).to_string();
     assert_corrupt(
-        db.store.task_events(&task.id, 0),
+        db.store.task_events(&task.id, 0).await,
         "events",
         "payload",
         &bad_seq,
     );
-    assert_corrupt(db.store.events_after(0, 10), "events", "payload", &bad_seq);
+    assert_corrupt(
+        db.store.events_after(0, 10).await,
+        "events",
+        "payload",
+        &bad_seq,
+    );
     // Reading before the bad row still works.
-    assert_eq!(db.store.events_after(0, 1).unwrap(), good);
+    assert_eq!(db.store.events_after(0, 1).await.unwrap(), good);
 }
