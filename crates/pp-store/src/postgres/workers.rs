@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use pp_types::{TaskId, TaskRecord, TaskState, Timestamp};
 
-use super::tasks::change_state;
+use super::tasks::apply_change;
 use super::{PgStore, execute, query, query_opt};
 use crate::sqlite::rows::{decode_json, encode};
 use crate::{Error, NewWorker, Result, TaskChange, WorkerRecord, ids};
@@ -136,8 +136,9 @@ impl PgStore {
             return Ok(None);
         };
         let id = TaskId(row.try_get(0)?);
-        let change = TaskChange::to(TaskState::Running);
-        let task = change_state(&transaction, &id, &[TaskState::Queued], &change, now).await?;
+        // Locked and queued: the compare-and-set's check is already done.
+        let task =
+            apply_change(&transaction, &id, &TaskChange::to(TaskState::Running), now).await?;
         transaction.commit().await?;
         Ok(Some(task))
     }
