@@ -7,7 +7,10 @@ use tokio_postgres::{Client, GenericClient};
 use crate::{Error, Result};
 
 /// Every migration, in order; version N is `MIGRATIONS[N - 1]`.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0002_workers.sql"),
+];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).
 const MIGRATION_LOCK: i64 = 0x7070_6d69_6772_6174;

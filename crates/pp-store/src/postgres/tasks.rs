@@ -87,8 +87,9 @@ impl PgStore {
             return Ok(None);
         };
         let id = TaskId(row.try_get(0)?);
-        let change = TaskChange::to(TaskState::Running);
-        let task = change_state(&transaction, &id, &[TaskState::Queued], &change, now).await?;
+        // Locked and queued: the compare-and-set's check is already done.
+        let task =
+            apply_change(&transaction, &id, &TaskChange::to(TaskState::Running), now).await?;
         transaction.commit().await?;
         Ok(Some(task))
     }
@@ -290,15 +291,30 @@ pub(crate) async fn change_state(
             expected: from.to_vec(),
         });
     }
+    apply_change(db, id, change, now).await
+}
+
+/// The update half of [`change_state`], for a caller that already holds the row's lock
+/// and knows its state may change (a claim that selected it `FOR UPDATE SKIP LOCKED`).
+/// Returns the task as it is now, in the same statement.
+pub(crate) async fn apply_change(
+    db: &impl GenericClient,
+    id: &TaskId,
+    change: &TaskChange,
+    now: Timestamp,
+) -> Result<TaskRecord> {
     let now = now.as_millis();
     let finished_at = change.to.is_terminal().then_some(now);
-    execute(
+    let row = query_opt(
         db,
-        "UPDATE tasks SET state = $2, final_text = COALESCE($3, final_text), \
-         failure_reason = COALESCE($4, failure_reason), error = COALESCE($5, error), \
-         running_ms = running_ms + $6, script_position = COALESCE($7, script_position), \
-         updated_at = $8, finished_at = $9, \
-         heartbeat_at = CASE WHEN $2 = 'running' THEN $8 ELSE NULL END WHERE id = $1",
+        &format!(
+            "UPDATE tasks SET state = $2, final_text = COALESCE($3, final_text), \
+             failure_reason = COALESCE($4, failure_reason), error = COALESCE($5, error), \
+             running_ms = running_ms + $6, script_position = COALESCE($7, script_position), \
+             updated_at = $8, finished_at = $9, \
+             heartbeat_at = CASE WHEN $2 = 'running' THEN $8::BIGINT ELSE NULL END \
+             WHERE id = $1 RETURNING {TASK_COLUMNS}"
+        ),
         &[
             &id.as_str(),
             &change.to.as_str(),
@@ -311,8 +327,9 @@ pub(crate) async fn change_state(
             &finished_at,
         ],
     )
-    .await?;
-    load(db, id).await
+    .await?
+    .ok_or_else(|| not_found(id))?;
+    rows::task(&row)
 }
 
 /// Locks the task's row for the rest of the transaction and returns its state

@@ -1090,11 +1090,7 @@ impl Store {
     pub async fn register_worker(&self, new: NewWorker) -> Result<WorkerRecord> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.register_worker(new)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "register_worker",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.register_worker(new).await,
         }
     }
 
@@ -1106,11 +1102,7 @@ impl Store {
                 let id = id.to_owned();
                 self.sqlite(move |store| store.worker_heartbeat(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "worker_heartbeat",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.worker_heartbeat(id).await,
         }
     }
 
@@ -1118,11 +1110,7 @@ impl Store {
     pub async fn live_workers(&self, within: Duration) -> Result<Vec<WorkerRecord>> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.live_workers(within)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "live_workers",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.live_workers(within).await,
         }
     }
 
@@ -1133,11 +1121,7 @@ impl Store {
                 let id = id.to_owned();
                 self.sqlite(move |store| store.remove_worker(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "remove_worker",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.remove_worker(id).await,
         }
     }
 
@@ -1150,11 +1134,7 @@ impl Store {
                 self.sqlite(move |store| store.claim_queued_in(&workspaces))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "claim_queued_in",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.claim_queued_in(workspaces).await,
         }
     }
 }
