@@ -8,8 +8,8 @@
 //! ([`Store::claim_signature`]).
 //!
 //! [`Store`] is the one type, an async interface over the backend a [`StoreUrl`] names
-//! (`sqlite/`: rusqlite, its synchronous calls run on the blocking pool; more backends
-//! sit beside it). Open it with [`Store::connect`] (or [`Store::open`] for an SQLite
+//! (`sqlite/`: rusqlite, its synchronous calls run on the blocking pool; `postgres/`:
+//! `tokio-postgres` with a `deadpool-postgres` pool, for a team server). Open it with [`Store::connect`] (or [`Store::open`] for an SQLite
 //! file from blocking code), clone it freely, and await its methods. Every state change
 //! is a compare-and-set inside one transaction, so several processes sharing one
 //! database (the server and the CLI, several workers) can never claim, run or resolve
@@ -24,7 +24,7 @@
 //! history of tasks finished long ago.
 //!
 //! This crate depends only on `pp-types` inside the workspace and is the only user of
-//! `rusqlite` for the database. Each backend's schema lives in `migrations/<backend>/`
+//! `rusqlite` and `tokio-postgres` for the database. Each backend's schema lives in `migrations/<backend>/`
 //! and is applied on open.
 //!
 //! ```

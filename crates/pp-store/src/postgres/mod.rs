@@ -3,16 +3,49 @@
 //! the schema in `migrations/postgres/`, applied on connect under an advisory lock (so
 //! several workers starting together migrate once).
 //!
-//! Compare-and-set changes are single `UPDATE … WHERE state = … RETURNING` statements or
-//! `SELECT … FOR UPDATE` inside one transaction; a claim skips rows another worker holds
-//! (`FOR UPDATE SKIP LOCKED`).
+//! Compare-and-set changes lock the row first (`SELECT … FOR NO KEY UPDATE` inside one
+//! transaction, so the loser learns the state it lost to) or are single `UPDATE … WHERE
+//! … RETURNING` statements; a claim skips rows another worker holds
+//! (`FOR UPDATE SKIP LOCKED`), so concurrent workers never claim one task twice and never
+//! wait for each other.
+//!
+//! Event order: every transaction that inserts events takes one advisory lock first
+//! (`events::lock`), so sequence numbers commit in the order they are handed out and a
+//! reader resuming after the last `seq` it saw never skips one. The same transaction
+//! notifies `pp_events`; [`listener`] turns those notifications into wake-ups for
+//! [`PgStore::wait_for_events`].
+//!
+//! Every statement is schema-unqualified: the schema is the first on the connection's
+//! `search_path` (`?options=-csearch_path%3Dteam` in the URL), which is also how tests
+//! isolate themselves.
 
+mod approvals;
+mod audit;
+mod cancel;
+mod changes;
+mod channels;
+mod chat;
+mod events;
+mod listener;
+mod logins;
+mod model_calls;
+mod prune;
+mod rows;
+mod schedules;
 mod schema;
+mod task_search;
+mod tasks;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use pp_types::{Clock, Timestamp};
+use tokio::sync::watch;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use crate::store::url::redact;
 use crate::{Error, Result};
@@ -28,6 +61,10 @@ pub(crate) struct PgStore {
     clock: Arc<dyn Clock>,
     /// The address, password hidden, for `Debug` and errors.
     shown: String,
+    /// The highest event `seq` a notification announced (see [`listener`]).
+    newest_seq: watch::Receiver<i64>,
+    /// The task listening for notifications on its own connection; aborted on drop.
+    listener: tokio::task::AbortHandle,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -36,16 +73,24 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
 impl PgStore {
-    /// Connects to `url`, applies missing migrations and returns the store.
+    /// Connects to `url`, applies missing migrations, starts listening for event
+    /// notifications and returns the store.
     pub(crate) async fn connect(url: &str, clock: Arc<dyn Clock>) -> Result<PgStore> {
         let shown = redact(url);
         let config: tokio_postgres::Config = url.parse().map_err(|error| Error::BadUrl {
             url: shown.clone(),
             reason: format!("{error}"),
         })?;
+        refuse_tls(&config, &shown)?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -55,10 +100,20 @@ impl PgStore {
             .max_size(POOL_SIZE)
             .build()
             .map_err(|error| Error::Postgres(format!("cannot build the pool: {error}")))?;
-        let store = PgStore { pool, clock, shown };
-        let mut client = store.client().await?;
+        let mut client = pool
+            .get()
+            .await
+            .map_err(|error| Error::Postgres(format!("cannot connect to {shown}: {error}")))?;
         schema::migrate(&mut client).await?;
-        Ok(store)
+        drop(client);
+        let (newest_seq, listener) = listener::spawn(config, shown.clone());
+        Ok(PgStore {
+            pool,
+            clock,
+            shown,
+            newest_seq,
+            listener,
+        })
     }
 
     /// One pooled connection.
@@ -75,17 +130,72 @@ impl PgStore {
     }
 
     /// Waits until a notification says an event above `after_seq` was committed, or
-    /// `at_most` passes.
-    pub(crate) async fn wait_for_events(&self, after_seq: i64, at_most: std::time::Duration) {
-        // The LISTEN connection comes with the events backend; until then, poll.
-        let _ = after_seq;
-        tokio::time::sleep(at_most).await;
+    /// `at_most` passes. Holds no pooled connection while waiting.
+    pub(crate) async fn wait_for_events(&self, after_seq: i64, at_most: Duration) {
+        let mut newest = self.newest_seq.clone();
+        // An error means the listener is gone (the store is being dropped): wait no more.
+        let _ = tokio::time::timeout(at_most, newest.wait_for(|seq| *seq > after_seq)).await;
     }
 
     /// The schema version of the database (the newest migration applied).
     pub(crate) async fn schema_version(&self) -> Result<i64> {
         schema::version(&**self.client().await?).await
     }
+}
+
+/// TLS is not built yet: an address that requires it is refused rather than silently
+/// connected to in the clear.
+fn refuse_tls(config: &tokio_postgres::Config, shown: &str) -> Result<()> {
+    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        return Err(Error::BadUrl {
+            url: shown.to_owned(),
+            reason: "sslmode=require is not supported yet: connect over a private network or \
+                     a local TLS tunnel with sslmode=disable (docs/team.md)"
+                .to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The parameters of one statement.
+pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// Runs `sql` (prepared once per connection) and returns its rows.
+pub(crate) async fn query(db: &impl GenericClient, sql: &str, params: Params<'_>) -> Result<Vec<Row>> {
+    let statement = db.prepare_cached(sql).await?;
+    Ok(db.query(&statement, params).await?)
+}
+
+/// Runs `sql` and returns its one row, if any.
+pub(crate) async fn query_opt(
+    db: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Option<Row>> {
+    let statement = db.prepare_cached(sql).await?;
+    Ok(db.query_opt(&statement, params).await?)
+}
+
+/// Runs `sql` and returns its one row.
+pub(crate) async fn query_one(db: &impl GenericClient, sql: &str, params: Params<'_>) -> Result<Row> {
+    let statement = db.prepare_cached(sql).await?;
+    Ok(db.query_one(&statement, params).await?)
+}
+
+/// Runs `sql` and returns how many rows it changed.
+pub(crate) async fn execute(db: &impl GenericClient, sql: &str, params: Params<'_>) -> Result<u64> {
+    let statement = db.prepare_cached(sql).await?;
+    Ok(db.execute(&statement, params).await?)
+}
+
+/// A row count as the `usize` the SQLite backend returns.
+pub(crate) fn count(rows: u64) -> usize {
+    usize::try_from(rows).unwrap_or(usize::MAX)
+}
+
+/// Whether `error` is PostgreSQL refusing a duplicate key.
+pub(crate) fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
+    error.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
 }
 
 impl From<tokio_postgres::Error> for Error {

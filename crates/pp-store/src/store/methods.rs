@@ -41,11 +41,7 @@ impl Store {
                 self.sqlite(move |store| store.suspend(&task, new, change))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "suspend",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.suspend(task, new, change).await,
         }
     }
 
@@ -56,11 +52,7 @@ impl Store {
                 let id = id.clone();
                 self.sqlite(move |store| store.approval(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "approval",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.approval(id).await,
         }
     }
 
@@ -75,11 +67,7 @@ impl Store {
                 self.sqlite(move |store| store.list_approvals(state, limit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "list_approvals",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.list_approvals(state, limit).await,
         }
     }
 
@@ -91,11 +79,7 @@ impl Store {
                 self.sqlite(move |store| store.approvals_for_task(&task))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "approvals_for_task",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.approvals_for_task(task).await,
         }
     }
 
@@ -117,11 +101,7 @@ impl Store {
                 let id = id.clone();
                 self.sqlite(move |store| store.resolve(&id, resolve)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "resolve",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.resolve(id, resolve).await,
         }
     }
 
@@ -141,11 +121,7 @@ impl Store {
                 self.sqlite(move |store| store.mark_stale(&id, &reason, audit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "mark_stale",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.mark_stale(id, reason, audit).await,
         }
     }
 
@@ -167,11 +143,7 @@ impl Store {
                 self.sqlite(move |store| store.reopen_approval(&task, &from, new, events))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "reopen_approval",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.reopen_approval(task, from, new, events).await,
         }
     }
 
@@ -179,11 +151,7 @@ impl Store {
     pub async fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.append_audit(entry)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "append_audit",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.append_audit(entry).await,
         }
     }
 
@@ -194,11 +162,7 @@ impl Store {
                 let filter = filter.clone();
                 self.sqlite(move |store| store.list_audit(&filter)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "list_audit",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.list_audit(filter).await,
         }
     }
 
@@ -224,11 +188,7 @@ impl Store {
                 self.sqlite(move |store| store.cancel_task(&id, &from, change, audit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "cancel_task",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.cancel_task(id, from, change, audit).await,
         }
     }
 
@@ -241,11 +201,7 @@ impl Store {
                 self.sqlite(move |store| store.approved_call_pending(&task))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "approved_call_pending",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.approved_call_pending(task).await,
         }
     }
 
@@ -253,11 +209,7 @@ impl Store {
     pub async fn insert_change(&self, new: NewChange) -> Result<ChangeRow> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.insert_change(new)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "insert_change",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.insert_change(new).await,
         }
     }
 
@@ -268,11 +220,7 @@ impl Store {
                 let id = id.clone();
                 self.sqlite(move |store| store.change(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "change",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.change(id).await,
         }
     }
 
@@ -283,11 +231,7 @@ impl Store {
                 let task = task.clone();
                 self.sqlite(move |store| store.task_changes(&task)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "task_changes",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.task_changes(task).await,
         }
     }
 
@@ -299,11 +243,7 @@ impl Store {
                 self.sqlite(move |store| store.approval_changes(&approval))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "approval_changes",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.approval_changes(approval).await,
         }
     }
 
@@ -319,11 +259,7 @@ impl Store {
                 self.sqlite(move |store| store.approval_ledger(&approval))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "approval_ledger",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.approval_ledger(approval).await,
         }
     }
 
@@ -335,11 +271,7 @@ impl Store {
                 self.sqlite(move |store| store.pending_reverts(task.as_ref()))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "pending_reverts",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.pending_reverts(task).await,
         }
     }
 
@@ -352,11 +284,7 @@ impl Store {
                 let of = of.clone();
                 self.sqlite(move |store| store.begin_revert(&of, new)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "begin_revert",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.begin_revert(of, new).await,
         }
     }
 
@@ -379,11 +307,11 @@ impl Store {
                 })
                 .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "finish_revert",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => {
+                store
+                    .finish_revert(revert, after_fingerprint, bytes, audit)
+                    .await
+            }
         }
     }
 
@@ -395,11 +323,7 @@ impl Store {
                 self.sqlite(move |store| store.abandon_revert(&revert))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "abandon_revert",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.abandon_revert(revert).await,
         }
     }
 
@@ -413,11 +337,7 @@ impl Store {
                 self.sqlite(move |store| store.expire_snapshots(older_than))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "expire_snapshots",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.expire_snapshots(older_than).await,
         }
     }
 
@@ -428,11 +348,7 @@ impl Store {
                 let new = new.clone();
                 self.sqlite(move |store| store.create_channel(&new)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "create_channel",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.create_channel(new).await,
         }
     }
 
@@ -443,11 +359,7 @@ impl Store {
                 let name = name.to_owned();
                 self.sqlite(move |store| store.find_channel(&name)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "find_channel",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.find_channel(name).await,
         }
     }
 
@@ -455,11 +367,7 @@ impl Store {
     pub async fn list_channels(&self) -> Result<Vec<Channel>> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.list_channels()).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "list_channels",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.list_channels().await,
         }
     }
 
@@ -471,11 +379,7 @@ impl Store {
                 self.sqlite(move |store| store.edit_channel(&name, change))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "edit_channel",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.edit_channel(name, change).await,
         }
     }
 
@@ -486,11 +390,7 @@ impl Store {
                 let name = name.to_owned();
                 self.sqlite(move |store| store.remove_channel(&name)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "remove_channel",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.remove_channel(name).await,
         }
     }
 
@@ -513,11 +413,11 @@ impl Store {
                 })
                 .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "record_delivery",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => {
+                store
+                    .record_delivery(channel, status, reason, task_id)
+                    .await
+            }
         }
     }
 
@@ -533,11 +433,7 @@ impl Store {
                 self.sqlite(move |store| store.channel_deliveries(&channel, limit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "channel_deliveries",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.channel_deliveries(channel, limit).await,
         }
     }
 
@@ -552,11 +448,7 @@ impl Store {
                 self.sqlite(move |store| store.claim_signature(&key, expires_at))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "claim_signature",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.claim_signature(key, expires_at).await,
         }
     }
 
@@ -567,11 +459,7 @@ impl Store {
                 self.sqlite(move |store| store.create_chat_session(new))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "create_chat_session",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.create_chat_session(new).await,
         }
     }
 
@@ -579,11 +467,7 @@ impl Store {
     pub async fn chat_sessions(&self, limit: usize) -> Result<Vec<ChatSession>> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.chat_sessions(limit)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "chat_sessions",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.chat_sessions(limit).await,
         }
     }
 
@@ -594,11 +478,7 @@ impl Store {
                 let id = id.to_owned();
                 self.sqlite(move |store| store.chat_session(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "chat_session",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.chat_session(id).await,
         }
     }
 
@@ -609,11 +489,7 @@ impl Store {
                 let id = id.to_owned();
                 self.sqlite(move |store| store.chat_turns(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "chat_turns",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.chat_turns(id).await,
         }
     }
 
@@ -628,11 +504,7 @@ impl Store {
                 self.sqlite(move |store| store.add_chat_turn(&session, new))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "add_chat_turn",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.add_chat_turn(session, new).await,
         }
     }
 
@@ -643,11 +515,7 @@ impl Store {
                 let task = task.clone();
                 self.sqlite(move |store| store.turn_of_task(&task)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "turn_of_task",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.turn_of_task(task).await,
         }
     }
 
@@ -661,11 +529,7 @@ impl Store {
                 self.sqlite(move |store| store.set_turn_messages(&task, &messages))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "set_turn_messages",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.set_turn_messages(task, messages).await,
         }
     }
 
@@ -683,11 +547,7 @@ impl Store {
                 self.sqlite(move |store| store.set_session_summary(&session, &summary, through))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "set_session_summary",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.set_session_summary(session, summary, through).await,
         }
     }
 
@@ -700,11 +560,7 @@ impl Store {
                 self.sqlite(move |store| store.delete_chat_session(&session))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "delete_chat_session",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.delete_chat_session(session).await,
         }
     }
 
@@ -718,11 +574,7 @@ impl Store {
                 self.sqlite(move |store| store.append_events(&task, &events))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "append_events",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.append_events(task, events).await,
         }
     }
 
@@ -742,11 +594,7 @@ impl Store {
                 self.sqlite(move |store| store.append_events_with_audit(&task, &events, audit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "append_events_with_audit",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.append_events_with_audit(task, events, audit).await,
         }
     }
 
@@ -768,11 +616,11 @@ impl Store {
                 })
                 .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "append_events_with_records",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => {
+                store
+                    .append_events_with_records(task, events, audit, changes)
+                    .await
+            }
         }
     }
 
@@ -796,11 +644,11 @@ impl Store {
                 })
                 .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "append_events_with_calls",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => {
+                store
+                    .append_events_with_calls(task, events, audit, changes, calls)
+                    .await
+            }
         }
     }
 
@@ -812,11 +660,7 @@ impl Store {
                 self.sqlite(move |store| store.task_events(&task, after_seq))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "task_events",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.task_events(task, after_seq).await,
         }
     }
 
@@ -834,11 +678,7 @@ impl Store {
                 self.sqlite(move |store| store.task_events_page(&task, after_seq, limit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "task_events_page",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.task_events_page(task, after_seq, limit).await,
         }
     }
 
@@ -849,11 +689,7 @@ impl Store {
                 self.sqlite(move |store| store.events_after(after_seq, limit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "events_after",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.events_after(after_seq, limit).await,
         }
     }
 
@@ -861,11 +697,7 @@ impl Store {
     pub async fn last_seq(&self) -> Result<i64> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.last_seq()).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "last_seq",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.last_seq().await,
         }
     }
 
@@ -874,11 +706,7 @@ impl Store {
     pub async fn create_login(&self, ttl: Duration) -> Result<String> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.create_login(ttl)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "create_login",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.create_login(ttl).await,
         }
     }
 
@@ -889,11 +717,7 @@ impl Store {
                 let login = login.to_owned();
                 self.sqlite(move |store| store.login_valid(&login)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "login_valid",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.login_valid(login).await,
         }
     }
 
@@ -904,11 +728,7 @@ impl Store {
                 let login = login.to_owned();
                 self.sqlite(move |store| store.delete_login(&login)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "delete_login",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.delete_login(login).await,
         }
     }
 
@@ -916,11 +736,7 @@ impl Store {
     pub async fn delete_all_logins(&self) -> Result<usize> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.delete_all_logins()).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "delete_all_logins",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.delete_all_logins().await,
         }
     }
 
@@ -931,11 +747,7 @@ impl Store {
                 let task = task.clone();
                 self.sqlite(move |store| store.model_calls(&task)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "model_calls",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.model_calls(task).await,
         }
     }
 
@@ -950,11 +762,7 @@ impl Store {
     pub async fn prune(&self, older_than: Duration) -> Result<PruneReport> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.prune(older_than)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "prune",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.prune(older_than).await,
         }
     }
 
@@ -965,11 +773,7 @@ impl Store {
                 let new = new.clone();
                 self.sqlite(move |store| store.create_schedule(&new)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "create_schedule",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.create_schedule(new).await,
         }
     }
 
@@ -980,11 +784,7 @@ impl Store {
                 let id = id.to_owned();
                 self.sqlite(move |store| store.schedule(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "schedule",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.schedule(id).await,
         }
     }
 
@@ -996,11 +796,7 @@ impl Store {
                 self.sqlite(move |store| store.find_schedule(&id_or_name))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "find_schedule",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.find_schedule(id_or_name).await,
         }
     }
 
@@ -1008,11 +804,7 @@ impl Store {
     pub async fn schedules(&self) -> Result<Vec<Schedule>> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.schedules()).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "schedules",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.schedules().await,
         }
     }
 
@@ -1024,11 +816,7 @@ impl Store {
                 self.sqlite(move |store| store.due_schedules(now, limit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "due_schedules",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.due_schedules(now, limit).await,
         }
     }
 
@@ -1037,11 +825,7 @@ impl Store {
     pub async fn earliest_fire_at(&self) -> Result<Option<Timestamp>> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.earliest_fire_at()).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "earliest_fire_at",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.earliest_fire_at().await,
         }
     }
 
@@ -1060,11 +844,7 @@ impl Store {
                 self.sqlite(move |store| store.update_schedule(&id, &spec, next_fire_at))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "update_schedule",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.update_schedule(id, spec, next_fire_at).await,
         }
     }
 
@@ -1083,11 +863,7 @@ impl Store {
                 self.sqlite(move |store| store.set_schedule_enabled(&id, enabled, next_fire_at))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "set_schedule_enabled",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.set_schedule_enabled(id, enabled, next_fire_at).await,
         }
     }
 
@@ -1099,11 +875,7 @@ impl Store {
                 let id = id.to_owned();
                 self.sqlite(move |store| store.delete_schedule(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "delete_schedule",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.delete_schedule(id).await,
         }
     }
 
@@ -1115,11 +887,7 @@ impl Store {
     pub async fn fire_schedule(&self, fire: FireOccurrence) -> Result<Fired> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.fire_schedule(fire)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "fire_schedule",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.fire_schedule(fire).await,
         }
     }
 
@@ -1140,11 +908,7 @@ impl Store {
                 self.sqlite(move |store| store.run_schedule_now(&id, task, actor))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "run_schedule_now",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.run_schedule_now(id, task, actor).await,
         }
     }
 
@@ -1164,11 +928,7 @@ impl Store {
                 self.sqlite(move |store| store.pause_schedule(&id, expected_next, &reason))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "pause_schedule",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.pause_schedule(id, expected_next, reason).await,
         }
     }
 
@@ -1180,11 +940,7 @@ impl Store {
                 self.sqlite(move |store| store.schedule_history(&id, limit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "schedule_history",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.schedule_history(id, limit).await,
         }
     }
 
@@ -1195,11 +951,7 @@ impl Store {
                 let filter = filter.clone();
                 self.sqlite(move |store| store.search_tasks(&filter)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "search_tasks",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.search_tasks(filter).await,
         }
     }
 
@@ -1207,11 +959,7 @@ impl Store {
     pub async fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.create_task(new)).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "create_task",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.create_task(new).await,
         }
     }
 
@@ -1224,11 +972,7 @@ impl Store {
                 self.sqlite(move |store| store.create_running_task(new))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "create_running_task",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.create_running_task(new).await,
         }
     }
 
@@ -1239,11 +983,7 @@ impl Store {
                 let id = id.clone();
                 self.sqlite(move |store| store.task(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "task",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.task(id).await,
         }
     }
 
@@ -1258,11 +998,7 @@ impl Store {
                 self.sqlite(move |store| store.list_tasks(state, limit))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "list_tasks",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.list_tasks(state, limit).await,
         }
     }
 
@@ -1271,11 +1007,7 @@ impl Store {
     pub async fn claim_queued(&self) -> Result<Option<TaskRecord>> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.claim_queued()).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "claim_queued",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.claim_queued().await,
         }
     }
 
@@ -1287,11 +1019,7 @@ impl Store {
                 let from = from.to_vec();
                 self.sqlite(move |store| store.claim(&id, &from)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "claim",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.claim(id, from).await,
         }
     }
 
@@ -1310,11 +1038,7 @@ impl Store {
                 self.sqlite(move |store| store.transition(&id, &from, change))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "transition",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.transition(id, from, change).await,
         }
     }
 
@@ -1328,11 +1052,7 @@ impl Store {
                 self.sqlite(move |store| store.interrupt_running(&message))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "interrupt_running",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.interrupt_running(message).await,
         }
     }
 
@@ -1343,11 +1063,7 @@ impl Store {
                 let id = id.clone();
                 self.sqlite(move |store| store.heartbeat(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "heartbeat",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.heartbeat(id).await,
         }
     }
 
@@ -1365,11 +1081,7 @@ impl Store {
                 self.sqlite(move |store| store.interrupt_stale(&message, older_than))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "interrupt_stale",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.interrupt_stale(message, older_than).await,
         }
     }
 

@@ -133,6 +133,9 @@ impl Store {
     /// [`Store::events_after`]; a wake-up without new events is harmless.
     ///
     /// SQLite has no change feed across processes, so this waits `at_most` (polling).
+    /// PostgreSQL wakes as soon as a transaction that appended events commits (any
+    /// process's: `LISTEN`/`NOTIFY` on a dedicated connection), holding no pooled
+    /// connection while it waits.
     pub async fn wait_for_events(&self, after_seq: i64, at_most: Duration) {
         match &self.backend {
             Backend::Sqlite(_) => tokio::time::sleep(at_most).await,

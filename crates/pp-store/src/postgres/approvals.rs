@@ -1,0 +1,328 @@
+//! Approvals: suspending a task with its checkpoint, and resolving it exactly once.
+//!
+//! A decision locks the approval's row first (`FOR NO KEY UPDATE`): of two people
+//! resolving at once, the second waits for the first to commit, then finds the approval
+//! decided and gets [`Error::AlreadyResolved`].
+
+use deadpool_postgres::GenericClient;
+use pp_types::{
+    ApprovalId, ApprovalRecord, ApprovalState, Event, EventKind, NewAudit, StoredEvent, TaskId,
+    TaskRecord, TaskState, Timestamp,
+};
+
+use super::rows::{self, APPROVAL_COLUMNS};
+use super::{PgStore, audit, events, execute, query, query_opt, tasks};
+use crate::sqlite::rows::{encode, encode_opt, limit as row_limit, name_of};
+use crate::{Error, NewApproval, Resolve, Result, TaskChange, ids};
+
+impl PgStore {
+    /// Suspends a running task: the task moves `Running → change.to`, a `pending`
+    /// approval is inserted and `change.events` appended (with the approval's id filled
+    /// into `approval_required` events), in one transaction.
+    pub(crate) async fn suspend(
+        &self,
+        task: &TaskId,
+        new: NewApproval,
+        mut change: TaskChange,
+    ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
+        let now = self.now();
+        let id = ApprovalId(ids::new_id("a_", now)?);
+        let new_events = with_approval_id(std::mem::take(&mut change.events), &id);
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        let task_record =
+            tasks::change_state(&transaction, task, &[TaskState::Running], &change, now).await?;
+        let approval = insert(&transaction, &id, task, new, now).await?;
+        let stored = events::insert(&transaction, task, new_events, task_record.updated_at).await?;
+        transaction.commit().await?;
+        Ok((approval, stored))
+    }
+
+    /// One approval; [`Error::NotFound`] if there is none with this id.
+    pub(crate) async fn approval(&self, id: &ApprovalId) -> Result<ApprovalRecord> {
+        load(&self.client().await?, id).await
+    }
+
+    /// Up to `limit` approvals, newest first, optionally only those in `state`.
+    pub(crate) async fn list_approvals(
+        &self,
+        state: Option<ApprovalState>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalRecord>> {
+        let client = self.client().await?;
+        let found = match state {
+            Some(state) => {
+                query(
+                    &client,
+                    &format!(
+                        "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = $1 \
+                         ORDER BY ord DESC LIMIT $2"
+                    ),
+                    &[&state.as_str(), &row_limit(limit)],
+                )
+                .await?
+            }
+            None => {
+                query(
+                    &client,
+                    &format!(
+                        "SELECT {APPROVAL_COLUMNS} FROM approvals ORDER BY ord DESC LIMIT $1"
+                    ),
+                    &[&row_limit(limit)],
+                )
+                .await?
+            }
+        };
+        rows::all(&found, rows::approval)
+    }
+
+    /// Every approval of `task`, oldest first.
+    pub(crate) async fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
+        let found = query(
+            &self.client().await?,
+            &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE task_id = $1 ORDER BY ord"),
+            &[&task.as_str()],
+        )
+        .await?;
+        rows::all(&found, rows::approval)
+    }
+
+    /// Records a decision, all or nothing, in one transaction: the approval moves
+    /// `pending → resolve.state` ([`Error::AlreadyResolved`] if it is not pending), the
+    /// audit row is appended, the task moves `WaitingApproval → resolve.task_to`
+    /// ([`Error::Conflict`] if it is not waiting) and `resolve.events` are appended.
+    pub(crate) async fn resolve(
+        &self,
+        id: &ApprovalId,
+        resolve: Resolve,
+    ) -> Result<(ApprovalRecord, TaskRecord)> {
+        if resolve.state == ApprovalState::Pending {
+            return Err(Error::InvalidResolution {
+                id: id.to_string(),
+                state: resolve.state,
+            });
+        }
+        let edited = encode_opt("edited arguments", resolve.edited_arguments.as_ref())?;
+        let now = self.now();
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        // Rows are locked task first, then approval, as a cancel does: no deadlock.
+        if let Some(row) = query_opt(
+            &transaction,
+            "SELECT task_id FROM approvals WHERE id = $1",
+            &[&id.as_str()],
+        )
+        .await?
+        {
+            tasks::locked_state(&transaction, &TaskId(row.try_get(0)?)).await?;
+        }
+        let (task_id, current) = locked_state(&transaction, id).await?;
+        if current != ApprovalState::Pending {
+            return Err(Error::AlreadyResolved {
+                id: id.to_string(),
+                state: current,
+            });
+        }
+        execute(
+            &transaction,
+            "UPDATE approvals SET state = $2, resolved_at = $3, resolved_by = $4, \
+             reason = $5, edited_arguments = $6 WHERE id = $1 AND state = 'pending'",
+            &[
+                &id.as_str(),
+                &resolve.state.as_str(),
+                &now.as_millis(),
+                &resolve.actor.as_str(),
+                &resolve.reason,
+                &edited,
+            ],
+        )
+        .await?;
+        let audit_row = NewAudit {
+            actor: resolve.audit.actor.or(Some(resolve.actor)),
+            task_id: Some(task_id.clone()),
+            approval_id: Some(id.clone()),
+            ..resolve.audit
+        };
+        audit::insert(&transaction, audit_row, now).await?;
+        let change = TaskChange::to(resolve.task_to);
+        let task = tasks::change_state(
+            &transaction,
+            &task_id,
+            &[TaskState::WaitingApproval],
+            &change,
+            now,
+        )
+        .await?;
+        events::insert(&transaction, &task_id, resolve.events, now).await?;
+        let approval = load(&transaction, id).await?;
+        transaction.commit().await?;
+        Ok((approval, task))
+    }
+
+    /// Turns an `approved` approval into `stale`, with the reason and an audit row, in
+    /// one transaction. Any other state is [`Error::AlreadyResolved`].
+    pub(crate) async fn mark_stale(
+        &self,
+        id: &ApprovalId,
+        reason: &str,
+        audit: NewAudit,
+    ) -> Result<ApprovalRecord> {
+        let now = self.now();
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        let (task_id, current) = locked_state(&transaction, id).await?;
+        if current != ApprovalState::Approved {
+            return Err(Error::AlreadyResolved {
+                id: id.to_string(),
+                state: current,
+            });
+        }
+        execute(
+            &transaction,
+            "UPDATE approvals SET state = 'stale', reason = $2 \
+             WHERE id = $1 AND state = 'approved'",
+            &[&id.as_str(), &reason],
+        )
+        .await?;
+        let audit_row = NewAudit {
+            task_id: Some(task_id),
+            approval_id: Some(id.clone()),
+            ..audit
+        };
+        audit::insert(&transaction, audit_row, now).await?;
+        let approval = load(&transaction, id).await?;
+        transaction.commit().await?;
+        Ok(approval)
+    }
+
+    /// The retry path: moves the task from one of `from` to `WaitingApproval`, inserts a
+    /// new `pending` approval and appends `events` (with its id filled in), in one
+    /// transaction.
+    pub(crate) async fn reopen_approval(
+        &self,
+        task: &TaskId,
+        from: &[TaskState],
+        new: NewApproval,
+        events: Vec<Event>,
+    ) -> Result<ApprovalRecord> {
+        let now = self.now();
+        let id = ApprovalId(ids::new_id("a_", now)?);
+        let events = with_approval_id(events, &id);
+        let change = TaskChange::to(TaskState::WaitingApproval);
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        let task_record = tasks::change_state(&transaction, task, from, &change, now).await?;
+        let approval = insert(&transaction, &id, task, new, now).await?;
+        events::insert(&transaction, task, events, task_record.updated_at).await?;
+        transaction.commit().await?;
+        Ok(approval)
+    }
+}
+
+/// Fills `id` into `approval_required` events that do not name their approval yet.
+fn with_approval_id(mut events: Vec<Event>, id: &ApprovalId) -> Vec<Event> {
+    for event in &mut events {
+        if let EventKind::ApprovalRequired {
+            approval_id: approval_id @ None,
+            ..
+        } = &mut event.kind
+        {
+            *approval_id = Some(id.to_string());
+        }
+    }
+    events
+}
+
+/// Inserts a pending approval inside the caller's transaction.
+async fn insert(
+    db: &impl GenericClient,
+    id: &ApprovalId,
+    task: &TaskId,
+    new: NewApproval,
+    now: Timestamp,
+) -> Result<ApprovalRecord> {
+    let label = new
+        .label
+        .as_ref()
+        .map(|label| name_of("label", label))
+        .transpose()?;
+    execute(
+        db,
+        "INSERT INTO approvals (id, task_id, state, tool, capability, risk, label, \
+         target, arguments, fingerprint, checkpoint, created_at, revertible) \
+         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        &[
+            &id.as_str(),
+            &task.as_str(),
+            &new.tool,
+            &new.capability,
+            &name_of("risk", &new.risk)?,
+            &label,
+            &new.target,
+            &encode("approval arguments", &new.arguments)?,
+            &new.fingerprint,
+            &encode("checkpoint", &new.checkpoint)?,
+            &now.as_millis(),
+            &new.revertible,
+        ],
+    )
+    .await?;
+    Ok(ApprovalRecord {
+        id: id.clone(),
+        task_id: task.clone(),
+        state: ApprovalState::Pending,
+        tool: new.tool,
+        capability: new.capability,
+        risk: new.risk,
+        label: new.label,
+        target: new.target,
+        arguments: new.arguments,
+        fingerprint: new.fingerprint,
+        checkpoint: new.checkpoint,
+        created_at: now,
+        resolved_at: None,
+        resolved_by: None,
+        reason: None,
+        edited_arguments: None,
+        revertible: new.revertible,
+    })
+}
+
+/// Reads one approval.
+async fn load(db: &impl GenericClient, id: &ApprovalId) -> Result<ApprovalRecord> {
+    let row = query_opt(
+        db,
+        &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = $1"),
+        &[&id.as_str()],
+    )
+    .await?
+    .ok_or_else(|| not_found(id))?;
+    rows::approval(&row)
+}
+
+/// Locks an approval's row for the rest of the transaction; returns its task and state.
+async fn locked_state(db: &impl GenericClient, id: &ApprovalId) -> Result<(TaskId, ApprovalState)> {
+    let row = query_opt(
+        db,
+        "SELECT task_id, state FROM approvals WHERE id = $1 FOR NO KEY UPDATE",
+        &[&id.as_str()],
+    )
+    .await?
+    .ok_or_else(|| not_found(id))?;
+    let task: String = row.try_get(0)?;
+    let state: String = row.try_get(1)?;
+    let state = ApprovalState::parse(&state).ok_or_else(|| Error::Corrupt {
+        table: "approvals",
+        column: "state",
+        id: id.to_string(),
+        source: serde::de::Error::custom(format!("unknown approval state `{state}`")),
+    })?;
+    Ok((TaskId(task), state))
+}
+
+fn not_found(id: &ApprovalId) -> Error {
+    Error::NotFound {
+        what: "approval",
+        id: id.to_string(),
+    }
+}

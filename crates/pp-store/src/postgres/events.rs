@@ -1,0 +1,204 @@
+//! Events: append-only, with one global sequence number across all tasks.
+//!
+//! # Why a lock before every insert
+//!
+//! `seq` comes from an identity (a sequence). PostgreSQL hands sequence values out when a
+//! row is inserted, not when its transaction commits: writer A may take 10, writer B 11,
+//! and B commit first. A reader that saw 11 then resumes "after 11" and never sees 10.
+//! So every transaction that inserts events first takes one transaction-level advisory
+//! lock ([`lock`]), held until it commits or rolls back: only one transaction at a time
+//! holds unassigned-or-uncommitted seqs, so seqs become visible in the order they were
+//! handed out and `events_after(last)` never skips one. (A rolled-back transaction leaves
+//! a gap, which readers never wait for.) The lock is taken as late as possible (right
+//! before the first event insert, after the transaction's row locks) and everything after
+//! it only inserts, so it cannot deadlock with row locks and is held briefly.
+//!
+//! The same transaction calls `pg_notify` with the newest seq: listeners are told on
+//! commit (see `listener`).
+
+use deadpool_postgres::GenericClient;
+use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
+
+use super::rows::{self, EVENT_COLUMNS};
+use super::{PgStore, changes, execute, listener, model_calls, query, query_one, tasks};
+use crate::sqlite::rows::{encode, limit as row_limit};
+use crate::{NewChange, NewModelCall, Result};
+
+/// The advisory lock key serialising event inserts ("ppevents" as bytes).
+const EVENTS_LOCK: i64 = 0x7070_6576_656e_7473;
+
+impl PgStore {
+    /// Appends `events` to `task` in one transaction and returns them with their sequence
+    /// numbers ([`crate::Error::NotFound`] if the task does not exist).
+    pub(crate) async fn append_events(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+    ) -> Result<Vec<StoredEvent>> {
+        self.append_events_with_calls(task, events, Vec::new(), Vec::new(), Vec::new())
+            .await
+    }
+
+    /// Appends `events` to `task` and the `audit` rows they caused, in one transaction.
+    pub(crate) async fn append_events_with_audit(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+    ) -> Result<Vec<StoredEvent>> {
+        self.append_events_with_calls(task, events, audit, Vec::new(), Vec::new())
+            .await
+    }
+
+    /// [`crate::Store::append_events_with_audit`] plus the change-log rows, all in one
+    /// transaction.
+    pub(crate) async fn append_events_with_records(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+        changes: Vec<NewChange>,
+    ) -> Result<Vec<StoredEvent>> {
+        self.append_events_with_calls(task, events, audit, changes, Vec::new())
+            .await
+    }
+
+    /// [`crate::Store::append_events_with_records`] plus the model calls the events
+    /// report, all in one transaction.
+    pub(crate) async fn append_events_with_calls(
+        &self,
+        task: &TaskId,
+        events: &[Event],
+        audit: Vec<NewAudit>,
+        changes: Vec<NewChange>,
+        calls: Vec<NewModelCall>,
+    ) -> Result<Vec<StoredEvent>> {
+        if events.is_empty() && audit.is_empty() && changes.is_empty() && calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now();
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        tasks::ensure_exists(&transaction, task).await?;
+        let stored = insert(&transaction, task, events.to_vec(), now).await?;
+        for entry in audit {
+            super::audit::insert(&transaction, entry, now).await?;
+        }
+        for change in changes {
+            changes::insert(&transaction, change, "done", now).await?;
+        }
+        model_calls::insert(&transaction, task, calls, now).await?;
+        transaction.commit().await?;
+        Ok(stored)
+    }
+
+    /// The task's events with `seq > after_seq`, oldest first (`after_seq = 0`: all).
+    pub(crate) async fn task_events(
+        &self,
+        task: &TaskId,
+        after_seq: i64,
+    ) -> Result<Vec<StoredEvent>> {
+        let found = query(
+            &self.client().await?,
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE task_id = $1 AND seq > $2 ORDER BY seq"
+            ),
+            &[&task.as_str(), &after_seq],
+        )
+        .await?;
+        rows::all(&found, rows::event)
+    }
+
+    /// Up to `limit` of the task's events with `seq > after_seq`, oldest first: one page.
+    pub(crate) async fn task_events_page(
+        &self,
+        task: &TaskId,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        let found = query(
+            &self.client().await?,
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE task_id = $1 AND seq > $2 \
+                 ORDER BY seq LIMIT $3"
+            ),
+            &[&task.as_str(), &after_seq, &row_limit(limit)],
+        )
+        .await?;
+        rows::all(&found, rows::event)
+    }
+
+    /// Up to `limit` events of all tasks with `seq > after_seq`, oldest first.
+    pub(crate) async fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<StoredEvent>> {
+        let found = query(
+            &self.client().await?,
+            &format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT $2"),
+            &[&after_seq, &row_limit(limit)],
+        )
+        .await?;
+        rows::all(&found, rows::event)
+    }
+
+    /// The newest event's sequence number; 0 when there are none.
+    pub(crate) async fn last_seq(&self) -> Result<i64> {
+        let row = query_one(
+            &self.client().await?,
+            "SELECT COALESCE(MAX(seq), 0) FROM events",
+            &[],
+        )
+        .await?;
+        Ok(row.try_get(0)?)
+    }
+}
+
+/// Takes the events lock for the rest of the caller's transaction (see the module docs).
+async fn lock(db: &impl GenericClient) -> Result<()> {
+    execute(db, "SELECT pg_advisory_xact_lock($1)", &[&EVENTS_LOCK]).await?;
+    Ok(())
+}
+
+/// Appends `events` inside the caller's transaction: takes the events lock, inserts
+/// them in order and announces the newest seq (delivered on commit).
+pub(crate) async fn insert(
+    db: &impl GenericClient,
+    task: &TaskId,
+    events: Vec<Event>,
+    at: Timestamp,
+) -> Result<Vec<StoredEvent>> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    lock(db).await?;
+    let mut stored = Vec::with_capacity(events.len());
+    for event in events {
+        let payload = encode("event", &event)?;
+        let row = query_one(
+            db,
+            "INSERT INTO events (task_id, at, type, step, payload) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING seq",
+            &[
+                &task.as_str(),
+                &at.as_millis(),
+                &event.type_name(),
+                &i64::from(event.step),
+                &payload,
+            ],
+        )
+        .await?;
+        stored.push(StoredEvent {
+            seq: row.try_get(0)?,
+            task_id: task.clone(),
+            at,
+            event,
+        });
+    }
+    if let Some(last) = stored.last() {
+        execute(
+            db,
+            "SELECT pg_notify($1, current_schema() || ':' || $2::BIGINT)",
+            &[&listener::CHANNEL, &last.seq],
+        )
+        .await?;
+    }
+    Ok(stored)
+}
