@@ -39,9 +39,16 @@ fn main() {
             return;
         };
         let schema = "pgh_bench";
-        admin(&base, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}")).await;
+        admin(
+            &base,
+            &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"),
+        )
+        .await;
         let separator = if base.contains('?') { '&' } else { '?' };
-        let url = StoreUrl::parse(&format!("{base}{separator}options=-csearch_path%3D{schema}")).unwrap();
+        let url = StoreUrl::parse(&format!(
+            "{base}{separator}options=-csearch_path%3D{schema}"
+        ))
+        .unwrap();
         let postgres = Store::connect(&url, Arc::new(SystemClock)).await.unwrap();
         run("postgres", &postgres).await;
         drop(postgres);

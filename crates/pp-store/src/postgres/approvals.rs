@@ -65,9 +65,7 @@ impl PgStore {
             None => {
                 query(
                     &client,
-                    &format!(
-                        "SELECT {APPROVAL_COLUMNS} FROM approvals ORDER BY ord DESC LIMIT $1"
-                    ),
+                    &format!("SELECT {APPROVAL_COLUMNS} FROM approvals ORDER BY ord DESC LIMIT $1"),
                     &[&row_limit(limit)],
                 )
                 .await?

@@ -20,7 +20,11 @@ impl PgStore {
     pub(crate) async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
         let actor = filter.actor.map(Actor::as_str);
         let task = filter.task_id.as_ref().map(|id| id.as_str());
-        let excluded: Vec<&str> = filter.exclude.iter().map(|action| action.as_str()).collect();
+        let excluded: Vec<&str> = filter
+            .exclude
+            .iter()
+            .map(|action| action.as_str())
+            .collect();
         let limit = row_limit(filter.limit);
         let mut conditions = Vec::new();
         let mut values: Vec<&(dyn ToSql + Sync)> = Vec::new();

@@ -23,7 +23,9 @@ fn channel_from_row(row: &Row) -> Result<Channel> {
         secret_sealed: row.try_get(4)?,
         created_at: Timestamp::from_millis(row.try_get(5)?),
         updated_at: Timestamp::from_millis(row.try_get(6)?),
-        rotated_at: row.try_get::<_, Option<i64>>(7)?.map(Timestamp::from_millis),
+        rotated_at: row
+            .try_get::<_, Option<i64>>(7)?
+            .map(Timestamp::from_millis),
     })
 }
 

@@ -118,7 +118,11 @@ impl PgStore {
 
     /// Stores the turn's own messages when its task ends; a no-op when `task` is not a
     /// session turn.
-    pub(crate) async fn set_turn_messages(&self, task: &TaskId, messages: &[Message]) -> Result<()> {
+    pub(crate) async fn set_turn_messages(
+        &self,
+        task: &TaskId,
+        messages: &[Message],
+    ) -> Result<()> {
         let encoded = encode("turn messages", messages)?;
         execute(
             &self.client().await?,

@@ -129,7 +129,11 @@ impl PgStore {
     }
 
     /// Up to `limit` events of all tasks with `seq > after_seq`, oldest first.
-    pub(crate) async fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<StoredEvent>> {
+    pub(crate) async fn events_after(
+        &self,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
         let found = query(
             &self.client().await?,
             &format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT $2"),

@@ -161,7 +161,11 @@ fn refuse_tls(config: &tokio_postgres::Config, shown: &str) -> Result<()> {
 pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// Runs `sql` (prepared once per connection) and returns its rows.
-pub(crate) async fn query(db: &impl GenericClient, sql: &str, params: Params<'_>) -> Result<Vec<Row>> {
+pub(crate) async fn query(
+    db: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<Row>> {
     let statement = db.prepare_cached(sql).await?;
     Ok(db.query(&statement, params).await?)
 }
@@ -177,7 +181,11 @@ pub(crate) async fn query_opt(
 }
 
 /// Runs `sql` and returns its one row.
-pub(crate) async fn query_one(db: &impl GenericClient, sql: &str, params: Params<'_>) -> Result<Row> {
+pub(crate) async fn query_one(
+    db: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Row> {
     let statement = db.prepare_cached(sql).await?;
     Ok(db.query_one(&statement, params).await?)
 }

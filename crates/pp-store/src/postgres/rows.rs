@@ -102,7 +102,9 @@ pub(crate) fn task(row: &Row) -> Result<TaskRecord> {
         error: row.try_get(11)?,
         created_at: Timestamp::from_millis(row.try_get(12)?),
         updated_at: Timestamp::from_millis(row.try_get(13)?),
-        finished_at: row.try_get::<_, Option<i64>>(14)?.map(Timestamp::from_millis),
+        finished_at: row
+            .try_get::<_, Option<i64>>(14)?
+            .map(Timestamp::from_millis),
         origin: row.try_get(15)?,
         changes: change_counts(change_kinds.as_deref()),
         usage: task_usage(usage.as_deref()),
@@ -126,21 +128,19 @@ fn change_counts(kinds: Option<&str>) -> pp_types::ChangeCounts {
 /// reasoning, priced calls, cost, min currency, max currency]`. A cost is given only
 /// when every call had a price in one currency (as on SQLite).
 fn task_usage(text: Option<&str>) -> TaskUsage {
-    let Some(values) = text.and_then(|text| serde_json::from_str::<Vec<Value>>(text).ok())
-    else {
+    let Some(values) = text.and_then(|text| serde_json::from_str::<Vec<Value>>(text).ok()) else {
         return TaskUsage::default();
     };
     let count = |index: usize| values.get(index).and_then(Value::as_u64).unwrap_or(0);
     let text = |index: usize| values.get(index).and_then(Value::as_str);
     let (calls, prompt, completion) = (count(0), count(1), count(2));
     let cost = match (text(7), text(8)) {
-        (Some(low), Some(high)) if calls > 0 && count(5) == calls && low == high => values
-            .get(6)
-            .and_then(Value::as_f64)
-            .map(|amount| Cost {
+        (Some(low), Some(high)) if calls > 0 && count(5) == calls && low == high => {
+            values.get(6).and_then(Value::as_f64).map(|amount| Cost {
                 amount,
                 currency: low.to_owned(),
-            }),
+            })
+        }
         _ => None,
     };
     TaskUsage {
@@ -178,7 +178,9 @@ pub(crate) fn approval(row: &Row) -> Result<ApprovalRecord> {
         fingerprint: row.try_get(9)?,
         checkpoint: json(A, "checkpoint", &id, &checkpoint)?,
         created_at: Timestamp::from_millis(row.try_get(11)?),
-        resolved_at: row.try_get::<_, Option<i64>>(12)?.map(Timestamp::from_millis),
+        resolved_at: row
+            .try_get::<_, Option<i64>>(12)?
+            .map(Timestamp::from_millis),
         resolved_by: name_opt(A, "resolved_by", &id, row.try_get(13)?)?,
         reason: row.try_get(14)?,
         edited_arguments: json_opt(A, "edited_arguments", &id, edited.as_deref())?,

@@ -98,7 +98,11 @@ impl PgStore {
 
     /// Enabled schedules whose `next_fire_at` is at or before `now`, earliest first, at
     /// most `limit`.
-    pub(crate) async fn due_schedules(&self, now: Timestamp, limit: usize) -> Result<Vec<Schedule>> {
+    pub(crate) async fn due_schedules(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<Schedule>> {
         let found = query(
             &self.client().await?,
             &format!(
@@ -308,10 +312,7 @@ fn not_found(id: &str) -> Error {
 }
 
 /// Maps a unique-constraint failure on `schedules.name` to [`Error::NameTaken`].
-fn name_taken(
-    result: std::result::Result<u64, tokio_postgres::Error>,
-    name: &str,
-) -> Result<u64> {
+fn name_taken(result: std::result::Result<u64, tokio_postgres::Error>, name: &str) -> Result<u64> {
     match result {
         Err(error) if is_unique_violation(&error) => Err(Error::NameTaken {
             what: "schedule",
@@ -511,8 +512,12 @@ fn decode(row: &Row) -> Result<Schedule> {
         created_by,
         created_at: Timestamp::from_millis(row.try_get(11)?),
         updated_at: Timestamp::from_millis(row.try_get(12)?),
-        last_fired_at: row.try_get::<_, Option<i64>>(13)?.map(Timestamp::from_millis),
-        next_fire_at: row.try_get::<_, Option<i64>>(14)?.map(Timestamp::from_millis),
+        last_fired_at: row
+            .try_get::<_, Option<i64>>(13)?
+            .map(Timestamp::from_millis),
+        next_fire_at: row
+            .try_get::<_, Option<i64>>(14)?
+            .map(Timestamp::from_millis),
         last_task_id: row.try_get::<_, Option<String>>(15)?.map(TaskId),
         last_task_state,
         id,
@@ -526,7 +531,9 @@ fn decode_history(row: &Row) -> Result<ScheduleEvent> {
         id,
         schedule_id: row.try_get(1)?,
         kind,
-        occurrence: row.try_get::<_, Option<i64>>(3)?.map(Timestamp::from_millis),
+        occurrence: row
+            .try_get::<_, Option<i64>>(3)?
+            .map(Timestamp::from_millis),
         at: Timestamp::from_millis(row.try_get(4)?),
         missed: u64::try_from(row.try_get::<_, i64>(5)?).unwrap_or(0),
         task_id: row.try_get::<_, Option<String>>(6)?.map(TaskId),

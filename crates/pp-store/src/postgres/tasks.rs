@@ -298,7 +298,7 @@ pub(crate) async fn change_state(
          failure_reason = COALESCE($4, failure_reason), error = COALESCE($5, error), \
          running_ms = running_ms + $6, script_position = COALESCE($7, script_position), \
          updated_at = $8, finished_at = $9, \
-         heartbeat_at = CASE WHEN $2 = 'running' THEN $8 ELSE NULL END WHERE id = $1",
+         heartbeat_at = CASE WHEN $2 = 'running' THEN $8::BIGINT ELSE NULL END WHERE id = $1",
         &[
             &id.as_str(),
             &change.to.as_str(),

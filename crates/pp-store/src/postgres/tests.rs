@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pp_types::{
@@ -211,7 +212,10 @@ async fn eight_concurrent_claimers_never_claim_one_task_twice() {
     let store = schema.store(clock()).await;
     let mut created = HashSet::new();
     for index in 0..80 {
-        let task = store.create_task(new_task(&format!("task {index}"))).await.unwrap();
+        let task = store
+            .create_task(new_task(&format!("task {index}")))
+            .await
+            .unwrap();
         created.insert(task.id);
     }
     let mut workers = Vec::new();
@@ -262,25 +266,31 @@ async fn a_reader_resuming_after_the_last_seq_never_skips_an_event() {
             }
         }));
     }
+    let done = Arc::new(AtomicBool::new(false));
     let reader = {
         let store = schema.store(clock()).await;
+        let done = Arc::clone(&done);
         tokio::spawn(async move {
             let mut seen = Vec::new();
             let mut last = 0;
-            let total = WRITERS * ROUNDS as usize * 2;
-            while seen.len() < total {
+            loop {
+                // Read the flag first: a page read after the writers finished is final.
+                let finished = done.load(Ordering::SeqCst);
                 let page = store.events_after(last, 7).await.unwrap();
+                if page.is_empty() && finished {
+                    return seen;
+                }
                 for event in page {
                     last = event.seq;
                     seen.push(event.seq);
                 }
             }
-            seen
         })
     };
     for writer in writers {
         writer.await.unwrap();
     }
+    done.store(true, Ordering::SeqCst);
     let seen = reader.await.unwrap();
     let all: Vec<i64> = store
         .events_after(0, 10_000)
@@ -289,7 +299,18 @@ async fn a_reader_resuming_after_the_last_seq_never_skips_an_event() {
         .iter()
         .map(|event| event.seq)
         .collect();
+    let skipped: Vec<i64> = all
+        .iter()
+        .filter(|seq| !seen.contains(seq))
+        .copied()
+        .collect();
+    assert_eq!(
+        skipped,
+        Vec::<i64>::new(),
+        "the resuming reader skipped events"
+    );
     assert_eq!(seen, all, "the resuming reader saw every event, in order");
+    assert_eq!(all.len(), WRITERS * ROUNDS as usize * 2);
     assert_eq!(store.last_seq().await.unwrap(), *all.last().unwrap());
     drop(store);
     schema.drop_schema().await;
@@ -307,7 +328,9 @@ async fn wait_for_events_wakes_on_a_commit_from_another_store() {
         let waiter = waiter.clone();
         tokio::spawn(async move {
             // A bound for liveness only: the wake-up must come from the notification.
-            waiter.wait_for_events(last, Duration::from_secs(3600)).await;
+            waiter
+                .wait_for_events(last, Duration::from_secs(3600))
+                .await;
         })
     };
     writer.append_events(&task.id, &[started(0)]).await.unwrap();
@@ -350,7 +373,10 @@ async fn every_method_works_on_postgres() {
     let store = schema.store(clock.clone()).await;
 
     // Tasks.
-    let task = store.create_task(new_task("Summarise Notes")).await.unwrap();
+    let task = store
+        .create_task(new_task("Summarise Notes"))
+        .await
+        .unwrap();
     assert_eq!(task.state, TaskState::Queued);
     let running = store.create_running_task(new_task("mcp")).await.unwrap();
     assert_eq!(running.state, TaskState::Running);
@@ -362,7 +388,10 @@ async fn every_method_works_on_postgres() {
     let claimed = store.claim_queued().await.unwrap().unwrap();
     assert_eq!(claimed.id, task.id);
     assert!(store.claim_queued().await.unwrap().is_none());
-    let conflict = store.claim(&task.id, &[TaskState::Queued]).await.unwrap_err();
+    let conflict = store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap_err();
     assert!(matches!(
         conflict,
         crate::Error::Conflict {
@@ -421,7 +450,11 @@ async fn every_method_works_on_postgres() {
         .unwrap_err();
     assert!(matches!(refused, crate::Error::ApprovedCallPending { .. }));
     let stale = store
-        .mark_stale(&approval.id, "changed", NewAudit::new(AuditAction::ApprovalStale))
+        .mark_stale(
+            &approval.id,
+            "changed",
+            NewAudit::new(AuditAction::ApprovalStale),
+        )
         .await
         .unwrap();
     assert_eq!(stale.state, ApprovalState::Stale);
@@ -477,21 +510,31 @@ async fn every_method_works_on_postgres() {
     let all = store.task_events(&task.id, 0).await.unwrap();
     assert_eq!(all.len(), 5);
     assert_eq!(
-        store.task_events_page(&task.id, all[1].seq, 2).await.unwrap().len(),
+        store
+            .task_events_page(&task.id, all[1].seq, 2)
+            .await
+            .unwrap()
+            .len(),
         2
     );
     assert_eq!(store.events_after(0, 100).await.unwrap(), all);
     assert_eq!(store.last_seq().await.unwrap(), all[4].seq);
     let record = store.task(&task.id).await.unwrap();
     assert_eq!(record.usage.total_tokens, 15);
-    assert_eq!(record.usage.cost.as_ref().map(|cost| cost.amount), Some(0.5));
+    assert_eq!(
+        record.usage.cost.as_ref().map(|cost| cost.amount),
+        Some(0.5)
+    );
     assert_eq!(record.changes.created, 1);
     assert_eq!(store.model_calls(&task.id).await.unwrap().len(), 1);
     let changes = store.task_changes(&task.id).await.unwrap();
     assert_eq!(changes.len(), 1);
     assert!(changes[0].change.revertible);
     assert_eq!(store.approval_changes(&approval.id).await.unwrap().len(), 1);
-    assert_eq!(store.change(&changes[0].change.id).await.unwrap(), changes[0]);
+    assert_eq!(
+        store.change(&changes[0].change.id).await.unwrap(),
+        changes[0]
+    );
     assert_eq!(store.approval_ledger(&approval.id).await.unwrap().len(), 3);
     let revert = NewChange {
         task_id: task.id.clone(),
@@ -519,7 +562,10 @@ async fn every_method_works_on_postgres() {
             .is_none()
     );
     assert_eq!(store.pending_reverts(None).await.unwrap().len(), 1);
-    assert_eq!(store.pending_reverts(Some(&task.id)).await.unwrap().len(), 1);
+    assert_eq!(
+        store.pending_reverts(Some(&task.id)).await.unwrap().len(),
+        1
+    );
     let done = store
         .finish_revert(
             &intent.change.id,
@@ -606,8 +652,14 @@ async fn every_method_works_on_postgres() {
         .await
         .unwrap();
     assert_eq!(found.len(), 1);
-    assert_eq!(store.interrupt_running("restart").await.unwrap(), vec![running.id.clone()]);
-    store.claim(&running.id, &[TaskState::Interrupted]).await.unwrap();
+    assert_eq!(
+        store.interrupt_running("restart").await.unwrap(),
+        vec![running.id.clone()]
+    );
+    store
+        .claim(&running.id, &[TaskState::Interrupted])
+        .await
+        .unwrap();
     clock.advance(Duration::from_secs(600));
     assert_eq!(
         store
@@ -677,7 +729,10 @@ async fn every_method_works_on_postgres() {
         .unwrap();
     let turns = store.chat_turns(&session.id).await.unwrap();
     assert_eq!(turns[0].messages.as_ref().map(Vec::len), Some(1));
-    assert_eq!(store.chat_sessions(5).await.unwrap()[0].summarised_through, 1);
+    assert_eq!(
+        store.chat_sessions(5).await.unwrap()[0].summarised_through,
+        1
+    );
     assert!(matches!(
         store.delete_chat_session(&session.id).await,
         Err(crate::Error::SessionBusy { .. })
@@ -747,7 +802,14 @@ async fn every_method_works_on_postgres() {
         .await
         .unwrap();
     assert_eq!(now_task.state, TaskState::Queued);
-    assert_eq!(store.schedule_history(&schedule.id, 10).await.unwrap().len(), 3);
+    assert_eq!(
+        store
+            .schedule_history(&schedule.id, 10)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
     let updated = store
         .update_schedule(&schedule.id, &spec, Some(next))
         .await
@@ -758,7 +820,12 @@ async fn every_method_works_on_postgres() {
         .await
         .unwrap();
     assert!(!disabled.enabled);
-    assert!(!store.pause_schedule(&schedule.id, next, "gone").await.unwrap());
+    assert!(
+        !store
+            .pause_schedule(&schedule.id, next, "gone")
+            .await
+            .unwrap()
+    );
     store.delete_schedule(&schedule.id).await.unwrap();
     assert!(matches!(
         store.delete_schedule(&schedule.id).await,
@@ -811,7 +878,10 @@ async fn every_method_works_on_postgres() {
     let report = store.prune(Duration::from_secs(86_400 * 30)).await.unwrap();
     assert!(report.tasks >= 2 && report.events >= 6, "{report:?}");
     assert!(store.task_events(&task.id, 0).await.unwrap().is_empty());
-    assert_eq!(store.task(&task.id).await.unwrap().state, TaskState::Completed);
+    assert_eq!(
+        store.task(&task.id).await.unwrap().state,
+        TaskState::Completed
+    );
 
     drop(store);
     schema.drop_schema().await;
