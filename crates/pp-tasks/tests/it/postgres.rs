@@ -151,6 +151,14 @@ async fn write_after_approval(service: &TaskService, tree: &TempTree) -> Vec<&'s
     );
     let changes = service.task_changes(&task.id).await.unwrap();
     assert_eq!(changes.len(), 1, "{changes:?}");
+    // The snapshot of what the write replaced is in the data directory: revert it.
+    let reverted = service
+        .revert_change(&changes[0].id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(reverted.kind, pp_types::ChangeKind::Reverted);
+    assert_eq!(tree.read("notes.txt"), "old\n");
     service
         .task_events_page(&task.id, 0, 100)
         .await
@@ -166,8 +174,11 @@ async fn a_write_waits_then_completes_after_approval_as_on_sqlite() {
     let Some(schema) = Schema::create(module_path!()) else {
         return;
     };
-    let tree = TempTree::new();
-    let on_postgres = write_after_approval(&service_on(&schema, &tree, 2).await, &tree).await;
+    let (tree, data) = (TempTree::new(), tempfile::tempdir().unwrap());
+    let service = service_on(&schema, &tree, 2)
+        .await
+        .with_data_dir(data.path().to_path_buf());
+    let on_postgres = write_after_approval(&service, &tree).await;
 
     let (data, tree) = (tempfile::tempdir().unwrap(), TempTree::new());
     let sqlite = TaskService::new(
