@@ -594,8 +594,8 @@ impl TaskService {
 /// Why nothing beside a server database can be kept or reverted.
 fn no_data_dir() -> Error {
     Error::Internal(
-        "no data directory: snapshots and the memory file live beside the SQLite database, \
-         and a server database has none"
+        "no data directory: snapshots and the memory file live beside the SQLite database; \
+         on a server database name it with TaskService::with_data_dir"
             .to_owned(),
     )
 }

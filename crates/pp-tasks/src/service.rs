@@ -84,6 +84,16 @@ impl TaskService {
         }
     }
 
+    /// The same service, keeping revert snapshots in `data_dir` and reaching the memory
+    /// file there (the folder `[memory]` uses). Without it they live beside the SQLite
+    /// database; a service on a server database (PostgreSQL) needs it for reverts and
+    /// the memory's change log. Call it before the service runs anything.
+    #[must_use]
+    pub fn with_data_dir(self, data_dir: std::path::PathBuf) -> Self {
+        self.inner.set_data_dir(data_dir);
+        self
+    }
+
     /// The store.
     pub fn store(&self) -> &Store {
         &self.inner.store

@@ -37,6 +37,9 @@ pub(crate) struct Shared {
     pub(crate) wake: Notify,
     /// Cancellation signals of the segments running in this process.
     cancellations: Mutex<HashMap<TaskId, Arc<Cancellation>>>,
+    /// The data directory when the front end names it ([`crate::TaskService::with_data_dir`]);
+    /// otherwise the SQLite database's folder. Set once, before any run needs it.
+    data_dir: std::sync::OnceLock<PathBuf>,
 }
 
 /// A cancellation signal for one task run, registered before the run waits for a worker
@@ -88,18 +91,28 @@ impl Shared {
             workers,
             wake: Notify::new(),
             cancellations: Mutex::new(HashMap::new()),
+            data_dir: std::sync::OnceLock::new(),
         }
     }
 
-    /// The data directory: where the snapshot store and the memory file live, beside
-    /// the SQLite database. `None` on a server database (PostgreSQL), which has no file.
+    /// The data directory: where the snapshot store and the memory file live. The one
+    /// named with [`crate::TaskService::with_data_dir`], else the SQLite database's
+    /// folder; `None` on a server database (PostgreSQL) without one named.
     pub(crate) fn data_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = self.data_dir.get() {
+            return Some(dir.clone());
+        }
         self.store.path().map(|database| {
             database
                 .parent()
                 .unwrap_or_else(|| Path::new("."))
                 .to_path_buf()
         })
+    }
+
+    /// Names the data directory (the first call wins).
+    pub(crate) fn set_data_dir(&self, dir: PathBuf) {
+        let _ = self.data_dir.set(dir);
     }
 
     /// Builds a fresh jail, tools and gate on `workspace_path`, off the async threads

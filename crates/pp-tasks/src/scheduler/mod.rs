@@ -449,9 +449,25 @@ async fn tick_once(
     now: Timestamp,
 ) -> Result<TickReport> {
     let due = store.due_schedules(now, TICK_LIMIT).await?;
+    // Which workspace folders are there, looked at once per tick on the blocking pool
+    // (not once per schedule: a tick may fire a thousand).
+    let folders: Vec<std::path::PathBuf> = due
+        .iter()
+        .filter_map(|schedule| workspaces.find(Some(&schedule.spec.workspace)))
+        .map(|workspace| workspace.path.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let present: std::collections::HashSet<std::path::PathBuf> = blocking(move || {
+        folders
+            .into_iter()
+            .filter(|folder| folder.is_dir())
+            .collect()
+    })
+    .await?;
     let mut outcomes = Vec::with_capacity(due.len());
     for schedule in due {
-        let outcome = fire_one(store, workspaces, script, &schedule, now)
+        let outcome = fire_one(store, workspaces, &present, script, &schedule, now)
             .await
             .unwrap_or_else(|error| TickOutcome::Failed {
                 error: error.to_string(),
@@ -461,10 +477,12 @@ async fn tick_once(
     Ok(TickReport { outcomes })
 }
 
-/// Fires one due schedule, or pauses it when it cannot fire any more.
+/// Fires one due schedule, or pauses it when it cannot fire any more (`present`: the
+/// workspace folders that exist).
 async fn fire_one(
     store: &Store,
     workspaces: &Workspaces,
+    present: &std::collections::HashSet<std::path::PathBuf>,
     script: Option<&serde_json::Value>,
     schedule: &Schedule,
     now: Timestamp,
@@ -497,8 +515,7 @@ async fn fire_one(
         ))
         .await;
     };
-    let folder = workspace.path.clone();
-    if !blocking(move || folder.is_dir()).await? {
+    if !present.contains(&workspace.path) {
         return pause(format!(
             "the folder of workspace `{}` ({}) is gone",
             spec.workspace,
