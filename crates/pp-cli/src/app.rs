@@ -10,6 +10,7 @@ use pp_tasks::store::Store;
 use pp_tasks::{MemoryService, ModelSource, SkillsService, TaskService};
 use pp_tools::docs::{DocsProvider, DocsSettings};
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
+use pp_types::SystemClock;
 
 use crate::config::{Config, DocsConfig, Flags};
 use crate::mcp_tools::{McpClients, McpProvider};
@@ -29,38 +30,39 @@ pub(crate) struct App {
 
 impl App {
     /// Loads the configuration, creates the data directory and opens the database.
-    pub(crate) fn open(
+    pub(crate) async fn open(
         flags: &Flags,
         models: ModelSource,
         observer: Option<Arc<dyn EventSink>>,
     ) -> anyhow::Result<Self> {
-        Self::with_config(Config::load(flags)?, models, observer)
+        Self::with_config(Config::load(flags)?, models, observer).await
     }
 
     /// [`App::open`] for commands that only read or change what is stored (tasks,
     /// sessions): stored tasks carry their own workspace, so the current directory is
     /// not taken as a default one, and no model is needed.
-    pub(crate) fn stored(flags: &Flags) -> anyhow::Result<Self> {
+    pub(crate) async fn stored(flags: &Flags) -> anyhow::Result<Self> {
         let flags = Flags {
             stored_tasks_only: true,
             ..flags.clone()
         };
-        Self::open(&flags, ModelSource::Scripted, None)
+        Self::open(&flags, ModelSource::Scripted, None).await
     }
 
     /// Like [`App::open`] with an already loaded configuration.
-    pub(crate) fn with_config(
+    pub(crate) async fn with_config(
         config: Config,
         models: ModelSource,
         observer: Option<Arc<dyn EventSink>>,
     ) -> anyhow::Result<Self> {
         home::ensure(&config.home)?;
         home::ensure_skills(&config.skills.home)?;
-        let store = Store::open(&config.database())
-            .with_context(|| format!("cannot open {}", config.database().display()))?;
+        let store = Store::connect(&config.store_url, Arc::new(SystemClock))
+            .await
+            .with_context(|| format!("cannot open the database {}", config.store_url))?;
         let mcp = Arc::new(McpClients::new(config.mcp.servers.clone()));
         let service = TaskService::build(
-            Arc::new(store),
+            store,
             config.tasks.clone(),
             config.workspaces.clone(),
             models,
@@ -74,7 +76,8 @@ impl App {
                 )))
                 .with(Arc::new(McpProvider::new(&mcp))),
             observer,
-        );
+        )
+        .with_data_dir(config.home.clone());
         Ok(Self {
             config,
             service,
@@ -93,13 +96,13 @@ impl App {
     /// The operator's skills service over the configured skills folders, auditing into
     /// this app's store.
     pub(crate) fn skills(&self) -> SkillsService {
-        SkillsService::new(self.config.skills.clone(), Arc::clone(self.service.store()))
+        self.service.skills_service(self.config.skills.clone())
     }
 
     /// The operator's memory service over `memory.md` in the data directory, auditing
     /// into this app's store.
     pub(crate) fn memory(&self) -> MemoryService {
-        MemoryService::new(self.config.memory.clone(), Arc::clone(self.service.store()))
+        self.service.memory_service(self.config.memory.clone())
     }
 }
 

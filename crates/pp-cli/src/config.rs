@@ -71,6 +71,9 @@ pub(crate) struct FileStore {
     /// Prune the history of tasks finished more than this many days ago (default: keep
     /// everything).
     retain_days: Option<u32>,
+    /// The database: `sqlite://PATH` or `postgres://…` (default: `pocketpilot.db` in the
+    /// data directory).
+    url: Option<String>,
 }
 
 /// The `[revert]` table: snapshots of what approved writes replace.
@@ -307,6 +310,8 @@ pub(crate) struct Config {
     /// `[store] retain_days`: how long the history of finished tasks is kept (`None`:
     /// forever).
     pub(crate) retain: Option<Duration>,
+    /// `[store] url`: the database (default: `pocketpilot.db` in the data directory).
+    pub(crate) store_url: pp_tasks::StoreUrl,
     /// `[skills]`: the data directory's `skills/` plus the read-only `dirs`.
     pub(crate) skills: SkillsSettings,
     /// `[memory]`: `memory.md` in the data directory and its prompt cap.
@@ -412,6 +417,27 @@ impl Config {
             Some(0) => return Err(Exit::usage("`[store] retain_days` must be at least 1").into()),
             days => days.map(retain_window),
         };
+        let store_url = match file_config
+            .store
+            .as_ref()
+            .and_then(|store| store.url.as_deref())
+        {
+            // A relative SQLite path is relative to the config file's folder, so every
+            // command finds the same database from any directory.
+            Some(url) => match pp_tasks::StoreUrl::parse(url)
+                .map_err(|error| Exit::usage(format!("`[store] url`: {error}")))?
+            {
+                pp_tasks::StoreUrl::Sqlite(path) if path.is_relative() => {
+                    let base = file.as_deref().and_then(Path::parent);
+                    pp_tasks::StoreUrl::Sqlite(match base {
+                        Some(base) => base.join(path),
+                        None => absolute_path(&path)?,
+                    })
+                }
+                url => url,
+            },
+            None => pp_tasks::StoreUrl::Sqlite(home.join("pocketpilot.db")),
+        };
         let notify = resolve_notify(file_config.notify.as_ref())?;
         let approvals_expire_after = match file_config
             .approvals
@@ -454,6 +480,7 @@ impl Config {
             model: file_config.model,
             discovery: file_config.discovery.unwrap_or_default(),
             retain,
+            store_url,
             skills,
             memory,
             docs: DocsConfig::resolve(file_config.docs.as_ref()),
@@ -462,11 +489,6 @@ impl Config {
             notify,
             approvals_expire_after,
         })
-    }
-
-    /// The database file.
-    pub(crate) fn database(&self) -> PathBuf {
-        self.home.join("pocketpilot.db")
     }
 
     /// The API token file.

@@ -404,7 +404,7 @@ fn main() -> ExitCode {
             Command::Memory { command } => commands::memory::run(&flags, command).await,
             Command::Mcp { command } => commands::mcp::run(&flags, command).await,
             Command::Channels { command } => commands::channels::run(&flags, command).await,
-            Command::Token { command } => commands::token::run(&flags, &command),
+            Command::Token { command } => commands::token::run(&flags, &command).await,
             Command::Eval { path } => commands::eval::run(&path).await,
             Command::Backup { file } => commands::backup::backup(&flags, &file).await,
             Command::Restore { file } => commands::backup::restore(&flags, &file).await,

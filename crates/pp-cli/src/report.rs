@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use pp_tasks::TaskService;
-use pp_tasks::store::{AuditFilter, Store};
+use pp_tasks::{AuditFilter, TaskService};
 use pp_types::{Event, EventKind, TaskId, TaskRecord};
 
 use crate::output::outln;
@@ -22,15 +21,17 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
-    /// Reads `task`'s events and audit rows (blocking: call on a blocking thread).
-    pub(crate) fn read(store: &Store, task: &TaskId) -> anyhow::Result<Self> {
-        let events = store.task_events(task, 0)?;
-        let audit = store.list_audit(&AuditFilter {
-            task_id: Some(task.clone()),
-            action: Some("tool_executed".to_owned()),
-            limit: 10_000,
-            ..AuditFilter::default()
-        })?;
+    /// Reads `task`'s events and audit rows.
+    pub(crate) async fn read(service: &TaskService, task: &TaskId) -> anyhow::Result<Self> {
+        let events = service.task_events(task, 0).await?;
+        let audit = service
+            .list_audit(AuditFilter {
+                task_id: Some(task.clone()),
+                action: Some("tool_executed".to_owned()),
+                limit: 10_000,
+                ..AuditFilter::default()
+            })
+            .await?;
         let events: Vec<Event> = events.into_iter().map(|stored| stored.event).collect();
         Ok(Self::count(
             &events,
@@ -80,7 +81,7 @@ impl Counts {
 /// `run --json`: prints the task's stored events on stdout as they are stored (the
 /// objects the API's event stream sends as `data:`), one per line, then a `result` line.
 pub(crate) struct JsonFeed {
-    store: Arc<Store>,
+    service: TaskService,
     task: TaskId,
     /// The sequence number of the last event printed; held while printing so the poller
     /// and the final drain never interleave or repeat.
@@ -95,21 +96,21 @@ const JSON_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 impl JsonFeed {
     /// Starts following `task`.
     pub(crate) fn start(service: &TaskService, task: &TaskId) -> Self {
-        let store = Arc::clone(service.store());
+        let service = service.clone();
         let last = Arc::new(tokio::sync::Mutex::new(0));
         let poller = {
-            let (store, task, last) = (Arc::clone(&store), task.clone(), Arc::clone(&last));
+            let (service, task, last) = (service.clone(), task.clone(), Arc::clone(&last));
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(JSON_POLL).await;
-                    if print_new(&store, &task, &last).await.is_err() {
+                    if print_new(&service, &task, &last).await.is_err() {
                         return;
                     }
                 }
             })
         };
         Self {
-            store,
+            service,
             task: task.clone(),
             last,
             poller,
@@ -118,7 +119,7 @@ impl JsonFeed {
 
     /// Prints what was stored since the last call.
     pub(crate) async fn pump(&self) -> anyhow::Result<()> {
-        print_new(&self.store, &self.task, &self.last).await
+        print_new(&self.service, &self.task, &self.last).await
     }
 
     /// Prints the remaining events and the `result` line.
@@ -150,14 +151,12 @@ impl Drop for JsonFeed {
 }
 
 async fn print_new(
-    store: &Arc<Store>,
+    service: &TaskService,
     task: &TaskId,
     last: &tokio::sync::Mutex<i64>,
 ) -> anyhow::Result<()> {
     let mut last = last.lock().await;
-    let after = *last;
-    let (store, task) = (Arc::clone(store), task.clone());
-    let events = tokio::task::spawn_blocking(move || store.task_events(&task, after)).await??;
+    let events = service.task_events(task, *last).await?;
     for event in events {
         if event.seq > *last {
             outln!("{}", json_safe(&serde_json::to_string(&event)?))?;

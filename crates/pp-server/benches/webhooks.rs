@@ -10,7 +10,6 @@
     reason = "a benchmark binary that prints its figures"
 )]
 
-use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
@@ -98,7 +97,7 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let tree = TempTree::new();
-        let store = Arc::new(Store::open(&tree.base().join("bench.db")).unwrap());
+        let store = Store::open(&tree.base().join("bench.db")).unwrap();
         let service = TaskService::new(
             store,
             TaskSettings::default(),

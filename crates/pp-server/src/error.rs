@@ -199,25 +199,14 @@ impl From<pp_tasks::Error> for ApiError {
             Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
-            Error::Store(error) => error.into(),
+            Error::Store(_) if error.is_conflict() => Self::InvalidState(error.to_string()),
             Error::Skill(error) => error.into(),
             Error::Memory(error) => error.into(),
-            Error::Workspace { .. } | Error::Model(_) | Error::Tools(_) | Error::Internal(_) => {
-                Self::internal(error)
-            }
-        }
-    }
-}
-
-impl From<pp_tasks::store::Error> for ApiError {
-    fn from(error: pp_tasks::store::Error) -> Self {
-        use pp_tasks::store::Error;
-        match error {
-            Error::NotFound { .. } => Self::NotFound(error.to_string()),
-            Error::AlreadyResolved { .. } => Self::AlreadyResolved(error.to_string()),
-            Error::Conflict { .. } => Self::InvalidState(error.to_string()),
-            Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
-            other => Self::internal(other),
+            Error::Store(_)
+            | Error::Workspace { .. }
+            | Error::Model(_)
+            | Error::Tools(_)
+            | Error::Internal(_) => Self::internal(error),
         }
     }
 }
@@ -255,7 +244,7 @@ impl From<pp_tasks::ChannelsError> for ApiError {
             ChannelsError::BadRequest(message) => Self::BadRequest(message),
             ChannelsError::NotFound { .. } => Self::NotFound(error.to_string()),
             ChannelsError::NameTaken(_) => Self::Exists(error.to_string()),
-            ChannelsError::Store(error) => error.into(),
+            ChannelsError::Store(error) => pp_tasks::Error::from(error).into(),
             ChannelsError::Internal(_) => Self::internal(error),
         }
     }

@@ -103,4 +103,10 @@ impl Error {
             other => Self::Store(other),
         }
     }
+
+    /// Whether this is a store compare-and-set conflict (someone else moved the task
+    /// first): front ends answer it like [`Error::InvalidState`].
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Self::Store(pp_store::Error::Conflict { .. }))
+    }
 }

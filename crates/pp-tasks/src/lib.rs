@@ -23,6 +23,7 @@
 //! assert_eq!(settings.timeout.as_secs(), 600);
 //! ```
 
+mod admin;
 mod blocking;
 mod changes;
 pub mod channels;
@@ -72,6 +73,8 @@ pub use task_search::TasksPage;
 pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use view::ApprovalView;
 
-/// The store, re-exported so front ends reach audit queries and sessions through the
-/// service without depending on the database crate.
+/// The store, re-exported so the binary can open the database a [`store::StoreUrl`] names
+/// and hand it to [`TaskService::build`]; front ends call the service, never the store.
 pub use pp_store as store;
+/// The store's query inputs and answers the service passes through.
+pub use pp_store::{AuditFilter, PruneReport, StoreUrl, TaskFilter};

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use clap::Subcommand;
-use pp_tasks::store::Store;
 use pp_tasks::{Decision, ModelSource, ResolveRequest, Workspace};
 use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 
@@ -67,7 +66,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
     };
     match command {
         ApprovalsCommand::List { state, limit, json } => {
-            let app = App::open(flags, ModelSource::Scripted, None)?;
+            let app = App::open(flags, ModelSource::Scripted, None).await?;
             let state = state
                 .map(|name| {
                     ApprovalState::parse(&name)
@@ -99,7 +98,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
             Ok(exit::OK)
         }
         ApprovalsCommand::Show { id, json } => {
-            let app = App::open(flags, ModelSource::Scripted, None)?;
+            let app = App::open(flags, ModelSource::Scripted, None).await?;
             let view = app.service.approval_view(&ApprovalId(id)).await?;
             if json {
                 outln!("{}", json_safe(&serde_json::to_string(&view)?))?;
@@ -141,7 +140,7 @@ async fn resolve(
     let id = ApprovalId(id);
     // Scripted tasks carry their script; only other tasks need the configured model, so
     // look (and probe local servers) only for those.
-    let task = stored_task(&config, &id)?;
+    let task = stored_task(flags, &id).await?;
     if let Some(task) = &task {
         config.refuse_private_inside(Workspace {
             name: task.workspace.clone(),
@@ -155,7 +154,7 @@ async fn resolve(
     };
     let live = LiveView::new(false);
     let observer: Arc<dyn pp_agent::EventSink> = live.clone();
-    let app = App::with_config(config, models, Some(observer))?;
+    let app = App::with_config(config, models, Some(observer)).await?;
     let ui = Ui {
         live,
         feed: None,
@@ -185,13 +184,12 @@ async fn resolve(
 
 /// The approval's task, or `None` for an unknown approval (resolving it then reports
 /// "not found" without looking for a model).
-fn stored_task(config: &Config, id: &ApprovalId) -> anyhow::Result<Option<TaskRecord>> {
-    crate::home::ensure(&config.home)?;
-    let store = Store::open(&config.database())?;
-    let Ok(approval) = store.approval(id) else {
+async fn stored_task(flags: &Flags, id: &ApprovalId) -> anyhow::Result<Option<TaskRecord>> {
+    let app = App::stored(flags).await?;
+    let Ok(approval) = app.service.approval_view(id).await else {
         return Ok(None);
     };
-    Ok(Some(store.task(&approval.task_id)?))
+    Ok(Some(app.service.task(&approval.task_id).await?))
 }
 
 #[expect(

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pp_store::{PruneReport, Store};
+use pp_tasks::{PruneReport, StoreUrl, TaskService};
 
+use crate::app::App;
 use crate::config::{Config, Flags, absolute_path, retain_window};
 use crate::output::errln;
 use crate::{Exit, exit, home, lock};
@@ -15,27 +16,20 @@ use crate::{Exit, exit, home, lock};
 const PRUNE_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// `pocketpilot backup FILE`: a consistent copy of the database, also while `serve` runs.
+/// A PostgreSQL database is backed up with `pg_dump` (usage error, exit code 2).
 pub(crate) async fn backup(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
     let config = Config::load(flags)?;
-    let database = config.database();
+    let database = sqlite_file(&config, "back up", "pg_dump")?;
     let file = absolute_path(file)?;
     if !exists(&database) {
         return Err(Exit::usage(format!("there is no database at {}", database.display())).into());
     }
-    let target = file.clone();
-    blocking(move || {
-        let store = Store::open(&database)
-            .with_context(|| format!("cannot open {}", database.display()))?;
-        store
-            .backup_to(&target)
-            .with_context(|| format!("cannot back up {}", database.display()))
-    })
-    .await?;
-    errln!(
-        "backed up {} to {}",
-        config.database().display(),
-        file.display()
-    );
+    let app = App::stored(flags).await?;
+    app.service
+        .backup_to(&file)
+        .await
+        .with_context(|| format!("cannot back up {}", database.display()))?;
+    errln!("backed up {} to {}", database.display(), file.display());
     Ok(exit::OK)
 }
 
@@ -44,34 +38,49 @@ pub(crate) async fn backup(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
 /// database is refused (exit code 2) and nothing changes.
 pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
     let config = Config::load(flags)?;
+    let database = sqlite_file(&config, "restore", "pg_restore")?;
     let file = absolute_path(file)?;
     home::ensure(&config.home)?;
-    let database = config.database();
-    let restored = {
-        let (file, database) = (file.clone(), database.clone());
-        blocking(move || {
-            // Held until the restored database has been opened once (and migrated).
-            let _lock = lock::hold_for_restore(&config.home)?;
-            Store::restore_file(&file, &database).map_err(|error| match error {
-                pp_store::Error::NotAStore { .. } => Exit::usage(error.to_string()).into(),
-                other => {
-                    anyhow::Error::new(other).context(format!("cannot restore {}", file.display()))
-                }
-            })?;
-            let store = Store::open(&database)
-                .with_context(|| format!("cannot open the restored {}", database.display()))?;
-            // A console session that logged out after the backup must not come back.
-            store.delete_all_logins()?;
-            Ok(store.list_tasks(None, usize::MAX)?.len())
-        })
-        .await?
-    };
+    // Held until the restored database has been opened once (and migrated).
+    let home_dir = config.home.clone();
+    let _lock = tokio::task::spawn_blocking(move || lock::hold_for_restore(&home_dir))
+        .await
+        .context("the restore lock task stopped")??;
+    TaskService::restore_file(&file, &database)
+        .await
+        .map_err(|error| match error {
+            pp_tasks::Error::Store(pp_tasks::store::Error::NotAStore { .. }) => {
+                Exit::usage(error.to_string()).into()
+            }
+            other => {
+                anyhow::Error::new(other).context(format!("cannot restore {}", file.display()))
+            }
+        })?;
+    let app = App::stored(flags)
+        .await
+        .with_context(|| format!("cannot open the restored {}", database.display()))?;
+    // A console session that logged out after the backup must not come back.
+    app.service.end_all_logins().await?;
+    let restored = app.service.list_tasks(None, usize::MAX).await?.len();
     errln!(
         "restored {} into {} ({restored} task(s))",
         file.display(),
         database.display()
     );
     Ok(exit::OK)
+}
+
+/// The SQLite database file `backup`/`restore` work on; a usage error naming `tool` on
+/// a PostgreSQL database.
+fn sqlite_file(config: &Config, action: &str, tool: &str) -> anyhow::Result<PathBuf> {
+    match &config.store_url {
+        StoreUrl::Sqlite(path) => Ok(path.clone()),
+        StoreUrl::Postgres(_) => Err(Exit::usage(format!(
+            "the database is PostgreSQL ({}): {action} it with {tool} (docs/team.md)",
+            config.store_url
+        ))
+        .into()),
+    }
 }
 
 /// `pocketpilot prune`: drops the history of tasks finished more than `days` (default
@@ -85,19 +94,15 @@ pub(crate) async fn prune(flags: &Flags, days: Option<u32>) -> anyhow::Result<u8
             Exit::usage("nothing to prune by: set `[store] retain_days` or pass --older-than-days")
         })?,
     };
-    let database = config.database();
-    if !exists(&database) {
+    if let StoreUrl::Sqlite(database) = &config.store_url
+        && !exists(database)
+    {
         return Err(Exit::usage(format!("there is no database at {}", database.display())).into());
     }
-    let report = blocking(move || {
-        let store = Store::open(&database)
-            .with_context(|| format!("cannot open {}", database.display()))?;
-        Ok(store.prune(older_than)?)
-    })
-    .await?;
+    let app = App::stored(flags).await?;
+    let report = app.service.prune(older_than).await?;
     errln!("{}", describe(&report));
     // Snapshots kept for reverts have their own window, `[revert] retain_days`.
-    let app = crate::app::App::stored(flags)?;
     let (expired, removed) = app.service.prune_snapshots().await?;
     if expired + removed > 0 {
         errln!(
@@ -108,21 +113,15 @@ pub(crate) async fn prune(flags: &Flags, days: Option<u32>) -> anyhow::Result<u8
     Ok(exit::OK)
 }
 
-/// For `serve` with `[store] retain_days`: prunes now and then once a day, on a blocking
-/// thread, until the returned task is aborted. Failures are reported, never fatal.
+/// For `serve` with `[store] retain_days`: prunes now and then once a day until the
+/// returned task is aborted. Failures are reported, never fatal.
 pub(crate) fn spawn_daily_prune(
-    database: PathBuf,
+    service: TaskService,
     older_than: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            let database = database.clone();
-            let pruned = blocking(move || {
-                let store = Store::open(&database)?;
-                Ok(store.prune(older_than)?)
-            })
-            .await;
-            match pruned {
+            match service.prune(older_than).await {
                 Ok(report) if report == PruneReport::default() => {}
                 Ok(report) => errln!("{}", describe(&report)),
                 Err(error) => errln!("warning: pruning old history failed: {error:#}"),
@@ -160,15 +159,6 @@ fn describe(report: &PruneReport) -> String {
         "pruned the history of {} finished task(s): {} event(s), {} audit row(s)",
         report.tasks, report.events, report.audit
     )
-}
-
-/// Runs blocking store work off the async threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
-) -> anyhow::Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .context("the store task stopped")?
 }
 
 fn exists(path: &Path) -> bool {

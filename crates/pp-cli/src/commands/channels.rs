@@ -93,8 +93,8 @@ pub(crate) enum ChannelsCommand {
     },
 }
 
-fn open(flags: &Flags) -> anyhow::Result<(Config, ChannelsService)> {
-    let app = App::stored(flags)?;
+async fn open(flags: &Flags) -> anyhow::Result<(Config, ChannelsService)> {
+    let app = App::stored(flags).await?;
     let key = home::load_or_create_channel_key(&app.config.channel_key_file())?;
     let channels = ChannelsService::new(
         app.service.clone(),
@@ -140,7 +140,7 @@ fn print_secret(
 
 /// Runs a `channels` subcommand.
 pub(crate) async fn run(flags: &Flags, command: ChannelsCommand) -> anyhow::Result<u8> {
-    let (config, channels) = open(flags)?;
+    let (config, channels) = open(flags).await?;
     match command {
         ChannelsCommand::List { json } => {
             let list = channels.list().await.map_err(failed)?;

@@ -86,7 +86,7 @@ pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Resul
 /// `--session ID` without `--workspace` works from any directory; `None` before the
 /// first turn.
 async fn stored_workspace(flags: &Flags, id: &str) -> anyhow::Result<Option<PathBuf>> {
-    let app = App::stored(flags)?;
+    let app = App::stored(flags).await?;
     let view = match app.service.session(id).await {
         Ok(view) => view,
         Err(pp_tasks::Error::NotFound { .. }) => return Err(no_session(id).into()),

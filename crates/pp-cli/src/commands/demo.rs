@@ -4,6 +4,7 @@ use std::io::IsTerminal as _;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use pp_tasks::StoreUrl;
 use pp_tasks::store::Store;
 use pp_tasks::{
     CreateTask, Decision, ModelSource, ResolveRequest, TaskService, TaskSettings, Workspaces,
@@ -26,7 +27,11 @@ pub(crate) async fn run() -> anyhow::Result<u8> {
         .context("cannot create a temporary directory for the demo")?;
     let workspace = temp.path().join("workspace");
     create_files(temp.path())?;
-    let store = Arc::new(Store::open(&temp.path().join("demo.db"))?);
+    let store = Store::connect(
+        &StoreUrl::Sqlite(temp.path().join("demo.db")),
+        Arc::new(pp_types::SystemClock),
+    )
+    .await?;
     let live = LiveView::new(false);
     let service = TaskService::build(
         store,
@@ -117,8 +122,8 @@ async fn settle(
 ) -> anyhow::Result<Option<TaskRecord>> {
     while task.state == TaskState::WaitingApproval {
         let pending = service
-            .store()
-            .approvals_for_task(&task.id)?
+            .approvals_for_task(&task.id)
+            .await?
             .into_iter()
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits but has no pending approval")?;
@@ -183,7 +188,7 @@ async fn invoices(
         ]),
     )
     .await?;
-    for line in invoice_lines(service, &task)? {
+    for line in invoice_lines(service, &task).await? {
         outln!("     {line}")?;
     }
     outln!("     The summary is a write_file of a CSV, so it stops for approval like any write.")?;
@@ -209,9 +214,9 @@ invoices/2024-06-lunch.pdf,24312000000100000004,2024-06-18,广州戊方餐饮管
 invoices/2024-07-ops.xml,24312000000200000001,2024-07-01,上海乙方贸易有限公司,3000.00,180.00,3280.00,total_mismatch\n";
 
 /// What `extract_invoice` returned in `task`, in a few lines: files, total, findings.
-fn invoice_lines(service: &TaskService, task: &TaskRecord) -> anyhow::Result<Vec<String>> {
+async fn invoice_lines(service: &TaskService, task: &TaskRecord) -> anyhow::Result<Vec<String>> {
     let mut lines = Vec::new();
-    for stored in service.store().task_events(&task.id, 0)? {
+    for stored in service.task_events(&task.id, 0).await? {
         let pp_types::EventKind::ToolResult { name, content, .. } = stored.event.kind else {
             continue;
         };

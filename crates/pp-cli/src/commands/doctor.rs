@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use pp_tasks::store::Store;
+use pp_tasks::ModelSource;
+
+use crate::app::App;
 
 use crate::config::{Config, Flags};
 use crate::output::outln;
@@ -61,6 +63,7 @@ pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
         }
     };
     check_home(&mut report, &config);
+    check_database(&mut report, &config).await;
     let shell = crate::shell::shell_provider(&config.shell, &config.home);
     for workspace in &config.workspaces.list {
         let default = if config.workspaces.default.as_deref() == Some(&workspace.name) {
@@ -146,17 +149,21 @@ fn check_home(report: &mut Report, config: &Config) {
             "created at the first `pocketpilot serve`",
         ),
     }
-    match Store::open(&config.database()) {
-        Ok(store) => report.line(
-            Verdict::Ok,
-            "database",
-            &format!(
-                "{} (schema {})",
-                config.database().display(),
-                store.schema_version().unwrap_or_default()
+}
+
+/// Opens the database `[store] url` names (applying migrations, as every command does)
+/// and says which backend and schema version it has.
+async fn check_database(report: &mut Report, config: &Config) {
+    match App::with_config(config.clone(), ModelSource::Scripted, None).await {
+        Ok(app) => match app.service.database_status().await {
+            Ok((backend, schema)) => report.line(
+                Verdict::Ok,
+                "database",
+                &format!("{} ({backend}, schema {schema})", config.store_url),
             ),
-        ),
-        Err(error) => report.line(Verdict::Fail, "database", &error.to_string()),
+            Err(error) => report.line(Verdict::Fail, "database", &error.to_string()),
+        },
+        Err(error) => report.line(Verdict::Fail, "database", &format!("{error:#}")),
     }
 }
 

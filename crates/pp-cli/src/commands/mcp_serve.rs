@@ -37,7 +37,8 @@ pub(crate) async fn run(
         config,
         ModelSource::Driven(Arc::clone(&link) as Arc<dyn pp_agent::Model>),
         Some(Arc::clone(&link) as Arc<dyn pp_agent::EventSink>),
-    )?;
+    )
+    .await?;
     let settings = ClientSettings {
         wait_limit,
         ..ClientSettings::default()

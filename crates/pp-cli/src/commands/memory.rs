@@ -40,7 +40,7 @@ pub(crate) async fn run(flags: &Flags, command: MemoryCommand) -> anyhow::Result
         stored_tasks_only: true,
         ..flags.clone()
     };
-    let app = App::open(flags, ModelSource::Scripted, None)?;
+    let app = App::open(flags, ModelSource::Scripted, None).await?;
     let memory = app.memory();
     match command {
         MemoryCommand::Show { json } => {

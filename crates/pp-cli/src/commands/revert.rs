@@ -14,7 +14,7 @@ use crate::{Exit, exit};
 
 /// Reverts change `id`; `json` prints `{"change": …}` or `{"error": …, "diff": …}`.
 pub(crate) async fn run(flags: &Flags, id: String, json: bool) -> anyhow::Result<u8> {
-    let app = App::stored(flags)?;
+    let app = App::stored(flags).await?;
     let refusal = match app
         .service
         .revert_change(&ChangeId(id.clone()), Actor::Operator)

@@ -47,11 +47,7 @@ pub(crate) async fn run(
             script,
         })
         .await?;
-    errln!(
-        "task {} (stored in {})",
-        task.id,
-        app.config.database().display()
-    );
+    errln!("task {} (stored in {})", task.id, app.config.store_url);
     let feed = json.then(|| JsonFeed::start(service, &task.id));
     let record = service.run_now(&task.id).await?;
     let ui = Ui {
@@ -85,7 +81,7 @@ pub(crate) async fn open_live(
         }
     };
     let observer: Arc<dyn pp_agent::EventSink> = live.clone();
-    let app = App::with_config(config, models, Some(observer))?;
+    let app = App::with_config(config, models, Some(observer)).await?;
     let workspace = app.service.workspaces().find(None);
     if let Some(workspace) = workspace {
         errln!("workspace: {}", workspace.path.display());
@@ -159,8 +155,8 @@ pub(crate) async fn follow(
             };
         }
         let pending = service
-            .store()
-            .approvals_for_task(&record.id)?
+            .approvals_for_task(&record.id)
+            .await?
             .into_iter()
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
@@ -340,10 +336,7 @@ fn show_details(view: &ApprovalView, palette: Palette) -> anyhow::Result<()> {
 /// The one-line summary on stderr when a run stops: steps, tool calls, denials,
 /// approvals, files changed (from the audit ledger), tokens when known, wall time.
 async fn summary(service: &TaskService, record: &TaskRecord, ui: &Ui) {
-    let store = Arc::clone(service.store());
-    let task = record.id.clone();
-    let counts = tokio::task::spawn_blocking(move || Counts::read(&store, &task)).await;
-    let Ok(Ok(counts)) = counts else {
+    let Ok(counts) = Counts::read(service, &record.id).await else {
         return;
     };
     let state = match record.state {

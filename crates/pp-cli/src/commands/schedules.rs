@@ -142,7 +142,7 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
         }
         _ => None,
     };
-    let (app, workspace) = open(flags, workspace_arg.as_deref())?;
+    let (app, workspace) = open(flags, workspace_arg.as_deref()).await?;
     let scheduler = Scheduler::new(app.service.clone());
     match command {
         SchedulesCommand::List { json } => {
@@ -256,9 +256,9 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
 /// The app, and the workspace name `--workspace` designates: a configured workspace's
 /// folder or name, or another folder (then a one-off workspace named after it, as
 /// `serve --workspace DIR` names it).
-fn open(flags: &Flags, workspace: Option<&str>) -> anyhow::Result<(App, Option<String>)> {
+async fn open(flags: &Flags, workspace: Option<&str>) -> anyhow::Result<(App, Option<String>)> {
     let Some(given) = workspace else {
-        return Ok((App::stored(flags)?, None));
+        return Ok((App::stored(flags).await?, None));
     };
     let stored_flags = Flags {
         stored_tasks_only: true,
@@ -266,7 +266,7 @@ fn open(flags: &Flags, workspace: Option<&str>) -> anyhow::Result<(App, Option<S
     };
     let config = Config::load(&stored_flags)?;
     if config.workspaces.find(Some(given)).is_some() {
-        let app = App::with_config(config, pp_tasks::ModelSource::Scripted, None)?;
+        let app = App::with_config(config, pp_tasks::ModelSource::Scripted, None).await?;
         return Ok((app, Some(given.to_owned())));
     }
     let path = PathBuf::from(given);
@@ -283,7 +283,7 @@ fn open(flags: &Flags, workspace: Option<&str>) -> anyhow::Result<(App, Option<S
         .find(|w| real_path(&w.path) == real_path(&path))
     {
         let name = found.name.clone();
-        let app = App::with_config(config, pp_tasks::ModelSource::Scripted, None)?;
+        let app = App::with_config(config, pp_tasks::ModelSource::Scripted, None).await?;
         return Ok((app, Some(name)));
     }
     let config = Config::load(&Flags {
@@ -291,7 +291,7 @@ fn open(flags: &Flags, workspace: Option<&str>) -> anyhow::Result<(App, Option<S
         ..stored_flags
     })?;
     let name = config.workspaces.default.clone();
-    let app = App::with_config(config, pp_tasks::ModelSource::Scripted, None)?;
+    let app = App::with_config(config, pp_tasks::ModelSource::Scripted, None).await?;
     Ok((app, name))
 }
 

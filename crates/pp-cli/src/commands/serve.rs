@@ -47,7 +47,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
             }
         },
     };
-    let app = App::with_config(config, models, None)?;
+    let app = App::with_config(config, models, None).await?;
     let token = home::load_or_create_token(&app.config.token_file())?;
     sweep_workspaces(&app.service.workspaces().list);
     let channel_key = home::load_or_create_channel_key(&app.config.channel_key_file())?;
@@ -83,7 +83,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let pruner = app
         .config
         .retain
-        .map(|retain| spawn_daily_prune(app.config.database(), retain));
+        .map(|retain| spawn_daily_prune(app.service.clone(), retain));
     let snapshot_pruner = spawn_daily_snapshot_prune(app.service.clone());
     let scheduler = spawn_scheduler(&app.service, settings.default_script.clone());
     let notifier = app.config.notify.clone().map(|notifier| {

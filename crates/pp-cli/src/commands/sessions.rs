@@ -40,7 +40,7 @@ pub(crate) enum SessionsCommand {
 
 /// Runs a `sessions` subcommand.
 pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Result<u8> {
-    let app = App::stored(flags)?;
+    let app = App::stored(flags).await?;
     let service = &app.service;
     match command {
         SessionsCommand::List { limit, json } => {

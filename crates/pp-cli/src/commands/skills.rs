@@ -48,7 +48,7 @@ pub(crate) async fn run(flags: &Flags, command: SkillsCommand) -> anyhow::Result
         stored_tasks_only: true,
         ..flags.clone()
     };
-    let app = App::open(flags, ModelSource::Scripted, None)?;
+    let app = App::open(flags, ModelSource::Scripted, None).await?;
     let skills = app.skills();
     match command {
         SkillsCommand::List { json } => {

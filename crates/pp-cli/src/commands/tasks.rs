@@ -1,7 +1,7 @@
 //! `pocketpilot tasks [list|show ID|events ID]`: reads the store directly.
 
 use clap::Subcommand;
-use pp_tasks::store::TaskFilter;
+use pp_tasks::TaskFilter;
 use pp_types::{Actor, TaskId, TaskState};
 
 use crate::app::App;
@@ -71,8 +71,8 @@ pub(crate) enum TasksCommand {
 
 /// Runs a `tasks` subcommand.
 pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<u8> {
-    let app = App::stored(flags)?;
-    let store = app.service.store();
+    let app = App::stored(flags).await?;
+    let service = &app.service;
     match command {
         TasksCommand::List {
             state,
@@ -99,14 +99,17 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                     })
                 })
                 .transpose()?;
-            let tasks = store.search_tasks(&TaskFilter {
-                query,
-                state,
-                workspace,
-                created_by,
-                before: None,
-                limit,
-            })?;
+            let tasks = service
+                .search_tasks(TaskFilter {
+                    query,
+                    state,
+                    workspace,
+                    created_by,
+                    before: None,
+                    limit,
+                })
+                .await?
+                .tasks;
             if json {
                 outln!(
                     "{}",
@@ -127,7 +130,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
             }
         }
         TasksCommand::Show { id, json } => {
-            let task = store.task(&TaskId(id))?;
+            let task = service.task(&TaskId(id)).await?;
             let changes = app.service.task_changes(&task.id).await?;
             if json {
                 let mut value = serde_json::to_value(&task)?;
@@ -143,8 +146,8 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
         }
         TasksCommand::Events { id, json } => {
             let id = TaskId(id);
-            store.task(&id)?;
-            let events = store.task_events(&id, 0)?;
+            service.task(&id).await?;
+            let events = service.task_events(&id, 0).await?;
             if json {
                 outln!(
                     "{}",
@@ -174,7 +177,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
         }
         TasksCommand::Retry { id, json } => {
             let id = TaskId(id);
-            let stored = store.task(&id)?;
+            let stored = service.task(&id).await?;
             app.config.refuse_private_inside(pp_tasks::Workspace {
                 name: stored.workspace,
                 path: stored.workspace_path.into(),

@@ -2,8 +2,6 @@
 
 use clap::Subcommand;
 
-use pp_tasks::store::Store;
-
 use crate::config::{Config, Flags};
 use crate::output::outln;
 use crate::{exit, home};
@@ -18,7 +16,7 @@ pub(crate) enum TokenCommand {
 }
 
 /// Runs a `token` subcommand.
-pub(crate) fn run(flags: &Flags, command: &TokenCommand) -> anyhow::Result<u8> {
+pub(crate) async fn run(flags: &Flags, command: &TokenCommand) -> anyhow::Result<u8> {
     let config = Config::load(flags)?;
     home::ensure(&config.home)?;
     let file = config.token_file();
@@ -26,8 +24,8 @@ pub(crate) fn run(flags: &Flags, command: &TokenCommand) -> anyhow::Result<u8> {
         TokenCommand::Rotate => {
             home::write_token(&file)?;
             outln!("a new token was written to {}", file.display())?;
-            let store = Store::open(&config.database())?;
-            let ended = store.delete_all_logins()?;
+            let app = crate::app::App::stored(flags).await?;
+            let ended = app.service.end_all_logins().await?;
             outln!("{ended} console session(s) ended: log in again with the new link")?;
             outln!(
                 "a running `pocketpilot serve` picks it up within seconds; API clients need \

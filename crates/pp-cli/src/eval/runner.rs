@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use pp_agent::{Agent, BoxFuture, EventLog, Limits, Outcome, Resolution, ResumeError, Tool};
 use pp_model::ScriptedModel;
+use pp_tasks::StoreUrl;
 use pp_tasks::store::Store;
 use pp_tasks::{
     CreateTask, Decision, ModelSource, ResolveRequest, Segment, TaskService, TaskSettings,
@@ -216,7 +217,11 @@ async fn execute_service(
         .prefix("pocketpilot-eval-db-")
         .tempdir()
         .context("cannot create a temp dir")?;
-    let store = Arc::new(Store::open(&data.path().join("eval.db"))?);
+    let store = Store::connect(
+        &StoreUrl::Sqlite(data.path().join("eval.db")),
+        Arc::new(pp_types::SystemClock),
+    )
+    .await?;
     let limits = limits(case);
     let settings = TaskSettings {
         workers: 1,
@@ -227,7 +232,7 @@ async fn execute_service(
     };
     let received = super::mcp::Received::default();
     let service = TaskService::build(
-        Arc::clone(&store),
+        store,
         settings,
         Workspaces::single("eval", workspace),
         ModelSource::Scripted,
@@ -246,8 +251,9 @@ async fn execute_service(
     let mut approvals = case.approvals.iter();
     while record.state == TaskState::WaitingApproval {
         let Some(entry) = approvals.next() else { break };
-        let pending = store
-            .approvals_for_task(&task.id)?
+        let pending = service
+            .approvals_for_task(&task.id)
+            .await?
             .into_iter()
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits but has no pending approval")?;
@@ -274,8 +280,9 @@ async fn execute_service(
         TaskState::WaitingApproval => "waiting_approval",
         _ => "failed",
     };
-    let events = store
-        .task_events(&task.id, 0)?
+    let events = service
+        .task_events(&task.id, 0)
+        .await?
         .into_iter()
         .map(|stored| stored.event)
         .collect();

@@ -1,5 +1,6 @@
 //! `backup`, `restore` and `prune` against a real data directory and a running `serve`.
 
+use crate::Wait as _;
 use std::ffi::OsStr;
 use std::path::Path;
 
@@ -58,6 +59,7 @@ fn backup_while_serving_restore_only_once_the_server_is_gone() {
     let session = pp_store::Store::open(&home.join("pocketpilot.db"))
         .unwrap()
         .create_login(std::time::Duration::from_secs(3600))
+        .wait()
         .unwrap();
 
     let (code, stderr) = cli(&home, &[OsStr::new("backup"), backup.as_os_str()]);
@@ -77,7 +79,7 @@ fn backup_while_serving_restore_only_once_the_server_is_gone() {
     assert_eq!(prompts(&home), ["first"]);
     let restored = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
     assert!(
-        !restored.login_valid(&session).unwrap(),
+        !restored.login_valid(&session).wait().unwrap(),
         "console sessions from the backup do not come back"
     );
     drop(restored);
@@ -188,9 +190,11 @@ fn serve_with_retain_days_prunes_old_history_at_start() {
                 origin: None,
                 script: None,
             })
+            .wait()
             .unwrap();
         store
             .claim(&task.id, &[TaskState::Running, TaskState::Queued])
+            .wait()
             .unwrap();
         let started = Event {
             step: 0,
@@ -207,8 +211,9 @@ fn serve_with_retain_days_prunes_old_history_at_start() {
                     ..TaskChange::to(TaskState::Completed)
                 },
             )
+            .wait()
             .unwrap();
-        assert_eq!(store.task_events(&task.id, 0).unwrap().len(), 1);
+        assert_eq!(store.task_events(&task.id, 0).wait().unwrap().len(), 1);
         task
     };
     let script = write_script(tree.base(), &json!([{ "content": "done" }]));
@@ -216,7 +221,7 @@ fn serve_with_retain_days_prunes_old_history_at_start() {
     let store = Store::open(&database).unwrap();
     let mut pruned = false;
     for _ in 0..1000 {
-        if store.task_events(&old.id, 0).unwrap().is_empty() {
+        if store.task_events(&old.id, 0).wait().unwrap().is_empty() {
             pruned = true;
             break;
         }
@@ -226,7 +231,10 @@ fn serve_with_retain_days_prunes_old_history_at_start() {
     // The server survived a second connection opening and closing in its process
     // (this crashed it with SIGBUS while opening a store closed descriptors of a file
     // SQLite had open, dropping its locks).
-    assert_eq!(store.task(&old.id).unwrap().state, TaskState::Completed);
+    assert_eq!(
+        store.task(&old.id).wait().unwrap().state,
+        TaskState::Completed
+    );
     run_task(&server, "new");
     drop(server);
     assert_eq!(prompts(&home), ["long ago", "new"]);

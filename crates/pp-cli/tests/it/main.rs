@@ -87,3 +87,16 @@ pub(crate) fn text(output: &Output) -> (String, String) {
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// Runs a store call to completion from a synchronous test (the store is async).
+pub(crate) trait Wait: std::future::Future + Sized {
+    fn wait(self) -> Self::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(self)
+    }
+}
+
+impl<F: std::future::Future> Wait for F {}

@@ -3,6 +3,7 @@
 //! answers; a rejection reaches the client; escapes are denied; after the wait limit the
 //! call answers "pending approval" and a later approval runs exactly once.
 
+use crate::Wait as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -65,6 +66,7 @@ fn store(tree: &TempTree) -> Store {
 fn client_tasks(tree: &TempTree) -> Vec<TaskRecord> {
     store(tree)
         .list_tasks(None, 100)
+        .wait()
         .unwrap()
         .into_iter()
         .filter(|task| task.created_by == Actor::McpClient)
@@ -186,9 +188,9 @@ async fn reads_run_at_once_and_the_task_records_the_client() {
 
     client.close().await.unwrap();
     // Closing stdin ends the task cleanly: nothing is left running.
-    let task = store(&tree).task(&tasks[0].id).unwrap();
+    let task = store(&tree).task(&tasks[0].id).wait().unwrap();
     assert_eq!(task.state, TaskState::Completed, "{task:?}");
-    let events = store(&tree).task_events(&task.id, 0).unwrap();
+    let events = store(&tree).task_events(&task.id, 0).wait().unwrap();
     let results = events
         .iter()
         .filter(|event| event.event.type_name() == "tool_result")
@@ -220,12 +222,13 @@ async fn a_write_waits_for_approve_in_another_process_then_answers() {
     let store = store(&tree);
     let record = store
         .approval(&pp_types::ApprovalId(approval.clone()))
+        .wait()
         .unwrap();
     assert_eq!(record.state, ApprovalState::Approved);
-    assert_eq!(store.task_changes(&record.task_id).unwrap().len(), 1);
+    assert_eq!(store.task_changes(&record.task_id).wait().unwrap().len(), 1);
     // The resumed task ended in the approving process, after the approved call.
     assert_eq!(
-        store.task(&record.task_id).unwrap().state,
+        store.task(&record.task_id).wait().unwrap().state,
         TaskState::Completed
     );
 
@@ -311,14 +314,14 @@ async fn after_the_wait_limit_the_call_is_pending_and_a_later_approval_runs_once
     );
     let id = pp_types::ApprovalId(approval.clone());
     assert_eq!(
-        store(&tree).approval(&id).unwrap().state,
+        store(&tree).approval(&id).wait().unwrap().state,
         ApprovalState::Pending
     );
 
     // The client goes away; the approval stays open.
     close(client).await;
     assert_eq!(
-        store(&tree).approval(&id).unwrap().state,
+        store(&tree).approval(&id).wait().unwrap().state,
         ApprovalState::Pending
     );
     assert!(!tree.exists("later.md"));
@@ -329,8 +332,8 @@ async fn after_the_wait_limit_the_call_is_pending_and_a_later_approval_runs_once
     let (code, _, _) = approvals(&tree, &["approve", &approval]).await;
     assert_ne!(code, Some(0), "a second approval runs nothing");
     let store = store(&tree);
-    let task = store.approval(&id).unwrap().task_id;
-    assert_eq!(store.task_changes(&task).unwrap().len(), 1);
+    let task = store.approval(&id).wait().unwrap().task_id;
+    assert_eq!(store.task_changes(&task).wait().unwrap().len(), 1);
     assert_eq!(tree.read("later.md"), "approved later\n");
     assert!(
         client_tasks(&tree)

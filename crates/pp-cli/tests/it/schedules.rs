@@ -442,7 +442,7 @@ fn serve_fires_a_missed_schedule_once_at_start() {
     )
     .unwrap();
     let service = TaskService::new(
-        Arc::new(store),
+        store,
         TaskSettings::default(),
         Workspaces::single("main", tree.workspace()),
         ModelSource::Scripted,

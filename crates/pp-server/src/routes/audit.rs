@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use pp_tasks::store::AuditFilter;
+use pp_tasks::AuditFilter;
 use pp_types::{AuditAction, TaskId};
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use pp_tasks::CreateTask;
-use pp_tasks::store::TaskFilter;
+use pp_tasks::TaskFilter;
 use pp_types::{Actor, TaskId, TaskRecord, TaskState};
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -96,7 +96,7 @@ async fn the_whole_approval_flow_through_the_api() {
     )
     .await
     .expect(409, Some("already_resolved"));
-    assert_eq!(app.audit("tool_executed", Some(&task)).len(), 1);
+    assert_eq!(app.audit("tool_executed", Some(&task)).await.len(), 1);
 
     // The JSON event log of the task tells the story in order.
     let events = app
@@ -163,8 +163,8 @@ async fn reject_with_a_reason() {
     assert_eq!(card.json["state"], "rejected");
     assert_eq!(card.json["reason"], "not today");
     assert!(!app.tree.exists("r.txt"));
-    assert!(app.audit("tool_executed", Some(&task)).is_empty());
-    assert_eq!(app.audit("approval_rejected", Some(&task)).len(), 1);
+    assert!(app.audit("tool_executed", Some(&task)).await.is_empty());
+    assert_eq!(app.audit("approval_rejected", Some(&task)).await.len(), 1);
 }
 
 #[tokio::test]
@@ -210,7 +210,7 @@ async fn invalid_edited_arguments_are_422_and_leave_the_approval_pending() {
     .expect(200, None);
     assert_eq!(app.tree.read("edited.txt"), "edited\n");
     assert!(!app.tree.exists("e.txt"));
-    let executed = app.audit("tool_executed", Some(&task));
+    let executed = app.audit("tool_executed", Some(&task)).await;
     assert_eq!(executed.len(), 1);
     assert_eq!(executed[0].target.as_deref(), Some("edited.txt"));
 }
@@ -248,9 +248,9 @@ async fn simultaneous_resolves_execute_exactly_once() {
     }
     assert_eq!((accepted, conflicts), (1, 19));
     let finished = wait_until_ended(&app, &task).await;
-    let executed = app.audit("tool_executed", Some(&task));
-    let decided = app.audit("approval_approved", Some(&task)).len()
-        + app.audit("approval_rejected", Some(&task)).len();
+    let executed = app.audit("tool_executed", Some(&task)).await;
+    let decided = app.audit("approval_approved", Some(&task)).await.len()
+        + app.audit("approval_rejected", Some(&task)).await.len();
     assert_eq!(decided, 1);
     if app.tree.exists("once.txt") {
         assert_eq!(executed.len(), 1, "{finished:?}");
@@ -314,7 +314,7 @@ async fn resolve_latency() {
     let mut ids = Vec::new();
     for task in &approvals {
         app.wait_for(task, TaskState::WaitingApproval).await;
-        let approval = app.service.store().approvals_for_task(task).unwrap();
+        let approval = app.service.store().approvals_for_task(task).await.unwrap();
         ids.push(approval[0].id.to_string());
     }
     let mut times = Vec::new();

@@ -130,7 +130,7 @@ async fn login_sets_a_strict_http_only_cookie_and_redirects() {
     app.send(with_cookie(Method::GET, "/api/tasks"))
         .await
         .expect(200, None);
-    assert_eq!(app.audit("console_login", None).len(), 1);
+    assert_eq!(app.audit("console_login", None).await.len(), 1);
 
     // A wrong bearer token is refused even with a valid cookie.
     let request = anonymous(Method::GET, "/api/tasks")
@@ -168,7 +168,7 @@ async fn a_bad_login_token_gets_a_401_page_and_no_cookie() {
         assert!(page.contains("pocketpilot serve"), "{page}");
         assert!(!page.contains("<script") && !page.contains("style="));
     }
-    assert!(app.audit("console_login", None).is_empty());
+    assert!(app.audit("console_login", None).await.is_empty());
 }
 
 #[tokio::test]

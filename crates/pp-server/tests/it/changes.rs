@@ -78,7 +78,7 @@ async fn a_change_is_listed_counted_and_reverted() {
     assert_eq!(reverted.json["change"]["kind"], "reverted");
     assert_eq!(reverted.json["change"]["path"], "plan.md");
     assert_eq!(app.tree.read("plan.md"), "a\nb\n");
-    let rows = app.audit("change_reverted", Some(&task));
+    let rows = app.audit("change_reverted", Some(&task)).await;
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].actor, pp_types::Actor::Operator);
 
@@ -149,7 +149,12 @@ async fn a_move_is_carded_logged_with_where_it_came_from_and_reverted() {
         ]))
         .await;
     app.wait_for(&task.id, TaskState::WaitingApproval).await;
-    let approval = app.service.store().approvals_for_task(&task.id).unwrap()[0]
+    let approval = app
+        .service
+        .store()
+        .approvals_for_task(&task.id)
+        .await
+        .unwrap()[0]
         .id
         .to_string();
     let card = app

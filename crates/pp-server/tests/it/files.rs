@@ -90,7 +90,7 @@ async fn list_download_upload() {
     assert_eq!(replaced.json["created"], false);
     assert_eq!(app.tree.read("up/new.txt"), "again\n");
 
-    let uploads = app.audit("file_uploaded", None);
+    let uploads = app.audit("file_uploaded", None).await;
     assert_eq!(uploads.len(), 2);
     for entry in &uploads {
         assert_eq!(entry.actor, pp_types::Actor::Operator);
@@ -102,7 +102,7 @@ async fn list_download_upload() {
         replaced.json["sha256"].as_str()
     );
     assert!(uploads[0].detail.as_deref().unwrap().starts_with("sha256:"));
-    let downloads = app.audit("file_downloaded", None);
+    let downloads = app.audit("file_downloaded", None).await;
     assert_eq!(downloads.len(), 1);
     assert_eq!(downloads[0].actor, pp_types::Actor::Operator);
     assert_eq!(downloads[0].target.as_deref(), Some("docs/a.txt"));
@@ -146,8 +146,8 @@ async fn the_jail_applies_to_the_operator_too() {
             .contains("absolute")
     );
     assert_eq!(app.tree.read("../outside/secret.txt"), "TOP-SECRET");
-    assert!(app.audit("file_uploaded", None).is_empty());
-    assert!(app.audit("file_downloaded", None).is_empty());
+    assert!(app.audit("file_uploaded", None).await.is_empty());
+    assert!(app.audit("file_downloaded", None).await.is_empty());
 
     // A directory is not a file.
     app.tree.dir("docs");
@@ -250,7 +250,7 @@ async fn an_upload_replaces_an_existing_file_only_when_asked() {
         );
     }
     assert_eq!(app.tree.read("notes/todo.md"), "mine\n");
-    assert!(app.audit("file_uploaded", None).is_empty());
+    assert!(app.audit("file_uploaded", None).await.is_empty());
     app.send(put(
         "/api/files/content?path=notes/todo.md&overwrite=true",
         "theirs\n",

@@ -29,7 +29,6 @@ mod uploads;
 mod usage;
 mod webhooks;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -71,7 +70,7 @@ impl App {
 
     pub(crate) fn with_settings(settings: ServerSettings) -> Self {
         let tree = TempTree::new();
-        let store = Arc::new(Store::open(&tree.base().join("pocketpilot.db")).unwrap());
+        let store = Store::open(&tree.base().join("pocketpilot.db")).unwrap();
         let task_settings = TaskSettings {
             workers: 4,
             poll_interval: Duration::from_millis(20),
@@ -129,7 +128,7 @@ impl App {
     pub(crate) async fn wait_for(&self, task: &TaskId, state: TaskState) -> TaskRecord {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let record = self.service.store().task(task).unwrap();
+            let record = self.service.store().task(task).await.unwrap();
             if record.state == state {
                 return record;
             }
@@ -146,13 +145,18 @@ impl App {
     pub(crate) async fn waiting_write(&self, path: &str, content: &str) -> (TaskId, String) {
         let task = self.create_task(write_script(path, content)).await;
         self.wait_for(&task.id, TaskState::WaitingApproval).await;
-        let approvals = self.service.store().approvals_for_task(&task.id).unwrap();
+        let approvals = self
+            .service
+            .store()
+            .approvals_for_task(&task.id)
+            .await
+            .unwrap();
         let approval = approvals.last().unwrap();
         (task.id, approval.id.to_string())
     }
 
     /// Audit rows matching `filter`'s action and task.
-    pub(crate) fn audit(&self, action: &str, task: Option<&TaskId>) -> Vec<AuditEntry> {
+    pub(crate) async fn audit(&self, action: &str, task: Option<&TaskId>) -> Vec<AuditEntry> {
         self.service
             .store()
             .list_audit(&AuditFilter {
@@ -163,6 +167,7 @@ impl App {
                 exclude: Vec::new(),
                 limit: 1000,
             })
+            .await
             .unwrap()
     }
 }

@@ -6,7 +6,6 @@
 )]
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Method;
@@ -21,7 +20,7 @@ use crate::{App, Reply, authed};
 pub(crate) fn service(tree: &TempTree, service: &TaskService) -> MemoryService {
     let data = tree.base().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    MemoryService::new(MemorySettings::new(data), Arc::clone(service.store()))
+    MemoryService::new(MemorySettings::new(data), service.store().clone())
 }
 
 fn memory_file(app: &App) -> PathBuf {
@@ -78,7 +77,7 @@ async fn put_with_the_current_etag_replaces_and_audits_as_operator() {
     second.expect(200, None);
     let shown = app.call(Method::GET, "/api/memory").await;
     assert_eq!(shown.json, second.json);
-    let audit = app.audit("memory_updated", None);
+    let audit = app.audit("memory_updated", None).await;
     assert_eq!(audit.len(), 2);
     assert_eq!(audit[0].actor, pp_types::Actor::Operator);
     assert_eq!(audit[0].target.as_deref(), Some("memory.md"));
@@ -95,7 +94,7 @@ async fn put_without_if_match_is_428_and_writes_nothing() {
         std::fs::read_to_string(memory_file(&app)).unwrap(),
         "keep\n"
     );
-    assert!(app.audit("memory_updated", None).is_empty());
+    assert!(app.audit("memory_updated", None).await.is_empty());
 }
 
 #[tokio::test]
@@ -114,7 +113,7 @@ async fn put_with_a_stale_version_is_412_and_writes_nothing() {
         std::fs::read_to_string(memory_file(&app)).unwrap(),
         "theirs\n"
     );
-    assert_eq!(app.audit("memory_updated", None).len(), 1);
+    assert_eq!(app.audit("memory_updated", None).await.len(), 1);
 }
 
 #[tokio::test]

@@ -198,7 +198,7 @@ async fn run_now_starts_a_task_that_waits_for_a_person() {
     app.wait_for(&task_id, TaskState::WaitingApproval).await;
     assert!(!app.tree.workspace().join("report.txt").exists());
 
-    let created = app.audit("task_created", Some(&task_id));
+    let created = app.audit("task_created", Some(&task_id)).await;
     assert_eq!(created.len(), 1);
     assert_eq!(created[0].actor, pp_types::Actor::Scheduler);
 

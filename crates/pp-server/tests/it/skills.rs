@@ -5,7 +5,6 @@
 )]
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Method;
@@ -30,7 +29,7 @@ pub(crate) fn service(tree: &TempTree, service: &TaskService) -> SkillsService {
             dirs: vec![shared],
             max_body_bytes: 1024,
         },
-        Arc::clone(service.store()),
+        service.store().clone(),
     )
 }
 
@@ -164,7 +163,7 @@ async fn put_creates_replaces_and_refuses_invalid_skills() {
     .await
     .expect(409, Some("read_only"));
 
-    let audit = app.audit("skill_updated", None);
+    let audit = app.audit("skill_updated", None).await;
     assert_eq!(audit.len(), 2);
     assert!(
         audit
@@ -258,7 +257,7 @@ async fn delete_removes_home_skills_only() {
     reply.expect(200, None);
     assert_eq!(reply.json, json!({"removed": "notes"}));
     assert!(!home(&app).join("notes").exists());
-    let removed = app.audit("skill_removed", None);
+    let removed = app.audit("skill_removed", None).await;
     assert_eq!(removed.len(), 1);
     assert_eq!(removed[0].target.as_deref(), Some("notes"));
     // A cross-site request is refused before anything happens.

@@ -187,7 +187,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
         assert_eq!(event.data["type"], event.event.as_str());
         assert_eq!(event.data["task_id"], task.id.as_str());
     }
-    let stored = app.service.store().task_events(&task.id, 0).unwrap();
+    let stored = app.service.store().task_events(&task.id, 0).await.unwrap();
     let stored_ids: Vec<i64> = stored.iter().map(|event| event.seq).collect();
     let seen_ids: Vec<i64> = seen.iter().map(|event| event.id).collect();
     assert_eq!(seen_ids, stored_ids[..seen_ids.len()]);
@@ -195,7 +195,12 @@ async fn sse_streams_live_resume_and_see_other_processes() {
 
     // 2. Disconnect; the task resumes and finishes while nobody listens.
     drop(first);
-    let approval = app.service.store().approvals_for_task(&task.id).unwrap()[0]
+    let approval = app
+        .service
+        .store()
+        .approvals_for_task(&task.id)
+        .await
+        .unwrap()[0]
         .id
         .to_string();
     app.call_json(
@@ -212,6 +217,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
         .service
         .store()
         .task_events(&task.id, last_seen)
+        .await
         .unwrap()
         .iter()
         .map(|event| event.seq)
@@ -230,6 +236,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
     let started = Instant::now();
     let written = other
         .append_events(&task.id, &[foreign_event("from another process")])
+        .await
         .unwrap();
     let on_task = second
         .next(Duration::from_secs(1))
@@ -259,6 +266,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
         .service
         .store()
         .events_after(written[0].seq, 100)
+        .await
         .unwrap()
         .iter()
         .map(|event| event.seq)

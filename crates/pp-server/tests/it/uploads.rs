@@ -83,7 +83,7 @@ async fn a_body_that_fails_midway_leaves_the_target_untouched() {
         .await;
     reply.expect(400, Some("bad_request"));
     assert_eq!(app.tree.read("keep.txt"), "old content\n");
-    assert!(app.audit("file_uploaded", None).is_empty());
+    assert!(app.audit("file_uploaded", None).await.is_empty());
 }
 
 #[tokio::test]
@@ -116,7 +116,7 @@ async fn a_streamed_body_over_the_limit_is_413_and_the_target_untouched() {
         .await
         .expect(413, Some("payload_too_large"));
     assert_eq!(app.tree.read("keep.txt"), "old content\n");
-    assert!(app.audit("file_uploaded", None).is_empty());
+    assert!(app.audit("file_uploaded", None).await.is_empty());
 }
 
 #[tokio::test]
@@ -137,5 +137,5 @@ async fn a_file_that_appears_while_the_body_streams_is_not_replaced() {
     let reply = upload.await.unwrap();
     reply.expect(409, Some("exists"));
     assert_eq!(app.tree.read("late.txt"), "written by someone else\n");
-    assert!(app.audit("file_uploaded", None).is_empty());
+    assert!(app.audit("file_uploaded", None).await.is_empty());
 }

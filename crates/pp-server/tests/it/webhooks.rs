@@ -71,8 +71,13 @@ fn signed(name: &str, secret: &str, body: &str) -> Request<Body> {
     signed_at(name, secret, now(), body)
 }
 
-fn task_count(app: &App) -> usize {
-    app.service.store().list_tasks(None, 1000).unwrap().len()
+async fn task_count(app: &App) -> usize {
+    app.service
+        .store()
+        .list_tasks(None, 1000)
+        .await
+        .unwrap()
+        .len()
 }
 
 #[tokio::test]
@@ -84,7 +89,7 @@ async fn a_signed_delivery_creates_a_webhook_task() {
         .await;
     reply.expect(202, None);
     let task_id = TaskId(reply.json["task_id"].as_str().unwrap().to_owned());
-    let task = app.service.store().task(&task_id).unwrap();
+    let task = app.service.store().task(&task_id).await.unwrap();
     assert_eq!(task.created_by, Actor::Webhook);
     assert_eq!(task.origin.as_deref(), Some("forms"));
     let shown = app
@@ -113,7 +118,7 @@ async fn every_refusal_is_the_same_401_and_creates_no_task() {
     let replay = || signed_at("forms", &secret, sent, r#"{"replay":1}"#);
     // The first copy is accepted; the copies after it are replays.
     app.send(replay()).await.expect(202, None);
-    let tasks_before = task_count(&app);
+    let tasks_before = task_count(&app).await;
 
     let oversize = "x".repeat(256 * 1024 + 1);
     let cases: Vec<(&str, Request<Body>)> = vec![
@@ -184,7 +189,7 @@ async fn every_refusal_is_the_same_401_and_creates_no_task() {
         assert_eq!(header, &first_header, "{case}");
     }
     assert_eq!(
-        task_count(&app),
+        task_count(&app).await,
         tasks_before,
         "no refused delivery created a task"
     );
@@ -320,7 +325,7 @@ async fn a_delivered_write_waits_for_a_person_and_the_audit_names_the_webhook() 
     .expect(202, None);
     app.wait_for(&task, TaskState::Completed).await;
     assert!(target.exists());
-    let created = app.audit("task_created", Some(&task));
+    let created = app.audit("task_created", Some(&task)).await;
     assert_eq!(created[0].actor, Actor::Webhook);
 }
 

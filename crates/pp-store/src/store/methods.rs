@@ -22,7 +22,7 @@ use crate::{
 
 impl Store {
     /// Suspends a running task: in one transaction, the task moves `Running →
-    /// change.to` (normally `WaitingApproval`; [`Error::Conflict`] if it is not running)
+    /// change.to` (normally `WaitingApproval`; [`crate::Error::Conflict`] if it is not running)
     /// with `change`'s other fields applied and `change.events` appended as given, and a
     /// `pending` approval is inserted.
     ///
@@ -45,7 +45,7 @@ impl Store {
         }
     }
 
-    /// One approval; [`Error::NotFound`] if there is none with this id.
+    /// One approval; [`crate::Error::NotFound`] if there is none with this id.
     pub async fn approval(&self, id: &ApprovalId) -> Result<ApprovalRecord> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -84,11 +84,11 @@ impl Store {
     }
 
     /// Records a decision, all or nothing, in one transaction:
-    /// - the approval moves `pending → resolve.state` ([`Error::AlreadyResolved`] if it is
+    /// - the approval moves `pending → resolve.state` ([`crate::Error::AlreadyResolved`] if it is
     ///   not pending: this is what turns a double click into a 409), with `resolved_at`,
     ///   `resolved_by`, `reason` and `edited_arguments`;
     /// - the audit row is appended;
-    /// - the task moves `WaitingApproval → resolve.task_to` ([`Error::Conflict`] if it is
+    /// - the task moves `WaitingApproval → resolve.task_to` ([`crate::Error::Conflict`] if it is
     ///   not waiting);
     /// - `resolve.events` are appended.
     pub async fn resolve(
@@ -107,7 +107,7 @@ impl Store {
 
     /// Turns an `approved` approval into `stale` (its target changed between the decision
     /// and the moment the call was about to run), with the reason and an audit row, in
-    /// one transaction. Any other state is [`Error::AlreadyResolved`].
+    /// one transaction. Any other state is [`crate::Error::AlreadyResolved`].
     pub async fn mark_stale(
         &self,
         id: &ApprovalId,
@@ -171,9 +171,9 @@ impl Store {
     /// `audit`. The audit row exists exactly when the cancel happened.
     ///
     /// A `running` task whose approved call has not produced its outcome yet is refused
-    /// with [`Error::ApprovedCallPending`]: once a person's approval won, a racing cancel
+    /// with [`crate::Error::ApprovedCallPending`]: once a person's approval won, a racing cancel
     /// loses (it never stops the approved call halfway or records a cancel that did not
-    /// happen). Other states outside `from` are [`Error::Conflict`].
+    /// happen). Other states outside `from` are [`crate::Error::Conflict`].
     pub async fn cancel_task(
         &self,
         id: &TaskId,
@@ -213,7 +213,7 @@ impl Store {
         }
     }
 
-    /// One change, whatever its state; [`Error::NotFound`] if there is none.
+    /// One change, whatever its state; [`crate::Error::NotFound`] if there is none.
     pub async fn change(&self, id: &ChangeId) -> Result<ChangeRow> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -341,7 +341,7 @@ impl Store {
         }
     }
 
-    /// Creates a channel (enabled). Fails with [`Error::NameTaken`] when the name is used.
+    /// Creates a channel (enabled). Fails with [`crate::Error::NameTaken`] when the name is used.
     pub async fn create_channel(&self, new: &NewChannel) -> Result<Channel> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -471,7 +471,7 @@ impl Store {
         }
     }
 
-    /// One chat session ([`Error::NotFound`] with `what = "session"` if there is none).
+    /// One chat session ([`crate::Error::NotFound`] with `what = "session"` if there is none).
     pub async fn chat_session(&self, id: &str) -> Result<ChatSession> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -482,7 +482,7 @@ impl Store {
         }
     }
 
-    /// The session's turns, oldest first ([`Error::NotFound`] for an unknown session).
+    /// The session's turns, oldest first ([`crate::Error::NotFound`] for an unknown session).
     pub async fn chat_turns(&self, id: &str) -> Result<Vec<ChatTurn>> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -494,8 +494,8 @@ impl Store {
     }
 
     /// Adds a turn: creates its `queued` task (with the `task_created` audit row) and the
-    /// turn row in one transaction. [`Error::SessionBusy`] while the latest turn is
-    /// still `queued`, `running` or `waiting_approval`; [`Error::NotFound`] for an
+    /// turn row in one transaction. [`crate::Error::SessionBusy`] while the latest turn is
+    /// still `queued`, `running` or `waiting_approval`; [`crate::Error::NotFound`] for an
     /// unknown session.
     pub async fn add_chat_turn(&self, session: &str, new: NewTask) -> Result<ChatTurn> {
         match &self.backend {
@@ -552,7 +552,7 @@ impl Store {
     }
 
     /// Deletes the session and its turn rows (their tasks, events and audit rows stay).
-    /// [`Error::SessionBusy`] while a turn is active; [`Error::NotFound`] if unknown.
+    /// [`crate::Error::SessionBusy`] while a turn is active; [`crate::Error::NotFound`] if unknown.
     pub async fn delete_chat_session(&self, session: &str) -> Result<()> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -766,7 +766,7 @@ impl Store {
         }
     }
 
-    /// Creates a schedule. [`Error::NameTaken`] when another schedule has the name.
+    /// Creates a schedule. [`crate::Error::NameTaken`] when another schedule has the name.
     pub async fn create_schedule(&self, new: &NewSchedule) -> Result<Schedule> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -777,7 +777,7 @@ impl Store {
         }
     }
 
-    /// One schedule by id ([`Error::NotFound`] with `what = "schedule"` if none).
+    /// One schedule by id ([`crate::Error::NotFound`] with `what = "schedule"` if none).
     pub async fn schedule(&self, id: &str) -> Result<Schedule> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -788,7 +788,7 @@ impl Store {
         }
     }
 
-    /// One schedule by id or, failing that, by name ([`Error::NotFound`] if neither).
+    /// One schedule by id or, failing that, by name ([`crate::Error::NotFound`] if neither).
     pub async fn find_schedule(&self, id_or_name: &str) -> Result<Schedule> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -830,7 +830,7 @@ impl Store {
     }
 
     /// Replaces what a schedule is, with its next occurrence recomputed by the caller
-    /// (kept `None` while it is disabled). [`Error::NotFound`], [`Error::NameTaken`].
+    /// (kept `None` while it is disabled). [`crate::Error::NotFound`], [`crate::Error::NameTaken`].
     pub async fn update_schedule(
         &self,
         id: &str,
@@ -850,7 +850,7 @@ impl Store {
 
     /// Enables a schedule from `next_fire_at` on (computed by the caller from now: the
     /// occurrences while it was disabled are not caught up), or disables it; either
-    /// clears a pause reason. [`Error::NotFound`].
+    /// clears a pause reason. [`crate::Error::NotFound`].
     pub async fn set_schedule_enabled(
         &self,
         id: &str,
@@ -868,7 +868,7 @@ impl Store {
     }
 
     /// Removes a schedule and its history (its tasks and their audit rows stay).
-    /// [`Error::NotFound`].
+    /// [`crate::Error::NotFound`].
     pub async fn delete_schedule(&self, id: &str) -> Result<()> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -895,7 +895,7 @@ impl Store {
     /// creates its task (or its chat session's next turn) and records `schedule_fired`
     /// with no occurrence and the detail `run now by ACTOR`, in one transaction. `next_fire_at` is
     /// left alone, and so is the overlap policy: the person asked for this run.
-    /// [`Error::NotFound`]; [`Error::SessionBusy`] while the session's turn is active.
+    /// [`crate::Error::NotFound`]; [`crate::Error::SessionBusy`] while the session's turn is active.
     pub async fn run_schedule_now(
         &self,
         id: &str,
@@ -976,7 +976,7 @@ impl Store {
         }
     }
 
-    /// One task; [`Error::NotFound`] if there is none with this id.
+    /// One task; [`crate::Error::NotFound`] if there is none with this id.
     pub async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -1011,7 +1011,7 @@ impl Store {
         }
     }
 
-    /// Moves one task from one of `from` to `running` ([`Error::Conflict`] otherwise).
+    /// Moves one task from one of `from` to `running` ([`crate::Error::Conflict`] otherwise).
     pub async fn claim(&self, id: &TaskId, from: &[TaskState]) -> Result<TaskRecord> {
         match &self.backend {
             Backend::Sqlite(_) => {
@@ -1023,7 +1023,7 @@ impl Store {
         }
     }
 
-    /// Applies `change` if the task is in one of `from` ([`Error::Conflict`] with its
+    /// Applies `change` if the task is in one of `from` ([`crate::Error::Conflict`] with its
     /// current state otherwise), appending `change.events` in the same transaction.
     pub async fn transition(
         &self,
@@ -1094,7 +1094,7 @@ impl Store {
         }
     }
 
-    /// Records that worker `id` is alive ([`Error::NotFound`] once it was removed or
+    /// Records that worker `id` is alive ([`crate::Error::NotFound`] once it was removed or
     /// forgotten: register again).
     pub async fn worker_heartbeat(&self, id: &str) -> Result<()> {
         match &self.backend {

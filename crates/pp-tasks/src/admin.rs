@@ -1,0 +1,67 @@
+//! What the CLI's maintenance commands need from the store, through the service: backup
+//! and restore of the SQLite file, pruning, ending console logins, the database's
+//! backend and schema version (`doctor`), and the operator services (skills, memory)
+//! over this service's store. The server and the CLI never call the store themselves.
+
+use std::path::Path;
+use std::time::Duration;
+
+use pp_store::{PruneReport, Store};
+use pp_types::{ApprovalRecord, StoredEvent, TaskId};
+
+use crate::{MemoryService, MemorySettings, Result, SkillsService, SkillsSettings, TaskService};
+
+impl TaskService {
+    /// Copies the database to `dest` (SQLite's online backup; a PostgreSQL database is
+    /// backed up with `pg_dump` and answers [`pp_store::Error::Unsupported`]).
+    pub async fn backup_to(&self, dest: &Path) -> Result<()> {
+        Ok(self.store().backup_to(dest).await?)
+    }
+
+    /// Puts the SQLite backup `backup` in place of the database file `database`; no
+    /// process may have it open (so no service exists for it).
+    pub async fn restore_file(backup: &Path, database: &Path) -> Result<()> {
+        Ok(Store::restore_file(backup, database).await?)
+    }
+
+    /// Drops the history of tasks finished more than `older_than` ago.
+    pub async fn prune(&self, older_than: Duration) -> Result<PruneReport> {
+        Ok(self.store().prune(older_than).await?)
+    }
+
+    /// Ends every console login; returns how many there were.
+    pub async fn end_all_logins(&self) -> Result<usize> {
+        Ok(self.store().delete_all_logins().await?)
+    }
+
+    /// Every approval of `task`, oldest first.
+    pub async fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
+        Ok(self.store().approvals_for_task(task).await?)
+    }
+
+    /// Every event of `task` with `seq > after`, oldest first.
+    pub async fn task_events(&self, task: &TaskId, after: i64) -> Result<Vec<StoredEvent>> {
+        Ok(self.store().task_events(task, after).await?)
+    }
+
+    /// The database's backend (`sqlite` or `postgres`) and schema version.
+    pub async fn database_status(&self) -> Result<(&'static str, i64)> {
+        let store = self.store();
+        Ok((store.backend_name(), store.schema_version().await?))
+    }
+
+    /// The SQLite database file (`None` on a server database).
+    pub fn database_file(&self) -> Option<&Path> {
+        self.store().path()
+    }
+
+    /// The operator's skills service over `settings`, auditing into this service's store.
+    pub fn skills_service(&self, settings: SkillsSettings) -> SkillsService {
+        SkillsService::new(settings, self.store().clone())
+    }
+
+    /// The operator's memory service over `settings`, auditing into this service's store.
+    pub fn memory_service(&self, settings: MemorySettings) -> MemoryService {
+        MemoryService::new(settings, self.store().clone())
+    }
+}
