@@ -5,7 +5,8 @@
 //! with their history (each occurrence fired once across processes:
 //! [`Store::fire_schedule`]), and webhook channels with their delivery log and the
 //! seen-signature record that refuses replays across processes
-//! ([`Store::claim_signature`]).
+//! ([`Store::claim_signature`]), and team users with their roles, workspace grants and
+//! hashed tokens (`users.rs`: [`Store::add_user`], [`Store::user_by_token`]).
 //!
 //! [`Store`] is the one type: open it with [`Store::open`], share it with an `Arc`, and
 //! call its synchronous methods (async callers wrap them in a blocking task). Every state
@@ -70,6 +71,7 @@ mod schedules;
 mod schema;
 mod task_search;
 mod tasks;
+mod users;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -94,6 +96,7 @@ pub use schedules::{
 pub use schema::SCHEMA_VERSION;
 pub use task_search::TaskFilter;
 pub use tasks::{NewTask, TaskChange};
+pub use users::{LoginOwner, USER_TOKEN_PREFIX};
 
 /// The PocketPilot database: one SQLite file in WAL mode.
 ///

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0008_schedules.sql"),
     include_str!("../migrations/0009_task_origin.sql"),
     include_str!("../migrations/0010_channels.sql"),
+    include_str!("../migrations/0011_users.sql"),
 ];
 
 /// The schema version this build writes.

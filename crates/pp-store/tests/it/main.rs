@@ -25,6 +25,7 @@ mod schedules;
 mod task_search;
 mod tasks;
 mod usage;
+mod users;
 
 use std::path::PathBuf;
 use std::sync::Arc;
