@@ -81,9 +81,7 @@ pub(crate) async fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool
 /// refused. The lookups run on the blocking pool (SQLite reads).
 pub(crate) async fn caller(state: &AppState, headers: &HeaderMap) -> Option<Caller> {
     if !state.settings().team {
-        return is_authorized(state, headers)
-            .await
-            .then(Caller::operator);
+        return is_authorized(state, headers).await.then(Caller::operator);
     }
     let service = state.service();
     if let Some(token) = bearer(headers) {

@@ -78,7 +78,11 @@ impl Caller {
 
     /// The task `id`, or 404 when it does not exist or the caller may not see it (the
     /// same answer, so a member learns nothing about other people's tasks).
-    pub(crate) async fn visible_task(&self, state: &AppState, id: &TaskId) -> ApiResult<TaskRecord> {
+    pub(crate) async fn visible_task(
+        &self,
+        state: &AppState,
+        id: &TaskId,
+    ) -> ApiResult<TaskRecord> {
         let task = state.service().task(id).await?;
         if self.sees_task(&task) {
             Ok(task)

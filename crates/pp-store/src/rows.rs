@@ -351,8 +351,7 @@ impl RawEvent {
 }
 
 /// The columns [`RawAudit::from_row`] reads, in order.
-pub(crate) const AUDIT_COLUMNS: &str =
-    "id, at, actor, action, task_id, approval_id, tool, target, arguments_hash, detail, \
+pub(crate) const AUDIT_COLUMNS: &str = "id, at, actor, action, task_id, approval_id, tool, target, arguments_hash, detail, \
      user_name";
 
 /// An `audit` row before decoding.

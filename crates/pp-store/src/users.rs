@@ -248,7 +248,9 @@ fn load(connection: &Connection, name: &str) -> Result<UserRecord> {
     };
     let role = rows::decode_name("users", "role", name, role)?;
     let workspaces = connection
-        .prepare_cached("SELECT workspace FROM user_grants WHERE user_name = ?1 ORDER BY workspace")?
+        .prepare_cached(
+            "SELECT workspace FROM user_grants WHERE user_name = ?1 ORDER BY workspace",
+        )?
         .query_map([name], |row| row.get::<_, String>(0))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(UserRecord {

@@ -142,9 +142,7 @@ impl TaskService {
 
     /// Who the live console login `login` belongs to; `None` if it is not live.
     pub async fn login_owner(&self, login: String) -> Result<Option<LoginOwner>> {
-        self.inner
-            .db(move |store| store.login_owner(&login))
-            .await
+        self.inner.db(move |store| store.login_owner(&login)).await
     }
 
     /// Like [`TaskService::create`], recording `user` (team mode) as the task's creator

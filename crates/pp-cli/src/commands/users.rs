@@ -91,7 +91,10 @@ fn print_token(issued: &IssuedToken, json: bool, verb: &str) -> anyhow::Result<(
     } else {
         outln!("user {} ({}) {verb}", issued.user.name, issued.user.role)?;
         outln!("token: {}", issued.token)?;
-        outln!("the token is shown only now: give it to {}", issued.user.name)?;
+        outln!(
+            "the token is shown only now: give it to {}",
+            issued.user.name
+        )?;
     }
     Ok(())
 }
@@ -132,14 +135,22 @@ pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<
                 .grant_workspace(&name, &workspace)
                 .await
                 .map_err(failed)?;
-            outln!("{} may now work in {workspace} ({})", user.name, workspaces_of(&user))?;
+            outln!(
+                "{} may now work in {workspace} ({})",
+                user.name,
+                workspaces_of(&user)
+            )?;
         }
         UsersCommand::Revoke { name, workspace } => {
             let user = service
                 .revoke_workspace(&name, &workspace)
                 .await
                 .map_err(failed)?;
-            outln!("{} no longer works in {workspace} ({})", user.name, workspaces_of(&user))?;
+            outln!(
+                "{} no longer works in {workspace} ({})",
+                user.name,
+                workspaces_of(&user)
+            )?;
         }
         UsersCommand::Rotate { name, json } => {
             let issued = service.rotate_user_token(&name).await.map_err(failed)?;

@@ -84,7 +84,10 @@ fn users_are_added_listed_granted_revoked_and_rotated() {
     assert_eq!(list[1]["name"], "bob");
     assert_eq!(list[1]["workspaces"], serde_json::json!(["finance"]));
     let listed_text = text(&users(&home, &config, &["list"])).0;
-    assert!(listed_text.contains("bob  approver  finance"), "{listed_text}");
+    assert!(
+        listed_text.contains("bob  approver  finance"),
+        "{listed_text}"
+    );
     for shown in [listed.to_string(), listed_text] {
         assert!(!shown.contains(&token) && !shown.contains(&bob_token));
     }
@@ -112,11 +115,11 @@ fn mistakes_are_usage_errors() {
             "unknown role `admin`",
         ),
         (vec!["add", "Dave", "--role", "member"], "invalid user name"),
+        (vec!["add", "carol", "--role", "viewer"], "already exists"),
         (
-            vec!["add", "carol", "--role", "viewer"],
-            "already exists",
+            vec!["grant", "nobody", "finance"],
+            "user `nobody` not found",
         ),
-        (vec!["grant", "nobody", "finance"], "user `nobody` not found"),
         (
             vec!["grant", "carol", "nowhere"],
             "workspace `nowhere` not found",
@@ -128,7 +131,16 @@ fn mistakes_are_usage_errors() {
         (vec!["rotate", "nobody"], "user `nobody` not found"),
     ] {
         let output = users(&home, &config, &args);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {:?}", text(&output));
-        assert!(text(&output).1.contains(says), "{args:?}: {:?}", text(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {:?}",
+            text(&output)
+        );
+        assert!(
+            text(&output).1.contains(says),
+            "{args:?}: {:?}",
+            text(&output)
+        );
     }
 }

@@ -37,11 +37,7 @@ pub(crate) async fn revert(
         let task = state.service().change_task(&id).await?;
         caller.check_resolve(&task)?;
     }
-    match state
-        .service()
-        .revert_change(&id, Actor::Operator)
-        .await?
-    {
+    match state.service().revert_change(&id, Actor::Operator).await? {
         Ok(change) => Ok(Json(json!({ "change": change }))),
         Err(RevertRefusal::ChangedSince { message, diff }) => {
             Err(ApiError::ChangedSince { message, diff })

@@ -1,8 +1,8 @@
 //! `GET /api/me`: who is logged in, with which role and workspaces, so the console can
 //! show the user and hide what the role may not do.
 
-use axum::extract::{Extension, State};
 use axum::Json;
+use axum::extract::{Extension, State};
 use serde_json::{Value, json};
 
 use crate::caller::Caller;

@@ -7,8 +7,8 @@
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::Uri;
 use axum::extract::{Request, State};
+use axum::http::Uri;
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, post, put};
@@ -91,9 +91,8 @@ impl Access {
             | (Self::CreateTask, Approver | Member)
             | (Self::Tasks | Self::ActOnTask | Self::Decide, Approver)
             | (Self::Tasks, Viewer) => "granted",
-            (Self::Tasks | Self::ActOnTask | Self::Sessions, Member) | (Self::Sessions, Approver) => {
-                "own"
-            }
+            (Self::Tasks | Self::ActOnTask | Self::Sessions, Member)
+            | (Self::Sessions, Approver) => "own",
             _ => "no",
         }
     }

@@ -86,10 +86,7 @@ pub(crate) async fn create(
         actor: Actor::Operator,
         script: state.settings().default_script.clone(),
     };
-    let task = state
-        .service()
-        .create_as_user(request, caller.user)
-        .await?;
+    let task = state.service().create_as_user(request, caller.user).await?;
     Ok((StatusCode::CREATED, Json(task)))
 }
 

@@ -37,7 +37,10 @@ fn tokens_are_stored_hashed_and_recognised() {
     assert!(!row.contains(&token[4..]));
 
     assert_eq!(
-        db.store.user_by_token(&token).unwrap().map(|user| user.name),
+        db.store
+            .user_by_token(&token)
+            .unwrap()
+            .map(|user| user.name),
         Some("alice".to_owned())
     );
     assert_eq!(db.store.user_by_token("ppu_0000").unwrap(), None);
@@ -134,7 +137,7 @@ fn the_user_is_recorded_on_tasks_approvals_and_audit_rows() {
         .store
         .list_audit(&pp_store::AuditFilter {
             actor: None,
-            task_id: Some(waiting.id.clone()),
+            task_id: Some(waiting.id),
             action: Some("approval_approved".into()),
             before_id: None,
             exclude: Vec::new(),
@@ -147,7 +150,7 @@ fn the_user_is_recorded_on_tasks_approvals_and_audit_rows() {
         .store
         .list_audit(&pp_store::AuditFilter {
             actor: None,
-            task_id: Some(task.id.clone()),
+            task_id: Some(task.id),
             action: Some("task_created".into()),
             before_id: None,
             exclude: Vec::new(),
