@@ -573,3 +573,56 @@ async fn single_user_mode_answers_me_as_the_owner() {
         json!({"user": null, "role": "owner", "workspaces": ["main"]})
     );
 }
+
+#[tokio::test]
+async fn the_global_event_stream_carries_only_tasks_the_caller_may_see() {
+    use futures_util::StreamExt as _;
+    use tower::ServiceExt as _;
+
+    let team = Team::new().await;
+    let (theirs, _) = team.waiting_task("max", "main").await;
+    let (mine, _) = team.waiting_task("mia", "main").await;
+    let all = team.call("olga", Method::GET, "/api/events", None).await;
+    let events = all.json["events"].as_array().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|event| event["task_id"] == theirs.id.as_str())
+    );
+    let last_mine = events
+        .iter()
+        .filter(|event| event["task_id"] == mine.id.as_str())
+        .filter_map(|event| event["seq"].as_i64())
+        .max()
+        .unwrap();
+
+    let request = Request::builder()
+        .uri("/api/events")
+        .header("host", HOST)
+        .header("authorization", format!("Bearer {}", team.tokens["mia"]))
+        .header("accept", "text/event-stream")
+        .header("last-event-id", "0")
+        .body(Body::empty())
+        .unwrap();
+    let response = team.router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body().into_data_stream();
+    let (mut text, mut seen) = (String::new(), Vec::new());
+    while seen.last() != Some(&last_mine) {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .unwrap_or_else(|_| panic!("the stream stopped before {last_mine}; saw {seen:?}"))
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let Some(data) = block.lines().find_map(|line| line.strip_prefix("data:")) else {
+                continue;
+            };
+            let event: Value = serde_json::from_str(data.trim()).unwrap();
+            assert_eq!(event["task_id"], mine.id.as_str(), "{event}");
+            seen.push(event["seq"].as_i64().unwrap());
+        }
+    }
+}
