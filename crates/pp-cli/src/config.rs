@@ -64,6 +64,14 @@ pub(crate) struct FileServer {
     trust_forwarded_proto: Option<bool>,
 }
 
+/// The `[team]` table (docs/team.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileTeam {
+    /// Team mode: team users with their own tokens and roles (default false).
+    enabled: Option<bool>,
+}
+
 /// The `[store]` table.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -252,6 +260,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     store: Option<FileStore>,
     #[serde(default)]
+    team: Option<FileTeam>,
+    #[serde(default)]
     revert: Option<FileRevert>,
     #[serde(default)]
     skills: Option<FileSkills>,
@@ -303,6 +313,8 @@ pub(crate) struct Config {
     pub(crate) allowed_hosts: Vec<String>,
     /// `[server] trust_forwarded_proto`.
     pub(crate) trust_forwarded_proto: bool,
+    /// `[team] enabled`: team users and roles (docs/team.md); off: single-user mode.
+    pub(crate) team: bool,
     /// The `[model]` table, resolved by `models.rs`.
     pub(crate) model: Option<FileModel>,
     /// The `[discovery]` table.
@@ -477,6 +489,11 @@ impl Config {
             bind,
             allowed_hosts,
             trust_forwarded_proto,
+            team: file_config
+                .team
+                .as_ref()
+                .and_then(|team| team.enabled)
+                .unwrap_or(false),
             model: file_config.model,
             discovery: file_config.discovery.unwrap_or_default(),
             retain,
@@ -999,6 +1016,7 @@ max_byte = 1
                 "server",
                 &["port", "bind", "allowed_hosts", "trust_forwarded_proto"],
             ),
+            ("team", &["enabled"]),
             ("mcp", &["approval_wait_secs", "server"]),
             ("[workspace]", &["name", "path", "default"]),
         ];

@@ -44,6 +44,7 @@ use crate::commands::sessions::SessionsCommand;
 use crate::commands::skills::SkillsCommand;
 use crate::commands::tasks::TasksCommand;
 use crate::commands::token::TokenCommand;
+use crate::commands::users::UsersCommand;
 use crate::config::Flags;
 use crate::output::errln;
 
@@ -216,6 +217,12 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Team users and roles (docs/team.md): `add NAME --role ROLE`, `list`, `grant`,
+    /// `revoke`, `rotate`.
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
     },
     /// Write a consistent copy of the database to FILE (also while `serve` runs).
     Backup {
@@ -405,6 +412,7 @@ fn main() -> ExitCode {
             Command::Mcp { command } => commands::mcp::run(&flags, command).await,
             Command::Channels { command } => commands::channels::run(&flags, command).await,
             Command::Token { command } => commands::token::run(&flags, &command).await,
+            Command::Users { command } => commands::users::run(&flags, command).await,
             Command::Eval { path } => commands::eval::run(&path).await,
             Command::Backup { file } => commands::backup::backup(&flags, &file).await,
             Command::Restore { file } => commands::backup::restore(&flags, &file).await,

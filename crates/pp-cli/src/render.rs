@@ -241,7 +241,12 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         }
     }
     if let (Some(by), Some(at)) = (view.resolved_by, view.resolved_at) {
-        card.push_str(&format!("│ resolved:   by {} at {at}\n", by.as_str()));
+        let user = view
+            .resolved_by_user
+            .as_deref()
+            .map(|user| format!(" {}", terminal_safe(user)))
+            .unwrap_or_default();
+        card.push_str(&format!("│ resolved:   by {}{user} at {at}\n", by.as_str()));
     }
     card.push_str("└───────────────────────────────────────────────");
     card

@@ -76,6 +76,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         created_at: pp_types::Timestamp::from_millis(0),
         resolved_at: None,
         resolved_by: None,
+        resolved_by_user: None,
         reason: None,
         edited_arguments: None,
         revertible: Some(true),

@@ -21,12 +21,14 @@ import { renderMcp } from "./mcp.js";
 import { renderSchedules } from "./schedules.js";
 import { renderChannels } from "./channels.js";
 import { installDecide } from "./keys.js";
+import { loadMe } from "./me.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
 const countBadge = document.getElementById("approval-count");
 const connection = document.getElementById("connection");
 const logoutButton = document.getElementById("logout");
+const who = document.getElementById("who");
 
 /**
  * The page on screen: `{ cleanup(), onEvent(stored), resync() }`, all optional.
@@ -293,6 +295,10 @@ async function start() {
     return;
   }
   loggedIn = true;
+  // Team mode: show who is logged in (single-user mode has no user name).
+  const me = await loadMe();
+  who.textContent = me.user ? `${me.user} (${me.role})` : "";
+  who.hidden = !me.user;
   nav.hidden = false;
   logoutButton.hidden = false;
   startGlobalStream();

@@ -69,6 +69,7 @@ export function renderAudit(container) {
         "td",
         { "data-label": "Actor" },
         h("span", { class: "badge actor-" + entry.actor, text: entry.actor }),
+        entry.user ? h("div", { class: "small audit-user", text: entry.user }) : null,
         entry.origin ? h("div", { class: "muted small audit-origin" }, "from ", visibleCode(entry.origin, "origin")) : null,
       ),
       h("td", { "data-label": "Action" }, h("code", { text: entry.action })),

@@ -13,6 +13,7 @@ import { append, debounce, formatTime, h, notice, prettyJson, replace } from "./
 import { diffTexts, renderDiffView, renderNewContent, reverseApply, splitLines } from "./diff.js";
 import { effectBlock, labelWords, undoNote, unconfinedBanner } from "./effects.js";
 import { subscribe } from "./live.js";
+import { canDecide } from "./me.js";
 import { escapeInvisible, escapeInvisibleJson, resolvesTo, visibleCode } from "./visible.js";
 
 const RESOLVED_WORDS = {
@@ -26,7 +27,8 @@ const RESOLVED_WORDS = {
 export function describeResolution(view) {
   const parts = [RESOLVED_WORDS[view.state] || view.state];
   if (view.resolved_by) {
-    parts.push("by " + view.resolved_by);
+    // Team mode names the user who decided.
+    parts.push("by " + view.resolved_by + (view.resolved_by_user ? " " + view.resolved_by_user : ""));
   }
   if (view.resolved_at) {
     parts.push("at " + formatTime(view.resolved_at));
@@ -311,7 +313,10 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   const approveButton = h("button", { type: "button", class: "button primary approve", "aria-keyshortcuts": "a", onclick: () => approve(), text: "Approve" });
   const rejectButton = h("button", { type: "button", class: "button danger reject", "aria-keyshortcuts": "r", onclick: () => openReject(), text: "Reject…" });
   const editButton = h("button", { type: "button", class: "button edit", "aria-keyshortcuts": "e", onclick: () => openEditor(), text: structured ? "Edit…" : "Edit arguments…" });
-  actions.append(approveButton, rejectButton, editButton);
+  // A role that cannot decide (team mode: member, viewer) gets no decision buttons.
+  if (canDecide()) {
+    actions.append(approveButton, rejectButton, editButton);
+  }
 
   const strong = view.scope === "replaces_whole_file" || (!view.scope && view.risk === "high");
   const unconfined = Boolean(view.command && view.command.confined === false);

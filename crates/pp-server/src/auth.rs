@@ -1,5 +1,7 @@
 //! Who may call the API: the bearer token (constant-time compare) or a console session
-//! cookie created at `/login`.
+//! cookie created at `/login`. In team mode ([`crate::ServerSettings::team`]) the token
+//! is a team user's and the session a login made with it; the single server token is
+//! refused. Either way the request carries a [`Caller`] from here on.
 
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
@@ -8,6 +10,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+use pp_tasks::LoginOwner;
+
+use crate::caller::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -68,17 +73,42 @@ pub(crate) async fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool
     }
 }
 
-/// Middleware on every `/api` route but health: `401 unauthorized` without a valid
-/// token or session.
+/// Who the request is from; `None` without valid credentials.
+///
+/// Single-user mode: the operator, as [`is_authorized`] decides. Team mode: the user
+/// whose token the `Authorization` header carries (it decides on its own, as above), or
+/// the user behind the session cookie; the single server token and its logins are
+/// refused. The lookups run on the blocking pool (SQLite reads).
+pub(crate) async fn caller(state: &AppState, headers: &HeaderMap) -> Option<Caller> {
+    if !state.settings().team {
+        return is_authorized(state, headers).await.then(Caller::operator);
+    }
+    let service = state.service();
+    if let Some(token) = bearer(headers) {
+        let user = service.user_by_token(token?).await.ok().flatten()?;
+        return Some(Caller::from_user(user));
+    }
+    let session = session_cookie(headers)?;
+    match service.login_owner(session).await.ok().flatten()? {
+        LoginOwner::User(name) => service.user(&name).await.ok().map(Caller::from_user),
+        LoginOwner::Server => None,
+    }
+}
+
+/// Middleware on every `/api` route but health and webhooks: `401 unauthorized`
+/// without a valid token or session; otherwise the [`Caller`] joins the request's
+/// extensions.
 pub(crate) async fn require_auth(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    if is_authorized(&state, request.headers()).await {
-        next.run(request).await
-    } else {
-        ApiError::Unauthorized.into_response()
+    match caller(&state, request.headers()).await {
+        Some(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        None => ApiError::Unauthorized.into_response(),
     }
 }
 

@@ -44,6 +44,7 @@
 //! ```
 
 mod auth;
+mod caller;
 mod error;
 mod extract;
 mod routes;
@@ -68,6 +69,19 @@ pub fn api_routes() -> Vec<(&'static str, &'static str)> {
     routes::table()
         .into_iter()
         .map(|route| (route.method, route.path))
+        .collect()
+}
+
+/// Every `/api` route as `(method, path, cells)`: the role matrix of docs/team.md, one
+/// cell per role in [`pp_types::Role::ALL`] order (`yes`, `granted`, `own`, `no`, or
+/// `public` for routes that need no credentials).
+pub fn route_access() -> Vec<(&'static str, &'static str, [&'static str; 4])> {
+    routes::table()
+        .into_iter()
+        .map(|route| {
+            let cells = pp_types::Role::ALL.map(|role| route.access.cell(role));
+            (route.method, route.path, cells)
+        })
         .collect()
 }
 

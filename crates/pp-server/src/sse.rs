@@ -17,6 +17,7 @@ use futures_util::Stream;
 use pp_types::{StoredEvent, TaskId};
 use tokio::sync::watch;
 
+use crate::caller::Visibility;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -65,6 +66,8 @@ struct Cursor {
     last: i64,
     /// Events read from the store but not yet sent.
     pending: VecDeque<StoredEvent>,
+    /// In team mode, which tasks' events the caller may see (`None`: all of them).
+    visibility: Option<Visibility>,
     /// Ends the stream when the server shuts down.
     shutdown: watch::Receiver<bool>,
 }
@@ -81,9 +84,25 @@ impl Cursor {
             Source::All => service.events_after(self.last, BATCH).await,
         };
         match events {
-            Ok(events) => self
-                .pending
-                .extend(events.into_iter().filter(|event| event.seq > self.last)),
+            Ok(events) => {
+                let newest = events.last().map(|event| event.seq);
+                for event in events.into_iter().filter(|event| event.seq > self.last) {
+                    let visible = match &mut self.visibility {
+                        Some(visibility) => visibility.sees(&self.state, &event.task_id).await,
+                        None => true,
+                    };
+                    if visible {
+                        self.pending.push_back(event);
+                    }
+                }
+                // A batch of only hidden events moves the cursor past them, so the
+                // stream does not read the same batch again.
+                if self.pending.is_empty()
+                    && let Some(newest) = newest
+                {
+                    self.last = self.last.max(newest);
+                }
+            }
             Err(error) => self.state.log(&format!(
                 "pp-server: event stream cannot read events: {error}"
             )),
@@ -100,12 +119,14 @@ fn to_sse(event: &StoredEvent) -> Event {
         .data(data)
 }
 
-/// An event stream of `source` starting after sequence number `after`; it ends when
-/// the client goes away or the server shuts down.
+/// An event stream of `source` starting after sequence number `after`, leaving out
+/// events of tasks `visibility` hides (team mode); it ends when the client goes away or
+/// the server shuts down.
 pub(crate) fn stream(
     state: AppState,
     source: Source,
     after: i64,
+    visibility: Option<Visibility>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let interval = state.settings().sse_poll_interval;
     let keep_alive = state.settings().sse_keep_alive;
@@ -115,6 +136,7 @@ pub(crate) fn stream(
         source,
         last: after,
         pending: VecDeque::new(),
+        visibility,
     };
     let events = futures_util::stream::unfold(cursor, move |mut cursor| async move {
         loop {

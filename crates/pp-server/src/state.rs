@@ -43,6 +43,11 @@ pub struct ServerSettings {
     /// (`[server] trust_forwarded_proto`): then console cookies get `Secure` and a
     /// `https://` Origin is the same origin. Off by default: a client could send it.
     pub trust_forwarded_proto: bool,
+    /// Team mode (`[team] enabled`, docs/team.md): requests authenticate as team users
+    /// (their own tokens, or console logins made with them) and the role matrix applies;
+    /// the single server token is refused, and console cookies are always `Secure` (the
+    /// team server sits behind a TLS reverse proxy). Off: single-user mode, as before.
+    pub team: bool,
     /// After the shutdown signal, how long in-flight requests (a `?wait=true` resolve)
     /// may take before [`crate::serve`] returns anyway. Event streams end at once.
     pub shutdown_grace: Duration,
@@ -63,6 +68,7 @@ impl Default for ServerSettings {
             shutdown_grace: Duration::from_secs(10),
             allowed_hosts: Vec::new(),
             trust_forwarded_proto: false,
+            team: false,
         }
     }
 }

@@ -5,7 +5,8 @@
 //! with their history (each occurrence fired once across processes:
 //! [`Store::fire_schedule`]), and webhook channels with their delivery log and the
 //! seen-signature record that refuses replays across processes
-//! ([`Store::claim_signature`]).
+//! ([`Store::claim_signature`]), and team users with their roles, workspace grants and
+//! hashed tokens (`users.rs`: [`Store::add_user`], [`Store::user_by_token`]).
 //!
 //! [`Store`] is the one type, an async interface over the backend a [`StoreUrl`] names
 //! (`sqlite/`: rusqlite, its synchronous calls run on the blocking pool; `postgres/`:
@@ -70,7 +71,7 @@ pub use sqlite::{
     ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired,
     ModelCallRow, NewApproval, NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule,
     NewTask, Overlap, PruneReport, Resolve, SCHEMA_VERSION, Schedule, ScheduleEvent,
-    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter,
+    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, LoginOwner, USER_TOKEN_PREFIX,
 };
 pub use store::{Store, StoreUrl};
 pub use workers::{NewWorker, WorkerRecord};

@@ -6,7 +6,8 @@
 //! [`TaskSettings`], [`Workspaces`], [`ModelSource`], [`ApprovalView`] (everything an
 //! approval card shows), [`Scheduler`] (schedules that create tasks at cron times, each
 //! occurrence once across processes), [`ChannelsService`] (webhook channels: signed
-//! deliveries that create tasks). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
+//! deliveries that create tasks), team users ([`users`]: roles, workspace grants, hashed
+//! tokens, [`TaskService::add_user`]). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
 //! `pp-model` and `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
 //! store's compare-and-set transactions, so several processes sharing one database (an
 //! SQLite file, or a team server's PostgreSQL) never run or resolve the same thing twice.
@@ -49,6 +50,7 @@ mod skills;
 mod snapshots;
 mod task_search;
 mod usage;
+pub mod users;
 mod view;
 
 pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
@@ -71,6 +73,7 @@ pub use skills::{
 };
 pub use task_search::TasksPage;
 pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
+pub use users::{IssuedToken, LoginOwner};
 pub use view::ApprovalView;
 
 /// The store, re-exported so the binary can open the database a [`store::StoreUrl`] names

@@ -55,6 +55,18 @@ impl TaskService {
     /// from the stored checkpoint (no second trip through the queue); with `wait` the
     /// call returns once it finishes or pauses again.
     pub async fn resolve(&self, id: &ApprovalId, request: ResolveRequest) -> Result<TaskRecord> {
+        self.resolve_as_user(id, request, None).await
+    }
+
+    /// Like [`TaskService::resolve`], recording the team `user` who decided on the
+    /// approval (`resolved_by_user`) and its audit row (`user`). Whether that user may
+    /// resolve it is the caller's check (the server's role matrix).
+    pub async fn resolve_as_user(
+        &self,
+        id: &ApprovalId,
+        request: ResolveRequest,
+        user: Option<String>,
+    ) -> Result<TaskRecord> {
         let shared = &self.inner.shared;
         let approval = shared.store.approval(id).await?;
         let task = shared.store.task(&approval.task_id).await?;
@@ -143,6 +155,7 @@ impl TaskService {
             arguments_hash: (state == ApprovalState::Approved).then(|| arguments_hash(&executed)),
             detail: reason.clone(),
             action,
+            user,
         };
         let resolve = Resolve {
             state,

@@ -141,6 +141,16 @@ impl TaskService {
         request: CreateTask,
         origin: Option<String>,
     ) -> Result<TaskRecord> {
+        self.create_recorded(request, origin, None).await
+    }
+
+    /// Creates a task with its origin and the team user who asked (`users.rs`).
+    pub(crate) async fn create_recorded(
+        &self,
+        request: CreateTask,
+        origin: Option<String>,
+        user: Option<String>,
+    ) -> Result<TaskRecord> {
         let prompt = request.prompt.trim();
         if prompt.is_empty() {
             return Err(Error::BadRequest("the prompt is empty".into()));
@@ -164,7 +174,7 @@ impl TaskService {
             origin,
             script: request.script,
         };
-        let task = self.inner.store.create_task(new).await?;
+        let task = self.inner.store.create_task_as(new, user.as_deref()).await?;
         self.inner.wake.notify_one();
         Ok(task)
     }

@@ -92,6 +92,9 @@ pub struct ApprovalView {
     /// Who resolved it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<Actor>,
+    /// The team user who resolved it (team mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_by_user: Option<String>,
     /// The reason (rejections, stale approvals).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -149,6 +152,7 @@ impl ApprovalView {
             created_at: approval.created_at,
             resolved_at: approval.resolved_at,
             resolved_by: approval.resolved_by,
+            resolved_by_user: approval.resolved_by_user,
             reason: approval.reason,
             edited_arguments: approval.edited_arguments,
             revertible: approval.revertible,

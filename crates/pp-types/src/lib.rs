@@ -25,6 +25,7 @@ mod task;
 mod time;
 mod tool;
 mod usage;
+mod user;
 
 pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
@@ -44,3 +45,4 @@ pub use tool::{
     ToolOutput, ToolSpec, WriteLabel, pointer_paths, pointer_property,
 };
 pub use usage::{Cost, TaskUsage};
+pub use user::{Role, UserRecord, valid_user_name};

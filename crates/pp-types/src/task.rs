@@ -174,6 +174,11 @@ pub struct TaskRecord {
     /// webhook channel's name, the MCP client's name and version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// The team user who created it (team mode; `None` in single-user mode and for
+    /// tasks started by schedules, webhooks or MCP clients). The member rule ("see only
+    /// your own tasks") reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by_user: Option<String>,
     /// The scripted model's turns, for scripted tasks (so any process can resume them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<Value>,
@@ -284,6 +289,9 @@ pub struct ApprovalRecord {
     /// Who resolved it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<Actor>,
+    /// The team user who resolved it (team mode; `None` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_by_user: Option<String>,
     /// The operator's reason (rejections) or why it went stale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -341,6 +349,9 @@ pub struct AuditEntry {
     /// Free-form detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The team user who acted (team mode; `None` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 /// A new audit row (the store assigns `id` and `at`).
@@ -362,6 +373,8 @@ pub struct NewAudit {
     pub arguments_hash: Option<String>,
     /// Free-form detail.
     pub detail: Option<String>,
+    /// The team user who acted (team mode), if any.
+    pub user: Option<String>,
 }
 
 impl NewAudit {
@@ -376,6 +389,7 @@ impl NewAudit {
             target: None,
             arguments_hash: None,
             detail: None,
+            user: None,
         }
     }
 }

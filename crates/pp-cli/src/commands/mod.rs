@@ -21,3 +21,4 @@ pub(crate) mod sessions;
 pub(crate) mod skills;
 pub(crate) mod tasks;
 pub(crate) mod token;
+pub(crate) mod users;

@@ -76,6 +76,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         default_script,
         allowed_hosts: app.config.allowed_hosts.clone(),
         trust_forwarded_proto: app.config.trust_forwarded_proto,
+        team: app.config.team,
         ..ServerSettings::default()
     };
     app.service.start_workers();
@@ -150,7 +151,15 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
             }
         );
     }
-    outln!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}")?;
+    if app.config.team {
+        // Team mode: the server token is not accepted; each person logs in with their own.
+        outln!(
+            "PocketPilot team console: http://127.0.0.1:{port}/login?token=<your user token> \
+             (users: `pocketpilot users list`; docs/team.md)"
+        )?;
+    } else {
+        outln!("PocketPilot console: http://127.0.0.1:{port}/login?token={token}")?;
+    }
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let served = pp_server::serve(listener, state, shutdown_signal()).await;
     watcher.abort();

@@ -30,6 +30,7 @@ mod shell;
 mod skills;
 mod terminal;
 mod usage;
+mod users;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,11 +3,12 @@
 //! `change_reverted`; refused with 409 when the file changed since the agent's write).
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use pp_tasks::RevertRefusal;
 use pp_types::{Actor, ChangeId, TaskId};
 use serde_json::{Value, json};
 
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
 use crate::state::AppState;
@@ -15,23 +16,28 @@ use crate::state::AppState;
 /// `{"changes": [...]}`, oldest first; 404 for an unknown task.
 pub(crate) async fn task_changes(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
-    let changes = state.service().task_changes(&TaskId(id)).await?;
+    let task = caller.visible_task(&state, &TaskId(id)).await?;
+    let changes = state.service().task_changes(&task.id).await?;
     Ok(Json(json!({ "changes": changes })))
 }
 
 /// `{"change": <the new change of kind reverted>}`; 409 `changed_since` (with `diff`)
-/// or `not_revertible`; 404 for an unknown change.
+/// or `not_revertible`; 404 for an unknown change; in team mode 403 unless the caller
+/// is an owner or an approver of the change's workspace.
 pub(crate) async fn revert(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
-    match state
-        .service()
-        .revert_change(&ChangeId(id), Actor::Operator)
-        .await?
-    {
+    let id = ChangeId(id);
+    if caller.user.is_some() {
+        let task = state.service().change_task(&id).await?;
+        caller.check_resolve(&task)?;
+    }
+    match state.service().revert_change(&id, Actor::Operator).await? {
         Ok(change) => Ok(Json(json!({ "change": change }))),
         Err(RevertRefusal::ChangedSince { message, diff }) => {
             Err(ApiError::ChangedSince { message, diff })

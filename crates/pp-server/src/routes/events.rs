@@ -1,13 +1,14 @@
 //! Event streams: `GET /api/tasks/{id}/events` and `GET /api/events`, as JSON or SSE.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use pp_types::TaskId;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::caller::{Caller, Visibility};
 use crate::error::ApiResult;
 use crate::extract::{ApiPath, ApiQuery, limit};
 use crate::sse::{self, Source};
@@ -31,6 +32,7 @@ pub(crate) struct EventsQuery {
 /// `Accept: text/event-stream` a live stream that resumes after `Last-Event-ID`.
 pub(crate) async fn task_events(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
@@ -38,9 +40,9 @@ pub(crate) async fn task_events(
     let id = TaskId(id);
     let resume = sse::last_event_id(&headers)?.or(query.after);
     let after = resume.unwrap_or(0);
+    caller.visible_task(&state, &id).await?;
     if sse::wants_event_stream(&headers) {
-        state.service().task(&id).await?;
-        return Ok(sse::stream(state, Source::Task(id), after).into_response());
+        return Ok(sse::stream(state, Source::Task(id), after, None).into_response());
     }
     let limit = limit(query.limit, DEFAULT_PAGE, MAX_PAGE)?;
     let page = state.service().task_events_page(&id, after, limit).await?;
@@ -50,22 +52,35 @@ pub(crate) async fn task_events(
 /// Every task's events. As SSE (`Accept: text/event-stream`) it starts after
 /// `Last-Event-ID`, else after `?after=`, else at the newest event (live only, so a new
 /// console tab does not replay the whole history). As JSON it returns up to `?limit=`
-/// events after `?after=` (default 0).
+/// events after `?after=` (default 0). Either way, only events of tasks the caller may
+/// see (team mode; a JSON page may then hold fewer than `limit`).
 pub(crate) async fn all_events(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let service = state.service();
     let resume = sse::last_event_id(&headers)?.or(query.after);
+    let mut visibility = Visibility::new(caller);
     if sse::wants_event_stream(&headers) {
         let after = match resume {
             Some(after) => after,
             None => service.last_seq().await?,
         };
-        return Ok(sse::stream(state, Source::All, after).into_response());
+        let filter = (!visibility.sees_all()).then_some(visibility);
+        return Ok(sse::stream(state, Source::All, after, filter).into_response());
     }
     let limit = limit(query.limit, DEFAULT_PAGE, MAX_PAGE)?;
-    let events = service.events_after(resume.unwrap_or(0), limit).await?;
+    let mut events = service.events_after(resume.unwrap_or(0), limit).await?;
+    if !visibility.sees_all() {
+        let mut visible = Vec::with_capacity(events.len());
+        for event in events {
+            if visibility.sees(&state, &event.task_id).await {
+                visible.push(event);
+            }
+        }
+        events = visible;
+    }
     Ok(Json(json!({ "events": events })).into_response())
 }

@@ -1,9 +1,10 @@
-//! `GET /login?token=…` exchanges the API token for a console session cookie;
-//! `POST /logout` ends it.
+//! `GET /login?token=…` exchanges the API token (team mode: the user's own token) for a
+//! console session cookie; `POST /logout` ends it.
 //!
 //! The cookie is `HttpOnly` (scripts cannot read it) and `SameSite=Strict` (other sites
 //! cannot make the browser send it), and the login answers with a redirect to `/` so the
-//! token leaves the address bar and the history.
+//! token leaves the address bar and the history. In team mode the login remembers its
+//! user and the cookie is always `Secure` (the team server sits behind a TLS proxy).
 
 use axum::extract::State;
 use axum::http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE};
@@ -45,11 +46,19 @@ pub(crate) async fn login(
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<LoginQuery>,
 ) -> Response {
-    let valid = query
-        .token
-        .as_deref()
-        .is_some_and(|token| state.token_matches(token));
-    if !valid {
+    // `None`: refused; `Some(None)`: the single-user token; `Some(Some(user))`: team.
+    let who: Option<Option<String>> = match query.token {
+        Some(token) if state.settings().team => state
+            .service()
+            .user_by_token(token)
+            .await
+            .ok()
+            .flatten()
+            .map(|user| Some(user.name)),
+        Some(token) => state.token_matches(&token).then_some(None),
+        None => None,
+    };
+    let Some(user) = who else {
         let page = refused_page(state.settings().port);
         let content_type = HeaderValue::from_static("text/html; charset=utf-8");
         return (
@@ -58,9 +67,13 @@ pub(crate) async fn login(
             page,
         )
             .into_response();
-    }
+    };
     let ttl = state.settings().session_ttl;
-    let session = match state.service().create_login(ttl).await {
+    let created = match user.clone() {
+        Some(name) => state.service().create_user_login(name, ttl).await,
+        None => state.service().create_login(ttl).await,
+    };
+    let session = match created {
         Ok(session) => session,
         Err(error) => return ApiError::internal(error).into_response(),
     };
@@ -68,12 +81,13 @@ pub(crate) async fn login(
     // must not lock the person out, so its error is only logged.
     let entry = NewAudit {
         actor: Some(Actor::Operator),
+        user,
         ..NewAudit::new(AuditAction::ConsoleLogin)
     };
     if let Err(error) = state.service().append_audit(entry).await {
         state.log(&format!("pp-server: cannot audit a console login: {error}"));
     }
-    let secure = if crate::security::is_https(state.settings(), &headers) {
+    let secure = if state.settings().team || crate::security::is_https(state.settings(), &headers) {
         "; Secure"
     } else {
         ""
@@ -102,7 +116,7 @@ pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) ->
     {
         return ApiError::internal(error).into_response();
     }
-    let secure = if crate::security::is_https(state.settings(), &headers) {
+    let secure = if state.settings().team || crate::security::is_https(state.settings(), &headers) {
         "; Secure"
     } else {
         ""

@@ -5,7 +5,7 @@
 //! schedule's name); their writes stop in `waiting_approval` like anyone's.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use pp_tasks::scheduler::{Overlap, ScheduleEventView, ScheduleRequest, ScheduleView};
 use pp_tasks::{Scheduler, SchedulerError};
@@ -13,6 +13,7 @@ use pp_types::{Actor, TaskRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, limit};
 use crate::state::AppState;
@@ -226,13 +227,16 @@ pub(crate) struct TasksQuery {
     limit: Option<usize>,
 }
 
-/// The tasks the schedule's fires created, newest first: `{"tasks": […]}`.
+/// The tasks the schedule's fires created, newest first: `{"tasks": […]}` (team mode:
+/// only those of workspaces granted to the caller).
 pub(crate) async fn tasks(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<TasksQuery>,
 ) -> ApiResult<Json<Value>> {
     let limit = limit(query.limit, 20, 200)?;
-    let tasks: Vec<TaskRecord> = scheduler(&state).tasks(&id, limit).await?;
+    let mut tasks: Vec<TaskRecord> = scheduler(&state).tasks(&id, limit).await?;
+    tasks.retain(|task| caller.sees_task(task));
     Ok(Json(json!({ "tasks": tasks })))
 }

@@ -2,16 +2,21 @@
 //!
 //! Each message starts a turn, which is a task: its events stream on
 //! `/api/tasks/{id}/events` and its approvals appear in `/api/approvals` like any other.
+//!
+//! In team mode a session belongs to the user who created it (and each turn's task to
+//! that user too): owners see every session, approvers and members only their own
+//! (another user's answers 404), on workspaces granted to them.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use pp_tasks::{NewSession, SessionRecord, SessionView};
 use pp_types::Actor;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::error::ApiResult;
+use crate::caller::{Caller, hidden};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, limit};
 use crate::state::AppState;
 
@@ -38,8 +43,20 @@ pub(crate) struct MessageRequest {
 /// Creates a session as the operator; `201` with the session.
 pub(crate) async fn create(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiJson(request): ApiJson<CreateSessionRequest>,
 ) -> ApiResult<(StatusCode, Json<SessionRecord>)> {
+    if let Some(workspace) = state
+        .service()
+        .workspaces()
+        .find(request.workspace.as_deref())
+        && !caller.has_workspace(&workspace.name)
+    {
+        return Err(ApiError::Forbidden(format!(
+            "workspace `{}` is not granted to you",
+            workspace.name
+        )));
+    }
     let session = state
         .service()
         .create_session(NewSession {
@@ -48,6 +65,9 @@ pub(crate) async fn create(
             actor: Actor::Operator,
         })
         .await?;
+    if let Some(user) = &caller.user {
+        state.service().set_session_user(&session.id, user).await?;
+    }
     Ok((StatusCode::CREATED, Json(session)))
 }
 
@@ -61,20 +81,46 @@ pub(crate) struct ListQuery {
 /// Lists sessions, most recently active first: `{"sessions": […]}`.
 pub(crate) async fn list(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
-    let sessions = state
+    let mut sessions = state
         .service()
         .sessions(limit(query.limit, 100, 1000)?)
         .await?;
+    if caller.user.is_some() {
+        let mut visible = Vec::with_capacity(sessions.len());
+        for session in sessions {
+            let creator = state.service().session_user(&session.id).await?;
+            if caller.sees_session(creator.as_deref()) {
+                visible.push(session);
+            }
+        }
+        sessions = visible;
+    }
     Ok(Json(json!({ "sessions": sessions })))
+}
+
+/// 404 unless the caller may see session `id` (team mode).
+async fn check_session(state: &AppState, caller: &Caller, id: &str) -> ApiResult<()> {
+    if caller.user.is_none() {
+        return Ok(());
+    }
+    let creator = state.service().session_user(id).await?;
+    if caller.sees_session(creator.as_deref()) {
+        Ok(())
+    } else {
+        Err(hidden("session", id))
+    }
 }
 
 /// One session with its turns and summary.
 pub(crate) async fn show(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<SessionView>> {
+    check_session(&state, &caller, &id).await?;
     Ok(Json(state.service().session(&id).await?))
 }
 
@@ -82,9 +128,11 @@ pub(crate) async fn show(
 /// the previous turn is queued, running or waiting for approval.
 pub(crate) async fn send(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<MessageRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
+    check_session(&state, &caller, &id).await?;
     let task = state
         .service()
         .send_message(
@@ -94,14 +142,19 @@ pub(crate) async fn send(
             state.settings().default_script.clone(),
         )
         .await?;
+    if let Some(user) = &caller.user {
+        state.service().set_task_user(&task.id, user).await?;
+    }
     Ok((StatusCode::ACCEPTED, Json(json!({ "task_id": task.id }))))
 }
 
 /// Deletes a session and its list of turns (the turns' tasks stay); `204`.
 pub(crate) async fn delete(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
+    check_session(&state, &caller, &id).await?;
     state.service().delete_session(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,7 +1,7 @@
 //! `/api/tasks`: create, list, show, cancel, retry.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use pp_tasks::CreateTask;
 use pp_tasks::TaskFilter;
@@ -9,6 +9,7 @@ use pp_types::{Actor, TaskId, TaskRecord, TaskState};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, limit};
 use crate::state::AppState;
@@ -61,27 +62,42 @@ pub(crate) fn parse_actor(text: &str) -> ApiResult<Actor> {
     })
 }
 
-/// Creates a task as the operator; `201` with the stored task.
+/// Creates a task as the operator (in team mode: as the calling user, on a workspace
+/// granted to them, else 403); `201` with the stored task.
 pub(crate) async fn create(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiJson(request): ApiJson<CreateTaskRequest>,
 ) -> ApiResult<(StatusCode, Json<TaskRecord>)> {
-    let task = state
+    if let Some(workspace) = state
         .service()
-        .create(CreateTask {
-            prompt: request.prompt,
-            workspace: request.workspace,
-            actor: Actor::Operator,
-            script: state.settings().default_script.clone(),
-        })
-        .await?;
+        .workspaces()
+        .find(request.workspace.as_deref())
+        && !caller.has_workspace(&workspace.name)
+    {
+        return Err(ApiError::Forbidden(format!(
+            "workspace `{}` is not granted to you",
+            workspace.name
+        )));
+    }
+    let request = CreateTask {
+        prompt: request.prompt,
+        workspace: request.workspace,
+        actor: Actor::Operator,
+        script: state.settings().default_script.clone(),
+    };
+    let task = state.service().create_as_user(request, caller.user).await?;
     Ok((StatusCode::CREATED, Json(task)))
 }
 
 /// Lists tasks, newest first, searched and filtered:
 /// `{"tasks": […], "next_before": "t_…" | null}`.
+///
+/// In team mode only the tasks the caller may see are listed (a page may then hold
+/// fewer than `limit`; `next_before` still pages through every task).
 pub(crate) async fn list(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
     let filter = TaskFilter {
@@ -97,32 +113,38 @@ pub(crate) async fn list(
         before: query.before.filter(|id| !id.is_empty()).map(TaskId),
         limit: limit(query.limit, 50, 1000)?,
     };
-    let page = state.service().search_tasks(filter).await?;
+    let mut page = state.service().search_tasks(filter).await?;
+    page.tasks.retain(|task| caller.sees_task(task));
     Ok(Json(
         json!({ "tasks": page.tasks, "next_before": page.next_before }),
     ))
 }
 
-/// One task.
+/// One task (404 for one the caller may not see).
 pub(crate) async fn show(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
-    Ok(Json(state.service().task(&TaskId(id)).await?))
+    Ok(Json(caller.visible_task(&state, &TaskId(id)).await?))
 }
 
-/// Cancels a task that has not ended.
+/// Cancels a task that has not ended (404 for one the caller may not see).
 pub(crate) async fn cancel(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
-    Ok(Json(state.service().cancel(&TaskId(id)).await?))
+    let task = caller.visible_task(&state, &TaskId(id)).await?;
+    Ok(Json(state.service().cancel(&task.id).await?))
 }
 
-/// Retries an interrupted task.
+/// Retries an interrupted task (404 for one the caller may not see).
 pub(crate) async fn retry(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
-    Ok(Json(state.service().retry(&TaskId(id)).await?))
+    let task = caller.visible_task(&state, &TaskId(id)).await?;
+    Ok(Json(state.service().retry(&task.id).await?))
 }

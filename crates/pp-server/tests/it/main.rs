@@ -25,6 +25,7 @@ mod sessions;
 mod skills;
 mod sse;
 mod task_search;
+mod team;
 mod uploads;
 mod usage;
 mod webhooks;

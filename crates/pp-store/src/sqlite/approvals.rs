@@ -133,7 +133,8 @@ impl Store {
     /// Records a decision, all or nothing, in one transaction:
     /// - the approval moves `pending → resolve.state` ([`Error::AlreadyResolved`] if it is
     ///   not pending: this is what turns a double click into a 409), with `resolved_at`,
-    ///   `resolved_by`, `reason` and `edited_arguments`;
+    ///   `resolved_by`, `reason` and `edited_arguments` (and `resolved_by_user`: the
+    ///   audit row's `user`);
     /// - the audit row is appended;
     /// - the task moves `WaitingApproval → resolve.task_to` ([`Error::Conflict`] if it is
     ///   not waiting);
@@ -162,7 +163,8 @@ impl Store {
             transaction
                 .prepare_cached(
                     "UPDATE approvals SET state = ?2, resolved_at = ?3, resolved_by = ?4, \
-                     reason = ?5, edited_arguments = ?6 WHERE id = ?1 AND state = 'pending'",
+                     reason = ?5, edited_arguments = ?6, resolved_by_user = ?7 \
+                     WHERE id = ?1 AND state = 'pending'",
                 )?
                 .execute(params![
                     id.as_str(),
@@ -171,6 +173,7 @@ impl Store {
                     resolve.actor.as_str(),
                     resolve.reason,
                     edited,
+                    resolve.audit.user,
                 ])?;
             let audit_row = NewAudit {
                 actor: resolve.audit.actor.or(Some(resolve.actor)),
@@ -312,6 +315,7 @@ fn insert(
         created_at: now,
         resolved_at: None,
         resolved_by: None,
+        resolved_by_user: None,
         reason: None,
         edited_arguments: None,
         revertible: new.revertible,

@@ -102,7 +102,8 @@ pub(crate) fn insert(
     connection
         .prepare_cached(
             "INSERT INTO audit (at, actor, action, task_id, approval_id, tool, target, \
-             arguments_hash, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             arguments_hash, detail, user_name) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )?
         .execute(params![
             at.as_millis(),
@@ -114,6 +115,7 @@ pub(crate) fn insert(
             entry.target,
             entry.arguments_hash,
             entry.detail,
+            entry.user,
         ])?;
     Ok(AuditEntry {
         id: connection.last_insert_rowid(),
@@ -126,5 +128,6 @@ pub(crate) fn insert(
         target: entry.target,
         arguments_hash: entry.arguments_hash,
         detail: entry.detail,
+        user: entry.user,
     })
 }

@@ -20,6 +20,7 @@ mod schedules;
 mod schema;
 mod task_search;
 mod tasks;
+mod users;
 mod workers;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,7 @@ pub use schedules::{
 pub use schema::SCHEMA_VERSION;
 pub use task_search::TaskFilter;
 pub use tasks::{NewTask, TaskChange};
+pub use users::{LoginOwner, USER_TOKEN_PREFIX};
 
 /// The SQLite database: one file in WAL mode.
 ///

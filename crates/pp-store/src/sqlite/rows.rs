@@ -128,10 +128,11 @@ pub(crate) const TASK_COLUMNS: &str = "id, prompt, workspace, workspace_path, st
       COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), \
       COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0), COUNT(cost), \
       TOTAL(cost), MIN(currency), MAX(currency)) \
-      FROM model_calls WHERE model_calls.task_id = tasks.id)";
+      FROM model_calls WHERE model_calls.task_id = tasks.id), \
+     created_by_user";
 
 /// How many columns [`TASK_COLUMNS`] has (a query selecting more reads them after).
-pub(crate) const TASK_COLUMN_COUNT: usize = 18;
+pub(crate) const TASK_COLUMN_COUNT: usize = 19;
 
 /// A `tasks` row before decoding.
 pub(crate) struct RawTask {
@@ -155,6 +156,7 @@ pub(crate) struct RawTask {
     change_kinds: Option<String>,
     /// The task's model calls summed up (see `model_calls::task_usage`).
     usage: Option<String>,
+    created_by_user: Option<String>,
 }
 
 impl RawTask {
@@ -179,6 +181,7 @@ impl RawTask {
             origin: row.get(15)?,
             change_kinds: row.get(16)?,
             usage: row.get(17)?,
+            created_by_user: row.get(18)?,
         })
     }
 
@@ -202,6 +205,7 @@ impl RawTask {
             state,
             created_by,
             origin: self.origin,
+            created_by_user: self.created_by_user,
             script,
             script_position,
             running_ms,
@@ -232,7 +236,7 @@ fn change_counts(kinds: Option<&str>) -> pp_types::ChangeCounts {
 /// The columns [`RawApproval::from_row`] reads, in order.
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_id, state, tool, capability, risk, \
      label, target, arguments, fingerprint, checkpoint, created_at, resolved_at, \
-     resolved_by, reason, edited_arguments, revertible";
+     resolved_by, reason, edited_arguments, revertible, resolved_by_user";
 
 /// An `approvals` row before decoding.
 pub(crate) struct RawApproval {
@@ -253,6 +257,7 @@ pub(crate) struct RawApproval {
     reason: Option<String>,
     edited_arguments: Option<String>,
     revertible: Option<bool>,
+    resolved_by_user: Option<String>,
 }
 
 impl RawApproval {
@@ -276,6 +281,7 @@ impl RawApproval {
             reason: row.get(14)?,
             edited_arguments: row.get(15)?,
             revertible: row.get(16)?,
+            resolved_by_user: row.get(17)?,
         })
     }
 
@@ -308,6 +314,7 @@ impl RawApproval {
             created_at: Timestamp::from_millis(self.created_at),
             resolved_at: self.resolved_at.map(Timestamp::from_millis),
             resolved_by,
+            resolved_by_user: self.resolved_by_user,
             reason: self.reason,
             edited_arguments,
             revertible: self.revertible,
@@ -355,8 +362,8 @@ impl RawEvent {
 }
 
 /// The columns [`RawAudit::from_row`] reads, in order.
-pub(crate) const AUDIT_COLUMNS: &str =
-    "id, at, actor, action, task_id, approval_id, tool, target, arguments_hash, detail";
+pub(crate) const AUDIT_COLUMNS: &str = "id, at, actor, action, task_id, approval_id, tool, target, arguments_hash, detail, \
+     user_name";
 
 /// An `audit` row before decoding.
 pub(crate) struct RawAudit {
@@ -370,6 +377,7 @@ pub(crate) struct RawAudit {
     target: Option<String>,
     arguments_hash: Option<String>,
     detail: Option<String>,
+    user: Option<String>,
 }
 
 impl RawAudit {
@@ -386,6 +394,7 @@ impl RawAudit {
             target: row.get(7)?,
             arguments_hash: row.get(8)?,
             detail: row.get(9)?,
+            user: row.get(10)?,
         })
     }
 
@@ -407,6 +416,7 @@ impl RawAudit {
             target: self.target,
             arguments_hash: self.arguments_hash,
             detail: self.detail,
+            user: self.user,
         })
     }
 }

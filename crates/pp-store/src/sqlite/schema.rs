@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0009_task_origin.sql"),
     include_str!("../../migrations/sqlite/0010_channels.sql"),
     include_str!("../../migrations/sqlite/0011_workers.sql"),
+    include_str!("../../migrations/sqlite/0012_users.sql"),
 ];
 
 /// The schema version this build writes.

@@ -228,14 +228,25 @@ impl Store {
 /// Inserts a `queued` task and its `task_created` audit row (inside the caller's
 /// transaction).
 pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> Result<TaskRecord> {
+    insert_as(connection, new, None, now)
+}
+
+/// Like [`insert`], recording the team user who created it (`users.rs`) on the task and
+/// its audit row.
+pub(crate) fn insert_as(
+    connection: &Connection,
+    new: NewTask,
+    user: Option<&str>,
+    now: Timestamp,
+) -> Result<TaskRecord> {
     let id = TaskId(ids::new_id("t_", now)?);
     let script = rows::encode_opt("task script", new.script.as_ref())?;
     let created_by = rows::name_of("actor", &new.created_by)?;
     connection
         .prepare_cached(
             "INSERT INTO tasks (id, prompt, workspace, workspace_path, state, \
-             created_by, script, created_at, updated_at, origin) \
-             VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7, ?8)",
+             created_by, script, created_at, updated_at, origin, created_by_user) \
+             VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7, ?8, ?9)",
         )?
         .execute(params![
             id.as_str(),
@@ -246,12 +257,14 @@ pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> R
             script,
             now.as_millis(),
             new.origin,
+            user,
         ])?;
     audit::insert(
         connection,
         NewAudit {
             actor: Some(new.created_by),
             task_id: Some(id.clone()),
+            user: user.map(str::to_owned),
             ..NewAudit::new(pp_types::AuditAction::TaskCreated)
         },
         now,
@@ -264,6 +277,7 @@ pub(crate) fn insert(connection: &Connection, new: NewTask, now: Timestamp) -> R
         state: TaskState::Queued,
         created_by: new.created_by,
         origin: new.origin,
+        created_by_user: user.map(str::to_owned),
         script: new.script,
         script_position: 0,
         running_ms: 0,

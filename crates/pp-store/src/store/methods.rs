@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use pp_types::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditAction, AuditEntry, ChangeId, Event,
-    Message, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp,
+    Message, NewAudit, Role, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp, UserRecord,
 };
 
 use super::{Backend, Store};
 use crate::{
     AuditFilter, ChangeRow, Channel, ChannelChange, ChatSession, ChatTurn, DeliveryRecord,
-    DeliveryStatus, FireOccurrence, Fired, ModelCallRow, NewApproval, NewChange, NewChannel,
-    NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, PruneReport, Resolve, Result,
-    Schedule, ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter, WorkerRecord,
+    DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange,
+    NewChannel, NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, PruneReport,
+    Resolve, Result, Schedule, ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter, WorkerRecord,
 };
 
 impl Store {
@@ -86,7 +86,8 @@ impl Store {
     /// Records a decision, all or nothing, in one transaction:
     /// - the approval moves `pending → resolve.state` ([`crate::Error::AlreadyResolved`] if it is
     ///   not pending: this is what turns a double click into a 409), with `resolved_at`,
-    ///   `resolved_by`, `reason` and `edited_arguments`;
+    ///   `resolved_by`, `reason` and `edited_arguments` (and `resolved_by_user`: the
+    ///   audit row's `user`);
     /// - the audit row is appended;
     /// - the task moves `WaitingApproval → resolve.task_to` ([`crate::Error::Conflict`] if it is
     ///   not waiting);
@@ -1082,6 +1083,220 @@ impl Store {
                     .await
             }
             Backend::Postgres(store) => store.interrupt_stale(message, older_than).await,
+        }
+    }
+
+    /// Adds a user with `role` and a fresh token; returns the user and the token, which
+    /// is not stored (only its SHA-256 is). [`crate::Error::NameTaken`] if the name is used.
+    pub async fn add_user(&self, name: &str, role: Role) -> Result<(UserRecord, String)> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                self.sqlite(move |store| store.add_user(&name, role)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "add_user",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Every user, by name.
+    pub async fn users(&self) -> Result<Vec<UserRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.sqlite(move |store| store.users()).await,
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "users",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// One user; [`crate::Error::NotFound`] if there is none by this name.
+    pub async fn user(&self, name: &str) -> Result<UserRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                self.sqlite(move |store| store.user(&name)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "user",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Grants `workspace` to the user (a no-op if already granted).
+    pub async fn grant_workspace(&self, name: &str, workspace: &str) -> Result<UserRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                let workspace = workspace.to_owned();
+                self.sqlite(move |store| store.grant_workspace(&name, &workspace))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "grant_workspace",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Takes `workspace` back from the user; the `bool` says whether it was granted.
+    pub async fn revoke_workspace(
+        &self,
+        name: &str,
+        workspace: &str,
+    ) -> Result<(UserRecord, bool)> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                let workspace = workspace.to_owned();
+                self.sqlite(move |store| store.revoke_workspace(&name, &workspace))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "revoke_workspace",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Gives the user a new token and ends the user's console logins, in one
+    /// transaction: the old token stops working at once. Returns the user, the new token
+    /// and how many logins ended.
+    pub async fn rotate_user_token(&self, name: &str) -> Result<(UserRecord, String, usize)> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                self.sqlite(move |store| store.rotate_user_token(&name))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "rotate_user_token",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The user whose token is `token`, if any.
+    pub async fn user_by_token(&self, token: &str) -> Result<Option<UserRecord>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let token = token.to_owned();
+                self.sqlite(move |store| store.user_by_token(&token)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "user_by_token",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Starts a console login for the user `name` that lasts `ttl`; returns its secret
+    /// id. Expired logins are purged on the way.
+    pub async fn create_user_login(&self, name: &str, ttl: Duration) -> Result<String> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let name = name.to_owned();
+                self.sqlite(move |store| store.create_user_login(&name, ttl))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "create_user_login",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Who the live login `login` belongs to; `None` if it does not exist or expired.
+    pub async fn login_owner(&self, login: &str) -> Result<Option<LoginOwner>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let login = login.to_owned();
+                self.sqlite(move |store| store.login_owner(&login)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "login_owner",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Creates a `queued` task as [`Store::create_task`] does, recording `user` (when
+    /// given) as its creator on the task and its `task_created` audit row.
+    pub async fn create_task_as(&self, new: NewTask, user: Option<&str>) -> Result<TaskRecord> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let user = user.map(str::to_owned);
+                self.sqlite(move |store| store.create_task_as(new, user.as_deref()))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "create_task_as",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records `user` as the creator of task `id` when none is recorded yet (a chat
+    /// turn's task, created by the session code that knows no users).
+    pub async fn set_task_user(&self, id: &TaskId, user: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.clone();
+                let user = user.to_owned();
+                self.sqlite(move |store| store.set_task_user(&id, &user))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "set_task_user",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// Records the team user who created the chat session `id`.
+    pub async fn set_chat_session_user(&self, id: &str, user: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                let user = user.to_owned();
+                self.sqlite(move |store| store.set_chat_session_user(&id, &user))
+                    .await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "set_chat_session_user",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
+        }
+    }
+
+    /// The team user who created the chat session `id` (`None`: none recorded);
+    /// [`crate::Error::NotFound`] for an unknown session.
+    pub async fn chat_session_user(&self, id: &str) -> Result<Option<String>> {
+        match &self.backend {
+            Backend::Sqlite(_) => {
+                let id = id.to_owned();
+                self.sqlite(move |store| store.chat_session_user(&id)).await
+            }
+            Backend::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "chat_session_user",
+                backend: "postgres",
+                hint: "not built yet",
+            }),
         }
     }
 

@@ -31,6 +31,7 @@ mod store;
 mod task_search;
 mod tasks;
 mod usage;
+mod users;
 mod workers;
 
 use std::path::PathBuf;
