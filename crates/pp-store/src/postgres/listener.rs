@@ -33,6 +33,13 @@ pub(crate) fn spawn(
     shown: String,
 ) -> (watch::Receiver<i64>, tokio::task::AbortHandle) {
     let (sender, receiver) = watch::channel(0);
+    let mut config = config;
+    // Named apart from the pool's connections, for `pg_stat_activity` (and the tests).
+    let name = format!(
+        "{} events",
+        config.get_application_name().unwrap_or("pocketpilot")
+    );
+    config.application_name(name);
     let task = tokio::spawn(run(config, shown, sender));
     (receiver, task.abort_handle())
 }

@@ -64,7 +64,8 @@ impl Schema {
         drop(client);
         let _ = driver.await;
         let separator = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{separator}options=-csearch_path%3D{name}");
+        let url =
+            format!("{base}{separator}options=-csearch_path%3D{name}&application_name={name}");
         Schema {
             base: base.to_owned(),
             name,
@@ -884,5 +885,63 @@ async fn every_method_works_on_postgres() {
     );
 
     drop(store);
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_listener_reconnects_after_its_connection_is_killed() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(&base).await;
+    let waiter = schema.store(clock()).await;
+    let writer = schema.store(clock()).await;
+    let task = writer.create_task(new_task("wake")).await.unwrap();
+    // Kill the waiter's and the writer's listening connections (named after the schema).
+    let (admin, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    let listeners = format!("{} events", schema.name);
+    // The listeners connect in the background: wait until both are there.
+    for _ in 0..1200 {
+        let row = admin
+            .query_one(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&listeners],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, i64>(0) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let killed = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1",
+            &[&listeners],
+        )
+        .await
+        .unwrap();
+    assert_eq!(killed.len(), 2, "one listener per store");
+    drop(admin);
+    let _ = driver.await;
+    let last = waiter.last_seq().await.unwrap();
+    let waiting = {
+        let waiter = waiter.clone();
+        tokio::spawn(async move {
+            waiter
+                .wait_for_events(last, Duration::from_secs(3600))
+                .await;
+        })
+    };
+    writer.append_events(&task.id, &[started(0)]).await.unwrap();
+    // Woken by a notification on the new connection, or by the newest seq it reads
+    // after reconnecting: either way without waiting out the hour.
+    tokio::time::timeout(Duration::from_secs(120), waiting)
+        .await
+        .expect("woken after the listener reconnected")
+        .unwrap();
+    drop((waiter, writer));
     schema.drop_schema().await;
 }
