@@ -2,10 +2,10 @@
 //! `pp_events` and publishes the highest event `seq` announced into a
 //! [`tokio::sync::watch`], which [`super::PgStore::wait_for_events`] waits on.
 //!
-//! Every transaction that appends events ends with `pg_notify('pp_events', 'SCHEMA:SEQ')`
-//! (`events::notify`); PostgreSQL delivers it on commit. Notifications are per database,
-//! so the payload names the schema and notifications for other schemas (another team, or
-//! another test) are ignored. After every (re)connect the newest stored `seq` is read and
+//! Every transaction that appends events calls `pg_notify('pp_events', 'SCHEMA:SEQ')`
+//! with its newest seq (`events::insert`); PostgreSQL delivers it on commit.
+//! Notifications are per database, so the payload names the schema and notifications for
+//! other schemas (another team, or another test) are ignored. After every (re)connect the newest stored `seq` is read and
 //! published too, so nothing committed while the connection was down is waited for in
 //! vain. A lost connection is retried with a growing pause (250 ms doubling to 5 s). The
 //! task ends when the store is dropped (it aborts the task) or no receiver is left.
@@ -18,7 +18,7 @@ use futures_util::{Stream, StreamExt};
 use tokio::sync::watch;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
-/// The channel events are announced on.
+/// The channel events are announced on (written out in `events::insert`'s SQL too).
 pub(crate) const CHANNEL: &str = "pp_events";
 
 /// The first pause after a failed connection.
