@@ -54,6 +54,9 @@ use crate::{Error, Result};
 /// Connections in the pool: a worker holds one per store call, briefly.
 const POOL_SIZE: usize = 16;
 
+/// How long a new connection may take, unless the URL says (`connect_timeout=`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The PostgreSQL database of a team server.
 pub(crate) struct PgStore {
     /// The connection pool.
@@ -85,11 +88,15 @@ impl PgStore {
     /// notifications and returns the store.
     pub(crate) async fn connect(url: &str, clock: Arc<dyn Clock>) -> Result<PgStore> {
         let shown = redact(url);
-        let config: tokio_postgres::Config = url.parse().map_err(|error| Error::BadUrl {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|error| Error::BadUrl {
             url: shown.clone(),
             reason: format!("{error}"),
         })?;
         refuse_tls(&config, &shown)?;
+        if config.get_connect_timeout().is_none() {
+            // An unreachable server fails a call instead of hanging it for minutes.
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
         let manager = Manager::from_config(
             config.clone(),
             tokio_postgres::NoTls,
