@@ -20,7 +20,7 @@ use deadpool_postgres::GenericClient;
 use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
 
 use super::rows::{self, EVENT_COLUMNS};
-use super::{Params, PgStore, changes, execute, model_calls, query, query_one, query_opt, tasks};
+use super::{PgStore, changes, execute, model_calls, query, query_one, query_opt, tasks};
 use crate::sqlite::rows::{encode, limit as row_limit};
 use crate::{NewChange, NewModelCall, Result};
 
@@ -191,50 +191,59 @@ pub(crate) async fn insert(
     insert_locked(db, task, events, at).await
 }
 
-/// [`insert`] for a caller already holding the events lock. The last insert also
-/// notifies `pp_events` with its seq (one statement: no extra round trip).
+/// [`insert`] for a caller already holding the events lock: one statement for the
+/// whole batch, which also notifies `pp_events` with the newest seq.
+///
+/// The rows come from `unnest(…) WITH ORDINALITY` in the caller's order, and each row's
+/// `seq` is drawn as it is inserted, so seqs follow that order (and, under the lock, are
+/// consecutive); they are returned sorted and matched to the events in order. The
+/// notification is sent once per row with the same payload, which PostgreSQL delivers
+/// once per transaction.
 async fn insert_locked(
     db: &impl GenericClient,
     task: &TaskId,
     events: Vec<Event>,
     at: Timestamp,
 ) -> Result<Vec<StoredEvent>> {
-    let last = events.len().saturating_sub(1);
-    let mut stored = Vec::with_capacity(events.len());
-    for (index, event) in events.into_iter().enumerate() {
-        let payload = encode("event", &event)?;
-        let params: Params<'_> = &[
-            &task.as_str(),
-            &at.as_millis(),
-            &event.type_name(),
-            &i64::from(event.step),
-            &payload,
-        ];
-        let row = if index == last {
-            query_one(
-                db,
-                "WITH inserted AS (INSERT INTO events (task_id, at, type, step, payload) \
-                 VALUES ($1, $2, $3, $4, $5) RETURNING seq) \
-                 SELECT seq, pg_notify('pp_events', current_schema() || ':' || seq) IS NULL \
-                 FROM inserted",
-                params,
-            )
-            .await?
-        } else {
-            query_one(
-                db,
-                "INSERT INTO events (task_id, at, type, step, payload) \
-                 VALUES ($1, $2, $3, $4, $5) RETURNING seq",
-                params,
-            )
-            .await?
-        };
-        stored.push(StoredEvent {
-            seq: row.try_get(0)?,
-            task_id: task.clone(),
-            at,
-            event,
-        });
+    let mut types = Vec::with_capacity(events.len());
+    let mut steps = Vec::with_capacity(events.len());
+    let mut payloads = Vec::with_capacity(events.len());
+    for event in &events {
+        types.push(event.type_name());
+        steps.push(i64::from(event.step));
+        payloads.push(encode("event", event)?);
     }
-    Ok(stored)
+    let found = query(
+        db,
+        "WITH inserted AS (\
+             INSERT INTO events (task_id, at, type, step, payload) \
+             SELECT $1, $2, batch.type, batch.step, batch.payload \
+             FROM unnest($3::TEXT[], $4::BIGINT[], $5::TEXT[]) \
+                 WITH ORDINALITY AS batch (type, step, payload, position) \
+             ORDER BY batch.position \
+             RETURNING seq) \
+         SELECT seq, pg_notify('pp_events', current_schema() || ':' || MAX(seq) OVER ()) IS NULL \
+         FROM inserted ORDER BY seq",
+        &[&task.as_str(), &at.as_millis(), &types, &steps, &payloads],
+    )
+    .await?;
+    if found.len() != events.len() {
+        return Err(crate::Error::Postgres(format!(
+            "{} events inserted, {} expected",
+            found.len(),
+            events.len()
+        )));
+    }
+    events
+        .into_iter()
+        .zip(&found)
+        .map(|(event, row)| {
+            Ok(StoredEvent {
+                seq: row.try_get(0)?,
+                task_id: task.clone(),
+                at,
+                event,
+            })
+        })
+        .collect()
 }

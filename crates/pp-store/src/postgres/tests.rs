@@ -945,3 +945,42 @@ async fn the_listener_reconnects_after_its_connection_is_killed() {
     drop((waiter, writer));
     schema.drop_schema().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batches_keep_their_order_and_seqs_under_concurrent_writers() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(&base).await;
+    let store = schema.store(clock()).await;
+    let mut writers = Vec::new();
+    for writer in 0..8 {
+        let store = store.clone();
+        let task = store
+            .create_task(new_task(&format!("batch {writer}")))
+            .await
+            .unwrap();
+        writers.push(tokio::spawn(async move {
+            let batch: Vec<Event> = (0..25).map(started).collect();
+            let mut returned = Vec::new();
+            for _ in 0..4 {
+                returned.extend(store.append_events(&task.id, &batch).await.unwrap());
+            }
+            (task.id, returned)
+        }));
+    }
+    for writer in writers {
+        let (task, returned) = writer.await.unwrap();
+        let stored = store.task_events(&task, 0).await.unwrap();
+        assert_eq!(
+            stored, returned,
+            "what append_events returned is what was stored"
+        );
+        let steps: Vec<u32> = stored.iter().map(|event| event.event.step).collect();
+        let expected: Vec<u32> = (0..4).flat_map(|_| 0..25).collect();
+        assert_eq!(steps, expected, "each batch in its order");
+        for pair in stored.windows(2) {
+            assert!(pair[0].seq < pair[1].seq);
+        }
+    }
+    drop(store);
+    schema.drop_schema().await;
+}
