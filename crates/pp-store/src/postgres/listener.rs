@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
 use tokio::sync::watch;
-use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+use tokio_postgres::{AsyncMessage, Client, Socket};
 
 /// The channel events are announced on (written out in `events::insert`'s SQL too).
 pub(crate) const CHANNEL: &str = "pp_events";
@@ -28,10 +29,16 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Starts the listening task; returns the watch of the newest `seq` and the task's handle.
-pub(crate) fn spawn(
+pub(crate) fn spawn<T>(
     config: tokio_postgres::Config,
-    shown: String,
-) -> (watch::Receiver<i64>, tokio::task::AbortHandle) {
+    tls: T,
+) -> (watch::Receiver<i64>, tokio::task::AbortHandle)
+where
+    T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
+    T::Stream: Send,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
     let (sender, receiver) = watch::channel(0);
     let mut config = config;
     // Named apart from the pool's connections, for `pg_stat_activity` (and the tests).
@@ -40,20 +47,23 @@ pub(crate) fn spawn(
         config.get_application_name().unwrap_or("pocketpilot")
     );
     config.application_name(name);
-    let task = tokio::spawn(run(config, shown, sender));
+    let task = tokio::spawn(run(config, tls, sender));
     (receiver, task.abort_handle())
 }
 
-async fn run(config: tokio_postgres::Config, shown: String, sender: watch::Sender<i64>) {
+async fn run<T>(config: tokio_postgres::Config, tls: T, sender: watch::Sender<i64>)
+where
+    T: MakeTlsConnect<Socket> + Clone + Sync,
+    T::Stream: Send,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match listen(&config, &sender, &mut backoff).await {
-            Ok(()) => return,
-            Err(error) => {
-                // No logging crate here: the store's callers see the same outage on their
-                // own calls; this task only keeps trying.
-                let _ = (&shown, error);
-            }
+        // An error is not logged here (no logging crate in the store): the store's
+        // callers see the same outage on their own calls; this task only keeps trying.
+        if listen(&config, &tls, &sender, &mut backoff).await.is_ok() {
+            return;
         }
         if sender.is_closed() {
             return;
@@ -66,12 +76,19 @@ async fn run(config: tokio_postgres::Config, shown: String, sender: watch::Sende
 /// One connection's life: connect, `LISTEN`, publish the newest stored `seq`, then
 /// publish every notification until the connection fails (`Err`) or nobody is
 /// listening any more (`Ok`).
-async fn listen(
+async fn listen<T>(
     config: &tokio_postgres::Config,
+    tls: &T,
     sender: &watch::Sender<i64>,
     backoff: &mut Duration,
-) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+) -> Result<(), tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket> + Clone + Sync,
+    T::Stream: Send,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
+    let (client, mut connection) = config.connect(tls.clone()).await?;
     let mut messages = pin!(futures_util::stream::poll_fn(move |cx| {
         connection.poll_message(cx)
     }));

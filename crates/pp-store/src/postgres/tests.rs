@@ -53,9 +53,10 @@ struct Schema {
 impl Schema {
     async fn new(base: &str) -> Schema {
         let name = format!("pgh_{}", crate::ids::random_suffix().unwrap());
-        let (client, connection) = tokio_postgres::connect(base, tokio_postgres::NoTls)
-            .await
-            .unwrap();
+        let (client, connection) =
+            tokio_postgres::connect(base, super::tls::MakeRustls::new().unwrap())
+                .await
+                .unwrap();
         let driver = tokio::spawn(connection);
         client
             .batch_execute(&format!("CREATE SCHEMA {name}"))
@@ -80,9 +81,10 @@ impl Schema {
     }
 
     async fn drop_schema(self) {
-        let (client, connection) = tokio_postgres::connect(&self.base, tokio_postgres::NoTls)
-            .await
-            .unwrap();
+        let (client, connection) =
+            tokio_postgres::connect(&self.base, super::tls::MakeRustls::new().unwrap())
+                .await
+                .unwrap();
         let driver = tokio::spawn(connection);
         client
             .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name))
@@ -352,16 +354,74 @@ async fn wait_for_events_wakes_on_a_commit_from_another_store() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sslmode_require_is_refused_with_a_clear_error() {
-    let error = Store::connect(
-        &StoreUrl::parse("postgres://u:secret@127.0.0.1:1/db?sslmode=require").unwrap(),
-        clock(),
-    )
-    .await
-    .unwrap_err();
-    let message = error.to_string();
-    assert!(message.contains("sslmode=require"), "{message}");
-    assert!(!message.contains("secret"), "{message}");
+async fn sslmode_require_never_falls_back_to_a_plain_connection() {
+    let Some(base) = server() else { return };
+    // The test server speaks no TLS: a store that requires it must not connect.
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{separator}sslmode=require");
+    let error = Store::connect(&StoreUrl::parse(&url).unwrap(), clock())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, crate::Error::Postgres(_)), "{error}");
+}
+
+/// A server with TLS (`PP_TEST_POSTGRES_TLS_URL`, with `sslmode=require`; its
+/// certificate trusted through `SSL_CERT_FILE`): skipped when unset, also under CI.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the TLS test server's address comes from the environment"
+)]
+fn tls_server() -> Option<String> {
+    let url = std::env::var("PP_TEST_POSTGRES_TLS_URL")
+        .ok()
+        .filter(|url| !url.is_empty());
+    if url.is_none() {
+        eprintln!("skipped: PP_TEST_POSTGRES_TLS_URL is not set");
+    }
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sslmode_require_connects_over_verified_tls() {
+    let Some(base) = tls_server() else { return };
+    let schema = Schema::new(&base).await;
+    let waiter = schema.store(clock()).await;
+    let writer = schema.store(clock()).await;
+    let task = writer.create_task(new_task("over tls")).await.unwrap();
+    let last = waiter.last_seq().await.unwrap();
+    let waiting = {
+        let waiter = waiter.clone();
+        tokio::spawn(async move {
+            waiter
+                .wait_for_events(last, Duration::from_secs(3600))
+                .await;
+        })
+    };
+    writer.append_events(&task.id, &[started(0)]).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(120), waiting)
+        .await
+        .expect("the listener, over TLS too, woke the waiter")
+        .unwrap();
+    let (admin, connection) =
+        tokio_postgres::connect(&base, super::tls::MakeRustls::new().unwrap())
+            .await
+            .unwrap();
+    let driver = tokio::spawn(connection);
+    let row = admin
+        .query_one(
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE s.ssl) FROM pg_stat_activity a \
+             JOIN pg_stat_ssl s ON s.pid = a.pid WHERE a.application_name LIKE $1",
+            &[&format!("{}%", schema.name)],
+        )
+        .await
+        .unwrap();
+    let (all, encrypted): (i64, i64) = (row.get(0), row.get(1));
+    assert!(all >= 4, "two pools and two listeners: {all}");
+    assert_eq!(all, encrypted, "every connection is encrypted");
+    drop(admin);
+    let _ = driver.await;
+    drop((waiter, writer));
+    schema.drop_schema().await;
 }
 
 /// One pass over every store method, checking what each returns: catches SQL the server
