@@ -15,6 +15,9 @@
 //! notifies `pp_events`; [`listener`] turns those notifications into wake-ups for
 //! [`PgStore::wait_for_events`].
 //!
+//! `sslmode=require` connects over TLS with the server's certificate verified ([`tls`]);
+//! `prefer` (the default) and `disable` connect in the clear.
+//!
 //! Every statement is schema-unqualified: the schema is the first on the connection's
 //! `search_path` (`?options=-csearch_path%3Dteam` in the URL), which is also how tests
 //! isolate themselves.
