@@ -9,8 +9,9 @@
 #
 # initdb refuses to run as root: as root the cluster belongs to the `postgres` user
 # (runuser -u postgres), otherwise to the caller. When that user cannot reach DIR (a
-# checkout under /root), the cluster lives in a temporary directory DIR/location names. Uses Debian's binaries
-# (/usr/lib/postgresql/<newest>/bin) or, failing that, initdb/pg_ctl on PATH.
+# checkout under /root), the cluster lives in a temporary directory DIR/location names.
+# Uses Debian's binaries (/usr/lib/postgresql/<newest>/bin) or, failing that, initdb and
+# pg_ctl on PATH. A throwaway test cluster: trust auth on 127.0.0.1 only, fsync off.
 set -euo pipefail
 
 usage() { echo "usage: $0 start DIR PORT | stop DIR" >&2; exit 2; }

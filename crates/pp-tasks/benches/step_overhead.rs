@@ -133,7 +133,7 @@ fn main() {
         settings.stream = false;
         let model = Arc::from(pp_model::provider(&settings).unwrap());
         let service = TaskService::new(
-            Arc::new(Store::open(&dir.path().join("bench.db")).unwrap()),
+            Store::open(&dir.path().join("bench.db")).unwrap(),
             TaskSettings::default(),
             Workspaces::single("bench", workspace),
             ModelSource::Provider(model),

@@ -16,7 +16,7 @@
 //! crash left `pending` is resolved on the next read by comparing the file with what the
 //! revert restores.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,7 +56,8 @@ pub(crate) struct Kept {
     approval_id: ApprovalId,
     tool: String,
     workspace_path: String,
-    database: std::path::PathBuf,
+    /// The data directory (snapshots, the memory file); `None` on a server database.
+    data_dir: Option<PathBuf>,
     max_bytes: u64,
     hash_max_bytes: u64,
     /// Empty: the tool reports no snapshot (effects unknown).
@@ -115,10 +116,10 @@ pub(crate) async fn keep(
         }
         None => Vec::new(),
     };
-    let database = shared.store.path().to_path_buf();
-    let (store_at, kept_snapshots) = (database.clone(), snapshots);
+    let data_dir = shared.data_dir();
+    let (store_at, kept_snapshots) = (data_dir.clone(), snapshots);
     let files = blocking(move || {
-        let store = Snapshots::beside(&store_at).ok();
+        let store = store_at.and_then(|dir| Snapshots::open(&dir).ok());
         kept_snapshots
             .into_iter()
             .map(|snapshot| {
@@ -155,7 +156,7 @@ pub(crate) async fn keep(
         approval_id: approval.id.clone(),
         tool: approval.tool.clone(),
         workspace_path: workspace_path.to_owned(),
-        database,
+        data_dir,
         max_bytes,
         hash_max_bytes: shared.settings.hash_max_bytes,
         files,
@@ -191,7 +192,8 @@ impl Kept {
                 None,
             )];
         }
-        let snapshots = Snapshots::beside(&self.database).ok();
+        let data_dir = self.data_dir.as_deref();
+        let snapshots = data_dir.and_then(|dir| Snapshots::open(dir).ok());
         self.files
             .iter()
             .map(|file| {
@@ -203,7 +205,7 @@ impl Kept {
                     (FileOp::Write, _, true) => ChangeKind::Edited,
                     (FileOp::Write, _, false) => ChangeKind::Overwritten,
                 };
-                let place = Place::open(file.root, &self.workspace_path, &self.database).ok();
+                let place = Place::open(file.root, &self.workspace_path, data_dir).ok();
                 if file.op != FileOp::Write {
                     let (bytes, fingerprint) = match &place {
                         Some(place) => entries::after_op(place.jail(), file, self.hash_max_bytes),
@@ -262,9 +264,10 @@ enum Place {
 }
 
 impl Place {
-    /// The jail on `root`: the workspace `workspace`, or the data directory holding
-    /// the database `database`.
-    fn open(root: ChangeRoot, workspace: &str, database: &Path) -> Result<Self> {
+    /// The jail on `root`: the workspace `workspace`, or the data directory `data_dir`
+    /// (none on a server database: the memory's changes cannot be reached then). Opens
+    /// a folder: call it on the blocking pool.
+    fn open(root: ChangeRoot, workspace: &str, data_dir: Option<&Path>) -> Result<Self> {
         match root {
             ChangeRoot::Workspace => Jail::new(Path::new(workspace))
                 .map(Self::Workspace)
@@ -272,11 +275,20 @@ impl Place {
                     path: workspace.to_owned(),
                     source,
                 }),
-            ChangeRoot::Memory => {
-                let data_dir = database.parent().unwrap_or_else(|| Path::new("."));
-                Ok(Self::Memory(memory::jail(data_dir)?))
-            }
+            ChangeRoot::Memory => match data_dir {
+                Some(data_dir) => Ok(Self::Memory(memory::jail(data_dir)?)),
+                None => Err(no_data_dir()),
+            },
         }
+    }
+
+    /// [`Place::open`] on the blocking pool, shared with the blocking work after it.
+    async fn open_off_thread(
+        root: ChangeRoot,
+        workspace: String,
+        data_dir: Option<PathBuf>,
+    ) -> Result<Arc<Self>> {
+        blocking(move || Self::open(root, &workspace, data_dir.as_deref()).map(Arc::new)).await?
     }
 
     fn jail(&self) -> &Jail {
@@ -382,7 +394,11 @@ pub enum OutcomeStatus {
 
 /// The outcome of `approval` from its state, the ledger's rows about it, its changes
 /// and its task's state; `None` while pending. Never says written when nothing was.
-pub(crate) fn outcome_of(store: &Store, approval: &ApprovalRecord) -> Option<Outcome> {
+///
+/// Several reads, not one snapshot: the task is read first, because a task seen ended
+/// has its call's outcome in the ledger already (the sink stores it before the closing
+/// transaction), so a call finishing between the reads is never shown as failed.
+pub(crate) async fn outcome_of(store: &Store, approval: &ApprovalRecord) -> Option<Outcome> {
     let outcome = |status, message: String| Some(Outcome { status, message });
     match approval.state {
         ApprovalState::Pending => return None,
@@ -400,7 +416,11 @@ pub(crate) fn outcome_of(store: &Store, approval: &ApprovalRecord) -> Option<Out
         }
         ApprovalState::Approved => {}
     }
-    let ledger = store.approval_ledger(&approval.id).unwrap_or_default();
+    let task = store.task(&approval.task_id).await.ok();
+    let ledger = store
+        .approval_ledger(&approval.id)
+        .await
+        .unwrap_or_default();
     let result = ledger.iter().rev().find(|(action, _)| {
         matches!(
             action,
@@ -409,7 +429,10 @@ pub(crate) fn outcome_of(store: &Store, approval: &ApprovalRecord) -> Option<Out
     });
     match result {
         Some((AuditAction::ToolExecuted, _)) => {
-            let changes = store.approval_changes(&approval.id).unwrap_or_default();
+            let changes = store
+                .approval_changes(&approval.id)
+                .await
+                .unwrap_or_default();
             let message = if changes.is_empty() {
                 format!("Ran `{}`", approval.tool)
             } else {
@@ -429,7 +452,7 @@ pub(crate) fn outcome_of(store: &Store, approval: &ApprovalRecord) -> Option<Out
             let started = ledger
                 .iter()
                 .any(|(action, _)| *action == AuditAction::ToolStarted);
-            let task = store.task(&approval.task_id).ok()?;
+            let task = task?;
             match task.state {
                 TaskState::Running | TaskState::Queued => {
                     outcome(OutcomeStatus::Running, "Running".into())
@@ -512,26 +535,22 @@ impl TaskService {
     /// The task's changes, oldest first ([`Error::NotFound`] for an unknown task).
     /// Revert intents a crash left behind are resolved first.
     pub async fn task_changes(&self, task: &TaskId) -> Result<Vec<Change>> {
-        let (shared, task) = (Arc::clone(&self.inner.shared), task.clone());
-        blocking(move || {
-            let store = &shared.store;
-            let record = store.task(&task).map_err(Error::from_store)?;
-            resolve_pending(&shared, Some(&record.id), REVERT_GRACE)?;
-            Ok(store
-                .task_changes(&task)
-                .map_err(Error::from_store)?
-                .into_iter()
-                .map(|row| row.change)
-                .collect())
-        })
-        .await?
+        let shared = &self.inner.shared;
+        let record = shared.store.task(task).await?;
+        resolve_pending(shared, Some(&record.id), REVERT_GRACE).await?;
+        Ok(shared
+            .store
+            .task_changes(task)
+            .await?
+            .into_iter()
+            .map(|row| row.change)
+            .collect())
     }
 
     /// Resolves every revert intent a crash left `pending` (older than `grace`), as
     /// `serve` does at start-up; returns how many were resolved.
     pub async fn recover_reverts(&self, grace: Duration) -> Result<usize> {
-        let shared = Arc::clone(&self.inner.shared);
-        blocking(move || resolve_pending(&shared, None, grace)).await?
+        resolve_pending(&self.inner.shared, None, grace).await
     }
 
     /// Reverts change `id` as `actor` (an operator action): restores what the agent's
@@ -539,33 +558,54 @@ impl TaskService {
     /// root (the workspace, or the memory file's directory), after keeping the agent's
     /// version as a snapshot. Refused when the file changed since the agent's write, when
     /// nothing was kept, or when it is already reverted.
+    ///
+    /// The revert runs on a task of its own: a caller that goes away (a closed request)
+    /// does not stop it between recording its intent and writing the file.
     pub async fn revert_change(
         &self,
         id: &ChangeId,
         actor: Actor,
     ) -> Result<std::result::Result<Change, RevertRefusal>> {
         let (shared, id) = (Arc::clone(&self.inner.shared), id.clone());
-        blocking(move || revert(&shared, &id, actor)).await?
+        tokio::spawn(async move { revert(&shared, &id, actor).await })
+            .await
+            .map_err(|error| Error::Internal(format!("the revert did not finish: {error}")))?
     }
 
     /// Drops snapshots older than `[revert] retain_days` (their changes can no longer
     /// be reverted); returns how many changes expired and how many blobs were removed.
     pub async fn prune_snapshots(&self) -> Result<(usize, usize)> {
-        let shared = Arc::clone(&self.inner.shared);
-        blocking(move || {
-            let retain = shared.settings.revert.retain;
-            let (expired, referenced) = shared
-                .store
-                .expire_snapshots(retain)
-                .map_err(Error::from_store)?;
-            let cutoff = shared.store.clock().now().saturating_sub(retain);
-            let removed = Snapshots::beside(shared.store.path())
-                .and_then(|snapshots| snapshots.prune(&referenced, cutoff))
-                .map_err(|error| Error::Internal(format!("pruning snapshots: {error}")))?;
-            Ok((expired, removed))
+        let shared = &self.inner.shared;
+        let retain = shared.settings.revert.retain;
+        let (expired, referenced) = shared.store.expire_snapshots(retain).await?;
+        let cutoff = shared.store.clock().now().saturating_sub(retain);
+        let Some(data_dir) = shared.data_dir() else {
+            return Ok((expired, 0));
+        };
+        let removed = blocking(move || {
+            Snapshots::open(&data_dir).and_then(|snapshots| snapshots.prune(&referenced, cutoff))
         })
         .await?
+        .map_err(|error| Error::Internal(format!("pruning snapshots: {error}")))?;
+        Ok((expired, removed))
     }
+}
+
+/// Why nothing beside a server database can be kept or reverted.
+fn no_data_dir() -> Error {
+    Error::Internal(
+        "no data directory: snapshots and the memory file live beside the SQLite database; \
+         on a server database name it with TaskService::with_data_dir"
+            .to_owned(),
+    )
+}
+
+/// The snapshot store in the data directory, opened on the blocking pool.
+async fn open_snapshots(shared: &Shared) -> Result<Arc<Snapshots>> {
+    let data_dir = shared.data_dir().ok_or_else(no_data_dir)?;
+    blocking(move || Snapshots::open(&data_dir).map(Arc::new))
+        .await?
+        .map_err(|error| Error::Internal(format!("opening the snapshot store: {error}")))
 }
 
 /// What is at a path now.
@@ -593,16 +633,17 @@ fn not_revertible(
     Ok(Err(RevertRefusal::NotRevertible(message.into())))
 }
 
-/// [`TaskService::revert_change`] on a blocking thread.
-fn revert(
+/// [`TaskService::revert_change`]: the store calls awaited, the file work (fingerprints,
+/// snapshots, the write) on the blocking pool.
+async fn revert(
     shared: &Shared,
     id: &ChangeId,
     actor: Actor,
 ) -> Result<std::result::Result<Change, RevertRefusal>> {
     let store = &shared.store;
-    let row = store.change(id).map_err(Error::from_store)?;
-    resolve_pending(shared, Some(&row.change.task_id), REVERT_GRACE)?;
-    let row = store.change(id).map_err(Error::from_store)?;
+    let row = store.change(id).await?;
+    resolve_pending(shared, Some(&row.change.task_id), REVERT_GRACE).await?;
+    let row = store.change(id).await?;
     let refusal = match (&row.change.kind, &row.before, &row.change.reverted_by) {
         (ChangeKind::Reverted, ..) => Some("a revert cannot itself be reverted".to_owned()),
         (ChangeKind::EffectsUnknown, ..) => {
@@ -631,55 +672,44 @@ fn revert(
             "change {id} cannot be reverted: the file's state after the write is unknown"
         ));
     };
-    let task = store.task(&row.change.task_id).map_err(Error::from_store)?;
-    let place = Place::open(row.change.root, &task.workspace_path, store.path())?;
+    let task = store.task(&row.change.task_id).await?;
+    let place =
+        Place::open_off_thread(row.change.root, task.workspace_path, shared.data_dir()).await?;
     if !place.allows(&path) {
         return not_revertible(format!(
             "change {id} cannot be reverted: `{path}` is not a file a revert may write"
         ));
     }
     if entries::is_entry_kind(row.change.kind) {
-        return entries::revert(shared, &place, &row, &path, &recorded, actor);
+        return entries::revert(shared, place, &row, &path, &recorded, actor).await;
     }
-    let jail = place.jail();
-    let snapshots = Snapshots::beside(store.path())
-        .map_err(|error| Error::Internal(format!("opening the snapshot store: {error}")))?;
-    let settings = &shared.settings;
-    let now = jail
-        .fingerprint_with(&path, settings.hash_max_bytes)
-        .map_err(|error| Error::Internal(format!("fingerprinting `{path}`: {error}")))?;
-    let agent_version = current(jail, &path, settings.revert.max_bytes)
-        .map_err(|error| Error::Internal(format!("reading `{path}`: {error}")))?;
-    // The same content as the agent wrote counts as unchanged even if the file was
-    // rewritten (new inode or times): reverting it loses nothing.
-    let same_content = match (&agent_version, &row.after_sha256) {
-        (Current::Content(bytes), Some(sha256)) => sha256_hex(bytes) == *sha256,
-        _ => false,
+    let snapshots = open_snapshots(shared).await?;
+    let checked = {
+        let (place, snapshots, row, path) = (
+            Arc::clone(&place),
+            Arc::clone(&snapshots),
+            row.clone(),
+            path.clone(),
+        );
+        let (hash_max_bytes, max_bytes) = (
+            shared.settings.hash_max_bytes,
+            shared.settings.revert.max_bytes,
+        );
+        blocking(move || {
+            keep_agent_version(
+                place.jail(),
+                &snapshots,
+                &row,
+                &path,
+                &recorded,
+                (hash_max_bytes, max_bytes),
+            )
+        })
+        .await??
     };
-    if now != recorded && !same_content {
-        let diff = changed_since_diff(&snapshots, &row, &path, &agent_version);
-        return Ok(Err(RevertRefusal::ChangedSince {
-            message: format!(
-                "`{path}` changed after the agent's write; reverting would overwrite that \
-                 change, so nothing was written"
-            ),
-            diff,
-        }));
-    }
-    // Keep the agent's version, so a revert loses nothing.
-    let kept = match &agent_version {
-        Current::Absent => Before::Absent,
-        Current::Content(bytes) => Before::Kept(
-            snapshots
-                .put(bytes)
-                .map_err(|error| Error::Internal(format!("keeping `{path}`: {error}")))?,
-        ),
-        Current::TooLarge => {
-            return not_revertible(format!(
-                "change {id} cannot be reverted: the agent's version of `{path}` is larger \
-                 than [revert] max_bytes and could not be kept"
-            ));
-        }
+    let (kept, agent_version) = match checked {
+        Ok(checked) => checked,
+        Err(refusal) => return Ok(Err(refusal)),
     };
     let restores = match &row.before {
         Before::Kept(sha256) => Some(sha256.clone()),
@@ -698,46 +728,106 @@ fn revert(
         after_fingerprint: None,
         after_sha256: restores.clone(),
     };
-    let Some(pending) = store.begin_revert(id, intent).map_err(Error::from_store)? else {
+    let Some(pending) = store.begin_revert(id, intent).await? else {
         return not_revertible(format!(
             "change {id} cannot be reverted: it was reverted meanwhile"
         ));
     };
-    let written = match &restores {
-        Some(sha256) => snapshots
-            .get(sha256)
-            .map_err(|error| error.to_string())
-            .and_then(|bytes| place.restore(&path, Some(&bytes), &agent_version)),
-        None => place.restore(&path, None, &agent_version),
+    let written = {
+        let (place, path) = (Arc::clone(&place), path.clone());
+        blocking(move || match &restores {
+            Some(sha256) => snapshots
+                .get(sha256)
+                .map_err(|error| error.to_string())
+                .and_then(|bytes| place.restore(&path, Some(&bytes), &agent_version)),
+            None => place.restore(&path, None, &agent_version),
+        })
+        .await?
     };
     if let Err(error) = written {
-        store
-            .abandon_revert(&pending.change.id)
-            .map_err(Error::from_store)?;
+        store.abandon_revert(&pending.change.id).await?;
         return not_revertible(format!("change {id} cannot be reverted: `{path}`: {error}"));
     }
-    let done = finish(shared, jail, &pending, &row, actor, None)?;
+    let done = finish(shared, place, &pending, &row, actor, None).await?;
     Ok(Ok(done.change))
 }
 
-/// Records revert `pending` (of change `of`) done, with its audit row.
-fn finish(
-    shared: &Shared,
+/// The file checks of a revert, on the blocking pool: refused when `path` changed since
+/// the agent's write (fingerprint `recorded`, or the very content it wrote); otherwise
+/// keeps the agent's version as a snapshot, so a revert loses nothing, and returns it.
+fn keep_agent_version(
     jail: &Jail,
+    snapshots: &Snapshots,
+    row: &ChangeRow,
+    path: &str,
+    recorded: &str,
+    (hash_max_bytes, max_bytes): (u64, u64),
+) -> Result<std::result::Result<(Before, Current), RevertRefusal>> {
+    let id = &row.change.id;
+    let now = jail
+        .fingerprint_with(path, hash_max_bytes)
+        .map_err(|error| Error::Internal(format!("fingerprinting `{path}`: {error}")))?;
+    let agent_version = current(jail, path, max_bytes)
+        .map_err(|error| Error::Internal(format!("reading `{path}`: {error}")))?;
+    // The same content as the agent wrote counts as unchanged even if the file was
+    // rewritten (new inode or times): reverting it loses nothing.
+    let same_content = match (&agent_version, &row.after_sha256) {
+        (Current::Content(bytes), Some(sha256)) => sha256_hex(bytes) == *sha256,
+        _ => false,
+    };
+    if now != recorded && !same_content {
+        let diff = changed_since_diff(snapshots, row, path, &agent_version);
+        return Ok(Err(RevertRefusal::ChangedSince {
+            message: format!(
+                "`{path}` changed after the agent's write; reverting would overwrite that \
+                 change, so nothing was written"
+            ),
+            diff,
+        }));
+    }
+    let kept = match &agent_version {
+        Current::Absent => Before::Absent,
+        Current::Content(bytes) => Before::Kept(
+            snapshots
+                .put(bytes)
+                .map_err(|error| Error::Internal(format!("keeping `{path}`: {error}")))?,
+        ),
+        Current::TooLarge => {
+            return Ok(Err(RevertRefusal::NotRevertible(format!(
+                "change {id} cannot be reverted: the agent's version of `{path}` is larger \
+                 than [revert] max_bytes and could not be kept"
+            ))));
+        }
+    };
+    Ok(Ok((kept, agent_version)))
+}
+
+/// Records revert `pending` (of change `of`) done, with its audit row: the file's state
+/// after the revert is read on the blocking pool.
+async fn finish(
+    shared: &Shared,
+    place: Arc<Place>,
     pending: &ChangeRow,
     of: &ChangeRow,
     actor: Actor,
     note: Option<&str>,
 ) -> Result<ChangeRow> {
     let path = pending.change.path.clone().unwrap_or_default();
-    let fingerprint = jail
-        .fingerprint_with(&path, shared.settings.hash_max_bytes)
-        .ok();
-    let bytes = jail
-        .probe(&path)
-        .ok()
-        .filter(|probe| probe.is_file())
-        .map(|probe| probe.size);
+    let hash_max_bytes = shared.settings.hash_max_bytes;
+    let (fingerprint, bytes) = {
+        let path = path.clone();
+        blocking(move || {
+            let jail = place.jail();
+            let fingerprint = jail.fingerprint_with(&path, hash_max_bytes).ok();
+            let bytes = jail
+                .probe(&path)
+                .ok()
+                .filter(|probe| probe.is_file())
+                .map(|probe| probe.size);
+            (fingerprint, bytes)
+        })
+        .await?
+    };
     let what = match (of.change.kind, &of.before) {
         (ChangeKind::Moved, _) => format!(
             "moved `{path}` back to `{}`",
@@ -761,10 +851,10 @@ fn finish(
         )),
         ..NewAudit::new(AuditAction::ChangeReverted)
     };
-    shared
+    Ok(shared
         .store
         .finish_revert(&pending.change.id, fingerprint.as_deref(), bytes, audit)
-        .map_err(Error::from_store)
+        .await?)
 }
 
 /// The diff a refused revert shows: the agent's version (kept after its write) to the
@@ -802,65 +892,66 @@ fn changed_since_diff(
 /// Resolves revert intents left `pending` longer than `grace` (of `task`, or all): done
 /// when the file holds what the revert restores (the write happened before a crash),
 /// abandoned otherwise (the agent's version stays kept in the intent's row either way).
-fn resolve_pending(shared: &Shared, task: Option<&TaskId>, grace: Duration) -> Result<usize> {
+async fn resolve_pending(shared: &Shared, task: Option<&TaskId>, grace: Duration) -> Result<usize> {
     let store = &shared.store;
-    let pending = store.pending_reverts(task).map_err(Error::from_store)?;
+    let pending = store.pending_reverts(task).await?;
     let now = store.clock().now();
     let mut resolved = 0;
     for intent in pending {
         if intent.change.at.saturating_add(grace) > now {
             continue;
         }
-        let (Some(of), Some(path)) = (intent.reverts.as_ref(), intent.change.path.as_deref())
+        let (Some(of), Some(path)) = (intent.reverts.as_ref(), intent.change.path.clone()) else {
+            store.abandon_revert(&intent.change.id).await?;
+            continue;
+        };
+        let of = store.change(of).await?;
+        let task = store.task(&intent.change.task_id).await?;
+        let Ok(place) =
+            Place::open_off_thread(of.change.root, task.workspace_path, shared.data_dir()).await
         else {
-            store
-                .abandon_revert(&intent.change.id)
-                .map_err(Error::from_store)?;
             continue;
         };
-        let of = store.change(of).map_err(Error::from_store)?;
-        let task = store
-            .task(&intent.change.task_id)
-            .map_err(Error::from_store)?;
-        let Ok(place) = Place::open(of.change.root, &task.workspace_path, store.path()) else {
-            continue;
+        let restored = {
+            let (place, of) = (Arc::clone(&place), of.clone());
+            let max_bytes = shared.settings.revert.max_bytes;
+            blocking(move || was_restored(place.jail(), &of, &path, max_bytes)).await?
         };
-        let jail = place.jail();
-        let restored = match (
-            &of.before,
-            current(jail, path, shared.settings.revert.max_bytes),
-        ) {
-            (Before::Folder, _) => jail
-                .probe_entry(path)
-                .is_ok_and(|probe| probe.kind == Some(pp_gate::EntryKind::Dir)),
-            (Before::Absent, Ok(Current::Absent)) => true,
-            (Before::Kept(sha256), Ok(Current::Content(bytes))) => sha256_hex(&bytes) == *sha256,
-            _ => false,
-        };
-        // A move's revert also put the entry back where it was.
-        let restored = restored
-            && of
-                .change
-                .from_path
-                .as_deref()
-                .is_none_or(|from| jail.probe_entry(from).is_ok_and(|probe| probe.exists()));
         if restored {
             finish(
                 shared,
-                jail,
+                place,
                 &intent,
                 &of,
                 Actor::Operator,
                 Some(" (completed after an interruption)"),
-            )?;
+            )
+            .await?;
         } else {
-            store
-                .abandon_revert(&intent.change.id)
-                .map_err(Error::from_store)?;
+            store.abandon_revert(&intent.change.id).await?;
         }
         resolved += 1;
     }
     Ok(resolved)
+}
+
+/// Whether `path` holds what the revert of `of` restores (on the blocking pool).
+fn was_restored(jail: &Jail, of: &ChangeRow, path: &str, max_bytes: u64) -> bool {
+    let restored = match (&of.before, current(jail, path, max_bytes)) {
+        (Before::Folder, _) => jail
+            .probe_entry(path)
+            .is_ok_and(|probe| probe.kind == Some(pp_gate::EntryKind::Dir)),
+        (Before::Absent, Ok(Current::Absent)) => true,
+        (Before::Kept(sha256), Ok(Current::Content(bytes))) => sha256_hex(&bytes) == *sha256,
+        _ => false,
+    };
+    // A move's revert also put the entry back where it was.
+    restored
+        && of
+            .change
+            .from_path
+            .as_deref()
+            .is_none_or(|from| jail.probe_entry(from).is_ok_and(|probe| probe.exists()))
 }
 
 #[cfg(test)]

@@ -10,13 +10,15 @@
 //!   empty folder); a deleted link was not kept, so it is not revertible;
 //! - `folder_created`: removes the folder if it is still empty.
 
+use std::sync::Arc;
+
 use pp_gate::Jail;
 use pp_store::{Before, ChangeRow, NewChange};
 use pp_types::{Actor, Change, ChangeKind, FileOp};
 
 use super::{KeptFile, Place, REVERT_TOOL, RevertRefusal, finish, not_revertible};
+use crate::blocking::blocking;
 use crate::shared::Shared;
-use crate::snapshots::Snapshots;
 use crate::{Error, Result};
 
 /// Whether changes of `kind` are reverted here.
@@ -49,84 +51,54 @@ pub(super) fn after_op(
 }
 
 /// A refusal because the entry changed after the agent's call.
-fn changed(message: String) -> Result<std::result::Result<Change, RevertRefusal>> {
-    Ok(Err(RevertRefusal::ChangedSince {
+fn changed(message: String) -> RevertRefusal {
+    RevertRefusal::ChangedSince {
         message,
         diff: None,
-    }))
+    }
 }
 
 /// Reverts `row` (a move, a delete or a created folder) at `path` in `place`, whose
-/// entry fingerprint right after the call was `recorded`.
-pub(super) fn revert(
+/// entry fingerprint right after the call was `recorded`: the store calls awaited, the
+/// entry work on the blocking pool.
+pub(super) async fn revert(
     shared: &Shared,
-    place: &Place,
+    place: Arc<Place>,
     row: &ChangeRow,
     path: &str,
     recorded: &str,
     actor: Actor,
 ) -> Result<std::result::Result<Change, RevertRefusal>> {
-    let (store, id, jail) = (&shared.store, &row.change.id, place.jail());
+    let (store, id) = (&shared.store, &row.change.id);
     let hash_max_bytes = shared.settings.hash_max_bytes;
-    let internal = |what: &str, error: pp_gate::JailError| {
-        Error::Internal(format!("{what} `{path}`: {error}"))
+    let refusal = {
+        let (place, row, path, recorded) = (
+            Arc::clone(&place),
+            row.clone(),
+            path.to_owned(),
+            recorded.to_owned(),
+        );
+        blocking(move || check(place.jail(), &row, &path, &recorded, hash_max_bytes)).await??
     };
-    let now = jail
-        .fingerprint_entry(path, hash_max_bytes)
-        .map_err(|error| internal("fingerprinting", error))?;
-    let exists = |at: &str| {
-        jail.probe_entry(at)
-            .map(|probe| probe.exists())
-            .map_err(|error| internal("looking at", error))
-    };
-    let kind = row.change.kind;
-    let from = row.change.from_path.as_deref();
-    match (kind, from) {
-        (ChangeKind::Moved, None) => {
-            return not_revertible(format!(
-                "change {id} cannot be reverted: where the file was is unknown"
-            ));
-        }
-        (ChangeKind::Moved, Some(from)) => {
-            if now != recorded {
-                return changed(format!(
-                    "`{path}` changed after the agent moved it there; moving it back would \
-                     lose that change, so nothing was moved"
-                ));
-            }
-            if exists(from)? {
-                return changed(format!(
-                    "something is at `{from}` again; moving `{path}` back would replace it, \
-                     so nothing was moved"
-                ));
-            }
-        }
-        (ChangeKind::Deleted, _) => {
-            if exists(path)? {
-                return changed(format!(
-                    "something is at `{path}` again; restoring the deleted one would replace \
-                     it, so nothing was written"
-                ));
-            }
-        }
-        _ => {
-            if now != recorded {
-                return changed(format!(
-                    "`{path}` is no longer the folder the agent created, so nothing was removed"
-                ));
-            }
-        }
+    if let Some(refusal) = refusal {
+        return Ok(Err(refusal));
     }
     let restores = match &row.before {
         Before::Kept(sha256) => Some(sha256.clone()),
         _ => None,
     };
     let content = match &restores {
-        Some(sha256) => Some(
-            Snapshots::beside(store.path())
-                .and_then(|snapshots| snapshots.get(sha256))
-                .map_err(|error| Error::Internal(format!("reading the kept content: {error}")))?,
-        ),
+        Some(sha256) => {
+            let snapshots = super::open_snapshots(shared).await?;
+            let sha256 = sha256.clone();
+            Some(
+                blocking(move || snapshots.get(&sha256))
+                    .await?
+                    .map_err(|error| {
+                        Error::Internal(format!("reading the kept content: {error}"))
+                    })?,
+            )
+        }
         None => None,
     };
     let intent = NewChange {
@@ -144,24 +116,100 @@ pub(super) fn revert(
         after_fingerprint: None,
         after_sha256: restores,
     };
-    let Some(pending) = store.begin_revert(id, intent).map_err(Error::from_store)? else {
+    let Some(pending) = store.begin_revert(id, intent).await? else {
         return not_revertible(format!(
             "change {id} cannot be reverted: it was reverted meanwhile"
         ));
     };
-    let abandon = |message: String| -> Result<std::result::Result<Change, RevertRefusal>> {
-        store
-            .abandon_revert(&pending.change.id)
-            .map_err(Error::from_store)?;
-        not_revertible(format!("change {id} cannot be reverted: {message}"))
+    let acted = {
+        let (place, row, path) = (Arc::clone(&place), row.clone(), path.to_owned());
+        blocking(move || act(place.jail(), &row, &path, content.as_deref())).await?
     };
+    let note = match acted {
+        Acted::Done { note } => note,
+        Acted::Abandoned(message) => {
+            store.abandon_revert(&pending.change.id).await?;
+            return not_revertible(format!("change {id} cannot be reverted: {message}"));
+        }
+        Acted::NotEmpty(message) => {
+            store.abandon_revert(&pending.change.id).await?;
+            return Ok(Err(changed(message)));
+        }
+    };
+    let done = finish(shared, place, &pending, row, actor, note.as_deref()).await?;
+    Ok(Ok(done.change))
+}
+
+/// Whether the entry is still as the agent left it (on the blocking pool): `Some`
+/// refusal when reverting would lose or replace something.
+fn check(
+    jail: &Jail,
+    row: &ChangeRow,
+    path: &str,
+    recorded: &str,
+    hash_max_bytes: u64,
+) -> Result<Option<RevertRefusal>> {
+    let id = &row.change.id;
+    let internal = |what: &str, error: pp_gate::JailError| {
+        Error::Internal(format!("{what} `{path}`: {error}"))
+    };
+    let now = jail
+        .fingerprint_entry(path, hash_max_bytes)
+        .map_err(|error| internal("fingerprinting", error))?;
+    let exists = |at: &str| {
+        jail.probe_entry(at)
+            .map(|probe| probe.exists())
+            .map_err(|error| internal("looking at", error))
+    };
+    Ok(match (row.change.kind, row.change.from_path.as_deref()) {
+        (ChangeKind::Moved, None) => Some(RevertRefusal::NotRevertible(format!(
+            "change {id} cannot be reverted: where the file was is unknown"
+        ))),
+        (ChangeKind::Moved, Some(_)) if now != recorded => Some(changed(format!(
+            "`{path}` changed after the agent moved it there; moving it back would lose that \
+             change, so nothing was moved"
+        ))),
+        (ChangeKind::Moved, Some(from)) if exists(from)? => Some(changed(format!(
+            "something is at `{from}` again; moving `{path}` back would replace it, so \
+             nothing was moved"
+        ))),
+        (ChangeKind::Moved, Some(_)) => None,
+        (ChangeKind::Deleted, _) if exists(path)? => Some(changed(format!(
+            "something is at `{path}` again; restoring the deleted one would replace it, so \
+             nothing was written"
+        ))),
+        (ChangeKind::Deleted, _) => None,
+        _ if now != recorded => Some(changed(format!(
+            "`{path}` is no longer the folder the agent created, so nothing was removed"
+        ))),
+        _ => None,
+    })
+}
+
+/// How the revert's own work went.
+enum Acted {
+    /// Done, with a note for the audit row (a part that could not be restored).
+    Done { note: Option<String> },
+    /// Nothing was changed; the intent is abandoned with this reason.
+    Abandoned(String),
+    /// The folder to remove is not empty any more: a change since, not a failure.
+    NotEmpty(String),
+}
+
+/// Moves the entry back, writes the deleted file or folder again, or removes the created
+/// folder (on the blocking pool). `content` is what the change kept.
+fn act(jail: &Jail, row: &ChangeRow, path: &str, content: Option<&[u8]>) -> Acted {
     let mut note = None;
-    match (kind, from, &row.before) {
+    match (
+        row.change.kind,
+        row.change.from_path.as_deref(),
+        &row.before,
+    ) {
         (ChangeKind::Moved, Some(from), _) => {
             if let Err(error) = jail.rename(path, from, false) {
-                return abandon(format!("moving `{path}` back to `{from}`: {error}"));
+                return Acted::Abandoned(format!("moving `{path}` back to `{from}`: {error}"));
             }
-            if let Some(bytes) = &content
+            if let Some(bytes) = content
                 && let Err(error) = jail.write_atomic(path, bytes)
             {
                 note = Some(format!(
@@ -171,30 +219,28 @@ pub(super) fn revert(
         }
         (ChangeKind::Deleted, _, Before::Folder) => {
             if let Err(error) = jail.create_dir_all(path) {
-                return abandon(format!("creating the folder `{path}` again: {error}"));
+                return Acted::Abandoned(format!("creating the folder `{path}` again: {error}"));
             }
         }
         (ChangeKind::Deleted, ..) => {
-            let Some(bytes) = &content else {
-                return abandon("what it deleted was not kept".to_owned());
+            let Some(bytes) = content else {
+                return Acted::Abandoned("what it deleted was not kept".to_owned());
             };
             if let Err(error) = jail.write_atomic(path, bytes) {
-                return abandon(format!("writing `{path}` again: {error}"));
+                return Acted::Abandoned(format!("writing `{path}` again: {error}"));
             }
         }
         _ => match jail.remove_empty_dir(path) {
             Ok(()) => {}
             Err(pp_gate::JailError::NotEmpty { .. }) => {
-                store
-                    .abandon_revert(&pending.change.id)
-                    .map_err(Error::from_store)?;
-                return changed(format!(
+                return Acted::NotEmpty(format!(
                     "the folder `{path}` is not empty any more, so it was not removed"
                 ));
             }
-            Err(error) => return abandon(format!("removing the folder `{path}`: {error}")),
+            Err(error) => {
+                return Acted::Abandoned(format!("removing the folder `{path}`: {error}"));
+            }
         },
     }
-    let done = finish(shared, jail, &pending, row, actor, note.as_deref())?;
-    Ok(Ok(done.change))
+    Acted::Done { note }
 }

@@ -554,12 +554,9 @@ impl ChannelsService {
         &self.inner.settings
     }
 
-    async fn db<T, F>(&self, call: F) -> Result<T>
-    where
-        F: FnOnce(&Store) -> pp_store::Result<T> + Send + 'static,
-        T: Send + 'static,
-    {
-        Ok(self.tasks.inner.db_raw(call).await??)
+    /// The task service's store (channels and their delivery logs live there too).
+    fn store(&self) -> &Store {
+        self.tasks.store()
     }
 
     fn check_workspace(&self, workspace: Option<&str>) -> Result<()> {
@@ -606,7 +603,7 @@ impl ChannelsService {
             template: request.template,
             workspace: request.workspace,
         };
-        let channel = self.db(move |store| store.create_channel(&new)).await?;
+        let channel = self.store().create_channel(&new).await?;
         Ok(WithSecret {
             channel: channel.into(),
             secret,
@@ -615,13 +612,13 @@ impl ChannelsService {
 
     /// Every channel, by name.
     pub async fn list(&self) -> Result<Vec<ChannelView>> {
-        let channels = self.db(Store::list_channels).await?;
+        let channels = self.store().list_channels().await?;
         Ok(channels.into_iter().map(ChannelView::from).collect())
     }
 
     async fn find(&self, name: &str) -> Result<Channel> {
-        let wanted = name.to_owned();
-        self.db(move |store| store.find_channel(&wanted))
+        self.store()
+            .find_channel(name)
             .await?
             .ok_or_else(|| ChannelsError::NotFound {
                 what: "channel",
@@ -642,16 +639,13 @@ impl ChannelsService {
         if let Some(workspace) = &edit.workspace {
             self.check_workspace(workspace.as_deref())?;
         }
-        let name = name.to_owned();
         let change = ChannelChange {
             template: edit.template,
             workspace: edit.workspace,
             enabled: edit.enabled,
             secret_sealed: None,
         };
-        let channel = self
-            .db(move |store| store.edit_channel(&name, change))
-            .await?;
+        let channel = self.store().edit_channel(name, change).await?;
         Ok(channel.into())
     }
 
@@ -664,10 +658,7 @@ impl ChannelsService {
             secret_sealed: Some(self.inner.key.seal(name, &secret)?),
             ..ChannelChange::default()
         };
-        let name = name.to_owned();
-        let channel = self
-            .db(move |store| store.edit_channel(&name, change))
-            .await?;
+        let channel = self.store().edit_channel(name, change).await?;
         Ok(WithSecret {
             channel: channel.into(),
             secret,
@@ -676,15 +667,12 @@ impl ChannelsService {
 
     /// Removes the channel named `name` and its delivery log.
     pub async fn remove(&self, name: &str) -> Result<()> {
-        let name = name.to_owned();
-        self.db(move |store| store.remove_channel(&name)).await
+        Ok(self.store().remove_channel(name).await?)
     }
 
     /// The newest `limit` deliveries to the channel named `name`, newest first.
     pub async fn deliveries(&self, name: &str, limit: usize) -> Result<Vec<DeliveryRecord>> {
-        let name = name.to_owned();
-        self.db(move |store| store.channel_deliveries(&name, limit))
-            .await
+        Ok(self.store().channel_deliveries(name, limit).await?)
     }
 
     /// The secret of the channel named `name`, for signing a test delivery on this
@@ -698,8 +686,7 @@ impl ChannelsService {
     /// what is refused). Refusals and rate limiting of known channels are recorded in
     /// their delivery log.
     pub async fn deliver(&self, delivery: Delivery) -> Result<DeliveryOutcome> {
-        let store = Arc::clone(self.tasks.store());
-        let now = store.clock().now();
+        let now = self.store().clock().now();
         let settings = &self.inner.settings;
         let period = i64::try_from(settings.rate_period.as_millis()).unwrap_or(i64::MAX);
         let count = {
@@ -754,11 +741,10 @@ impl ChannelsService {
         reason: Option<String>,
         task: Option<pp_types::TaskId>,
     ) -> Result<()> {
-        let channel = channel.to_owned();
-        self.db(move |store| {
-            store.record_delivery(&channel, status, reason.as_deref(), task.as_ref())
-        })
-        .await
+        Ok(self
+            .store()
+            .record_delivery(channel, status, reason.as_deref(), task.as_ref())
+            .await?)
     }
 
     async fn verify_and_create(
@@ -796,9 +782,8 @@ impl ChannelsService {
         else {
             return refused(Refusal::MalformedHeaders);
         };
-        let name = delivery.channel.clone();
-        let channel = if valid_name(&name) {
-            self.db(move |store| store.find_channel(&name)).await?
+        let channel = if valid_name(&delivery.channel) {
+            self.store().find_channel(&delivery.channel).await?
         } else {
             None
         };
@@ -839,10 +824,7 @@ impl ChannelsService {
         // timestamp alone refuses it.
         let expires = Timestamp::from_millis(sent.saturating_add(window).saturating_add(1000));
         let seen_key = format!("{}:{signature_hex}", channel.name);
-        if !self
-            .db(move |store| store.claim_signature(&seen_key, expires))
-            .await?
-        {
+        if !self.store().claim_signature(&seen_key, expires).await? {
             return refused(Refusal::Replay);
         }
         let prompt = render_prompt(&channel.name, channel.template.as_deref(), &body);

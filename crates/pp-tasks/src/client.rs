@@ -326,10 +326,7 @@ async fn create_running(service: &TaskService, identity: Identity) -> Result<pp_
         origin: identity.origin,
         script: Some(json!([{ "content": RESUME_SCRIPT }])),
     };
-    service
-        .inner
-        .db(move |store| store.create_running_task(new))
-        .await
+    Ok(service.inner.store.create_running_task(new).await?)
 }
 
 /// Runs `task` (already `running`) here, under the service's worker limit, until it ends
@@ -352,8 +349,7 @@ async fn run_here(
     let watch = async {
         loop {
             tokio::time::sleep(service.settings().poll_interval).await;
-            let task_id = id.clone();
-            let state = service.inner.db(move |store| store.task(&task_id)).await;
+            let state = service.inner.store.task(&id).await;
             if state.is_ok_and(|task| task.state != pp_types::TaskState::Running) {
                 link.end_task(&id);
                 return std::future::pending::<()>().await;

@@ -60,27 +60,26 @@ pub(crate) async fn prepare(
     model: &dyn Model,
     sink: &dyn EventSink,
 ) -> Result<Conversation> {
-    let id = session.to_owned();
-    let (record, turns, checkpoints) = shared
-        .db(move |store| {
-            let record = store.chat_session(&id)?;
-            let covered = record.summarised_through;
-            let turns: Vec<ChatTurn> = store
-                .chat_turns(&id)?
-                .into_iter()
-                .filter(|turn| turn.index < index && turn.index > covered)
-                .collect();
-            // A turn that ended while it waited for approval (cancelled) stored no
-            // messages; its last checkpoint holds what it did.
-            let mut checkpoints = HashMap::new();
-            for turn in turns.iter().filter(|turn| turn.messages.is_none()) {
-                if let Some(approval) = store.approvals_for_task(&turn.task.id)?.pop() {
-                    checkpoints.insert(turn.index, approval.checkpoint.messages);
-                }
-            }
-            Ok((record, turns, checkpoints))
-        })
-        .await?;
+    // Separate reads: the turns before `index` have all ended (a session takes a new
+    // turn only then), so nothing they read changes under this one but the summary,
+    // which only this turn's run writes.
+    let store = &shared.store;
+    let record = store.chat_session(session).await?;
+    let covered = record.summarised_through;
+    let turns: Vec<ChatTurn> = store
+        .chat_turns(session)
+        .await?
+        .into_iter()
+        .filter(|turn| turn.index < index && turn.index > covered)
+        .collect();
+    // A turn that ended while it waited for approval (cancelled) stored no messages;
+    // its last checkpoint holds what it did.
+    let mut checkpoints = HashMap::new();
+    for turn in turns.iter().filter(|turn| turn.messages.is_none()) {
+        if let Some(approval) = store.approvals_for_task(&turn.task.id).await?.pop() {
+            checkpoints.insert(turn.index, approval.checkpoint.messages);
+        }
+    }
     let mut summary = record.summary;
     let mut prior: Vec<(u32, Vec<Message>)> = turns
         .iter()
@@ -116,10 +115,8 @@ pub(crate) async fn prepare(
                 Err(_) => (None, None),
             };
             if let (Some(text), Some((through, _))) = (text, folded.last()) {
-                let (id, stored, through) = (session.to_owned(), text.clone(), *through);
-                shared
-                    .db(move |store| store.set_session_summary(&id, &stored, through))
-                    .await?;
+                let through = *through;
+                store.set_session_summary(session, &text, through).await?;
                 let tokens_after = system_cost(Some(&text)) + prompt_cost + cost(&prior);
                 sink.emit(&Event {
                     step: 0,

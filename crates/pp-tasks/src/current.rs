@@ -38,14 +38,8 @@ impl TaskService {
     /// pending, its tool reports no target state, or the workspace cannot be opened.
     pub async fn current_target(&self, id: &ApprovalId) -> Result<Option<CurrentTarget>> {
         let shared = &self.inner.shared;
-        let approval_id = id.clone();
-        let (approval, task) = shared
-            .db(move |store| {
-                let approval = store.approval(&approval_id)?;
-                let task = store.task(&approval.task_id)?;
-                Ok((approval, task))
-            })
-            .await?;
+        let approval = shared.store.approval(id).await?;
+        let task = shared.store.task(&approval.task_id).await?;
         let Some(shown) = approval.fingerprint.as_ref() else {
             return Ok(None);
         };

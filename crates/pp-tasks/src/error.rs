@@ -55,9 +55,10 @@ pub enum Error {
         #[source]
         source: pp_gate::JailError,
     },
-    /// The store failed.
+    /// The store failed (conflicts that mean something else arrive as their own variant:
+    /// see the `From` impl).
     #[error(transparent)]
-    Store(#[from] pp_store::Error),
+    Store(pp_store::Error),
     /// The task's model could not be built.
     #[error("model: {0}")]
     Model(String),
@@ -79,6 +80,15 @@ pub enum Error {
 
 /// Result type of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
+
+impl From<pp_store::Error> for Error {
+    /// A store error keeps its meaning: a missing row becomes [`Error::NotFound`], a
+    /// decided approval [`Error::AlreadyResolved`], a busy session [`Error::SessionBusy`];
+    /// anything else (a compare-and-set conflict included) stays [`Error::Store`].
+    fn from(error: pp_store::Error) -> Self {
+        Self::from_store(error)
+    }
+}
 
 impl Error {
     /// Maps store conflicts to service errors where the meaning is the same.

@@ -8,8 +8,13 @@
 //! occurrence once across processes), [`ChannelsService`] (webhook channels: signed
 //! deliveries that create tasks). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
 //! `pp-model` and `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
-//! store's compare-and-set transactions, so several processes sharing one database never
-//! run or resolve the same thing twice.
+//! store's compare-and-set transactions, so several processes sharing one database (an
+//! SQLite file, or a team server's PostgreSQL) never run or resolve the same thing twice.
+//!
+//! The store ([`pp_store::Store`]) is async and is awaited directly: nothing here blocks
+//! an async thread on it (its SQLite backend runs each call on tokio's blocking pool).
+//! The service's own blocking work — opening workspaces, reading and hashing files,
+//! snapshots — runs on the blocking pool too.
 //!
 //! ```
 //! use pp_tasks::TaskSettings;

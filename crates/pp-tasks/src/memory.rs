@@ -3,8 +3,8 @@
 //! `memory_updated` with `actor = operator` (no approval card: the operator is the person
 //! approvals ask). The agent's road is `memory_write`, which always stops for approval.
 //!
-//! The file work is `pp_tools::memory`'s (through a jail on the data directory); this
-//! service adds the audit row and keeps SQLite and the disk off the async threads.
+//! The file work is `pp_tools::memory`'s (through a jail on the data directory), on the
+//! blocking pool; this service adds the audit row (the async store's).
 
 use std::sync::Arc;
 
@@ -14,15 +14,15 @@ use pp_types::{Actor, AuditAction, NewAudit};
 
 pub use pp_tools::memory::{MemoryError, MemorySettings, Snapshot as MemorySnapshot};
 
+use crate::Result;
 use crate::blocking::blocking;
-use crate::{Error, Result};
 
 /// The operator's memory service. Cheap to clone.
 #[derive(Clone)]
 pub struct MemoryService {
     settings: Arc<MemorySettings>,
     /// Where audit rows go.
-    store: Arc<Store>,
+    store: Store,
 }
 
 impl std::fmt::Debug for MemoryService {
@@ -36,7 +36,7 @@ impl std::fmt::Debug for MemoryService {
 impl MemoryService {
     /// A service over the memory file of `settings`, auditing into `store` (the task
     /// service's: [`crate::TaskService::store`]).
-    pub fn new(settings: MemorySettings, store: Arc<Store>) -> Self {
+    pub fn new(settings: MemorySettings, store: Store) -> Self {
         Self {
             settings: Arc::new(settings),
             store,
@@ -68,22 +68,19 @@ impl MemoryService {
             memory::replace_if(&jail, &expected, &content)
         })
         .await??;
-        let store = Arc::clone(&self.store);
         let detail = format!(
             "{} bytes, version {}",
             snapshot.content.len(),
             snapshot.version
         );
-        blocking(move || {
-            store.append_audit(NewAudit {
+        self.store
+            .append_audit(NewAudit {
                 actor: Some(Actor::Operator),
                 target: Some(memory::MEMORY_FILE.to_owned()),
                 detail: Some(detail),
                 ..NewAudit::new(AuditAction::MemoryUpdated)
             })
-        })
-        .await?
-        .map_err(Error::from_store)?;
+            .await?;
         Ok(snapshot)
     }
 }

@@ -179,8 +179,9 @@ pub fn summary(event: &StoredEvent, task: &TaskRecord, target: Option<&str>) -> 
     Some(Value::Object(fields))
 }
 
-/// Reads the event log from its current end, every `poll`, and sends the notifier a
-/// summary ([`summary`]) for each event it hears about, one at a time, in order.
+/// Reads the event log from its current end, every `poll` (or sooner on a store that
+/// announces new events: [`pp_store::Store::wait_for_events`]), and sends the notifier
+/// a summary ([`summary`]) for each event it hears about, one at a time, in order.
 /// Failures go to `log`. Runs for as long as the future is polled.
 pub async fn watch(
     service: TaskService,
@@ -188,52 +189,12 @@ pub async fn watch(
     poll: Duration,
     log: impl Fn(&str) + Send + Sync,
 ) {
-    let store = std::sync::Arc::clone(service.store());
-    let mut after = match crate::blocking::blocking({
-        let store = std::sync::Arc::clone(&store);
-        move || store.last_seq()
-    })
-    .await
-    {
-        Ok(Ok(seq)) => seq,
-        _ => 0,
-    };
+    let store = service.store();
+    let mut after = store.last_seq().await.unwrap_or(0);
     loop {
-        let from = after;
-        let page = crate::blocking::blocking({
-            let store = std::sync::Arc::clone(&store);
-            move || -> pp_store::Result<Page> {
-                let events = store.events_after(from, PAGE)?;
-                let last = events.last().map_or(from, |event| event.seq);
-                let count = events.len();
-                let mut wanted = Vec::new();
-                for event in events {
-                    if matches!(
-                        event.event.kind,
-                        EventKind::ApprovalRequired { .. }
-                            | EventKind::TaskCompleted { .. }
-                            | EventKind::TaskFailed { .. }
-                    ) {
-                        let task = store.task(&event.task_id)?;
-                        let target = match &event.event.kind {
-                            EventKind::ApprovalRequired {
-                                approval_id: Some(id),
-                                ..
-                            } => store
-                                .approval(&pp_types::ApprovalId(id.clone()))
-                                .ok()
-                                .and_then(|approval| approval.target),
-                            _ => None,
-                        };
-                        wanted.push((event, task, target));
-                    }
-                }
-                Ok((last, count, wanted))
-            }
-        })
-        .await
-        .map_err(|error| error.to_string())
-        .and_then(|page| page.map_err(|error| error.to_string()));
+        let page = read_page(store, after)
+            .await
+            .map_err(|error| error.to_string());
         let full = match page {
             Ok((last, count, wanted)) => {
                 after = last;
@@ -252,9 +213,41 @@ pub async fn watch(
             }
         };
         if !full {
-            tokio::time::sleep(poll).await;
+            store.wait_for_events(after, poll).await;
         }
     }
+}
+
+/// The events after `from` (at most [`PAGE`]) and, for those a notification is about,
+/// their tasks and targets.
+async fn read_page(store: &pp_store::Store, from: i64) -> pp_store::Result<Page> {
+    let events = store.events_after(from, PAGE).await?;
+    let last = events.last().map_or(from, |event| event.seq);
+    let count = events.len();
+    let mut wanted = Vec::new();
+    for event in events {
+        if matches!(
+            event.event.kind,
+            EventKind::ApprovalRequired { .. }
+                | EventKind::TaskCompleted { .. }
+                | EventKind::TaskFailed { .. }
+        ) {
+            let task = store.task(&event.task_id).await?;
+            let target = match &event.event.kind {
+                EventKind::ApprovalRequired {
+                    approval_id: Some(id),
+                    ..
+                } => store
+                    .approval(&pp_types::ApprovalId(id.clone()))
+                    .await
+                    .ok()
+                    .and_then(|approval| approval.target),
+                _ => None,
+            };
+            wanted.push((event, task, target));
+        }
+    }
+    Ok((last, count, wanted))
 }
 
 /// One round of [`watch`]: the last sequence read, how many events were read, and the
@@ -272,11 +265,10 @@ pub async fn expire_approvals(
     service: &TaskService,
     after: Duration,
 ) -> crate::Result<Vec<pp_types::ApprovalId>> {
-    let store = std::sync::Arc::clone(service.store());
-    let pending = crate::blocking::blocking(move || {
-        store.list_approvals(Some(ApprovalState::Pending), 10_000)
-    })
-    .await??;
+    let pending = service
+        .store()
+        .list_approvals(Some(ApprovalState::Pending), 10_000)
+        .await?;
     let now = service.store().clock().now();
     let mut expired = Vec::new();
     for approval in pending {

@@ -1,14 +1,13 @@
-//! Async reads and small writes of the store for front ends (the HTTP server): each
-//! call runs on tokio's blocking pool through the crate's `blocking` helper, so SQLite
-//! never runs on the async worker threads that answer other requests.
+//! Async reads and small writes of the store for front ends (the HTTP server), through
+//! the task service: the store is async (its SQLite calls run on the blocking pool inside
+//! `pp_store`), so none of these holds up the async threads that answer other requests.
 
 use std::time::Duration;
 
 use pp_store::AuditFilter;
 use pp_types::{AuditEntry, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState};
 
-use crate::blocking::blocking;
-use crate::{Error, Result, TaskService};
+use crate::{Result, TaskService};
 
 /// One page of a task's events: at most the requested number, oldest first.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,48 +20,34 @@ pub struct EventsPage {
 }
 
 impl TaskService {
-    /// Runs `work` with a clone of the service on the blocking pool.
-    async fn off_thread<T, F>(&self, work: F) -> Result<T>
-    where
-        F: FnOnce(&TaskService) -> Result<T> + Send + 'static,
-        T: Send + 'static,
-    {
-        let service = self.clone();
-        blocking(move || work(&service)).await?
-    }
-
     /// The `origin` of each of `ids` that has one (the schedule's, webhook channel's or
     /// MCP client's name), for the audit ledger; unknown ids are left out.
     pub async fn task_origins(
         &self,
         ids: Vec<TaskId>,
     ) -> Result<std::collections::HashMap<TaskId, String>> {
-        self.off_thread(move |service| {
-            let mut origins = std::collections::HashMap::new();
-            for id in ids {
-                if origins.contains_key(&id) {
-                    continue;
-                }
-                match service.store().task(&id) {
-                    Ok(task) => {
-                        if let Some(origin) = task.origin {
-                            origins.insert(id, origin);
-                        }
-                    }
-                    Err(pp_store::Error::NotFound { .. }) => {}
-                    Err(error) => return Err(Error::from_store(error)),
-                }
+        let mut origins = std::collections::HashMap::new();
+        let mut seen = std::collections::HashSet::new();
+        for id in ids {
+            if !seen.insert(id.clone()) {
+                continue;
             }
-            Ok(origins)
-        })
-        .await
+            match self.store().task(&id).await {
+                Ok(task) => {
+                    if let Some(origin) = task.origin {
+                        origins.insert(id, origin);
+                    }
+                }
+                Err(pp_store::Error::NotFound { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(origins)
     }
 
     /// One task ([`crate::Error::NotFound`] if there is none).
     pub async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
-        let id = id.clone();
-        self.off_thread(move |service| service.store().task(&id).map_err(Error::from_store))
-            .await
+        Ok(self.store().task(id).await?)
     }
 
     /// Up to `limit` tasks in `state` (all states when `None`), newest first.
@@ -71,13 +56,7 @@ impl TaskService {
         state: Option<TaskState>,
         limit: usize,
     ) -> Result<Vec<TaskRecord>> {
-        self.off_thread(move |service| {
-            service
-                .store()
-                .list_tasks(state, limit)
-                .map_err(Error::from_store)
-        })
-        .await
+        Ok(self.store().list_tasks(state, limit).await?)
     }
 
     /// Up to `limit` (at least 1) of the task's events with `seq > after`, oldest first,
@@ -89,95 +68,65 @@ impl TaskService {
         after: i64,
         limit: usize,
     ) -> Result<EventsPage> {
-        let task = task.clone();
         let limit = limit.max(1);
-        self.off_thread(move |service| {
-            let store = service.store();
-            store.task(&task).map_err(Error::from_store)?;
-            // One more than asked tells whether another page follows.
-            let mut events = store
-                .task_events_page(&task, after, limit.saturating_add(1))
-                .map_err(Error::from_store)?;
-            let more = events.len() > limit;
-            events.truncate(limit);
-            let next_after = more.then(|| events.last().map(|event| event.seq)).flatten();
-            Ok(EventsPage { events, next_after })
-        })
-        .await
+        let store = self.store();
+        store.task(task).await?;
+        // One more than asked tells whether another page follows.
+        let mut events = store
+            .task_events_page(task, after, limit.saturating_add(1))
+            .await?;
+        let more = events.len() > limit;
+        events.truncate(limit);
+        let next_after = more.then(|| events.last().map(|event| event.seq)).flatten();
+        Ok(EventsPage { events, next_after })
     }
 
     /// Up to `limit` events of all tasks with `seq > after`, oldest first.
     pub async fn events_after(&self, after: i64, limit: usize) -> Result<Vec<StoredEvent>> {
-        self.off_thread(move |service| {
-            service
-                .store()
-                .events_after(after, limit)
-                .map_err(Error::from_store)
-        })
-        .await
+        Ok(self.store().events_after(after, limit).await?)
+    }
+
+    /// Waits until an event after `after` may have been stored, or `at_most` passes
+    /// ([`pp_store::Store::wait_for_events`]: a wake-up from the database where it can
+    /// announce new events, polling otherwise); then read with
+    /// [`TaskService::events_after`].
+    pub async fn wait_for_events(&self, after: i64, at_most: Duration) {
+        self.store().wait_for_events(after, at_most).await;
     }
 
     /// The newest event's sequence number; 0 when there are none.
     pub async fn last_seq(&self) -> Result<i64> {
-        self.off_thread(|service| service.store().last_seq().map_err(Error::from_store))
-            .await
+        Ok(self.store().last_seq().await?)
     }
 
     /// Audit rows matching `filter`, newest first.
     pub async fn list_audit(&self, filter: AuditFilter) -> Result<Vec<AuditEntry>> {
-        self.off_thread(move |service| {
-            service
-                .store()
-                .list_audit(&filter)
-                .map_err(Error::from_store)
-        })
-        .await
+        Ok(self.store().list_audit(&filter).await?)
     }
 
     /// Appends one audit row.
     pub async fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
-        self.off_thread(move |service| {
-            service
-                .store()
-                .append_audit(entry)
-                .map_err(Error::from_store)
-        })
-        .await
+        Ok(self.store().append_audit(entry).await?)
     }
 
     /// Creates a console login lasting `ttl`; returns its secret id.
     pub async fn create_login(&self, ttl: Duration) -> Result<String> {
-        self.off_thread(move |service| service.store().create_login(ttl).map_err(Error::from_store))
-            .await
+        Ok(self.store().create_login(ttl).await?)
     }
 
     /// Whether `login` names a live (unexpired) console login.
     pub async fn login_valid(&self, login: String) -> Result<bool> {
-        self.off_thread(move |service| {
-            service
-                .store()
-                .login_valid(&login)
-                .map_err(Error::from_store)
-        })
-        .await
+        Ok(self.store().login_valid(&login).await?)
     }
 
     /// Deletes a console login (logout); unknown logins are not an error.
     pub async fn delete_login(&self, login: String) -> Result<()> {
-        self.off_thread(move |service| {
-            service
-                .store()
-                .delete_login(&login)
-                .map_err(Error::from_store)
-        })
-        .await
+        Ok(self.store().delete_login(&login).await?)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use pp_store::Store;
     use pp_types::{Actor, Event, EventKind};
 
@@ -187,7 +136,7 @@ mod tests {
     fn service(dir: &std::path::Path) -> TaskService {
         let store = Store::open(&dir.join("db.sqlite")).unwrap();
         TaskService::new(
-            Arc::new(store),
+            store,
             TaskSettings::default(),
             Workspaces::single("default", dir),
             ModelSource::Scripted,
@@ -216,7 +165,11 @@ mod tests {
                 },
             })
             .collect();
-        service.store().append_events(&task.id, &extra).unwrap();
+        service
+            .store()
+            .append_events(&task.id, &extra)
+            .await
+            .unwrap();
         let total = before.events.len() + 5;
 
         let mut seen = Vec::new();

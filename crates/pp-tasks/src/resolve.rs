@@ -56,14 +56,8 @@ impl TaskService {
     /// call returns once it finishes or pauses again.
     pub async fn resolve(&self, id: &ApprovalId, request: ResolveRequest) -> Result<TaskRecord> {
         let shared = &self.inner.shared;
-        let approval_id = id.clone();
-        let (approval, task) = shared
-            .db(move |store| {
-                let approval = store.approval(&approval_id)?;
-                let task = store.task(&approval.task_id)?;
-                Ok((approval, task))
-            })
-            .await?;
+        let approval = shared.store.approval(id).await?;
+        let task = shared.store.task(&approval.task_id).await?;
         let cancel_won = || Error::InvalidState {
             id: task.id.to_string(),
             state: TaskState::Cancelled,
@@ -112,10 +106,7 @@ impl TaskService {
                                 message: message.clone(),
                             },
                         };
-                        let task_id = task.id.clone();
-                        shared
-                            .db(move |store| store.append_events(&task_id, &[event]))
-                            .await?;
+                        shared.store.append_events(&task.id, &[event]).await?;
                         return Err(Error::InvalidArguments(message));
                     }
                     Err(Refusal::Stale(message)) => (
@@ -162,10 +153,7 @@ impl TaskService {
             task_to: TaskState::Running,
             events: Vec::new(),
         };
-        let approval_id = id.clone();
-        let resolved = shared
-            .db_raw(move |store| store.resolve(&approval_id, resolve))
-            .await?;
+        let resolved = shared.store.resolve(id, resolve).await;
         let (approval, task) = match resolved {
             Ok(resolved) => resolved,
             // A cancel committed between our read and our compare-and-set: it won.
@@ -192,10 +180,7 @@ impl TaskService {
         if request.wait {
             return match finished.await {
                 Ok(record) => Ok(record),
-                Err(_) => {
-                    let task_id = task.id.clone();
-                    shared.db(move |store| store.task(&task_id)).await
-                }
+                Err(_) => Ok(shared.store.task(&task.id).await?),
             };
         }
         Ok(task)

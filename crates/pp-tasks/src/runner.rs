@@ -78,8 +78,7 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
     let cancel = shared.cancellation(&task.id);
     // The run may have waited for a worker: make sure it is still ours to run (a cancel
     // from another process, or from here before the signal could reach us).
-    let id = task.id.clone();
-    let current = shared.db(move |store| store.task(&id)).await?;
+    let current = shared.store.task(&task.id).await?;
     if current.state != TaskState::Running {
         return Ok(current);
     }
@@ -104,7 +103,7 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
         Start::Resume { .. } | Start::Fresh => None,
     };
     let sink = StoreSink::new(
-        Arc::clone(&shared.store),
+        shared.store.clone(),
         task.id.clone(),
         watched,
         shared.observer.clone(),
@@ -138,8 +137,7 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
 
     // A chat session's turn starts with the session's history (and stores its own
     // messages when it ends, for the turns after it).
-    let task_id = task.id.clone();
-    let turn = shared.db(move |store| store.turn_of_task(&task_id)).await?;
+    let turn = shared.store.turn_of_task(&task.id).await?;
     let began = Instant::now();
     let run = async {
         match start {
@@ -198,13 +196,8 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
     {
         // Before the state change, so the next turn (allowed once this one has ended)
         // finds it. A failure here only costs the next turns this turn's detail.
-        let (id, own) = (
-            task.id.clone(),
-            conversation::own_messages(messages.clone()),
-        );
-        let _ = shared
-            .db(move |store| store.set_turn_messages(&id, &own))
-            .await;
+        let own = conversation::own_messages(messages.clone());
+        let _ = shared.store.set_turn_messages(&task.id, &own).await;
     }
 
     match ended {
@@ -289,17 +282,14 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
             change.events = vec![event];
             change.add_running_ms = elapsed;
             change.script_position = position;
-            let id = task.id.clone();
             let audit = cancel_audit(&task.id);
             match shared
-                .db_raw(move |store| store.cancel_task(&id, &[TaskState::Running], change, audit))
-                .await?
+                .store
+                .cancel_task(&task.id, &[TaskState::Running], change, audit)
+                .await
             {
                 Ok(record) => Ok(record),
-                Err(_) => {
-                    let id = task.id.clone();
-                    shared.db(move |store| store.task(&id)).await
-                }
+                Err(_) => Ok(shared.store.task(&task.id).await?),
             }
         }
     }
@@ -360,8 +350,7 @@ impl Heartbeat {
         Self(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                let task = task.clone();
-                let _ = shared.db(move |store| store.heartbeat(&task)).await;
+                let _ = shared.store.heartbeat(&task).await;
             }
         }))
     }
@@ -414,7 +403,7 @@ async fn before_approved_call(
                 arguments_hash: Some(arguments_hash(executed)),
                 ..NewAudit::new(AuditAction::ToolStarted)
             };
-            shared.db(move |store| store.append_audit(started)).await?;
+            shared.store.append_audit(started).await?;
             return Ok((
                 segment,
                 Start::Resume {
@@ -449,10 +438,7 @@ async fn before_approved_call(
         ..NewAudit::new(AuditAction::ApprovalStale)
     };
     // If the row is no longer `approved` something else decided; the call still does not run.
-    let (id, reason) = (approval.id.clone(), message.clone());
-    let _ = shared
-        .db_raw(move |store| store.mark_stale(&id, &reason, audit))
-        .await?;
+    let _ = shared.store.mark_stale(&approval.id, &message, audit).await;
     Ok((
         segment,
         Start::Resume {
@@ -478,19 +464,15 @@ async fn suspend(
     change.add_running_ms = elapsed;
     change.script_position = position;
     let approval = new_approval(checkpoint, target, revertible);
-    let id = task.id.clone();
-    match shared
-        .db_raw(move |store| {
-            store.suspend(&id, approval, change)?;
-            store.task(&id)
-        })
-        .await?
-    {
+    // The task is read after the suspend: the transaction moved it, so this read sees
+    // it waiting (or whatever a later change made of it, which is as good).
+    let suspended = match shared.store.suspend(&task.id, approval, change).await {
+        Ok(_) => shared.store.task(&task.id).await,
+        Err(error) => Err(error),
+    };
+    match suspended {
         Ok(record) => Ok(record),
-        Err(pp_store::Error::Conflict { .. }) => {
-            let id = task.id.clone();
-            shared.db(move |store| store.task(&id)).await
-        }
+        Err(pp_store::Error::Conflict { .. }) => Ok(shared.store.task(&task.id).await?),
         Err(error) => Err(Error::Store(error)),
     }
 }
@@ -523,16 +505,13 @@ pub(crate) fn new_approval(
 /// Moves the task from `running` to the change's state; if someone else changed it first
 /// (a cancel from another process), keeps theirs.
 async fn finish(shared: &Arc<Shared>, task: &TaskRecord, change: TaskChange) -> Result<TaskRecord> {
-    let id = task.id.clone();
     let result = shared
-        .db_raw(move |store| store.transition(&id, &[TaskState::Running], change))
-        .await?;
+        .store
+        .transition(&task.id, &[TaskState::Running], change)
+        .await;
     match result {
         Ok((record, _)) => Ok(record),
-        Err(pp_store::Error::Conflict { .. }) => {
-            let id = task.id.clone();
-            shared.db(move |store| store.task(&id)).await
-        }
+        Err(pp_store::Error::Conflict { .. }) => Ok(shared.store.task(&task.id).await?),
         Err(error) => Err(Error::Store(error)),
     }
 }

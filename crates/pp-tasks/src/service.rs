@@ -56,7 +56,7 @@ impl TaskService {
     /// A service over `store`. Nothing runs until [`TaskService::start_workers`] or
     /// [`TaskService::run_now`].
     pub fn new(
-        store: Arc<Store>,
+        store: Store,
         settings: TaskSettings,
         workspaces: Workspaces,
         models: ModelSource,
@@ -67,7 +67,7 @@ impl TaskService {
     /// A service whose segments are equipped from `toolbox` (files, memory, skills, ...),
     /// with an optional observer of every event (live views).
     pub fn build(
-        store: Arc<Store>,
+        store: Store,
         settings: TaskSettings,
         workspaces: Workspaces,
         models: ModelSource,
@@ -84,8 +84,18 @@ impl TaskService {
         }
     }
 
+    /// The same service, keeping revert snapshots in `data_dir` and reaching the memory
+    /// file there (the folder `[memory]` uses). Without it they live beside the SQLite
+    /// database; a service on a server database (PostgreSQL) needs it for reverts and
+    /// the memory's change log. Call it before the service runs anything.
+    #[must_use]
+    pub fn with_data_dir(self, data_dir: std::path::PathBuf) -> Self {
+        self.inner.set_data_dir(data_dir);
+        self
+    }
+
     /// The store.
-    pub fn store(&self) -> &Arc<Store> {
+    pub fn store(&self) -> &Store {
         &self.inner.store
     }
 
@@ -154,7 +164,7 @@ impl TaskService {
             origin,
             script: request.script,
         };
-        let task = self.inner.db(move |store| store.create_task(new)).await?;
+        let task = self.inner.store.create_task(new).await?;
         self.inner.wake.notify_one();
         Ok(task)
     }
@@ -182,7 +192,7 @@ impl TaskService {
                     let _ = service.recover().await;
                     last_recovery = tokio::time::Instant::now();
                 }
-                match service.inner.db(Store::claim_queued).await {
+                match service.inner.store.claim_queued().await {
                     Ok(Some(task)) => {
                         service.inner.cancellation(&task.id);
                         let shared = Arc::clone(&service.inner.shared);
@@ -211,11 +221,7 @@ impl TaskService {
             .acquire_owned()
             .await
             .map_err(|_| Error::BadRequest("the service is shutting down".into()))?;
-        let id = task.clone();
-        let task = self
-            .inner
-            .db(move |store| store.claim(&id, &[TaskState::Queued]))
-            .await?;
+        let task = self.inner.store.claim(task, &[TaskState::Queued]).await?;
         self.inner.cancellation(&task.id);
         let record = run_segment(&self.inner.shared, task, Start::Fresh).await;
         drop(permit);
@@ -266,15 +272,9 @@ impl TaskService {
             state,
             action: "cancel",
         };
-        let task_id = id.clone();
-        let task = self.inner.db(move |store| store.task(&task_id)).await?;
+        let task = self.inner.store.task(id).await?;
         if task.state == TaskState::Running {
-            let task_id = id.clone();
-            if self
-                .inner
-                .db(move |store| store.approved_call_pending(&task_id))
-                .await?
-            {
+            if self.inner.store.approved_call_pending(id).await? {
                 return Err(refused(TaskState::Running));
             }
             if self.inner.signal_cancel(id) {
@@ -303,11 +303,11 @@ impl TaskService {
                 message: "cancelled by the operator".into(),
             },
         }];
-        let (task_id, audit) = (id.clone(), cancel_audit(id));
         match self
             .inner
-            .db_raw(move |store| store.cancel_task(&task_id, &from, change, audit))
-            .await?
+            .store
+            .cancel_task(id, &from, change, cancel_audit(id))
+            .await
         {
             Ok(record) => Ok(record),
             Err(pp_store::Error::Conflict { current, .. }) => Err(refused(current)),
@@ -320,15 +320,13 @@ impl TaskService {
     /// end); gives the state as found after at most a few seconds.
     async fn wait_until_not_running(&self, id: &TaskId) -> Result<TaskRecord> {
         for _ in 0..500 {
-            let task_id = id.clone();
-            let current = self.inner.db(move |store| store.task(&task_id)).await?;
+            let current = self.inner.store.task(id).await?;
             if current.state != TaskState::Running {
                 return Ok(current);
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        let task_id = id.clone();
-        self.inner.db(move |store| store.task(&task_id)).await
+        Ok(self.inner.store.task(id).await?)
     }
 
     /// Retries an interrupted task from its last checkpoint. If the interruption fell
@@ -336,11 +334,9 @@ impl TaskService {
     /// blind); otherwise the task starts again from its prompt (reads are safe to repeat
     /// and every write still asks).
     pub async fn retry(&self, id: &TaskId) -> Result<TaskRecord> {
-        let task_id = id.clone();
-        let record = self
-            .inner
-            .db(move |store| retry_in(store, &task_id))
+        let record = retry_in(&self.inner.store, id)
             .await
+            .map_err(Error::from_store)
             .map_err(|error| match error {
                 Error::Store(pp_store::Error::Conflict { current, .. }) => Error::InvalidState {
                     id: id.to_string(),
@@ -361,31 +357,34 @@ impl TaskService {
     /// it as they poll.
     pub async fn recover(&self) -> Result<Vec<TaskId>> {
         let lease = self.inner.settings.lease;
-        self.inner
-            .db(move |store| {
-                let ids = store.interrupt_stale("the process running this task stopped", lease)?;
-                for id in &ids {
-                    store.append_events(
-                        id,
-                        &[Event {
-                            step: 0,
-                            kind: EventKind::TaskInterrupted {
-                                message: "the process running this task stopped; retry to continue"
-                                    .into(),
-                            },
-                        }],
-                    )?;
-                }
-                Ok(ids)
-            })
-            .await
+        let store = &self.inner.store;
+        let ids = store
+            .interrupt_stale("the process running this task stopped", lease)
+            .await?;
+        for id in &ids {
+            store
+                .append_events(
+                    id,
+                    &[Event {
+                        step: 0,
+                        kind: EventKind::TaskInterrupted {
+                            message: "the process running this task stopped; retry to continue"
+                                .into(),
+                        },
+                    }],
+                )
+                .await?;
+        }
+        Ok(ids)
     }
 }
 
-/// [`TaskService::retry`]'s store work, on a blocking thread. A task that is not
-/// `interrupted` is a [`pp_store::Error::Conflict`].
-fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
-    let task = store.task(id)?;
+/// [`TaskService::retry`]'s store work. A task that is not `interrupted` is a
+/// [`pp_store::Error::Conflict`]. Several calls, not one transaction: the compare-and-set
+/// of `reopen_approval` / `transition` (from `interrupted` only) is what makes a racing
+/// second retry lose.
+async fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
+    let task = store.task(id).await?;
     if task.state != TaskState::Interrupted {
         return Err(pp_store::Error::Conflict {
             id: id.to_string(),
@@ -393,7 +392,7 @@ fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
             expected: vec![TaskState::Interrupted],
         });
     }
-    let last = store.approvals_for_task(id)?.into_iter().last();
+    let last = store.approvals_for_task(id).await?.into_iter().last();
     let audit = |detail: &str| NewAudit {
         actor: Some(Actor::Operator),
         task_id: Some(id.clone()),
@@ -404,7 +403,7 @@ fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
     // that ran (its result is recorded) is never offered for approval a second time.
     let unfinished = last.filter(|a| a.state == ApprovalState::Approved);
     let unfinished = match unfinished {
-        Some(approval) if store.approved_call_pending(id)? => Some(approval),
+        Some(approval) if store.approved_call_pending(id).await? => Some(approval),
         _ => None,
     };
     if let Some(approval) = unfinished {
@@ -425,14 +424,16 @@ fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
             }),
             event(EventKind::approval_required(&checkpoint.pending)),
         ];
-        store.reopen_approval(
-            id,
-            &[TaskState::Interrupted],
-            new_approval(checkpoint, approval.target.clone(), approval.revertible),
-            events,
-        )?;
-        store.append_audit(audit(&message))?;
-        return store.task(id);
+        store
+            .reopen_approval(
+                id,
+                &[TaskState::Interrupted],
+                new_approval(checkpoint, approval.target.clone(), approval.revertible),
+                events,
+            )
+            .await?;
+        store.append_audit(audit(&message)).await?;
+        return store.task(id).await;
     }
     let message = "starting again from the prompt".to_owned();
     let mut change = TaskChange::to(TaskState::Queued);
@@ -443,7 +444,9 @@ fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
         },
     }];
     change.script_position = Some(0);
-    let (record, _) = store.transition(id, &[TaskState::Interrupted], change)?;
-    store.append_audit(audit(&message))?;
+    let (record, _) = store
+        .transition(id, &[TaskState::Interrupted], change)
+        .await?;
+    store.append_audit(audit(&message)).await?;
     Ok(record)
 }

@@ -116,29 +116,22 @@ impl TaskService {
             workspace: workspace.name.clone(),
             created_by: request.actor,
         };
-        let session = self
-            .inner
-            .db(move |store| store.create_chat_session(new))
-            .await?;
+        let session = self.inner.store.create_chat_session(new).await?;
         Ok(session.into())
     }
 
     /// The `limit` most recently active sessions, newest first.
     pub async fn sessions(&self, limit: usize) -> Result<Vec<SessionRecord>> {
-        let sessions = self
-            .inner
-            .db(move |store| store.chat_sessions(limit))
-            .await?;
+        let sessions = self.inner.store.chat_sessions(limit).await?;
         Ok(sessions.into_iter().map(SessionRecord::from).collect())
     }
 
     /// One session with its turns ([`Error::NotFound`] if there is none).
     pub async fn session(&self, id: &str) -> Result<SessionView> {
-        let id = id.to_owned();
-        let (session, turns) = self
-            .inner
-            .db(move |store| Ok((store.chat_session(&id)?, store.chat_turns(&id)?)))
-            .await?;
+        // Two reads: a turn added between them shows up with a session whose
+        // `updated_at` is one turn older, which the next read corrects.
+        let session = self.inner.store.chat_session(id).await?;
+        let turns = self.inner.store.chat_turns(id).await?;
         let summary = session.summary.clone();
         Ok(SessionView {
             session: session.into(),
@@ -164,11 +157,7 @@ impl TaskService {
         if prompt.is_empty() {
             return Err(Error::BadRequest("the message is empty".into()));
         }
-        let session_id = id.to_owned();
-        let session = self
-            .inner
-            .db(move |store| store.chat_session(&session_id))
-            .await?;
+        let session = self.inner.store.chat_session(id).await?;
         let workspace = self
             .workspaces()
             .find(Some(&session.workspace))
@@ -184,11 +173,7 @@ impl TaskService {
             origin: None,
             script,
         };
-        let session_id = id.to_owned();
-        let turn = self
-            .inner
-            .db(move |store| store.add_chat_turn(&session_id, new))
-            .await?;
+        let turn = self.inner.store.add_chat_turn(id, new).await?;
         self.inner.wake.notify_one();
         Ok(turn.task)
     }
@@ -197,9 +182,6 @@ impl TaskService {
     /// rows stay. Refuses with [`Error::SessionBusy`] while a turn is active (cancel it
     /// first); [`Error::NotFound`] for an unknown session.
     pub async fn delete_session(&self, id: &str) -> Result<()> {
-        let id = id.to_owned();
-        self.inner
-            .db(move |store| store.delete_chat_session(&id))
-            .await
+        Ok(self.inner.store.delete_chat_session(id).await?)
     }
 }

@@ -1,9 +1,9 @@
-//! What the service and its runs share: the store (reached only off the async threads),
-//! settings, workspaces, the model source, the worker permits and the cancellation
-//! signals of the runs in this process.
+//! What the service and its runs share: the store (async: its SQLite calls run on the
+//! blocking pool inside `pp_store`), settings, workspaces, the model source, the worker
+//! permits and the cancellation signals of the runs in this process.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -14,12 +14,13 @@ use tokio::sync::{Notify, Semaphore};
 
 use crate::blocking::blocking;
 use crate::segment::Segment;
-use crate::{Error, ModelSource, Result, TaskSettings, Workspaces};
+use crate::{ModelSource, Result, TaskSettings, Workspaces};
 
 /// State shared by the service and every run it starts.
 pub(crate) struct Shared {
-    /// The database every state change goes through; called only via [`Shared::db`].
-    pub(crate) store: Arc<Store>,
+    /// The database every state change goes through (cheap to clone; its methods are
+    /// async and never block the runtime threads).
+    pub(crate) store: Store,
     /// Limits, pool size, timeout.
     pub(crate) settings: TaskSettings,
     /// Where tasks may run.
@@ -36,6 +37,9 @@ pub(crate) struct Shared {
     pub(crate) wake: Notify,
     /// Cancellation signals of the segments running in this process.
     cancellations: Mutex<HashMap<TaskId, Arc<Cancellation>>>,
+    /// The data directory when the front end names it ([`crate::TaskService::with_data_dir`]);
+    /// otherwise the SQLite database's folder. Set once, before any run needs it.
+    data_dir: std::sync::OnceLock<PathBuf>,
 }
 
 /// A cancellation signal for one task run, registered before the run waits for a worker
@@ -69,7 +73,7 @@ impl Cancellation {
 
 impl Shared {
     pub(crate) fn new(
-        store: Arc<Store>,
+        store: Store,
         settings: TaskSettings,
         workspaces: Workspaces,
         models: ModelSource,
@@ -87,28 +91,28 @@ impl Shared {
             workers,
             wake: Notify::new(),
             cancellations: Mutex::new(HashMap::new()),
+            data_dir: std::sync::OnceLock::new(),
         }
     }
 
-    /// Runs one store call on the blocking pool; store errors keep their meaning
-    /// ([`Error::from_store`]).
-    pub(crate) async fn db<T, F>(&self, call: F) -> Result<T>
-    where
-        F: FnOnce(&Store) -> pp_store::Result<T> + Send + 'static,
-        T: Send + 'static,
-    {
-        self.db_raw(call).await?.map_err(Error::from_store)
+    /// The data directory: where the snapshot store and the memory file live. The one
+    /// named with [`crate::TaskService::with_data_dir`], else the SQLite database's
+    /// folder; `None` on a server database (PostgreSQL) without one named.
+    pub(crate) fn data_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = self.data_dir.get() {
+            return Some(dir.clone());
+        }
+        self.store.path().map(|database| {
+            database
+                .parent()
+                .unwrap_or_else(|| Path::new("."))
+                .to_path_buf()
+        })
     }
 
-    /// Like [`Shared::db`], but hands back the store's own error, for callers that tell
-    /// a compare-and-set conflict from other failures.
-    pub(crate) async fn db_raw<T, F>(&self, call: F) -> Result<pp_store::Result<T>>
-    where
-        F: FnOnce(&Store) -> pp_store::Result<T> + Send + 'static,
-        T: Send + 'static,
-    {
-        let store = Arc::clone(&self.store);
-        blocking(move || call(&store)).await
+    /// Names the data directory (the first call wins).
+    pub(crate) fn set_data_dir(&self, dir: PathBuf) {
+        let _ = self.data_dir.set(dir);
     }
 
     /// Builds a fresh jail, tools and gate on `workspace_path`, off the async threads

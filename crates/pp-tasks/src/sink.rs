@@ -28,12 +28,14 @@ pub(crate) struct Watched {
 /// except the events that end a segment (`approval_required`, `task_completed`,
 /// `task_failed`): those are written in the same transaction as the task's state change.
 ///
-/// `emit` is called by the loop on an async thread, so it never touches SQLite itself: it
-/// queues the event and a writer on the blocking pool appends whatever is queued, in
+/// `emit` is synchronous (the loop calls it inline), so it never waits for the store: it
+/// queues the event, and one writer task at a time (spawned on the runtime by the first
+/// `emit` that finds none running) awaits the store to append whatever is queued, in
 /// order, one transaction per batch. [`StoreSink::flush`] waits until every queued event
-/// is stored; the runner calls it before the transaction that ends the segment.
+/// is stored; the runner calls it before the transaction that ends the segment, so no
+/// event is lost or reordered behind the segment's closing events.
 pub(crate) struct StoreSink {
-    store: Arc<Store>,
+    store: Store,
     task: TaskId,
     /// Taken by the first outcome of the approved call, so no later event (whatever id
     /// the model gives it) can be recorded under the approval.
@@ -45,7 +47,8 @@ pub(crate) struct StoreSink {
     queue: Mutex<Queue>,
     /// Wakes [`StoreSink::flush`] when the writer has drained the queue.
     drained: Notify,
-    /// Where the writer runs.
+    /// Where the writer task runs (`None` outside a runtime: events then fail to store,
+    /// and the runner reports it).
     runtime: Option<tokio::runtime::Handle>,
     /// The model of this segment and the price table: every `assistant_message` is a
     /// model call, recorded with its usage and estimated cost.
@@ -87,7 +90,7 @@ struct Queue {
 
 impl StoreSink {
     pub(crate) fn new(
-        store: Arc<Store>,
+        store: Store,
         task: TaskId,
         watched: Option<Watched>,
         observer: Option<Arc<dyn EventSink>>,
@@ -122,8 +125,9 @@ impl StoreSink {
         }
     }
 
-    /// Appends what is queued until the queue is empty; runs on the blocking pool.
-    fn drain(&self) {
+    /// Appends what is queued until the queue is empty; the one writer task (see
+    /// [`QueueingSink`]'s `emit`, which sets `writing` before spawning it).
+    async fn drain(&self) {
         loop {
             let batch = match self.queue.lock() {
                 Ok(mut queue) if queue.pending.is_empty() => {
@@ -133,18 +137,25 @@ impl StoreSink {
                 Ok(mut queue) => std::mem::take(&mut queue.pending),
                 Err(_) => break,
             };
-            let (mut events, mut audits, mut changes) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut events, mut audits, mut kept) = (Vec::new(), Vec::new(), Vec::new());
             let mut calls = Vec::new();
-            for (event, audit, kept) in batch {
+            for (event, audit, kept_files) in batch {
                 calls.extend(self.pricing.call(&event));
                 events.push(event);
                 audits.extend(audit);
-                // On the blocking pool: reads the files the call changed.
-                changes.extend(kept.map(crate::changes::Kept::record).unwrap_or_default());
+                kept.extend(kept_files);
             }
+            let changes = match record_changes(kept).await {
+                Ok(changes) => changes,
+                Err(error) => {
+                    self.record_failure(format!("cannot record the call's changes: {error}"));
+                    Vec::new()
+                }
+            };
             if let Err(error) = self
                 .store
                 .append_events_with_calls(&self.task, &events, audits, changes, calls)
+                .await
             {
                 self.record_failure(format!("cannot store events and their audit rows: {error}"));
             }
@@ -228,6 +239,22 @@ impl StoreSink {
     }
 }
 
+/// The change rows of the approved calls in `kept`: reads the files they changed, so it
+/// runs on the blocking pool (nothing to do, and no hop, for the usual batch without one).
+async fn record_changes(
+    kept: Vec<crate::changes::Kept>,
+) -> crate::Result<Vec<pp_store::NewChange>> {
+    if kept.is_empty() {
+        return Ok(Vec::new());
+    }
+    crate::blocking::blocking(move || {
+        kept.into_iter()
+            .flat_map(crate::changes::Kept::record)
+            .collect()
+    })
+    .await
+}
+
 /// Whether an event is persisted with the transaction that ends the segment.
 pub(crate) fn ends_segment(event: &Event) -> bool {
     matches!(
@@ -261,11 +288,21 @@ impl EventSink for QueueingSink {
         if start_writer {
             let writer = Arc::clone(sink);
             match &sink.runtime {
+                // The writer ends once the queue is empty; the runner's `flush` waits for
+                // that before the segment's closing transaction, so it never outlives
+                // its segment by more than the batch it is writing.
                 Some(runtime) => {
-                    runtime.spawn_blocking(move || writer.drain());
+                    runtime.spawn(async move { writer.drain().await });
                 }
-                // No runtime (a synchronous caller): write here.
-                None => writer.drain(),
+                // No runtime (a synchronous caller): nothing can await the store.
+                None => {
+                    writer.record_failure("events emitted outside an async runtime".to_owned());
+                    if let Ok(mut queue) = writer.queue.lock() {
+                        queue.pending.clear();
+                        queue.writing = false;
+                    }
+                    writer.drained.notify_waiters();
+                }
             }
         }
     }

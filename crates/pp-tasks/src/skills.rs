@@ -3,7 +3,7 @@
 //! operator is the person approvals ask).
 //!
 //! The file work is `pp_tools::skills`' (every access through a jail); this service adds
-//! the audit row and keeps SQLite and the disk off the async threads. Front ends get
+//! the audit row (the async store's) and keeps the disk off the async threads. Front ends get
 //! plain data ([`SkillSummary`], [`SkillView`]) and never touch `pp-tools` themselves.
 
 use std::path::PathBuf;
@@ -17,8 +17,8 @@ use serde::Serialize;
 pub use pp_tools::SkillsSettings;
 pub use pp_tools::skills::{SkillsError, Written};
 
+use crate::Result;
 use crate::blocking::blocking;
-use crate::{Error, Result};
 
 /// One skill as listed: `GET /api/skills`, `pocketpilot skills list --json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,7 +69,7 @@ pub struct SkillView {
 pub struct SkillsService {
     settings: Arc<SkillsSettings>,
     /// Where audit rows go.
-    store: Arc<Store>,
+    store: Store,
 }
 
 impl std::fmt::Debug for SkillsService {
@@ -83,7 +83,7 @@ impl std::fmt::Debug for SkillsService {
 impl SkillsService {
     /// A service over the skills folders of `settings`, auditing into `store` (the task
     /// service's: [`crate::TaskService::store`]).
-    pub fn new(settings: SkillsSettings, store: Arc<Store>) -> Self {
+    pub fn new(settings: SkillsSettings, store: Store) -> Self {
         Self {
             settings: Arc::new(settings),
             store,
@@ -179,18 +179,15 @@ impl SkillsService {
     }
 
     async fn audit(&self, action: AuditAction, target: String, detail: String) -> Result<()> {
-        let store = Arc::clone(&self.store);
-        blocking(move || {
-            store.append_audit(NewAudit {
+        self.store
+            .append_audit(NewAudit {
                 actor: Some(Actor::Operator),
                 target: Some(target),
                 detail: Some(detail),
                 ..NewAudit::new(action)
             })
-        })
-        .await?
-        .map(|_| ())
-        .map_err(Error::from_store)
+            .await?;
+        Ok(())
     }
 }
 

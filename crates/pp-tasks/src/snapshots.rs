@@ -1,6 +1,7 @@
 //! The snapshot store: contents kept for reverts, content-addressed by SHA-256 under
 //! `snapshots/sha256/<first two hex digits>/<hex>` in the data directory (the folder of
-//! the database), written through a jail on that folder with the jail's atomic write.
+//! the SQLite database; a server database has none, so nothing is kept there), written
+//! through a jail on that folder with the jail's atomic write.
 //!
 //! Synchronous: every call reads, hashes or writes files, so callers run it on the
 //! blocking pool. The change log (`pp_store`) names blobs by hash; identical contents
@@ -31,11 +32,6 @@ impl Snapshots {
         Ok(Self {
             jail: Jail::new(data_dir)?,
         })
-    }
-
-    /// The store next to the database file `database`.
-    pub(crate) fn beside(database: &Path) -> Result<Self, JailError> {
-        Self::open(database.parent().unwrap_or_else(|| Path::new(".")))
     }
 
     /// Keeps `bytes`; returns their SHA-256 in hex. Writing an existing blob again is a

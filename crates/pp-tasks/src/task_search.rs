@@ -25,10 +25,7 @@ impl TaskService {
             limit: limit.saturating_add(1),
             ..filter
         };
-        let mut tasks = self
-            .inner
-            .db(move |store| store.search_tasks(&probe))
-            .await?;
+        let mut tasks = self.inner.store.search_tasks(&probe).await?;
         let more = tasks.len() > limit;
         tasks.truncate(limit);
         let next_before = more

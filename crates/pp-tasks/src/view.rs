@@ -160,13 +160,9 @@ impl ApprovalView {
 impl TaskService {
     /// One approval as a card shows it.
     pub async fn approval_view(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
-        let id = id.clone();
-        self.inner
-            .db(move |store| {
-                let approval = store.approval(&id)?;
-                Ok(view_of(store, approval))
-            })
-            .await
+        let store = &self.inner.store;
+        let approval = store.approval(id).await?;
+        Ok(view_of(store, approval).await)
     }
 
     /// The approvals in `state` (pending by default), newest first, as cards show them.
@@ -176,25 +172,26 @@ impl TaskService {
         limit: usize,
     ) -> Result<Vec<ApprovalView>> {
         let state = state.unwrap_or(ApprovalState::Pending);
-        self.inner
-            .db(move |store| {
-                let approvals = store.list_approvals(Some(state), limit)?;
-                Ok(approvals
-                    .into_iter()
-                    .map(|approval| view_of(store, approval))
-                    .collect())
-            })
-            .await
+        let store = &self.inner.store;
+        let approvals = store.list_approvals(Some(state), limit).await?;
+        // One card after the other: each reads its task and outcome (a few store calls).
+        let mut views = Vec::with_capacity(approvals.len());
+        for approval in approvals {
+            views.push(view_of(store, approval).await);
+        }
+        Ok(views)
     }
 }
 
-fn view_of(store: &pp_store::Store, approval: ApprovalRecord) -> ApprovalView {
-    let task = store.task(&approval.task_id).ok();
+/// The card of `approval`: its task's prompt and origin, and its outcome. A store read
+/// that fails leaves those parts empty rather than failing the card.
+async fn view_of(store: &pp_store::Store, approval: ApprovalRecord) -> ApprovalView {
+    let task = store.task(&approval.task_id).await.ok();
     let (prompt, created_by, origin) = match task {
         Some(task) => (task.prompt, Some(task.created_by), task.origin),
         None => (String::new(), None, None),
     };
-    let outcome = crate::changes::outcome_of(store, &approval);
+    let outcome = crate::changes::outcome_of(store, &approval).await;
     ApprovalView {
         outcome,
         created_by,

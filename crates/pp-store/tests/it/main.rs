@@ -34,8 +34,6 @@ mod usage;
 mod workers;
 
 use std::path::PathBuf;
-
-use backend::TestDb;
 use std::sync::Arc;
 
 use pp_store::{NewApproval, NewTask, Resolve, Store, StoreUrl, TaskChange};
@@ -45,6 +43,8 @@ use pp_types::{
     Timestamp, ToolCall, WriteLabel,
 };
 use serde_json::json;
+
+use backend::TestDb;
 
 /// Where every test's manual clock starts: 2026-11-29T20:26:56.123Z.
 const START: Timestamp = Timestamp::from_millis(1_795_984_016_123);

@@ -1,7 +1,9 @@
 //! Waiting for a person's decision on a client's call, and for its outcome, which may
 //! come from another process (`pocketpilot approvals approve`, the console's `serve`).
 
-use pp_types::{ApprovalRecord, ApprovalState, TaskId, TaskState};
+use pp_types::{
+    ApprovalId, ApprovalRecord, ApprovalState, StoredEvent, TaskId, TaskRecord, TaskState,
+};
 
 use super::link::outcome_of;
 use super::{CallReply, ClientSettings, Waiting};
@@ -17,16 +19,12 @@ pub(super) async fn decision(
     settings: &ClientSettings,
     waiting: &(dyn Fn(&Waiting) + Send + Sync),
 ) -> CallReply {
-    let shared = &service.inner.shared;
-    let (task_id, call) = (task.clone(), call_id.to_owned());
-    let approval = shared
-        .db(move |store| {
-            Ok(store
-                .approvals_for_task(&task_id)?
-                .into_iter()
-                .find(|approval| approval.checkpoint.pending.call.id == call))
-        })
-        .await;
+    let store = &service.inner.store;
+    let approval = store.approvals_for_task(task).await.map(|approvals| {
+        approvals
+            .into_iter()
+            .find(|approval| approval.checkpoint.pending.call.id == call_id)
+    });
     let approval = match approval {
         Ok(Some(approval)) => approval,
         Ok(None) => {
@@ -40,20 +38,7 @@ pub(super) async fn decision(
     let mut next_progress = started;
     loop {
         let waited = started.elapsed();
-        let id = approval.id.clone();
-        let task_id = task.clone();
-        // The events only once decided: a wait of minutes reads one row per poll.
-        let read = shared
-            .db(move |store| {
-                let approval = store.approval(&id)?;
-                if approval.state == ApprovalState::Pending {
-                    return Ok((approval, Vec::new(), None));
-                }
-                let events = store.task_events(&task_id, 0)?;
-                let task = store.task(&task_id)?;
-                Ok((approval, events, Some(task)))
-            })
-            .await;
+        let read = read_decided(store, &approval.id, task).await;
         let (current, events, record) = match read {
             Ok(read) => read,
             Err(error) => return CallReply::error(format!("cannot read the approval: {error}")),
@@ -94,6 +79,24 @@ pub(super) async fn decision(
         }
         tokio::time::sleep(settings.poll).await;
     }
+}
+
+/// The approval now and, once it is decided, the task's events and the task. The
+/// events only once decided: a wait of minutes reads one row per poll. The task is read
+/// before its events: a task seen past `running` has its call's outcome stored already,
+/// so a run ending between the reads is never taken for one that recorded nothing.
+async fn read_decided(
+    store: &pp_store::Store,
+    approval: &ApprovalId,
+    task: &TaskId,
+) -> pp_store::Result<(ApprovalRecord, Vec<StoredEvent>, Option<TaskRecord>)> {
+    let approval = store.approval(approval).await?;
+    if approval.state == ApprovalState::Pending {
+        return Ok((approval, Vec::new(), None));
+    }
+    let record = store.task(task).await?;
+    let events = store.task_events(task, 0).await?;
+    Ok((approval, events, Some(record)))
 }
 
 /// What to answer when the approval is decided and no outcome of the call is recorded:

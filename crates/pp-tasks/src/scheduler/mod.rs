@@ -17,7 +17,6 @@
 
 mod timetable;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use pp_store::{FireOccurrence, Fired, NewSchedule, NewTask, Schedule, ScheduleSpec, Store};
@@ -233,32 +232,33 @@ impl Scheduler {
     /// `limit`; tasks pruned since are left out.
     pub async fn tasks(&self, id_or_name: &str, limit: usize) -> Result<Vec<TaskRecord>> {
         let current = self.find(id_or_name).await?;
-        self.db(move |store| {
-            let mut tasks = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            for event in store.schedule_history(&current.id, limit.saturating_mul(4).max(limit))? {
-                let Some(task_id) = event.task_id else {
-                    continue;
-                };
-                if event.kind != ScheduleEventKind::ScheduleFired || !seen.insert(task_id.clone()) {
-                    continue;
-                }
-                match store.task(&task_id) {
-                    Ok(task) => tasks.push(task),
-                    Err(pp_store::Error::NotFound { .. }) => {}
-                    Err(error) => return Err(error),
-                }
-                if tasks.len() >= limit {
-                    break;
-                }
+        let store = self.store();
+        let mut tasks = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let history = store
+            .schedule_history(&current.id, limit.saturating_mul(4).max(limit))
+            .await?;
+        for event in history {
+            let Some(task_id) = event.task_id else {
+                continue;
+            };
+            if event.kind != ScheduleEventKind::ScheduleFired || !seen.insert(task_id.clone()) {
+                continue;
             }
-            Ok(tasks)
-        })
-        .await
+            match store.task(&task_id).await {
+                Ok(task) => tasks.push(task),
+                Err(pp_store::Error::NotFound { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
+            if tasks.len() >= limit {
+                break;
+            }
+        }
+        Ok(tasks)
     }
 
-    fn store(&self) -> Arc<Store> {
-        Arc::clone(self.tasks.store())
+    fn store(&self) -> &Store {
+        self.tasks.store()
     }
 
     fn now(&self) -> Timestamp {
@@ -274,7 +274,7 @@ impl Scheduler {
             enabled: request.enabled,
             created_by: actor,
         };
-        self.db(move |store| store.create_schedule(&new)).await
+        Ok(self.store().create_schedule(&new).await?)
     }
 
     /// Replaces a schedule's definition (found by id or name); its next occurrence is
@@ -283,8 +283,10 @@ impl Scheduler {
         let current = self.find(id_or_name).await?;
         let (spec, timetable) = self.validate(request)?;
         let next = timetable.next_after(self.now());
-        self.db(move |store| store.update_schedule(&current.id, &spec, next))
-            .await
+        Ok(self
+            .store()
+            .update_schedule(&current.id, &spec, next)
+            .await?)
     }
 
     /// Enables (from the next occurrence after now: nothing missed while disabled is
@@ -293,8 +295,10 @@ impl Scheduler {
         let current = self.find(id_or_name).await?;
         let timetable = Timetable::parse(&current.spec.cron, &current.spec.time_zone)?;
         let next = timetable.next_after(self.now());
-        self.db(move |store| store.set_schedule_enabled(&current.id, enabled, next))
-            .await
+        Ok(self
+            .store()
+            .set_schedule_enabled(&current.id, enabled, next)
+            .await?)
     }
 
     /// Fires a schedule now at a person's request (`actor`, recorded in its history):
@@ -321,7 +325,8 @@ impl Scheduler {
             script: self.script.clone(),
         };
         let task = self
-            .db(move |store| store.run_schedule_now(&current.id, task, actor))
+            .store()
+            .run_schedule_now(&current.id, task, actor)
             .await?;
         self.tasks.inner.wake.notify_one();
         Ok(task)
@@ -330,26 +335,23 @@ impl Scheduler {
     /// Removes a schedule and its history (its tasks stay).
     pub async fn remove(&self, id_or_name: &str) -> Result<()> {
         let current = self.find(id_or_name).await?;
-        self.db(move |store| store.delete_schedule(&current.id))
-            .await
+        Ok(self.store().delete_schedule(&current.id).await?)
     }
 
     /// One schedule, by id or name.
     pub async fn find(&self, id_or_name: &str) -> Result<Schedule> {
-        let key = id_or_name.to_owned();
-        self.db(move |store| store.find_schedule(&key)).await
+        Ok(self.store().find_schedule(id_or_name).await?)
     }
 
     /// Every schedule, by name.
     pub async fn list(&self) -> Result<Vec<Schedule>> {
-        self.db(Store::schedules).await
+        Ok(self.store().schedules().await?)
     }
 
     /// A schedule's history, newest first.
     pub async fn history(&self, id_or_name: &str, limit: usize) -> Result<Vec<ScheduleEvent>> {
         let current = self.find(id_or_name).await?;
-        self.db(move |store| store.schedule_history(&current.id, limit))
-            .await
+        Ok(self.store().schedule_history(&current.id, limit).await?)
     }
 
     /// One round at the store clock's now: fires every due schedule (at most
@@ -361,12 +363,13 @@ impl Scheduler {
 
     /// One round as if it were `now` (the store still stamps its rows with its clock).
     pub async fn tick_at(&self, now: Timestamp) -> Result<TickReport> {
-        let store = self.store();
-        let workspaces = self.tasks.workspaces().clone();
-        let script = self.script.clone();
-        let report = blocking(move || tick_blocking(&store, &workspaces, script.as_ref(), now))
-            .await
-            .map_err(SchedulerError::from)??;
+        let report = tick_once(
+            self.store(),
+            self.tasks.workspaces(),
+            self.script.as_ref(),
+            now,
+        )
+        .await?;
         if report
             .outcomes
             .iter()
@@ -386,7 +389,7 @@ impl Scheduler {
     pub async fn run(&self, poll: Duration, mut on_tick: impl FnMut(Result<TickReport>)) {
         loop {
             on_tick(self.tick().await);
-            let earliest = self.db(|store| store.earliest_fire_at()).await;
+            let earliest = self.store().earliest_fire_at().await;
             let now = self.now();
             let wait = match earliest {
                 // Still due after the tick: more than TICK_LIMIT were due, or one failed.
@@ -436,54 +439,63 @@ impl Scheduler {
         };
         Ok((spec, timetable))
     }
-
-    async fn db<T, F>(&self, call: F) -> Result<T>
-    where
-        F: FnOnce(&Store) -> pp_store::Result<T> + Send + 'static,
-        T: Send + 'static,
-    {
-        let store = self.store();
-        Ok(blocking(move || call(&store)).await??)
-    }
 }
 
-/// One tick's work, on a blocking thread.
-fn tick_blocking(
+/// One tick's work: fires the due schedules one after the other.
+async fn tick_once(
     store: &Store,
     workspaces: &Workspaces,
     script: Option<&serde_json::Value>,
     now: Timestamp,
 ) -> Result<TickReport> {
-    let due = store.due_schedules(now, TICK_LIMIT)?;
-    let outcomes = due
+    let due = store.due_schedules(now, TICK_LIMIT).await?;
+    // Which workspace folders are there, looked at once per tick on the blocking pool
+    // (not once per schedule: a tick may fire a thousand).
+    let folders: Vec<std::path::PathBuf> = due
+        .iter()
+        .filter_map(|schedule| workspaces.find(Some(&schedule.spec.workspace)))
+        .map(|workspace| workspace.path.clone())
+        .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
-        .map(|schedule| {
-            let outcome =
-                fire_one(store, workspaces, script, &schedule, now).unwrap_or_else(|error| {
-                    TickOutcome::Failed {
-                        error: error.to_string(),
-                    }
-                });
-            (schedule.id, outcome)
-        })
         .collect();
+    let present: std::collections::HashSet<std::path::PathBuf> = blocking(move || {
+        folders
+            .into_iter()
+            .filter(|folder| folder.is_dir())
+            .collect()
+    })
+    .await?;
+    let mut outcomes = Vec::with_capacity(due.len());
+    for schedule in due {
+        let outcome = fire_one(store, workspaces, &present, script, &schedule, now)
+            .await
+            .unwrap_or_else(|error| TickOutcome::Failed {
+                error: error.to_string(),
+            });
+        outcomes.push((schedule.id, outcome));
+    }
     Ok(TickReport { outcomes })
 }
 
-/// Fires one due schedule, or pauses it when it cannot fire any more.
-fn fire_one(
+/// Fires one due schedule, or pauses it when it cannot fire any more (`present`: the
+/// workspace folders that exist).
+async fn fire_one(
     store: &Store,
     workspaces: &Workspaces,
+    present: &std::collections::HashSet<std::path::PathBuf>,
     script: Option<&serde_json::Value>,
     schedule: &Schedule,
     now: Timestamp,
-) -> pp_store::Result<TickOutcome> {
+) -> Result<TickOutcome> {
     let Some(expected_next) = schedule.next_fire_at else {
         return Ok(TickOutcome::Lost);
     };
-    let pause = |reason: String| -> pp_store::Result<TickOutcome> {
+    let pause = async |reason: String| -> Result<TickOutcome> {
         Ok(
-            if store.pause_schedule(&schedule.id, expected_next, &reason)? {
+            if store
+                .pause_schedule(&schedule.id, expected_next, &reason)
+                .await?
+            {
                 TickOutcome::Paused { reason }
             } else {
                 TickOutcome::Lost
@@ -494,40 +506,44 @@ fn fire_one(
     let timetable = match Timetable::parse(&spec.cron, &spec.time_zone) {
         Ok(timetable) => timetable,
         // Stored schedules were valid when created; a newer build may know fewer zones.
-        Err(error) => return pause(format!("it can no longer be read: {error}")),
+        Err(error) => return pause(format!("it can no longer be read: {error}")).await,
     };
     let Some(workspace) = workspaces.find(Some(&spec.workspace)) else {
         return pause(format!(
             "workspace `{}` is no longer configured",
             spec.workspace
-        ));
+        ))
+        .await;
     };
-    if !workspace.path.is_dir() {
+    if !present.contains(&workspace.path) {
         return pause(format!(
             "the folder of workspace `{}` ({}) is gone",
             spec.workspace,
             workspace.path.display()
-        ));
+        ))
+        .await;
     }
     let Some(due) = timetable.due(expected_next, now) else {
         return Ok(TickOutcome::Lost);
     };
-    let fired = store.fire_schedule(FireOccurrence {
-        schedule_id: schedule.id.clone(),
-        expected_next,
-        expected_updated: schedule.updated_at,
-        occurrence: due.occurrence,
-        missed: due.missed,
-        next_fire_at: due.next,
-        task: NewTask {
-            prompt: spec.prompt.clone(),
-            workspace: workspace.name.clone(),
-            workspace_path: workspace.path.display().to_string(),
-            created_by: Actor::Scheduler,
-            origin: Some(spec.name.clone()),
-            script: script.cloned(),
-        },
-    })?;
+    let fired = store
+        .fire_schedule(FireOccurrence {
+            schedule_id: schedule.id.clone(),
+            expected_next,
+            expected_updated: schedule.updated_at,
+            occurrence: due.occurrence,
+            missed: due.missed,
+            next_fire_at: due.next,
+            task: NewTask {
+                prompt: spec.prompt.clone(),
+                workspace: workspace.name.clone(),
+                workspace_path: workspace.path.display().to_string(),
+                created_by: Actor::Scheduler,
+                origin: Some(spec.name.clone()),
+                script: script.cloned(),
+            },
+        })
+        .await?;
     Ok(match fired {
         Fired::Task(task) => TickOutcome::Fired {
             task: task.id,

@@ -133,8 +133,8 @@ async fn reverting_a_create_deletes_it_and_an_overwrite_restores_it() {
     assert_eq!(after.len(), 4);
     assert_eq!(after[1].reverted_by.as_ref(), Some(&revert.id));
     assert!(!after[0].revertible && !after[1].revertible);
-    assert_eq!(fixture.audit_count("change_reverted"), 2);
-    let row = &crate::fixture::audit_rows(&fixture.service, "change_reverted")[1];
+    assert_eq!(fixture.audit_count("change_reverted").await, 2);
+    let row = &crate::fixture::audit_rows(&fixture.service, "change_reverted").await[1];
     assert_eq!(row.actor, Actor::Operator);
     assert_eq!(row.task_id.as_ref(), Some(&task));
 
@@ -182,7 +182,7 @@ async fn a_file_changed_since_the_agents_write_is_never_clobbered() {
         Some("--- a/plan.md\n+++ b/plan.md\n@@ -1,2 +1,3 @@\n a\n agent\n+person\n")
     );
     assert_eq!(fixture.tree.read("plan.md"), "a\nagent\nperson\n");
-    assert_eq!(fixture.audit_count("change_reverted"), 0);
+    assert_eq!(fixture.audit_count("change_reverted").await, 0);
     assert!(
         changes(&fixture, &task).await[0].revertible,
         "still revertible later"
@@ -200,7 +200,7 @@ async fn too_large_to_keep_is_said_before_approval_and_refused_after() {
     });
     fixture.tree.file("big.txt", "more than eight bytes\n");
     let task = fixture.run(write_then_done("big.txt", "small\n")).await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     assert_eq!(
         pending.revertible,
         Some(false),
@@ -246,7 +246,7 @@ async fn outcomes_say_what_really_happened() {
     // Stale: the file changed after the card was shown.
     fixture.tree.file("todo.md", "v1\n");
     let task = fixture.run(write_then_done("todo.md", "mine\n")).await;
-    let stale = fixture.pending(&task.id);
+    let stale = fixture.pending(&task.id).await;
     fixture.tree.file("todo.md", "v2\n");
     fixture.service.resolve(&stale.id, approve()).await.unwrap();
     assert_eq!(
@@ -263,7 +263,7 @@ async fn outcomes_say_what_really_happened() {
 
     // Rejected.
     let task = fixture.run(write_then_done("a.txt", "x")).await;
-    let rejected = fixture.pending(&task.id);
+    let rejected = fixture.pending(&task.id).await;
     let reject = ResolveRequest {
         decision: Decision::Reject,
         ..approve()
@@ -276,7 +276,7 @@ async fn outcomes_say_what_really_happened() {
 
     // Cancelled while waiting.
     let task = fixture.run(write_then_done("b.txt", "x")).await;
-    let cancelled = fixture.pending(&task.id);
+    let cancelled = fixture.pending(&task.id).await;
     fixture.service.cancel(&task.id).await.unwrap();
     assert_eq!(
         outcome(&fixture, cancelled.id).await,
@@ -296,7 +296,7 @@ async fn outcomes_say_what_really_happened() {
             {"content": "done"}
         ]))
         .await;
-    let failed = fixture.pending(&task.id);
+    let failed = fixture.pending(&task.id).await;
     fixture
         .service
         .resolve(&failed.id, approve())
@@ -315,7 +315,7 @@ async fn outcomes_say_what_really_happened() {
             {"content": "done"}
         ]))
         .await;
-    let stamp = fixture.pending(&task.id);
+    let stamp = fixture.pending(&task.id).await;
     assert_eq!(stamp.revertible, None);
     fixture.service.resolve(&stamp.id, approve()).await.unwrap();
     let logged = changes(&fixture, &task.id).await;
@@ -366,12 +366,14 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
     // Crash 1: the intent is recorded and the file written, then the process dies.
     let written = store
         .begin_revert(&logged[0].id, intent(&logged[0]))
+        .await
         .unwrap()
         .unwrap();
     fixture.tree.file("a.txt", "original\n");
     // Crash 2: the intent is recorded, the process dies before the write.
     let unwritten = store
         .begin_revert(&logged[1].id, intent(&logged[1]))
+        .await
         .unwrap()
         .unwrap();
 
@@ -391,10 +393,10 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
     );
     assert_eq!(after[0].reverted_by.as_ref(), Some(&written.change.id));
     assert_eq!(
-        store.change(&unwritten.change.id).unwrap().state,
+        store.change(&unwritten.change.id).await.unwrap().state,
         pp_tasks::store::ChangeState::Abandoned
     );
-    let audit = crate::fixture::audit_rows(&fixture.service, "change_reverted");
+    let audit = crate::fixture::audit_rows(&fixture.service, "change_reverted").await;
     assert_eq!(audit.len(), 1);
     assert!(
         audit[0]
@@ -417,7 +419,7 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
 fn memory_service() -> (pp_test_support::TempTree, tempfile::TempDir, TaskService) {
     let tree = pp_test_support::TempTree::new();
     let data = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(&data.path().join("test.db")).unwrap());
+    let store = Store::open(&data.path().join("test.db")).unwrap();
     let service = TaskService::build(
         store,
         TaskSettings::default(),
@@ -456,7 +458,7 @@ async fn an_approved_memory_write_is_logged_and_reverts_like_a_file_write() {
         .unwrap();
     let mut state = service.run_now(&task.id).await.unwrap().state;
     while state == TaskState::WaitingApproval {
-        let pending = pending_approval(&service, &task.id);
+        let pending = pending_approval(&service, &task.id).await;
         assert_eq!(pending.revertible, Some(true), "known before approval");
         state = service.resolve(&pending.id, approve()).await.unwrap().state;
     }
@@ -521,7 +523,7 @@ async fn an_approved_memory_write_is_logged_and_reverts_like_a_file_write() {
         .unwrap()
         .unwrap();
     assert_eq!(memory(), None, "the memory the agent created is gone");
-    assert_eq!(audit_rows(&service, "change_reverted").len(), 3);
+    assert_eq!(audit_rows(&service, "change_reverted").await.len(), 3);
     let after = service.task_changes(&task.id).await.unwrap();
     assert!(after[..3].iter().all(|change| change.reverted_by.is_some()));
 }

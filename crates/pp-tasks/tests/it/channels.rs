@@ -44,8 +44,7 @@ fn service_on(
     tree: &TempTree,
     models: ModelSource,
 ) -> TaskService {
-    let store =
-        Arc::new(Store::open_with_clock(&data.join("test.db"), Arc::clone(clock) as _).unwrap());
+    let store = Store::open_with_clock(&data.join("test.db"), Arc::clone(clock) as _).unwrap();
     TaskService::new(
         store,
         TaskSettings::default(),
@@ -105,8 +104,13 @@ impl Fixture {
         }
     }
 
-    fn task_count(&self) -> usize {
-        self.service.store().list_tasks(None, 100).unwrap().len()
+    async fn task_count(&self) -> usize {
+        self.service
+            .store()
+            .list_tasks(None, 100)
+            .await
+            .unwrap()
+            .len()
     }
 }
 
@@ -263,7 +267,7 @@ async fn every_bad_delivery_is_refused_without_a_task() {
         Refusal::Disabled
     );
     assert_eq!(
-        fixture.task_count(),
+        fixture.task_count().await,
         0,
         "no refused delivery created a task"
     );
@@ -302,7 +306,7 @@ async fn a_replay_is_refused_in_this_process_and_in_another_until_the_window_end
     // Past the window the timestamp alone refuses it.
     fixture.clock.advance(Duration::from_secs(302));
     assert_eq!(refused(&other, delivery).await, Refusal::Stale);
-    assert_eq!(fixture.task_count(), 1);
+    assert_eq!(fixture.task_count().await, 1);
 }
 
 #[tokio::test]
@@ -376,6 +380,7 @@ async fn secrets_are_sealed_at_rest_rotatable_and_names_checked() {
         .service
         .store()
         .find_channel("forms")
+        .await
         .unwrap()
         .unwrap();
     let sealed = String::from_utf8_lossy(&stored.secret_sealed);
@@ -537,6 +542,7 @@ async fn a_webhook_write_waits_for_approval_with_nothing_on_disk() {
         .service
         .store()
         .approvals_for_task(&task.id)
+        .await
         .unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].state, ApprovalState::Pending);
@@ -548,6 +554,7 @@ async fn a_webhook_write_waits_for_approval_with_nothing_on_disk() {
             action: Some("task_created".into()),
             ..AuditFilter::default()
         })
+        .await
         .unwrap();
     assert_eq!(created[0].actor, Actor::Webhook);
 }

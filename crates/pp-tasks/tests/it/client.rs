@@ -17,7 +17,7 @@ use serde_json::json;
 struct Setup {
     tree: TempTree,
     _data: tempfile::TempDir,
-    store: Arc<Store>,
+    store: Store,
     session: Arc<ClientSession>,
     /// Another process on the same database, resolving approvals.
     other: TaskService,
@@ -27,10 +27,10 @@ fn setup(settings: TaskSettings) -> Setup {
     let tree = TempTree::new();
     let data = tempfile::tempdir().unwrap();
     let path = data.path().join("test.db");
-    let store = Arc::new(Store::open(&path).unwrap());
+    let store = Store::open(&path).unwrap();
     let link = Arc::new(ClientLink::new(TaskShare::of(&settings)));
     let service = TaskService::build(
-        Arc::clone(&store),
+        store.clone(),
         settings.clone(),
         Workspaces::single("test", tree.workspace()),
         ModelSource::Driven(Arc::clone(&link) as _),
@@ -38,7 +38,7 @@ fn setup(settings: TaskSettings) -> Setup {
         Some(Arc::clone(&link) as _),
     );
     let other = TaskService::new(
-        Arc::new(Store::open(&path).unwrap()),
+        Store::open(&path).unwrap(),
         settings,
         Workspaces::single("test", tree.workspace()),
         ModelSource::Scripted,
@@ -64,8 +64,8 @@ fn setup(settings: TaskSettings) -> Setup {
 
 fn quiet(_: &Waiting) {}
 
-fn tasks(setup: &Setup) -> Vec<TaskRecord> {
-    let mut tasks = setup.store.list_tasks(None, 100).unwrap();
+async fn tasks(setup: &Setup) -> Vec<TaskRecord> {
+    let mut tasks = setup.store.list_tasks(None, 100).await.unwrap();
     tasks.sort_by_key(|task| task.created_at);
     tasks
 }
@@ -75,6 +75,7 @@ async fn pending_approval(store: &Store) -> ApprovalId {
     loop {
         let pending = store
             .list_approvals(Some(pp_types::ApprovalState::Pending), 10)
+            .await
             .unwrap();
         if let Some(approval) = pending.first() {
             return approval.id.clone();
@@ -109,7 +110,7 @@ async fn a_task_hands_on_to_the_next_after_its_share_of_calls() {
         assert!(reply.text.contains("alpha"), "{reply:?}");
     }
     setup.session.close().await;
-    let tasks = tasks(&setup);
+    let tasks = tasks(&setup).await;
     // Two calls per task (max_steps − 2): three tasks, all ended, all the client's.
     assert_eq!(tasks.len(), 3, "{tasks:?}");
     for task in &tasks {
@@ -159,7 +160,7 @@ async fn a_call_while_a_write_waits_runs_in_a_new_task() {
     assert_eq!(setup.tree.read("b.txt"), "bravo\n");
     setup.session.close().await;
 
-    let tasks = tasks(&setup);
+    let tasks = tasks(&setup).await;
     assert_eq!(tasks.len(), 2, "{tasks:?}");
     assert!(tasks.iter().all(|task| task.state == TaskState::Completed));
 }
@@ -213,7 +214,7 @@ async fn tools_that_are_not_served_are_refused_without_a_task() {
         assert!(reply.text.contains("unknown tool"), "{reply:?}");
     }
     setup.session.close().await;
-    assert!(tasks(&setup).is_empty());
+    assert!(tasks(&setup).await.is_empty());
 }
 
 /// Another process's workers (the console's `serve`) never claim the connection's tasks:
@@ -235,10 +236,10 @@ async fn another_process_workers_never_take_the_connection_tasks() {
         assert!(!reply.is_error, "{reply:?}");
     }
     setup.session.close().await;
-    let tasks = tasks(&setup);
+    let tasks = tasks(&setup).await;
     assert_eq!(tasks.len(), 12, "one call per task with max_steps 3");
     for task in tasks {
-        let events = setup.store.task_events(&task.id, 0).unwrap();
+        let events = setup.store.task_events(&task.id, 0).await.unwrap();
         let results = events
             .iter()
             .filter(|event| event.event.type_name() == "tool_result")
@@ -262,20 +263,20 @@ async fn a_task_cancelled_elsewhere_takes_no_more_calls() {
             .call("read_file", json!({"path": "a.txt"}), &quiet)
     };
     assert!(!read().await.is_error);
-    let first = tasks(&setup).remove(0);
+    let first = tasks(&setup).await.remove(0);
     setup.other.cancel(&first.id).await.unwrap();
     // Until the session notices, a call may still land in the first task; soon it no
     // longer does.
     loop {
         let reply = read().await;
         assert!(!reply.is_error, "{reply:?}");
-        if tasks(&setup).len() > 1 {
+        if tasks(&setup).await.len() > 1 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     setup.session.close().await;
-    let tasks = tasks(&setup);
+    let tasks = tasks(&setup).await;
     assert_eq!(tasks[0].state, TaskState::Cancelled);
     assert!(
         tasks[1..]

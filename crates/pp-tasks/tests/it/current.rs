@@ -15,7 +15,7 @@ async fn a_card_shows_the_scope_and_line_counts_of_the_preview() {
         .await;
     let view = fixture
         .service
-        .approval_view(&fixture.pending(&task.id).id)
+        .approval_view(&fixture.pending(&task.id).await.id)
         .await
         .unwrap();
     assert_eq!(
@@ -34,7 +34,7 @@ async fn a_card_shows_the_scope_and_line_counts_of_the_preview() {
         .await;
     let view = fixture
         .service
-        .approval_view(&fixture.pending(&created.id).id)
+        .approval_view(&fixture.pending(&created.id).await.id)
         .await
         .unwrap();
     assert_eq!(
@@ -50,7 +50,7 @@ async fn the_target_is_checked_again_when_a_card_is_read() {
     let task = fixture
         .run(write_then_done("todo.md", "- milk\n- eggs\n"))
         .await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
 
     let unchanged = fixture
         .service
@@ -118,7 +118,7 @@ async fn the_target_is_checked_again_when_a_card_is_read() {
 async fn a_file_created_meanwhile_is_a_change_with_a_diff() {
     let fixture = Fixture::new();
     let task = fixture.run(write_then_done("report.md", "agent\n")).await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     fixture.tree.file("report.md", "mine\n");
     let current = fixture
         .service

@@ -118,7 +118,7 @@ async fn a_rejected_move_or_delete_changes_nothing() {
         ..approve()
     };
     for _ in 0..2 {
-        let pending = fixture.pending(&task.id);
+        let pending = fixture.pending(&task.id).await;
         fixture
             .service
             .resolve(&pending.id, reject())
@@ -141,7 +141,7 @@ async fn an_edited_move_runs_with_the_edited_destination_and_an_escape_is_refuse
             &json!({"from": "a.txt", "to": "b.txt"}),
         ))
         .await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     let view = fixture.service.approval_view(&pending.id).await.unwrap();
     assert_eq!(view.label, Some(WriteLabel::Move));
     assert_eq!(view.destination.as_deref(), Some("b.txt"));
@@ -184,7 +184,7 @@ async fn a_destination_or_a_file_that_changed_makes_the_approval_stale() {
             {"content": "done"}
         ]))
         .await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     // The destination appears after the person saw the card.
     fixture.tree.file("b.txt", "someone else's");
     fixture
@@ -192,22 +192,22 @@ async fn a_destination_or_a_file_that_changed_makes_the_approval_stale() {
         .resolve(&pending.id, approve())
         .await
         .unwrap();
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert_eq!(fixture.tree.read("a.txt"), "a");
     assert_eq!(fixture.tree.read("b.txt"), "someone else's");
 
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     fixture.tree.file("gone.txt", "v2, edited since");
     fixture
         .service
         .resolve(&pending.id, approve())
         .await
         .unwrap();
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert_eq!(fixture.tree.read("gone.txt"), "v2, edited since");
-    assert_eq!(fixture.audit_count("approval_stale"), 2);
+    assert_eq!(fixture.audit_count("approval_stale").await, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,7 +251,7 @@ async fn reverting_an_overwriting_move_moves_back_and_restores_the_replaced_file
     assert_eq!(fixture.tree.read("final.txt"), "old version\n");
     let after = changes(&fixture, &task).await;
     assert_eq!(after[0].reverted_by.as_ref(), Some(&revert.id));
-    let row = &crate::fixture::audit_rows(&fixture.service, "change_reverted")[0];
+    let row = &crate::fixture::audit_rows(&fixture.service, "change_reverted").await[0];
     assert!(
         row.detail
             .as_deref()
@@ -312,7 +312,7 @@ async fn reverting_a_delete_restores_the_file_and_the_empty_folder() {
     }
     assert_eq!(fixture.tree.read("notes/keep.md"), "precious\n");
     assert!(fixture.tree.workspace().join("empty").is_dir());
-    assert_eq!(fixture.audit_count("change_reverted"), 2);
+    assert_eq!(fixture.audit_count("change_reverted").await, 2);
     // Reverting again is refused: it is already reverted.
     let again = fixture
         .service
@@ -363,7 +363,7 @@ async fn a_delete_too_large_to_keep_says_so_before_approval() {
     let task = fixture
         .run(call_then_done("delete_file", &json!({"path": "big.txt"})))
         .await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     assert_eq!(pending.revertible, Some(false));
     let view = fixture.service.approval_view(&pending.id).await.unwrap();
     assert_eq!(view.size, Some(22));
@@ -455,6 +455,7 @@ async fn a_crash_in_the_middle_of_an_entry_revert_loses_nothing() {
         intents.push(
             store
                 .begin_revert(&change.id, intent(change))
+                .await
                 .unwrap()
                 .unwrap(),
         );
@@ -475,10 +476,10 @@ async fn a_crash_in_the_middle_of_an_entry_revert_loses_nothing() {
             .unwrap(),
         3
     );
-    let states: Vec<ChangeState> = intents
-        .iter()
-        .map(|intent| store.change(&intent.change.id).unwrap().state)
-        .collect();
+    let mut states: Vec<ChangeState> = Vec::new();
+    for intent in &intents {
+        states.push(store.change(&intent.change.id).await.unwrap().state);
+    }
     assert_eq!(
         states,
         [ChangeState::Done, ChangeState::Done, ChangeState::Abandoned]

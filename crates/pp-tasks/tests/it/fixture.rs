@@ -118,16 +118,16 @@ impl Fixture {
         self.service.run_now(&task.id).await.unwrap()
     }
 
-    pub(crate) fn pending(&self, task: &TaskId) -> ApprovalRecord {
-        pending_approval(&self.service, task)
+    pub(crate) async fn pending(&self, task: &TaskId) -> ApprovalRecord {
+        pending_approval(&self.service, task).await
     }
 
-    pub(crate) fn audit_count(&self, action: &str) -> usize {
-        audit_rows(&self.service, action).len()
+    pub(crate) async fn audit_count(&self, action: &str) -> usize {
+        audit_rows(&self.service, action).await.len()
     }
 
     /// The audit actions recorded for `task` after its creation, oldest first.
-    pub(crate) fn audit_actions(&self, task: &TaskId) -> Vec<String> {
+    pub(crate) async fn audit_actions(&self, task: &TaskId) -> Vec<String> {
         let mut rows = self
             .service
             .store()
@@ -139,6 +139,7 @@ impl Fixture {
                 exclude: Vec::new(),
                 limit: 1000,
             })
+            .await
             .unwrap();
         rows.reverse();
         rows.into_iter()
@@ -163,7 +164,7 @@ impl Fixture {
     /// Polls `task` (at most 1,000 times, 5 ms apart) until its state passes `done`.
     async fn wait_until(&self, task: &TaskId, done: impl Fn(TaskState) -> bool) -> TaskRecord {
         for _ in 0..1000 {
-            let record = self.service.store().task(task).unwrap();
+            let record = self.service.store().task(task).await.unwrap();
             if done(record.state) {
                 return record;
             }
@@ -172,10 +173,11 @@ impl Fixture {
         panic!("task {task} never reached the state waited for");
     }
 
-    pub(crate) fn event_types(&self, task: &TaskId) -> Vec<&'static str> {
+    pub(crate) async fn event_types(&self, task: &TaskId) -> Vec<&'static str> {
         self.service
             .store()
             .task_events(task, 0)
+            .await
             .unwrap()
             .iter()
             .map(|stored| stored.event.type_name())
@@ -184,10 +186,11 @@ impl Fixture {
 }
 
 /// The pending approval of `task` (the newest, if several).
-pub(crate) fn pending_approval(service: &TaskService, task: &TaskId) -> ApprovalRecord {
+pub(crate) async fn pending_approval(service: &TaskService, task: &TaskId) -> ApprovalRecord {
     service
         .store()
         .approvals_for_task(task)
+        .await
         .unwrap()
         .into_iter()
         .rfind(|approval| approval.state == ApprovalState::Pending)
@@ -195,7 +198,7 @@ pub(crate) fn pending_approval(service: &TaskService, task: &TaskId) -> Approval
 }
 
 /// Every audit row with `action`, newest first.
-pub(crate) fn audit_rows(service: &TaskService, action: &str) -> Vec<pp_types::AuditEntry> {
+pub(crate) async fn audit_rows(service: &TaskService, action: &str) -> Vec<pp_types::AuditEntry> {
     service
         .store()
         .list_audit(&pp_tasks::store::AuditFilter {
@@ -203,6 +206,7 @@ pub(crate) fn audit_rows(service: &TaskService, action: &str) -> Vec<pp_types::A
             limit: 1000,
             ..pp_tasks::store::AuditFilter::default()
         })
+        .await
         .unwrap()
 }
 
@@ -214,9 +218,8 @@ fn service_on(
     blocking: &BlockingRead,
     clock: &Arc<TokioClock>,
 ) -> TaskService {
-    let store = Arc::new(
-        Store::open_with_clock(&data.path().join("test.db"), Arc::clone(clock) as _).unwrap(),
-    );
+    let store =
+        Store::open_with_clock(&data.path().join("test.db"), Arc::clone(clock) as _).unwrap();
     TaskService::build(
         store,
         settings,
@@ -251,7 +254,7 @@ pub(crate) async fn run_approving(fixture: &Fixture, script: Value) -> TaskId {
     let task = fixture.run(script).await;
     let mut state = task.state;
     while state == TaskState::WaitingApproval {
-        let pending = fixture.pending(&task.id);
+        let pending = fixture.pending(&task.id).await;
         state = fixture
             .service
             .resolve(&pending.id, approve())

@@ -29,7 +29,7 @@ async fn the_timeout_interrupts_blocking_tool_work() {
         "the tool's work was told to stop"
     );
     // The interrupted call's outcome is recorded before the task ends.
-    let types = fixture.event_types(&task.id);
+    let types = fixture.event_types(&task.id).await;
     assert!(types.contains(&"tool_error"), "{types:?}");
 }
 
@@ -52,7 +52,7 @@ async fn a_cancel_interrupts_blocking_tool_work() {
     assert_eq!(cancelled.state, TaskState::Cancelled);
     assert_eq!(run.await.unwrap().state, TaskState::Cancelled);
     assert!(fixture.blocking.saw_stop());
-    assert_eq!(fixture.audit_actions(&task.id), ["task_cancelled"]);
+    assert_eq!(fixture.audit_actions(&task.id).await, ["task_cancelled"]);
 }
 
 /// On a single async thread, a tool blocking its own thread must not stop the heartbeat:
@@ -89,7 +89,7 @@ async fn cancel_and_resolve_racing_have_exactly_one_winner() {
         let path = format!("race-{round}.txt");
         let task = fixture.run(write_then_done(&path, "written")).await;
         assert_eq!(task.state, TaskState::WaitingApproval);
-        let pending = fixture.pending(&task.id);
+        let pending = fixture.pending(&task.id).await;
         let (service, other) = (fixture.service.clone(), fixture.service.clone());
         let (approval, id) = (pending.id.clone(), task.id.clone());
         let request = ResolveRequest {
@@ -100,8 +100,8 @@ async fn cancel_and_resolve_racing_have_exactly_one_winner() {
         let cancel = tokio::spawn(async move { other.cancel(&id).await });
         let (resolved, cancelled) = (resolve.await.unwrap(), cancel.await.unwrap());
         let end = fixture.wait_for_end(&task.id).await;
-        let actions = fixture.audit_actions(&task.id);
-        let approval = fixture.service.store().approval(&pending.id).unwrap();
+        let actions = fixture.audit_actions(&task.id).await;
+        let approval = fixture.service.store().approval(&pending.id).await.unwrap();
         match (resolved, cancelled) {
             (Ok(_), Err(pp_tasks::Error::InvalidState { .. })) => {
                 resolves_won += 1;

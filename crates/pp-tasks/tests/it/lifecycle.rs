@@ -21,7 +21,7 @@ async fn a_write_waits_then_completes_after_approval() {
         "nothing written before approval"
     );
 
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     let view = fixture.service.approval_view(&pending.id).await.unwrap();
     assert_eq!(view.prompt, "do the thing");
     assert_eq!(view.tool, "write_file");
@@ -39,12 +39,12 @@ async fn a_write_waits_then_completes_after_approval() {
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(done.final_text.as_deref(), Some("done"));
     assert_eq!(fixture.tree.read("notes.txt"), "new\n");
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Approved);
     assert_eq!(approval.resolved_by, Some(Actor::Operator));
 
-    assert_eq!(fixture.audit_count("task_created"), 1);
-    assert_eq!(fixture.audit_count("approval_approved"), 1);
+    assert_eq!(fixture.audit_count("task_created").await, 1);
+    assert_eq!(fixture.audit_count("approval_approved").await, 1);
     let executed = fixture
         .service
         .store()
@@ -56,6 +56,7 @@ async fn a_write_waits_then_completes_after_approval() {
             exclude: Vec::new(),
             limit: 10,
         })
+        .await
         .unwrap();
     assert_eq!(executed.len(), 1);
     assert_eq!(executed[0].target.as_deref(), Some("notes.txt"));
@@ -63,14 +64,19 @@ async fn a_write_waits_then_completes_after_approval() {
         executed[0].arguments_hash.as_deref(),
         Some(pp_tasks::arguments_hash(&json!({"path": "notes.txt", "content": "new\n"})).as_str())
     );
-    let types = fixture.event_types(&task.id);
+    let types = fixture.event_types(&task.id).await;
     assert_eq!(
         types.iter().filter(|t| **t == "approval_required").count(),
         1
     );
     assert_eq!(types.last(), Some(&"task_completed"));
     // The stored approval_required event names its approval.
-    let events = fixture.service.store().task_events(&task.id, 0).unwrap();
+    let events = fixture
+        .service
+        .store()
+        .task_events(&task.id, 0)
+        .await
+        .unwrap();
     let required = events
         .iter()
         .find(|e| e.event.type_name() == "approval_required")
@@ -109,6 +115,7 @@ async fn workers_run_queued_tasks_including_ones_from_other_processes() {
     for _ in 0..500 {
         let done = store
             .list_tasks(Some(TaskState::Completed), 10)
+            .await
             .unwrap()
             .len();
         if done == 4 {
@@ -117,7 +124,10 @@ async fn workers_run_queued_tasks_including_ones_from_other_processes() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     for task in mine.iter().chain([&theirs]) {
-        assert_eq!(store.task(&task.id).unwrap().state, TaskState::Completed);
+        assert_eq!(
+            store.task(&task.id).await.unwrap().state,
+            TaskState::Completed
+        );
     }
 }
 
@@ -131,7 +141,7 @@ async fn the_denial_cap_fails_the_task() {
         task.failure_reason,
         Some(pp_types::FailureReason::PolicyViolation)
     );
-    assert_eq!(fixture.audit_count("tool_denied"), 3);
+    assert_eq!(fixture.audit_count("tool_denied").await, 3);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -149,7 +159,7 @@ async fn running_time_is_capped_and_waiting_does_not_count() {
         .await;
     assert_eq!(task.state, TaskState::WaitingApproval);
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     let done = fixture
         .service
         .resolve(&pending.id, approve())
@@ -169,10 +179,10 @@ async fn running_time_is_capped_and_waiting_does_not_count() {
 async fn cancel_stops_waiting_and_running_tasks() {
     let fixture = Fixture::new();
     let task = fixture.run(write_then_done("a.txt", "x")).await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     let cancelled = fixture.service.cancel(&task.id).await.unwrap();
     assert_eq!(cancelled.state, TaskState::Cancelled);
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Cancelled);
     let error = fixture
         .service
@@ -198,7 +208,7 @@ async fn cancel_stops_waiting_and_running_tasks() {
     let id = slow.id.clone();
     let running = tokio::spawn(async move { service.run_now(&id).await });
     for _ in 0..200 {
-        if fixture.service.store().task(&slow.id).unwrap().state == TaskState::Running {
+        if fixture.service.store().task(&slow.id).await.unwrap().state == TaskState::Running {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

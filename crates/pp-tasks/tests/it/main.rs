@@ -15,6 +15,7 @@ mod fixture;
 mod hardening;
 mod lifecycle;
 mod memory;
+mod postgres;
 mod resolve;
 mod restart;
 mod scheduler;

@@ -32,7 +32,7 @@ impl Fixture {
     fn with_model(models: ModelSource) -> Self {
         let tree = TempTree::new();
         let data = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(&data.path().join("test.db")).unwrap());
+        let store = Store::open(&data.path().join("test.db")).unwrap();
         let service = TaskService::build(
             store,
             TaskSettings::default(),
@@ -72,8 +72,8 @@ impl Fixture {
         self.service.run_now(&task.id).await.unwrap()
     }
 
-    fn pending(&self, task: &TaskRecord) -> pp_types::ApprovalRecord {
-        pending_approval(&self.service, &task.id)
+    async fn pending(&self, task: &TaskRecord) -> pp_types::ApprovalRecord {
+        pending_approval(&self.service, &task.id).await
     }
 
     async fn resolve(
@@ -82,7 +82,7 @@ impl Fixture {
         decision: Decision,
         edited: Option<Value>,
     ) -> TaskRecord {
-        let pending = self.pending(task);
+        let pending = self.pending(task).await;
         self.service
             .resolve(
                 &pending.id,
@@ -98,8 +98,8 @@ impl Fixture {
             .unwrap()
     }
 
-    fn audit(&self, action: &str) -> Vec<pp_types::AuditEntry> {
-        audit_rows(&self.service, action)
+    async fn audit(&self, action: &str) -> Vec<pp_types::AuditEntry> {
+        audit_rows(&self.service, action).await
     }
 }
 
@@ -119,7 +119,7 @@ async fn memory_write_waits_for_approval_with_a_diff_and_approve_writes_it() {
         .await;
     assert_eq!(task.state, TaskState::WaitingApproval);
     assert_eq!(fixture.memory().as_deref(), Some("likes tea\n"), "not yet");
-    let pending = fixture.pending(&task);
+    let pending = fixture.pending(&task).await;
     assert_eq!(pending.tool, "memory_write");
     assert_eq!(pending.capability, "memory:write");
     assert_eq!(pending.target.as_deref(), Some("memory.md"));
@@ -136,7 +136,7 @@ async fn memory_write_waits_for_approval_with_a_diff_and_approve_writes_it() {
         fixture.memory().as_deref(),
         Some("likes tea\nuses metric units\n")
     );
-    let executed = fixture.audit("tool_executed");
+    let executed = fixture.audit("tool_executed").await;
     assert_eq!(executed.len(), 1);
     assert_eq!(executed[0].actor, Actor::Agent, "audited as agent");
     assert_eq!(executed[0].target.as_deref(), Some("memory.md"));
@@ -148,7 +148,7 @@ async fn a_first_memory_is_a_create_and_an_edited_call_writes_the_edit() {
     let task = fixture
         .run(Some(write_memory("replace", "model's text\n")))
         .await;
-    assert_eq!(fixture.pending(&task).label, Some(WriteLabel::Create));
+    assert_eq!(fixture.pending(&task).await.label, Some(WriteLabel::Create));
     let done = fixture
         .resolve(
             &task,
@@ -168,7 +168,7 @@ async fn a_rejected_memory_write_changes_nothing() {
     let done = fixture.resolve(&task, Decision::Reject, None).await;
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.memory().as_deref(), Some("keep me\n"));
-    assert_eq!(fixture.audit("tool_executed").len(), 0);
+    assert_eq!(fixture.audit("tool_executed").await.len(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,10 +176,10 @@ async fn memory_edited_by_the_operator_after_the_request_makes_the_approval_stal
     let fixture = Fixture::new();
     fixture.set_memory("v1\n");
     let task = fixture.run(Some(write_memory("replace", "agent\n"))).await;
-    let pending = fixture.pending(&task);
+    let pending = fixture.pending(&task).await;
     let operator = MemoryService::new(
         MemorySettings::new(fixture.data.path()),
-        Arc::clone(fixture.service.store()),
+        fixture.service.store().clone(),
     );
     let snapshot = operator.get().await.unwrap();
     operator
@@ -188,10 +188,10 @@ async fn memory_edited_by_the_operator_after_the_request_makes_the_approval_stal
         .unwrap();
     let done = fixture.resolve(&task, Decision::Approve, None).await;
     assert_eq!(done.state, TaskState::Completed);
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert_eq!(fixture.memory().as_deref(), Some("operator v2\n"));
-    assert_eq!(fixture.audit("tool_executed").len(), 0);
+    assert_eq!(fixture.audit("tool_executed").await.len(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,7 +211,7 @@ async fn a_memory_that_grants_write_permission_changes_nothing() {
     let task = fixture.run(None).await;
     assert_eq!(task.state, TaskState::WaitingApproval);
     assert!(!fixture.tree.exists("out.txt"), "nothing written");
-    assert_eq!(fixture.pending(&task).tool, "write_file");
+    assert_eq!(fixture.pending(&task).await.tool, "write_file");
     // The memory did reach the model, as data.
     let requests = model.requests();
     let Some(Message::System { content }) = requests[0].messages.first() else {
@@ -229,7 +229,7 @@ async fn the_operator_service_is_a_compare_and_swap_audited_as_operator() {
     let fixture = Fixture::new();
     let memory = MemoryService::new(
         MemorySettings::new(fixture.data.path()),
-        Arc::clone(fixture.service.store()),
+        fixture.service.store().clone(),
     );
     let empty = memory.get().await.unwrap();
     assert_eq!(
@@ -257,7 +257,7 @@ async fn the_operator_service_is_a_compare_and_swap_audited_as_operator() {
         Some("one\n"),
         "nothing written"
     );
-    let audit = fixture.audit("memory_updated");
+    let audit = fixture.audit("memory_updated").await;
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].actor, Actor::Operator);
     assert_eq!(audit[0].target.as_deref(), Some("memory.md"));

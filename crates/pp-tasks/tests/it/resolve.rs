@@ -11,7 +11,7 @@ use crate::fixture::{Fixture, approve, write_then_done};
 async fn many_simultaneous_resolves_execute_the_tool_once() {
     let fixture = Fixture::new();
     let task = fixture.run(write_then_done("once.txt", "1")).await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     // Half through this service, half through "another process" on the same database.
     let other = fixture.another_process();
     let mut handles = Vec::new();
@@ -36,9 +36,9 @@ async fn many_simultaneous_resolves_execute_the_tool_once() {
         }
     }
     assert_eq!((ok, conflicts), (1, 23));
-    assert_eq!(fixture.audit_count("approval_approved"), 1);
-    assert_eq!(fixture.audit_count("tool_executed"), 1);
-    let types = fixture.event_types(&task.id);
+    assert_eq!(fixture.audit_count("approval_approved").await, 1);
+    assert_eq!(fixture.audit_count("tool_executed").await, 1);
+    let types = fixture.event_types(&task.id).await;
     assert_eq!(types.iter().filter(|t| **t == "tool_result").count(), 1);
     assert_eq!(fixture.tree.read("once.txt"), "1");
 }
@@ -53,7 +53,7 @@ async fn a_target_changed_before_approval_makes_the_approval_stale() {
             {"content": "I will read it again"}
         ]))
         .await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     // Someone edits the file after the person was shown the diff.
     fixture.tree.file("report.md", "v2 by someone else\n");
     let done = fixture
@@ -67,7 +67,7 @@ async fn a_target_changed_before_approval_makes_the_approval_stale() {
         "v2 by someone else\n",
         "not overwritten"
     );
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert!(
         approval
@@ -75,8 +75,8 @@ async fn a_target_changed_before_approval_makes_the_approval_stale() {
             .unwrap()
             .contains("changed after the approval was requested")
     );
-    assert_eq!(fixture.audit_count("approval_stale"), 1);
-    assert_eq!(fixture.audit_count("tool_executed"), 0);
+    assert_eq!(fixture.audit_count("approval_stale").await, 1);
+    assert_eq!(fixture.audit_count("tool_executed").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +84,7 @@ async fn an_invalid_edit_is_refused_and_the_approval_stays_pending() {
     let fixture = Fixture::new();
     fixture.tree.outside_file("keep.txt", "outside");
     let task = fixture.run(write_then_done("a.txt", "x")).await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     for edited in [
         json!({"path": "../outside/keep.txt", "content": "pwned"}),
         json!({"path": "a.txt"}),
@@ -104,10 +104,10 @@ async fn an_invalid_edit_is_refused_and_the_approval_stays_pending() {
             "{error}"
         );
     }
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Pending);
     assert_eq!(fixture.tree.outside_snapshot()[0].1, b"outside");
-    let types = fixture.event_types(&task.id);
+    let types = fixture.event_types(&task.id).await;
     assert_eq!(
         types
             .iter()
@@ -125,7 +125,7 @@ async fn an_invalid_edit_is_refused_and_the_approval_stays_pending() {
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("b.txt"), "edited");
     assert!(!fixture.tree.exists("a.txt"));
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(
         approval.edited_arguments,
         Some(json!({"path": "b.txt", "content": "edited"}))
@@ -142,7 +142,7 @@ async fn reject_continues_and_the_next_write_asks_again() {
             {"content": "done"}
         ]))
         .await;
-    let first = fixture.pending(&task.id);
+    let first = fixture.pending(&task.id).await;
     let request = ResolveRequest {
         decision: Decision::Reject,
         edited_arguments: None,
@@ -156,10 +156,10 @@ async fn reject_continues_and_the_next_write_asks_again() {
         TaskState::WaitingApproval,
         "the second write asks again"
     );
-    let second = fixture.pending(&task.id);
+    let second = fixture.pending(&task.id).await;
     assert_ne!(first.id, second.id);
-    assert_eq!(fixture.audit_count("approval_rejected"), 1);
-    let rejected = fixture.service.store().approval(&first.id).unwrap();
+    assert_eq!(fixture.audit_count("approval_rejected").await, 1);
+    let rejected = fixture.service.store().approval(&first.id).await.unwrap();
     assert_eq!(rejected.reason.as_deref(), Some("not that one"));
     let done = fixture
         .service
@@ -175,14 +175,14 @@ async fn reject_continues_and_the_next_write_asks_again() {
 async fn resolving_without_waiting_returns_once_the_decision_is_durable() {
     let fixture = Fixture::new();
     let task = fixture.run(write_then_done("a.txt", "x")).await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     let request = ResolveRequest {
         wait: false,
         ..approve()
     };
     let returned = fixture.service.resolve(&pending.id, request).await.unwrap();
     assert_eq!(returned.state, TaskState::Running);
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Approved);
     assert_eq!(
         fixture.wait_for_end(&task.id).await.state,
@@ -243,7 +243,7 @@ async fn waiting_overwrite(
         .unwrap();
     let task = other.run_now(&task.id).await.unwrap();
     assert_eq!(task.state, TaskState::WaitingApproval);
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     (task.id, pending.id)
 }
 
@@ -273,7 +273,7 @@ async fn a_cancel_after_the_approval_won_is_refused_and_the_approved_call_runs()
     let done = fixture.wait_for_end(&task).await;
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("notes.txt"), "model\n");
-    let actions = fixture.audit_actions(&task);
+    let actions = fixture.audit_actions(&task).await;
     assert!(
         !actions.contains(&"task_cancelled".to_owned()),
         "{actions:?}"
@@ -298,10 +298,10 @@ async fn staleness_is_checked_again_right_before_the_call_runs() {
         TaskState::Completed
     );
     assert_eq!(fixture.tree.read("notes.txt"), "v2 by the person\n");
-    let record = fixture.service.store().approval(&approval).unwrap();
+    let record = fixture.service.store().approval(&approval).await.unwrap();
     assert_eq!(record.state, ApprovalState::Stale);
-    assert_eq!(fixture.audit_count("tool_executed"), 0);
-    assert_eq!(fixture.audit_count("approval_stale"), 1);
+    assert_eq!(fixture.audit_count("tool_executed").await, 0);
+    assert_eq!(fixture.audit_count("approval_stale").await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,7 +317,13 @@ async fn an_edit_that_keeps_the_target_is_still_checked_for_staleness() {
     assert_eq!(done.id, task);
     assert_eq!(fixture.tree.read("notes.txt"), "v2 by the person\n");
     assert_eq!(
-        fixture.service.store().approval(&approval).unwrap().state,
+        fixture
+            .service
+            .store()
+            .approval(&approval)
+            .await
+            .unwrap()
+            .state,
         ApprovalState::Stale
     );
 }
@@ -336,7 +342,7 @@ async fn the_model_cannot_forge_audit_rows_under_an_approval() {
             {"content": "done"}
         ]))
         .await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     let done = fixture
         .service
         .resolve(&pending.id, approve())
@@ -354,6 +360,7 @@ async fn the_model_cannot_forge_audit_rows_under_an_approval() {
             exclude: Vec::new(),
             limit: 100,
         })
+        .await
         .unwrap();
     let mut under_approval: Vec<_> = rows
         .iter()

@@ -21,7 +21,7 @@ async fn a_waiting_task_is_resolved_by_another_process_at_the_right_script_turn(
         .await;
     assert_eq!(task.state, TaskState::WaitingApproval);
     assert_eq!(task.script_position, 2);
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     // "Restart": a brand-new service on the same database resolves it.
     let other = fixture.another_process();
     let done = other.resolve(&pending.id, approve()).await.unwrap();
@@ -35,13 +35,24 @@ async fn running_tasks_become_interrupted_and_retry_from_the_prompt() {
     let fixture = Fixture::new();
     let task = fixture.create(json!([{"content": "hello again"}])).await;
     // A process claimed it and died.
-    fixture.service.store().claim_queued().unwrap().unwrap();
+    fixture
+        .service
+        .store()
+        .claim_queued()
+        .await
+        .unwrap()
+        .unwrap();
     crate::fixture::outlive_the_lease().await;
     let interrupted = fixture.another_process().recover().await.unwrap();
     assert_eq!(interrupted, vec![task.id.clone()]);
-    let record = fixture.service.store().task(&task.id).unwrap();
+    let record = fixture.service.store().task(&task.id).await.unwrap();
     assert_eq!(record.state, TaskState::Interrupted);
-    assert!(fixture.event_types(&task.id).contains(&"task_interrupted"));
+    assert!(
+        fixture
+            .event_types(&task.id)
+            .await
+            .contains(&"task_interrupted")
+    );
 
     let retried = fixture.service.retry(&task.id).await.unwrap();
     assert_eq!(retried.state, TaskState::Queued);
@@ -61,7 +72,7 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
             {"content": "done"}
         ]))
         .await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     // The decision became durable, then the process died before running the call: mark
     // the approval approved and the task running, exactly as `resolve` leaves them.
     let store = fixture.service.store();
@@ -80,6 +91,7 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
                 events: Vec::new(),
             },
         )
+        .await
         .unwrap();
     crate::fixture::outlive_the_lease().await;
     fixture.another_process().recover().await.unwrap();
@@ -91,7 +103,7 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
         TaskState::WaitingApproval,
         "asks again, never runs blind"
     );
-    let again = fixture.pending(&task.id);
+    let again = fixture.pending(&task.id).await;
     assert_ne!(again.id, pending.id);
     assert_eq!(again.arguments, pending.arguments);
     let done = fixture.service.resolve(&again.id, approve()).await.unwrap();
@@ -125,15 +137,24 @@ async fn another_process_starting_up_leaves_a_live_run_alone() {
 async fn the_workers_interrupt_a_dead_runners_task_while_they_poll() {
     let fixture = Fixture::new();
     let task = fixture.create(json!([{"content": "never"}])).await;
-    fixture.service.store().claim_queued().unwrap().unwrap();
+    fixture
+        .service
+        .store()
+        .claim_queued()
+        .await
+        .unwrap()
+        .unwrap();
     let other = fixture.another_process();
     other.start_workers();
     let store = fixture.service.store();
     for _ in 0..100 {
-        if store.task(&task.id).unwrap().state == TaskState::Interrupted {
+        if store.task(&task.id).await.unwrap().state == TaskState::Interrupted {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    assert_eq!(store.task(&task.id).unwrap().state, TaskState::Interrupted);
+    assert_eq!(
+        store.task(&task.id).await.unwrap().state,
+        TaskState::Interrupted
+    );
 }

@@ -125,8 +125,13 @@ impl Fixture {
         fired
     }
 
-    fn history(&self, id: &str) -> Vec<ScheduleEventKind> {
-        let mut rows = self.service.store().schedule_history(id, 1000).unwrap();
+    async fn history(&self, id: &str) -> Vec<ScheduleEventKind> {
+        let mut rows = self
+            .service
+            .store()
+            .schedule_history(id, 1000)
+            .await
+            .unwrap();
         rows.reverse();
         rows.into_iter().map(|row| row.kind).collect()
     }
@@ -138,8 +143,7 @@ fn service_on(
     workspaces: Workspaces,
     models: ModelSource,
 ) -> TaskService {
-    let store =
-        Arc::new(Store::open_with_clock(&data.join("test.db"), Arc::clone(clock) as _).unwrap());
+    let store = Store::open_with_clock(&data.join("test.db"), Arc::clone(clock) as _).unwrap();
     TaskService::new(store, TaskSettings::default(), workspaces, models)
 }
 
@@ -429,7 +433,12 @@ async fn run_now_fires_outside_the_timetable_and_leaves_it_alone() {
         "the timetable is untouched"
     );
     assert_eq!(after.last_task_id, Some(second.id));
-    let rows = fixture.service.store().schedule_history(&id, 10).unwrap();
+    let rows = fixture
+        .service
+        .store()
+        .schedule_history(&id, 10)
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 2);
     assert!(
         rows.iter()
@@ -581,17 +590,28 @@ async fn missed_fires_while_down_fire_once_with_the_missed_count() {
     );
     assert_eq!(*missed, 4);
     assert_eq!(
-        fixture.history(&id),
+        fixture.history(&id).await,
         [
             ScheduleEventKind::ScheduleMissed,
             ScheduleEventKind::ScheduleFired
         ]
     );
-    let rows = fixture.service.store().schedule_history(&id, 10).unwrap();
+    let rows = fixture
+        .service
+        .store()
+        .schedule_history(&id, 10)
+        .await
+        .unwrap();
     assert_eq!(rows[1].missed, 4);
     assert_eq!(rows[1].occurrence, Some(utc(2026, 11, 30, 9, 0)));
     assert_eq!(
-        fixture.service.store().list_tasks(None, 100).unwrap().len(),
+        fixture
+            .service
+            .store()
+            .list_tasks(None, 100)
+            .await
+            .unwrap()
+            .len(),
         1
     );
     let schedule = fixture.scheduler.find("hourly").await.unwrap();
@@ -645,14 +665,14 @@ async fn skip_skips_while_the_previous_task_is_active_and_queue_creates_anyway()
         TickOutcome::Fired { .. }
     ));
     assert_eq!(
-        fixture.history(&skip),
+        fixture.history(&skip).await,
         [
             ScheduleEventKind::ScheduleFired,
             ScheduleEventKind::ScheduleSkipped
         ]
     );
     assert_eq!(
-        fixture.history(&queue),
+        fixture.history(&queue).await,
         [
             ScheduleEventKind::ScheduleFired,
             ScheduleEventKind::ScheduleFired
@@ -718,26 +738,29 @@ fn two_schedulers_ticking_at_once_fire_each_occurrence_exactly_once() {
             }
         });
     }
-    let store = fixture.service.store();
-    let tasks = store.list_tasks(None, 10_000).unwrap();
-    assert_eq!(tasks.len(), SCHEDULES * MINUTES as usize);
-    assert!(tasks.iter().all(|task| task.created_by == Actor::Scheduler));
-    for id in &ids {
-        let fired: Vec<_> = store
-            .schedule_history(id, 1000)
-            .unwrap()
-            .into_iter()
-            .filter(|row| row.kind == ScheduleEventKind::ScheduleFired)
-            .map(|row| row.occurrence.unwrap())
-            .collect();
-        let distinct: BTreeSet<_> = fired.iter().collect();
-        assert_eq!(fired.len(), MINUTES as usize, "{id}");
-        assert_eq!(
-            distinct.len(),
-            fired.len(),
-            "{id}: an occurrence fired twice"
-        );
-    }
+    first_runtime.block_on(async {
+        let store = fixture.service.store();
+        let tasks = store.list_tasks(None, 10_000).await.unwrap();
+        assert_eq!(tasks.len(), SCHEDULES * MINUTES as usize);
+        assert!(tasks.iter().all(|task| task.created_by == Actor::Scheduler));
+        for id in &ids {
+            let fired: Vec<_> = store
+                .schedule_history(id, 1000)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|row| row.kind == ScheduleEventKind::ScheduleFired)
+                .map(|row| row.occurrence.unwrap())
+                .collect();
+            let distinct: BTreeSet<_> = fired.iter().collect();
+            assert_eq!(fired.len(), MINUTES as usize, "{id}");
+            assert_eq!(
+                distinct.len(),
+                fired.len(),
+                "{id}: an occurrence fired twice"
+            );
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -772,7 +795,12 @@ async fn a_scheduled_write_waits_for_approval_with_nothing_on_disk() {
         !fixture.tree.workspace().join("report.md").exists(),
         "nothing written"
     );
-    let approvals = fixture.service.store().approvals_for_task(task).unwrap();
+    let approvals = fixture
+        .service
+        .store()
+        .approvals_for_task(task)
+        .await
+        .unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].state, ApprovalState::Pending);
     assert_eq!(approvals[0].tool, "write_file");
@@ -784,6 +812,7 @@ async fn a_scheduled_write_waits_for_approval_with_nothing_on_disk() {
             action: Some("task_created".into()),
             ..AuditFilter::default()
         })
+        .await
         .unwrap();
     assert_eq!(created[0].actor, Actor::Scheduler);
     // Ticking on changes nothing about it: the scheduler never approves.
@@ -791,7 +820,13 @@ async fn a_scheduled_write_waits_for_approval_with_nothing_on_disk() {
         .tick(local("Europe/Berlin", 2026, 12, 7, 9, 5))
         .await;
     assert_eq!(
-        fixture.service.store().approvals_for_task(task).unwrap()[0].state,
+        fixture
+            .service
+            .store()
+            .approvals_for_task(task)
+            .await
+            .unwrap()[0]
+            .state,
         ApprovalState::Pending
     );
     assert!(!fixture.tree.workspace().join("report.md").exists());
@@ -814,7 +849,7 @@ async fn a_schedule_whose_workspace_is_gone_is_paused_with_the_reason() {
     assert_eq!(paused.paused_reason.as_deref(), Some(reason.as_str()));
     assert_eq!(paused.next_fire_at, None);
     assert_eq!(
-        fixture.history(&unconfigured),
+        fixture.history(&unconfigured).await,
         [ScheduleEventKind::SchedulePaused]
     );
 
@@ -832,6 +867,7 @@ async fn a_schedule_whose_workspace_is_gone_is_paused_with_the_reason() {
             .service
             .store()
             .list_tasks(None, 10)
+            .await
             .unwrap()
             .is_empty()
     );
@@ -865,9 +901,8 @@ async fn the_loop_fires_each_occurrence_when_it_comes() {
         base: utc(2026, 11, 30, 8, 0).saturating_add(Duration::from_millis(12_345)),
         start: tokio::time::Instant::now(),
     });
-    let store = Arc::new(
-        Store::open_with_clock(&data.path().join("test.db"), Arc::clone(&clock) as _).unwrap(),
-    );
+    let store =
+        Store::open_with_clock(&data.path().join("test.db"), Arc::clone(&clock) as _).unwrap();
     let service = TaskService::new(
         store,
         TaskSettings::default(),
@@ -898,7 +933,7 @@ async fn the_loop_fires_each_occurrence_when_it_comes() {
     });
     tokio::time::sleep(10 * MINUTE).await;
     running.abort();
-    let mut rows = service.store().schedule_history(&id, 100).unwrap();
+    let mut rows = service.store().schedule_history(&id, 100).await.unwrap();
     rows.reverse();
     assert_eq!(rows.len(), 10, "{rows:?}");
     for (minute, row) in (1..).zip(&rows) {
@@ -976,7 +1011,7 @@ async fn tick_cost_with_1000_schedules() {
 async fn drift_on_the_real_clock() {
     let tree = TempTree::new();
     let data = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(&data.path().join("test.db")).unwrap());
+    let store = Store::open(&data.path().join("test.db")).unwrap();
     let service = TaskService::new(
         store,
         TaskSettings::default(),
@@ -998,7 +1033,7 @@ async fn drift_on_the_real_clock() {
     });
     tokio::time::sleep(3 * MINUTE).await;
     running.abort();
-    for row in service.store().schedule_history(&id, 100).unwrap() {
+    for row in service.store().schedule_history(&id, 100).await.unwrap() {
         let occurrence = row.occurrence.unwrap();
         println!(
             "occurrence {} fired {} ms later",

@@ -22,7 +22,7 @@ async fn a_foreign_provider_is_offered_previewed_and_approved() {
     let task = fixture.run(stamp(&json!(["a.txt", "b.txt"]))).await;
     assert_eq!(task.state, TaskState::WaitingApproval, "stamp:update asks");
 
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     assert_eq!(pending.tool, "stamp_files");
     assert_eq!(pending.capability, "stamp:update");
     assert_eq!(
@@ -50,7 +50,7 @@ async fn a_foreign_provider_is_offered_previewed_and_approved() {
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("a.txt"), "a\nseen\n");
     assert_eq!(fixture.tree.read("b.txt"), "b\nseen\n");
-    assert_eq!(fixture.audit_count("tool_executed"), 1);
+    assert_eq!(fixture.audit_count("tool_executed").await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,7 +59,7 @@ async fn a_change_to_any_target_of_a_foreign_tool_makes_the_approval_stale() {
     fixture.tree.file("a.txt", "a\n");
     fixture.tree.file("b.txt", "b\n");
     let task = fixture.run(stamp(&json!(["a.txt", "b.txt"]))).await;
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     // The second path, not the first: the stale check is the tool's, not "path"'s.
     fixture.tree.file("b.txt", "b changed\n");
     let done = fixture
@@ -68,11 +68,11 @@ async fn a_change_to_any_target_of_a_foreign_tool_makes_the_approval_stale() {
         .await
         .unwrap();
     assert_eq!(done.state, TaskState::Completed);
-    let approval = fixture.service.store().approval(&pending.id).unwrap();
+    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert_eq!(fixture.tree.read("a.txt"), "a\n", "nothing written");
     assert_eq!(fixture.tree.read("b.txt"), "b changed\n");
-    assert_eq!(fixture.audit_count("tool_executed"), 0);
+    assert_eq!(fixture.audit_count("tool_executed").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,7 +91,12 @@ async fn every_element_of_a_path_array_is_gated_and_escapes_count_as_denials() {
         task.failure_reason.map(|reason| reason.as_str()),
         Some("policy_violation")
     );
-    let events = fixture.service.store().task_events(&task.id, 0).unwrap();
+    let events = fixture
+        .service
+        .store()
+        .task_events(&task.id, 0)
+        .await
+        .unwrap();
     let denials = events
         .iter()
         .filter(|stored| matches!(stored.event.kind, EventKind::ToolDenied { .. }))
@@ -102,6 +107,7 @@ async fn every_element_of_a_path_array_is_gated_and_escapes_count_as_denials() {
             .service
             .store()
             .approvals_for_task(&task.id)
+            .await
             .unwrap()
             .is_empty()
     );
@@ -125,6 +131,7 @@ async fn a_path_array_that_is_not_an_array_of_strings_is_denied() {
             .service
             .store()
             .approvals_for_task(&task.id)
+            .await
             .unwrap()
             .is_empty()
     );

@@ -131,7 +131,7 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
         Err(Error::SessionBusy { .. })
     ));
 
-    let pending = fixture.pending(&second.id);
+    let pending = fixture.pending(&second.id).await;
     let done = service.resolve(&pending.id, approve()).await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("notes.txt"), "hi\n");
@@ -183,8 +183,8 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
     );
     assert_eq!(view.turns[1].task_id, second.id);
     // Each turn is a task of its own, with its own audit trail.
-    assert_eq!(fixture.audit_count("task_created"), 3);
-    assert_eq!(fixture.audit_count("approval_approved"), 1);
+    assert_eq!(fixture.audit_count("task_created").await, 3);
+    assert_eq!(fixture.audit_count("approval_approved").await, 1);
 
     service.delete_session(&session).await.unwrap();
     assert!(matches!(
@@ -231,7 +231,12 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
     assert_eq!(requests.len(), 8);
     // Turns 1-3 summarised nothing.
     for (task, _) in tasks.iter().zip(0..3) {
-        assert!(!fixture.event_types(task).contains(&"session_summarised"));
+        assert!(
+            !fixture
+                .event_types(task)
+                .await
+                .contains(&"session_summarised")
+        );
     }
     let summarising = &requests[6];
     assert!(summarising.tools.is_empty());
@@ -267,7 +272,12 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
         ["assistant: three".to_owned(), "user: fourth".to_owned()]
     );
 
-    let events = fixture.service.store().task_events(&tasks[3], 0).unwrap();
+    let events = fixture
+        .service
+        .store()
+        .task_events(&tasks[3], 0)
+        .await
+        .unwrap();
     let summarised: Vec<&pp_types::EventKind> = events
         .iter()
         .map(|stored| &stored.event.kind)
@@ -291,14 +301,19 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
     );
     // The summarising call counts in the turn's usage, as a model call of its own.
     assert_eq!(usage.map(|usage| usage.total()), Some(730));
-    let fourth_task = fixture.service.store().task(&tasks[3]).unwrap();
+    let fourth_task = fixture.service.store().task(&tasks[3]).await.unwrap();
     assert_eq!(fourth_task.usage.model_calls, 2);
     assert_eq!(fourth_task.usage.total_tokens, 730);
     assert!(
         tokens_before > &12_000 && tokens_after < &7_500,
         "{tokens_before} {tokens_after}"
     );
-    assert!(!fixture.event_types(&tasks[3]).contains(&"context_trimmed"));
+    assert!(
+        !fixture
+            .event_types(&tasks[3])
+            .await
+            .contains(&"context_trimmed")
+    );
 
     // The summarised turns stay in the store.
     let view = fixture.service.session(&session).await.unwrap();
@@ -334,7 +349,7 @@ async fn without_a_summary_the_drop_oldest_trimming_is_the_last_resort() {
         last = Some(done.id);
     }
     let last = last.unwrap();
-    let types = fixture.event_types(&last);
+    let types = fixture.event_types(&last).await;
     assert!(!types.contains(&"session_summarised"), "{types:?}");
     assert!(types.contains(&"context_trimmed"), "{types:?}");
     let requests = model.requests();

@@ -32,7 +32,7 @@ impl Fixture {
         let home = data.path().join("skills");
         std::fs::create_dir_all(&home).unwrap();
         let settings = SkillsSettings::new(home);
-        let store = Arc::new(Store::open(&data.path().join("test.db")).unwrap());
+        let store = Store::open(&data.path().join("test.db")).unwrap();
         let service = TaskService::build(
             store,
             TaskSettings::default(),
@@ -63,18 +63,19 @@ impl Fixture {
         self.service.run_now(&task.id).await.unwrap()
     }
 
-    fn events(&self, task: &TaskRecord) -> Vec<EventKind> {
+    async fn events(&self, task: &TaskRecord) -> Vec<EventKind> {
         self.service
             .store()
             .task_events(&task.id, 0)
+            .await
             .unwrap()
             .into_iter()
             .map(|stored| stored.event.kind)
             .collect()
     }
 
-    fn audit(&self, action: &str) -> Vec<pp_types::AuditEntry> {
-        audit_rows(&self.service, action)
+    async fn audit(&self, action: &str) -> Vec<pp_types::AuditEntry> {
+        audit_rows(&self.service, action).await
     }
 }
 
@@ -108,6 +109,7 @@ async fn reading_outside_the_skill_folder_is_denied_and_counts_toward_the_cap() 
     assert_eq!(task.failure_reason, Some(FailureReason::PolicyViolation));
     let rules: Vec<DenyRule> = fixture
         .events(&task)
+        .await
         .into_iter()
         .filter_map(|kind| match kind {
             EventKind::ToolDenied { rule, .. } => Some(rule),
@@ -122,8 +124,8 @@ async fn reading_outside_the_skill_folder_is_denied_and_counts_toward_the_cap() 
             DenyRule::SymlinkEscape
         ]
     );
-    assert_eq!(fixture.audit("tool_denied").len(), 3);
-    let events = serde_json::to_string(&fixture.events(&task)).unwrap();
+    assert_eq!(fixture.audit("tool_denied").await.len(), 3);
+    let events = serde_json::to_string(&fixture.events(&task).await).unwrap();
     assert!(!events.contains("TOP-SECRET"));
 }
 
@@ -152,7 +154,7 @@ async fn a_skill_that_grants_write_permission_changes_nothing() {
         !fixture.tree.exists("out.txt"),
         "nothing is written before approval"
     );
-    let events = fixture.events(&task);
+    let events = fixture.events(&task).await;
     assert!(events.iter().any(|kind| matches!(
         kind,
         EventKind::ToolResult { name, .. } if name == "expand_skill"
@@ -167,10 +169,7 @@ async fn a_skill_that_grants_write_permission_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_skills_service_audits_every_change_as_the_operator() {
     let fixture = Fixture::new();
-    let skills = SkillsService::new(
-        fixture.settings.clone(),
-        Arc::clone(fixture.service.store()),
-    );
+    let skills = SkillsService::new(fixture.settings.clone(), fixture.service.store().clone());
     skills
         .put_skill_md("notes", skill_md("notes", "Notes.", "Body.\n"))
         .await
@@ -204,7 +203,7 @@ async fn the_skills_service_audits_every_change_as_the_operator() {
         Err(pp_tasks::Error::Skill(SkillsError::NotFound { .. }))
     ));
 
-    let updated = fixture.audit("skill_updated");
+    let updated = fixture.audit("skill_updated").await;
     let targets: Vec<_> = updated
         .iter()
         .map(|row| {
@@ -230,7 +229,7 @@ async fn the_skills_service_audits_every_change_as_the_operator() {
             ),
         ]
     );
-    let removed = fixture.audit("skill_removed");
+    let removed = fixture.audit("skill_removed").await;
     assert_eq!(removed.len(), 1);
     assert_eq!(removed[0].actor, Actor::Operator);
 }

@@ -46,11 +46,12 @@ fn reading() -> Value {
 }
 
 /// The usage every `assistant_message` event of `task` carries, in order.
-fn call_usages(fixture: &Fixture, task: &TaskId) -> Vec<Option<Usage>> {
+async fn call_usages(fixture: &Fixture, task: &TaskId) -> Vec<Option<Usage>> {
     fixture
         .service
         .store()
         .task_events(task, 0)
+        .await
         .unwrap()
         .into_iter()
         .filter_map(|stored| match stored.event.kind {
@@ -75,7 +76,7 @@ async fn usage_is_summed_over_calls_and_approvals() {
     assert_eq!(task.state, TaskState::WaitingApproval);
     assert_eq!(task.usage.model_calls, 2);
     assert_eq!(task.usage.total_tokens, 2380);
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     let done = fixture
         .service
         .resolve(&pending.id, approve())
@@ -96,7 +97,7 @@ async fn usage_is_summed_over_calls_and_approvals() {
             cost: None,
         }
     );
-    assert_eq!(call_usages(&fixture, &task.id).len(), 3);
+    assert_eq!(call_usages(&fixture, &task.id).await.len(), 3);
     let serialised = serde_json::to_value(&shown).unwrap();
     assert_eq!(
         serialised["usage"],
@@ -140,7 +141,7 @@ async fn the_budget_spans_an_approval() {
     ]);
     let task = fixture.run(script).await;
     assert_eq!(task.state, TaskState::WaitingApproval);
-    let pending = fixture.pending(&task.id);
+    let pending = fixture.pending(&task.id).await;
     let done = fixture
         .service
         .resolve(&pending.id, approve())
@@ -241,7 +242,7 @@ async fn a_streamed_provider_task_records_usage_and_cost() {
     assert_eq!(task.state, TaskState::Completed, "{task:?}");
     assert_usage(&task.usage);
     assert_eq!(server.served(), 2);
-    let calls = fixture.service.store().model_calls(&task.id).unwrap();
+    let calls = fixture.service.store().model_calls(&task.id).await.unwrap();
     assert_eq!(
         calls.iter().map(|c| c.model.as_str()).collect::<Vec<_>>(),
         vec!["openai-compatible:gpt-t"; 2]
@@ -255,7 +256,7 @@ async fn a_whole_provider_task_records_usage_and_cost() {
     assert_eq!(task.state, TaskState::Completed, "{task:?}");
     assert_usage(&task.usage);
     assert_eq!(
-        call_usages(&fixture, &task.id)[0],
+        call_usages(&fixture, &task.id).await[0],
         Some(Usage {
             prompt_tokens: 1500,
             completion_tokens: 100,

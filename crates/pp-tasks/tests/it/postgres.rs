@@ -1,0 +1,262 @@
+//! The task service on PostgreSQL (a team server's store): the same lifecycle as on
+//! SQLite, and two services ("processes") sharing one database run each task once.
+//!
+//! The server comes from `PP_TEST_POSTGRES_URL` (as in the store's conformance suite);
+//! each test makes a schema `tasks_…` of its own with `psql` and connects with
+//! `options=-csearch_path=<schema>`. Without the variable the tests print a skip line and
+//! pass, except under CI (`CI=true`), where they fail.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use pp_tasks::store::{Store, StoreUrl};
+use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
+use pp_test_support::TempTree;
+use pp_types::{Actor, ApprovalState, EventKind, SystemClock, TaskState};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::fixture::{approve, write_then_done};
+
+/// The variable naming the PostgreSQL server.
+const POSTGRES_URL_VAR: &str = "PP_TEST_POSTGRES_URL";
+
+/// A fresh schema on the server, dropped (with everything in it) on drop.
+struct Schema {
+    server: String,
+    name: String,
+}
+
+impl Schema {
+    /// A fresh schema, or `None` (after a skip line) without a server.
+    #[expect(
+        clippy::disallowed_methods,
+        clippy::print_stderr,
+        reason = "the suite's switch (which server) and its skip line; CI=true fails instead"
+    )]
+    fn create(test: &str) -> Option<Schema> {
+        let Some(server) = std::env::var(POSTGRES_URL_VAR)
+            .ok()
+            .filter(|url| !url.is_empty())
+        else {
+            if std::env::var("CI").is_ok_and(|ci| ci == "true") {
+                panic!("{POSTGRES_URL_VAR} must be set under CI ({test})");
+            }
+            eprintln!("skipping {test} on PostgreSQL: set {POSTGRES_URL_VAR} to run it");
+            return None;
+        };
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let name = format!(
+            "tasks_{}_{}_{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        psql(&server, &format!("CREATE SCHEMA {name}"));
+        Some(Schema { server, name })
+    }
+
+    /// The store URL of this schema.
+    fn url(&self) -> StoreUrl {
+        let separator = if self.server.contains('?') { '&' } else { '?' };
+        StoreUrl::parse(&format!(
+            "{}{separator}options=-csearch_path%3D{}",
+            self.server, self.name
+        ))
+        .unwrap()
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        psql(
+            &self.server,
+            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+        );
+    }
+}
+
+/// Runs one SQL statement with `psql` (the tests need no PostgreSQL client of their own).
+fn psql(server: &str, sql: &str) {
+    let status = std::process::Command::new("psql")
+        .args(["-q", "-v", "ON_ERROR_STOP=1", server, "-c"])
+        .arg(format!("SET client_min_messages = warning; {sql}"))
+        .status()
+        .expect("psql runs");
+    assert!(status.success(), "psql failed: {sql}");
+}
+
+/// A service on the schema's database (each call: another process's connections).
+async fn service_on(schema: &Schema, tree: &TempTree, workers: usize) -> TaskService {
+    let store = Store::connect(&schema.url(), Arc::new(SystemClock))
+        .await
+        .unwrap();
+    assert_eq!(store.backend_name(), "postgres");
+    TaskService::new(
+        store,
+        TaskSettings {
+            workers,
+            poll_interval: Duration::from_millis(20),
+            ..TaskSettings::default()
+        },
+        Workspaces::single("test", tree.workspace()),
+        ModelSource::Scripted,
+    )
+}
+
+/// Create → run → wait for approval → approve → complete on `service`; a second
+/// approval of the same call is refused. Returns the task's event types.
+async fn write_after_approval(service: &TaskService, tree: &TempTree) -> Vec<&'static str> {
+    tree.file("notes.txt", "old\n");
+    let task = service
+        .create(CreateTask {
+            prompt: "do the thing".into(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(write_then_done("notes.txt", "new\n")),
+        })
+        .await
+        .unwrap();
+    let task = service.run_now(&task.id).await.unwrap();
+    assert_eq!(task.state, TaskState::WaitingApproval);
+    assert_eq!(
+        tree.read("notes.txt"),
+        "old\n",
+        "nothing written before approval"
+    );
+
+    let views = service
+        .approval_views(Some(ApprovalState::Pending), 10)
+        .await
+        .unwrap();
+    assert_eq!(views.len(), 1);
+    let approval = pp_types::ApprovalId(views[0].id.clone());
+    let done = service.resolve(&approval, approve()).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(tree.read("notes.txt"), "new\n");
+    let second = service.resolve(&approval, approve()).await.unwrap_err();
+    assert!(
+        matches!(second, pp_tasks::Error::AlreadyResolved { .. }),
+        "{second}"
+    );
+    let view = service.approval_view(&approval).await.unwrap();
+    assert_eq!(
+        view.outcome.map(|outcome| outcome.status),
+        Some(pp_tasks::OutcomeStatus::Done)
+    );
+    let changes = service.task_changes(&task.id).await.unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    // The snapshot of what the write replaced is in the data directory: revert it.
+    let reverted = service
+        .revert_change(&changes[0].id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(reverted.kind, pp_types::ChangeKind::Reverted);
+    assert_eq!(tree.read("notes.txt"), "old\n");
+    service
+        .task_events_page(&task.id, 0, 100)
+        .await
+        .unwrap()
+        .events
+        .iter()
+        .map(|stored| stored.event.type_name())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_waits_then_completes_after_approval_as_on_sqlite() {
+    let Some(schema) = Schema::create(module_path!()) else {
+        return;
+    };
+    let (tree, data) = (TempTree::new(), tempfile::tempdir().unwrap());
+    let service = service_on(&schema, &tree, 2)
+        .await
+        .with_data_dir(data.path().to_path_buf());
+    let on_postgres = write_after_approval(&service, &tree).await;
+
+    let (data, tree) = (tempfile::tempdir().unwrap(), TempTree::new());
+    let sqlite = TaskService::new(
+        Store::open(&data.path().join("test.db")).unwrap(),
+        TaskSettings::default(),
+        Workspaces::single("test", tree.workspace()),
+        ModelSource::Scripted,
+    );
+    let on_sqlite = write_after_approval(&sqlite, &tree).await;
+    assert_eq!(on_postgres, on_sqlite);
+}
+
+/// Two services on one database, each with workers, take 40 queued tasks: every task
+/// runs once, in one of them, and the global feed holds each task's start once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_run_each_task_once_on_postgres() {
+    let Some(schema) = Schema::create(module_path!()) else {
+        return;
+    };
+    let tree = TempTree::new();
+    tree.file("notes.txt", "hello\n");
+    let (first, second) = (
+        service_on(&schema, &tree, 2).await,
+        service_on(&schema, &tree, 2).await,
+    );
+    let read = json!([
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        {"content": "done"}
+    ]);
+    let mut ids = Vec::new();
+    for index in 0..40 {
+        let service = if index % 2 == 0 { &first } else { &second };
+        let task = service
+            .create(CreateTask {
+                prompt: format!("read {index}"),
+                workspace: None,
+                actor: Actor::Operator,
+                script: Some(read.clone()),
+            })
+            .await
+            .unwrap();
+        ids.push(task.id);
+    }
+    first.start_workers();
+    second.start_workers();
+    for _ in 0..2000 {
+        let done = first
+            .list_tasks(Some(TaskState::Completed), 100)
+            .await
+            .unwrap()
+            .len();
+        if done == ids.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let completed = first
+        .list_tasks(Some(TaskState::Completed), 100)
+        .await
+        .unwrap();
+    assert_eq!(completed.len(), ids.len(), "every task completed");
+
+    // The global feed, read in small pages as a resuming reader does: each task started
+    // once and completed once, and the sequence never goes back.
+    let mut starts: HashMap<_, usize> = HashMap::new();
+    let (mut after, mut seqs) = (0, Vec::new());
+    loop {
+        let page = second.events_after(after, 7).await.unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for stored in page {
+            seqs.push(stored.seq);
+            if matches!(stored.event.kind, EventKind::TaskStarted { .. }) {
+                *starts.entry(stored.task_id).or_default() += 1;
+            }
+        }
+    }
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "{seqs:?}");
+    assert_eq!(starts.len(), ids.len());
+    assert!(starts.values().all(|&count| count == 1), "{starts:?}");
+}
