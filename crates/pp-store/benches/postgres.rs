@@ -1,5 +1,5 @@
 //! Rough per-operation latency of the two backends side by side: create + claim +
-//! complete a task, and append one event, on an SQLite file and (when
+//! complete a task, append one event, append a batch of 100, on an SQLite file and (when
 //! `PP_TEST_POSTGRES_URL` names a server) on PostgreSQL, in a schema of its own that is
 //! dropped afterwards. One caller at a time: this is latency, not throughput.
 //!
@@ -21,6 +21,8 @@ use pp_types::{Actor, Event, EventKind, SystemClock, TaskState};
 
 const TASKS: usize = 500;
 const EVENTS: usize = 2_000;
+const BATCH: usize = 100;
+const BATCHES: usize = 50;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -88,6 +90,16 @@ async fn run(name: &str, store: &Store) {
         store.append_events(&task.id, &[event()]).await.unwrap();
     }
     let appends = start.elapsed();
+    let batch = vec![event(); BATCH];
+    let start = Instant::now();
+    for _ in 0..BATCHES {
+        store.append_events(&task.id, &batch).await.unwrap();
+    }
+    let batches = start.elapsed();
+    println!(
+        "{name:>8}: append_events in batches of {BATCH}: {:>6.1} ms/batch ({BATCHES} batches)",
+        micros(batches) / 1000.0 / BATCHES as f64,
+    );
     println!(
         "{name:>8}: create+claim+complete {:>7.0} µs/task ({TASKS} tasks); \
          append_events {:>6.0} µs/event ({EVENTS} events)",

@@ -3,7 +3,6 @@
 //! answers; a rejection reaches the client; escapes are denied; after the wait limit the
 //! call answers "pending approval" and a later approval runs exactly once.
 
-use crate::Wait as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -11,6 +10,8 @@ use std::time::Duration;
 
 use pp_mcp::testing::{Launch, TestClient};
 use pp_store::Store;
+
+use crate::Wait as _;
 use pp_test_support::TempTree;
 use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::json;
@@ -63,10 +64,10 @@ fn store(tree: &TempTree) -> Store {
     Store::open(&home(tree).join("pocketpilot.db")).unwrap()
 }
 
-fn client_tasks(tree: &TempTree) -> Vec<TaskRecord> {
+async fn client_tasks(tree: &TempTree) -> Vec<TaskRecord> {
     store(tree)
         .list_tasks(None, 100)
-        .wait()
+        .await
         .unwrap()
         .into_iter()
         .filter(|task| task.created_by == Actor::McpClient)
@@ -176,7 +177,7 @@ async fn reads_run_at_once_and_the_task_records_the_client() {
     assert!(answer.text.contains("north"), "{answer:?}");
 
     // One task for the connection's calls, created by the MCP client, naming it.
-    let tasks = client_tasks(&tree);
+    let tasks = client_tasks(&tree).await;
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     assert!(
         tasks[0].prompt.contains("`test-client 9.9.1`"),
@@ -188,9 +189,9 @@ async fn reads_run_at_once_and_the_task_records_the_client() {
 
     client.close().await.unwrap();
     // Closing stdin ends the task cleanly: nothing is left running.
-    let task = store(&tree).task(&tasks[0].id).wait().unwrap();
+    let task = store(&tree).task(&tasks[0].id).await.unwrap();
     assert_eq!(task.state, TaskState::Completed, "{task:?}");
-    let events = store(&tree).task_events(&task.id, 0).wait().unwrap();
+    let events = store(&tree).task_events(&task.id, 0).await.unwrap();
     let results = events
         .iter()
         .filter(|event| event.event.type_name() == "tool_result")
@@ -222,13 +223,13 @@ async fn a_write_waits_for_approve_in_another_process_then_answers() {
     let store = store(&tree);
     let record = store
         .approval(&pp_types::ApprovalId(approval.clone()))
-        .wait()
+        .await
         .unwrap();
     assert_eq!(record.state, ApprovalState::Approved);
-    assert_eq!(store.task_changes(&record.task_id).wait().unwrap().len(), 1);
+    assert_eq!(store.task_changes(&record.task_id).await.unwrap().len(), 1);
     // The resumed task ended in the approving process, after the approved call.
     assert_eq!(
-        store.task(&record.task_id).wait().unwrap().state,
+        store.task(&record.task_id).await.unwrap().state,
         TaskState::Completed
     );
 
@@ -238,7 +239,7 @@ async fn a_write_waits_for_approve_in_another_process_then_answers() {
         .await
         .unwrap();
     assert!(answer.text.contains("# written once"), "{answer:?}");
-    assert_eq!(client_tasks(&tree).len(), 2);
+    assert_eq!(client_tasks(&tree).await.len(), 2);
     close(client).await;
 }
 
@@ -314,14 +315,14 @@ async fn after_the_wait_limit_the_call_is_pending_and_a_later_approval_runs_once
     );
     let id = pp_types::ApprovalId(approval.clone());
     assert_eq!(
-        store(&tree).approval(&id).wait().unwrap().state,
+        store(&tree).approval(&id).await.unwrap().state,
         ApprovalState::Pending
     );
 
     // The client goes away; the approval stays open.
     close(client).await;
     assert_eq!(
-        store(&tree).approval(&id).wait().unwrap().state,
+        store(&tree).approval(&id).await.unwrap().state,
         ApprovalState::Pending
     );
     assert!(!tree.exists("later.md"));
@@ -332,11 +333,11 @@ async fn after_the_wait_limit_the_call_is_pending_and_a_later_approval_runs_once
     let (code, _, _) = approvals(&tree, &["approve", &approval]).await;
     assert_ne!(code, Some(0), "a second approval runs nothing");
     let store = store(&tree);
-    let task = store.approval(&id).wait().unwrap().task_id;
-    assert_eq!(store.task_changes(&task).wait().unwrap().len(), 1);
+    let task = store.approval(&id).await.unwrap().task_id;
+    assert_eq!(store.task_changes(&task).await.unwrap().len(), 1);
     assert_eq!(tree.read("later.md"), "approved later\n");
     assert!(
-        client_tasks(&tree)
+        client_tasks(&tree).await
             .iter()
             .all(|task| task.state != TaskState::Running)
     );
@@ -379,7 +380,7 @@ fn sigterm_ends_the_running_task_cleanly() {
         }
     }
     assert!(line.contains("hi\\n"), "{line}");
-    assert_eq!(client_tasks(&tree)[0].state, TaskState::Running);
+    assert_eq!(client_tasks(&tree).wait()[0].state, TaskState::Running);
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -387,6 +388,6 @@ fn sigterm_ends_the_running_task_cleanly() {
     assert!(killed.success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
-    assert_eq!(client_tasks(&tree)[0].state, TaskState::Completed);
+    assert_eq!(client_tasks(&tree).wait()[0].state, TaskState::Completed);
     drop(stdin);
 }

@@ -20,7 +20,7 @@ use deadpool_postgres::GenericClient;
 use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
 
 use super::rows::{self, EVENT_COLUMNS};
-use super::{PgStore, changes, execute, listener, model_calls, query, query_one, tasks};
+use super::{PgStore, changes, execute, model_calls, query, query_one, query_opt, tasks};
 use crate::sqlite::rows::{encode, limit as row_limit};
 use crate::{NewChange, NewModelCall, Result};
 
@@ -79,8 +79,23 @@ impl PgStore {
         let now = self.now();
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
-        tasks::ensure_exists(&transaction, task).await?;
-        let stored = insert(&transaction, task, events.to_vec(), now).await?;
+        let stored = if events.is_empty() {
+            tasks::ensure_exists(&transaction, task).await?;
+            Vec::new()
+        } else {
+            // One round trip: the task exists, and the events lock is taken.
+            query_opt(
+                &transaction,
+                "SELECT pg_advisory_xact_lock($2) IS NULL FROM tasks WHERE id = $1",
+                &[&task.as_str(), &EVENTS_LOCK],
+            )
+            .await?
+            .ok_or_else(|| crate::Error::NotFound {
+                what: "task",
+                id: task.to_string(),
+            })?;
+            insert_locked(&transaction, task, events.to_vec(), now).await?
+        };
         for entry in audit {
             super::audit::insert(&transaction, entry, now).await?;
         }
@@ -173,36 +188,62 @@ pub(crate) async fn insert(
         return Ok(Vec::new());
     }
     lock(db).await?;
-    let mut stored = Vec::with_capacity(events.len());
-    for event in events {
-        let payload = encode("event", &event)?;
-        let row = query_one(
-            db,
-            "INSERT INTO events (task_id, at, type, step, payload) \
-             VALUES ($1, $2, $3, $4, $5) RETURNING seq",
-            &[
-                &task.as_str(),
-                &at.as_millis(),
-                &event.type_name(),
-                &i64::from(event.step),
-                &payload,
-            ],
-        )
-        .await?;
-        stored.push(StoredEvent {
-            seq: row.try_get(0)?,
-            task_id: task.clone(),
-            at,
-            event,
-        });
+    insert_locked(db, task, events, at).await
+}
+
+/// [`insert`] for a caller already holding the events lock: one statement for the
+/// whole batch, which also notifies `pp_events` with the newest seq.
+///
+/// The rows come from `unnest(…) WITH ORDINALITY` in the caller's order, and each row's
+/// `seq` is drawn as it is inserted, so seqs follow that order (and, under the lock, are
+/// consecutive); they are returned sorted and matched to the events in order. The
+/// notification is sent once per row with the same payload, which PostgreSQL delivers
+/// once per transaction.
+async fn insert_locked(
+    db: &impl GenericClient,
+    task: &TaskId,
+    events: Vec<Event>,
+    at: Timestamp,
+) -> Result<Vec<StoredEvent>> {
+    let mut types = Vec::with_capacity(events.len());
+    let mut steps = Vec::with_capacity(events.len());
+    let mut payloads = Vec::with_capacity(events.len());
+    for event in &events {
+        types.push(event.type_name());
+        steps.push(i64::from(event.step));
+        payloads.push(encode("event", event)?);
     }
-    if let Some(last) = stored.last() {
-        execute(
-            db,
-            "SELECT pg_notify($1, current_schema() || ':' || $2::BIGINT)",
-            &[&listener::CHANNEL, &last.seq],
-        )
-        .await?;
+    let found = query(
+        db,
+        "WITH inserted AS (\
+             INSERT INTO events (task_id, at, type, step, payload) \
+             SELECT $1, $2, batch.type, batch.step, batch.payload \
+             FROM unnest($3::TEXT[], $4::BIGINT[], $5::TEXT[]) \
+                 WITH ORDINALITY AS batch (type, step, payload, position) \
+             ORDER BY batch.position \
+             RETURNING seq) \
+         SELECT seq, pg_notify('pp_events', current_schema() || ':' || MAX(seq) OVER ()) IS NULL \
+         FROM inserted ORDER BY seq",
+        &[&task.as_str(), &at.as_millis(), &types, &steps, &payloads],
+    )
+    .await?;
+    if found.len() != events.len() {
+        return Err(crate::Error::Postgres(format!(
+            "{} events inserted, {} expected",
+            found.len(),
+            events.len()
+        )));
     }
-    Ok(stored)
+    events
+        .into_iter()
+        .zip(&found)
+        .map(|(event, row)| {
+            Ok(StoredEvent {
+                seq: row.try_get(0)?,
+                task_id: task.clone(),
+                at,
+                event,
+            })
+        })
+        .collect()
 }

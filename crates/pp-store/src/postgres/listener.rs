@@ -2,10 +2,10 @@
 //! `pp_events` and publishes the highest event `seq` announced into a
 //! [`tokio::sync::watch`], which [`super::PgStore::wait_for_events`] waits on.
 //!
-//! Every transaction that appends events ends with `pg_notify('pp_events', 'SCHEMA:SEQ')`
-//! (`events::notify`); PostgreSQL delivers it on commit. Notifications are per database,
-//! so the payload names the schema and notifications for other schemas (another team, or
-//! another test) are ignored. After every (re)connect the newest stored `seq` is read and
+//! Every transaction that appends events calls `pg_notify('pp_events', 'SCHEMA:SEQ')`
+//! with its newest seq (`events::insert`); PostgreSQL delivers it on commit.
+//! Notifications are per database, so the payload names the schema and notifications for
+//! other schemas (another team, or another test) are ignored. After every (re)connect the newest stored `seq` is read and
 //! published too, so nothing committed while the connection was down is waited for in
 //! vain. A lost connection is retried with a growing pause (250 ms doubling to 5 s). The
 //! task ends when the store is dropped (it aborts the task) or no receiver is left.
@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
 use tokio::sync::watch;
-use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+use tokio_postgres::{AsyncMessage, Client, Socket};
 
-/// The channel events are announced on.
+/// The channel events are announced on (written out in `events::insert`'s SQL too).
 pub(crate) const CHANNEL: &str = "pp_events";
 
 /// The first pause after a failed connection.
@@ -28,25 +29,41 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Starts the listening task; returns the watch of the newest `seq` and the task's handle.
-pub(crate) fn spawn(
+pub(crate) fn spawn<T>(
     config: tokio_postgres::Config,
-    shown: String,
-) -> (watch::Receiver<i64>, tokio::task::AbortHandle) {
+    tls: T,
+) -> (watch::Receiver<i64>, tokio::task::AbortHandle)
+where
+    T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
+    T::Stream: Send,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
     let (sender, receiver) = watch::channel(0);
-    let task = tokio::spawn(run(config, shown, sender));
+    let mut config = config;
+    // Named apart from the pool's connections, for `pg_stat_activity` (and the tests).
+    let name = format!(
+        "{} events",
+        config.get_application_name().unwrap_or("pocketpilot")
+    );
+    config.application_name(name);
+    let task = tokio::spawn(run(config, tls, sender));
     (receiver, task.abort_handle())
 }
 
-async fn run(config: tokio_postgres::Config, shown: String, sender: watch::Sender<i64>) {
+async fn run<T>(config: tokio_postgres::Config, tls: T, sender: watch::Sender<i64>)
+where
+    T: MakeTlsConnect<Socket> + Clone + Sync,
+    T::Stream: Send,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match listen(&config, &sender, &mut backoff).await {
-            Ok(()) => return,
-            Err(error) => {
-                // No logging crate here: the store's callers see the same outage on their
-                // own calls; this task only keeps trying.
-                let _ = (&shown, error);
-            }
+        // An error is not logged here (no logging crate in the store): the store's
+        // callers see the same outage on their own calls; this task only keeps trying.
+        if listen(&config, &tls, &sender, &mut backoff).await.is_ok() {
+            return;
         }
         if sender.is_closed() {
             return;
@@ -59,12 +76,19 @@ async fn run(config: tokio_postgres::Config, shown: String, sender: watch::Sende
 /// One connection's life: connect, `LISTEN`, publish the newest stored `seq`, then
 /// publish every notification until the connection fails (`Err`) or nobody is
 /// listening any more (`Ok`).
-async fn listen(
+async fn listen<T>(
     config: &tokio_postgres::Config,
+    tls: &T,
     sender: &watch::Sender<i64>,
     backoff: &mut Duration,
-) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+) -> Result<(), tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket> + Clone + Sync,
+    T::Stream: Send,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
+    let (client, mut connection) = config.connect(tls.clone()).await?;
     let mut messages = pin!(futures_util::stream::poll_fn(move |cx| {
         connection.poll_message(cx)
     }));

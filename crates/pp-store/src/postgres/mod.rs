@@ -15,6 +15,9 @@
 //! notifies `pp_events`; [`listener`] turns those notifications into wake-ups for
 //! [`PgStore::wait_for_events`].
 //!
+//! `sslmode=require` connects over TLS with the server's certificate verified ([`tls`]);
+//! `prefer` (the default) and `disable` connect in the clear.
+//!
 //! Every statement is schema-unqualified: the schema is the first on the connection's
 //! `search_path` (`?options=-csearch_path%3Dteam` in the URL), which is also how tests
 //! isolate themselves.
@@ -37,6 +40,7 @@ mod task_search;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod workers;
 
 use std::sync::Arc;
@@ -45,14 +49,18 @@ use std::time::Duration;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use pp_types::{Clock, Timestamp};
 use tokio::sync::watch;
-use tokio_postgres::Row;
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Socket};
 
 use crate::store::url::redact;
 use crate::{Error, Result};
 
 /// Connections in the pool: a worker holds one per store call, briefly.
 const POOL_SIZE: usize = 16;
+
+/// How long a new connection may take, unless the URL says (`connect_timeout=`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The PostgreSQL database of a team server.
 pub(crate) struct PgStore {
@@ -82,17 +90,45 @@ impl Drop for PgStore {
 
 impl PgStore {
     /// Connects to `url`, applies missing migrations, starts listening for event
-    /// notifications and returns the store.
+    /// notifications and returns the store. `sslmode=require` connects over verified
+    /// TLS ([`tls`]); otherwise in the clear.
     pub(crate) async fn connect(url: &str, clock: Arc<dyn Clock>) -> Result<PgStore> {
         let shown = redact(url);
-        let config: tokio_postgres::Config = url.parse().map_err(|error| Error::BadUrl {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|error| Error::BadUrl {
             url: shown.clone(),
             reason: format!("{error}"),
         })?;
-        refuse_tls(&config, &shown)?;
+        if config.get_connect_timeout().is_none() {
+            // An unreachable server fails a call instead of hanging it for minutes.
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            let tls = tls::MakeRustls::new().map_err(|error| Error::BadUrl {
+                url: shown.clone(),
+                reason: format!("cannot set up TLS: {error}"),
+            })?;
+            Self::connect_with(config, shown, clock, tls).await
+        } else {
+            Self::connect_with(config, shown, clock, tokio_postgres::NoTls).await
+        }
+    }
+
+    /// [`PgStore::connect`] with `tls` making every connection's TLS (or none).
+    async fn connect_with<T>(
+        config: tokio_postgres::Config,
+        shown: String,
+        clock: Arc<dyn Clock>,
+        tls: T,
+    ) -> Result<PgStore>
+    where
+        T: MakeTlsConnect<Socket> + Clone + Sync + Send + 'static,
+        T::Stream: Sync + Send,
+        T::TlsConnect: Sync + Send,
+        <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+    {
         let manager = Manager::from_config(
             config.clone(),
-            tokio_postgres::NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -107,7 +143,7 @@ impl PgStore {
             .map_err(|error| Error::Postgres(format!("cannot connect to {shown}: {error}")))?;
         schema::migrate(&mut client).await?;
         drop(client);
-        let (newest_seq, listener) = listener::spawn(config, shown.clone());
+        let (newest_seq, listener) = listener::spawn(config, tls);
         Ok(PgStore {
             pool,
             clock,
@@ -142,20 +178,6 @@ impl PgStore {
     pub(crate) async fn schema_version(&self) -> Result<i64> {
         schema::version(&**self.client().await?).await
     }
-}
-
-/// TLS is not built yet: an address that requires it is refused rather than silently
-/// connected to in the clear.
-fn refuse_tls(config: &tokio_postgres::Config, shown: &str) -> Result<()> {
-    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-        return Err(Error::BadUrl {
-            url: shown.to_owned(),
-            reason: "sslmode=require is not supported yet: connect over a private network or \
-                     a local TLS tunnel with sslmode=disable (docs/team.md)"
-                .to_owned(),
-        });
-    }
-    Ok(())
 }
 
 /// The parameters of one statement.

@@ -131,7 +131,8 @@ impl PgStore {
         let changed = query(
             &client,
             "UPDATE tasks SET state = 'interrupted', error = $1, updated_at = $2, \
-             finished_at = NULL WHERE state = 'running' RETURNING ord, id",
+             finished_at = NULL WHERE id IN (SELECT id FROM tasks WHERE state = 'running' \
+             ORDER BY ord FOR NO KEY UPDATE) RETURNING ord, id",
             &[&message, &now],
         )
         .await?;
@@ -152,7 +153,8 @@ impl PgStore {
 
     /// Marks `interrupted` (with `message`) every `running` task whose runner has not
     /// sent a heartbeat for `older_than`. One statement: a heartbeat committed meanwhile
-    /// is seen (the row is re-checked after its lock), so a live task is never taken.
+    /// is seen (the row is re-checked after its lock), so a live task is never taken;
+    /// rows are locked oldest first, so two workers starting together cannot deadlock.
     /// Returns the tasks' ids, oldest first.
     pub(crate) async fn interrupt_stale(
         &self,
@@ -167,7 +169,8 @@ impl PgStore {
             &client,
             "UPDATE tasks SET state = 'interrupted', error = $2, updated_at = $3, \
              finished_at = NULL, heartbeat_at = NULL \
-             WHERE state = 'running' AND (heartbeat_at IS NULL OR heartbeat_at <= $1) \
+             WHERE id IN (SELECT id FROM tasks WHERE state = 'running' \
+             AND (heartbeat_at IS NULL OR heartbeat_at <= $1) ORDER BY ord FOR NO KEY UPDATE) \
              RETURNING ord, id",
             &[&limit, &message, &now],
         )
