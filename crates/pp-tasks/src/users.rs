@@ -49,11 +49,7 @@ impl TaskService {
     /// Adds a user with a fresh token (shown once: only its SHA-256 is stored).
     pub async fn add_user(&self, name: &str, role: Role) -> Result<IssuedToken> {
         check_name(name)?;
-        let name = name.to_owned();
-        let added = self
-            .inner
-            .db_raw(move |store| store.add_user(&name, role))
-            .await?;
+        let added = self.inner.store.add_user(name, role).await;
         match added {
             Ok((user, token)) => Ok(IssuedToken {
                 user,
@@ -69,13 +65,12 @@ impl TaskService {
 
     /// Every user, by name.
     pub async fn users(&self) -> Result<Vec<UserRecord>> {
-        self.inner.db(|store| store.users()).await
+        Ok(self.inner.store.users().await?)
     }
 
     /// One user ([`Error::NotFound`] for an unknown name).
     pub async fn user(&self, name: &str) -> Result<UserRecord> {
-        let name = name.to_owned();
-        self.inner.db(move |store| store.user(&name)).await
+        Ok(self.inner.store.user(name).await?)
     }
 
     /// Grants a configured workspace to a user ([`Error::NotFound`] for an unknown user
@@ -87,21 +82,14 @@ impl TaskService {
                 id: workspace.to_owned(),
             });
         }
-        let (name, workspace) = (name.to_owned(), workspace.to_owned());
-        self.inner
-            .db(move |store| store.grant_workspace(&name, &workspace))
-            .await
+        Ok(self.inner.store.grant_workspace(name, workspace).await?)
     }
 
     /// Takes a workspace back ([`Error::NotFound`] for an unknown user, or a workspace
     /// neither configured nor granted).
     pub async fn revoke_workspace(&self, name: &str, workspace: &str) -> Result<UserRecord> {
         let configured = self.workspaces().find(Some(workspace)).is_some();
-        let (name, owned) = (name.to_owned(), workspace.to_owned());
-        let (user, removed) = self
-            .inner
-            .db(move |store| store.revoke_workspace(&name, &owned))
-            .await?;
+        let (user, removed) = self.inner.store.revoke_workspace(name, workspace).await?;
         if !removed && !configured {
             return Err(Error::NotFound {
                 what: "workspace",
@@ -114,11 +102,7 @@ impl TaskService {
     /// Gives a user a new token (shown once) and ends the user's console logins: the
     /// old token stops working at once.
     pub async fn rotate_user_token(&self, name: &str) -> Result<IssuedToken> {
-        let name = name.to_owned();
-        let (user, token, logins_ended) = self
-            .inner
-            .db(move |store| store.rotate_user_token(&name))
-            .await?;
+        let (user, token, logins_ended) = self.inner.store.rotate_user_token(name).await?;
         Ok(IssuedToken {
             user,
             token,
@@ -128,21 +112,17 @@ impl TaskService {
 
     /// The user whose token is `token`, if any.
     pub async fn user_by_token(&self, token: String) -> Result<Option<UserRecord>> {
-        self.inner
-            .db(move |store| store.user_by_token(&token))
-            .await
+        Ok(self.inner.store.user_by_token(&token).await?)
     }
 
     /// Starts a console login for the user `name` that lasts `ttl`; returns its secret.
     pub async fn create_user_login(&self, name: String, ttl: Duration) -> Result<String> {
-        self.inner
-            .db(move |store| store.create_user_login(&name, ttl))
-            .await
+        Ok(self.inner.store.create_user_login(&name, ttl).await?)
     }
 
     /// Who the live console login `login` belongs to; `None` if it is not live.
     pub async fn login_owner(&self, login: String) -> Result<Option<LoginOwner>> {
-        self.inner.db(move |store| store.login_owner(&login)).await
+        Ok(self.inner.store.login_owner(&login).await?)
     }
 
     /// Like [`TaskService::create`], recording `user` (team mode) as the task's creator
@@ -157,36 +137,22 @@ impl TaskService {
 
     /// Records `user` as the creator of task `id` if none is recorded (chat turns).
     pub async fn set_task_user(&self, id: &pp_types::TaskId, user: &str) -> Result<()> {
-        let (id, user) = (id.clone(), user.to_owned());
-        self.inner
-            .db(move |store| store.set_task_user(&id, &user))
-            .await
+        Ok(self.inner.store.set_task_user(id, user).await?)
     }
 
     /// The task change `id` belongs to (for the role checks of a revert).
     pub async fn change_task(&self, id: &pp_types::ChangeId) -> Result<TaskRecord> {
-        let id = id.clone();
-        self.inner
-            .db(move |store| {
-                let row = store.change(&id)?;
-                store.task(&row.change.task_id)
-            })
-            .await
+        let row = self.inner.store.change(id).await?;
+        Ok(self.inner.store.task(&row.change.task_id).await?)
     }
 
     /// Records the team user who created the chat session `id`.
     pub async fn set_session_user(&self, id: &str, user: &str) -> Result<()> {
-        let (id, user) = (id.to_owned(), user.to_owned());
-        self.inner
-            .db(move |store| store.set_chat_session_user(&id, &user))
-            .await
+        Ok(self.inner.store.set_chat_session_user(id, user).await?)
     }
 
     /// The team user who created the chat session `id` (`None`: none recorded).
     pub async fn session_user(&self, id: &str) -> Result<Option<String>> {
-        let id = id.to_owned();
-        self.inner
-            .db(move |store| store.chat_session_user(&id))
-            .await
+        Ok(self.inner.store.chat_session_user(id).await?)
     }
 }
