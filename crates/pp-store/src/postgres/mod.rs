@@ -37,6 +37,7 @@ mod task_search;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod users;
 mod workers;
 
 use std::sync::Arc;
