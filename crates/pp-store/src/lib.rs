@@ -69,9 +69,9 @@ pub use error::{Error, Result};
 pub use sqlite::{
     ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Channel, ChannelChange,
     ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired,
-    ModelCallRow, NewApproval, NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule,
-    NewTask, Overlap, PruneReport, Resolve, SCHEMA_VERSION, Schedule, ScheduleEvent,
-    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, LoginOwner, USER_TOKEN_PREFIX,
+    LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel, NewChatSession, NewModelCall,
+    NewSchedule, NewTask, Overlap, PruneReport, Resolve, SCHEMA_VERSION, Schedule, ScheduleEvent,
+    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, USER_TOKEN_PREFIX,
 };
 pub use store::{Store, StoreUrl};
 pub use workers::{NewWorker, WorkerRecord};

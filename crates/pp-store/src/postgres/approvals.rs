@@ -124,7 +124,8 @@ impl PgStore {
         execute(
             &transaction,
             "UPDATE approvals SET state = $2, resolved_at = $3, resolved_by = $4, \
-             reason = $5, edited_arguments = $6 WHERE id = $1 AND state = 'pending'",
+             reason = $5, edited_arguments = $6, resolved_by_user = $7 \
+             WHERE id = $1 AND state = 'pending'",
             &[
                 &id.as_str(),
                 &resolve.state.as_str(),
@@ -132,6 +133,7 @@ impl PgStore {
                 &resolve.actor.as_str(),
                 &resolve.reason,
                 &edited,
+                &resolve.audit.user,
             ],
         )
         .await?;
@@ -283,6 +285,7 @@ async fn insert(
         reason: None,
         edited_arguments: None,
         revertible: new.revertible,
+        resolved_by_user: None,
     })
 }
 

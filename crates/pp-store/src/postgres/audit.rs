@@ -73,7 +73,8 @@ pub(crate) async fn insert(
     let row = query_one(
         db,
         "INSERT INTO audit (at, actor, action, task_id, approval_id, tool, target, \
-         arguments_hash, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+         arguments_hash, detail, user_name) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
         &[
             &at.as_millis(),
             &actor.as_str(),
@@ -84,6 +85,7 @@ pub(crate) async fn insert(
             &entry.target,
             &entry.arguments_hash,
             &entry.detail,
+            &entry.user,
         ],
     )
     .await?;
@@ -98,5 +100,6 @@ pub(crate) async fn insert(
         target: entry.target,
         arguments_hash: entry.arguments_hash,
         detail: entry.detail,
+        user: entry.user,
     })
 }

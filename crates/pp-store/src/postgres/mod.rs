@@ -41,6 +41,7 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 mod tls;
+mod users;
 mod workers;
 
 use std::sync::Arc;

@@ -76,10 +76,11 @@ pub(crate) const TASK_COLUMNS: &str = "tasks.id, tasks.prompt, tasks.workspace, 
       COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), \
       COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0), COUNT(cost), \
       COALESCE(SUM(cost), 0), MIN(currency), MAX(currency))::TEXT \
-      FROM model_calls WHERE model_calls.task_id = tasks.id)";
+      FROM model_calls WHERE model_calls.task_id = tasks.id), \
+     tasks.created_by_user";
 
 /// How many columns [`TASK_COLUMNS`] has (a query selecting more reads them after).
-pub(crate) const TASK_COLUMN_COUNT: usize = 18;
+pub(crate) const TASK_COLUMN_COUNT: usize = 19;
 
 /// Decodes a row selected with [`TASK_COLUMNS`].
 pub(crate) fn task(row: &Row) -> Result<TaskRecord> {
@@ -108,6 +109,7 @@ pub(crate) fn task(row: &Row) -> Result<TaskRecord> {
         origin: row.try_get(15)?,
         changes: change_counts(change_kinds.as_deref()),
         usage: task_usage(usage.as_deref()),
+        created_by_user: row.try_get(18)?,
         id: TaskId(id),
     })
 }
@@ -157,7 +159,7 @@ fn task_usage(text: Option<&str>) -> TaskUsage {
 /// The columns [`approval`] reads, in order.
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_id, state, tool, capability, risk, \
      label, target, arguments, fingerprint, checkpoint, created_at, resolved_at, \
-     resolved_by, reason, edited_arguments, revertible";
+     resolved_by, reason, edited_arguments, revertible, resolved_by_user";
 
 /// Decodes a row selected with [`APPROVAL_COLUMNS`].
 pub(crate) fn approval(row: &Row) -> Result<ApprovalRecord> {
@@ -185,6 +187,7 @@ pub(crate) fn approval(row: &Row) -> Result<ApprovalRecord> {
         reason: row.try_get(14)?,
         edited_arguments: json_opt(A, "edited_arguments", &id, edited.as_deref())?,
         revertible: row.try_get(16)?,
+        resolved_by_user: row.try_get(17)?,
         id: ApprovalId(id),
     })
 }
@@ -205,8 +208,8 @@ pub(crate) fn event(row: &Row) -> Result<StoredEvent> {
 }
 
 /// The columns [`audit`] reads, in order.
-pub(crate) const AUDIT_COLUMNS: &str =
-    "id, at, actor, action, task_id, approval_id, tool, target, arguments_hash, detail";
+pub(crate) const AUDIT_COLUMNS: &str = "id, at, actor, action, task_id, approval_id, tool, \
+     target, arguments_hash, detail, user_name";
 
 /// Decodes a row selected with [`AUDIT_COLUMNS`].
 pub(crate) fn audit(row: &Row) -> Result<AuditEntry> {
@@ -223,6 +226,7 @@ pub(crate) fn audit(row: &Row) -> Result<AuditEntry> {
         target: row.try_get(7)?,
         arguments_hash: row.try_get(8)?,
         detail: row.try_get(9)?,
+        user: row.try_get(10)?,
     })
 }
 

@@ -10,6 +10,7 @@ use crate::{Error, Result};
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_workers.sql"),
+    include_str!("../../migrations/postgres/0003_users.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

@@ -196,14 +196,25 @@ pub(crate) async fn insert(
     new: NewTask,
     now: Timestamp,
 ) -> Result<TaskRecord> {
+    insert_as(db, new, None, now).await
+}
+
+/// Like [`insert`], recording the team user who created it (`users.rs`) on the task and
+/// its audit row.
+pub(crate) async fn insert_as(
+    db: &impl GenericClient,
+    new: NewTask,
+    user: Option<&str>,
+    now: Timestamp,
+) -> Result<TaskRecord> {
     let id = TaskId(ids::new_id("t_", now)?);
     let script = encode_opt("task script", new.script.as_ref())?;
     let created_by = name_of("actor", &new.created_by)?;
     execute(
         db,
         "INSERT INTO tasks (id, prompt, workspace, workspace_path, state, \
-         created_by, script, created_at, updated_at, origin) \
-         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $7, $8)",
+         created_by, script, created_at, updated_at, origin, created_by_user) \
+         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $7, $8, $9)",
         &[
             &id.as_str(),
             &new.prompt,
@@ -213,6 +224,7 @@ pub(crate) async fn insert(
             &script,
             &now.as_millis(),
             &new.origin,
+            &user,
         ],
     )
     .await?;
@@ -221,6 +233,7 @@ pub(crate) async fn insert(
         NewAudit {
             actor: Some(new.created_by),
             task_id: Some(id.clone()),
+            user: user.map(str::to_owned),
             ..NewAudit::new(pp_types::AuditAction::TaskCreated)
         },
         now,
@@ -245,6 +258,7 @@ pub(crate) async fn insert(
         finished_at: None,
         changes: pp_types::ChangeCounts::default(),
         usage: pp_types::TaskUsage::default(),
+        created_by_user: user.map(str::to_owned),
     })
 }
 

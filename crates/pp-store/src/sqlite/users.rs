@@ -84,7 +84,11 @@ impl Store {
     }
 
     /// Takes `workspace` back from the user; the `bool` says whether it was granted.
-    pub(crate) fn revoke_workspace(&self, name: &str, workspace: &str) -> Result<(UserRecord, bool)> {
+    pub(crate) fn revoke_workspace(
+        &self,
+        name: &str,
+        workspace: &str,
+    ) -> Result<(UserRecord, bool)> {
         self.write(|transaction| {
             load(transaction, name)?;
             let removed = transaction

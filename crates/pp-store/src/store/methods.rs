@@ -1094,11 +1094,7 @@ impl Store {
                 let name = name.to_owned();
                 self.sqlite(move |store| store.add_user(&name, role)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "add_user",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.add_user(name, role).await,
         }
     }
 
@@ -1106,11 +1102,7 @@ impl Store {
     pub async fn users(&self) -> Result<Vec<UserRecord>> {
         match &self.backend {
             Backend::Sqlite(_) => self.sqlite(move |store| store.users()).await,
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "users",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.users().await,
         }
     }
 
@@ -1121,11 +1113,7 @@ impl Store {
                 let name = name.to_owned();
                 self.sqlite(move |store| store.user(&name)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "user",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.user(name).await,
         }
     }
 
@@ -1138,11 +1126,7 @@ impl Store {
                 self.sqlite(move |store| store.grant_workspace(&name, &workspace))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "grant_workspace",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.grant_workspace(name, workspace).await,
         }
     }
 
@@ -1159,11 +1143,7 @@ impl Store {
                 self.sqlite(move |store| store.revoke_workspace(&name, &workspace))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "revoke_workspace",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.revoke_workspace(name, workspace).await,
         }
     }
 
@@ -1177,11 +1157,7 @@ impl Store {
                 self.sqlite(move |store| store.rotate_user_token(&name))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "rotate_user_token",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.rotate_user_token(name).await,
         }
     }
 
@@ -1192,11 +1168,7 @@ impl Store {
                 let token = token.to_owned();
                 self.sqlite(move |store| store.user_by_token(&token)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "user_by_token",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.user_by_token(token).await,
         }
     }
 
@@ -1209,11 +1181,7 @@ impl Store {
                 self.sqlite(move |store| store.create_user_login(&name, ttl))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "create_user_login",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.create_user_login(name, ttl).await,
         }
     }
 
@@ -1224,11 +1192,7 @@ impl Store {
                 let login = login.to_owned();
                 self.sqlite(move |store| store.login_owner(&login)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "login_owner",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.login_owner(login).await,
         }
     }
 
@@ -1241,11 +1205,7 @@ impl Store {
                 self.sqlite(move |store| store.create_task_as(new, user.as_deref()))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "create_task_as",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.create_task_as(new, user).await,
         }
     }
 
@@ -1259,11 +1219,7 @@ impl Store {
                 self.sqlite(move |store| store.set_task_user(&id, &user))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "set_task_user",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.set_task_user(id, user).await,
         }
     }
 
@@ -1276,11 +1232,7 @@ impl Store {
                 self.sqlite(move |store| store.set_chat_session_user(&id, &user))
                     .await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "set_chat_session_user",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.set_chat_session_user(id, user).await,
         }
     }
 
@@ -1292,11 +1244,7 @@ impl Store {
                 let id = id.to_owned();
                 self.sqlite(move |store| store.chat_session_user(&id)).await
             }
-            Backend::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "chat_session_user",
-                backend: "postgres",
-                hint: "not built yet",
-            }),
+            Backend::Postgres(store) => store.chat_session_user(id).await,
         }
     }
 
