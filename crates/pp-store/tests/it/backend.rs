@@ -134,6 +134,33 @@ impl TestDb {
         }
     }
 
+    /// The rows of `sql`, a query of one text column in SQL both backends accept, read
+    /// behind the store's back on a connection of its own (for checking what a row
+    /// really holds).
+    pub(crate) async fn raw_texts(&self, sql: &str) -> Vec<String> {
+        match &self.place {
+            Place::Dir(_) => {
+                let (path, sql) = (self.path(), sql.to_owned());
+                tokio::task::spawn_blocking(move || {
+                    let connection = rusqlite::Connection::open(path).unwrap();
+                    let mut statement = connection.prepare(&sql).unwrap();
+                    statement
+                        .query_map([], |row| row.get::<_, String>(0))
+                        .unwrap()
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                        .unwrap()
+                })
+                .await
+                .unwrap()
+            }
+            Place::Schema(schema) => {
+                let client = admin(&with_search_path(&schema.server, &schema.name)).await;
+                let rows = client.query(sql, &[]).await.unwrap();
+                rows.iter().map(|row| row.get::<_, String>(0)).collect()
+            }
+        }
+    }
+
     /// A raw SQLite connection, for poking at rows behind the store's back
     /// (SQLite-only tests).
     pub(crate) fn raw(&self) -> rusqlite::Connection {
