@@ -174,7 +174,11 @@ impl TaskService {
             origin,
             script: request.script,
         };
-        let task = self.inner.store.create_task_as(new, user.as_deref()).await?;
+        let task = self
+            .inner
+            .store
+            .create_task_as(new, user.as_deref())
+            .await?;
         self.inner.wake.notify_one();
         Ok(task)
     }

@@ -101,7 +101,7 @@ fn print_token(issued: &IssuedToken, json: bool, verb: &str) -> anyhow::Result<(
 
 /// Runs a `users` subcommand.
 pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<u8> {
-    let app = App::stored(flags)?;
+    let app = App::stored(flags).await?;
     let service: &TaskService = &app.service;
     match command {
         UsersCommand::Add { name, role, json } => {

@@ -337,7 +337,8 @@ async fn after_the_wait_limit_the_call_is_pending_and_a_later_approval_runs_once
     assert_eq!(store.task_changes(&task).await.unwrap().len(), 1);
     assert_eq!(tree.read("later.md"), "approved later\n");
     assert!(
-        client_tasks(&tree).await
+        client_tasks(&tree)
+            .await
             .iter()
             .all(|task| task.state != TaskState::Running)
     );

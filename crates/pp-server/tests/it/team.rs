@@ -4,7 +4,6 @@
 //! token rotation, and the single server token refused.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -59,7 +58,7 @@ impl Team {
             reason = "the test makes its second workspace folder"
         )]
         std::fs::create_dir_all(&other).unwrap();
-        let store = Arc::new(Store::open(&tree.base().join("pocketpilot.db")).unwrap());
+        let store = Store::open(&tree.base().join("pocketpilot.db")).unwrap();
         let service = TaskService::new(
             store,
             TaskSettings {
@@ -156,8 +155,8 @@ impl Team {
         let task = self.wait_for(&task.id, TaskState::WaitingApproval).await;
         let approval = self
             .service
-            .store()
             .approvals_for_task(&task.id)
+            .await
             .unwrap()
             .pop()
             .unwrap();
