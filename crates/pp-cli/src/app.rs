@@ -56,6 +56,9 @@ impl App {
         observer: Option<Arc<dyn EventSink>>,
     ) -> anyhow::Result<Self> {
         home::ensure(&config.home)?;
+        if let Some(dir) = &config.team_dir {
+            home::ensure(dir)?;
+        }
         home::ensure_skills(&config.skills.home)?;
         let store = Store::connect(&config.store_url, Arc::new(SystemClock))
             .await

@@ -70,6 +70,9 @@ pub(crate) struct FileServer {
 pub(crate) struct FileTeam {
     /// Team mode: team users with their own tokens and roles (default false).
     enabled: Option<bool>,
+    /// The team's shared folder for `memory.md` and installed skills, the same files on
+    /// every machine of the team (default: the data directory).
+    shared_dir: Option<String>,
 }
 
 /// The `[store]` table.
@@ -315,6 +318,9 @@ pub(crate) struct Config {
     pub(crate) trust_forwarded_proto: bool,
     /// `[team] enabled`: team users and roles (docs/team.md); off: single-user mode.
     pub(crate) team: bool,
+    /// `[team] shared_dir`: where the team's memory and installed skills live (created
+    /// private like the data directory); `None`: the data directory.
+    pub(crate) team_dir: Option<PathBuf>,
     /// The `[model]` table, resolved by `models.rs`.
     pub(crate) model: Option<FileModel>,
     /// The `[discovery]` table.
@@ -484,7 +490,13 @@ impl Config {
         )?;
         let config_dir = file.as_deref().and_then(Path::parent);
         refuse_private_inside_workspaces(&workspaces, &home, config_dir)?;
-        let skills = resolve_skills(file_config.skills.as_ref(), &home)?;
+        let team_dir = resolve_team_dir(file_config.team.as_ref())?;
+        if let Some(dir) = &team_dir {
+            refuse_private_inside_workspaces(&workspaces, dir, None)?;
+        }
+        // Memory and installed skills belong to the team: its shared folder when set.
+        let team_home = team_dir.as_deref().unwrap_or(&home);
+        let skills = resolve_skills(file_config.skills.as_ref(), team_home)?;
         refuse_skills_inside_workspaces(&workspaces, &skills.dirs)?;
         let memory = MemorySettings {
             max_prompt_bytes: file_config
@@ -492,7 +504,7 @@ impl Config {
                 .as_ref()
                 .and_then(|memory| memory.max_prompt_bytes)
                 .unwrap_or(MemorySettings::DEFAULT_MAX_PROMPT_BYTES),
-            ..MemorySettings::new(&home)
+            ..MemorySettings::new(team_home)
         };
         let team = file_config
             .team
@@ -514,6 +526,7 @@ impl Config {
             allowed_hosts,
             trust_forwarded_proto,
             team,
+            team_dir,
             model: file_config.model,
             discovery: file_config.discovery.unwrap_or_default(),
             retain,
@@ -714,6 +727,23 @@ fn refuse_private_inside_workspaces(
     Ok(())
 }
 
+/// `[team] shared_dir` resolved (absolute); it needs `[team] enabled = true`.
+fn resolve_team_dir(team: Option<&FileTeam>) -> anyhow::Result<Option<PathBuf>> {
+    let Some(team) = team else {
+        return Ok(None);
+    };
+    let Some(dir) = team.shared_dir.as_deref() else {
+        return Ok(None);
+    };
+    if !team.enabled.unwrap_or(false) {
+        return Err(Exit::usage("`[team] shared_dir` needs `[team] enabled = true`").into());
+    }
+    if dir.trim().is_empty() {
+        return Err(Exit::usage("`[team] shared_dir` must name a folder").into());
+    }
+    Ok(Some(absolute_path(Path::new(dir))?))
+}
+
 /// `[skills]` resolved: `skills/` in the data directory, the `dirs` made absolute.
 fn resolve_skills(file: Option<&FileSkills>, home: &Path) -> anyhow::Result<SkillsSettings> {
     let mut settings = SkillsSettings::new(home.join("skills"));
@@ -870,6 +900,32 @@ max_byte = 1
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn the_team_folder_holds_memory_and_skills_only_in_team_mode() {
+        let team = |text: &str| parse(text).unwrap().team;
+        assert_eq!(resolve_team_dir(None).unwrap(), None);
+        assert_eq!(
+            resolve_team_dir(team("[team]\nenabled = true\n").as_ref()).unwrap(),
+            None
+        );
+        assert_eq!(
+            resolve_team_dir(team("[team]\nenabled = true\nshared_dir = \"/srv/team\"\n").as_ref())
+                .unwrap(),
+            Some(PathBuf::from("/srv/team"))
+        );
+        let alone = resolve_team_dir(team("[team]\nshared_dir = \"/srv/team\"\n").as_ref())
+            .unwrap_err()
+            .to_string();
+        assert!(alone.contains("enabled = true"), "{alone}");
+        assert!(
+            parse("[team]\nshared_dirz = \"x\"\n")
+                .unwrap_err()
+                .contains("shared_dirz")
+        );
+        let skills = resolve_skills(None, Path::new("/srv/team")).unwrap();
+        assert_eq!(skills.home, Path::new("/srv/team/skills"));
     }
 
     #[test]
@@ -1036,7 +1092,7 @@ max_byte = 1
                 "server",
                 &["port", "bind", "allowed_hosts", "trust_forwarded_proto"],
             ),
-            ("team", &["enabled"]),
+            ("team", &["enabled", "shared_dir"]),
             ("mcp", &["approval_wait_secs", "server"]),
             ("[workspace]", &["name", "path", "default"]),
         ];
