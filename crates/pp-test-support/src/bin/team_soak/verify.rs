@@ -240,28 +240,65 @@ pub(crate) async fn verify(
             ));
         }
     }
+    // A decision refused at run time (the file changed since the approval was asked:
+    // a retried call whose first run did write) is audited as `approval_stale`.
+    let stale: BTreeSet<String> = audit(context.admin, "approval_stale")
+        .await?
+        .iter()
+        .map(|row| text(&row["approval_id"]))
+        .collect();
     for (id, outcomes) in &races {
-        if outcomes.iter().any(|o| o == "2xx") && !approved.contains_key(id) {
+        if outcomes.iter().any(|o| o == "2xx") && !approved.contains_key(id) && !stale.contains(id)
+        {
             violations.push(format!(
-                "approval {id}: a 2xx resolve but no approval_approved row"
+                "approval {id}: a 2xx resolve but neither approval_approved nor approval_stale"
             ));
         }
     }
+    let is_write = |row: &&Value| row["tool"].as_str() == Some("write_file");
     let executed_rows = audit(context.admin, "tool_executed").await?;
     let mut by_approval: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_task: BTreeMap<String, usize> = BTreeMap::new();
-    for row in executed_rows
-        .iter()
-        .filter(|row| row["tool"].as_str() == Some("write_file"))
-    {
+    for row in executed_rows.iter().filter(is_write) {
         *by_approval.entry(text(&row["approval_id"])).or_default() += 1;
         *by_task.entry(text(&row["task_id"])).or_default() += 1;
+    }
+    // `tool_started` is committed right before an approved call runs: one without its
+    // outcome is a write a kill may have cut (the ledger says so); it counts as the
+    // task's one run when the task was interrupted.
+    let mut ended: BTreeSet<String> = by_approval.keys().cloned().collect();
+    ended.extend(
+        audit(context.admin, "tool_failed")
+            .await?
+            .iter()
+            .map(|row| text(&row["approval_id"])),
+    );
+    let mut cut = BTreeSet::new();
+    for row in audit(context.admin, "tool_started")
+        .await?
+        .iter()
+        .filter(is_write)
+    {
+        let (id, task) = (text(&row["approval_id"]), text(&row["task_id"]));
+        if ended.contains(&id) {
+            continue;
+        }
+        if interrupted.contains_key(&task) {
+            *by_task.entry(task).or_default() += 1;
+            cut.insert(id);
+        } else {
+            violations.push(format!(
+                "approval {id}: tool_started without an outcome, yet task {task} was never \
+                 interrupted"
+            ));
+        }
     }
     let mut unexecuted = 0;
     for id in approved.keys() {
         match by_approval.get(id) {
             Some(1) => {}
             Some(n) => violations.push(format!("approval {id} executed {n} times")),
+            None if cut.contains(id) => {}
             None => {
                 let task = approved_task.get(id).cloned().unwrap_or_default();
                 if interrupted.contains_key(&task) {
@@ -296,12 +333,15 @@ pub(crate) async fn verify(
     }
     report.lines.push(format!(
         "approvals: {} raced (one 2xx + one 409 in {clean_races}); {} approved ({} once each); \
-         {} writes executed for {writers} writing tasks; {unexecuted} approved call(s) of \
-         interrupted tasks asked again",
+         {} stale; {} writes executed for {writers} writing tasks, {} more cut by the kill \
+         after tool_started (file checked below); {unexecuted} approved call(s) of \
+         interrupted tasks asked again before running",
         races.len(),
         approved.len(),
         approved.values().filter(|n| **n == 1).count(),
+        stale.len(),
         by_approval.values().sum::<usize>(),
+        cut.len(),
     ));
 
     // Files: each write in exactly one host's folder of its workspace, exact content.
