@@ -106,11 +106,13 @@ pub(crate) async fn verify(
     }
     let mut completed: BTreeMap<String, usize> = BTreeMap::new();
     let mut interrupted: BTreeMap<String, usize> = BTreeMap::new();
+    let mut starts: BTreeMap<String, usize> = BTreeMap::new();
     for event in &events {
         let task = text(&event["task_id"]);
         match event["type"].as_str() {
             Some("task_completed") => *completed.entry(task).or_default() += 1,
             Some("task_interrupted") => *interrupted.entry(task).or_default() += 1,
+            Some("task_started") => *starts.entry(task).or_default() += 1,
             _ => {}
         }
     }
@@ -322,12 +324,24 @@ pub(crate) async fn verify(
         .values()
         .filter(|index| writes(**index, context.approval_percent))
         .count();
+    // A retry that starts again from the prompt (the ledger held the write's outcome, but
+    // the kill came before `task_completed`) is a new run whose write asks again: each
+    // run (`task_started`) may write once, under its own approval, and one must.
+    let mut rewritten = 0;
     for (id, index) in &tasks {
         let runs = by_task.get(id).copied().unwrap_or(0);
-        let wanted = usize::from(writes(*index, context.approval_percent));
-        if runs != wanted {
+        let allowed = starts.get(id).copied().unwrap_or(1);
+        if writes(*index, context.approval_percent) {
+            if runs == 0 || runs > allowed {
+                violations.push(format!(
+                    "task {index} ({id}): its write ran {runs} times in {allowed} run(s)"
+                ));
+            } else if runs > 1 {
+                rewritten += 1;
+            }
+        } else if runs > 0 {
             violations.push(format!(
-                "task {index} ({id}): its write ran {runs} times, expected {wanted}"
+                "task {index} ({id}): a read-only task wrote {runs} times"
             ));
         }
     }
@@ -335,7 +349,8 @@ pub(crate) async fn verify(
         "approvals: {} raced (one 2xx + one 409 in {clean_races}); {} approved ({} once each); \
          {} stale; {} writes executed for {writers} writing tasks, {} more cut by the kill \
          after tool_started (file checked below); {unexecuted} approved call(s) of \
-         interrupted tasks asked again before running",
+         interrupted tasks asked again before running; {rewritten} task(s) started again \
+         from the prompt after the kill and wrote again under a new approval",
         races.len(),
         approved.len(),
         approved.values().filter(|n| **n == 1).count(),
@@ -347,7 +362,10 @@ pub(crate) async fn verify(
     // Files: each write in exactly one host's folder of its workspace, exact content.
     let (mut placed, mut misplaced) = (0, 0);
     let mut by_host: BTreeMap<&str, usize> = BTreeMap::new();
-    for index in tasks.values() {
+    for (id, index) in &tasks {
+        // A task that ran its write twice (two runs, two approvals) may have done so on
+        // two hosts.
+        let places = by_task.get(id).copied().unwrap_or(0).max(1);
         let mut found = Vec::new();
         for host in context.hosts {
             for workspace in 0..WORKSPACES {
@@ -361,16 +379,17 @@ pub(crate) async fn verify(
         }
         let expected = output_content(*index, context.seed);
         if writes(*index, context.approval_percent) {
-            match found.as_slice() {
-                [(_, workspace, content)]
-                    if *workspace == workspace_name(*index) && *content == expected =>
-                {
-                    placed += 1;
-                }
+            let right = found.iter().all(|(_, workspace, content)| {
+                *workspace == workspace_name(*index) && *content == expected
+            });
+            match found.len() {
+                1 if right => placed += 1,
+                count if right && count >= 1 && count <= places => placed += 1,
                 _ => {
                     misplaced += 1;
                     violations.push(format!(
-                        "{}: expected once in a host's {} with {expected:?}, found {:?}",
+                        "{}: expected in exactly one host's {} (at most {places} after \
+                         reruns) with {expected:?}, found {:?}",
                         output_name(*index),
                         workspace_name(*index),
                         found
