@@ -446,6 +446,11 @@ async fn run(args: Args) -> std::io::Result<bool> {
     if args.tasks == 0 || args.tasks > 1000 {
         return Err(std::io::Error::other("--tasks must be 1..=1000"));
     }
+    if args.kill && args.processes < 2 {
+        return Err(std::io::Error::other(
+            "--kill needs --processes 2 or 3 (the victim is B or the worker C)",
+        ));
+    }
     let profile = if cfg!(debug_assertions) {
         "debug"
     } else {
@@ -564,6 +569,7 @@ async fn run_in(
     }
 
     let first_create = Instant::now();
+    let first_create_ms = pp_types::Timestamp::now().as_millis();
     let creating = tokio::spawn(create_tasks(
         creators,
         Arc::clone(&b_alive),
@@ -704,7 +710,12 @@ async fn run_in(
     for note in record.notes.iter().take(20) {
         eprintln!("note: {note}");
     }
-    let secs = ended_at.map(|end| end.duration_since(first_create).as_secs_f64());
+    // From the first create to the last stored `task_completed` (the store's clock is
+    // this machine's); the driver's own observation when the feed has none.
+    let secs = ended_at.map(|end| match report.last_completed_ms {
+        Some(last) if last > first_create_ms => (last - first_create_ms) as f64 / 1000.0,
+        _ => end.duration_since(first_create).as_secs_f64(),
+    });
     println!(
         "races: {} approvals resolved by two approvers at once; retries: {}; SSE reconnects: {}",
         record.races.len(),

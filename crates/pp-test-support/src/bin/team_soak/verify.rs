@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use pp_test_support::http::Endpoint;
+use pp_types::Timestamp;
 use serde_json::Value;
 
 use crate::{
@@ -29,6 +30,8 @@ pub(crate) struct Context<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct Report {
     pub(crate) lines: Vec<String>,
+    /// When the last `task_completed` was stored (ms since the epoch).
+    pub(crate) last_completed_ms: Option<i64>,
 }
 
 /// The whole global feed, read as JSON pages after the run.
@@ -110,7 +113,12 @@ pub(crate) async fn verify(
     for event in &events {
         let task = text(&event["task_id"]);
         match event["type"].as_str() {
-            Some("task_completed") => *completed.entry(task).or_default() += 1,
+            Some("task_completed") => {
+                *completed.entry(task).or_default() += 1;
+                let at = serde_json::from_value::<Timestamp>(event["at"].clone()).ok();
+                report.last_completed_ms =
+                    report.last_completed_ms.max(at.map(Timestamp::as_millis));
+            }
             Some("task_interrupted") => *interrupted.entry(task).or_default() += 1,
             Some("task_started") => *starts.entry(task).or_default() += 1,
             _ => {}
