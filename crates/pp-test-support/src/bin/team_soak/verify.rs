@@ -284,6 +284,7 @@ pub(crate) async fn verify(
             .map(|row| text(&row["approval_id"])),
     );
     let mut cut = BTreeSet::new();
+    let mut cut_by_task: BTreeMap<String, usize> = BTreeMap::new();
     for row in audit(context.admin, "tool_started")
         .await?
         .iter()
@@ -294,7 +295,7 @@ pub(crate) async fn verify(
             continue;
         }
         if interrupted.contains_key(&task) {
-            *by_task.entry(task).or_default() += 1;
+            *cut_by_task.entry(task).or_default() += 1;
             cut.insert(id);
         } else {
             violations.push(format!(
@@ -334,20 +335,25 @@ pub(crate) async fn verify(
         .count();
     // A retry that starts again from the prompt (the ledger held the write's outcome, but
     // the kill came before `task_completed`) is a new run whose write asks again: each
-    // run (`task_started`) may write once, under its own approval, and one must.
+    // run (`task_started`) may write once, under its own approval. A call cut after
+    // `tool_started` may or may not have written; if it did, its retried call is refused
+    // as stale. So: recorded writes at most one per run, and at least one write recorded
+    // or cut (the file check below says which).
     let mut rewritten = 0;
     for (id, index) in &tasks {
         let runs = by_task.get(id).copied().unwrap_or(0);
+        let cuts = cut_by_task.get(id).copied().unwrap_or(0);
         let allowed = starts.get(id).copied().unwrap_or(1);
         if writes(*index, context.approval_percent) {
-            if runs == 0 || runs > allowed {
+            if runs + cuts == 0 || runs > allowed {
                 violations.push(format!(
-                    "task {index} ({id}): its write ran {runs} times in {allowed} run(s)"
+                    "task {index} ({id}): its write ran {runs} times (+{cuts} cut by the \
+                     kill) in {allowed} run(s)"
                 ));
             } else if runs > 1 {
                 rewritten += 1;
             }
-        } else if runs > 0 {
+        } else if runs + cuts > 0 {
             violations.push(format!(
                 "task {index} ({id}): a read-only task wrote {runs} times"
             ));
@@ -371,8 +377,9 @@ pub(crate) async fn verify(
     let (mut placed, mut misplaced) = (0, 0);
     let mut by_host: BTreeMap<&str, usize> = BTreeMap::new();
     for (id, index) in &tasks {
-        // A task that ran its write twice (two runs, two approvals) may have done so on
-        // two hosts.
+        // A task whose write is recorded twice (two runs, two approvals) may have written
+        // on two hosts; a cut call never adds a place (its retry must be refused as stale,
+        // and a copy on a second host means the write ran twice).
         let places = by_task.get(id).copied().unwrap_or(0).max(1);
         let mut found = Vec::new();
         for host in context.hosts {
