@@ -342,6 +342,19 @@ pub(crate) struct Config {
     pub(crate) approvals_expire_after: Option<Duration>,
 }
 
+/// This machine's name for the worker registry (`localhost` when it cannot be read).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "reads the kernel's host name, not a model-supplied path"
+)]
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
 /// The default port of `pocketpilot serve`.
 pub(crate) const DEFAULT_PORT: u16 = 7878;
 
@@ -394,6 +407,7 @@ impl Config {
                     .as_ref()
                     .and_then(|model| model.prices.as_ref()),
             )?,
+            team: None,
         };
         let port = flags
             .port
@@ -480,6 +494,16 @@ impl Config {
                 .unwrap_or(MemorySettings::DEFAULT_MAX_PROMPT_BYTES),
             ..MemorySettings::new(&home)
         };
+        let team = file_config
+            .team
+            .as_ref()
+            .and_then(|team| team.enabled)
+            .unwrap_or(false);
+        // In team mode this process is one worker among several sharing the database.
+        let tasks = TaskSettings {
+            team: team.then(|| pp_tasks::TeamWorker { host: host_name() }),
+            ..tasks
+        };
         Ok(Self {
             home,
             file,
@@ -489,11 +513,7 @@ impl Config {
             bind,
             allowed_hosts,
             trust_forwarded_proto,
-            team: file_config
-                .team
-                .as_ref()
-                .and_then(|team| team.enabled)
-                .unwrap_or(false),
+            team,
             model: file_config.model,
             discovery: file_config.discovery.unwrap_or_default(),
             retain,

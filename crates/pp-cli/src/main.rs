@@ -141,6 +141,13 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         script: Option<PathBuf>,
     },
+    /// Run tasks from the database without the HTTP server: the extra workers of a
+    /// team server (several processes, on one or more machines, sharing `[store] url`).
+    Worker {
+        /// A one-off default workspace.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// A guided tour of the gate: no model, no network, a throw-away workspace.
     Demo,
     /// Write a commented pocketpilot.toml (never overwrites without --force).
@@ -328,7 +335,7 @@ fn main() -> ExitCode {
     // `serve` answers many clients at once; every other command is one request after
     // another and runs on the main thread (no worker threads to start). Blocking work
     // (SQLite, files) goes to the blocking pool either way.
-    let mut builder = if matches!(cli.command, Command::Serve { .. }) {
+    let mut builder = if matches!(cli.command, Command::Serve { .. } | Command::Worker { .. }) {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
         builder.worker_threads(2);
         builder
@@ -380,6 +387,10 @@ fn main() -> ExitCode {
                     ..flags
                 };
                 commands::serve::run(flags, script).await
+            }
+            Command::Worker { workspace } => {
+                let flags = Flags { workspace, ..flags };
+                commands::worker::run(flags).await
             }
             Command::Demo => commands::demo::run().await,
             Command::Init {

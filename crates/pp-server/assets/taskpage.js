@@ -99,6 +99,7 @@ export function renderTask(container, id, context) {
         h("span", { class: "muted task-id", text: ` · ${task.id}` }),
       ),
       usageLine(task.usage),
+      task.waiting_for ? notice("warn", `Waiting: ${task.waiting_for}.`) : null,
       task.error ? notice(task.state === "failed" ? "error" : "warn", task.error) : null,
     );
     replace(actions);

@@ -673,8 +673,8 @@ async fn revert(
         ));
     };
     let task = store.task(&row.change.task_id).await?;
-    let place =
-        Place::open_off_thread(row.change.root, task.workspace_path, shared.data_dir()).await?;
+    let root = shared.workspace_root(&task)?;
+    let place = Place::open_off_thread(row.change.root, root, shared.data_dir()).await?;
     if !place.allows(&path) {
         return not_revertible(format!(
             "change {id} cannot be reverted: `{path}` is not a file a revert may write"
@@ -907,8 +907,10 @@ async fn resolve_pending(shared: &Shared, task: Option<&TaskId>, grace: Duration
         };
         let of = store.change(of).await?;
         let task = store.task(&intent.change.task_id).await?;
-        let Ok(place) =
-            Place::open_off_thread(of.change.root, task.workspace_path, shared.data_dir()).await
+        let Ok(root) = shared.workspace_root(&task) else {
+            continue;
+        };
+        let Ok(place) = Place::open_off_thread(of.change.root, root, shared.data_dir()).await
         else {
             continue;
         };

@@ -48,7 +48,10 @@ impl TaskService {
         }
         // A workspace that cannot be opened now is reported when the person decides;
         // the card simply cannot say more than it first did.
-        let Ok(segment) = shared.segment(&task.workspace_path).await else {
+        let Ok(root) = shared.workspace_root(&task) else {
+            return Ok(None);
+        };
+        let Ok(segment) = shared.segment(&root).await else {
             return Ok(None);
         };
         let Some(tool) = segment.registry.get(&approval.tool) else {

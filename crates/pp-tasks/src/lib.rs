@@ -52,6 +52,7 @@ mod task_search;
 mod usage;
 pub mod users;
 mod view;
+mod workers;
 
 pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
 pub use channels::{ChannelKey, ChannelSettings, ChannelsError, ChannelsService};
@@ -67,7 +68,7 @@ pub use scheduler::{Scheduler, SchedulerError};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
-pub use settings::{RevertSettings, TaskSettings, Workspace, Workspaces};
+pub use settings::{RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };

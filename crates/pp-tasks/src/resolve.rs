@@ -70,6 +70,9 @@ impl TaskService {
         let shared = &self.inner.shared;
         let approval = shared.store.approval(id).await?;
         let task = shared.store.task(&approval.task_id).await?;
+        // The decision is checked and the task resumed in this process: in team mode it
+        // must have the task's workspace (each host maps names to its own folders).
+        shared.workspace_root(&task)?;
         let cancel_won = || Error::InvalidState {
             id: task.id.to_string(),
             state: TaskState::Cancelled,
@@ -101,7 +104,7 @@ impl TaskService {
                 approval.target.clone(),
             ),
             Decision::Approve => {
-                let segment = shared.segment(&task.workspace_path).await?;
+                let segment = shared.segment(&shared.workspace_root(&task)?).await?;
                 let context =
                     ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
                 let edited = request.edited_arguments.as_ref();

@@ -74,7 +74,8 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
             return finish(shared, task, change).await;
         }
     };
-    let segment = shared.segment(&task.workspace_path).await?;
+    let root = shared.workspace_root(task)?;
+    let segment = shared.segment(&root).await?;
     let cancel = shared.cancellation(&task.id);
     // The run may have waited for a worker: make sure it is still ours to run (a cancel
     // from another process, or from here before the signal could reach us).
@@ -83,8 +84,7 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
         return Ok(current);
     }
     let _heartbeat = Heartbeat::start(shared, &task.id);
-    let (segment, start, kept) =
-        before_approved_call(shared, segment, start, &task.workspace_path).await?;
+    let (segment, start, kept) = before_approved_call(shared, segment, start, &root).await?;
     let watched = match &start {
         Start::Resume {
             approval,

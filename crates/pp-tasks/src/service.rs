@@ -155,21 +155,11 @@ impl TaskService {
         if prompt.is_empty() {
             return Err(Error::BadRequest("the prompt is empty".into()));
         }
-        let workspace = self
-            .inner
-            .workspaces
-            .find(request.workspace.as_deref())
-            .ok_or_else(|| Error::NotFound {
-                what: "workspace",
-                id: request
-                    .workspace
-                    .clone()
-                    .unwrap_or_else(|| "(default)".into()),
-            })?;
+        let (workspace, workspace_path) = self.workspace_for(request.workspace.as_deref()).await?;
         let new = NewTask {
             prompt: prompt.to_owned(),
-            workspace: workspace.name.clone(),
-            workspace_path: workspace.path.display().to_string(),
+            workspace,
+            workspace_path,
             created_by: request.actor,
             origin,
             script: request.script,
@@ -183,9 +173,51 @@ impl TaskService {
         Ok(task)
     }
 
+    /// The workspace a new task names and its path here: a configured one (the default
+    /// when `name` is `None`), or in team mode also one only another live worker has
+    /// (stored without a path: workers run tasks at their own folder for the name).
+    async fn workspace_for(&self, name: Option<&str>) -> Result<(String, String)> {
+        if let Some(workspace) = self.inner.workspaces.find(name) {
+            return Ok((workspace.name.clone(), workspace.path.display().to_string()));
+        }
+        let missing = || Error::NotFound {
+            what: "workspace",
+            id: name.unwrap_or("(default)").to_owned(),
+        };
+        let (Some(name), Some(_)) = (name, &self.inner.settings.team) else {
+            return Err(missing());
+        };
+        let known = self
+            .live_workers()
+            .await?
+            .iter()
+            .any(|worker| worker.workspaces.iter().any(|have| have == name));
+        if known {
+            Ok((name.to_owned(), String::new()))
+        } else {
+            Err(missing())
+        }
+    }
+
     /// Starts the dispatcher: claims queued tasks (also those queued by other processes,
-    /// noticed by polling) whenever a worker is free.
+    /// noticed by polling) whenever a worker is free. In team mode the process also
+    /// registers in the worker registry and sends heartbeats there, and claims only
+    /// tasks of the workspaces it has (`workers.rs`).
     pub fn start_workers(&self) {
+        if let Some(team) = self.inner.settings.team.clone() {
+            let weak = Arc::downgrade(&self.inner);
+            let every = crate::workers::heartbeat_every(self.inner.settings.lease);
+            self.spawn(async move {
+                loop {
+                    let Some(inner) = weak.upgrade() else { return };
+                    // A failed heartbeat is retried at the next beat; the tasks' own
+                    // heartbeats (not this one) decide what is interrupted.
+                    let _ = inner.shared.worker_heartbeat(&team).await;
+                    drop(inner);
+                    tokio::time::sleep(every).await;
+                }
+            });
+        }
         // The dispatcher holds the service weakly: it lives in the service's own task
         // set, and a strong reference would keep the service (and itself) alive forever.
         let weak = Arc::downgrade(&self.inner);
@@ -206,7 +238,7 @@ impl TaskService {
                     let _ = service.recover().await;
                     last_recovery = tokio::time::Instant::now();
                 }
-                match service.inner.store.claim_queued().await {
+                match service.inner.claim_next().await {
                     Ok(Some(task)) => {
                         service.inner.cancellation(&task.id);
                         let shared = Arc::clone(&service.inner.shared);

@@ -34,6 +34,18 @@ pub struct TaskSettings {
     pub max_tokens: Option<u64>,
     /// `[model] prices`: each model call's cost estimate.
     pub prices: crate::Prices,
+    /// Team mode (`[team] enabled`, docs/team.md): this process is one of several
+    /// workers sharing the database. It registers itself with the workspace names it
+    /// has, claims only tasks of those, and runs a task at its own path for the task's
+    /// workspace name. `None`: one person's machine, tasks run at their stored path.
+    pub team: Option<TeamWorker>,
+}
+
+/// How this process takes part in a team server's pool of workers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamWorker {
+    /// This machine's name, shown in the worker registry.
+    pub host: String,
 }
 
 /// `[revert]` settings: snapshots of what approved writes replace.
@@ -70,6 +82,7 @@ impl Default for TaskSettings {
             revert: RevertSettings::default(),
             max_tokens: None,
             prices: crate::Prices::default(),
+            team: None,
         }
     }
 }

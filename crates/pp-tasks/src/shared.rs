@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     pub(crate) wake: Notify,
     /// Cancellation signals of the segments running in this process.
     cancellations: Mutex<HashMap<TaskId, Arc<Cancellation>>>,
+    /// This process's entry in the worker registry (team mode).
+    pub(crate) registration: crate::workers::Registration,
     /// The data directory when the front end names it ([`crate::TaskService::with_data_dir`]);
     /// otherwise the SQLite database's folder. Set once, before any run needs it.
     data_dir: std::sync::OnceLock<PathBuf>,
@@ -91,6 +93,7 @@ impl Shared {
             workers,
             wake: Notify::new(),
             cancellations: Mutex::new(HashMap::new()),
+            registration: crate::workers::Registration::default(),
             data_dir: std::sync::OnceLock::new(),
         }
     }

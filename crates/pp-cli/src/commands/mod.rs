@@ -22,3 +22,4 @@ pub(crate) mod skills;
 pub(crate) mod tasks;
 pub(crate) mod token;
 pub(crate) mod users;
+pub(crate) mod worker;

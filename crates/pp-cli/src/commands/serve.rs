@@ -35,17 +35,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
             );
             ModelSource::Scripted
         }
-        None => match models::find(&config).await? {
-            models::Found::Chosen(chosen) => {
-                errln!("model: {}", chosen.reason);
-                ModelSource::Provider(chosen.model)
-            }
-            models::Found::Nothing(message) => {
-                errln!("warning: {message}");
-                errln!("the server starts anyway; tasks fail at once until a model is configured");
-                ModelSource::Unconfigured(message)
-            }
-        },
+        None => configured_model(&config).await?,
     };
     let app = App::with_config(config, models, None).await?;
     let token = home::load_or_create_token(&app.config.token_file())?;
@@ -56,19 +46,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         .await
         .with_context(|| format!("cannot listen on {bind}:{}", app.config.port))?;
     // Only after the port is ours: a second server that cannot bind changes nothing.
-    let interrupted = app.service.recover().await?;
-    if !interrupted.is_empty() {
-        errln!(
-            "{} task(s) were running when the last server stopped; they are now \
-             `interrupted` (retry them to continue): {}",
-            interrupted.len(),
-            interrupted
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    report_recovered(&app.service).await?;
 
     let port = listener.local_addr()?.port();
     let settings = ServerSettings {
@@ -162,6 +140,9 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     }
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let served = pp_server::serve(listener, state, shutdown_signal()).await;
+    if let Err(error) = app.service.leave().await {
+        errln!("warning: cannot leave the worker registry: {error}");
+    }
     watcher.abort();
     if let Some(pruner) = pruner {
         pruner.abort();
@@ -178,6 +159,42 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     served?;
     errln!("stopped");
     Ok(exit::OK)
+}
+
+/// The configured model, or a placeholder that fails tasks at once saying why (the
+/// process starts anyway).
+pub(crate) async fn configured_model(config: &Config) -> anyhow::Result<ModelSource> {
+    Ok(match models::find(config).await? {
+        models::Found::Chosen(chosen) => {
+            errln!("model: {}", chosen.reason);
+            ModelSource::Provider(chosen.model)
+        }
+        models::Found::Nothing(message) => {
+            errln!("warning: {message}");
+            errln!(
+                "starting anyway; tasks without a script fail at once until a model is configured"
+            );
+            ModelSource::Unconfigured(message)
+        }
+    })
+}
+
+/// Marks tasks whose process stopped (no heartbeat for a lease) `interrupted`, saying so.
+pub(crate) async fn report_recovered(service: &pp_tasks::TaskService) -> anyhow::Result<()> {
+    let interrupted = service.recover().await?;
+    if !interrupted.is_empty() {
+        errln!(
+            "{} task(s) were running in a process that stopped; they are now \
+             `interrupted` (retry them to continue): {}",
+            interrupted.len(),
+            interrupted
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// How often the scheduler looks for schedules created, edited or fired by another

@@ -125,8 +125,15 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
-) -> ApiResult<Json<TaskRecord>> {
-    Ok(Json(caller.visible_task(&state, &TaskId(id)).await?))
+) -> ApiResult<Json<Value>> {
+    let task = caller.visible_task(&state, &TaskId(id)).await?;
+    // Team mode: a queued task no live worker can run says so (`waiting_for`).
+    let waiting = state.service().waiting_reason(&task).await?;
+    let mut value = serde_json::to_value(&task).map_err(ApiError::internal)?;
+    if let (Some(reason), Some(object)) = (waiting, value.as_object_mut()) {
+        object.insert("waiting_for".to_owned(), Value::String(reason));
+    }
+    Ok(Json(value))
 }
 
 /// Cancels a task that has not ended (404 for one the caller may not see).

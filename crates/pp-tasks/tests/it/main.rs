@@ -22,4 +22,5 @@ mod scheduler;
 mod seam;
 mod sessions;
 mod skills;
+mod team;
 mod usage;

@@ -1,0 +1,206 @@
+//! Several worker processes sharing one database (team mode, docs/team.md): the worker
+//! registry (each process registers the workspace names it has and sends heartbeats),
+//! claiming only tasks this process can run, running a task at this host's path for its
+//! workspace name, and saying why a queued task waits when no live worker has its
+//! workspace.
+//!
+//! Outside team mode none of this applies: the one process claims every queued task and
+//! runs it at the path stored with it.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pp_store::{NewWorker, WorkerRecord};
+use pp_types::TaskRecord;
+
+use crate::shared::Shared;
+use crate::{Error, Result, TaskService, TeamWorker};
+
+/// This process's entry in the worker registry, once registered.
+#[derive(Debug, Default)]
+pub(crate) struct Registration {
+    id: Mutex<Option<String>>,
+}
+
+impl Registration {
+    fn get(&self) -> Option<String> {
+        self.id.lock().ok().and_then(|id| id.clone())
+    }
+
+    fn set(&self, id: Option<String>) {
+        if let Ok(mut slot) = self.id.lock() {
+            *slot = id;
+        }
+    }
+}
+
+impl Shared {
+    /// The folder `task` runs in here: in team mode this host's folder for the task's
+    /// workspace name ([`Error::NotFound`] when this process has no such workspace),
+    /// otherwise the path stored with the task.
+    pub(crate) fn workspace_root(&self, task: &TaskRecord) -> Result<String> {
+        if self.settings.team.is_none() {
+            return Ok(task.workspace_path.clone());
+        }
+        self.workspaces
+            .find(Some(&task.workspace))
+            .map(|workspace| workspace.path.display().to_string())
+            .ok_or_else(|| Error::NotFound {
+                what: "workspace on this host",
+                id: task.workspace.clone(),
+            })
+    }
+
+    /// The names of the workspaces this process has.
+    fn workspace_names(&self) -> Vec<String> {
+        self.workspaces
+            .list
+            .iter()
+            .map(|workspace| workspace.name.clone())
+            .collect()
+    }
+
+    /// Claims the oldest queued task this process can run: in team mode only tasks of
+    /// its workspaces, otherwise any.
+    pub(crate) async fn claim_next(&self) -> Result<Option<TaskRecord>> {
+        if self.settings.team.is_some() {
+            Ok(self.store.claim_queued_in(&self.workspace_names()).await?)
+        } else {
+            Ok(self.store.claim_queued().await?)
+        }
+    }
+
+    /// Registers this process in the worker registry (team mode), or sends its
+    /// heartbeat; registers again when its row was removed (a long pause made others
+    /// forget it).
+    pub(crate) async fn worker_heartbeat(&self, team: &TeamWorker) -> Result<()> {
+        if let Some(id) = self.registration.get() {
+            match self.store.worker_heartbeat(&id).await {
+                Ok(()) => return Ok(()),
+                Err(pp_store::Error::NotFound { .. }) => self.registration.set(None),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let record = self
+            .store
+            .register_worker(NewWorker {
+                host: team.host.clone(),
+                pid: std::process::id(),
+                workspaces: self.workspace_names(),
+            })
+            .await?;
+        self.registration.set(Some(record.id));
+        Ok(())
+    }
+}
+
+impl TaskService {
+    /// The worker processes that sent a heartbeat within two leases (team mode; every
+    /// process registers itself when its workers start).
+    pub async fn live_workers(&self) -> Result<Vec<WorkerRecord>> {
+        let within = self.inner.settings.lease.saturating_mul(2);
+        Ok(self.inner.store.live_workers(within).await?)
+    }
+
+    /// Why `task` is still queued, when it is because no live worker has its workspace
+    /// (team mode): such a task waits, and says so, until one that has it starts.
+    pub async fn waiting_reason(&self, task: &TaskRecord) -> Result<Option<String>> {
+        if self.inner.settings.team.is_none() || task.state != pp_types::TaskState::Queued {
+            return Ok(None);
+        }
+        let workers = self.live_workers().await?;
+        Ok(waiting_reason(task, &workers))
+    }
+
+    /// Removes this process from the worker registry (a clean shutdown; best effort:
+    /// a process that dies is forgotten when its heartbeats stop).
+    pub async fn leave(&self) -> Result<()> {
+        if let Some(id) = self.inner.registration.get() {
+            self.inner.store.remove_worker(&id).await?;
+            self.inner.registration.set(None);
+        }
+        Ok(())
+    }
+}
+
+/// The heartbeat period of a worker whose tasks' lease is `lease`.
+pub(crate) fn heartbeat_every(lease: Duration) -> Duration {
+    (lease / 3).max(Duration::from_millis(100))
+}
+
+/// Why a queued `task` waits, given the live `workers`.
+fn waiting_reason(task: &TaskRecord, workers: &[WorkerRecord]) -> Option<String> {
+    let served = workers
+        .iter()
+        .any(|worker| worker.workspaces.contains(&task.workspace));
+    (!served).then(|| {
+        format!(
+            "no live worker has workspace `{}`; it runs when one that has it starts",
+            task.workspace
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pp_types::{Actor, TaskId, TaskState, Timestamp};
+
+    fn task(workspace: &str) -> TaskRecord {
+        TaskRecord {
+            id: TaskId("t_1".into()),
+            prompt: "p".into(),
+            workspace: workspace.into(),
+            workspace_path: String::new(),
+            state: TaskState::Queued,
+            created_by: Actor::Operator,
+            created_by_user: None,
+            origin: None,
+            script: None,
+            script_position: 0,
+            running_ms: 0,
+            final_text: None,
+            failure_reason: None,
+            error: None,
+            created_at: Timestamp::from_millis(0),
+            updated_at: Timestamp::from_millis(0),
+            finished_at: None,
+            changes: Default::default(),
+            usage: Default::default(),
+        }
+    }
+
+    fn worker(workspaces: &[&str]) -> WorkerRecord {
+        WorkerRecord {
+            id: "w_1".into(),
+            host: "a".into(),
+            pid: 1,
+            workspaces: workspaces.iter().map(|name| (*name).to_owned()).collect(),
+            started_at: Timestamp::from_millis(0),
+            heartbeat_at: Timestamp::from_millis(0),
+        }
+    }
+
+    #[test]
+    fn a_task_waits_visibly_only_when_no_live_worker_has_its_workspace() {
+        assert_eq!(
+            waiting_reason(&task("finance"), &[worker(&["finance", "research"])]),
+            None
+        );
+        let reason = waiting_reason(&task("legal"), &[worker(&["finance"])]).unwrap();
+        assert!(reason.contains("`legal`"), "{reason}");
+        assert!(waiting_reason(&task("legal"), &[]).is_some());
+    }
+
+    #[test]
+    fn heartbeats_go_out_three_times_a_lease() {
+        assert_eq!(
+            heartbeat_every(Duration::from_secs(30)),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            heartbeat_every(Duration::from_millis(60)),
+            Duration::from_millis(100)
+        );
+    }
+}

@@ -1,0 +1,196 @@
+//! Team mode: several worker processes share one database. Each claims only tasks of
+//! the workspaces it has and runs them at its own folder for the workspace's name; a
+//! task no live worker can run waits and says so; a decision needs the workspace where
+//! it is made; the worker registry lists the live processes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use pp_tasks::store::Store;
+use pp_tasks::{
+    CreateTask, ModelSource, TaskService, TaskSettings, TeamWorker, Workspace, Workspaces,
+};
+use pp_test_support::TempTree;
+use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
+use serde_json::json;
+
+use crate::fixture::{approve, write_then_done};
+
+/// A worker process on the shared database with the workspaces `names`, each mapped to
+/// a folder of this "host" (`root/<name>`).
+fn worker(database: &Path, root: &Path, names: &[&str]) -> TaskService {
+    let list = names
+        .iter()
+        .map(|name| {
+            let path = root.join(name);
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the test makes the host's folders"
+            )]
+            std::fs::create_dir_all(&path).unwrap();
+            Workspace {
+                name: (*name).to_owned(),
+                path,
+            }
+        })
+        .collect();
+    TaskService::new(
+        Store::open(database).unwrap(),
+        TaskSettings {
+            workers: 2,
+            poll_interval: Duration::from_millis(20),
+            lease: Duration::from_secs(3),
+            team: Some(TeamWorker {
+                host: root.display().to_string(),
+            }),
+            ..TaskSettings::default()
+        },
+        Workspaces {
+            list,
+            default: None,
+        },
+        ModelSource::Scripted,
+    )
+}
+
+async fn create(service: &TaskService, workspace: &str, script: serde_json::Value) -> TaskRecord {
+    service
+        .create(CreateTask {
+            prompt: format!("work in {workspace}"),
+            workspace: Some(workspace.to_owned()),
+            actor: Actor::Operator,
+            script: Some(script),
+        })
+        .await
+        .unwrap()
+}
+
+async fn wait_for(service: &TaskService, task: &TaskRecord, state: TaskState) -> TaskRecord {
+    for _ in 0..1000 {
+        let now = service.task(&task.id).await.unwrap();
+        if now.state == state {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {} never became {}", task.id, state.as_str());
+}
+
+async fn wait_until_live(service: &TaskService, count: usize) {
+    for _ in 0..500 {
+        if service.live_workers().await.unwrap().len() == count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never {count} live workers");
+}
+
+fn done() -> serde_json::Value {
+    json!([{"content": "done"}])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_claim_only_their_workspaces_and_run_at_their_own_folders() {
+    let tree = TempTree::new();
+    let database = tree.base().join("team.db");
+    let (host_a, host_b) = (tree.base().join("host-a"), tree.base().join("host-b"));
+    // Both hosts have `shared`, each at its own folder; only A has `finance`.
+    let a = worker(&database, &host_a, &["finance", "shared"]);
+    let b = worker(&database, &host_b, &["research", "shared"]);
+
+    // A may only name workspaces it has or a live worker has.
+    let unknown = a
+        .create(CreateTask {
+            prompt: "p".into(),
+            workspace: Some("research".into()),
+            actor: Actor::Operator,
+            script: Some(done()),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(unknown, pp_tasks::Error::NotFound { .. }),
+        "{unknown}"
+    );
+    b.start_workers();
+    a.start_workers();
+    wait_until_live(&a, 2).await;
+    // Now A creates a task for B's workspace: B (not A) claims it.
+    let research = create(&a, "research", write_then_done("r.txt", "research\n")).await;
+    assert_eq!(research.workspace_path, "", "A has no folder for it");
+    // C has `legal` but is not running: a task for it waits.
+    let c = worker(&database, &tree.base().join("host-c"), &["legal"]);
+    let legal = create(&c, "legal", done()).await;
+    // B (not A) claims the research task and writes in B's folder.
+    let waiting = wait_for(&b, &research, TaskState::WaitingApproval).await;
+    let pending = b
+        .approval_views(Some(ApprovalState::Pending), 10)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1);
+    let approval = pp_types::ApprovalId(pending[0].id.clone());
+    // A decision is checked and resumed where it is made: A has no `research`.
+    let refused = a.resolve(&approval, approve()).await.unwrap_err();
+    assert!(
+        matches!(&refused, pp_tasks::Error::NotFound { id, .. } if id == "research"),
+        "{refused}"
+    );
+    assert_eq!(
+        a.approval_view(&approval).await.unwrap().state,
+        ApprovalState::Pending,
+        "a refused decision changes nothing"
+    );
+    let finished = b.resolve(&approval, approve()).await.unwrap();
+    assert_eq!(finished.state, TaskState::Completed);
+    assert_eq!(waiting.id, finished.id);
+    #[expect(clippy::disallowed_methods, reason = "reads what the task wrote")]
+    let written = std::fs::read_to_string(host_b.join("research/r.txt")).unwrap();
+    assert_eq!(written, "research\n");
+    assert!(!host_a.join("research").exists(), "A never ran it");
+
+    // A task for `shared` runs once, on whichever host claimed it, at that host's folder.
+    let shared = create(&b, "shared", done()).await;
+    wait_for(&a, &shared, TaskState::Completed).await;
+
+    // Nobody has `legal`: it waits, visibly, until a worker that has it starts.
+    let still = a.task(&legal.id).await.unwrap();
+    assert_eq!(still.state, TaskState::Queued);
+    let reason = a.waiting_reason(&still).await.unwrap().unwrap();
+    assert!(reason.contains("`legal`"), "{reason}");
+    assert_eq!(a.waiting_reason(&finished).await.unwrap(), None);
+    c.start_workers();
+    wait_for(&c, &legal, TaskState::Completed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_lists_live_workers_and_forgets_those_that_leave() {
+    let tree = TempTree::new();
+    let database = tree.base().join("team.db");
+    let a = worker(&database, &tree.base().join("a"), &["finance"]);
+    let b = worker(&database, &tree.base().join("b"), &["research", "finance"]);
+    assert!(a.live_workers().await.unwrap().is_empty(), "none started");
+    a.start_workers();
+    b.start_workers();
+    wait_until_live(&a, 2).await;
+    let live = a.live_workers().await.unwrap();
+    let mut workspaces: Vec<Vec<String>> = live.iter().map(|w| w.workspaces.clone()).collect();
+    workspaces.sort();
+    assert_eq!(workspaces, [vec!["finance"], vec!["research", "finance"]]);
+    assert!(live.iter().all(|worker| worker.pid == std::process::id()));
+    b.leave().await.unwrap();
+    let left = a.live_workers().await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].workspaces, ["finance"]);
+    // Outside team mode nothing registers.
+    let single = TaskService::new(
+        Store::open(&database).unwrap(),
+        TaskSettings::default(),
+        Workspaces::single("solo", tree.workspace()),
+        ModelSource::Scripted,
+    );
+    single.start_workers();
+    let queued = create(&single, "solo", done()).await;
+    wait_for(&single, &queued, TaskState::Completed).await;
+    assert_eq!(a.live_workers().await.unwrap().len(), 1);
+}
