@@ -48,12 +48,11 @@ pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
         .context("the restore lock task stopped")??;
     TaskService::restore_file(&file, &database)
         .await
-        .map_err(|error| match error {
-            pp_tasks::Error::Store(pp_tasks::store::Error::NotAStore { .. }) => {
+        .map_err(|error| {
+            if error.is_not_a_database() {
                 Exit::usage(error.to_string()).into()
-            }
-            other => {
-                anyhow::Error::new(other).context(format!("cannot restore {}", file.display()))
+            } else {
+                anyhow::Error::new(error).context(format!("cannot restore {}", file.display()))
             }
         })?;
     let app = App::stored(flags)

@@ -63,6 +63,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// pp-docs runs SQL over a loaded table on an in-memory database, never a file).
 const OWNERS: &[(&str, &[&str])] = &[
     ("cap-std", &["pp-gate"]),
+    ("tokio-postgres", &["pp-store"]),
+    ("deadpool-postgres", &["pp-store"]),
     ("rusqlite", &["pp-store", "pp-docs"]),
     ("axum", &["pp-server"]),
     ("rmcp", &["pp-mcp"]),
@@ -201,6 +203,60 @@ fn the_checker_catches_a_forbidden_edge() {
     assert!(!allowed["pp-types"].contains("pp-agent"));
     assert!(!allowed["pp-server"].contains("pp-store"));
     assert!(!allowed["pp-gate"].contains("pp-agent"));
+}
+
+/// The server and the CLI talk to the task service only (issue 15): the server names no
+/// store type and calls no store method; the CLI opens the store only to hand it to the
+/// service (`app.rs`, and the throw-away databases of the demo and the eval runner).
+#[test]
+fn the_server_and_the_cli_never_call_the_store() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let opens_a_store = [
+        "pp-cli/src/app.rs",
+        "pp-cli/src/commands/demo.rs",
+        "pp-cli/src/eval/runner.rs",
+    ];
+    let mut offenders = Vec::new();
+    for krate in ["pp-server/src", "pp-cli/src"] {
+        let mut stack = vec![root.join(krate)];
+        while let Some(dir) = stack.pop() {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "walks the workspace's own sources"
+            )]
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|ext| ext != "rs") {
+                    continue;
+                }
+                let relative = path.strip_prefix(&root).unwrap().display().to_string();
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "reads the workspace's own sources"
+                )]
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (number, line) in text.lines().enumerate() {
+                    let code = line.split("//").next().unwrap_or_default();
+                    let names_store = code.contains("pp_store") || code.contains("pp_tasks::store");
+                    let allowed = names_store
+                        && opens_a_store.contains(&relative.as_str())
+                        && code.contains("store::Store");
+                    if code.contains(".store()") || (names_store && !allowed) {
+                        offenders.push(format!("{relative}:{}: {}", number + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "store calls outside the service:\n{}",
+        offenders.join("\n")
+    );
 }
 
 /// The task service never names a tool argument: the stale check, the audit target and

@@ -59,11 +59,11 @@ pub(crate) struct SqliteStore {
     /// The connection. A mutex rather than a pool: writes are serialised by SQLite
     /// anyway, and the operations are short.
     connection: Mutex<Connection>,
-    /// The database file, as given to [`Store::open`].
+    /// The database file, as given to [`SqliteStore::open_with_clock`].
     path: PathBuf,
     /// Where every stored time comes from (creation, changes, heartbeats, lease and
     /// session expiry checks, pruning): shared with the task service through
-    /// [`Store::clock`] so both agree, and replaceable in tests.
+    /// [`crate::Store::clock`] so both agree, and replaceable in tests.
     clock: Arc<dyn Clock>,
 }
 
@@ -80,7 +80,7 @@ impl SqliteStore {
         Self::open_with_clock(path, Arc::new(pp_types::SystemClock))
     }
 
-    /// Like [`Store::open`], with every time taken from `clock`.
+    /// Like [`SqliteStore::open_with_clock`], with every time taken from `clock`.
     pub(crate) fn open_with_clock(path: &Path, clock: Arc<dyn Clock>) -> Result<SqliteStore> {
         let open_error = |source: Box<dyn std::error::Error + Send + Sync>| Error::Open {
             path: path.to_owned(),

@@ -396,7 +396,7 @@ impl Store {
     }
 
     /// Records a delivery to the known channel `channel` and trims its log to the newest
-    /// [`DELIVERIES_KEPT`] rows. A channel removed meanwhile records nothing.
+    /// [`crate::DELIVERIES_KEPT`] rows. A channel removed meanwhile records nothing.
     pub async fn record_delivery(
         &self,
         channel: &str,
