@@ -76,6 +76,11 @@ const CLI_LIMIT: Duration = Duration::from_secs(120);
 /// Tasks created at the same time.
 const CREATE_CONCURRENCY: usize = 8;
 
+/// The team's shared folder for workspace `name`, which every host mounts at its own path.
+pub(crate) fn shared_workspace(root: &Path, name: &str) -> PathBuf {
+    root.join("shared").join(name)
+}
+
 pub(crate) fn workspace_name(index: usize) -> String {
     format!("ws{}", index % WORKSPACES)
 }
@@ -228,15 +233,8 @@ fn with_search_path(admin: &str, schema: &str) -> String {
 /// One host: its `pocketpilot` (home, config, log) and its folders.
 #[derive(Debug, Clone)]
 pub(crate) struct Host {
-    pub(crate) name: &'static str,
     pub(crate) pocketpilot: Pocketpilot,
     pub(crate) root: PathBuf,
-}
-
-impl Host {
-    pub(crate) fn workspace(&self, name: &str) -> PathBuf {
-        self.root.join(name)
-    }
 }
 
 /// Writes a host's config: the mock model, team mode, the shared store, its folders.
@@ -262,11 +260,18 @@ fn setup_host(
         base = serde_json::to_string(&format!("{model_url}/v1"))?,
         store = serde_json::to_string(store_url)?,
     );
+    std::fs::create_dir_all(&host_root)?;
     for index in 0..WORKSPACES {
         let workspace = workspace_name(index);
+        // One name means the same files on every host (docs/team.md): each host reaches
+        // the team's shared folder through a path of its own.
+        let shared = shared_workspace(root, &workspace);
+        if !shared.exists() {
+            std::fs::create_dir_all(&shared)?;
+            std::fs::write(shared.join("seed.txt"), format!("seed of {workspace}\n"))?;
+        }
         let path = host_root.join(&workspace);
-        std::fs::create_dir_all(&path)?;
-        std::fs::write(path.join("seed.txt"), format!("seed of {workspace}\n"))?;
+        std::os::unix::fs::symlink(&shared, &path)?;
         config.push_str(&format!(
             "\n[[workspace]]\nname = \"{workspace}\"\npath = {}\ndefault = {}\n",
             serde_json::to_string(&path.to_string_lossy())?,
@@ -276,7 +281,6 @@ fn setup_host(
     let config_file = host_root.join("team.toml");
     std::fs::write(&config_file, config)?;
     Ok(Host {
-        name,
         pocketpilot: Pocketpilot {
             bin: bin.to_path_buf(),
             home: host_root.join("home"),

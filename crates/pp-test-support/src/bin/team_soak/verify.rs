@@ -8,9 +8,11 @@ use pp_test_support::http::Endpoint;
 use pp_types::Timestamp;
 use serde_json::Value;
 
+use std::path::Path;
+
 use crate::{
     HOSTS, Host, REQUEST_LIMIT, Shared, WORKSPACES, lock, output_content, output_name,
-    workspace_name, writes,
+    shared_workspace, workspace_name, writes,
 };
 
 /// What the checks need.
@@ -373,23 +375,22 @@ pub(crate) async fn verify(
         cut.len(),
     ));
 
-    // Files: each write in exactly one host's folder of its workspace, exact content.
+    // Files: each write in its workspace's shared folder (every host reaches the same
+    // files through its own path), exact content, in no other workspace.
     let (mut placed, mut misplaced) = (0, 0);
-    let mut by_host: BTreeMap<&str, usize> = BTreeMap::new();
+    let shared_root = context
+        .hosts
+        .first()
+        .and_then(|host| host.root.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
     for (id, index) in &tasks {
-        // A task whose write is recorded twice (two runs, two approvals) may have written
-        // on two hosts; a cut call never adds a place (its retry must be refused as stale,
-        // and a copy on a second host means the write ran twice).
         let places = by_task.get(id).copied().unwrap_or(0).max(1);
         let mut found = Vec::new();
-        for host in context.hosts {
-            for workspace in 0..WORKSPACES {
-                let name = workspace_name(workspace);
-                let path = host.workspace(&name).join(output_name(*index));
-                if let Ok(content) = read(&path).await {
-                    *by_host.entry(host.name).or_default() += 1;
-                    found.push((host.name, name, content));
-                }
+        for workspace in 0..WORKSPACES {
+            let name = workspace_name(workspace);
+            let path = shared_workspace(&shared_root, &name).join(output_name(*index));
+            if let Ok(content) = read(&path).await {
+                found.push(("shared", name, content));
             }
         }
         let expected = output_content(*index, context.seed);
@@ -419,15 +420,9 @@ pub(crate) async fn verify(
             ));
         }
     }
-    let per_host: Vec<String> = context
-        .hosts
-        .iter()
-        .map(|host| format!("{} {}", host.name, by_host.get(host.name).unwrap_or(&0)))
-        .collect();
     report.lines.push(format!(
-        "files: {placed} of {writers} unique files in exactly one host folder with their \
-         content ({misplaced} wrong); by host: {}",
-        per_host.join(", ")
+        "files: {placed} of {writers} unique files in their workspace's shared folder with \
+         their content ({misplaced} wrong)"
     ));
 
     // The kill.
