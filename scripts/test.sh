@@ -34,6 +34,13 @@ cargo run --locked -q -p pp-cli -- eval evals/cases
 cargo build --locked -q -p pp-cli -p pp-test-support --bins
 target/debug/soak --tasks 20 --kills 10 --max-secs 300
 target/debug/load --tasks 200 --sse-clients 50 --max-secs 300
+# The team test: serve A, serve B and worker C on one PostgreSQL schema, 1000 tasks, half
+# approved by two racing approvers, the worker SIGKILLed at ~30 % (docs/testing.md).
+if [ -n "${PP_TEST_POSTGRES_URL:-}" ]; then
+  target/debug/team-soak --tasks 1000 --processes 3 --kill --store-url "$PP_TEST_POSTGRES_URL" --max-secs 900
+else
+  echo "skipping team-soak: it needs PostgreSQL (PP_TEST_POSTGRES_URL)"
+fi
 
 # API fuzzing against /api/openapi.json (installs schemathesis into target/fuzz-venv).
 bash scripts/fuzz-api.sh
