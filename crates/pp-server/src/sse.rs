@@ -1,8 +1,11 @@
 //! Server-sent event streams of stored events, for one task or for all of them.
 //!
-//! Streams poll the store (every [`crate::ServerSettings::sse_poll_interval`]) rather
-//! than listen to an in-process signal: events written by another process sharing the
-//! database (`pocketpilot run`, a resolve from the CLI) show up just the same. Each SSE
+//! Streams read the store and then wait for the store's word that more may have been
+//! stored ([`pp_tasks::TaskService::wait_for_events`]: PostgreSQL's `LISTEN/NOTIFY`
+//! wakes them at a commit; on SQLite they poll every
+//! [`crate::ServerSettings::sse_poll_interval`]), rather than listen to an in-process
+//! signal: events written by another process sharing the database (`pocketpilot run`, a
+//! resolve from the CLI, another worker) show up just the same. Each SSE
 //! event carries `id: <seq>` (the global sequence number), `event: <type>` and
 //! `data: <StoredEvent JSON>`, so a reconnect with `Last-Event-ID` resumes exactly after
 //! the last event received.
@@ -149,8 +152,11 @@ pub(crate) fn stream(
             }
             cursor.fetch().await;
             if cursor.pending.is_empty() {
+                // On PostgreSQL a commit's NOTIFY wakes the stream at once; on SQLite
+                // this waits the poll interval (the store says which).
+                let service = cursor.state.service().clone();
                 tokio::select! {
-                    () = tokio::time::sleep(interval) => {}
+                    () = service.wait_for_events(cursor.last, interval) => {}
                     _ = cursor.shutdown.wait_for(|down| *down) => {}
                 }
             }
