@@ -8,6 +8,7 @@
 //! runs it at the path stored with it.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pp_store::{NewWorker, WorkerRecord};
@@ -20,6 +21,8 @@ use crate::{Error, Result, TaskService, TeamWorker};
 #[derive(Debug, Default)]
 pub(crate) struct Registration {
     id: Mutex<Option<String>>,
+    /// Set by [`TaskService::leave`]: no heartbeat registers the process again.
+    left: AtomicBool,
 }
 
 impl Registration {
@@ -74,6 +77,9 @@ impl Shared {
     /// heartbeat; registers again when its row was removed (a long pause made others
     /// forget it).
     pub(crate) async fn worker_heartbeat(&self, team: &TeamWorker) -> Result<()> {
+        if self.registration.left.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         if let Some(id) = self.registration.get() {
             match self.store.worker_heartbeat(&id).await {
                 Ok(()) => return Ok(()),
@@ -112,9 +118,11 @@ impl TaskService {
         Ok(waiting_reason(task, &workers))
     }
 
-    /// Removes this process from the worker registry (a clean shutdown; best effort:
-    /// a process that dies is forgotten when its heartbeats stop).
+    /// Removes this process from the worker registry for good (a clean shutdown; a
+    /// process that dies is forgotten when its heartbeats stop). Later heartbeats do not
+    /// register it again.
     pub async fn leave(&self) -> Result<()> {
+        self.inner.registration.left.store(true, Ordering::SeqCst);
         if let Some(id) = self.inner.registration.get() {
             self.inner.store.remove_worker(&id).await?;
             self.inner.registration.set(None);

@@ -182,6 +182,13 @@ async fn the_registry_lists_live_workers_and_forgets_those_that_leave() {
     let left = a.live_workers().await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].workspaces, ["finance"]);
+    // B's heartbeat loop goes on until B is dropped, but it does not come back.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(
+        a.live_workers().await.unwrap().len(),
+        1,
+        "B registered again"
+    );
     // Outside team mode nothing registers.
     let single = TaskService::new(
         Store::open(&database).unwrap(),
