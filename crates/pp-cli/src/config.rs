@@ -379,6 +379,11 @@ impl Config {
         let home = absolute_path(&home)?;
         let tasks_file = file_config.tasks.clone().unwrap_or_default();
         let defaults = TaskSettings::default();
+        let team = file_config
+            .team
+            .as_ref()
+            .and_then(|team| team.enabled)
+            .unwrap_or(false);
         let tasks = TaskSettings {
             workers: tasks_file.workers.unwrap_or(defaults.workers).max(1),
             timeout: tasks_file
@@ -413,7 +418,8 @@ impl Config {
                     .as_ref()
                     .and_then(|model| model.prices.as_ref()),
             )?,
-            team: None,
+            // In team mode this process is one worker among several sharing the database.
+            team: team.then(|| pp_tasks::TeamWorker { host: host_name() }),
         };
         let port = flags
             .port
@@ -505,16 +511,6 @@ impl Config {
                 .and_then(|memory| memory.max_prompt_bytes)
                 .unwrap_or(MemorySettings::DEFAULT_MAX_PROMPT_BYTES),
             ..MemorySettings::new(team_home)
-        };
-        let team = file_config
-            .team
-            .as_ref()
-            .and_then(|team| team.enabled)
-            .unwrap_or(false);
-        // In team mode this process is one worker among several sharing the database.
-        let tasks = TaskSettings {
-            team: team.then(|| pp_tasks::TeamWorker { host: host_name() }),
-            ..tasks
         };
         Ok(Self {
             home,

@@ -154,9 +154,8 @@ pub(crate) fn stream(
             if cursor.pending.is_empty() {
                 // On PostgreSQL a commit's NOTIFY wakes the stream at once; on SQLite
                 // this waits the poll interval (the store says which).
-                let service = cursor.state.service().clone();
                 tokio::select! {
-                    () = service.wait_for_events(cursor.last, interval) => {}
+                    () = cursor.state.service().wait_for_events(cursor.last, interval) => {}
                     _ = cursor.shutdown.wait_for(|down| *down) => {}
                 }
             }

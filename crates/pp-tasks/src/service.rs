@@ -187,12 +187,7 @@ impl TaskService {
         let (Some(name), Some(_)) = (name, &self.inner.settings.team) else {
             return Err(missing());
         };
-        let known = self
-            .live_workers()
-            .await?
-            .iter()
-            .any(|worker| worker.workspaces.iter().any(|have| have == name));
-        if known {
+        if crate::workers::serves(&self.live_workers().await?, name) {
             Ok((name.to_owned(), String::new()))
         } else {
             Err(missing())

@@ -136,12 +136,16 @@ pub(crate) fn heartbeat_every(lease: Duration) -> Duration {
     (lease / 3).max(Duration::from_millis(100))
 }
 
+/// Whether one of `workers` has the workspace `name`.
+pub(crate) fn serves(workers: &[WorkerRecord], name: &str) -> bool {
+    workers
+        .iter()
+        .any(|worker| worker.workspaces.iter().any(|have| have == name))
+}
+
 /// Why a queued `task` waits, given the live `workers`.
 fn waiting_reason(task: &TaskRecord, workers: &[WorkerRecord]) -> Option<String> {
-    let served = workers
-        .iter()
-        .any(|worker| worker.workspaces.contains(&task.workspace));
-    (!served).then(|| {
+    (!serves(workers, &task.workspace)).then(|| {
         format!(
             "no live worker has workspace `{}`; it runs when one that has it starts",
             task.workspace
