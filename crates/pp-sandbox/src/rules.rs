@@ -7,12 +7,13 @@
 //! TCP are hard requirements: without them the child refuses to run the command.
 //!
 //! Granted:
-//! - everything beneath the workspace;
+//! - everything beneath the workspace but making device nodes and device ioctls
+//!   ([`workspace_access`]);
 //! - read and execute beneath [`SYSTEM_DIRS`] (`/usr`, `/bin`, `/sbin`, `/lib*`);
 //! - read beneath each entry of `/etc` except [`ETC_HIDDEN`] (secrets: password hashes,
 //!   SSH host keys, TLS private keys, …), listed when the command starts;
 //! - read and write on `/dev/null`, `/dev/zero`, `/dev/full`; read on `/dev/random`
-//!   and `/dev/urandom`.
+//!   and `/dev/urandom`; no device ioctls anywhere.
 //!
 //! Nothing else: not the data directory, not the home directory, not `/tmp`, `/proc`,
 //! `/sys`, `/run`, `/var`, `/opt`, `/root`, `/home`; no TCP port at all.
@@ -151,15 +152,15 @@ pub fn probe() -> Support {
 pub(crate) fn confine(workspace: &Path) -> Result<()> {
     let landlock = |error: landlock::RulesetError| SandboxError::Landlock(error.to_string());
     let read = AccessFs::from_read(ABI::V10);
-    let everything = AccessFs::from_all(ABI::V10);
+    let workspace_rights = workspace_access();
     let workspace_fd = PathFd::new(workspace).map_err(|error| {
         SandboxError::Landlock(format!(
             "cannot open the workspace {}: {error}",
             workspace.display()
         ))
     })?;
-    let device_rw =
-        AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
+    // No device ioctls, not even on /dev/null.
+    let device_rw = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
     let status = Ruleset::default()
         // Files and TCP are required: without them there is no confinement worth the name.
         .set_compatibility(CompatLevel::HardRequirement)
@@ -172,7 +173,7 @@ pub(crate) fn confine(workspace: &Path) -> Result<()> {
         .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V10)))
         .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V10)))
         .and_then(Ruleset::create)
-        .and_then(|ruleset| ruleset.add_rule(PathBeneath::new(workspace_fd, everything)))
+        .and_then(|ruleset| ruleset.add_rule(PathBeneath::new(workspace_fd, workspace_rights)))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(SYSTEM_DIRS, read)))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(etc_entries(), read)))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(DEVICES_RW, device_rw)))
@@ -190,6 +191,13 @@ pub(crate) fn confine(workspace: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// What the workspace grants: every filesystem right but making character and block
+/// devices and device ioctls (a device node made there would be a way to the kernel
+/// log or the raw disk).
+pub fn workspace_access() -> landlock::BitFlags<AccessFs> {
+    AccessFs::from_all(ABI::V10) & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
 }
 
 /// Every path beneath `/etc` that may be read: each entry of `/etc`, except the hidden
@@ -250,6 +258,15 @@ mod tests {
         // A folder holding a hidden entry is never granted whole.
         assert!(!granted.contains(&PathBuf::from("/etc/ssl")));
         assert!(!granted.contains(&PathBuf::from("/etc/security")));
+    }
+
+    #[test]
+    fn the_workspace_grants_no_device_node_and_no_device_ioctl() {
+        let granted = workspace_access();
+        for denied in [AccessFs::MakeChar, AccessFs::MakeBlock, AccessFs::IoctlDev] {
+            assert!(!granted.contains(denied), "{denied:?} is granted");
+        }
+        assert!(granted.contains(AccessFs::WriteFile | AccessFs::MakeReg | AccessFs::RemoveDir));
     }
 
     #[test]
