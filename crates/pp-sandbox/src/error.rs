@@ -18,6 +18,16 @@ pub enum SandboxError {
     /// The Landlock ruleset could not be built or applied.
     #[error("cannot confine the command with Landlock: {0}")]
     Landlock(String),
+    /// The namespaces, mounts or the pids cgroup that keep the command's processes to
+    /// the call (and its writes to the workspace) could not be set up.
+    #[error("cannot isolate the command: {0}")]
+    Isolation(String),
+    /// The capabilities or the user id could not be dropped.
+    #[error("cannot drop privileges: {0}")]
+    Privileges(String),
+    /// The supervisor could not start or watch the command.
+    #[error("cannot supervise the command: {0}")]
+    Supervise(String),
     /// The seccomp filter could not be built or installed.
     #[error("cannot install the seccomp filter: {0}")]
     Seccomp(String),

@@ -28,6 +28,11 @@ pub(crate) fn limit_self(limits: &ResourceLimits) -> Result<()> {
     Ok(())
 }
 
+/// No core dumps for the sandbox child itself (it may re-raise the command's signal).
+pub(crate) fn no_core_dumps() -> Result<()> {
+    set(Resource::Core, "core", 0, 0)
+}
+
 fn set(resource: Resource, name: &'static str, soft: u64, hard: u64) -> Result<()> {
     // Asking for more than the inherited hard limit would be refused.
     let inherited = getrlimit(resource).maximum;

@@ -1,6 +1,7 @@
-//! The parent's side: starts `pocketpilot __sandbox SPEC`, feeds stdin, keeps capped
-//! stdout and stderr, and kills the process group at the wall clock, on the caller's
-//! stop, and when the command ends.
+//! The parent's side: starts `pocketpilot __sandbox MESSAGE`, feeds stdin, keeps capped
+//! stdout and stderr; at the wall clock and on the caller's stop it asks the sandbox
+//! child to end everything (`SIGTERM`), and it kills the process group and the run's
+//! pids cgroup (root only) when the run is over.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -13,8 +14,10 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Pid, PidfdFlags, Signal, WaitIdOptions, kill_process_group, pidfd_open};
 
 use crate::Spec;
+use crate::cgroup::PidsCgroup;
 use crate::child::{PREFIX, SETUP_FAILED};
 use crate::error::{Result, SandboxError};
+use crate::stage::Stage;
 
 /// How often the stop check runs while the command is running.
 const STOP_CHECK: Duration = Duration::from_millis(50);
@@ -23,12 +26,21 @@ const STOP_CHECK: Duration = Duration::from_millis(50);
 /// process that left the group may hold the pipes open).
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
+/// How long the sandbox child has to end everything after `SIGTERM` before the process
+/// group is killed.
+const TERMINATE_GRACE: Duration = Duration::from_secs(2);
+
+/// Processes of a run besides the command's: the sandbox child and the namespace's
+/// init (the pids cgroup counts them).
+const SUPERVISORS: u64 = 2;
+
 /// How to start the sandbox child: a program and its arguments (`pocketpilot
-/// __sandbox`); the spec is appended as the last argument.
+/// __sandbox`); the stage's JSON is appended as the last argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
-    program: PathBuf,
-    args: Vec<String>,
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    namespaces: bool,
 }
 
 /// What one run may use besides the spec.
@@ -87,7 +99,24 @@ pub struct Finished {
 impl Sandbox {
     /// A sandbox started as `program args… SPEC`.
     pub fn new(program: PathBuf, args: Vec<String>) -> Self {
-        Self { program, args }
+        Self {
+            program,
+            args,
+            namespaces: true,
+        }
+    }
+
+    /// The same sandbox, never trying namespaces: the subreaper fallback every system
+    /// without them gets (the tests prove the fallback on a machine that has them).
+    #[must_use]
+    pub fn without_namespaces(mut self) -> Self {
+        self.namespaces = false;
+        self
+    }
+
+    /// Whether this sandbox tries namespaces at all.
+    pub fn tries_namespaces(&self) -> bool {
+        self.namespaces
     }
 
     /// Runs `spec` under `options`, calling `stop` about every 50 ms: once it says
@@ -100,8 +129,22 @@ impl Sandbox {
         options: &RunOptions,
         stop: &dyn Fn() -> bool,
     ) -> Result<Finished> {
+        // Dropped after the guard below: whatever is left in it is killed, then it goes.
+        let cgroup = if rustix::process::geteuid().is_root() {
+            PidsCgroup::create(spec.limits.processes.max(1).saturating_add(SUPERVISORS))
+        } else {
+            Err("PocketPilot does not run as root".to_owned())
+        };
+        let stage = Stage::Start {
+            spec: spec.clone(),
+            cgroup: cgroup
+                .as_ref()
+                .map(|cgroup| cgroup.path().to_path_buf())
+                .map_err(Clone::clone),
+            namespaces: self.namespaces,
+        };
         let encoded =
-            serde_json::to_string(spec).map_err(|error| SandboxError::Spec(error.to_string()))?;
+            serde_json::to_string(&stage).map_err(|error| SandboxError::Spec(error.to_string()))?;
         let started = Instant::now();
         let deadline = started + options.timeout;
         let mut command = Command::new(&self.program);
@@ -260,6 +303,9 @@ impl GroupGuard {
                 break None;
             }
         };
+        if stopped.is_some() {
+            self.terminate(pid, pidfd.as_ref());
+        }
         self.kill_group();
         let status = self.child.wait().map_err(SandboxError::Wait)?;
         self.reaped = true;
@@ -271,6 +317,22 @@ impl GroupGuard {
             (None, Some(signal)) => End::Signalled(signal),
             (None, None) => End::Exited(-1),
         })
+    }
+
+    /// Asks the sandbox child to end the command and everything it started (it kills
+    /// the namespace or, as a subreaper, every descendant), and waits a little for it.
+    fn terminate(&self, pid: Pid, pidfd: Option<&rustix::fd::OwnedFd>) {
+        let _ = rustix::process::kill_process(pid, Signal::TERM);
+        let Some(pidfd) = pidfd else {
+            std::thread::sleep(Duration::from_millis(100));
+            return;
+        };
+        let timeout = Timespec {
+            tv_sec: i64::try_from(TERMINATE_GRACE.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: 0,
+        };
+        let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+        let _ = poll(&mut fds, Some(&timeout));
     }
 
     /// Kills every process of the group (the child included).

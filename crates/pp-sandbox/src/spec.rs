@@ -14,8 +14,10 @@ pub struct Spec {
     pub cwd: PathBuf,
     /// The absolute, canonical workspace: the one tree the command may read and write.
     pub workspace: PathBuf,
-    /// Whether to apply the Landlock ruleset. `false` only for `[shell] allow_unconfined`
-    /// on a kernel without Landlock: the limits and the cleared environment still apply.
+    /// Whether to apply the Landlock ruleset, the socket filter and the read-only,
+    /// `nodev` mounts. `false` only for `[shell] allow_unconfined` on a kernel without
+    /// Landlock: the limits, the cleared environment, the dropped privileges and the
+    /// end of every process with the call still apply.
     pub confine: bool,
     /// The resource limits the child puts on itself before `exec`.
     pub limits: ResourceLimits,
@@ -65,8 +67,9 @@ pub struct ResourceLimits {
     pub cpu_secs: u64,
     /// Address space in bytes (RLIMIT_AS).
     pub memory_bytes: u64,
-    /// Processes of the user (RLIMIT_NPROC; it does not bind root, and it counts every
-    /// process of the user, not only the command's).
+    /// Processes (RLIMIT_NPROC of the user the command runs as, which counts all of that
+    /// user's processes; under root also the run's pids cgroup, the only cap when the
+    /// workspace belongs to root and the command keeps uid 0).
     pub processes: u64,
     /// The largest file the command may write, in bytes (RLIMIT_FSIZE).
     pub file_size_bytes: u64,
