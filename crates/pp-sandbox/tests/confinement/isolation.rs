@@ -95,10 +95,12 @@ pub(super) fn the_command_holds_no_capability(fixture: &Fixture) {
         fixture.workspace.clone()
     };
     let runs = [
-        (sandbox(), fixture.workspace.clone()),
-        (sandbox().without_namespaces(), fallback_workspace),
+        (sandbox(), fixture.workspace.clone(), true),
+        // Without a user namespace an ordinary user has no CAP_SETPCAP to empty the
+        // bounding set with (nor any capability it bounds: no_new_privs keeps it so).
+        (sandbox().without_namespaces(), fallback_workspace, is_root()),
     ];
-    for (sandbox, workspace) in runs {
+    for (sandbox, workspace, bounded) in runs {
         let spec = spec_in(&workspace, &["cat", "/proc/self/status"], false);
         let finished = sandbox.run(&spec, &options(), &|| false).unwrap();
         assert!(succeeded(&finished), "{finished:?}");
@@ -107,6 +109,10 @@ pub(super) fn the_command_holds_no_capability(fixture: &Fixture) {
         // from its signalfd). Not SigIgn: glibc's posix_spawn leaves its two internal
         // signals (32, 33) ignored in every child it starts, ours included.
         for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "SigBlk"] {
+            if set == "CapBnd" && !bounded {
+                println!("note: CapBnd not checked without namespaces (not root)");
+                continue;
+            }
             let line = status
                 .lines()
                 .find(|line| line.starts_with(set))
