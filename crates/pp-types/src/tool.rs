@@ -246,6 +246,11 @@ pub struct CommandPreview {
     /// Bytes given on standard input, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin_bytes: Option<u64>,
+    /// What ends every process the command starts when the call ends ("a PID
+    /// namespace: …" or "a subreaper: …"). `None` in checkpoints written before it
+    /// existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<String>,
 }
 
 /// The limits a confined command runs under (`[shell]` in the config, the call's

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pp_sandbox::{Sandbox, Support};
+use pp_sandbox::{Containment, Sandbox, Support};
 use pp_types::CommandLimits;
 
 use super::run_command::RunCommand;
@@ -18,6 +18,9 @@ pub struct ShellSettings {
     pub sandbox: Sandbox,
     /// What Landlock the kernel offers ([`pp_sandbox::probe`], taken once at start).
     pub support: Support,
+    /// What ends a command's processes and whether root can run one in a root-owned
+    /// workspace ([`Sandbox::containment`], taken once at start).
+    pub containment: Containment,
     /// Offer the tool without Landlock (every card then says "NOT confined").
     pub allow_unconfined: bool,
     /// The data directory (API token, database): a workspace holding it gets no shell.
@@ -30,7 +33,7 @@ pub struct ShellSettings {
     pub cpu_secs: u64,
     /// Address space, MiB (RLIMIT_AS).
     pub memory_mb: u64,
-    /// Processes (RLIMIT_NPROC; does not bind root).
+    /// Processes (RLIMIT_NPROC; under root also a pids cgroup).
     pub processes: u64,
     /// Largest file written, MiB (RLIMIT_FSIZE).
     pub file_size_mb: u64,
@@ -40,11 +43,13 @@ pub struct ShellSettings {
 
 impl ShellSettings {
     /// The defaults of `[shell]` around `sandbox`, for the data directory `data_dir`,
-    /// with the kernel's Landlock support probed now.
+    /// with the kernel's Landlock support and the sandbox's containment probed now.
     pub fn new(sandbox: Sandbox, data_dir: PathBuf) -> Self {
+        let containment = sandbox.containment();
         Self {
             sandbox,
             support: pp_sandbox::probe(),
+            containment,
             allow_unconfined: false,
             data_dir,
             timeout_secs: 60,
@@ -88,6 +93,12 @@ impl ShellSettings {
         if !self.confined() && !self.allow_unconfined {
             return Some(Unavailable::NoLandlock(self.support.describe()));
         }
+        if let Some(why) = self.containment.refuses(workspace) {
+            return Some(Unavailable::RootWorkspace {
+                workspace: workspace.to_path_buf(),
+                why,
+            });
+        }
         None
     }
 }
@@ -114,6 +125,15 @@ pub enum Unavailable {
         data_dir: PathBuf,
         /// The workspace.
         workspace: PathBuf,
+    },
+    /// PocketPilot runs as root, the workspace belongs to root, and the pids cgroup or
+    /// the read-only mount namespace such a command needs cannot be set up.
+    #[error("run_command is off in workspace {}: {why}", workspace.display())]
+    RootWorkspace {
+        /// The workspace.
+        workspace: PathBuf,
+        /// What is missing.
+        why: String,
     },
 }
 
@@ -179,6 +199,7 @@ mod tests {
             data_dir.to_path_buf(),
         );
         settings.support = support;
+        settings.containment = Containment::default();
         settings.allow_unconfined = allow_unconfined;
         settings
     }
@@ -235,6 +256,26 @@ mod tests {
             ));
             assert!(offered(settings, workspace.path()).is_none());
         }
+    }
+
+    #[test]
+    fn under_root_a_root_owned_workspace_needs_the_cgroup_and_the_namespaces() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        let mut settings = settings(&data, landlock(), false);
+        settings.containment = Containment {
+            namespaces: Ok(()),
+            root: true,
+            pids_cgroup: Err("no pids hierarchy".to_owned()),
+        };
+        // `/usr` belongs to root on every system the tests run on.
+        let refused = settings.unavailable(Path::new("/usr"));
+        assert!(
+            matches!(&refused, Some(Unavailable::RootWorkspace { why, .. }) if why.contains("no pids hierarchy")),
+            "{refused:?}"
+        );
+        settings.containment.pids_cgroup = Ok(());
+        assert!(settings.unavailable(Path::new("/usr")).is_none());
     }
 
     #[test]

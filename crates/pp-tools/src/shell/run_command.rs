@@ -7,9 +7,11 @@
 //! Landlock keeps it to the workspace (read and write) and the system folders (read and
 //! execute), with no TCP, and a seccomp filter leaves it no sockets at all; CPU, memory,
 //! process and file-size limits; only `PATH`, `HOME` (the workspace) and `LANG` in its
-//! environment; `stdin` if given. The whole process group is killed at the wall clock
-//! (`timeout_secs`, the `[shell]` default, at most `max_timeout_secs`), when the task is
-//! cancelled or times out, and when the command ends. The answer gives the exit code and
+//! environment; `stdin` if given; no capabilities, and under root the workspace owner's
+//! uid. Every process it starts ends with the call (a PID namespace, else a
+//! subreaper): at the wall clock (`timeout_secs`, the `[shell]` default, at most
+//! `max_timeout_secs`), when the task is cancelled or times out, and when the command
+//! ends. The answer gives the exit code and
 //! stdout and stderr, each cut at `[shell] output_bytes` with a marker saying how much
 //! there was.
 //!
@@ -203,6 +205,7 @@ impl RunCommand {
                 confined,
                 limits: self.settings.limits(call.timeout_secs),
                 stdin_bytes: call.stdin.map(|stdin| stdin.len() as u64),
+                containment: Some(self.settings.containment.processes().to_owned()),
             }),
             ..EffectPreview::default()
         })
