@@ -74,8 +74,9 @@ fn check_case(
     let marker = outside.join("marker.txt");
     std::fs::write(&marker, MARKER).unwrap();
     let before = std::fs::metadata(&marker).unwrap();
-    // The subreaper fallback under root needs a workspace of another user.
-    let workspace = if !namespaces && is_root() {
+    // The subreaper fallback under root needs a workspace of another user (so does a
+    // system where a root-owned workspace is refused).
+    let workspace = if is_root() && (!namespaces || !fixture.root_owned) {
         nobodys_workspace(fixture, &format!("case{case}-workspace"))
     } else {
         let workspace = base.join("workspace");
