@@ -46,6 +46,13 @@ impl ShellSettings {
     /// with the kernel's Landlock support and the sandbox's containment probed now.
     pub fn new(sandbox: Sandbox, data_dir: PathBuf) -> Self {
         let containment = sandbox.containment();
+        // Where the probe could not make the namespaces, no run tries them (a kernel
+        // may allow the user namespace but not the mounts in it).
+        let sandbox = if containment.namespaces.is_ok() {
+            sandbox
+        } else {
+            sandbox.without_namespaces()
+        };
         Self {
             sandbox,
             support: pp_sandbox::probe(),
