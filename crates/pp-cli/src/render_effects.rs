@@ -182,6 +182,9 @@ pub(super) fn command_lines(command: &CommandPreview, palette: Palette) -> Strin
             palette.paint(Paint::Alarm, "NOT confined")
         }
     ));
+    if let Some(containment) = &command.containment {
+        lines.push_str(&format!("│ processes:  {}\n", one_line(containment)));
+    }
     lines.push_str(&format!("│ limits:     {}\n", limits_text(&command.limits)));
     if let Some(bytes) = command.stdin_bytes {
         lines.push_str(&format!("│ stdin:      {}\n", pp_tasks::format_size(bytes)));

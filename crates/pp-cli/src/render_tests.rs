@@ -424,6 +424,7 @@ fn command_view(argv: &[&str], confined: bool) -> ApprovalView {
             network: false,
         },
         stdin_bytes: None,
+        containment: Some("a PID namespace: every process it starts ends with the call".to_owned()),
     });
     view
 }
@@ -449,6 +450,7 @@ fn a_command_shows_each_argument_the_cwd_the_sandbox_and_the_limits() {
 │   [4] \"x\\n\\x1b[2Jy\"
 │ cwd:        data
 │ sandbox:    confined (Landlock): reads and writes only in the workspace, no network
+│ processes:  a PID namespace: every process it starts ends with the call
 │ limits:     timeout 60 s · CPU 60 s · memory 1024 MiB · 64 processes · files ≤ 256 MiB · output ≤ 64.0 KiB per stream · no network
 │ undo:       cannot be undone (PocketPilot does not see what a command changes)
 └───────────────────────────────────────────────"

@@ -22,7 +22,8 @@ pub(crate) struct FileShell {
     cpu_secs: Option<u64>,
     /// Address space in MiB (default 1024).
     memory_mb: Option<u64>,
-    /// Processes of the user (default 64; does not bind root).
+    /// Processes (default 64; RLIMIT_NPROC of the user the command runs as, and under
+    /// root a pids cgroup).
     processes: Option<u64>,
     /// Largest file written, in MiB (default 256).
     file_size_mb: Option<u64>,
@@ -122,13 +123,19 @@ pub(crate) fn status(provider: &ShellProvider, workspace: &Path) -> (bool, Strin
         Some(reason) => (false, reason.to_string()),
         None if settings.confined() => (
             true,
-            format!("run_command is confined ({})", settings.support.describe()),
+            format!(
+                "run_command is confined ({}; processes: {})",
+                settings.support.describe(),
+                settings.containment.describe()
+            ),
         ),
         None => (
             false,
             format!(
-                "run_command is NOT confined (`[shell] allow_unconfined = true`; {})",
-                settings.support.describe()
+                "run_command is NOT confined (`[shell] allow_unconfined = true`; {}; \
+                 processes: {})",
+                settings.support.describe(),
+                settings.containment.describe()
             ),
         ),
     }

@@ -18,7 +18,7 @@ import { visibleCode } from "./visible.js";
  * @typedef {{ timeout_secs: number, cpu_secs: number, memory_mb: number, processes: number,
  *   file_size_mb: number, output_bytes: number, network: boolean }} CommandLimits
  * @typedef {{ argv: string[], cwd: string, shell: boolean, confined: boolean,
- *   limits: CommandLimits, stdin_bytes?: number }} CommandPreview
+ *   limits: CommandLimits, stdin_bytes?: number, containment?: string }} CommandPreview
  * @typedef {{ label?: string, target?: string, resolved?: string, destination?: string,
  *   destination_resolved?: string, replaces?: string, size?: number,
  *   command?: CommandPreview, revertible?: boolean, notice?: string,
@@ -281,6 +281,7 @@ function commandBlock(command) {
           ? h("strong", { class: "unconfined-inline", text: "NOT confined" })
           : "confined (Landlock): reads and writes only in the workspace, no network",
       ),
+      command.containment ? fact("Processes", command.containment) : null,
       fact("Limits", h("ul", { class: "limits" }, limitsList(command.limits || /** @type {CommandLimits} */ ({})).map((item) => h("li", { text: item })))),
       Number.isInteger(command.stdin_bytes) ? fact("Standard input", formatSize(command.stdin_bytes)) : null,
     ),

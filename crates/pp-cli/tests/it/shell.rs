@@ -144,6 +144,51 @@ fn the_card_shows_the_exact_argv_and_an_approved_command_runs_confined() {
     );
 }
 
+/// The issue's reproduction: a writer detached with `setsid` (and one orphaned by a
+/// double fork) is dead within a second of the approved call's end and never writes;
+/// the card says what ends the command's processes.
+#[test]
+fn a_detached_writer_ends_with_its_approved_call() {
+    if !landlock_or_skip("a_detached_writer_ends_with_its_approved_call") {
+        return;
+    }
+    let tree = TempTree::new();
+    let sleep = format!("2.{:08}", std::process::id());
+    let script = format!(
+        "setsid sh -c 'sleep {sleep}; echo LATE > late.txt' > /dev/null 2>&1 & \
+         (sh -c 'sleep {sleep}; echo LATE > late2.txt' > /dev/null 2>&1 &)"
+    );
+    let pending = pending_run(&tree, &json!({"command": "sh", "args": ["-c", script]}));
+    let id = pending["approval_id"].as_str().unwrap();
+    let containment = stored_approval(&tree, id)["command"]["containment"].clone();
+    let containment = containment.as_str().unwrap_or_default().to_owned();
+    assert!(
+        containment.contains("PID namespace") || containment.contains("subreaper"),
+        "{containment}"
+    );
+    let (code, stdout, stderr) = approvals(&tree, &["approve", id]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let returned = std::time::Instant::now();
+    let alive = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+            .filter(|cmdline| String::from_utf8_lossy(cmdline).contains(&sleep))
+            .count()
+    };
+    while alive() > 0 {
+        assert!(
+            returned.elapsed() < std::time::Duration::from_secs(1),
+            "a process of the command outlived its call"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(!tree.exists("late.txt"), "a write nobody approved");
+    assert!(!tree.exists("late2.txt"), "a write nobody approved");
+}
+
 #[test]
 fn a_rejected_command_never_runs() {
     if !landlock_or_skip("a_rejected_command_never_runs") {
