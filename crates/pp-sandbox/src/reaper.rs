@@ -129,9 +129,7 @@ pub(crate) fn init(command: &Stage) -> Result<i32> {
 pub(crate) fn kill_descendants() {
     let me = std::process::id();
     loop {
-        for child in children_of(me) {
-            let _ = kill(child, Signal::SIGKILL);
-        }
+        // No child left (the common case): nothing to look for in /proc.
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
                 Err(Errno::ECHILD) => return,
@@ -139,6 +137,9 @@ pub(crate) fn kill_descendants() {
                 Ok(_) | Err(Errno::EINTR) => {}
                 Err(_) => return,
             }
+        }
+        for child in children_of(me) {
+            let _ = kill(child, Signal::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(2));
     }
