@@ -26,7 +26,7 @@ use pp_store::{Before, ChangeRow, ChangeState, NewChange, Store};
 use pp_tools::memory;
 use pp_types::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditAction, Change, ChangeId, ChangeKind,
-    ChangeRoot, FileOp, NewAudit, Prior, TaskId, TaskState,
+    ChangeRoot, FileMode, FileOp, NewAudit, Prior, TaskId, TaskState,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -74,6 +74,8 @@ struct KeptFile {
     /// Bytes of the file before the call, when known (what a delete removes).
     size: Option<u64>,
     before: Before,
+    /// The mode and owner of the file before the call (what a revert gives it back).
+    mode: Option<FileMode>,
 }
 
 /// Whether what `tool` would replace for `arguments` can be kept under `[revert]
@@ -118,11 +120,25 @@ pub(crate) async fn keep(
     };
     let data_dir = shared.data_dir();
     let (store_at, kept_snapshots) = (data_dir.clone(), snapshots);
+    let workspace = workspace_path.to_owned();
     let files = blocking(move || {
-        let store = store_at.and_then(|dir| Snapshots::open(&dir).ok());
+        let store = store_at
+            .as_deref()
+            .and_then(|dir| Snapshots::open(dir).ok());
         kept_snapshots
             .into_iter()
             .map(|snapshot| {
+                // The mode and owner of a file whose content is kept, read through the
+                // same root's jail right after the tool's snapshot, before the call.
+                let mode = match &snapshot.prior {
+                    Prior::Content(_) => {
+                        Place::open(snapshot.root, &workspace, store_at.as_deref())
+                            .ok()
+                            .and_then(|place| place.jail().file_mode(&snapshot.path).ok())
+                            .flatten()
+                    }
+                    _ => None,
+                };
                 let size = match &snapshot.prior {
                     Prior::Content(bytes) => Some(bytes.len() as u64),
                     Prior::TooLarge { size } => Some(*size),
@@ -146,6 +162,7 @@ pub(crate) async fn keep(
                     op: snapshot.op,
                     size,
                     before,
+                    mode,
                 }
             })
             .collect::<Vec<_>>()
@@ -178,6 +195,7 @@ impl Kept {
             root,
             bytes,
             before,
+            before_mode: None,
             after_fingerprint,
             after_sha256,
         };
@@ -217,6 +235,7 @@ impl Kept {
                     };
                     return NewChange {
                         from_path,
+                        before_mode: file.mode,
                         ..new(
                             kind,
                             Some(file.path.clone()),
@@ -238,15 +257,18 @@ impl Kept {
                     ),
                     None => (None, None, None),
                 };
-                new(
-                    kind,
-                    Some(file.path.clone()),
-                    file.root,
-                    bytes,
-                    file.before.clone(),
-                    fingerprint,
-                    after_sha256,
-                )
+                NewChange {
+                    before_mode: file.mode,
+                    ..new(
+                        kind,
+                        Some(file.path.clone()),
+                        file.root,
+                        bytes,
+                        file.before.clone(),
+                        fingerprint,
+                        after_sha256,
+                    )
+                }
             })
             .collect()
     }
@@ -306,42 +328,92 @@ impl Place {
         }
     }
 
-    /// Puts `content` at `path` (`None`: deletes it), where the agent's version
-    /// `agent` is now (the memory's write is a compare-and-swap on that version).
-    /// `Err` says why nothing was written.
+    /// Puts `content` at `path` with `mode` (`None`: deletes it), where the agent's
+    /// version `agent` is now (the memory's write is a compare-and-swap on that
+    /// version). `Err` says why nothing was written.
     fn restore(
         &self,
         path: &str,
         content: Option<&[u8]>,
+        mode: Option<&FileMode>,
         agent: &Current,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), NotWritten> {
         match (self, content) {
             (Self::Workspace(jail), Some(bytes)) => jail
-                .write_atomic(path, bytes)
+                .restore_file(path, bytes, mode, true)
                 .map(|_| ())
-                .map_err(|error| error.to_string()),
+                .map_err(NotWritten::from),
             (Self::Workspace(jail), None) => match jail.remove_file(path) {
                 Ok(()) | Err(JailError::NotFound { .. }) => Ok(()),
-                Err(error) => Err(error.to_string()),
+                Err(error) => Err(NotWritten::from(error)),
             },
             (Self::Memory(jail), content) => {
                 let expected = match agent {
                     Current::Absent => memory::ABSENT_VERSION.to_owned(),
                     Current::Content(bytes) => memory::version_of(bytes),
-                    Current::TooLarge => return Err("the memory is too large".to_owned()),
+                    Current::TooLarge => {
+                        return Err(NotWritten::Failed("the memory is too large".to_owned()));
+                    }
                 };
                 match content {
                     Some(bytes) => {
-                        let text = std::str::from_utf8(bytes)
-                            .map_err(|_| "the kept memory is not UTF-8".to_owned())?;
+                        let text = std::str::from_utf8(bytes).map_err(|_| {
+                            NotWritten::Failed("the kept memory is not UTF-8".to_owned())
+                        })?;
                         memory::replace_if(jail, &expected, text).map(|_| ())
                     }
                     None => memory::remove_if(jail, &expected),
                 }
-                .map_err(|error| error.to_string())
+                .map_err(|error| match error {
+                    memory::MemoryError::VersionMismatch { .. } => {
+                        NotWritten::Changed(error.to_string())
+                    }
+                    memory::MemoryError::Jail(error) => NotWritten::from(error),
+                    memory::MemoryError::TooLarge => NotWritten::Failed(error.to_string()),
+                })
             }
         }
     }
+}
+
+/// Why a revert's own write did not happen (nothing was written either way).
+#[derive(Debug)]
+enum NotWritten {
+    /// The target is no longer what the change left (a folder or a link where the
+    /// file was, a file where nothing was, the memory saved meanwhile): `changed_since`.
+    Changed(String),
+    /// Anything else (the disk, a kept content gone): `not_revertible`.
+    Failed(String),
+}
+
+impl From<JailError> for NotWritten {
+    fn from(error: JailError) -> Self {
+        if target_changed(&error) {
+            Self::Changed(error.to_string())
+        } else {
+            Self::Failed(error.to_string())
+        }
+    }
+}
+
+/// Whether `error`, met at a path a change recorded (links resolved, inside the
+/// root), means the place is no longer what the change left: a folder, a link leading
+/// outside, a loop, a missing or replaced folder, something new in the way. I/O
+/// failures are not (the disk, permissions): those are errors.
+fn target_changed(error: &JailError) -> bool {
+    !matches!(error, JailError::Io { .. } | JailError::RootInvalid { .. })
+}
+
+/// Whether `path` (a change's path, recorded links resolved) still resolves to
+/// itself: no link was put at it or in its folders since. `entry`: resolved as an
+/// entry (its last name not followed).
+fn resolves_to_itself(jail: &Jail, path: &str, entry: bool) -> bool {
+    let probe = if entry {
+        jail.probe_entry(path)
+    } else {
+        jail.probe(path)
+    };
+    probe.is_ok_and(|probe| probe.resolved == Path::new(path))
 }
 
 /// Size, fingerprint and kept content of `path` right after a write.
@@ -725,6 +797,7 @@ async fn revert(
         root: row.change.root,
         bytes: None,
         before: kept,
+        before_mode: None,
         after_fingerprint: None,
         after_sha256: restores.clone(),
     };
@@ -734,19 +807,33 @@ async fn revert(
         ));
     };
     let written = {
-        let (place, path) = (Arc::clone(&place), path.clone());
+        let (place, path, mode) = (Arc::clone(&place), path.clone(), row.before_mode);
         blocking(move || match &restores {
             Some(sha256) => snapshots
                 .get(sha256)
-                .map_err(|error| error.to_string())
-                .and_then(|bytes| place.restore(&path, Some(&bytes), &agent_version)),
-            None => place.restore(&path, None, &agent_version),
+                .map_err(|error| NotWritten::Failed(error.to_string()))
+                .and_then(|bytes| {
+                    place.restore(&path, Some(&bytes), mode.as_ref(), &agent_version)
+                }),
+            None => place.restore(&path, None, None, &agent_version),
         })
         .await?
     };
-    if let Err(error) = written {
-        store.abandon_revert(&pending.change.id).await?;
-        return not_revertible(format!("change {id} cannot be reverted: `{path}`: {error}"));
+    match written {
+        Ok(()) => {}
+        Err(NotWritten::Changed(error)) => {
+            store.abandon_revert(&pending.change.id).await?;
+            return Ok(Err(RevertRefusal::ChangedSince {
+                message: format!(
+                    "`{path}` changed after the agent's write ({error}), so nothing was written"
+                ),
+                diff: None,
+            }));
+        }
+        Err(NotWritten::Failed(error)) => {
+            store.abandon_revert(&pending.change.id).await?;
+            return not_revertible(format!("change {id} cannot be reverted: `{path}`: {error}"));
+        }
     }
     let done = finish(shared, place, &pending, &row, actor, None).await?;
     Ok(Ok(done.change))
@@ -764,27 +851,47 @@ fn keep_agent_version(
     (hash_max_bytes, max_bytes): (u64, u64),
 ) -> Result<std::result::Result<(Before, Current), RevertRefusal>> {
     let id = &row.change.id;
-    let now = jail
-        .fingerprint_with(path, hash_max_bytes)
-        .map_err(|error| Error::Internal(format!("fingerprinting `{path}`: {error}")))?;
-    let agent_version = current(jail, path, max_bytes)
-        .map_err(|error| Error::Internal(format!("reading `{path}`: {error}")))?;
+    // The fingerprint of what is at `path` now, if it is still reached as the change
+    // left it: a folder there, a link put at it or in its folders (one leading outside
+    // included) mean it changed since, not that the revert failed.
+    let now = match jail.fingerprint_with(path, hash_max_bytes) {
+        Ok(now) if resolves_to_itself(jail, path, false) => Some(now),
+        Ok(_) => None,
+        Err(error) if target_changed(&error) => None,
+        Err(error) => {
+            return Err(Error::Internal(format!("fingerprinting `{path}`: {error}")));
+        }
+    };
+    let agent_version = match now {
+        Some(_) => match current(jail, path, max_bytes) {
+            Ok(version) => Some(version),
+            Err(error) if target_changed(&error) => None,
+            Err(error) => return Err(Error::Internal(format!("reading `{path}`: {error}"))),
+        },
+        None => None,
+    };
     // The same content as the agent wrote counts as unchanged even if the file was
     // rewritten (new inode or times): reverting it loses nothing.
     let same_content = match (&agent_version, &row.after_sha256) {
-        (Current::Content(bytes), Some(sha256)) => sha256_hex(bytes) == *sha256,
+        (Some(Current::Content(bytes)), Some(sha256)) => sha256_hex(bytes) == *sha256,
         _ => false,
     };
-    if now != recorded && !same_content {
-        let diff = changed_since_diff(snapshots, row, path, &agent_version);
-        return Ok(Err(RevertRefusal::ChangedSince {
-            message: format!(
-                "`{path}` changed after the agent's write; reverting would overwrite that \
-                 change, so nothing was written"
-            ),
-            diff,
-        }));
-    }
+    let unchanged = now.as_deref() == Some(recorded) || same_content;
+    let agent_version = match (unchanged, agent_version) {
+        (true, Some(version)) => version,
+        (_, version) => {
+            let diff = version
+                .as_ref()
+                .and_then(|version| changed_since_diff(snapshots, row, path, version));
+            return Ok(Err(RevertRefusal::ChangedSince {
+                message: format!(
+                    "`{path}` changed after the agent's write; reverting would overwrite that \
+                     change, so nothing was written"
+                ),
+                diff,
+            }));
+        }
+    };
     let kept = match &agent_version {
         Current::Absent => Before::Absent,
         Current::Content(bytes) => Before::Kept(

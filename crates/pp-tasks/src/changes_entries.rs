@@ -16,7 +16,10 @@ use pp_gate::Jail;
 use pp_store::{Before, ChangeRow, NewChange};
 use pp_types::{Actor, Change, ChangeKind, FileOp};
 
-use super::{KeptFile, Place, REVERT_TOOL, RevertRefusal, finish, not_revertible};
+use super::{
+    KeptFile, NotWritten, Place, REVERT_TOOL, RevertRefusal, finish, not_revertible,
+    resolves_to_itself, target_changed,
+};
 use crate::blocking::blocking;
 use crate::shared::Shared;
 use crate::{Error, Result};
@@ -113,6 +116,7 @@ pub(super) async fn revert(
         // Nothing the agent made is lost by this revert: a moved entry is moved back,
         // a restored file or folder fills an empty place, a removed folder was empty.
         before: Before::Unknown,
+        before_mode: None,
         after_fingerprint: None,
         after_sha256: restores,
     };
@@ -131,7 +135,7 @@ pub(super) async fn revert(
             store.abandon_revert(&pending.change.id).await?;
             return not_revertible(format!("change {id} cannot be reverted: {message}"));
         }
-        Acted::NotEmpty(message) => {
+        Acted::Changed(message) => {
             store.abandon_revert(&pending.change.id).await?;
             return Ok(Err(changed(message)));
         }
@@ -153,9 +157,30 @@ fn check(
     let internal = |what: &str, error: pp_gate::JailError| {
         Error::Internal(format!("{what} `{path}`: {error}"))
     };
-    let now = jail
-        .fingerprint_entry(path, hash_max_bytes)
-        .map_err(|error| internal("fingerprinting", error))?;
+    // The place must still be reached as the change left it (its path was recorded
+    // links resolved): a link put in its folders, one leading outside included, or a
+    // folder gone or turned into a file, is a change since, not a failure.
+    let place_changed = || {
+        changed(format!(
+            "the folder of `{path}` is no longer the one the agent's call acted in (moved, \
+             removed, or replaced by a link), so nothing was written"
+        ))
+    };
+    let now = match jail.fingerprint_entry(path, hash_max_bytes) {
+        Ok(now) if resolves_to_itself(jail, path, true) => now,
+        Ok(_) => return Ok(Some(place_changed())),
+        Err(error) if target_changed(&error) => return Ok(Some(place_changed())),
+        Err(error) => return Err(internal("fingerprinting", error)),
+    };
+    // Where the entry goes back to (a move's old place) must be reached as recorded too.
+    if let Some(from) = row.change.from_path.as_deref() {
+        match jail.probe_entry(from) {
+            Ok(probe) if probe.resolved == std::path::Path::new(from) => {}
+            Ok(_) => return Ok(Some(place_changed())),
+            Err(error) if target_changed(&error) => return Ok(Some(place_changed())),
+            Err(error) => return Err(internal("looking at", error)),
+        }
+    }
     let exists = |at: &str| {
         jail.probe_entry(at)
             .map(|probe| probe.exists())
@@ -192,8 +217,21 @@ enum Acted {
     Done { note: Option<String> },
     /// Nothing was changed; the intent is abandoned with this reason.
     Abandoned(String),
-    /// The folder to remove is not empty any more: a change since, not a failure.
-    NotEmpty(String),
+    /// Nothing was changed because the place changed since (the folder to remove is not
+    /// empty any more, something appeared where the entry goes back, a folder was
+    /// replaced): a change since, not a failure.
+    Changed(String),
+}
+
+/// A failed step of a revert's own work: [`Acted::Changed`] when the place changed
+/// since the check, else [`Acted::Abandoned`].
+fn failed(what: &str, error: pp_gate::JailError) -> Acted {
+    match NotWritten::from(error) {
+        NotWritten::Changed(error) => {
+            Acted::Changed(format!("{what}: {error}; nothing was written"))
+        }
+        NotWritten::Failed(error) => Acted::Abandoned(format!("{what}: {error}")),
+    }
 }
 
 /// Moves the entry back, writes the deleted file or folder again, or removes the created
@@ -207,10 +245,10 @@ fn act(jail: &Jail, row: &ChangeRow, path: &str, content: Option<&[u8]>) -> Acte
     ) {
         (ChangeKind::Moved, Some(from), _) => {
             if let Err(error) = jail.rename(path, from, false) {
-                return Acted::Abandoned(format!("moving `{path}` back to `{from}`: {error}"));
+                return failed(&format!("moving `{path}` back to `{from}`"), error);
             }
             if let Some(bytes) = content
-                && let Err(error) = jail.write_atomic(path, bytes)
+                && let Err(error) = jail.restore_file(path, bytes, row.before_mode.as_ref(), false)
             {
                 note = Some(format!(
                     " (the file the move replaced could not be restored: {error})"
@@ -219,26 +257,28 @@ fn act(jail: &Jail, row: &ChangeRow, path: &str, content: Option<&[u8]>) -> Acte
         }
         (ChangeKind::Deleted, _, Before::Folder) => {
             if let Err(error) = jail.create_dir_all(path) {
-                return Acted::Abandoned(format!("creating the folder `{path}` again: {error}"));
+                return failed(&format!("creating the folder `{path}` again"), error);
             }
         }
         (ChangeKind::Deleted, ..) => {
             let Some(bytes) = content else {
                 return Acted::Abandoned("what it deleted was not kept".to_owned());
             };
-            if let Err(error) = jail.write_atomic(path, bytes) {
-                return Acted::Abandoned(format!("writing `{path}` again: {error}"));
+            // Only where nothing is (a file that appeared since is never replaced), in
+            // the folder it was deleted from (never created again), with its mode.
+            if let Err(error) = jail.restore_file(path, bytes, row.before_mode.as_ref(), false) {
+                return failed(&format!("writing `{path}` again"), error);
             }
         }
         _ => match jail.remove_empty_dir(path) {
             Ok(()) => {}
             Err(pp_gate::JailError::NotEmpty { .. }) => {
-                return Acted::NotEmpty(format!(
+                return Acted::Changed(format!(
                     "the folder `{path}` is not empty any more, so it was not removed"
                 ));
             }
             Err(error) => {
-                return Acted::Abandoned(format!("removing the folder `{path}`: {error}"));
+                return failed(&format!("removing the folder `{path}`"), error);
             }
         },
     }

@@ -94,6 +94,22 @@ impl TaskService {
         self
     }
 
+    /// The same service, with a cancel of a running task waiting at most `wait` (default
+    /// 5 s) for the running call to stop before answering that the cancel is under way
+    /// ([`TaskService::cancel`]). Call it before the service runs anything.
+    #[must_use]
+    pub fn with_cancel_wait(self, wait: std::time::Duration) -> Self {
+        self.inner.set_cancel_wait(wait);
+        self
+    }
+
+    /// Whether a cancel of `task` was asked for in this process and it still runs,
+    /// because its current call has not stopped yet: `cancel_requested` in the task's
+    /// view. False once the task is no longer `running`.
+    pub fn cancel_requested(&self, task: &TaskRecord) -> bool {
+        task.state == TaskState::Running && self.inner.cancel_pending(&task.id)
+    }
+
     /// The store.
     pub fn store(&self) -> &Store {
         &self.inner.store
@@ -301,6 +317,12 @@ impl TaskService {
     /// Cancels a task that has not ended: a queued, waiting or interrupted task at once
     /// (its pending approval is cancelled), a running one as soon as its segment notices.
     ///
+    /// The task returned says what happened: `cancelled` (also when it already was), or
+    /// still `running` when its run in this process was told to stop but its current
+    /// call has not stopped within the wait ([`TaskService::with_cancel_wait`]): the
+    /// cancel is under way ([`TaskService::cancel_requested`]) and the task becomes
+    /// `cancelled` once the call has stopped.
+    ///
     /// Exactly one of a cancel and a racing resolve wins: if the person's approval was
     /// recorded first, or the task is about to run a call they approved, the cancel is
     /// refused with [`Error::InvalidState`]; a running task that ends some other way
@@ -314,15 +336,19 @@ impl TaskService {
             action: "cancel",
         };
         let task = self.inner.store.task(id).await?;
+        if task.state == TaskState::Cancelled {
+            return Ok(task);
+        }
         if task.state == TaskState::Running {
             if self.inner.store.approved_call_pending(id).await? {
                 return Err(refused(TaskState::Running));
             }
             if self.inner.signal_cancel(id) {
-                // Our own worker stores the cancellation; wait until the run has ended.
+                // Our own worker stores the cancellation once the running call has
+                // stopped: wait for it a while, then say it is under way.
                 let current = self.wait_until_not_running(id).await?;
                 return match current.state {
-                    TaskState::Cancelled => Ok(current),
+                    TaskState::Cancelled | TaskState::Running => Ok(current),
                     other => Err(refused(other)),
                 };
             }
@@ -351,6 +377,11 @@ impl TaskService {
             .await
         {
             Ok(record) => Ok(record),
+            // Cancelled meanwhile (another tab, another process): what was asked is done.
+            Err(pp_store::Error::Conflict {
+                current: TaskState::Cancelled,
+                ..
+            }) => Ok(self.inner.store.task(id).await?),
             Err(pp_store::Error::Conflict { current, .. }) => Err(refused(current)),
             Err(pp_store::Error::ApprovedCallPending { .. }) => Err(refused(TaskState::Running)),
             Err(other) => Err(Error::from_store(other)),
@@ -358,16 +389,16 @@ impl TaskService {
     }
 
     /// Polls the store until `id` is no longer `running` (our own worker is storing its
-    /// end); gives the state as found after at most a few seconds.
+    /// end); gives the state as found after at most the cancel wait.
     async fn wait_until_not_running(&self, id: &TaskId) -> Result<TaskRecord> {
-        for _ in 0..500 {
+        let deadline = tokio::time::Instant::now() + self.inner.cancel_wait();
+        loop {
             let current = self.inner.store.task(id).await?;
-            if current.state != TaskState::Running {
+            if current.state != TaskState::Running || tokio::time::Instant::now() >= deadline {
                 return Ok(current);
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        Ok(self.inner.store.task(id).await?)
     }
 
     /// Retries an interrupted task from its last checkpoint. If the interruption fell

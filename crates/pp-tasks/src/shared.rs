@@ -42,7 +42,13 @@ pub(crate) struct Shared {
     /// The data directory when the front end names it ([`crate::TaskService::with_data_dir`]);
     /// otherwise the SQLite database's folder. Set once, before any run needs it.
     data_dir: std::sync::OnceLock<PathBuf>,
+    /// How long a cancel waits for a running call to stop before it answers that the
+    /// cancel is under way ([`crate::TaskService::with_cancel_wait`]).
+    cancel_wait: std::sync::OnceLock<std::time::Duration>,
 }
+
+/// How long a cancel waits for a running call to stop, unless the front end says.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A cancellation signal for one task run, registered before the run waits for a worker
 /// so a cancel that arrives meanwhile is never lost.
@@ -95,6 +101,7 @@ impl Shared {
             cancellations: Mutex::new(HashMap::new()),
             registration: crate::workers::Registration::default(),
             data_dir: std::sync::OnceLock::new(),
+            cancel_wait: std::sync::OnceLock::new(),
         }
     }
 
@@ -140,6 +147,29 @@ impl Shared {
         if let Ok(mut map) = self.cancellations.lock() {
             map.remove(task);
         }
+    }
+
+    /// How long a cancel waits for a running call to stop.
+    pub(crate) fn cancel_wait(&self) -> std::time::Duration {
+        self.cancel_wait.get().copied().unwrap_or(CANCEL_WAIT)
+    }
+
+    /// Sets [`Shared::cancel_wait`] (the first call wins).
+    pub(crate) fn set_cancel_wait(&self, wait: std::time::Duration) {
+        let _ = self.cancel_wait.set(wait);
+    }
+
+    /// Whether the run of `task` in this process was told to cancel and has not ended
+    /// yet (its signal is forgotten once the run has stored how it ended).
+    pub(crate) fn cancel_pending(&self, task: &TaskId) -> bool {
+        self.cancellations
+            .lock()
+            .ok()
+            .and_then(|map| {
+                map.get(task)
+                    .map(|cancellation| cancellation.is_cancelled())
+            })
+            .unwrap_or(false)
     }
 
     /// Signals the run of `task` in this process; `false` when none runs here.

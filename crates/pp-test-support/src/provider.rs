@@ -188,3 +188,62 @@ impl Tool for StampFiles {
         })
     }
 }
+
+/// A provider offering `stubborn_wait`: a read tool (capability `test:read`, risk low,
+/// so it runs without an approval) that blocks a thread for `millis` milliseconds and
+/// ignores the task's interrupt meanwhile — a call that does not stop promptly when its
+/// task is cancelled (a slow command, a remote call without a timeout).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stubborn;
+
+impl ToolProvider for Stubborn {
+    fn name(&self) -> &str {
+        "stubborn"
+    }
+
+    fn provide(&self, _scope: &Scope<'_>, provision: &mut Provision) -> Result<(), ProviderError> {
+        provision.tool(Arc::new(StubbornWait));
+        Ok(())
+    }
+}
+
+/// The files toolbox plus [`Stubborn`].
+pub fn stubborn_toolbox() -> pp_tools::Toolbox {
+    pp_tools::Toolbox::files().with(Arc::new(Stubborn))
+}
+
+struct StubbornWait;
+
+static STUBBORN_SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| ToolSpec {
+    name: "stubborn_wait".into(),
+    description: "blocks for `millis` milliseconds, whatever happens".into(),
+    parameters: json!({"type": "object", "properties": {"millis": {"type": "integer"}}}),
+    capability: Some(Capability::new("test:read")),
+    risk: Risk::Low,
+    path_params: Vec::new(),
+    root: PathRoot::Workspace,
+});
+
+impl Tool for StubbornWait {
+    fn spec(&self) -> &ToolSpec {
+        &STUBBORN_SPEC
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _context: &'a ToolContext,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, ToolOutput> {
+        let millis = arguments["millis"].as_u64().unwrap_or(0);
+        Box::pin(async move {
+            let waited = tokio::task::spawn_blocking(move || {
+                std::thread::sleep(std::time::Duration::from_millis(millis));
+            })
+            .await;
+            match waited {
+                Ok(()) => ToolOutput::success("waited"),
+                Err(error) => ToolOutput::error(format!("the wait failed: {error}")),
+            }
+        })
+    }
+}

@@ -172,6 +172,19 @@ impl ChangeCounts {
     }
 }
 
+/// A file's permission bits and owner, kept with a change so a revert gives the file
+/// it writes again the mode (and, where the process may, the owner) it had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileMode {
+    /// Permission bits (`0o7777`: rwx for owner, group, others, plus setuid, setgid,
+    /// sticky).
+    pub mode: u32,
+    /// The owning user id, where the platform has one.
+    pub uid: Option<u32>,
+    /// The owning group id, where the platform has one.
+    pub gid: Option<u32>,
+}
+
 /// What a file held before a call changed it, as a tool's snapshot reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Prior {

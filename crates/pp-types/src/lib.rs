@@ -29,7 +29,7 @@ mod user;
 
 pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
-pub use change::{Change, ChangeCounts, ChangeKind, ChangeRoot, FileOp, Prior, Snapshot};
+pub use change::{Change, ChangeCounts, ChangeKind, ChangeRoot, FileMode, FileOp, Prior, Snapshot};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};
 pub use event::{Event, EventKind, FailureReason, ResolutionKind};

@@ -173,7 +173,8 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
         }
         TasksCommand::Cancel { id, json } => {
             let task = app.service.cancel(&TaskId(id)).await?;
-            print_task(&task, json)?;
+            // Cancelled, or under way (still running): both accepted, exit 0.
+            outln!("{}", cancel_output(&task, json)?)?;
         }
         TasksCommand::Retry { id, json } => {
             let id = TaskId(id);
@@ -187,6 +188,29 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
         }
     }
     Ok(exit::OK)
+}
+
+/// What `tasks cancel` prints: the task (JSON with `cancel_requested`, as the API's
+/// cancel answers), or its id and state. A task still `running` after the cancel is
+/// one whose running call has not stopped yet: the cancel is under way.
+fn cancel_output(task: &pp_types::TaskRecord, json: bool) -> anyhow::Result<String> {
+    let requested = task.state == TaskState::Running;
+    if json {
+        let mut value = serde_json::to_value(task)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("cancel_requested".to_owned(), requested.into());
+        }
+        return Ok(json_safe(&value.to_string()).into_owned());
+    }
+    Ok(if requested {
+        format!(
+            "{}  running (cancel requested: it becomes cancelled once its running call has \
+             stopped)",
+            task.id
+        )
+    } else {
+        format!("{}  {}", task.id, task.state.as_str())
+    })
 }
 
 fn print_task(task: &pp_types::TaskRecord, json: bool) -> anyhow::Result<()> {

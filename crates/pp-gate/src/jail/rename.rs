@@ -83,7 +83,7 @@ impl Jail {
 /// without the flag (`EINVAL`, `ENOSYS`: some network and FUSE filesystems) gets the
 /// portable fallback: a fresh existence check right before a plain `renameat`.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn rename_at(
+pub(super) fn rename_at(
     from_dir: &cap_std::fs::Dir,
     from: &std::ffi::OsStr,
     to_dir: &cap_std::fs::Dir,
@@ -105,7 +105,7 @@ fn rename_at(
 /// Elsewhere: cap-std's `renameat` after a fresh existence check (a destination that
 /// appears between the two is replaced; Linux closes that window).
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn rename_at(
+pub(super) fn rename_at(
     from_dir: &cap_std::fs::Dir,
     from: &std::ffi::OsStr,
     to_dir: &cap_std::fs::Dir,

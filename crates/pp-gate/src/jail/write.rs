@@ -7,6 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use cap_std::fs::{Dir, File, OpenOptions, Permissions};
 
+use pp_types::FileMode;
+
 use super::Jail;
 use super::sweep::TEMP_PREFIX;
 use crate::error::{JailError, Result};
@@ -24,6 +26,28 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Size of the chunks a streamed write copies (and checks `abort` between).
 const CHUNK: usize = 64 * 1024;
+
+/// How [`Jail::replace`] treats what is around the target.
+#[derive(Clone, Copy)]
+struct How<'a> {
+    /// Create missing parent folders (a revert never does: a folder that went away
+    /// means the place is no longer what it was).
+    create_parents: bool,
+    /// Replace an existing file (otherwise something at the path is
+    /// [`JailError::AlreadyExists`], checked again by the kernel at the rename on Linux).
+    replace: bool,
+    /// The mode (and owner) to give the file instead of the replaced file's or a new
+    /// file's.
+    mode: Option<&'a FileMode>,
+}
+
+/// What every ordinary write does: parents created, an existing file replaced, its
+/// mode kept.
+const WRITE: How<'static> = How {
+    create_parents: true,
+    replace: true,
+    mode: None,
+};
 
 /// Where the new content comes from.
 enum Source<'a> {
@@ -62,7 +86,41 @@ impl Jail {
         bytes: &[u8],
         abort: &dyn Fn() -> bool,
     ) -> Result<WriteOutcome> {
-        self.replace(path, Source::Bytes(bytes), abort)
+        self.replace(path, Source::Bytes(bytes), abort, WRITE)
+    }
+
+    /// The mode and owner of the file at `path` (links followed), from its metadata;
+    /// `None` when nothing is there or it is not a regular file.
+    pub fn file_mode(&self, path: &str) -> Result<Option<FileMode>> {
+        let resolved = self.resolve(path)?;
+        Ok(resolved
+            .metadata
+            .as_ref()
+            .filter(|metadata| metadata.is_file())
+            .map(mode_of))
+    }
+
+    /// Puts back a file a revert restores: [`Jail::write_atomic`], except that the
+    /// target's folder must already exist (nothing is created: [`JailError::NotFound`]
+    /// or [`JailError::NotADirectory`]), that without `replace` nothing may be at the
+    /// path ([`JailError::AlreadyExists`]; on Linux the rename itself refuses a file
+    /// that appeared since), and that the file gets `mode`'s permission bits and, where
+    /// the process may (root, or its own uid and one of its groups), its owner. When the
+    /// owner cannot be given back, setuid and setgid are dropped (as `cp -p` does).
+    /// `mode: None` (an old change that recorded none) keeps the usual mode.
+    pub fn restore_file(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        mode: Option<&FileMode>,
+        replace: bool,
+    ) -> Result<WriteOutcome> {
+        let how = How {
+            create_parents: false,
+            replace,
+            mode,
+        };
+        self.replace(path, Source::Bytes(bytes), &|| false, how)
     }
 
     /// [`Jail::write_atomic_unless`] streaming the content from `reader` (an upload)
@@ -79,7 +137,7 @@ impl Jail {
         max_bytes: u64,
         abort: &dyn Fn() -> bool,
     ) -> Result<WriteOutcome> {
-        self.replace(path, Source::Reader { reader, max_bytes }, abort)
+        self.replace(path, Source::Reader { reader, max_bytes }, abort, WRITE)
     }
 
     /// The one write path: resolve, temp file, content, mode, fsync, `abort`, rename.
@@ -88,6 +146,7 @@ impl Jail {
         path: &str,
         source: Source<'_>,
         abort: &dyn Fn() -> bool,
+        how: How<'_>,
     ) -> Result<WriteOutcome> {
         let resolved = self.resolve(path)?;
         let not_a_file = || JailError::NotAFile {
@@ -102,6 +161,11 @@ impl Jail {
         {
             return Err(not_a_file());
         }
+        if resolved.metadata.is_some() && !how.replace {
+            return Err(JailError::AlreadyExists {
+                path: path.to_owned(),
+            });
+        }
         let io = |error| JailError::from_io(path, error);
         let Some(name) = resolved.relative.file_name() else {
             return Err(not_a_file());
@@ -109,6 +173,19 @@ impl Jail {
         let opened;
         let parent: &Dir = match resolved.relative.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => {
+                if !how.create_parents {
+                    // The folder as resolved must still be one: a revert puts a file
+                    // back only where it was.
+                    match self.dir.metadata(parent) {
+                        Ok(metadata) if metadata.is_dir() => {}
+                        Ok(_) => {
+                            return Err(JailError::NotADirectory {
+                                path: path.to_owned(),
+                            });
+                        }
+                        Err(error) => return Err(io(error)),
+                    }
+                }
                 self.dir.create_dir_all(parent).map_err(|error| {
                     if error.kind() == std::io::ErrorKind::AlreadyExists {
                         JailError::NotADirectory {
@@ -126,6 +203,11 @@ impl Jail {
 
         // Look again through the parent handle we will rename in.
         let (created, permissions) = match parent.symlink_metadata(name) {
+            Ok(_) if !how.replace => {
+                return Err(JailError::AlreadyExists {
+                    path: path.to_owned(),
+                });
+            }
             Ok(metadata) if metadata.is_file() => (false, Some(metadata.permissions())),
             Ok(metadata) if metadata.file_type().is_symlink() => (false, None),
             Ok(_) => return Err(not_a_file()),
@@ -138,7 +220,7 @@ impl Jail {
         if let Source::Bytes(bytes) = &source {
             failpoint_stall(parent, name, &temp, bytes);
         }
-        let result = write_temp(path, parent, &temp, source, permissions, abort)
+        let result = write_temp(path, parent, &temp, source, permissions, abort, how.mode)
             .and_then(|()| {
                 if abort() {
                     Err(JailError::Aborted {
@@ -148,7 +230,25 @@ impl Jail {
                     Ok(())
                 }
             })
-            .and_then(|()| parent.rename(&temp, parent, name).map_err(io));
+            .and_then(|()| {
+                if how.replace {
+                    parent.rename(&temp, parent, name).map_err(io)
+                } else {
+                    super::rename::rename_at(
+                        parent,
+                        std::ffi::OsStr::new(&temp),
+                        parent,
+                        name,
+                        false,
+                    )
+                    .map_err(|error| match error.kind() {
+                        std::io::ErrorKind::AlreadyExists => JailError::AlreadyExists {
+                            path: path.to_owned(),
+                        },
+                        _ => io(error),
+                    })
+                }
+            });
         if let Err(error) = result {
             // Best effort: the sweep removes anything left behind.
             let _ = parent.remove_file(&temp);
@@ -160,7 +260,8 @@ impl Jail {
 }
 
 /// Creates `temp` exclusively and privately (0600), writes the content, gives it its
-/// final mode (`permissions`, or a new file's normal mode), fsyncs.
+/// final mode (`mode` with its owner when given, else `permissions`, or a new file's
+/// normal mode), fsyncs.
 fn write_temp(
     path: &str,
     parent: &Dir,
@@ -168,6 +269,7 @@ fn write_temp(
     source: Source<'_>,
     permissions: Option<Permissions>,
     abort: &dyn Fn() -> bool,
+    mode: Option<&FileMode>,
 ) -> Result<()> {
     let io = |error| JailError::from_io(path, error);
     let mut file = create_private(parent, temp).map_err(io)?;
@@ -179,10 +281,65 @@ fn write_temp(
     }
     #[cfg(test)]
     super::hooks::fire(super::hooks::Point::TempWritten, parent, temp.as_ref()).map_err(io)?;
-    if let Some(permissions) = permissions.or_else(new_file_permissions) {
+    let permissions = match mode {
+        Some(mode) => restored_permissions(&file, mode),
+        None => permissions.or_else(new_file_permissions),
+    };
+    if let Some(permissions) = permissions {
         file.set_permissions(permissions).map_err(io)?;
     }
     file.sync_all().map_err(io)
+}
+
+/// The mode and owner `metadata` records.
+#[cfg(unix)]
+fn mode_of(metadata: &cap_std::fs::Metadata) -> FileMode {
+    use cap_std::fs::MetadataExt;
+    FileMode {
+        mode: metadata.mode() & 0o7777,
+        uid: Some(metadata.uid()),
+        gid: Some(metadata.gid()),
+    }
+}
+
+/// Without Unix modes: read-only or not.
+#[cfg(not(unix))]
+fn mode_of(metadata: &cap_std::fs::Metadata) -> FileMode {
+    FileMode {
+        mode: if metadata.permissions().readonly() {
+            0o444
+        } else {
+            0o666
+        },
+        uid: None,
+        gid: None,
+    }
+}
+
+/// Gives `file` `mode`'s owner where the process may (before the mode: a change of
+/// owner clears setuid and setgid), and returns the permissions to set: `mode`'s bits,
+/// without setuid and setgid when the owner could not be given back.
+#[cfg(unix)]
+fn restored_permissions(file: &File, mode: &FileMode) -> Option<Permissions> {
+    use cap_std::fs::PermissionsExt;
+    let owner_kept = match (mode.uid, mode.gid) {
+        (Some(uid), Some(gid)) => std::os::unix::fs::fchown(file, Some(uid), Some(gid)).is_ok(),
+        _ => false,
+    };
+    let bits = if owner_kept {
+        mode.mode & 0o7777
+    } else {
+        mode.mode & 0o1777
+    };
+    Some(Permissions::from_mode(bits))
+}
+
+/// Without Unix modes only read-only is kept.
+#[cfg(not(unix))]
+fn restored_permissions(file: &File, mode: &FileMode) -> Option<Permissions> {
+    let mut permissions = file.metadata().ok()?.permissions();
+    permissions.set_readonly(mode.mode & 0o222 == 0);
+    Some(permissions)
 }
 
 /// Copies `reader` into `file`, refusing more than `max_bytes` bytes.

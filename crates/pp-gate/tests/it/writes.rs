@@ -203,3 +203,86 @@ fn streamed_writes_follow_the_jail_rules() {
     }
     assert_eq!(tree.outside_snapshot(), before);
 }
+
+/// A file's permission bits, owner and group.
+#[cfg(unix)]
+fn mode_and_owner(tree: &TempTree, path: &str) -> (u32, u32, u32) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let metadata = std::fs::metadata(tree.workspace().join(path)).unwrap();
+    (
+        metadata.permissions().mode() & 0o7777,
+        metadata.uid(),
+        metadata.gid(),
+    )
+}
+
+#[cfg(unix)]
+#[test]
+fn restore_file_gives_the_recorded_mode_and_never_creates_or_replaces() {
+    use std::os::unix::fs::PermissionsExt;
+    let (tree, jail) = setup();
+    std::fs::set_permissions(
+        tree.workspace().join("top.txt"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    let recorded = jail.file_mode("top.txt").unwrap().unwrap();
+    assert_eq!(recorded.mode, 0o640);
+    assert_eq!(jail.file_mode("nothing.txt").unwrap(), None);
+    assert_eq!(
+        jail.file_mode("docs").unwrap(),
+        None,
+        "a folder has no file mode"
+    );
+
+    // A deleted file comes back with its mode, not a new file's.
+    std::fs::remove_file(tree.workspace().join("top.txt")).unwrap();
+    let private = pp_types::FileMode {
+        mode: 0o600,
+        ..recorded
+    };
+    jail.restore_file("top.txt", b"back", Some(&private), false)
+        .unwrap();
+    assert_eq!(tree.read("top.txt"), "back");
+    assert_eq!(mode_and_owner(&tree, "top.txt").0, 0o600);
+    // Over an existing file the recorded mode wins over the file's.
+    jail.restore_file("top.txt", b"again", Some(&recorded), true)
+        .unwrap();
+    assert_eq!(mode_and_owner(&tree, "top.txt").0, 0o640);
+
+    // Without `replace`, something at the path is left alone.
+    let refused = jail.restore_file("docs/readme.txt", b"x", Some(&recorded), false);
+    assert_eq!(outcome(&refused), "already_exists");
+    assert_eq!(tree.read("docs/readme.txt"), "inside readme");
+    // A folder that is gone is not created again.
+    let refused = jail.restore_file("gone/a.txt", b"x", Some(&recorded), false);
+    assert_eq!(outcome(&refused), "not_found");
+    assert!(!tree.exists("gone"));
+    // A folder swapped for a link leading outside is refused; nothing is written there.
+    tree.symlink("out", tree.outside().join("dir"));
+    let before = tree.outside_snapshot();
+    let refused = jail.restore_file("out/new.txt", b"x", Some(&recorded), false);
+    assert_eq!(outcome(&refused), "symlink_escape");
+    assert_eq!(tree.outside_snapshot(), before);
+    assert_eq!(temp_files(&tree), Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn restore_file_gives_the_owner_back_where_the_process_may_else_drops_setuid() {
+    let (tree, jail) = setup();
+    let mode = pp_types::FileMode {
+        mode: 0o4755,
+        uid: Some(4242),
+        gid: Some(4343),
+    };
+    jail.restore_file("tool", b"#!/bin/sh\n", Some(&mode), false)
+        .unwrap();
+    let probe = tempfile::NamedTempFile::new().unwrap();
+    if std::os::unix::fs::chown(probe.path(), Some(4242), Some(4343)).is_ok() {
+        assert_eq!(mode_and_owner(&tree, "tool"), (0o4755, 4242, 4343));
+    } else {
+        // Not root: the file stays the process's, without setuid.
+        assert_eq!(mode_and_owner(&tree, "tool").0, 0o755);
+    }
+}

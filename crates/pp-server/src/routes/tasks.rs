@@ -129,21 +129,42 @@ pub(crate) async fn show(
     let task = caller.visible_task(&state, &TaskId(id)).await?;
     // Team mode: a queued task no live worker can run says so (`waiting_for`).
     let waiting = state.service().waiting_reason(&task).await?;
-    let mut value = serde_json::to_value(&task).map_err(ApiError::internal)?;
+    let requested = state.service().cancel_requested(&task);
+    let mut value = task_view(&task, requested)?;
     if let (Some(reason), Some(object)) = (waiting, value.as_object_mut()) {
         object.insert("waiting_for".to_owned(), Value::String(reason));
     }
     Ok(Json(value))
 }
 
-/// Cancels a task that has not ended (404 for one the caller may not see).
+/// A task as one task's routes show it: with `cancel_requested` (a cancel asked for
+/// while its running call has not stopped yet).
+fn task_view(task: &TaskRecord, cancel_requested: bool) -> ApiResult<Value> {
+    let mut value = serde_json::to_value(task).map_err(ApiError::internal)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("cancel_requested".to_owned(), Value::Bool(cancel_requested));
+    }
+    Ok(value)
+}
+
+/// Cancels a task that has not ended (404 for one the caller may not see): 200 with
+/// the task `cancelled` (also when it already was), or 202 with the task still
+/// `running` and `cancel_requested: true` when its running call has not stopped yet.
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
-) -> ApiResult<Json<TaskRecord>> {
+) -> ApiResult<(StatusCode, Json<Value>)> {
     let task = caller.visible_task(&state, &TaskId(id)).await?;
-    Ok(Json(state.service().cancel(&task.id).await?))
+    let task = state.service().cancel(&task.id).await?;
+    // The service answers `running` only for a cancel under way.
+    let pending = task.state == TaskState::Running;
+    let status = if pending {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(task_view(&task, pending)?)))
 }
 
 /// Retries an interrupted task (404 for one the caller may not see).

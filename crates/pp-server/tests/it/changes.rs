@@ -215,3 +215,58 @@ async fn a_move_is_carded_logged_with_where_it_came_from_and_reverted() {
     assert_eq!(app.tree.read("draft.md"), "text\n");
     assert!(!app.tree.exists("docs/final.md"));
 }
+
+#[tokio::test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test changes the workspace behind the service's back"
+)]
+async fn a_revert_where_the_file_became_a_folder_or_its_folder_a_link_out_is_409_changed_since() {
+    let app = App::running();
+    let (task, _, change) = overwritten(&app).await;
+    let id = change["id"].as_str().unwrap().to_owned();
+    // The file became a folder: a change since, not an internal error.
+    std::fs::remove_file(app.tree.workspace().join("plan.md")).unwrap();
+    app.tree.file("plan.md/inside.txt", "someone's\n");
+    let reply = app
+        .call(Method::POST, &format!("/api/changes/{id}/revert"))
+        .await;
+    reply.expect(409, Some("changed_since"));
+    assert_eq!(app.tree.read("plan.md/inside.txt"), "someone's\n");
+
+    // A file in a folder that was swapped for a link leading outside.
+    app.tree.file("docs/a.md", "a\n");
+    let (second, approval) = app.waiting_write("docs/a.md", "agent\n").await;
+    app.call_json(
+        Method::POST,
+        &format!("/api/approvals/{approval}/resolve"),
+        &json!({"decision": "approve"}),
+    )
+    .await
+    .expect(202, None);
+    app.wait_for(&second, TaskState::Completed).await;
+    let changes = app
+        .call(Method::GET, &format!("/api/tasks/{second}/changes"))
+        .await;
+    let id = changes.json["changes"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let workspace = app.tree.workspace();
+    std::fs::rename(workspace.join("docs"), workspace.join("docs.old")).unwrap();
+    app.tree.outside_file("docs/a.md", "agent\n");
+    app.tree.symlink("docs", app.tree.outside().join("docs"));
+    let outside = app.tree.outside_snapshot();
+    let reply = app
+        .call(Method::POST, &format!("/api/changes/{id}/revert"))
+        .await;
+    reply.expect(409, Some("changed_since"));
+    assert_eq!(
+        app.tree.outside_snapshot(),
+        outside,
+        "nothing written outside"
+    );
+    assert_eq!(app.tree.read("docs.old/a.md"), "agent\n");
+    assert!(app.audit("change_reverted", Some(&task)).await.is_empty());
+    assert!(app.audit("change_reverted", Some(&second)).await.is_empty());
+}

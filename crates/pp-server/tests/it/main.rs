@@ -11,6 +11,7 @@ mod approvals;
 mod audit;
 mod auth;
 mod bad_input;
+mod cancel;
 mod changes;
 mod channels;
 mod events;

@@ -8,13 +8,14 @@ use pp_types::{ApprovalId, Change, ChangeId, ChangeKind, ChangeRoot, NewAudit, T
 use tokio_postgres::Row;
 
 use super::{PgStore, audit, count, execute, query, query_one, query_opt};
+use crate::sqlite::changes::{mode_columns, mode_from_columns};
 use crate::sqlite::rows::int;
 use crate::{Before, ChangeRow, ChangeState, Error, NewChange, Result, ids};
 
 /// The columns [`decode`] reads, in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \
      before_state, before_sha256, after_fingerprint, after_sha256, reverts, reverted_by, state, \
-     root, from_path";
+     root, from_path, before_mode, before_uid, before_gid";
 
 /// `before` as its two columns.
 fn before_columns(before: &Before) -> (&'static str, Option<&str>) {
@@ -93,6 +94,7 @@ fn decode(row: &Row) -> Result<ChangeRow> {
             id: ChangeId(id),
         },
         before,
+        before_mode: mode_from_columns(row.try_get(17)?, row.try_get(18)?, row.try_get(19)?),
         after_fingerprint: row.try_get(10)?,
         after_sha256: row.try_get(11)?,
         reverts: row.try_get::<_, Option<String>>(12)?.map(ChangeId),
@@ -315,12 +317,14 @@ pub(crate) async fn insert(
 ) -> Result<ChangeRow> {
     let id = ChangeId(ids::new_id("c_", now)?);
     let (before_state, before_sha256) = before_columns(&new.before);
+    let [mode, uid, gid] = mode_columns(new.before_mode.as_ref());
     execute(
         db,
         "INSERT INTO changes (id, task_id, approval_id, tool, kind, path, bytes, at, \
          before_state, before_sha256, after_fingerprint, after_sha256, state, root, \
-         from_path) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+         from_path, before_mode, before_uid, before_gid) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         $18)",
         &[
             &id.as_str(),
             &new.task_id.as_str(),
@@ -337,6 +341,9 @@ pub(crate) async fn insert(
             &state,
             &new.root.as_str(),
             &new.from_path,
+            &mode,
+            &uid,
+            &gid,
         ],
     )
     .await?;

@@ -11,6 +11,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_workers.sql"),
     include_str!("../../migrations/postgres/0003_users.sql"),
+    include_str!("../../migrations/postgres/0004_change_modes.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

@@ -539,6 +539,7 @@ async fn every_method_works_on_postgres() {
                 root: pp_types::ChangeRoot::Workspace,
                 bytes: Some(3),
                 before: Before::Absent,
+                before_mode: None,
                 after_fingerprint: Some("f".into()),
                 after_sha256: Some("ab".into()),
             }],
@@ -606,6 +607,7 @@ async fn every_method_works_on_postgres() {
         from_path: None,
         root: pp_types::ChangeRoot::Workspace,
         bytes: None,
+        before_mode: None,
         before: Before::Kept("ab".into()),
         after_fingerprint: None,
         after_sha256: None,
@@ -655,6 +657,7 @@ async fn every_method_works_on_postgres() {
             root: pp_types::ChangeRoot::Workspace,
             bytes: None,
             before: Before::Unknown,
+            before_mode: None,
             after_fingerprint: None,
             after_sha256: None,
         })

@@ -11,7 +11,9 @@
 
 use std::collections::HashSet;
 
-use pp_types::{ApprovalId, Change, ChangeId, ChangeKind, ChangeRoot, NewAudit, TaskId, Timestamp};
+use pp_types::{
+    ApprovalId, Change, ChangeId, ChangeKind, ChangeRoot, FileMode, NewAudit, TaskId, Timestamp,
+};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{SqliteStore as Store, audit, rows};
@@ -79,6 +81,9 @@ pub struct NewChange {
     pub bytes: Option<u64>,
     /// What the file held before.
     pub before: Before,
+    /// The mode and owner of the file before (what a revert that writes it again
+    /// gives it); `None` when nothing was there or it was not recorded.
+    pub before_mode: Option<FileMode>,
     /// The jail's fingerprint of the file right after the change.
     pub after_fingerprint: Option<String>,
     /// The blob of the content right after the change, when kept.
@@ -92,6 +97,9 @@ pub struct ChangeRow {
     pub change: Change,
     /// What the file held before.
     pub before: Before,
+    /// The mode and owner of the file before; `None` for rows recorded before modes
+    /// were kept, and where nothing was there.
+    pub before_mode: Option<FileMode>,
     /// The fingerprint right after the change.
     pub after_fingerprint: Option<String>,
     /// The blob of the content right after the change.
@@ -105,7 +113,7 @@ pub struct ChangeRow {
 /// The columns [`read_row`] reads, in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \
      before_state, before_sha256, after_fingerprint, after_sha256, reverts, reverted_by, state, root, \
-     from_path";
+     from_path, before_mode, before_uid, before_gid";
 
 fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
     Ok(Raw {
@@ -126,6 +134,9 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
         state: row.get(14)?,
         root: row.get(15)?,
         from_path: row.get(16)?,
+        before_mode: row.get(17)?,
+        before_uid: row.get(18)?,
+        before_gid: row.get(19)?,
     })
 }
 
@@ -148,6 +159,35 @@ struct Raw {
     state: String,
     root: String,
     from_path: Option<String>,
+    before_mode: Option<i64>,
+    before_uid: Option<i64>,
+    before_gid: Option<i64>,
+}
+
+/// A mode and owner from their three columns (`None` without a mode).
+pub(crate) fn mode_from_columns(
+    mode: Option<i64>,
+    uid: Option<i64>,
+    gid: Option<i64>,
+) -> Option<FileMode> {
+    let id = |value: Option<i64>| value.and_then(|value| u32::try_from(value).ok());
+    Some(FileMode {
+        mode: id(mode)?,
+        uid: id(uid),
+        gid: id(gid),
+    })
+}
+
+/// A mode and owner as their three columns.
+pub(crate) fn mode_columns(mode: Option<&FileMode>) -> [Option<i64>; 3] {
+    match mode {
+        Some(mode) => [
+            Some(i64::from(mode.mode)),
+            mode.uid.map(i64::from),
+            mode.gid.map(i64::from),
+        ],
+        None => [None; 3],
+    }
 }
 
 impl Raw {
@@ -204,6 +244,7 @@ impl Raw {
                 reverted_by: self.reverted_by.map(ChangeId),
             },
             before,
+            before_mode: mode_from_columns(self.before_mode, self.before_uid, self.before_gid),
             after_fingerprint: self.after_fingerprint,
             after_sha256: self.after_sha256,
             reverts: self.reverts.map(ChangeId),
@@ -412,17 +453,20 @@ pub(crate) fn insert(
         root,
         bytes,
         before,
+        before_mode,
         after_fingerprint,
         after_sha256,
     } = new;
     let id = ChangeId(ids::new_id("c_", now)?);
     let (before_state, before_sha256) = before.column();
+    let [mode, uid, gid] = mode_columns(before_mode.as_ref());
     connection
         .prepare_cached(
             "INSERT INTO changes (id, task_id, approval_id, tool, kind, path, bytes, at, \
              before_state, before_sha256, after_fingerprint, after_sha256, state, root, \
-             from_path) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+             from_path, before_mode, before_uid, before_gid) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+             ?18)",
         )?
         .execute(params![
             id.as_str(),
@@ -440,6 +484,9 @@ pub(crate) fn insert(
             state,
             root.as_str(),
             from_path,
+            mode,
+            uid,
+            gid,
         ])?;
     load(connection, &id)
 }

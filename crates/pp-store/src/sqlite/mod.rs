@@ -8,7 +8,7 @@ mod approvals;
 mod audit;
 mod backup;
 mod cancel;
-mod changes;
+pub(crate) mod changes;
 mod channels;
 mod chat;
 mod events;

@@ -20,9 +20,45 @@ fn change(task: &TaskId, kind: ChangeKind, before: Before) -> NewChange {
         root: ChangeRoot::Workspace,
         bytes: Some(3),
         before,
+        before_mode: None,
         after_fingerprint: Some("fp".into()),
         after_sha256: Some("after".into()),
     }
+}
+
+both!(a_change_keeps_the_mode_and_owner_it_replaced);
+async fn a_change_keeps_the_mode_and_owner_it_replaced(db: TestDb) {
+    let task = db.create("tidy up").await;
+    let mode = pp_types::FileMode {
+        mode: 0o4750,
+        uid: Some(4_000_000_000),
+        gid: Some(0),
+    };
+    let deleted = db
+        .store
+        .insert_change(NewChange {
+            before_mode: Some(mode),
+            ..change(&task.id, ChangeKind::Deleted, Before::Kept("b".into()))
+        })
+        .await
+        .unwrap();
+    assert_eq!(deleted.before_mode, Some(mode));
+    let loaded = db.store.change(&deleted.change.id).await.unwrap();
+    assert_eq!(loaded.before_mode, Some(mode));
+    // A change that recorded none (older rows, a created file) loads without one.
+    let created = db
+        .store
+        .insert_change(change(&task.id, ChangeKind::Created, Before::Absent))
+        .await
+        .unwrap();
+    assert_eq!(
+        db.store
+            .change(&created.change.id)
+            .await
+            .unwrap()
+            .before_mode,
+        None
+    );
 }
 
 both!(a_change_keeps_the_root_its_path_is_relative_to);

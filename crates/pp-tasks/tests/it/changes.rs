@@ -360,6 +360,7 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
         root: change.root,
         bytes: None,
         before: Before::Absent,
+        before_mode: None,
         after_fingerprint: None,
         after_sha256: None,
     };

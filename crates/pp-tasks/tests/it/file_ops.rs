@@ -447,6 +447,7 @@ async fn a_crash_in_the_middle_of_an_entry_revert_loses_nothing() {
         root: change.root,
         bytes: None,
         before: Before::Unknown,
+        before_mode: None,
         after_fingerprint: None,
         after_sha256: None,
     };

@@ -217,9 +217,56 @@ async fn cancel_stops_waiting_and_running_tasks() {
     assert_eq!(cancelled.state, TaskState::Cancelled);
     let ended = tokio::time::timeout(Duration::from_secs(2), running).await;
     assert!(ended.is_ok(), "the running segment stopped at once");
-    let error = fixture.service.cancel(&slow.id).await.unwrap_err();
-    assert!(
-        matches!(error, pp_tasks::Error::InvalidState { .. }),
-        "{error}"
+    // A cancel of a cancelled task answers with the task (nothing new recorded).
+    let again = fixture.service.cancel(&slow.id).await.unwrap();
+    assert_eq!(again.state, TaskState::Cancelled);
+    assert_eq!(again.updated_at, cancelled.updated_at);
+    assert_eq!(fixture.audit_count("task_cancelled").await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_whose_call_does_not_stop_in_time_says_so_then_cancels() {
+    let fixture = Fixture::new();
+    let service = fixture
+        .service
+        .clone()
+        .with_cancel_wait(Duration::from_millis(200));
+    // `blocking_read` with `millis` ignores the interrupt: the call runs its 1.5 s.
+    let task = fixture
+        .create(
+            json!([{"tool_calls": [{"name": "blocking_read", "arguments": {"millis": 1500}}]},
+                       {"content": "never"}]),
+        )
+        .await;
+    let (runner, id) = (service.clone(), task.id.clone());
+    let running = tokio::spawn(async move { runner.run_now(&id).await });
+    for _ in 0..400 {
+        if fixture.blocking.started() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(fixture.blocking.started());
+    let requested = service.cancel(&task.id).await.unwrap();
+    assert_eq!(requested.state, TaskState::Running, "no new task state");
+    assert!(service.cancel_requested(&requested));
+    assert_eq!(fixture.audit_count("task_cancelled").await, 0, "not yet");
+    // Asked again meanwhile: still under way, not an error.
+    let again = service.cancel(&task.id).await.unwrap();
+    assert_eq!(again.state, TaskState::Running);
+
+    let ended = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(ended.state, TaskState::Cancelled);
+    let stored = service.task(&task.id).await.unwrap();
+    assert_eq!(stored.state, TaskState::Cancelled);
+    assert!(!service.cancel_requested(&stored));
+    assert_eq!(fixture.audit_count("task_cancelled").await, 1);
+    assert_eq!(
+        service.cancel(&task.id).await.unwrap().state,
+        TaskState::Cancelled
     );
 }

@@ -18,6 +18,7 @@ mod memory;
 mod postgres;
 mod resolve;
 mod restart;
+mod revert_places;
 mod scheduler;
 mod seam;
 mod sessions;
