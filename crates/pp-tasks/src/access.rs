@@ -238,7 +238,7 @@ mod tests {
         }
     }
 
-    fn kind(result: Result<()>) -> &'static str {
+    fn kind(result: &Result<()>) -> &'static str {
         match result {
             Ok(()) => "ok",
             Err(Error::Forbidden(_)) => "forbidden",
@@ -308,7 +308,7 @@ mod tests {
             (&olga, Action::OwnerOnly("change the memory"), "ok"),
             (&Caller::operator(), Action::Revert(&theirs), "ok"),
         ] {
-            assert_eq!(kind(who.permits(action)), expected, "{who:?} {action:?}");
+            assert_eq!(kind(&who.permits(action)), expected, "{who:?} {action:?}");
         }
     }
 }

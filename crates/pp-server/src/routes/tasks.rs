@@ -3,8 +3,8 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::CreateTask;
 use pp_tasks::TaskFilter;
+use pp_tasks::{Action, CreateTask};
 use pp_types::{Actor, TaskId, TaskRecord, TaskState};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -86,7 +86,10 @@ pub(crate) async fn create(
         actor: Actor::Operator,
         script: state.settings().default_script.clone(),
     };
-    let task = state.service().create_as_user(request, caller.user).await?;
+    let task = state
+        .service()
+        .create_as_user(request, caller.user.clone())
+        .await?;
     Ok((StatusCode::CREATED, Json(task)))
 }
 
@@ -136,22 +139,26 @@ pub(crate) async fn show(
     Ok(Json(value))
 }
 
-/// Cancels a task that has not ended (404 for one the caller may not see).
+/// Cancels a task that has not ended (404 for one the caller may not see, 403 for one
+/// of a workspace no longer granted).
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
     let task = caller.visible_task(&state, &TaskId(id)).await?;
+    caller.authorize(&state, Action::Cancel(&task)).await?;
     Ok(Json(state.service().cancel(&task.id).await?))
 }
 
-/// Retries an interrupted task (404 for one the caller may not see).
+/// Retries an interrupted task (404 for one the caller may not see, 403 for one of a
+/// workspace no longer granted).
 pub(crate) async fn retry(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
     let task = caller.visible_task(&state, &TaskId(id)).await?;
+    caller.authorize(&state, Action::Retry(&task)).await?;
     Ok(Json(state.service().retry(&task.id).await?))
 }
