@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `POCKETPILOT_HOME` | the data directory (database, token); `--home` wins over it |
 //! | `POCKETPILOT_CONFIG` | the config file; `--config` wins over it |
+//! | `POCKETPILOT_TOKEN` | team mode: the token of the user `--user NAME` names; `--token-file` wins over it |
 //! | `XDG_DATA_HOME`, `XDG_CONFIG_HOME` | base directories for the defaults below |
 //! | `HOME` | expands a leading `~`; default data dir `~/.local/share/pocketpilot`, config `~/.config/pocketpilot/pocketpilot.toml` |
 //! | `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `DEEPSEEK_API_KEY`, `DASHSCOPE_API_KEY`, `OPENROUTER_API_KEY` | zero-config discovery when `[model]` is absent (first one set wins) |
@@ -28,6 +29,9 @@ pub(crate) const HOME_VAR: &str = "POCKETPILOT_HOME";
 /// `POCKETPILOT_CONFIG`.
 pub(crate) const CONFIG_VAR: &str = "POCKETPILOT_CONFIG";
 
+/// `POCKETPILOT_TOKEN`.
+pub(crate) const TOKEN_VAR: &str = "POCKETPILOT_TOKEN";
+
 fn non_empty(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|value| !value.is_empty())
 }
@@ -47,6 +51,11 @@ pub(crate) fn home() -> Option<OsString> {
 /// `POCKETPILOT_HOME`, if set.
 pub(crate) fn data_home_override() -> Option<PathBuf> {
     non_empty(HOME_VAR).map(PathBuf::from)
+}
+
+/// `POCKETPILOT_TOKEN` (the `--user`'s token in team mode), trimmed, if set.
+pub(crate) fn user_token() -> Option<String> {
+    var(TOKEN_VAR).map(|token| token.trim().to_owned())
 }
 
 /// `POCKETPILOT_CONFIG`, if set.

@@ -31,20 +31,31 @@ pub(crate) fn ensure(home: &Path) -> anyhow::Result<()> {
         ))
         .into()),
         DirMode::ReadableByOthers(mode) => {
-            restrict(home, 0o700).map_err(|error| {
-                Exit::usage(format!(
-                    "data directory {} is readable by other users (mode {mode:o}) and cannot                      be tightened ({error:#}); run `chmod 700 {}`",
-                    home.display(),
-                    home.display()
-                ))
-            })?;
-            errln!(
-                "notice: data directory {} was readable by other users (mode {mode:o});                  tightened it to 700 (the database holds file contents)",
-                home.display()
-            );
+            restrict(home, 0o700)
+                .map_err(|error| Exit::usage(cannot_tighten(home, mode, &error)))?;
+            errln!("{}", tightened_notice(home, mode));
             Ok(())
         }
     }
+}
+
+/// The notice `ensure` prints after tightening a data directory others could read.
+fn tightened_notice(home: &Path, mode: u32) -> String {
+    format!(
+        "notice: data directory {} was readable by other users (mode {mode:o}); \
+         tightened it to 700 (the database holds file contents)",
+        home.display()
+    )
+}
+
+/// The refusal when a data directory others can read cannot be tightened.
+fn cannot_tighten(home: &Path, mode: u32, error: &anyhow::Error) -> String {
+    format!(
+        "data directory {} is readable by other users (mode {mode:o}) and cannot be \
+         tightened ({error:#}); run `chmod 700 {}`",
+        home.display(),
+        home.display()
+    )
 }
 
 /// Creates `skills/` in the data directory (the operator's skills) if it is missing.
@@ -259,6 +270,24 @@ mod tests {
         assert_eq!(mode_of(&file), Some(0o600));
         std::fs::write(&file, "short\n").unwrap();
         assert!(load_or_create_channel_key(&file).is_err());
+    }
+
+    #[test]
+    fn the_data_directory_messages_have_no_runs_of_spaces() {
+        let home = Path::new("/srv/pp");
+        let error = anyhow::anyhow!("permission denied");
+        for message in [
+            tightened_notice(home, 0o755),
+            cannot_tighten(home, 0o755, &error),
+        ] {
+            assert!(!message.contains("  "), "a run of spaces: {message:?}");
+            assert!(message.contains("(mode 755)"), "{message}");
+        }
+        assert_eq!(
+            tightened_notice(home, 0o755),
+            "notice: data directory /srv/pp was readable by other users (mode 755); \
+             tightened it to 700 (the database holds file contents)"
+        );
     }
 
     #[test]

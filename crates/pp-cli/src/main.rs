@@ -9,6 +9,7 @@
               `output::outln!`, which returns a broken pipe as an error instead of panicking"
 )]
 
+mod acting;
 mod app;
 mod commands;
 mod config;
@@ -63,6 +64,9 @@ pub(crate) mod exit {
     /// Someone else resolved the approval first, or (restore) a server holds the data
     /// directory.
     pub(crate) const CONFLICT: u8 = 5;
+    /// Team mode: the `--user`'s token was refused, or their role or workspace grants
+    /// do not allow the action (the API's 401/403).
+    pub(crate) const FORBIDDEN: u8 = 6;
     /// Ctrl+C at an approval question: nothing was run, the approval stays pending
     /// (128 + SIGINT, as shells report an interrupted program).
     pub(crate) const INTERRUPTED: u8 = 130;
@@ -105,6 +109,9 @@ struct TaskArgs {
     /// `{"type":"session",…}` line).
     #[arg(long)]
     json: bool,
+    /// Who works (team mode): creates the tasks and decides at the cards.
+    #[command(flatten)]
+    who: acting::UserArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -186,6 +193,9 @@ enum Command {
         /// Print one JSON object: `{"change": …}`, or `{"error": …, "diff": …}`.
         #[arg(long)]
         json: bool,
+        /// Who reverts (team mode).
+        #[command(flatten)]
+        who: acting::UserArgs,
     },
     /// List, inspect, approve and reject approvals (works without a server).
     Approvals {
@@ -297,6 +307,14 @@ impl Exit {
         }
     }
 
+    /// Team mode: refused credentials, role or grant (exit code 6).
+    pub(crate) fn forbidden(message: impl Into<String>) -> Self {
+        Self {
+            code: exit::FORBIDDEN,
+            message: message.into(),
+        }
+    }
+
     /// No model configured (exit code 4).
     pub(crate) fn no_model(message: impl Into<String>) -> Self {
         Self {
@@ -361,7 +379,7 @@ fn main() -> ExitCode {
                     workspace: task.workspace,
                     ..flags
                 };
-                commands::run::run(flags, task.script, &prompt, task.json).await
+                commands::run::run(flags, task.script, &prompt, task.json, &task.who).await
             }
             Command::Chat { session, task } => {
                 let flags = Flags {
@@ -372,6 +390,7 @@ fn main() -> ExitCode {
                     session,
                     script: task.script,
                     json: task.json,
+                    who: task.who,
                 };
                 commands::chat::run(flags, options).await
             }
@@ -415,9 +434,11 @@ fn main() -> ExitCode {
             Command::Tasks { command } => commands::tasks::run(&flags, command).await,
             Command::Approvals { command } => commands::approvals::run(&flags, command).await,
             Command::Schedules { command } => commands::schedules::run(&flags, command).await,
-            Command::Revert { change_id, json } => {
-                commands::revert::run(&flags, change_id, json).await
-            }
+            Command::Revert {
+                change_id,
+                json,
+                who,
+            } => commands::revert::run(&flags, &who, change_id, json).await,
             Command::Skills { command } => commands::skills::run(&flags, command).await,
             Command::Memory { command } => commands::memory::run(&flags, command).await,
             Command::Mcp { command } => commands::mcp::run(&flags, command).await,

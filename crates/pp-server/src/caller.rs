@@ -4,76 +4,40 @@
 //! [`crate::auth::require_auth`] puts a [`Caller`] in every authenticated request's
 //! extensions; the route table's [`crate::routes::Access`] refuses a role that may not use
 //! a route at all (403), and the handlers use the methods here for the object-level rules
-//! (another member's task answers 404, as if it did not exist).
+//! (another member's task answers 404, as if it did not exist), and before every action
+//! (resolve, revert, cancel, retry, a chat turn) [`Caller::authorize`] checks the role
+//! and the grants as the store holds them at that moment.
 
 use std::collections::HashMap;
+use std::ops::Deref;
 
 use pp_types::{Role, TaskId, TaskRecord, UserRecord};
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-/// The identity of an authenticated request.
+/// The identity of an authenticated request: [`pp_tasks::Caller`], the same value the
+/// CLI's `--user` builds, with the server's lookups on top.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Caller {
-    /// The team user; `None` for the single-user operator (no team mode).
-    pub(crate) user: Option<String>,
-    /// The role: the single-user operator is an owner.
-    pub(crate) role: Role,
-    /// The workspaces granted (an owner has every workspace whatever this says).
-    pub(crate) workspaces: Vec<String>,
+pub(crate) struct Caller(pp_tasks::Caller);
+
+impl Deref for Caller {
+    type Target = pp_tasks::Caller;
+
+    fn deref(&self) -> &pp_tasks::Caller {
+        &self.0
+    }
 }
 
 impl Caller {
     /// The single-user operator (no team mode): an owner.
     pub(crate) fn operator() -> Self {
-        Self {
-            user: None,
-            role: Role::Owner,
-            workspaces: Vec::new(),
-        }
+        Self(pp_tasks::Caller::operator())
     }
 
     /// A team user.
     pub(crate) fn from_user(user: UserRecord) -> Self {
-        Self {
-            user: Some(user.name),
-            role: user.role,
-            workspaces: user.workspaces,
-        }
-    }
-
-    /// Whether the caller works in `workspace` (owners: every workspace).
-    pub(crate) fn has_workspace(&self, workspace: &str) -> bool {
-        self.role == Role::Owner || self.workspaces.iter().any(|name| name == workspace)
-    }
-
-    /// Whether the caller may see `task` (and its events, approvals and changes): an
-    /// owner every task, a member the tasks they created, an approver or viewer every
-    /// task of a granted workspace.
-    pub(crate) fn sees_task(&self, task: &TaskRecord) -> bool {
-        match self.role {
-            Role::Owner => true,
-            Role::Member => {
-                self.user.is_some() && task.created_by_user.as_deref() == self.user.as_deref()
-            }
-            Role::Approver | Role::Viewer => self.has_workspace(&task.workspace),
-        }
-    }
-
-    /// Whether the caller may decide on an approval of `task` (or revert its changes):
-    /// an owner, or an approver of the task's workspace.
-    pub(crate) fn resolves_for(&self, task: &TaskRecord) -> bool {
-        match self.role {
-            Role::Owner => true,
-            Role::Approver => self.has_workspace(&task.workspace),
-            Role::Member | Role::Viewer => false,
-        }
-    }
-
-    /// Whether the caller sees the chat session created by `creator` (owners: all).
-    pub(crate) fn sees_session(&self, creator: Option<&str>) -> bool {
-        self.role == Role::Owner || (self.user.is_some() && creator == self.user.as_deref())
+        Self(pp_tasks::Caller::from_user(user))
     }
 
     /// The task `id`, or 404 when it does not exist or the caller may not see it (the
@@ -91,16 +55,16 @@ impl Caller {
         }
     }
 
-    /// 403 unless the caller may decide on approvals (and reverts) of `task`.
-    pub(crate) fn check_resolve(&self, task: &TaskRecord) -> ApiResult<()> {
-        if self.resolves_for(task) {
-            Ok(())
-        } else {
-            Err(ApiError::Forbidden(format!(
-                "your role may not decide for workspace `{}`",
-                task.workspace
-            )))
-        }
+    /// Whether the caller may take `action` now, with their role and grants read from
+    /// the store at this moment ([`pp_tasks::TaskService::authorize`]): 403 for a role
+    /// or a workspace (revoked since, too) that does not allow it. Every action route
+    /// calls it before acting.
+    pub(crate) async fn authorize(
+        &self,
+        state: &AppState,
+        action: pp_tasks::Action<'_>,
+    ) -> ApiResult<()> {
+        Ok(state.service().authorize(&self.0, action).await?)
     }
 }
 

@@ -199,6 +199,8 @@ impl From<pp_tasks::Error> for ApiError {
             Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
+            Error::Forbidden(message) => Self::Forbidden(message),
+            Error::Unauthorized(_) => Self::Unauthorized,
             Error::Store(_) if error.is_conflict() => Self::InvalidState(error.to_string()),
             Error::Skill(error) => error.into(),
             Error::Memory(error) => error.into(),

@@ -43,6 +43,13 @@ pub enum Error {
     /// Edited arguments failed the tool's schema or the gate; the approval stays pending.
     #[error("invalid edited arguments: {0}")]
     InvalidArguments(String),
+    /// Team mode: the credentials name no user (a wrong or rotated token, a user that
+    /// no longer exists).
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+    /// Team mode: the user's role or workspace grants do not allow this action now.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// Bad input (empty prompt, unknown decision, …).
     #[error("{0}")]
     BadRequest(String),

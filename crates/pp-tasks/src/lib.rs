@@ -24,6 +24,7 @@
 //! assert_eq!(settings.timeout.as_secs(), 600);
 //! ```
 
+mod access;
 mod admin;
 mod blocking;
 mod changes;
@@ -54,6 +55,7 @@ pub mod users;
 mod view;
 mod workers;
 
+pub use access::{Action, Caller};
 pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
 pub use channels::{ChannelKey, ChannelSettings, ChannelsError, ChannelsService};
 pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare, Waiting};

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use clap::Subcommand;
-use pp_tasks::{Decision, ModelSource, ResolveRequest, Workspace};
+use pp_tasks::{Action, Caller, Decision, ModelSource, ResolveRequest, Workspace};
 use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 
+use crate::acting::{self, UserArgs};
 use crate::app::{App, model_source};
 use crate::commands::run::{OnInterrupt, Ui, follow};
 use crate::config::{Config, Flags};
@@ -46,6 +47,9 @@ pub(crate) enum ApprovalsCommand {
         /// Replacement arguments: a JSON object, or `@FILE` to read it from a file.
         #[arg(long, value_name = "JSON|@FILE")]
         edit: Option<String>,
+        /// Who decides (team mode).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Reject the call and resume the task here; the model is told.
     Reject {
@@ -54,6 +58,9 @@ pub(crate) enum ApprovalsCommand {
         /// Why, for the model and the audit ledger.
         #[arg(long)]
         reason: Option<String>,
+        /// Who decides (team mode).
+        #[command(flatten)]
+        who: UserArgs,
     },
 }
 
@@ -107,12 +114,12 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
             }
             Ok(exit::OK)
         }
-        ApprovalsCommand::Approve { id, edit } => {
+        ApprovalsCommand::Approve { id, edit, who } => {
             let edited = edit.as_deref().map(parse_edit).transpose()?;
-            resolve(flags, id, Decision::Approve, edited, None).await
+            resolve(flags, &who, id, Decision::Approve, edited, None).await
         }
-        ApprovalsCommand::Reject { id, reason } => {
-            resolve(flags, id, Decision::Reject, None, reason).await
+        ApprovalsCommand::Reject { id, reason, who } => {
+            resolve(flags, &who, id, Decision::Reject, None, reason).await
         }
     }
 }
@@ -128,8 +135,11 @@ fn origin_suffix(view: &pp_tasks::ApprovalView) -> String {
     }
 }
 
+/// Resolves approval `id` for `who` (team mode: after the API's role and grant checks,
+/// recording the user on the approval and its audit row) and follows the resumed task.
 async fn resolve(
     flags: &Flags,
+    who: &UserArgs,
     id: String,
     decision: Decision,
     edited_arguments: Option<serde_json::Value>,
@@ -140,7 +150,7 @@ async fn resolve(
     let id = ApprovalId(id);
     // Scripted tasks carry their script; only other tasks need the configured model, so
     // look (and probe local servers) only for those.
-    let task = stored_task(flags, &id).await?;
+    let (task, caller) = stored_task(flags, who, &id).await?;
     if let Some(task) = &task {
         config.refuse_private_inside(Workspace {
             name: task.workspace.clone(),
@@ -160,6 +170,7 @@ async fn resolve(
         feed: None,
         started,
         interrupt: OnInterrupt::LeavePending,
+        caller: caller.clone(),
     };
     let request = ResolveRequest {
         decision,
@@ -168,7 +179,11 @@ async fn resolve(
         actor: Actor::Operator,
         wait: true,
     };
-    match app.service.resolve(&id, request).await {
+    match app
+        .service
+        .resolve_as_user(&id, request, caller.user.clone())
+        .await
+    {
         Ok(record) => follow(&app.service, record, &ui).await,
         Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
             errln!("error: {error}");
@@ -182,14 +197,22 @@ async fn resolve(
     }
 }
 
-/// The approval's task, or `None` for an unknown approval (resolving it then reports
-/// "not found" without looking for a model).
-async fn stored_task(flags: &Flags, id: &ApprovalId) -> anyhow::Result<Option<TaskRecord>> {
+/// Who decides (refused unless they may decide on the approval's task, in team mode) and
+/// the approval's task, `None` for an unknown approval (resolving it then reports "not
+/// found" without looking for a model).
+async fn stored_task(
+    flags: &Flags,
+    who: &UserArgs,
+    id: &ApprovalId,
+) -> anyhow::Result<(Option<TaskRecord>, Caller)> {
     let app = App::stored(flags).await?;
+    let caller = who.caller(app.config.team, &app.service).await?;
     let Ok(approval) = app.service.approval_view(id).await else {
-        return Ok(None);
+        return Ok((None, caller));
     };
-    Ok(Some(app.service.task(&approval.task_id).await?))
+    let task = app.service.task(&approval.task_id).await?;
+    acting::authorize(&app.service, &caller, Action::Resolve(&task)).await?;
+    Ok((Some(task), caller))
 }
 
 #[expect(

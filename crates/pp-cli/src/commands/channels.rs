@@ -15,6 +15,7 @@ use pp_tasks::{ChannelKey, ChannelSettings, ChannelsError, ChannelsService};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+use crate::acting::{self, UserArgs};
 use crate::app::App;
 use crate::config::{Config, Flags};
 use crate::output::outln;
@@ -42,6 +43,9 @@ pub(crate) enum ChannelsCommand {
         /// Print one JSON object: `{"name", "secret", "url"}`.
         #[arg(long)]
         json: bool,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Replace a channel's secret; prints the new one, the only time it is shown.
     Rotate {
@@ -50,21 +54,33 @@ pub(crate) enum ChannelsCommand {
         /// Print one JSON object: `{"name", "secret", "url"}`.
         #[arg(long)]
         json: bool,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Remove a channel and its delivery log (its tasks stay).
     Remove {
         /// The channel.
         name: String,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Accept deliveries again.
     Enable {
         /// The channel.
         name: String,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Refuse every delivery (the same 401 as a bad signature).
     Disable {
         /// The channel.
         name: String,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// The newest deliveries, with their status (and why refused ones were).
     Deliveries {
@@ -93,8 +109,27 @@ pub(crate) enum ChannelsCommand {
     },
 }
 
-async fn open(flags: &Flags) -> anyhow::Result<(Config, ChannelsService)> {
+impl ChannelsCommand {
+    /// Who acts, for the subcommands that change a channel (owners only in team mode).
+    fn who(&self) -> Option<&UserArgs> {
+        match self {
+            Self::List { .. } | Self::Deliveries { .. } | Self::Test { .. } => None,
+            Self::Add { who, .. }
+            | Self::Rotate { who, .. }
+            | Self::Remove { who, .. }
+            | Self::Enable { who, .. }
+            | Self::Disable { who, .. } => Some(who),
+        }
+    }
+}
+
+/// The configuration and the channels service, once `who` (if the subcommand changes a
+/// channel) passed the owners-only check.
+async fn open(flags: &Flags, who: Option<&UserArgs>) -> anyhow::Result<(Config, ChannelsService)> {
     let app = App::stored(flags).await?;
+    if let Some(who) = who {
+        acting::owner_only(who, app.config.team, &app.service, "change channels").await?;
+    }
     let key = home::load_or_create_channel_key(&app.config.channel_key_file())?;
     let channels = ChannelsService::new(
         app.service.clone(),
@@ -140,7 +175,7 @@ fn print_secret(
 
 /// Runs a `channels` subcommand.
 pub(crate) async fn run(flags: &Flags, command: ChannelsCommand) -> anyhow::Result<u8> {
-    let (config, channels) = open(flags).await?;
+    let (config, channels) = open(flags, command.who()).await?;
     match command {
         ChannelsCommand::List { json } => {
             let list = channels.list().await.map_err(failed)?;
@@ -168,6 +203,7 @@ pub(crate) async fn run(flags: &Flags, command: ChannelsCommand) -> anyhow::Resu
             template,
             workspace,
             json,
+            ..
         } => {
             let created = channels
                 .create(CreateChannel {
@@ -179,7 +215,7 @@ pub(crate) async fn run(flags: &Flags, command: ChannelsCommand) -> anyhow::Resu
                 .map_err(failed)?;
             print_secret(&config, &created, json, "created")?;
         }
-        ChannelsCommand::Rotate { name, json } => {
+        ChannelsCommand::Rotate { name, json, .. } => {
             let rotated = channels.rotate(&name).await.map_err(failed)?;
             print_secret(
                 &config,
@@ -188,14 +224,14 @@ pub(crate) async fn run(flags: &Flags, command: ChannelsCommand) -> anyhow::Resu
                 "has a new secret (the old one no longer works)",
             )?;
         }
-        ChannelsCommand::Remove { name } => {
+        ChannelsCommand::Remove { name, .. } => {
             channels.remove(&name).await.map_err(failed)?;
             outln!("channel {name} removed")?;
         }
-        ChannelsCommand::Enable { name } => {
+        ChannelsCommand::Enable { name, .. } => {
             set_enabled(&channels, &name, true).await?;
         }
-        ChannelsCommand::Disable { name } => {
+        ChannelsCommand::Disable { name, .. } => {
             set_enabled(&channels, &name, false).await?;
         }
         ChannelsCommand::Deliveries { name, limit, json } => {

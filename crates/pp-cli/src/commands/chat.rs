@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use pp_tasks::{NewSession, TaskService};
+use pp_tasks::{Action, Caller, NewSession, TaskService};
 use pp_types::{Actor, TaskId, TaskState};
 use serde_json::Value;
 
+use crate::acting::{self, UserArgs};
 use crate::app::{App, read_script};
 use crate::commands::run::{OnInterrupt, Ui, follow, open_live};
 use crate::commands::sessions::print_sessions;
@@ -35,6 +36,8 @@ pub(crate) struct ChatOptions {
     pub(crate) script: Option<PathBuf>,
     /// `--json`: each turn's events on stdout, as `run --json` prints them.
     pub(crate) json: bool,
+    /// `--user NAME` (team mode): who chats.
+    pub(crate) who: UserArgs,
 }
 
 /// How many sessions `/sessions` lists (the most recently used).
@@ -60,8 +63,10 @@ pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Resul
     let script = options.script.as_deref().map(read_script).transpose()?;
     let live = LiveView::new(options.json);
     let app = open_live(config, script.is_some(), &live).await?;
+    let caller = options.who.caller(app.config.team, &app.service).await?;
     let mut chat = Chat {
         app,
+        caller,
         live,
         script,
         json: options.json,
@@ -110,6 +115,8 @@ fn no_session(id: &str) -> Exit {
 /// The conversation's state.
 struct Chat {
     app: App,
+    /// Who chats (team mode: the `--user`; each turn passes the API's checks).
+    caller: Caller,
     live: Arc<LiveView>,
     script: Option<Value>,
     json: bool,
@@ -133,6 +140,12 @@ impl Chat {
     /// A turn whose process stopped (a closed terminal) is marked `interrupted` first,
     /// as `serve` does at start-up, so it no longer blocks the next message.
     async fn resume(&mut self, id: &str) -> anyhow::Result<()> {
+        if self.caller.user.is_some() {
+            let creator = self.app.service.session_user(id).await?;
+            let creator = creator.as_deref();
+            let action = Action::OwnSession { id, creator };
+            acting::authorize(&self.app.service, &self.caller, action).await?;
+        }
         self.app.service.recover().await?;
         let view = match self.app.service.session(id).await {
             Ok(view) => view,
@@ -243,6 +256,10 @@ impl Chat {
         let session = match &self.session {
             Some(id) => id.clone(),
             None => {
+                if let Some(workspace) = service.workspaces().find(None) {
+                    let workspace = &workspace.name;
+                    acting::authorize(service, &self.caller, Action::Work { workspace }).await?;
+                }
                 let record = service
                     .create_session(NewSession {
                         workspace: None,
@@ -250,12 +267,21 @@ impl Chat {
                         actor: Actor::Operator,
                     })
                     .await?;
+                if let Some(user) = &self.caller.user {
+                    service.set_session_user(&record.id, user).await?;
+                }
                 errln!("session {}", one_line(&record.id));
                 self.session = Some(record.id.clone());
                 self.print_session_line()?;
                 record.id
             }
         };
+        if self.caller.user.is_some() {
+            // Every turn: the session's workspace must still be granted.
+            let view = service.session(&session).await?;
+            let workspace = &view.session.workspace;
+            acting::authorize(service, &self.caller, Action::Work { workspace }).await?;
+        }
         let task = match service
             .send_message(
                 &session,
@@ -277,6 +303,9 @@ impl Chat {
             }
             Err(error) => return Err(error.into()),
         };
+        if let Some(user) = &self.caller.user {
+            service.set_task_user(&task.id, user).await?;
+        }
         set(&self.current, Some(task.id.clone()));
         let feed = self.json.then(|| JsonFeed::start(service, &task.id));
         let ui = Ui {
@@ -284,6 +313,7 @@ impl Chat {
             feed,
             started,
             interrupt: OnInterrupt::CancelTask,
+            caller: self.caller.clone(),
         };
         let outcome = match service.run_now(&task.id).await {
             Ok(record) => follow(service, record, &ui).await,

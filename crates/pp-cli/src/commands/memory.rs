@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use pp_tasks::{MemoryError, MemoryService, ModelSource};
 
+use crate::acting::{self, UserArgs};
 use crate::app::App;
 use crate::config::{Flags, absolute_path};
 use crate::output::{errln, outln};
@@ -25,11 +26,18 @@ pub(crate) enum MemoryCommand {
         json: bool,
     },
     /// Open the memory in `$VISUAL` (or `$EDITOR`) and save it when the editor exits.
-    Edit,
+    Edit {
+        /// Who edits it (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
+    },
     /// Replace the memory with the content of a file: `@FILE`, or `@-` for stdin.
     Set {
         /// `@FILE` or `@-`.
         source: String,
+        /// Who sets it (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
 }
 
@@ -60,8 +68,12 @@ pub(crate) async fn run(flags: &Flags, command: MemoryCommand) -> anyhow::Result
                 outln!("{}", terminal_safe(&snapshot.content).trim_end())?;
             }
         }
-        MemoryCommand::Edit => edit(&memory).await?,
-        MemoryCommand::Set { source } => {
+        MemoryCommand::Edit { who } => {
+            acting::owner_only(&who, app.config.team, &app.service, "change the memory").await?;
+            edit(&memory).await?;
+        }
+        MemoryCommand::Set { source, who } => {
+            acting::owner_only(&who, app.config.team, &app.service, "change the memory").await?;
             let content = read_source(&source)?;
             let before = memory.get().await?;
             let after = memory.put_if_version(&before.version, content).await?;

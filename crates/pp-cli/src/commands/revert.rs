@@ -3,18 +3,30 @@
 //! the agent's write or nothing was kept. Also the "Changes on disk" list that
 //! `tasks show` and `run` print.
 
-use pp_tasks::RevertRefusal;
+use pp_tasks::{Action, RevertRefusal};
 use pp_types::{Actor, Change, ChangeId, ChangeKind};
 
+use crate::acting::{self, UserArgs};
 use crate::app::App;
 use crate::config::Flags;
 use crate::escape::{json_safe, one_line, terminal_safe};
 use crate::output::{errln, outln};
 use crate::{Exit, exit};
 
-/// Reverts change `id`; `json` prints `{"change": …}` or `{"error": …, "diff": …}`.
-pub(crate) async fn run(flags: &Flags, id: String, json: bool) -> anyhow::Result<u8> {
+/// Reverts change `id` for `who` (team mode: after the API's role and grant checks);
+/// `json` prints `{"change": …}` or `{"error": …, "diff": …}`.
+pub(crate) async fn run(
+    flags: &Flags,
+    who: &UserArgs,
+    id: String,
+    json: bool,
+) -> anyhow::Result<u8> {
     let app = App::stored(flags).await?;
+    let caller = who.caller(app.config.team, &app.service).await?;
+    if caller.user.is_some() {
+        let task = app.service.change_task(&ChangeId(id.clone())).await?;
+        acting::authorize(&app.service, &caller, Action::Revert(&task)).await?;
+    }
     let refusal = match app
         .service
         .revert_change(&ChangeId(id.clone()), Actor::Operator)

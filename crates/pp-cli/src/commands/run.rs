@@ -7,10 +7,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use pp_tasks::{ApprovalView, CreateTask, Decision, ModelSource, ResolveRequest, TaskService};
+use pp_tasks::{
+    Action, ApprovalView, Caller, CreateTask, Decision, ModelSource, ResolveRequest, TaskService,
+};
 use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::Value;
 
+use crate::acting::{self, UserArgs};
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::config::{Config, Flags};
 use crate::keys::{self, Key, Line};
@@ -28,6 +31,7 @@ pub(crate) async fn run(
     script: Option<PathBuf>,
     prompt: &str,
     json: bool,
+    who: &UserArgs,
 ) -> anyhow::Result<u8> {
     let started = Instant::now();
     if flags.workspace.is_none() {
@@ -39,14 +43,18 @@ pub(crate) async fn run(
     let live = LiveView::new(json);
     let app = open_live(config, script.is_some(), &live).await?;
     let service = &app.service;
-    let task = service
-        .create(CreateTask {
-            prompt: prompt.to_owned(),
-            workspace: None,
-            actor: Actor::Operator,
-            script,
-        })
-        .await?;
+    let caller = who.caller(app.config.team, service).await?;
+    if let Some(workspace) = service.workspaces().find(None) {
+        let workspace = &workspace.name;
+        acting::authorize(service, &caller, Action::Work { workspace }).await?;
+    }
+    let request = CreateTask {
+        prompt: prompt.to_owned(),
+        workspace: None,
+        actor: Actor::Operator,
+        script,
+    };
+    let task = service.create_as_user(request, caller.user.clone()).await?;
     errln!("task {} (stored in {})", task.id, app.config.store_url);
     let feed = json.then(|| JsonFeed::start(service, &task.id));
     let record = service.run_now(&task.id).await?;
@@ -55,6 +63,7 @@ pub(crate) async fn run(
         feed,
         started,
         interrupt: OnInterrupt::LeavePending,
+        caller,
     };
     let code = follow(service, record, &ui).await;
     app.mcp.shutdown().await;
@@ -110,6 +119,8 @@ pub(crate) struct Ui {
     pub(crate) started: Instant,
     /// What Ctrl+C at an approval question does.
     pub(crate) interrupt: OnInterrupt,
+    /// Who decides at the cards (team mode: the `--user`, with the API's checks).
+    pub(crate) caller: Caller,
 }
 
 /// What Ctrl+C at an approval question does.
@@ -170,7 +181,19 @@ pub(crate) async fn follow(
             "{}",
             approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
         );
-        if !interactive {
+        // Team mode: a user who may not decide here (a member, a viewer, a workspace no
+        // longer granted) is not asked; the approval waits for someone who may.
+        let may_decide = service
+            .authorize(&ui.caller, Action::Resolve(&record))
+            .await
+            .is_ok();
+        if interactive && !may_decide {
+            errln!(
+                "you may not decide on this approval: it waits for an owner or an approver of \
+                 its workspace"
+            );
+        }
+        if !interactive || !may_decide {
             summary(service, &record, ui).await;
             print_waiting(&view, ui.feed.is_none())?;
             if let Some(feed) = &ui.feed {
@@ -183,6 +206,7 @@ pub(crate) async fn follow(
                 Answer::Decided(request) => request,
                 Answer::Interrupted if ui.interrupt == OnInterrupt::CancelTask => {
                     errln!("\ninterrupted: nothing was run; cancelling this turn.");
+                    acting::authorize(service, &ui.caller, Action::Cancel(&record)).await?;
                     match service.cancel(&record.id).await {
                         Ok(cancelled) => break cancelled,
                         // Resolved elsewhere first: follow the task as it is now.
@@ -201,7 +225,10 @@ pub(crate) async fn follow(
                     return Ok(exit::INTERRUPTED);
                 }
             };
-            match service.resolve(&pending.id, request).await {
+            // The grant as it is now, after the person's answer.
+            acting::authorize(service, &ui.caller, Action::Resolve(&record)).await?;
+            let user = ui.caller.user.clone();
+            match service.resolve_as_user(&pending.id, request, user).await {
                 Ok(record) => break record,
                 Err(pp_tasks::Error::InvalidArguments(message)) => {
                     errln!("the edited call was refused: {message}");

@@ -13,6 +13,7 @@ use pp_tasks::scheduler::{
 use pp_types::Actor;
 use serde_json::json;
 
+use crate::acting::{self, UserArgs};
 use crate::app::App;
 use crate::config::{Config, Flags, real_path};
 use crate::output::{errln, outln};
@@ -63,6 +64,9 @@ pub(crate) enum SchedulesCommand {
         /// Print the schedule as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Change a schedule: the options given replace the stored values.
     Edit {
@@ -89,16 +93,25 @@ pub(crate) enum SchedulesCommand {
         /// Print the schedule as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Enable a schedule (from its next occurrence; nothing missed is caught up).
     Enable {
         /// The schedule's name or id.
         schedule: String,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Disable a schedule.
     Disable {
         /// The schedule's name or id.
         schedule: String,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Fire a schedule now: creates its task (run by `pocketpilot serve`).
     Run {
@@ -107,12 +120,33 @@ pub(crate) enum SchedulesCommand {
         /// Print `{"task_id", "task"}`.
         #[arg(long)]
         json: bool,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Remove a schedule and its history (the tasks it created stay).
     Remove {
         /// The schedule's name or id.
         schedule: String,
+        /// Who acts (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
+}
+
+impl SchedulesCommand {
+    /// Who acts, for the subcommands that change something (owners only in team mode).
+    fn who(&self) -> Option<&UserArgs> {
+        match self {
+            Self::List { .. } | Self::Show { .. } => None,
+            Self::Add { who, .. }
+            | Self::Edit { who, .. }
+            | Self::Enable { who, .. }
+            | Self::Disable { who, .. }
+            | Self::Run { who, .. }
+            | Self::Remove { who, .. } => Some(who),
+        }
+    }
 }
 
 /// Runs a `schedules` subcommand.
@@ -143,6 +177,9 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
         _ => None,
     };
     let (app, workspace) = open(flags, workspace_arg.as_deref()).await?;
+    if let Some(who) = command.who() {
+        acting::owner_only(who, app.config.team, &app.service, "change schedules").await?;
+    }
     let scheduler = Scheduler::new(app.service.clone());
     match command {
         SchedulesCommand::List { json } => {
@@ -220,15 +257,15 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
             let edited = scheduler.edit(&current.id, request).await?;
             print_one(&ScheduleView::from(&edited), json, "changed")?;
         }
-        SchedulesCommand::Enable { schedule } => {
+        SchedulesCommand::Enable { schedule, .. } => {
             let changed = scheduler.set_enabled(&schedule, true).await?;
             print_one(&ScheduleView::from(&changed), false, "enabled")?;
         }
-        SchedulesCommand::Disable { schedule } => {
+        SchedulesCommand::Disable { schedule, .. } => {
             let changed = scheduler.set_enabled(&schedule, false).await?;
             print_one(&ScheduleView::from(&changed), false, "disabled")?;
         }
-        SchedulesCommand::Run { schedule, json } => {
+        SchedulesCommand::Run { schedule, json, .. } => {
             let task = scheduler.run_now(&schedule, Actor::Operator).await?;
             if json {
                 outln!(
@@ -245,7 +282,7 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
                 );
             }
         }
-        SchedulesCommand::Remove { schedule } => {
+        SchedulesCommand::Remove { schedule, .. } => {
             scheduler.remove(&schedule).await?;
             errln!("removed schedule {}", one_line(&schedule));
         }

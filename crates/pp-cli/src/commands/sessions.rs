@@ -1,9 +1,11 @@
-//! `pocketpilot sessions [list|show ID|delete ID]`: the stored chat sessions.
+//! `pocketpilot sessions [list|show ID|delete ID]`: the stored chat sessions; in team
+//! mode `delete` acts for `--user NAME` (`acting.rs`).
 
 use clap::Subcommand;
-use pp_tasks::{SessionRecord, SessionView};
+use pp_tasks::{Action, SessionRecord, SessionView};
 use serde_json::json;
 
+use crate::acting::{self, UserArgs};
 use crate::app::App;
 use crate::config::Flags;
 use crate::exit;
@@ -35,6 +37,9 @@ pub(crate) enum SessionsCommand {
     Delete {
         /// The session id.
         id: String,
+        /// Who deletes it (team mode: its creator, or an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
 }
 
@@ -51,6 +56,7 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
             } else {
                 print_sessions(&sessions, None, false)?;
             }
+            Ok(exit::OK)
         }
         SessionsCommand::Show { id, json } => {
             let view = service.session(&id).await?;
@@ -59,17 +65,34 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
             } else {
                 print_view(&view)?;
             }
+            Ok(exit::OK)
         }
-        SessionsCommand::Delete { id } => match service.delete_session(&id).await {
-            Ok(()) => errln!("deleted session {}", one_line(&id)),
-            Err(error @ pp_tasks::Error::SessionBusy { .. }) => {
-                errln!("{error}: cancel that turn first (pocketpilot tasks cancel ID)");
-                return Ok(exit::CONFLICT);
+        SessionsCommand::Delete { id, who } => {
+            let caller = who.caller(app.config.team, service).await?;
+            if caller.user.is_some() {
+                let creator = service.session_user(&id).await?;
+                let creator = creator.as_deref();
+                acting::authorize(service, &caller, Action::OwnSession { id: &id, creator })
+                    .await?;
             }
-            Err(error) => return Err(error.into()),
-        },
+            delete(service, &id).await
+        }
     }
-    Ok(exit::OK)
+}
+
+/// Deletes session `id`: exit 5 while a turn has not ended.
+async fn delete(service: &pp_tasks::TaskService, id: &str) -> anyhow::Result<u8> {
+    match service.delete_session(id).await {
+        Ok(()) => {
+            errln!("deleted session {}", one_line(id));
+            Ok(exit::OK)
+        }
+        Err(error @ pp_tasks::Error::SessionBusy { .. }) => {
+            errln!("{error}: cancel that turn first (pocketpilot tasks cancel ID)");
+            Ok(exit::CONFLICT)
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// One line per session (on stdout, or on stderr inside a chat, where `current` is

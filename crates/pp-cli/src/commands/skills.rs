@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use pp_tasks::{ModelSource, SkillSummary};
 
+use crate::acting::{self, UserArgs};
 use crate::app::App;
 use crate::config::{Flags, absolute_path};
 use crate::exit;
@@ -33,11 +34,17 @@ pub(crate) enum SkillsCommand {
     Add {
         /// The folder; its name must be the skill's name.
         dir: PathBuf,
+        /// Who adds it (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Remove a skill from the data directory.
     Remove {
         /// The skill's name.
         name: String,
+        /// Who removes it (team mode: an owner).
+        #[command(flatten)]
+        who: UserArgs,
     },
 }
 
@@ -92,7 +99,8 @@ pub(crate) async fn run(flags: &Flags, command: SkillsCommand) -> anyhow::Result
                 }
             }
         }
-        SkillsCommand::Add { dir } => {
+        SkillsCommand::Add { dir, who } => {
+            acting::owner_only(&who, app.config.team, &app.service, "change the skills").await?;
             let dir = absolute_path(&dir)?;
             let (name, skipped) = skills.install(dir).await?;
             for link in skipped {
@@ -100,7 +108,8 @@ pub(crate) async fn run(flags: &Flags, command: SkillsCommand) -> anyhow::Result
             }
             outln!("added skill {name}")?;
         }
-        SkillsCommand::Remove { name } => {
+        SkillsCommand::Remove { name, who } => {
+            acting::owner_only(&who, app.config.team, &app.service, "change the skills").await?;
             skills.remove(&name).await?;
             outln!("removed skill {}", one_line(&name))?;
         }

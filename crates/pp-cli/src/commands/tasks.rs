@@ -1,9 +1,11 @@
-//! `pocketpilot tasks [list|show ID|events ID]`: reads the store directly.
+//! `pocketpilot tasks [list|show ID|events ID|cancel ID|retry ID]`: the store directly;
+//! in team mode `cancel` and `retry` act for `--user NAME` (`acting.rs`).
 
 use clap::Subcommand;
-use pp_tasks::TaskFilter;
+use pp_tasks::{Action, TaskFilter};
 use pp_types::{Actor, TaskId, TaskState};
 
+use crate::acting::{self, UserArgs};
 use crate::app::App;
 use crate::config::Flags;
 use crate::output::outln;
@@ -58,6 +60,9 @@ pub(crate) enum TasksCommand {
         /// Print the task as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Who cancels (team mode).
+        #[command(flatten)]
+        who: UserArgs,
     },
     /// Retry an interrupted task from its last checkpoint.
     Retry {
@@ -66,6 +71,9 @@ pub(crate) enum TasksCommand {
         /// Print the task as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Who retries (team mode).
+        #[command(flatten)]
+        who: UserArgs,
     },
 }
 
@@ -171,14 +179,19 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                 }
             }
         }
-        TasksCommand::Cancel { id, json } => {
-            let task = app.service.cancel(&TaskId(id)).await?;
+        TasksCommand::Cancel { id, json, who } => {
+            let caller = who.caller(app.config.team, service).await?;
+            let stored = service.task(&TaskId(id)).await?;
+            acting::authorize(service, &caller, Action::Cancel(&stored)).await?;
+            let task = app.service.cancel(&stored.id).await?;
             // Cancelled, or under way (still running): both accepted, exit 0.
             outln!("{}", cancel_output(&task, json)?)?;
         }
-        TasksCommand::Retry { id, json } => {
+        TasksCommand::Retry { id, json, who } => {
+            let caller = who.caller(app.config.team, service).await?;
             let id = TaskId(id);
             let stored = service.task(&id).await?;
+            acting::authorize(service, &caller, Action::Retry(&stored)).await?;
             app.config.refuse_private_inside(pp_tasks::Workspace {
                 name: stored.workspace,
                 path: stored.workspace_path.into(),

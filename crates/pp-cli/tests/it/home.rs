@@ -31,6 +31,16 @@ fn a_data_dir_others_can_read_is_tightened_with_a_notice() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout, "no tasks\n");
     assert!(stderr.contains("tightened it to 700"), "{stderr}");
+    // One notice line, with no run of spaces from a broken string literal (issue finding 11).
+    let notice = stderr
+        .lines()
+        .find(|line| line.starts_with("notice: data directory"))
+        .unwrap_or_else(|| panic!("no notice: {stderr}"));
+    assert!(!notice.contains("  "), "a run of spaces: {notice:?}");
+    assert!(
+        notice.ends_with("(mode 755); tightened it to 700 (the database holds file contents)"),
+        "{notice}"
+    );
     assert_eq!(mode(&home), 0o700);
 
     let output = pocketpilot_in(&home)

@@ -57,7 +57,8 @@ pub(crate) fn isolate(command: &mut Command, home: &Path) {
     command
         .env("POCKETPILOT_HOME", home)
         .env("XDG_CONFIG_HOME", home.join("config"))
-        .env_remove("POCKETPILOT_CONFIG");
+        .env_remove("POCKETPILOT_CONFIG")
+        .env_remove("POCKETPILOT_TOKEN");
     for key in [
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",

@@ -1,14 +1,16 @@
 //! `pocketpilot users add|list|grant|revoke|rotate`: the token is printed once and never
 //! listed, grants name configured workspaces, rotation replaces the token, and mistakes
-//! are usage errors (exit 2).
+//! are usage errors (exit 2). And `--user NAME` (team mode): commands that act for a
+//! person pass the API's role and grant checks as the user their token proves.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
 
 use pp_test_support::TempTree;
 use serde_json::Value;
 
-use crate::{pocketpilot_in, text};
+use crate::{Wait as _, pocketpilot_in, text};
 
 /// A config file with the workspaces `finance` (default) and `research`.
 fn config(tree: &TempTree) -> PathBuf {
@@ -141,6 +143,354 @@ fn mistakes_are_usage_errors() {
             text(&output).1.contains(says),
             "{args:?}: {:?}",
             text(&output)
+        );
+    }
+}
+
+/// A team's data directory: `carol` (approver) and `vic` (viewer) on `finance`, `olga`
+/// the owner; their tokens by name.
+fn team(
+    tree: &TempTree,
+) -> (
+    PathBuf,
+    PathBuf,
+    std::collections::BTreeMap<&'static str, String>,
+) {
+    let home = tree.base().join("home");
+    let config = config(tree);
+    let mut tokens = std::collections::BTreeMap::new();
+    for (name, role) in [("olga", "owner"), ("carol", "approver"), ("vic", "viewer")] {
+        let added = json_of(&users(
+            &home,
+            &config,
+            &["add", name, "--role", role, "--json"],
+        ));
+        tokens.insert(name, added["token"].as_str().unwrap().to_owned());
+        if role != "owner" {
+            assert!(
+                users(&home, &config, &["grant", name, "finance"])
+                    .status
+                    .success()
+            );
+        }
+    }
+    (home, config, tokens)
+}
+
+/// A task of olga's in `finance` that waits for approval of one write of `file`,
+/// created and run to its approval by a service on the same database (as `serve` would);
+/// the approval id.
+fn pending_write(tree: &TempTree, home: &Path, file: &str) -> String {
+    use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspace, Workspaces};
+
+    let script = serde_json::json!([
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": file, "content": "new\n"}}]},
+        {"content": "done"}
+    ]);
+    let service = TaskService::new(
+        pp_store::Store::open(&home.join("pocketpilot.db")).unwrap(),
+        TaskSettings::default(),
+        Workspaces {
+            list: vec![Workspace {
+                name: "finance".into(),
+                path: tree.workspace().to_owned(),
+            }],
+            default: Some("finance".into()),
+        },
+        ModelSource::Scripted,
+    );
+    async {
+        let request = CreateTask {
+            prompt: format!("write {file}"),
+            workspace: Some("finance".into()),
+            actor: pp_types::Actor::Operator,
+            script: Some(script),
+        };
+        let task = service
+            .create_as_user(request, Some("olga".into()))
+            .await
+            .unwrap();
+        let task = service.run_now(&task.id).await.unwrap();
+        assert_eq!(task.state, pp_types::TaskState::WaitingApproval, "{task:?}");
+        let approval = service
+            .approvals_for_task(&task.id)
+            .await
+            .unwrap()
+            .pop()
+            .unwrap();
+        approval.id.to_string()
+    }
+    .wait()
+}
+
+/// `pocketpilot --config CONFIG ARGS…` with `POCKETPILOT_TOKEN` set to `token`:
+/// (exit code, stderr).
+fn acting(home: &Path, config: &Path, token: Option<&str>, args: &[&str]) -> (Option<i32>, String) {
+    let mut command = pocketpilot_in(home);
+    // From the workspace folder (`run` and `chat` work there), which `home` sits beside.
+    let workspace = home.parent().unwrap().join("workspace");
+    command
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .current_dir(workspace)
+        .stdin(Stdio::null());
+    if let Some(token) = token {
+        command.env("POCKETPILOT_TOKEN", token);
+    }
+    let output = command.output().unwrap();
+    (output.status.code(), text(&output).1)
+}
+
+fn approval_state(home: &Path, id: &str) -> (String, Option<String>) {
+    let store = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
+    let approval = store
+        .approval(&pp_types::ApprovalId(id.to_owned()))
+        .wait()
+        .unwrap();
+    (
+        approval.state.as_str().to_owned(),
+        approval.resolved_by_user,
+    )
+}
+
+/// Finding 10: `approvals approve|reject` in team mode act for `--user NAME`, proven by
+/// the user's token (POCKETPILOT_TOKEN or a 0600 --token-file), with the API's role and
+/// grant checks; the approval and its audit row name the user.
+#[test]
+fn approvals_act_for_the_user_the_token_proves() {
+    let tree = TempTree::new();
+    let (home, config, tokens) = team(&tree);
+    let id = pending_write(&tree, &home, "a.txt");
+    let pending = || approval_state(&home, &id);
+
+    // No --user in team mode: a usage error.
+    let (code, stderr) = acting(&home, &config, None, &["approvals", "approve", &id]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--user NAME"), "{stderr}");
+    // A token that is not carol's (vic's), or none at all.
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["vic"]),
+        &["approvals", "approve", &id, "--user", "carol"],
+    );
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(
+        stderr.contains("not a valid token of user `carol`"),
+        "{stderr}"
+    );
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        None,
+        &["approvals", "approve", &id, "--user", "carol"],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("POCKETPILOT_TOKEN"), "{stderr}");
+    // A viewer may not decide: refused like the API's 403.
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["vic"]),
+        &["approvals", "reject", &id, "--user", "vic"],
+    );
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(stderr.contains("forbidden"), "{stderr}");
+    // A token file others may read is refused before it is used.
+    let loose = tree.base().join("carol.token");
+    std::fs::write(&loose, format!("{}\n", tokens["carol"])).unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let loose_arg = loose.display().to_string();
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        None,
+        &[
+            "approvals",
+            "approve",
+            &id,
+            "--user",
+            "carol",
+            "--token-file",
+            &loose_arg,
+        ],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("may be read by other users (mode 644)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        pending(),
+        ("pending".to_owned(), None),
+        "nothing was decided"
+    );
+
+    // carol, with her token in a private file: approved, and named.
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        None,
+        &[
+            "approvals",
+            "approve",
+            &id,
+            "--user",
+            "carol",
+            "--token-file",
+            &loose_arg,
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(pending(), ("approved".to_owned(), Some("carol".to_owned())));
+    assert_eq!(
+        std::fs::read_to_string(tree.workspace().join("a.txt")).unwrap(),
+        "new\n"
+    );
+    let store = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
+    let audit = store
+        .list_audit(&pp_store::AuditFilter {
+            action: Some("approval_approved".into()),
+            ..Default::default()
+        })
+        .wait()
+        .unwrap();
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(audit[0].user.as_deref(), Some("carol"));
+
+    // Once finance is revoked, carol decides nothing there any more (POCKETPILOT_TOKEN).
+    let next = pending_write(&tree, &home, "b.txt");
+    assert!(
+        users(&home, &config, &["revoke", "carol", "finance"])
+            .status
+            .success()
+    );
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["carol"]),
+        &["approvals", "reject", &next, "--user", "carol"],
+    );
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(
+        stderr.contains("workspace `finance` is not granted"),
+        "{stderr}"
+    );
+    assert_eq!(approval_state(&home, &next).0, "pending");
+    // Reverting and cancelling check the same way: carol may no longer revert the change
+    // she approved, a viewer may not cancel; nothing changes.
+    let store = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
+    let first = store
+        .approval(&pp_types::ApprovalId(id.clone()))
+        .wait()
+        .unwrap()
+        .task_id;
+    let change = store.task_changes(&first).wait().unwrap()[0]
+        .change
+        .id
+        .to_string();
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["carol"]),
+        &["revert", &change, "--user", "carol"],
+    );
+    assert_eq!(code, Some(6), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(tree.workspace().join("a.txt")).unwrap(),
+        "new\n"
+    );
+    let waiting = store
+        .approval(&pp_types::ApprovalId(next.clone()))
+        .wait()
+        .unwrap()
+        .task_id;
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["vic"]),
+        &["tasks", "cancel", waiting.as_str(), "--user", "vic"],
+    );
+    assert_eq!(code, Some(6), "{stderr}");
+    assert_eq!(
+        store.task(&waiting).wait().unwrap().state,
+        pp_types::TaskState::WaitingApproval
+    );
+    // The owner still decides.
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["olga"]),
+        &["approvals", "reject", &next, "--user", "olga"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        approval_state(&home, &next),
+        ("rejected".to_owned(), Some("olga".to_owned()))
+    );
+}
+
+/// Finding 10: in team mode every command that acts for a person refuses to run without
+/// `--user` (exit 2), before it changes anything.
+#[test]
+fn team_mode_commands_that_act_need_a_user() {
+    let tree = TempTree::new();
+    let (home, config, tokens) = team(&tree);
+    let script = tree.base().join("script.json");
+    std::fs::write(&script, r#"[{"content": "done"}]"#).unwrap();
+    let script = script.display().to_string();
+    for args in [
+        &["approvals", "approve", "a_1"][..],
+        &["approvals", "reject", "a_1"],
+        &["tasks", "cancel", "t_1"],
+        &["tasks", "retry", "t_1"],
+        &["revert", "c_1"],
+        &["sessions", "delete", "s_1"],
+        &["memory", "set", "@-"],
+        &["skills", "remove", "x"],
+        &["schedules", "remove", "x"],
+        &["channels", "remove", "x"],
+        &["run", "--script", &script, "hello"],
+        &["chat", "--script", &script],
+    ] {
+        let (code, stderr) = acting(&home, &config, Some(&tokens["olga"]), args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("--user NAME"), "{args:?}: {stderr}");
+    }
+    // Owners-only commands refuse an approver (exit 6), like the API's 403.
+    for args in [
+        &["memory", "set", "@-", "--user", "carol"][..],
+        &["skills", "remove", "x", "--user", "carol"],
+        &["schedules", "remove", "x", "--user", "carol"],
+        &["channels", "remove", "x", "--user", "carol"],
+    ] {
+        let (code, stderr) = acting(&home, &config, Some(&tokens["carol"]), args);
+        assert_eq!(code, Some(6), "{args:?}: {stderr}");
+        assert!(stderr.contains("only owners may"), "{args:?}: {stderr}");
+    }
+}
+
+/// Finding 10: `--user` outside team mode is a usage error (exit 2); without it the
+/// commands act as the operator, as before.
+#[test]
+fn the_user_flag_is_refused_outside_team_mode() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = tree.base().join("single.toml");
+    std::fs::write(&config, "").unwrap();
+    for args in [
+        &["approvals", "approve", "a_1", "--user", "carol"][..],
+        &["tasks", "cancel", "t_1", "--user", "carol"],
+        &["revert", "c_1", "--user", "carol"],
+        &["memory", "set", "@-", "--user", "carol"],
+    ] {
+        let (code, stderr) = acting(&home, &config, Some("ppu_x"), args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("--user is for team mode"),
+            "{args:?}: {stderr}"
         );
     }
 }

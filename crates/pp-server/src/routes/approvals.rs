@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::{ApprovalView, Decision, ResolveRequest};
+use pp_tasks::{Action, ApprovalView, Decision, ResolveRequest};
 use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -86,9 +86,9 @@ pub(crate) async fn show(
 /// durable (the resumed run continues in the background); with `?wait=true`, `200`
 /// with the task once it finishes or pauses again.
 ///
-/// In team mode only an owner, or an approver of the task's workspace, may decide (403
-/// otherwise, also for an approver of another workspace), and the approval and its
-/// audit row record the user.
+/// In team mode only an owner, or an approver of the task's workspace as granted at this
+/// moment, may decide (403 otherwise, also for an approver of another workspace), and
+/// the approval and its audit row record the user.
 pub(crate) async fn resolve(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -100,7 +100,7 @@ pub(crate) async fn resolve(
     if caller.user.is_some() {
         let approval = state.service().approval_view(&id).await?;
         let task = state.service().task(&approval.task_id).await?;
-        caller.check_resolve(&task)?;
+        caller.authorize(&state, Action::Resolve(&task)).await?;
     }
     let request = ResolveRequest {
         decision: body.decision,
@@ -111,7 +111,7 @@ pub(crate) async fn resolve(
     };
     let task = state
         .service()
-        .resolve_as_user(&id, request, caller.user)
+        .resolve_as_user(&id, request, caller.user.clone())
         .await?;
     let status = if query.wait {
         StatusCode::OK

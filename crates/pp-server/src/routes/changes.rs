@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::{Extension, State};
-use pp_tasks::RevertRefusal;
+use pp_tasks::{Action, RevertRefusal};
 use pp_types::{Actor, ChangeId, TaskId};
 use serde_json::{Value, json};
 
@@ -35,7 +35,7 @@ pub(crate) async fn revert(
     let id = ChangeId(id);
     if caller.user.is_some() {
         let task = state.service().change_task(&id).await?;
-        caller.check_resolve(&task)?;
+        caller.authorize(&state, Action::Revert(&task)).await?;
     }
     match state.service().revert_change(&id, Actor::Operator).await? {
         Ok(change) => Ok(Json(json!({ "change": change }))),

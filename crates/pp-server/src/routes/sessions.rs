@@ -10,7 +10,7 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::{NewSession, SessionRecord, SessionView};
+use pp_tasks::{Action, NewSession, SessionRecord, SessionView};
 use pp_types::Actor;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -125,7 +125,8 @@ pub(crate) async fn show(
 }
 
 /// Sends a message: `202 {"task_id"}` for the new turn's task; `409 session_busy` while
-/// the previous turn is queued, running or waiting for approval.
+/// the previous turn is queued, running or waiting for approval; in team mode `403` once
+/// the session's workspace is no longer granted to the caller (checked at every turn).
 pub(crate) async fn send(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -133,6 +134,11 @@ pub(crate) async fn send(
     ApiJson(request): ApiJson<MessageRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     check_session(&state, &caller, &id).await?;
+    if caller.user.is_some() {
+        let session = state.service().session(&id).await?;
+        let workspace = &session.session.workspace;
+        caller.authorize(&state, Action::Work { workspace }).await?;
+    }
     let task = state
         .service()
         .send_message(

@@ -3,8 +3,8 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::CreateTask;
 use pp_tasks::TaskFilter;
+use pp_tasks::{Action, CreateTask};
 use pp_types::{Actor, TaskId, TaskRecord, TaskState};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -86,7 +86,10 @@ pub(crate) async fn create(
         actor: Actor::Operator,
         script: state.settings().default_script.clone(),
     };
-    let task = state.service().create_as_user(request, caller.user).await?;
+    let task = state
+        .service()
+        .create_as_user(request, caller.user.clone())
+        .await?;
     Ok((StatusCode::CREATED, Json(task)))
 }
 
@@ -147,15 +150,17 @@ fn task_view(task: &TaskRecord, cancel_requested: bool) -> ApiResult<Value> {
     Ok(value)
 }
 
-/// Cancels a task that has not ended (404 for one the caller may not see): 200 with
-/// the task `cancelled` (also when it already was), or 202 with the task still
-/// `running` and `cancel_requested: true` when its running call has not stopped yet.
+/// Cancels a task that has not ended (404 for one the caller may not see, 403 for one
+/// of a workspace no longer granted): 200 with the task `cancelled` (also when it
+/// already was), or 202 with the task still `running` and `cancel_requested: true`
+/// when its running call has not stopped yet.
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let task = caller.visible_task(&state, &TaskId(id)).await?;
+    caller.authorize(&state, Action::Cancel(&task)).await?;
     let task = state.service().cancel(&task.id).await?;
     // The service answers `running` only for a cancel under way.
     let pending = task.state == TaskState::Running;
@@ -167,12 +172,14 @@ pub(crate) async fn cancel(
     Ok((status, Json(task_view(&task, pending)?)))
 }
 
-/// Retries an interrupted task (404 for one the caller may not see).
+/// Retries an interrupted task (404 for one the caller may not see, 403 for one of a
+/// workspace no longer granted).
 pub(crate) async fn retry(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskRecord>> {
     let task = caller.visible_task(&state, &TaskId(id)).await?;
+    caller.authorize(&state, Action::Retry(&task)).await?;
     Ok(Json(state.service().retry(&task.id).await?))
 }

@@ -625,3 +625,172 @@ async fn the_global_event_stream_carries_only_tasks_the_caller_may_see() {
         }
     }
 }
+
+/// Finding 9: revoking a grant stops the user from acting on that workspace's objects at
+/// once (a new chat turn in a session opened before, resolve, revert, cancel, retry, a
+/// new task or session), whatever they opened before; tasks already queued or waiting go
+/// on (the owner approves one and it completes).
+#[tokio::test]
+async fn a_revoked_grant_stops_every_action_at_once() {
+    let team = Team::new().await;
+    let mut sessions = BTreeMap::new();
+    for user in ["mia", "abe"] {
+        let created = team
+            .call(user, Method::POST, "/api/sessions", Some(&json!({})))
+            .await;
+        created.expect(201, None);
+        sessions.insert(user, created.json["id"].as_str().unwrap().to_owned());
+    }
+    let (mine, my_approval) = team.waiting_task("mia", "main").await;
+    let (theirs, their_approval) = team.waiting_task("max", "main").await;
+    let (done, done_approval) = team.waiting_task("olga", "main").await;
+    team.call(
+        "olga",
+        Method::POST,
+        &format!("/api/approvals/{done_approval}/resolve?wait=true"),
+        Some(&json!({"decision": "approve"})),
+    )
+    .await
+    .expect(200, None);
+    let change = team.service.task_changes(&done.id).await.unwrap()[0]
+        .id
+        .to_string();
+
+    for user in ["mia", "abe"] {
+        team.service.revoke_workspace(user, "main").await.unwrap();
+    }
+
+    // The actions named in the finding, with the answer each gets now.
+    let approve = json!({"decision": "approve"});
+    let message = json!({"content": "hello"});
+    let mia_session = &sessions["mia"];
+    for (user, uri, body, status) in [
+        (
+            "mia",
+            format!("/api/sessions/{mia_session}/messages"),
+            &message,
+            403,
+        ),
+        (
+            "mia",
+            format!("/api/tasks/{}/cancel", mine.id),
+            &json!({}),
+            403,
+        ),
+        (
+            "mia",
+            format!("/api/tasks/{}/retry", mine.id),
+            &json!({}),
+            403,
+        ),
+        (
+            "abe",
+            format!("/api/approvals/{their_approval}/resolve"),
+            &approve,
+            403,
+        ),
+        (
+            "abe",
+            format!("/api/changes/{change}/revert"),
+            &json!({}),
+            403,
+        ),
+        // An approver sees only granted workspaces' tasks: the matrix's 404.
+        (
+            "abe",
+            format!("/api/tasks/{}/cancel", theirs.id),
+            &json!({}),
+            404,
+        ),
+        (
+            "abe",
+            format!("/api/tasks/{}/retry", theirs.id),
+            &json!({}),
+            404,
+        ),
+    ] {
+        let reply = team.call(user, Method::POST, &uri, Some(body)).await;
+        assert_eq!(
+            reply.status.as_u16(),
+            status,
+            "{user} POST {uri}: {reply:?}"
+        );
+    }
+
+    // Every state-changing route, so a new one cannot forget the check: a revoked user
+    // gets 403 or 404 on every object of `main` and on `main` itself. (Deleting one's own
+    // session touches no workspace and stays allowed.)
+    for (method, path, cells) in pp_server::route_access() {
+        if method == "GET" || method == "DELETE" || cells == ["public"; 4] {
+            continue;
+        }
+        for user in ["mia", "abe"] {
+            let (task, approval) = if user == "mia" {
+                (mine.id.to_string(), my_approval.clone())
+            } else {
+                (theirs.id.to_string(), their_approval.clone())
+            };
+            let id = if path.starts_with("/api/tasks/") {
+                task
+            } else if path.starts_with("/api/approvals/") {
+                approval
+            } else if path.starts_with("/api/sessions/") {
+                sessions[user].clone()
+            } else if path.starts_with("/api/changes/") {
+                change.clone()
+            } else {
+                "missing".to_owned()
+            };
+            let uri = path
+                .replace("{id}", &id)
+                .replace("{name}", "missing")
+                .replace("{path}", "x.txt");
+            let body = match path {
+                "/api/tasks" => json!({"prompt": "more", "workspace": "main"}),
+                "/api/sessions" => json!({"workspace": "main"}),
+                _ if path.ends_with("/messages") => message.clone(),
+                _ if path.ends_with("/resolve") => approve.clone(),
+                _ => json!({}),
+            };
+            let method: Method = method.parse().unwrap();
+            let reply = team.call(user, method.clone(), &uri, Some(&body)).await;
+            let status = reply.status.as_u16();
+            assert!(
+                status == 403 || status == 404,
+                "{user} {method} {uri} after the revoke: {reply:?}"
+            );
+        }
+    }
+
+    // Nothing happened.
+    assert!(
+        team.service
+            .session(mia_session)
+            .await
+            .unwrap()
+            .turns
+            .is_empty()
+    );
+    for task in [&mine, &theirs] {
+        assert_eq!(
+            team.service.task(&task.id).await.unwrap().state,
+            TaskState::WaitingApproval
+        );
+    }
+    let changes = team.service.task_changes(&done.id).await.unwrap();
+    assert!(changes.iter().all(|change| change.reverted_by.is_none()));
+    let tasks = team.service.search_tasks(Default::default()).await.unwrap();
+    assert_eq!(tasks.tasks.len(), 3, "no task was created");
+
+    // What was already queued or waiting goes on: the owner approves mia's task.
+    let resolved = team
+        .call(
+            "olga",
+            Method::POST,
+            &format!("/api/approvals/{my_approval}/resolve?wait=true"),
+            Some(&approve),
+        )
+        .await;
+    resolved.expect(200, None);
+    assert_eq!(resolved.json["state"], "completed");
+}

@@ -201,3 +201,58 @@ async fn the_registry_lists_live_workers_and_forgets_those_that_leave() {
     wait_for(&single, &queued, TaskState::Completed).await;
     assert_eq!(a.live_workers().await.unwrap().len(), 1);
 }
+
+/// Finding 9/10: `authenticate` turns a name and a token into the caller the API uses,
+/// and `authorize` reads the grants as they are at the moment of the action, not as they
+/// were when the caller was authenticated.
+#[tokio::test]
+async fn authorize_reads_the_grant_at_the_moment_of_the_action() {
+    use pp_tasks::{Action, Error};
+    use pp_types::Role;
+
+    let tree = TempTree::new();
+    let database = tree.base().join("pocketpilot.db");
+    let service = worker(&database, &tree.base().join("host"), &["finance"]);
+    let carol = service.add_user("carol", Role::Member).await.unwrap();
+    service.add_user("dave", Role::Member).await.unwrap();
+    service.grant_workspace("carol", "finance").await.unwrap();
+
+    let wrong = service.authenticate("dave", carol.token.clone()).await;
+    assert!(matches!(wrong, Err(Error::Unauthorized(_))), "{wrong:?}");
+    let garbage = service.authenticate("carol", "ppu_nope".into()).await;
+    assert!(
+        matches!(garbage, Err(Error::Unauthorized(_))),
+        "{garbage:?}"
+    );
+    let caller = service.authenticate("carol", carol.token).await.unwrap();
+    assert_eq!(caller.user.as_deref(), Some("carol"));
+    assert_eq!(caller.workspaces, ["finance"]);
+
+    let task = service
+        .create_as_user(
+            CreateTask {
+                prompt: "carol's".into(),
+                workspace: Some("finance".into()),
+                actor: Actor::Operator,
+                script: Some(json!([{"content": "done"}])),
+            },
+            Some("carol".into()),
+        )
+        .await
+        .unwrap();
+    let turn = Action::Work {
+        workspace: "finance",
+    };
+    service
+        .authorize(&caller, Action::Cancel(&task))
+        .await
+        .unwrap();
+    service.authorize(&caller, turn).await.unwrap();
+
+    service.revoke_workspace("carol", "finance").await.unwrap();
+    // The same caller value, authenticated before the revoke.
+    for action in [Action::Cancel(&task), Action::Retry(&task), turn] {
+        let refused = service.authorize(&caller, action).await;
+        assert!(matches!(refused, Err(Error::Forbidden(_))), "{refused:?}");
+    }
+}
