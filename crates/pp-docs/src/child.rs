@@ -6,6 +6,10 @@
 //! SIGKILL one second later), RLIMIT_AS (allocations past it fail, and Rust aborts) and
 //! RLIMIT_CORE 0 (a crash leaves no core file), before it reads the document's bytes.
 //! It touches nothing but stdin, stdout and stderr: no data directory, no config.
+//!
+//! For a SQL job (`Job::Analyze` with op `sql`) it writes one `\n` on stdout once the
+//! table is loaded and the query starts, so the parent can hold the query to its own
+//! time limit (the JSON answer that follows ignores leading whitespace).
 
 use std::io::{BufRead, Read, Write};
 
@@ -46,9 +50,16 @@ fn serve(input: &mut impl BufRead) -> Result<crate::JobOutput, DocsError> {
     input
         .read_to_end(&mut bytes)
         .map_err(|error| DocsError::Process(format!("cannot read the document: {error}")))?;
+    // When a SQL query starts, one newline on stdout tells the parent (which starts the
+    // query's own deadline then); JSON ignores it before the answer.
+    let mut query_starts = || {
+        let mut stdout = std::io::stdout().lock();
+        // Should stdout be gone, the answer cannot be written either: main says so.
+        let _ = stdout.write_all(b"\n").and_then(|()| stdout.flush());
+    };
     // A panic in a parser is one failed document, said plainly; the process ends anyway.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::job::run_job(&request.job, &bytes)
+        crate::job::run_job_reporting(&request.job, &bytes, &mut query_starts)
     }))
     .unwrap_or_else(|panic| {
         let reason = panic

@@ -32,6 +32,10 @@ pub enum DocsError {
     /// The parser process could not be started or spoke nonsense.
     #[error("the parser could not run: {0}")]
     Process(String),
+    /// The caller stopped the work (the task was cancelled or ran out of time) and the
+    /// child was killed.
+    #[error("stopped: the task was cancelled or ran out of time")]
+    Interrupted,
     /// A SQL query was refused or failed.
     #[error("sql: {0}")]
     Sql(String),

@@ -10,9 +10,13 @@
 //! [`table`], [`invoice`]) is plain synchronous code, testable in-process through
 //! [`job::run_job`].
 //!
-//! SQL over a table ([`table::sql`]) runs in the calling process on an in-memory SQLite
-//! database with every door to files shut (authorizer, no `ATTACH`, `query_only`, row,
-//! time and size limits); this crate is rusqlite's second owner for that reason only.
+//! `analyze_table`'s operations and SQL ([`table::analyze`], `Job::Analyze`) run in the
+//! child too, on the table it just read: SQL on an in-memory SQLite database with every
+//! door to files shut (authorizer, no `ATTACH`, `query_only`, row, time and size
+//! limits), the answer cut to its size while the rows are read ([`table::bounded`]).
+//! The parent kills the child soon after a query's time limit and when the caller's
+//! stop check says so ([`Parser::run_until`]). This crate is rusqlite's second owner
+//! for that reason only.
 //!
 //! Where it sits: depends on `pp-types` only; `pp-tools` builds the tools on it. It never
 //! opens a path of the workspace itself: the tools read through the jail and hand bytes.

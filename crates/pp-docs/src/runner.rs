@@ -5,13 +5,18 @@
 //! stdin; the child limits itself (CPU time, address space, no core dumps), runs the job
 //! and writes one JSON answer, `{"ok": JobOutput}` or `{"error": DocsError}`, to stdout.
 //! The parent reads at most [`ParserLimits::output_bytes`] of it and kills the child at
-//! the wall-clock deadline. Whatever happens (an error, a timeout, a panic in the
+//! the wall-clock deadline, at the caller's deadline, when the caller's stop check says
+//! so (a task's interrupt), and, for a SQL query, soon after the query's own time limit
+//! counted from the moment the child says the query starts (one `\n` on stdout): the
+//! only way to stop one long SQLite function call, which neither the progress handler
+//! nor `sqlite3_interrupt` reach. Whatever happens (an error, a timeout, a panic in the
 //! caller's thread) the child is killed and reaped before [`Parser::run`] returns: a
 //! guard does it on drop.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -65,8 +70,17 @@ pub(crate) enum Answer {
 /// How much of the child's stderr is kept for error messages.
 const STDERR_KEPT: usize = 4096;
 
-/// How often the parent looks whether the child has ended.
+/// How often the parent looks whether the child has ended (and at the stop check).
 const POLL: Duration = Duration::from_millis(5);
+
+/// How long after a SQL query's time limit the child is killed: the progress handler
+/// stops most queries at the limit with a clear error; this is for one function call
+/// that runs on (`instr` over megabytes), which nothing inside SQLite interrupts.
+pub const QUERY_GRACE: Duration = Duration::from_secs(1);
+
+/// The most bytes of answer read for a `Job::Analyze` beyond four per character of its
+/// rows (the table's description, the columns' names).
+const ANALYSIS_SLACK_BYTES: u64 = 1 << 20;
 
 /// How to start the parser child: a program and its arguments (`pocketpilot __parse`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +124,19 @@ impl Parser {
         bytes: &[u8],
         deadline: Option<Instant>,
     ) -> Result<JobOutput, DocsError> {
+        self.run_until(job, bytes, deadline, &|| false)
+    }
+
+    /// [`Parser::run_with_deadline`], stopped too as soon as `stop` says so (it is asked
+    /// every few milliseconds; a task's interrupt): the child is killed and the answer is
+    /// [`DocsError::Interrupted`].
+    pub fn run_until(
+        &self,
+        job: &Job,
+        bytes: &[u8],
+        deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<JobOutput, DocsError> {
         let started = Instant::now();
         let own_deadline = started + self.limits.wall;
         let (deadline, by_task) = match deadline {
@@ -148,8 +175,21 @@ impl Parser {
         let stdin = guard.child.stdin.take();
         let stdout = guard.child.stdout.take();
         let stderr = guard.child.stderr.take();
-        let output_cap = self.limits.output_bytes;
+        let output_cap = match job {
+            // The child cuts the rows to this many characters of JSON: four bytes each
+            // at most, plus the table's description.
+            Job::Analyze { limits, .. } => self.limits.output_bytes.min(
+                u64::try_from(limits.max_answer_chars)
+                    .unwrap_or(u64::MAX)
+                    .saturating_mul(4)
+                    .saturating_add(ANALYSIS_SLACK_BYTES),
+            ),
+            _ => self.limits.output_bytes,
+        };
         let over_output = AtomicBool::new(false);
+        let query_timeout = job.query_timeout();
+        // When the child first wrote to stdout (for SQL: when the query started).
+        let first_output = OnceLock::new();
 
         std::thread::scope(|scope| {
             // The guard lives inside the scope: on any unwind it kills the child first,
@@ -165,17 +205,19 @@ impl Parser {
                         .and_then(|()| stdin.write_all(bytes));
                 });
             }
-            let over = &over_output;
+            let (over, first) = (&over_output, &first_output);
             let reader = stdout.map(|stdout| {
                 scope.spawn(move || {
                     let mut answer = Vec::new();
-                    let read = stdout
-                        .take(output_cap.saturating_add(1))
-                        .read_to_end(&mut answer);
+                    let read = read_noting_first(
+                        &mut stdout.take(output_cap.saturating_add(1)),
+                        &mut answer,
+                        first,
+                    );
                     if u64::try_from(answer.len()).unwrap_or(u64::MAX) > output_cap {
                         over.store(true, Ordering::SeqCst);
                     }
-                    read.map(|_| answer)
+                    read.map(|()| answer)
                 })
             });
             let errors = stderr.map(|stderr| {
@@ -211,7 +253,22 @@ impl Parser {
                         )));
                     }
                 }
+                if stop() {
+                    guard.kill();
+                    return Err(DocsError::Interrupted);
+                }
                 let now = Instant::now();
+                let query_deadline = query_timeout
+                    .zip(first_output.get())
+                    .map(|(timeout, started)| *started + timeout + QUERY_GRACE);
+                if let Some(timeout) = query_timeout
+                    && query_deadline.is_some_and(|query_deadline| now >= query_deadline)
+                {
+                    guard.kill();
+                    return Err(DocsError::Sql(crate::table::sql::time_limit_message(
+                        timeout,
+                    )));
+                }
                 if now >= deadline {
                     guard.kill();
                     return Err(DocsError::Limit(if by_task {
@@ -226,7 +283,8 @@ impl Parser {
                         )
                     }));
                 }
-                std::thread::sleep(POLL.min(deadline - now));
+                let next = query_deadline.map_or(deadline, |query| query.min(deadline));
+                std::thread::sleep(POLL.min(next.saturating_duration_since(now)));
             };
             let stderr_text = errors
                 .and_then(|errors| errors.join().ok())
@@ -247,6 +305,26 @@ impl Parser {
             }
             interpret(status, &answer, &stderr_text, &self.limits, started)
         })
+    }
+}
+
+/// Reads `input` to its end into `answer`, noting in `first` when the first bytes came.
+fn read_noting_first(
+    input: &mut impl Read,
+    answer: &mut Vec<u8>,
+    first: &OnceLock<Instant>,
+) -> std::io::Result<()> {
+    let mut chunk = vec![0_u8; 64 << 10];
+    loop {
+        match input.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(read) => {
+                first.get_or_init(Instant::now);
+                answer.extend_from_slice(&chunk[..read]);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
     }
 }
 

@@ -246,7 +246,7 @@ fn a_query_that_never_ends_is_stopped_at_the_time_limit() {
         )
         .unwrap_err();
     assert!(
-        error.to_string().contains("ran longer than 0.3 s"),
+        error.to_string().contains("hit its 0.3 s time limit"),
         "{error}"
     );
     // The connection works again after the stop.

@@ -162,3 +162,102 @@ fn serve_survives_hostile_documents_and_leaves_no_parser_behind() {
     let left = parsers_of(server.child.id());
     assert!(left.is_empty(), "parser processes left: {left:?}");
 }
+
+/// A field of /proc/<pid>/status, in KiB.
+fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Finding 3 of the security issue: 100 rows of a 16 MB text of NULs aborted `serve` at
+/// 8 GiB when the query ran in it. The query runs in the parser child now: the task
+/// completes with a cut answer and `serve` stays within 256 MiB of its idle RSS.
+#[test]
+fn serve_answers_a_zeroblob_flood_cut_and_stays_small() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    std::fs::write(tree.workspace().join("t.csv"), "a\n1\n").unwrap();
+    let sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 100) \
+               SELECT CAST(zeroblob(16000000) AS TEXT) FROM c";
+    let script = write_script(
+        tree.base(),
+        &json!([
+            {"tool_calls": [{"name": "analyze_table",
+                             "arguments": {"path": "t.csv", "op": "sql", "sql": sql}}]},
+            {"content": "still here"}
+        ]),
+    );
+    let server = Server::start(&home, tree.workspace(), Some(&script));
+    let pid = server.child.id();
+    let idle = status_kib(pid, "VmRSS:");
+    // Peak RSS from here on (VmHWM reset; Linux ≥ 4.0).
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+    let (status, task) = server.call("POST", "/api/tasks", Some(&json!({"prompt": "go"})));
+    assert_eq!(status, 201, "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let task = server.wait_for_state(&id, "completed");
+    assert_eq!(task["final_text"], "still here");
+    let grown_mib = status_kib(pid, "VmHWM:").saturating_sub(idle) >> 10;
+    assert!(grown_mib < 256, "serve grew by {grown_mib} MiB");
+}
+
+#[test]
+fn run_cuts_a_zeroblob_flood_and_stops_one_long_function_call() {
+    let tree = TempTree::new();
+    std::fs::write(tree.workspace().join("t.csv"), "a\n1\n").unwrap();
+    let call = |sql: &str| {
+        json!({"tool_calls": [{"name": "analyze_table",
+        "arguments": {"path": "t.csv", "op": "sql", "sql": sql}}]})
+    };
+    let script = write_script(
+        tree.base(),
+        &json!([
+            call("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 100) \
+                  SELECT CAST(zeroblob(16000000) AS TEXT) FROM c"),
+            call("SELECT instr(printf('%.*c', 2000000, 'a'), printf('%.*c', 1000000, 'a') || 'b')"),
+            {"content": "done"}
+        ]),
+    );
+    let started = std::time::Instant::now();
+    let output = pocketpilot_in(&tree.base().join("home"))
+        .args(["run", "--json", "--workspace"])
+        .arg(tree.workspace())
+        .arg("--script")
+        .arg(&script)
+        .arg("query")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let result = events
+        .iter()
+        .find(|event| event["type"] == "tool_result" && event["name"] == "analyze_table")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let content = result["content"].as_str().unwrap();
+    assert!(content.chars().count() <= 100_000, "{}", content.len());
+    let answer: Value = serde_json::from_str(content).unwrap();
+    assert_eq!(answer["truncated"], true);
+    assert!(answer["note"].as_str().unwrap().contains("cut"), "{answer}");
+    let error = events
+        .iter()
+        .find(|event| event["type"] == "tool_error")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("5 s time limit"),
+        "{error}"
+    );
+    // The 5 s query limit + 2 s, plus generous room for the rest of the run.
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+}

@@ -2,13 +2,15 @@
 //! it ([`ops`]), and SQL over it on a jailed in-memory SQLite ([`sql`]).
 //!
 //! Loading ([`load`]) runs in the parser child: hostile files never parse in the
-//! service. The [`Table`] it returns is serialised back to the parent, where the
-//! operations and SQL run.
+//! service. `analyze_table` runs [`analyze`] there too (`Job::Analyze`): the table is
+//! read, the operation or the SQL query runs on it in the child, and only the answer,
+//! cut while it is gathered ([`bounded`]), goes back to the service.
 //!
 //! Types are inferred per column ([`ColumnType`]): `integer`, `float`, `boolean`,
 //! `date` (ISO `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS`, stored as text) or `text`. A
 //! column is of the narrowest type every non-empty cell fits; empty cells are nulls.
 
+pub mod bounded;
 mod csv;
 mod infer;
 mod json;
@@ -22,7 +24,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::{DocsError, Format};
 
 pub use ops::{Query, ResultSet};
-pub use sql::{CacheKey, SqlCache, SqlLimits, SqlTable};
+pub use sql::{SqlLimits, SqlTable};
 
 /// What an XLSX formula cell without a cached value reads as: the formula followed by
 /// this suffix (e.g. `=SUM(A1:A3) (formula, no cached value)`), never an empty cell.
@@ -64,7 +66,7 @@ pub struct TableInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sheet: Option<String>,
     /// XLSX: every sheet.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sheets: Vec<String>,
     /// CSV: the encoding.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -287,6 +289,54 @@ pub fn load(
             "{other} is not a table format; analyze_table reads csv, tsv, xlsx and json"
         ))),
     }
+}
+
+/// What [`analyze`] answers: the operation's result and what was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// The rows, cut to the answer's size.
+    pub result: ResultSet,
+    /// The table read (without its values).
+    pub table: TableInfo,
+}
+
+/// Reads `bytes` as a table ([`load`]) and runs `query` on it: an operation
+/// ([`ops::run`]) or SQL ([`SqlTable`], `query_starts` called once the table is loaded
+/// and the query starts). The rows are cut to `limits.max_answer_chars` characters.
+pub fn analyze(
+    bytes: &[u8],
+    format: Format,
+    sheet: Option<&str>,
+    max_rows: usize,
+    query: &Query,
+    limits: SqlLimits,
+    query_starts: &mut dyn FnMut(),
+) -> Result<Analysis, DocsError> {
+    let table = load(bytes, format, sheet, max_rows)?;
+    let info = table.info();
+    let result = match (query.op, query.sql.as_deref()) {
+        (ops::Op::Sql, Some(sql)) => {
+            let mut database = SqlTable::load(&table, limits)?;
+            // SQLite holds its own copy now.
+            drop(table);
+            let limit = query
+                .limit
+                .unwrap_or(ops::DEFAULT_LIMIT)
+                .min(ops::MAX_LIMIT);
+            query_starts();
+            database.query(sql, limit)?
+        }
+        (ops::Op::Sql, None) => {
+            return Err(DocsError::BadRequest(
+                "op \"sql\" needs `sql`: one SELECT on the table t".to_owned(),
+            ));
+        }
+        _ => ops::run(&table, query)?.bounded(limits.max_answer_chars),
+    };
+    Ok(Analysis {
+        result,
+        table: info,
+    })
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value as Json;
 
+use super::bounded::{Gather, RawCell};
 use super::infer::{parse_bool, parse_date, parse_float, parse_int};
 use super::{Cell, ColumnType, Table};
 use crate::DocsError;
@@ -27,8 +28,8 @@ pub const DEFAULT_LIMIT: usize = 200;
 pub const MAX_LIMIT: usize = 1000;
 
 /// What to do with the table: the arguments of `analyze_table` (unknown fields, like
-/// `path`, are ignored).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `path`, are ignored). Serialised too: it travels to the parser child in a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Query {
     /// The operation.
     pub op: Op,
@@ -84,7 +85,7 @@ pub const OPS: [&str; 7] = [
 ];
 
 /// One condition of `where`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Condition {
     /// The column.
     pub column: String,
@@ -96,7 +97,7 @@ pub struct Condition {
 }
 
 /// A comparison of a condition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CondOp {
     /// Equal.
     #[serde(rename = "=", alias = "==")]
@@ -149,7 +150,7 @@ pub const CONDITION_OPS: [&str; 11] = [
 ];
 
 /// One aggregate of `group_by`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Aggregate {
     /// The column (optional for `count`: then rows are counted).
     #[serde(default)]
@@ -160,7 +161,7 @@ pub struct Aggregate {
 }
 
 /// An aggregate function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AggregateFn {
     /// Non-null values (rows without a column).
@@ -201,6 +202,41 @@ pub struct ResultSet {
     pub truncated: bool,
     /// How many rows the operation produced before the limit.
     pub total_rows: usize,
+    /// How many cells were cut to fit the answer's size ([`super::bounded`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut_cells: usize,
+    /// Whether rows were left out to fit the answer's size (not only the `limit`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_for_size: bool,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
+impl ResultSet {
+    /// The same result with its rows and cells cut to fit `max_chars` characters of
+    /// JSON ([`super::bounded::Gather`]).
+    pub fn bounded(self, max_chars: usize) -> ResultSet {
+        let mut gather = Gather::new(max_chars, usize::MAX);
+        let mut all_in = true;
+        for row in &self.rows {
+            let cells: Vec<RawCell<'_>> = row.iter().map(RawCell::Json).collect();
+            if !gather.push(&cells) {
+                all_in = false;
+                break;
+            }
+        }
+        let (rows, cut_cells, cut_for_size) = gather.finish();
+        ResultSet {
+            columns: self.columns,
+            rows,
+            truncated: self.truncated || !all_in,
+            total_rows: self.total_rows,
+            cut_cells: self.cut_cells + cut_cells,
+            cut_for_size: self.cut_for_size || cut_for_size,
+        }
+    }
 }
 
 fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
@@ -261,6 +297,8 @@ fn finish(columns: Vec<String>, mut rows: Vec<Vec<Json>>, limit: usize) -> Resul
         truncated: total_rows > rows.len(),
         rows,
         total_rows,
+        cut_cells: 0,
+        cut_for_size: false,
     }
 }
 
@@ -417,6 +455,8 @@ fn rows(table: &Table, query: &Query, limit: usize) -> Result<ResultSet, DocsErr
         truncated: total_rows > rows.len(),
         rows,
         total_rows,
+        cut_cells: 0,
+        cut_for_size: false,
     })
 }
 

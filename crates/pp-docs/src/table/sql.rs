@@ -26,7 +26,6 @@
 //! database too. Memory is bounded by the value-length limit, the page limits and the
 //! time limit.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -36,14 +35,16 @@ use rusqlite::limits::Limit;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, ffi};
 
+use super::bounded::{Gather, RawCell};
 use super::ops::ResultSet;
 use super::{Cell, ColumnType, Table, TableInfo};
 use crate::DocsError;
 
 /// What one SQL connection and its queries may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SqlLimits {
-    /// How long one query may run.
+    /// How long one query may run (the progress handler; the parser child is killed
+    /// shortly after, should one function call run on).
     pub timeout: Duration,
     /// The longest string or blob a query may make (bytes); also the longest cell.
     pub max_value_bytes: i32,
@@ -51,16 +52,21 @@ pub struct SqlLimits {
     pub max_sql_bytes: i32,
     /// The page cache (KiB).
     pub cache_kib: i64,
+    /// The most characters of JSON the rows of one answer take: rows and cells are cut
+    /// to it while they are read ([`super::bounded`]).
+    pub max_answer_chars: usize,
 }
 
 impl Default for SqlLimits {
-    /// 5 s per query, 16 MiB values, 100 KB of SQL, a 16 MiB page cache.
+    /// 5 s per query, 16 MiB values, 100 KB of SQL, a 16 MiB page cache, answers of
+    /// 100,000 characters.
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(5),
             max_value_bytes: 16 << 20,
             max_sql_bytes: 100_000,
             cache_kib: 16 * 1024,
+            max_answer_chars: 100_000,
         }
     }
 }
@@ -237,27 +243,50 @@ impl SqlTable {
         }
         let columns: Vec<String> = statement.column_names().map(str::to_owned).collect();
         let width = columns.len();
-        let mut rows_out = Vec::new();
+        // Cells are cut and rows counted against the answer's size as they are read:
+        // nothing bigger than the answer is ever held (a row may be 16 MB of NULs).
+        let mut gather = Gather::new(self.limits.max_answer_chars, max_rows);
         let mut truncated = false;
         let mut rows = statement.query([]).map_err(|error| self.explain(error))?;
         while let Some(row) = rows.next().map_err(|error| self.explain(error))? {
-            if rows_out.len() == max_rows {
+            if gather.is_full() {
                 truncated = true;
                 break;
             }
-            let mut out = Vec::with_capacity(width);
-            for index in 0..width {
-                let value = row.get_ref(index).map_err(|error| self.explain(error))?;
-                out.push(json_of(value));
+            let values = (0..width)
+                .map(|index| row.get_ref(index))
+                .collect::<Result<Vec<ValueRef<'_>>, _>>()
+                .map_err(|error| self.explain(error))?;
+            // Texts are cut from SQLite's own bytes; other values are small.
+            let made: Vec<serde_json::Value> = values
+                .iter()
+                .map(|value| match value {
+                    ValueRef::Text(_) => serde_json::Value::Null,
+                    other => json_of(*other),
+                })
+                .collect();
+            let cells: Vec<RawCell<'_>> = values
+                .iter()
+                .zip(&made)
+                .map(|(value, made)| match value {
+                    ValueRef::Text(text) => RawCell::Text(text),
+                    _ => RawCell::Json(made),
+                })
+                .collect();
+            if !gather.push(&cells) {
+                truncated = true;
+                break;
             }
-            rows_out.push(out);
         }
-        let total_rows = rows_out.len();
+        let (rows, cut_cells, cut_for_size) = gather.finish();
+        let total_rows = rows.len();
         Ok(ResultSet {
             columns,
-            rows: rows_out,
+            rows,
             truncated,
             total_rows,
+            cut_cells,
+            cut_for_size,
         })
     }
 
@@ -283,11 +312,9 @@ impl SqlTable {
                 "only one statement per call: remove everything after the first `;`".to_owned()
             }
             rusqlite::Error::SqliteFailure(failure, _) => match failure.code {
-                rusqlite::ErrorCode::OperationInterrupted => format!(
-                    "the query ran longer than {} s and was stopped; make it simpler (filter \
-                     first, avoid unbounded recursion)",
-                    self.limits.timeout.as_secs_f64()
-                ),
+                rusqlite::ErrorCode::OperationInterrupted => {
+                    time_limit_message(self.limits.timeout)
+                }
                 rusqlite::ErrorCode::TooBig => format!(
                     "a value grew past the {}-byte limit (huge strings or blobs are refused)",
                     self.limits.max_value_bytes
@@ -307,6 +334,16 @@ impl SqlTable {
         };
         DocsError::Sql(message)
     }
+}
+
+/// What a query stopped at its time limit answers (by the progress handler in the
+/// child, or by the parent killing the child when one function call runs on).
+pub fn time_limit_message(timeout: Duration) -> String {
+    format!(
+        "the query hit its {} s time limit and was stopped; make it simpler (filter first, \
+         avoid unbounded recursion and work on huge strings)",
+        timeout.as_secs_f64()
+    )
 }
 
 /// The authorizer's rule: `Ok` for what a read-only query on `t` needs.
@@ -378,6 +415,7 @@ fn json_of(value: ValueRef<'_>) -> serde_json::Value {
         ValueRef::Null => serde_json::Value::Null,
         ValueRef::Integer(value) => serde_json::Value::from(value),
         ValueRef::Real(value) => Cell::Float(value).to_json(),
+        // Texts are cut as they are read ([`RawCell::Text`]); this is for the others.
         ValueRef::Text(text) => serde_json::Value::from(String::from_utf8_lossy(text).into_owned()),
         ValueRef::Blob(blob) => serde_json::Value::from(format!("[blob: {} bytes]", blob.len())),
     }
@@ -428,75 +466,4 @@ fn fill(connection: &mut Connection, table: &Table) -> Result<(), DocsError> {
         }
     }
     transaction.commit().map_err(&load)
-}
-
-/// What identifies one version of one table: the tool builds it from what the jail
-/// says of the file (path, sheet, size and modification time or content hash).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CacheKey {
-    /// The file (the jail's resolved path, with its root).
-    pub path: String,
-    /// The XLSX sheet asked for.
-    pub sheet: Option<String>,
-    /// The size in bytes.
-    pub size: u64,
-    /// What changes when the content does (a modification time or a content hash).
-    pub version: String,
-}
-
-/// A small LRU of loaded SQL tables, shared across calls (and run segments).
-#[derive(Debug)]
-pub struct SqlCache {
-    capacity: usize,
-    entries: Mutex<VecDeque<(CacheKey, Arc<Mutex<SqlTable>>)>>,
-}
-
-impl SqlCache {
-    /// A cache of at most `capacity` tables.
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            capacity: capacity.max(1),
-            entries: Mutex::new(VecDeque::new()),
-        }
-    }
-
-    /// The table for `key`, loaded with `load` when not cached (or stale).
-    pub fn get_or_load(
-        &self,
-        key: &CacheKey,
-        load: impl FnOnce() -> Result<SqlTable, DocsError>,
-    ) -> Result<Arc<Mutex<SqlTable>>, DocsError> {
-        {
-            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(at) = entries.iter().position(|(cached, _)| cached == key) {
-                let entry = entries.remove(at);
-                if let Some(entry) = entry {
-                    let table = Arc::clone(&entry.1);
-                    entries.push_front(entry);
-                    return Ok(table);
-                }
-            }
-        }
-        // Loaded outside the lock: other tables stay usable meanwhile.
-        let table = Arc::new(Mutex::new(load()?));
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        // Older versions of the same file are of no use any more.
-        entries.retain(|(cached, _)| cached.path != key.path || cached.sheet != key.sheet);
-        entries.push_front((key.clone(), Arc::clone(&table)));
-        entries.truncate(self.capacity);
-        Ok(table)
-    }
-
-    /// How many tables are cached.
-    pub fn len(&self) -> usize {
-        self.entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }

@@ -2,17 +2,20 @@
 //! XLSX sheet or JSON array.
 //!
 //! ## What it does
-//! Reads the file through the jail ([`super::input::read_document`]), parses it in the
-//! parser child (`Job::Table`: hostile files never parse in the service) into a typed
-//! table of at most [`MAX_TABLE_ROWS`] rows, then runs `op` here:
-//! `schema`, `describe`, `head`, `filter`, `sort`, `group_by` on the table
-//! ([`pp_docs::table::ops`]), or `sql` on a jailed in-memory SQLite copy of it
-//! ([`pp_docs::table::sql`]), cached by file (path, sheet, size, content hash) in the
-//! provider. The answer is `{path, op, columns, rows, truncated, total_rows, table}`
-//! (`table`: rows and columns read, sheet and sheets, encoding, delimiter, whether the
-//! file had more rows than were read), at most [`pp_docs::table::ops::MAX_LIMIT`] rows
-//! and the provider's output character cap (rows are dropped to fit, and `truncated`
-//! and `note` say so).
+//! Reads the file through the jail ([`super::input::read_document`]) and hands it to the
+//! parser child with the query (`Job::Analyze`): the child parses it into a typed table
+//! of at most [`MAX_TABLE_ROWS`] rows and runs `op` on it there — `schema`,
+//! `describe`, `head`, `filter`, `sort`, `group_by` ([`pp_docs::table::ops`]), or `sql`
+//! on a jailed in-memory SQLite copy ([`pp_docs::table::sql`]) — so neither a hostile
+//! file nor a hostile query runs in the service. Tables are not cached: every call
+//! parses the file again (a SQL table lived in the service before, and one query could
+//! take the service's memory with it). The child cuts rows and cells to the output cap
+//! while it reads them; it is killed at its limits, soon after a SQL query's time limit
+//! and on the task's interrupt. The answer is `{path, op, columns, rows, truncated,
+//! total_rows, table}` (`table`: rows and columns read, sheet and sheets, encoding,
+//! delimiter, whether the file had more rows than were read), at most
+//! [`pp_docs::table::ops::MAX_LIMIT`] rows and the provider's output character cap
+//! (rows are dropped and cells cut to fit, and `truncated` and `note` say so).
 //!
 //! ## Capabilities needed
 //! `file:read` (allowed without approval), risk low; `path` is a path parameter.
@@ -27,15 +30,15 @@
 use std::sync::Arc;
 
 use pp_agent::ToolContext;
+use pp_docs::table::bounded::json_chars;
 use pp_docs::table::ops::{AGGREGATE_FNS, CONDITION_OPS, MAX_LIMIT, OPS, Op, Query, ResultSet};
-use pp_docs::table::{CacheKey, SqlCache, SqlLimits, SqlTable, Table, TableInfo};
+use pp_docs::table::{SqlLimits, TableInfo};
 use pp_docs::{DocsError, Format, Job, JobOutput};
 use pp_gate::Jail;
 use pp_types::{ToolOutput, ToolSpec};
 
 use super::input::read_spec;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::input::read_document;
 use super::provider::DocsSettings;
@@ -44,6 +47,10 @@ use crate::files::common::{optional_str, required_str, respond};
 
 /// The most rows read from one file.
 pub(crate) const MAX_TABLE_ROWS: usize = 1_000_000;
+
+/// Characters of the output cap kept for the answer's envelope (path, columns, table)
+/// when the child cuts the rows: at most this, at most half the cap.
+const ENVELOPE_CHARS: usize = 2_000;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Analyze a table file in the workspace: CSV/TSV (any delimiter, \
@@ -59,13 +66,11 @@ truncated, total_rows, table}; at most 1000 rows (`limit`, default 200, head 10)
 pub(crate) struct AnalyzeTable {
     jail: Arc<Jail>,
     settings: Arc<DocsSettings>,
-    /// SQL tables by file version, shared by every segment of the provider.
-    cache: Arc<SqlCache>,
     spec: ToolSpec,
 }
 
 impl AnalyzeTable {
-    pub(crate) fn new(jail: Arc<Jail>, settings: Arc<DocsSettings>, cache: Arc<SqlCache>) -> Self {
+    pub(crate) fn new(jail: Arc<Jail>, settings: Arc<DocsSettings>) -> Self {
         let spec = read_spec(
             "analyze_table",
             DESCRIPTION,
@@ -139,25 +144,20 @@ impl AnalyzeTable {
         Self {
             jail,
             settings,
-            cache,
             spec,
         }
     }
 
-    fn run(&self, arguments: &Value) -> Result<String, ToolOutput> {
+    fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
         let path = required_str(arguments, "path")?;
         let sheet = optional_str(arguments, "sheet")?;
         let query = parse_query(arguments)?;
-        let sql = match (query.op, query.sql.as_deref()) {
-            (Op::Sql, Some(sql)) => Some(sql),
-            (Op::Sql, None) => {
-                return Err(ToolOutput::error(
-                    "op \"sql\" needs `sql`: one SELECT on the table t, e.g. \
-                     SELECT region, sum(amount) FROM t GROUP BY region",
-                ));
-            }
-            _ => None,
-        };
+        if query.op == Op::Sql && query.sql.is_none() {
+            return Err(ToolOutput::error(
+                "op \"sql\" needs `sql`: one SELECT on the table t, e.g. \
+                 SELECT region, sum(amount) FROM t GROUP BY region",
+            ));
+        }
         let (bytes, format) = read_document(&self.jail, path, self.settings.max_input_bytes)?;
         if !matches!(
             format,
@@ -168,67 +168,55 @@ impl AnalyzeTable {
                  json (use extract_document for other documents)"
             )));
         }
+        if context.should_stop() {
+            return Err(ToolOutput::error(
+                "not run: the task was cancelled or ran out of time",
+            ));
+        }
+        let op = query.op;
+        let job = analyze_job(format, sheet, query, self.settings.max_output_chars);
         let failed = |error: DocsError| ToolOutput::error(format!("`{path}`: {error}"));
-        let (result, info) = match sql {
-            Some(sql) => {
-                let key = CacheKey {
-                    path: format!(
-                        "{}/{}",
-                        self.jail.root().display(),
-                        self.jail
-                            .check(path)
-                            .map(|relative| relative.to_string_lossy().into_owned())
-                            .unwrap_or_else(|_| path.to_owned())
-                    ),
-                    sheet: sheet.map(str::to_owned),
-                    size: bytes.len() as u64,
-                    version: hex(&Sha256::digest(&bytes)),
-                };
-                let table = self
-                    .cache
-                    .get_or_load(&key, || {
-                        let table = self.load(&bytes, format, sheet)?;
-                        SqlTable::load(&table, SqlLimits::default())
-                    })
-                    .map_err(failed)?;
-                let mut table = table
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let limit = query
-                    .limit
-                    .unwrap_or(pp_docs::table::ops::DEFAULT_LIMIT)
-                    .min(MAX_LIMIT);
-                let result = table.query(sql, limit).map_err(failed)?;
-                (result, table.info().clone())
-            }
-            None => {
-                let table = self.load(&bytes, format, sheet).map_err(failed)?;
-                let result = pp_docs::table::ops::run(&table, &query).map_err(failed)?;
-                (result, table.info())
-            }
+        // The child parses, queries and cuts; it is killed at its limits, soon after
+        // the query's time limit, at the task's deadline and on its interrupt.
+        let output = self
+            .settings
+            .parser
+            .run_until(&job, &bytes, context.deadline, &|| context.should_stop())
+            .map_err(failed)?;
+        drop(bytes);
+        let JobOutput::Analysis(analysis) = output else {
+            return Err(failed(DocsError::Process(
+                "the parser answered something else than an analysis".to_owned(),
+            )));
         };
         answer(
             path,
-            query.op,
-            result,
-            &info,
+            op,
+            analysis.result,
+            &analysis.table,
             self.settings.max_output_chars,
         )
     }
+}
 
-    /// Parses the table in the parser child.
-    fn load(&self, bytes: &[u8], format: Format, sheet: Option<&str>) -> Result<Table, DocsError> {
-        let job = Job::Table {
-            format,
-            sheet: sheet.map(str::to_owned),
-            max_rows: MAX_TABLE_ROWS,
-        };
-        match self.settings.parser.run(&job, bytes)? {
-            JobOutput::Table(table) => Ok(table),
-            _ => Err(DocsError::Process(
-                "the parser answered something else than a table".to_owned(),
-            )),
-        }
+/// The job the child runs for `query` on a file of `format`: rows cut to the output cap
+/// less room for the answer's envelope.
+pub(crate) fn analyze_job(
+    format: Format,
+    sheet: Option<&str>,
+    query: Query,
+    max_output_chars: usize,
+) -> Job {
+    Job::Analyze {
+        format,
+        sheet: sheet.map(str::to_owned),
+        max_rows: MAX_TABLE_ROWS,
+        query: Box::new(query),
+        limits: SqlLimits {
+            max_answer_chars: max_output_chars
+                .saturating_sub(ENVELOPE_CHARS.min(max_output_chars / 2)),
+            ..SqlLimits::default()
+        },
     }
 }
 
@@ -236,12 +224,10 @@ impl AnalyzeTable {
 pub(crate) fn tool(
     scope: &crate::Scope<'_>,
     settings: &Arc<DocsSettings>,
-    cache: &Arc<SqlCache>,
 ) -> Arc<dyn pp_agent::Tool> {
     Arc::new(crate::blocking::OffThread(Arc::new(AnalyzeTable::new(
         Arc::clone(scope.workspace),
         Arc::clone(settings),
-        Arc::clone(cache),
     ))))
 }
 
@@ -250,8 +236,8 @@ impl SyncTool for AnalyzeTable {
         &self.spec
     }
 
-    fn call(&self, _context: &ToolContext, arguments: &Value) -> ToolOutput {
-        respond(self.run(arguments))
+    fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
+        respond(self.run(context, arguments))
     }
 }
 
@@ -265,12 +251,9 @@ fn parse_query(arguments: &Value) -> Result<Query, ToolOutput> {
         .map_err(|error| ToolOutput::error(format!("bad arguments: {error}")))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 /// The answer as JSON of at most `max_chars` characters: rows are dropped from the end
-/// until it fits, and `truncated` and `note` say so.
+/// until it fits, and `truncated` and `note` say so (and say which cells the child cut).
+/// Every row is measured once and the answer written once.
 pub(crate) fn answer(
     path: &str,
     op: Op,
@@ -278,49 +261,82 @@ pub(crate) fn answer(
     info: &TableInfo,
     max_chars: usize,
 ) -> Result<String, ToolOutput> {
-    let mut note: Option<String> = None;
+    let mut notes = Vec::new();
     if info.truncated {
-        note = Some(format!(
+        notes.push(format!(
             "only the first {} rows of the file were read; results cover those rows",
             info.rows
         ));
     }
-    loop {
+    if result.cut_cells > 0 {
+        notes.push(format!(
+            "{} cell(s) cut to fit the {max_chars}-character output limit (a cut text ends \
+             with {})",
+            result.cut_cells,
+            pp_docs::table::bounded::CUT_MARK
+        ));
+    }
+    let cut_note = |keep: usize| {
+        format!(
+            "rows cut to {keep} to fit the {max_chars}-character output limit; pass \
+             `columns` or a smaller `limit`"
+        )
+    };
+    let envelope = |result: &ResultSet, notes: &[String]| {
         let mut value = json!({
             "path": path,
             "op": op,
             "columns": result.columns,
-            "rows": result.rows,
+            "rows": [],
             "truncated": result.truncated,
             "total_rows": result.total_rows,
             "table": info,
         });
-        if let Some(note) = &note {
-            value["note"] = Value::from(note.as_str());
+        if !notes.is_empty() {
+            value["note"] = Value::from(notes.join("; "));
         }
-        let text = serde_json::to_string(&value)
-            .map_err(|error| ToolOutput::error(format!("cannot write the answer: {error}")))?;
-        if text.chars().count() <= max_chars {
-            return Ok(text);
-        }
-        if result.rows.is_empty() {
+        value
+    };
+    let lengths: Vec<usize> = result
+        .rows
+        .iter()
+        .map(|row| 2 + row.len().saturating_sub(1) + row.iter().map(json_chars).sum::<usize>())
+        .collect();
+    let rows_chars = |keep: usize| lengths[..keep].iter().sum::<usize>() + keep.saturating_sub(1);
+    let mut keep = lengths.len();
+    let mut final_notes = notes.clone();
+    if result.cut_for_size {
+        final_notes.push(cut_note(keep));
+    }
+    if json_chars(&envelope(&result, &final_notes)) + rows_chars(keep) > max_chars {
+        // The note with the most digits it can have, so the final one is no longer.
+        let mut widest = notes.clone();
+        widest.push(cut_note(keep));
+        result.truncated = true;
+        let base = json_chars(&envelope(&result, &widest));
+        if base > max_chars {
             return Err(ToolOutput::error(format!(
                 "the answer is larger than {max_chars} characters even without rows; name \
                  fewer `columns`"
             )));
         }
-        let keep = result.rows.len() / 2;
-        result.rows.truncate(keep);
-        result.truncated = true;
-        let cut = format!(
-            "rows cut to {keep} to fit the {max_chars}-character output limit; pass `columns` \
-             or a smaller `limit`"
-        );
-        note = Some(match note {
-            Some(first) if !first.starts_with("rows cut") => format!("{first}; {cut}"),
-            _ => cut,
-        });
+        while keep > 0 && base + rows_chars(keep) > max_chars {
+            keep -= 1;
+        }
+        final_notes = notes;
+        final_notes.push(cut_note(keep));
     }
+    result.rows.truncate(keep);
+    let mut value = envelope(&result, &final_notes);
+    value["rows"] = Value::from(std::mem::take(&mut result.rows));
+    let text = serde_json::to_string(&value)
+        .map_err(|error| ToolOutput::error(format!("cannot write the answer: {error}")))?;
+    if text.chars().count() > max_chars {
+        return Err(ToolOutput::error(format!(
+            "cannot fit the answer into {max_chars} characters; name fewer `columns`"
+        )));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -336,6 +352,8 @@ mod tests {
                 .collect(),
             truncated: false,
             total_rows: 100,
+            cut_cells: 0,
+            cut_for_size: false,
         };
         let info = TableInfo {
             rows: 100,
@@ -406,7 +424,6 @@ mod tool_tests {
             let tool = AnalyzeTable::new(
                 Arc::new(Jail::new(workspace.path()).unwrap()),
                 Arc::new(settings),
-                Arc::new(SqlCache::new(2)),
             );
             Self {
                 workspace,
@@ -415,15 +432,31 @@ mod tool_tests {
             }
         }
 
-        /// Writes the workspace file `name` and the answer the parser will give for it.
-        fn file(&self, name: &str, bytes: &[u8], sheet: Option<&str>) {
+        /// Writes the workspace file `name`.
+        fn file(&self, name: &str, bytes: &[u8]) {
             std::fs::write(self.workspace.path().join(name), bytes).unwrap();
-            let job = Job::Table {
-                format: Format::from_path(name).unwrap(),
-                sheet: sheet.map(str::to_owned),
-                max_rows: MAX_TABLE_ROWS,
+        }
+
+        /// Writes the answer the parser will give for this call: what
+        /// `pp_docs::job::run_job` answers for the very job the tool sends.
+        fn prepare_answer(&self, arguments: &Value) {
+            let Some(path) = arguments["path"].as_str() else {
+                return;
             };
-            let answer = match pp_docs::job::run_job(&job, bytes) {
+            let (Ok(bytes), Some(format), Ok(query)) = (
+                std::fs::read(self.workspace.path().join(path)),
+                Format::from_path(path),
+                parse_query(arguments),
+            ) else {
+                return;
+            };
+            let job = analyze_job(
+                format,
+                arguments["sheet"].as_str(),
+                query,
+                self.tool.settings.max_output_chars,
+            );
+            let answer = match pp_docs::job::run_job(&job, &bytes) {
                 Ok(output) => json!({"ok": output}),
                 Err(error) => json!({"error": error}),
             };
@@ -443,6 +476,7 @@ mod tool_tests {
 
         #[allow(clippy::needless_pass_by_value, reason = "tests pass json! literals")]
         fn call(&self, arguments: Value) -> ToolOutput {
+            self.prepare_answer(&arguments);
             self.tool.call(&ToolContext::default(), &arguments)
         }
 
@@ -482,7 +516,7 @@ mod tool_tests {
     #[test]
     fn group_by_through_the_parser_child() {
         let fixture = Fixture::new();
-        fixture.file("sales.csv", SALES, None);
+        fixture.file("sales.csv", SALES);
         let value = fixture.ok(json!({
             "path": "sales.csv", "op": "group_by", "by": "region",
             "aggregates": [{"column": "amount", "fn": "sum"}],
@@ -497,22 +531,61 @@ mod tool_tests {
     }
 
     #[test]
-    fn sql_tables_are_cached_by_content_and_reloaded_when_it_changes() {
+    fn every_sql_call_runs_in_its_own_child_on_the_current_file() {
         let fixture = Fixture::new();
-        fixture.file("sales.csv", SALES, None);
+        fixture.file("sales.csv", SALES);
         let sql = json!({"path": "sales.csv", "op": "sql", "sql": "SELECT count(*) AS n FROM t"});
         assert_eq!(fixture.ok(sql.clone())["rows"], json!([[3]]));
         assert_eq!(fixture.ok(sql.clone())["rows"], json!([[3]]));
-        assert_eq!(fixture.runs(), 1, "the second query used the cached table");
-        fixture.file("sales.csv", b"region;amount\nwest;1\n", None);
+        assert_eq!(fixture.runs(), 2, "no table is kept in the service");
+        fixture.file("sales.csv", b"region;amount\nwest;1\n");
         assert_eq!(fixture.ok(sql)["rows"], json!([[1]]));
-        assert_eq!(fixture.runs(), 2, "a changed file is parsed again");
+        assert_eq!(fixture.runs(), 3);
+    }
+
+    #[test]
+    fn the_task_interrupt_stops_a_call_in_flight() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::write(workspace.path().join("sales.csv"), SALES).unwrap();
+        // A child that never answers: only the interrupt (not the 30 s wall) ends it.
+        let parser = pp_docs::Parser::new(
+            PathBuf::from("/bin/sh"),
+            vec!["-c".into(), "cat >/dev/null; exec sleep 30".into()],
+        );
+        let tool = AnalyzeTable::new(
+            Arc::new(Jail::new(workspace.path()).unwrap()),
+            Arc::new(DocsSettings::new(parser)),
+        );
+        let context = ToolContext::for_task("task", None);
+        let interrupt = context.interrupt.clone();
+        let trigger = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            interrupt.trigger();
+        });
+        let started = std::time::Instant::now();
+        let output = tool.call(
+            &context,
+            &json!({"path": "sales.csv", "op": "sql", "sql": "SELECT 1"}),
+        );
+        trigger.join().unwrap();
+        let ToolOutput::Error { message } = output else {
+            panic!("not an error: {output:?}");
+        };
+        assert!(
+            message.contains("stopped: the task was cancelled"),
+            "{message}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the call ended with the interrupt, not the wall-clock limit: {:?}",
+            started.elapsed()
+        );
     }
 
     #[test]
     fn sql_escapes_are_refused_through_the_tool_and_create_nothing() {
         let fixture = Fixture::new();
-        fixture.file("sales.csv", SALES, None);
+        fixture.file("sales.csv", SALES);
         let outside = tempfile::tempdir().unwrap();
         let target = outside.path().join("out.db");
         for sql in [
@@ -535,7 +608,7 @@ mod tool_tests {
     #[test]
     fn bad_requests_are_clear_errors() {
         let fixture = Fixture::new();
-        fixture.file("sales.csv", SALES, None);
+        fixture.file("sales.csv", SALES);
         let message = fixture.error(json!({"path": "sales.csv", "op": "sql"}));
         assert!(message.contains("needs `sql`"), "{message}");
         let message =
@@ -578,7 +651,7 @@ mod tool_tests {
     #[test]
     fn a_parser_error_names_the_file() {
         let fixture = Fixture::new();
-        fixture.file("broken.json", b"[{\"a\": ", None);
+        fixture.file("broken.json", b"[{\"a\": ");
         let message = fixture.error(json!({"path": "broken.json", "op": "schema"}));
         assert!(
             message.starts_with("`broken.json`: the file cannot be read"),

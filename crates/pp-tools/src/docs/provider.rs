@@ -37,9 +37,6 @@ impl DocsSettings {
 #[derive(Debug, Clone)]
 pub struct DocsProvider {
     settings: Arc<DocsSettings>,
-    /// `analyze_table`'s SQL tables, by file version, shared across segments (the
-    /// connections hold no jail: only the table's values).
-    tables: Arc<pp_docs::table::SqlCache>,
 }
 
 impl DocsProvider {
@@ -47,7 +44,6 @@ impl DocsProvider {
     pub fn new(settings: DocsSettings) -> Self {
         Self {
             settings: Arc::new(settings),
-            tables: Arc::new(pp_docs::table::SqlCache::new(3)),
         }
     }
 
@@ -69,11 +65,7 @@ impl ToolProvider for DocsProvider {
             Arc::clone(jail),
             Arc::clone(settings),
         )))));
-        provision.tool(super::analyze_table::tool(
-            scope,
-            &self.settings,
-            &self.tables,
-        ));
+        provision.tool(super::analyze_table::tool(scope, &self.settings));
         provision.tool(Arc::new(OffThread(Arc::new(ExtractInvoice::new(
             Arc::clone(jail),
             Arc::clone(settings),
