@@ -125,6 +125,7 @@ impl Sandbox {
             program: self.program.display().to_string(),
             source,
         })?;
+        pp_types::open_files::give_back(child.id());
         let mut guard = GroupGuard {
             child,
             reaped: false,
