@@ -62,6 +62,48 @@ pub(crate) struct FileServer {
     allowed_hosts: Option<Vec<String>>,
     /// Believe `X-Forwarded-Proto: https` from a reverse proxy (default false).
     trust_forwarded_proto: Option<bool>,
+    /// Most connections open at once (default 4096); one more gets 503.
+    max_connections: Option<usize>,
+    /// Seconds a connection has to send a request's headers (default 10).
+    header_timeout_secs: Option<u64>,
+    /// Seconds a request body may send nothing while it is read (default 30).
+    body_idle_timeout_secs: Option<u64>,
+}
+
+/// How `serve` bounds its connections (`[server]`; docs/configuration.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ConnectionLimits {
+    /// `max_connections`: most connections open at once.
+    pub(crate) max_connections: usize,
+    /// `header_timeout_secs`: how long a request's headers may take.
+    pub(crate) header_timeout: Duration,
+    /// `body_idle_timeout_secs`: how long a request body may send nothing.
+    pub(crate) body_idle_timeout: Duration,
+}
+
+impl ConnectionLimits {
+    fn resolve(server: &FileServer) -> Result<Self, Exit> {
+        let defaults = pp_server::ServerSettings::default();
+        let at_least_one = |key: &str, value: Option<u64>| match value {
+            Some(0) => Err(Exit::usage(format!("`[server] {key}` must be at least 1"))),
+            value => Ok(value.map(Duration::from_secs)),
+        };
+        Ok(Self {
+            max_connections: match server.max_connections {
+                Some(0) => {
+                    return Err(Exit::usage("`[server] max_connections` must be at least 1"));
+                }
+                value => value.unwrap_or(defaults.max_connections),
+            },
+            header_timeout: at_least_one("header_timeout_secs", server.header_timeout_secs)?
+                .unwrap_or(defaults.header_read_timeout),
+            body_idle_timeout: at_least_one(
+                "body_idle_timeout_secs",
+                server.body_idle_timeout_secs,
+            )?
+            .unwrap_or(defaults.body_idle_timeout),
+        })
+    }
 }
 
 /// The `[team]` table (docs/team.md).
@@ -316,6 +358,8 @@ pub(crate) struct Config {
     pub(crate) allowed_hosts: Vec<String>,
     /// `[server] trust_forwarded_proto`.
     pub(crate) trust_forwarded_proto: bool,
+    /// `[server] max_connections`, `header_timeout_secs`, `body_idle_timeout_secs`.
+    pub(crate) connections: ConnectionLimits,
     /// `[team] enabled`: team users and roles (docs/team.md); off: single-user mode.
     pub(crate) team: bool,
     /// `[team] shared_dir`: where the team's memory and installed skills live (created
@@ -435,6 +479,7 @@ impl Config {
                 ))
             })?,
         };
+        let connections = ConnectionLimits::resolve(&server)?;
         let allowed_hosts = server.allowed_hosts.unwrap_or_default();
         if let Some(bad) = allowed_hosts
             .iter()
@@ -521,6 +566,7 @@ impl Config {
             bind,
             allowed_hosts,
             trust_forwarded_proto,
+            connections,
             team,
             team_dir,
             model: file_config.model,
@@ -1086,7 +1132,15 @@ max_byte = 1
             ),
             (
                 "server",
-                &["port", "bind", "allowed_hosts", "trust_forwarded_proto"],
+                &[
+                    "port",
+                    "bind",
+                    "allowed_hosts",
+                    "trust_forwarded_proto",
+                    "max_connections",
+                    "header_timeout_secs",
+                    "body_idle_timeout_secs",
+                ],
             ),
             ("team", &["enabled", "shared_dir"]),
             ("mcp", &["approval_wait_secs", "server"]),

@@ -168,6 +168,7 @@ impl Parser {
                     self.program.display()
                 ))
             })?;
+        pp_types::open_files::give_back(child.id());
         let mut guard = ChildGuard {
             child,
             reaped: false,

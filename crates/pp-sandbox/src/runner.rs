@@ -168,6 +168,7 @@ impl Sandbox {
             program: self.program.display().to_string(),
             source,
         })?;
+        pp_types::open_files::give_back(child.id());
         let mut guard = GroupGuard {
             child,
             reaped: false,

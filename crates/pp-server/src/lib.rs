@@ -41,10 +41,12 @@
 //! ```
 //! assert!(pp_server::api_routes().contains(&("GET", "/api/health")));
 //! assert_eq!(pp_server::ServerSettings::default().max_body_bytes, 1024 * 1024);
+//! assert_eq!(pp_server::ServerSettings::default().max_connections, 4096);
 //! ```
 
 mod auth;
 mod caller;
+mod connections;
 mod error;
 mod extract;
 mod routes;
@@ -53,7 +55,7 @@ mod sse;
 mod state;
 mod upload;
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 
 pub use error::ApiError;
 pub use state::{AppState, McpReportSource, ServerSettings};
@@ -89,6 +91,12 @@ pub fn route_access() -> Vec<(&'static str, &'static str, [&'static str; 4])> {
 /// [`AppState::begin_shutdown`] is called), then shuts down gracefully: the listener
 /// stops accepting, event streams end, and in-flight requests get up to
 /// [`ServerSettings::shutdown_grace`] to finish before this returns anyway.
+///
+/// Each connection has [`ServerSettings::header_read_timeout`] to send a request's
+/// headers (also between requests on a kept-alive connection) and
+/// [`ServerSettings::body_idle_timeout`] between pieces of its body; at most
+/// [`ServerSettings::max_connections`] are open at once, and one more is answered `503`
+/// with `Retry-After: 1` and closed.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
@@ -105,14 +113,19 @@ pub async fn serve(
         }
         signal_state.begin_shutdown();
     };
-    let server = axum::serve(listener, router(state))
-        .with_graceful_shutdown(signal)
-        .into_future();
+    let settings = state.settings().clone();
+    let stop = state.shutdown_signal();
+    let log_state = state.clone();
+    let server = connections::serve(listener, router(state), &settings, stop, |line| {
+        log_state.log(line);
+    });
     tokio::select! {
         result = server => result,
         () = async {
-            let _ = began.wait_for(|down| *down).await;
-            tokio::time::sleep(grace).await;
+            tokio::join!(signal, async {
+                let _ = began.wait_for(|down| *down).await;
+                tokio::time::sleep(grace).await;
+            });
         } => Ok(()),
     }
 }

@@ -51,6 +51,19 @@ pub struct ServerSettings {
     /// After the shutdown signal, how long in-flight requests (a `?wait=true` resolve)
     /// may take before [`crate::serve`] returns anyway. Event streams end at once.
     pub shutdown_grace: Duration,
+    /// Most connections open at once (`[server] max_connections`); one more is answered
+    /// `503` with `Retry-After: 1` and closed. Keep it below the open-file limit (the
+    /// CLI raises its soft limit to the hard one at start) so that descriptors remain
+    /// for the database, the log and children.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's headers, counted from the
+    /// first byte it could send (a new connection, or the end of the previous response
+    /// on a kept-alive one); then it is closed. Bounds what half-sent requests can hold.
+    pub header_read_timeout: Duration,
+    /// How long a request body may send nothing while a handler reads it; then the read
+    /// fails and the connection closes. Restarts with every piece, so a large upload on
+    /// a slow link passes as long as it keeps moving.
+    pub body_idle_timeout: Duration,
 }
 
 impl Default for ServerSettings {
@@ -66,6 +79,9 @@ impl Default for ServerSettings {
             sse_poll_interval: Duration::from_millis(250),
             sse_keep_alive: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(10),
+            max_connections: 4096,
+            header_read_timeout: Duration::from_secs(10),
+            body_idle_timeout: Duration::from_secs(30),
             allowed_hosts: Vec::new(),
             trust_forwarded_proto: false,
             team: false,

@@ -10,8 +10,14 @@
 //! only): an unknown or disabled channel, an oversize body, malformed headers, a bad
 //! signature (compared in constant time), a timestamp outside the replay window (past
 //! or future) and a replay (a signature already seen inside the window, recorded in the
-//! store so every process sharing the database refuses it). A per-channel rate limit
-//! applies first, to known and unknown names alike.
+//! store so every process sharing the database refuses it).
+//!
+//! Two budgets per channel name, so that nobody without the secret can use up a
+//! channel's: accepted deliveries count against [`ChannelSettings::rate_limit`] (a
+//! correctly signed delivery over it gets 429 and may be sent again later), refused ones
+//! against [`ChannelSettings::refused_log_limit`]. Past that one, refusals still get the
+//! same 401 but are no longer logged one by one: one `refused` row per window says how
+//! many were not.
 //!
 //! Secrets are 256 random bits (64 hex characters) generated here, shown once (at
 //! creation and rotation), and stored sealed with ChaCha20-Poly1305 under a
@@ -165,9 +171,15 @@ pub struct ChannelSettings {
     pub replay_window: Duration,
     /// Largest body accepted; bigger ones are refused (401, no task).
     pub max_body_bytes: usize,
-    /// Deliveries per channel name per [`ChannelSettings::rate_period`]; more get 429.
+    /// Accepted deliveries per channel name per [`ChannelSettings::rate_period`]; a
+    /// correctly signed delivery past it gets 429 (its signature is not spent, so it may
+    /// be sent again in the next window). Refused deliveries never count here.
     pub rate_limit: u32,
-    /// The rate limit's window.
+    /// Refused deliveries per channel name per [`ChannelSettings::rate_period`] that are
+    /// written to the delivery log one by one; past it they get the same 401 and are
+    /// only counted, and one `refused` row says how many once the window has ended.
+    pub refused_log_limit: u32,
+    /// The window of both budgets.
     pub rate_period: Duration,
 }
 
@@ -177,6 +189,7 @@ impl Default for ChannelSettings {
             replay_window: Duration::from_secs(5 * 60),
             max_body_bytes: 256 * 1024,
             rate_limit: 60,
+            refused_log_limit: 60,
             rate_period: Duration::from_secs(60),
         }
     }
@@ -311,7 +324,8 @@ pub enum DeliveryOutcome {
     Accepted(Box<TaskRecord>),
     /// Refused (401, the same for every reason).
     Refused(Refusal),
-    /// Over the rate limit (429).
+    /// Correctly signed, but the channel's accepted deliveries are over the rate limit
+    /// (429).
     RateLimited,
 }
 
@@ -480,38 +494,93 @@ pub fn render_prompt(channel: &str, template: Option<&str>, body: &[u8]) -> Stri
 /// Per-name fixed-window counters.
 #[derive(Debug, Default)]
 struct Limiter {
-    /// Name → (window start in ms, deliveries in it).
-    windows: HashMap<String, (i64, u32)>,
+    /// Name → its current window.
+    windows: HashMap<String, Window>,
     /// The window every name shares while `windows` is full of live windows.
-    overflow: (i64, u32),
+    overflow: Window,
+}
+
+/// One name's window of a [`Limiter`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Window {
+    /// When it started, in ms.
+    start: i64,
+    /// What it counted within its budget.
+    count: u32,
+    /// What it counted past its budget.
+    excess: u32,
 }
 
 /// Most names the limiter tracks; past it, windows that ended are dropped first.
 const LIMITER_NAMES: usize = 4096;
 
-/// Counts a delivery in `window` at `now`; the count in the current window.
-fn count_in(window: &mut (i64, u32), now: i64, period: i64) -> u32 {
-    if now - window.0 >= period {
-        *window = (now, 0);
+impl Limiter {
+    /// The current window of `name` at `now` (a fresh one when the last has ended).
+    fn window(&mut self, name: &str, now: i64, period: i64) -> &mut Window {
+        if self.windows.len() >= LIMITER_NAMES && !self.windows.contains_key(name) {
+            self.windows.retain(|_, window| now - window.start < period);
+        }
+        let window = if self.windows.len() >= LIMITER_NAMES && !self.windows.contains_key(name) {
+            // Still full of live windows: a flood of names. They share one window, so
+            // the map cannot grow without bound.
+            &mut self.overflow
+        } else {
+            self.windows.entry(name.to_owned()).or_insert(Window {
+                start: now,
+                ..Window::default()
+            })
+        };
+        if now - window.start >= period {
+            *window = Window {
+                start: now,
+                ..Window::default()
+            };
+        }
+        window
     }
-    window.1 = window.1.saturating_add(1);
-    window.1
+
+    /// Counts one for `name` at `now` against `budget`: `Ok(count)` within it, or
+    /// `Err(excess)`, how many this window has counted past it, this one included.
+    fn count(
+        &mut self,
+        name: &str,
+        now: i64,
+        period: i64,
+        budget: u32,
+    ) -> std::result::Result<u32, u32> {
+        let window = self.window(name, now, period);
+        if window.count < budget {
+            window.count += 1;
+            Ok(window.count)
+        } else {
+            window.excess = window.excess.saturating_add(1);
+            Err(window.excess)
+        }
+    }
+
+    /// Gives back one count within the budget (what was taken for a delivery that was
+    /// then not accepted).
+    fn uncount(&mut self, name: &str, now: i64, period: i64) {
+        let window = self.window(name, now, period);
+        window.count = window.count.saturating_sub(1);
+    }
+
+    /// Removes and returns the window of `name` if it has ended by `now` with counts
+    /// past its budget (to be reported once).
+    fn take_ended_excess(&mut self, name: &str, now: i64, period: i64) -> Option<Window> {
+        let window = *self.windows.get(name)?;
+        if now - window.start < period || window.excess == 0 {
+            return None;
+        }
+        self.windows.remove(name);
+        Some(window)
+    }
 }
 
-impl Limiter {
-    /// Counts a delivery to `name` at `now`; the count in the current window.
-    fn count(&mut self, name: &str, now: i64, period: i64) -> u32 {
-        if self.windows.len() >= LIMITER_NAMES && !self.windows.contains_key(name) {
-            self.windows.retain(|_, (start, _)| now - *start < period);
-            if self.windows.len() >= LIMITER_NAMES {
-                // Still full of live windows: a flood of names. They share one window, so
-                // the map cannot grow without bound.
-                return count_in(&mut self.overflow, now, period);
-            }
-        }
-        let window = self.windows.entry(name.to_owned()).or_insert((now, 0));
-        count_in(window, now, period)
-    }
+/// Locks a limiter; a panic elsewhere while holding it leaves counts that are still
+/// usable.
+fn lock(limiter: &Mutex<Limiter>) -> std::sync::MutexGuard<'_, Limiter> {
+    limiter.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Webhook channels over a task service. Cheap to clone.
@@ -525,7 +594,10 @@ pub struct ChannelsService {
 struct Inner {
     key: ChannelKey,
     settings: ChannelSettings,
-    limiter: Mutex<Limiter>,
+    /// Accepted deliveries per name ([`ChannelSettings::rate_limit`]).
+    accepted: Mutex<Limiter>,
+    /// Refused deliveries per name ([`ChannelSettings::refused_log_limit`]).
+    refused: Mutex<Limiter>,
 }
 
 impl std::fmt::Debug for ChannelsService {
@@ -544,7 +616,8 @@ impl ChannelsService {
             inner: Arc::new(Inner {
                 key,
                 settings,
-                limiter: Mutex::new(Limiter::default()),
+                accepted: Mutex::new(Limiter::default()),
+                refused: Mutex::new(Limiter::default()),
             }),
         }
     }
@@ -672,6 +745,8 @@ impl ChannelsService {
 
     /// The newest `limit` deliveries to the channel named `name`, newest first.
     pub async fn deliveries(&self, name: &str, limit: usize) -> Result<Vec<DeliveryRecord>> {
+        self.report_unlogged(name, self.store().clock().now())
+            .await?;
         Ok(self.store().channel_deliveries(name, limit).await?)
     }
 
@@ -683,28 +758,12 @@ impl ChannelsService {
     }
 
     /// Verifies `delivery` and, if it passes, creates its task (see the module docs for
-    /// what is refused). Refusals and rate limiting of known channels are recorded in
-    /// their delivery log.
+    /// what is refused). Refusals of known channels are recorded in their delivery log
+    /// (one by one up to [`ChannelSettings::refused_log_limit`] a window, then one row
+    /// with the number), and so is the first delivery of a window over the rate limit.
     pub async fn deliver(&self, delivery: Delivery) -> Result<DeliveryOutcome> {
         let now = self.store().clock().now();
-        let settings = &self.inner.settings;
-        let period = i64::try_from(settings.rate_period.as_millis()).unwrap_or(i64::MAX);
-        let count = {
-            let mut limiter = self
-                .inner
-                .limiter
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            limiter.count(&delivery.channel, now.as_millis(), period)
-        };
-        if count > settings.rate_limit {
-            // Logged once per window: a flood costs no write per request.
-            if count == settings.rate_limit.saturating_add(1) {
-                self.record(&delivery.channel, DeliveryStatus::RateLimited, None, None)
-                    .await?;
-            }
-            return Ok(DeliveryOutcome::RateLimited);
-        }
+        self.report_unlogged(&delivery.channel, now).await?;
         let channel = delivery.channel.clone();
         let outcome = self.verify_and_create(delivery, now).await?;
         match &outcome {
@@ -722,16 +781,53 @@ impl ChannelsService {
             }
             DeliveryOutcome::Refused(Refusal::UnknownChannel) | DeliveryOutcome::RateLimited => {}
             DeliveryOutcome::Refused(refusal) => {
-                self.record(
-                    &channel,
-                    DeliveryStatus::Refused,
-                    Some(refusal.to_string()),
-                    None,
-                )
-                .await?;
+                let within = lock(&self.inner.refused)
+                    .count(
+                        &channel,
+                        now.as_millis(),
+                        self.period(),
+                        self.inner.settings.refused_log_limit,
+                    )
+                    .is_ok();
+                // Past the budget a refusal costs no write: the window's row counts it.
+                if within {
+                    self.record(
+                        &channel,
+                        DeliveryStatus::Refused,
+                        Some(refusal.to_string()),
+                        None,
+                    )
+                    .await?;
+                }
             }
         }
         Ok(outcome)
+    }
+
+    /// The rate limit's window in ms.
+    fn period(&self) -> i64 {
+        i64::try_from(self.inner.settings.rate_period.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Writes the one `refused` row of the ended window of `channel` in which refusals
+    /// went past [`ChannelSettings::refused_log_limit`], saying how many were not logged.
+    async fn report_unlogged(&self, channel: &str, now: Timestamp) -> Result<()> {
+        let ended =
+            lock(&self.inner.refused).take_ended_excess(channel, now.as_millis(), self.period());
+        let Some(window) = ended else {
+            return Ok(());
+        };
+        let settings = &self.inner.settings;
+        let reason = format!(
+            "{} more refused deliveries in the {} s from {} were not logged one by one \
+             (more than {} in one window)",
+            window.excess,
+            settings.rate_period.as_secs(),
+            Timestamp::from_millis(window.start),
+            settings.refused_log_limit,
+        );
+        self.record(channel, DeliveryStatus::Refused, Some(reason), None)
+            .await
     }
 
     async fn record(
@@ -820,6 +916,44 @@ impl ChannelsService {
         if sent > now.as_millis().saturating_add(window) {
             return refused(Refusal::Future);
         }
+        // Only now, signed and in time, does the delivery count against the channel's
+        // budget: nobody without the secret can use it up.
+        let taken = lock(&self.inner.accepted).count(
+            &channel.name,
+            now.as_millis(),
+            self.period(),
+            self.inner.settings.rate_limit,
+        );
+        if let Err(excess) = taken {
+            // Logged once per window: a flood costs no write per request.
+            if excess == 1 {
+                self.record(&channel.name, DeliveryStatus::RateLimited, None, None)
+                    .await?;
+            }
+            return Ok(DeliveryOutcome::RateLimited);
+        }
+        let outcome = self
+            .claim_and_create(channel, &signature_hex, sent, body, delivery.script)
+            .await;
+        if !matches!(outcome, Ok(DeliveryOutcome::Accepted(_))) {
+            lock(&self.inner.accepted).uncount(&delivery.channel, now.as_millis(), self.period());
+        }
+        outcome
+    }
+
+    /// Claims the signature (refusing a replay) and creates the task of a verified
+    /// delivery to `channel`, sent at `sent` (ms).
+    async fn claim_and_create(
+        &self,
+        channel: Channel,
+        signature_hex: &str,
+        sent: i64,
+        body: Vec<u8>,
+        script: Option<Value>,
+    ) -> Result<DeliveryOutcome> {
+        let refused = |refusal| Ok(DeliveryOutcome::Refused(refusal));
+        let window =
+            i64::try_from(self.inner.settings.replay_window.as_millis()).unwrap_or(i64::MAX);
         // Kept until the timestamp leaves the window (and a second more), after which the
         // timestamp alone refuses it.
         let expires = Timestamp::from_millis(sent.saturating_add(window).saturating_add(1000));
@@ -832,7 +966,7 @@ impl ChannelsService {
             prompt,
             workspace: channel.workspace.clone(),
             actor: Actor::Webhook,
-            script: delivery.script,
+            script,
         };
         match self
             .tasks
@@ -856,18 +990,21 @@ mod tests {
     fn a_flood_of_names_shares_one_window_and_the_map_stays_bounded() {
         let mut limiter = Limiter::default();
         for index in 0..LIMITER_NAMES {
-            assert_eq!(limiter.count(&format!("n{index}"), 0, 60_000), 1);
+            assert_eq!(
+                limiter.count(&format!("n{index}"), 0, 60_000, u32::MAX),
+                Ok(1)
+            );
         }
-        assert_eq!(limiter.count("one-more", 1, 60_000), 1);
-        assert_eq!(limiter.count("and-another", 2, 60_000), 2);
+        assert_eq!(limiter.count("one-more", 1, 60_000, u32::MAX), Ok(1));
+        assert_eq!(limiter.count("and-another", 2, 60_000, u32::MAX), Ok(2));
         assert_eq!(limiter.windows.len(), LIMITER_NAMES);
         assert_eq!(
-            limiter.count("n0", 3, 60_000),
-            2,
+            limiter.count("n0", 3, 60_000, u32::MAX),
+            Ok(2),
             "known names keep their window"
         );
         // Once the windows have ended, new names get their own again.
-        assert_eq!(limiter.count("later", 60_000, 60_000), 1);
+        assert_eq!(limiter.count("later", 60_000, 60_000, u32::MAX), Ok(1));
         assert!(limiter.windows.contains_key("later"));
         assert_eq!(limiter.windows.len(), 1);
     }

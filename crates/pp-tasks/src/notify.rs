@@ -107,6 +107,9 @@ impl Notifier {
                 program: program.clone(),
                 source,
             })?;
+        if let Some(pid) = child.id() {
+            pp_types::open_files::give_back(pid);
+        }
         let mut line = summary.to_string();
         line.push('\n');
         let run = async {

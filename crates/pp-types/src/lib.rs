@@ -2,8 +2,10 @@
 //! specifications and capabilities, policy decisions, events and checkpoints.
 //!
 //! This crate sits at the bottom of the workspace: it depends on no other PocketPilot
-//! crate and on nothing heavier than `serde`. It holds no IO and no async code. The one
-//! trait here, [`Policy`], is the callback the agent loop receives so that the loop
+//! crate and on nothing heavier than `serde` (and `rustix` for one thing). It holds no
+//! IO and no async code, with one exception: [`open_files`], the process's open-file
+//! limit, recorded here because every crate that starts a child can reach this one. The
+//! one trait here, [`Policy`], is the callback the agent loop receives so that the loop
 //! never depends on the gate that implements it.
 //!
 //! ```
@@ -21,6 +23,7 @@ mod decision;
 mod event;
 mod mcp;
 mod message;
+pub mod open_files;
 mod task;
 mod time;
 mod tool;

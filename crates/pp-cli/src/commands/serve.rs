@@ -19,6 +19,8 @@ use crate::{exit, home, lock, models};
 
 /// Serves until Ctrl-C (or SIGTERM).
 pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result<u8> {
+    // First, before any child starts: every child gets the original limit back.
+    let open_files = raise_open_files();
     let config = Config::load(&flags)?;
     home::ensure(&config.home)?;
     // Held until the server stops: `restore` refuses to replace the database meanwhile.
@@ -55,8 +57,25 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         allowed_hosts: app.config.allowed_hosts.clone(),
         trust_forwarded_proto: app.config.trust_forwarded_proto,
         team: app.config.team,
+        max_connections: app.config.connections.max_connections,
+        header_read_timeout: app.config.connections.header_timeout,
+        body_idle_timeout: app.config.connections.body_idle_timeout,
         ..ServerSettings::default()
     };
+    if let Some(limit) = open_files
+        && u64::try_from(settings.max_connections)
+            .unwrap_or(u64::MAX)
+            .saturating_add(OPEN_FILES_RESERVE)
+            > limit
+    {
+        errln!(
+            "warning: [server] max_connections is {} but this process may open only {limit} \
+             files (`ulimit -Hn`); past about {} connections, new ones wait in the kernel's \
+             queue instead of getting 503",
+            settings.max_connections,
+            limit.saturating_sub(OPEN_FILES_RESERVE)
+        );
+    }
     app.service.start_workers();
     app.start_mcp().await;
     let pruner = app
@@ -159,6 +178,33 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     served?;
     errln!("stopped");
     Ok(exit::OK)
+}
+
+/// Descriptors kept for everything but connections (the database, logs, children's
+/// pipes, MCP servers) when comparing `[server] max_connections` with the file limit.
+const OPEN_FILES_RESERVE: u64 = 256;
+
+/// Raises the soft open-file limit to the hard one, so connections cannot exhaust it
+/// under the common 1024 default (children get the original back,
+/// `pp_types::open_files::give_back`); says so on stderr. The limit now in force, or
+/// `None` when unlimited or unknown.
+fn raise_open_files() -> Option<u64> {
+    match pp_types::open_files::raise() {
+        Ok(raised) => {
+            if let (Some(before), Some(after)) = (raised.before, raised.after)
+                && before != after
+            {
+                errln!(
+                    "open files: soft limit raised from {before} to {after} (children get {before})"
+                );
+            }
+            raised.after
+        }
+        Err(error) => {
+            errln!("warning: cannot raise the open-file limit: {error}");
+            None
+        }
+    }
 }
 
 /// The configured model, or a placeholder that fails tasks at once saying why (the

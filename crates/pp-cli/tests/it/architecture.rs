@@ -67,6 +67,8 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("deadpool-postgres", &["pp-store"]),
     ("rusqlite", &["pp-store", "pp-docs"]),
     ("axum", &["pp-server"]),
+    ("hyper", &["pp-server"]),
+    ("hyper-util", &["pp-server"]),
     ("rmcp", &["pp-mcp"]),
     ("jsonschema", &["pp-mcp"]),
     ("reqwest", &["pp-model", "pp-mcp"]),

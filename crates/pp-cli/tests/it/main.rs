@@ -12,6 +12,7 @@ mod backup;
 mod cards;
 mod channels;
 mod chat;
+mod connections;
 mod documents;
 mod eval;
 mod home;

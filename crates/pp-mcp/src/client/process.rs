@@ -208,6 +208,9 @@ pub(crate) async fn spawn(
         .spawn()
         .map_err(|error| start_error(format!("could not run `{command}`: {error}")))?;
     let group = child.id();
+    if let Some(pid) = group {
+        pp_types::open_files::give_back(pid);
+    }
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {

@@ -260,7 +260,7 @@ async fn deliveries_skip_the_origin_check_but_not_the_host_check() {
 }
 
 #[tokio::test]
-async fn the_rate_limit_answers_429_for_known_and_unknown_names() {
+async fn the_rate_limit_answers_429_to_signed_deliveries_only() {
     let app = App::idle();
     app.state.set_channels(crate::channels::service(
         &app.service,
@@ -279,19 +279,62 @@ async fn the_rate_limit_answers_429_for_known_and_unknown_names() {
     app.send(signed("forms", &secret, "3"))
         .await
         .expect(429, Some("rate_limited"));
-    app.send(signed("ghost", &secret, "1"))
-        .await
-        .expect(401, Some("unauthorized"));
-    app.send(signed("ghost", &secret, "2"))
-        .await
-        .expect(401, Some("unauthorized"));
-    app.send(signed("ghost", &secret, "3"))
-        .await
-        .expect(429, Some("rate_limited"));
+    // Whoever lacks the secret hears 401, never 429, on known and unknown names alike.
+    for index in 0..3 {
+        let body = index.to_string();
+        app.send(signed("ghost", &secret, &body))
+            .await
+            .expect(401, Some("unauthorized"));
+        app.send(signed("forms", &"0".repeat(64), &body))
+            .await
+            .expect(401, Some("unauthorized"));
+    }
     let log = app
         .call(Method::GET, "/api/channels/forms/deliveries")
         .await;
-    assert_eq!(log.json["deliveries"][0]["status"], "rate_limited");
+    let statuses: Vec<&str> = log.json["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "refused",
+            "refused",
+            "refused",
+            "rate_limited",
+            "accepted",
+            "accepted"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn unsigned_posts_do_not_use_up_a_channels_rate_limit() {
+    // The case: 61 unsigned posts to a channel's URL, then a signed delivery.
+    let app = App::idle();
+    let secret = create(&app, "forms").await;
+    for index in 0..61 {
+        app.send(raw("forms", None, None, format!("{index}").into_bytes()))
+            .await
+            .expect(401, Some("unauthorized"));
+    }
+    app.send(signed("forms", &secret, "real"))
+        .await
+        .expect(202, None);
+    // Past the budget of logged refusals, the 61st was counted, not logged one by one.
+    let log = app
+        .call(Method::GET, "/api/channels/forms/deliveries?limit=100")
+        .await;
+    let refused = log.json["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["status"] == "refused")
+        .count();
+    assert_eq!(refused, 60);
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! Webhook channels on a manual clock: signed deliveries accepted; bad signature, wrong
 //! secret, stale and future timestamps, replays (also across two services on one
 //! database), oversize bodies, malformed headers, unknown and disabled channels all
-//! refused alike with no task; the rate limit; templates; secrets sealed at rest; and a
+//! refused alike with no task; the rate limit (accepted deliveries only) and the budget of
+//! logged refusals; templates; secrets sealed at rest; and a
 //! webhook write that waits for a person.
 #![allow(
     clippy::unwrap_used,
@@ -309,44 +310,61 @@ async fn a_replay_is_refused_in_this_process_and_in_another_until_the_window_end
     assert_eq!(fixture.task_count().await, 1);
 }
 
+async fn channel(fixture: &Fixture, name: &str) -> String {
+    fixture
+        .channels
+        .create(CreateChannel {
+            name: name.into(),
+            ..CreateChannel::default()
+        })
+        .await
+        .unwrap()
+        .secret
+}
+
+/// A delivery to `channel` signed with the wrong secret.
+fn unsigned(fixture: &Fixture, channel: &str, body: &str) -> Delivery {
+    fixture.signed(channel, &"0".repeat(64), body)
+}
+
 #[tokio::test]
-async fn the_rate_limit_counts_known_and_unknown_names_alike() {
+async fn only_accepted_deliveries_count_against_the_rate_limit() {
     let settings = ChannelSettings {
         rate_limit: 3,
         ..ChannelSettings::default()
     };
     let fixture = Fixture::with(ModelSource::Scripted, settings);
-    let secret = fixture
-        .channels
-        .create(CreateChannel {
-            name: "forms".into(),
-            ..CreateChannel::default()
-        })
-        .await
-        .unwrap()
-        .secret;
-    for name in ["forms", "ghost"] {
-        for index in 0..3 {
-            let outcome = fixture
+    let secret = channel(&fixture, "forms").await;
+    for index in 0..3 {
+        let outcome = fixture
+            .channels
+            .deliver(fixture.signed("forms", &secret, &format!("{index}")))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, DeliveryOutcome::Accepted(_)), "{index}");
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            fixture
                 .channels
-                .deliver(fixture.signed(name, &secret, &format!("{index}")))
+                .deliver(fixture.signed("forms", &secret, "more"))
                 .await
-                .unwrap();
-            assert!(
-                !matches!(outcome, DeliveryOutcome::RateLimited),
-                "{name} {index}"
-            );
-        }
-        for _ in 0..2 {
-            assert_eq!(
-                fixture
-                    .channels
-                    .deliver(fixture.signed(name, &secret, "more"))
-                    .await
-                    .unwrap(),
-                DeliveryOutcome::RateLimited
-            );
-        }
+                .unwrap(),
+            DeliveryOutcome::RateLimited
+        );
+    }
+    // Refused deliveries (an unknown name, a bad signature) are never rate limited: they
+    // hear 401, whatever the channel's budget.
+    for index in 0..5 {
+        let body = format!("ghost {index}");
+        assert_eq!(
+            refused(&fixture.channels, fixture.signed("ghost", &secret, &body)).await,
+            Refusal::UnknownChannel
+        );
+        assert_eq!(
+            refused(&fixture.channels, unsigned(&fixture, "forms", &body)).await,
+            Refusal::BadSignature
+        );
     }
     let log = fixture.channels.deliveries("forms", 100).await.unwrap();
     let limited = log
@@ -363,6 +381,91 @@ async fn the_rate_limit_counts_known_and_unknown_names_alike() {
             .unwrap(),
         DeliveryOutcome::Accepted(_)
     ));
+}
+
+#[tokio::test]
+async fn unsigned_posts_do_not_use_up_a_channels_rate_limit() {
+    // The case: 61 unsigned posts to a channel's URL made its next correctly
+    // signed delivery get 429.
+    let fixture = Fixture::new();
+    let secret = channel(&fixture, "forms").await;
+    for index in 0..61 {
+        assert_eq!(
+            refused(
+                &fixture.channels,
+                unsigned(&fixture, "forms", &format!("{index}"))
+            )
+            .await,
+            Refusal::BadSignature,
+            "{index}"
+        );
+    }
+    let outcome = fixture
+        .channels
+        .deliver(fixture.signed("forms", &secret, "real"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, DeliveryOutcome::Accepted(_)),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn refusals_past_their_budget_are_logged_as_one_row_with_their_number() {
+    let settings = ChannelSettings {
+        refused_log_limit: 3,
+        ..ChannelSettings::default()
+    };
+    let fixture = Fixture::with(ModelSource::Scripted, settings);
+    let secret = channel(&fixture, "forms").await;
+    let refused_rows = |log: &[pp_tasks::store::DeliveryRecord]| {
+        log.iter()
+            .filter(|row| row.status == DeliveryStatus::Refused)
+            .map(|row| row.reason.clone().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    for index in 0..10 {
+        assert_eq!(
+            refused(
+                &fixture.channels,
+                unsigned(&fixture, "forms", &format!("{index}"))
+            )
+            .await,
+            Refusal::BadSignature
+        );
+    }
+    // A correctly signed delivery still passes, and is logged.
+    let outcome = fixture
+        .channels
+        .deliver(fixture.signed("forms", &secret, "real"))
+        .await
+        .unwrap();
+    assert!(matches!(outcome, DeliveryOutcome::Accepted(_)));
+    let log = fixture.channels.deliveries("forms", 100).await.unwrap();
+    assert_eq!(
+        refused_rows(&log),
+        vec!["bad signature"; 3],
+        "the budget, one by one"
+    );
+    assert_eq!(log[0].status, DeliveryStatus::Accepted);
+
+    // Once the window has ended, one row says how many were not logged.
+    fixture.clock.advance(Duration::from_secs(61));
+    let log = fixture.channels.deliveries("forms", 100).await.unwrap();
+    let rows = refused_rows(&log);
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    assert!(
+        rows[0].starts_with("7 more refused deliveries in the 60 s from "),
+        "{}",
+        rows[0]
+    );
+    // Reported once; the next window logs one by one again.
+    refused(&fixture.channels, unsigned(&fixture, "forms", "next")).await;
+    let log = fixture.channels.deliveries("forms", 100).await.unwrap();
+    let rows = refused_rows(&log);
+    assert_eq!(rows.len(), 5, "{rows:#?}");
+    assert_eq!(rows[0], "bad signature");
 }
 
 #[tokio::test]

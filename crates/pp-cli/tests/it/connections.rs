@@ -1,0 +1,295 @@
+//! Slow and numerous clients against a real `pocketpilot serve` started under the common
+//! 1024 open-file soft limit: `/api/health` answers while 1,100 half-sent requests are
+//! held, and the server closes them after the header timeout; the server raises its own
+//! soft limit and its children get 1024 back; connections over `[server]
+//! max_connections` get 503 with `Retry-After: 1`.
+
+use std::io::{BufRead as _, BufReader, ErrorKind, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pp_test_support::TempTree;
+use serde_json::json;
+
+use crate::http::Server;
+use crate::{isolate, write_script};
+
+/// The soft limit the server is started with: the common default.
+const SOFT_LIMIT: u64 = 1024;
+
+/// The hard limit the tests need to be meaningful (the server raises its soft limit to
+/// it, and must be able to hold well over 1,100 connections).
+const NEEDED_HARD_LIMIT: u64 = 4096;
+
+/// `(soft, hard)` open-file limits of process `pid` (`self` for this one), from
+/// `/proc/PID/limits`; `None` for unlimited.
+fn open_file_limits(pid: &str) -> (Option<u64>, Option<u64>) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .unwrap();
+    let mut values = line
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .map(|value| value.parse::<u64>().ok());
+    (values.next().flatten(), values.next().flatten())
+}
+
+/// Whether this machine's hard limit lets the tests run; prints why not.
+fn hard_limit_allows(test: &str) -> bool {
+    let (_, hard) = open_file_limits("self");
+    if hard.is_some_and(|hard| hard < NEEDED_HARD_LIMIT) {
+        eprintln!(
+            "skipped {test}: the hard RLIMIT_NOFILE is {} here, below {NEEDED_HARD_LIMIT} \
+             (raise it with `ulimit -Hn` as root or LimitNOFILE=)",
+            hard.unwrap_or_default()
+        );
+        return false;
+    }
+    // This process holds the client ends: give it room too.
+    pp_types::open_files::raise().unwrap();
+    true
+}
+
+fn config(tree: &TempTree, extra: &str) -> PathBuf {
+    let path = tree.base().join("pocketpilot.toml");
+    let workspace = tree.workspace().display().to_string();
+    std::fs::write(
+        &path,
+        format!("[[workspace]]\nname = \"main\"\npath = \"{workspace}\"\n\n{extra}"),
+    )
+    .unwrap();
+    path
+}
+
+/// `serve --port 0 --config CONFIG [--script SCRIPT]`, started by a shell that first
+/// lowers the soft open-file limit to 1024 (then `exec`s it: same pid); stderr into
+/// `log`.
+fn serve_at_1024(home: &Path, config: &Path, script: Option<&Path>, log: &Path) -> Server {
+    let mut command = Command::new("/bin/sh");
+    isolate(&mut command, home);
+    command
+        .arg("-c")
+        .arg(format!("ulimit -S -n {SOFT_LIMIT} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_pocketpilot"))
+        .arg("--config")
+        .arg(config)
+        .args(["serve", "--port", "0"]);
+    if let Some(script) = script {
+        command.arg("--script").arg(script);
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap());
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("PocketPilot console: http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    let (port, token) = url.split_once("/login?token=").unwrap();
+    Server {
+        child,
+        port: port.parse().unwrap(),
+        token: token.to_owned(),
+    }
+}
+
+/// `GET /api/health` over a fresh connection with a 5 s client timeout: the status line
+/// and how long the answer took.
+fn health(port: u16) -> (Result<String, std::io::Error>, Duration) {
+    let started = Instant::now();
+    let answer = (|| {
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5))?;
+        let left = Duration::from_secs(5).saturating_sub(started.elapsed());
+        stream.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+        stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+        write!(
+            stream,
+            "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        Ok(response)
+    })();
+    (answer, started.elapsed())
+}
+
+/// Opens `count` connections that each send half a request (the request line and one
+/// header, never the blank line); when each was sent.
+fn hold_half_sent(port: u16, count: usize) -> Vec<(TcpStream, Instant)> {
+    (0..count)
+        .map(|_| {
+            let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            write!(
+                stream,
+                "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            )
+            .unwrap();
+            (stream, Instant::now())
+        })
+        .collect()
+}
+
+/// Reads `stream` until the server closes it or `deadline` passes; `true` when closed.
+fn closed_by(stream: &mut TcpStream, deadline: Instant) -> bool {
+    let mut buffer = [0_u8; 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        stream.set_read_timeout(Some(left)).unwrap();
+        match stream.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false;
+            }
+            // A reset is a close too.
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn health_answers_while_1100_half_sent_requests_are_held_and_they_are_closed() {
+    if !hard_limit_allows("health_answers_while_1100_half_sent_requests_are_held") {
+        return;
+    }
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = config(&tree, "");
+    let log = tree.base().join("serve.log");
+    let server = serve_at_1024(&home, &config, None, &log);
+
+    // It was started at 1024 and raised its own soft limit to the hard one.
+    let (soft, hard) = open_file_limits(&server.child.id().to_string());
+    assert_eq!(soft, hard, "the server's soft limit was not raised");
+    assert!(
+        std::fs::read_to_string(&log).unwrap().contains(&format!(
+            "open files: soft limit raised from {SOFT_LIMIT} to "
+        )),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+
+    let (answer, idle_latency) = health(server.port);
+    assert!(answer.unwrap().starts_with("HTTP/1.1 200"));
+
+    let held = hold_half_sent(server.port, 1100);
+    let (answer, loaded_latency) = health(server.port);
+    let answer = answer.unwrap_or_else(|error| {
+        panic!("health did not answer within 5 s with 1,100 half-sent requests held: {error}")
+    });
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
+    // Closed after the 10 s header timeout (with 5 s of slack for a loaded machine).
+    let mut slowest = Duration::ZERO;
+    let mut still_open = 0;
+    for (mut stream, sent) in held {
+        if closed_by(&mut stream, sent + Duration::from_secs(15)) {
+            slowest = slowest.max(sent.elapsed());
+        } else {
+            still_open += 1;
+        }
+    }
+    assert_eq!(still_open, 0, "half-sent requests still open after 15 s");
+    assert!(
+        slowest >= Duration::from_secs(9),
+        "closed too early: {slowest:?}"
+    );
+    eprintln!(
+        "health: {idle_latency:?} idle, {loaded_latency:?} with 1,100 half-sent requests \
+         held; the last held connection was closed {slowest:?} after its bytes were sent"
+    );
+    let (answer, _) = health(server.port);
+    assert!(answer.unwrap().starts_with("HTTP/1.1 200"));
+}
+
+#[test]
+fn connections_over_the_cap_get_503_with_retry_after_and_are_closed() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = config(
+        &tree,
+        "[server]\nmax_connections = 16\nheader_timeout_secs = 60\n",
+    );
+    let log = tree.base().join("serve.log");
+    let server = serve_at_1024(&home, &config, None, &log);
+    let mut held = hold_half_sent(server.port, 16);
+
+    let (answer, latency) = health(server.port);
+    let answer = answer.unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{answer}"
+    );
+    assert!(answer.contains("\r\nRetry-After: 1\r\n"), "{answer}");
+    assert!(
+        answer.ends_with(r#"{"error":{"code":"too_many_connections","message":"too many open connections; retry in a second"}}"#),
+        "{answer}"
+    );
+    eprintln!("503 over the cap in {latency:?}");
+
+    // One held connection closes: its slot is free again.
+    drop(held.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (answer, _) = health(server.port);
+        if answer.is_ok_and(|answer| answer.starts_with("HTTP/1.1 200")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no slot came free");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn children_of_serve_get_the_original_open_file_limit_back() {
+    if !hard_limit_allows("children_of_serve_get_the_original_open_file_limit_back") {
+        return;
+    }
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let seen = tree.base().join("notifier-limit.txt");
+    let config = config(
+        &tree,
+        &format!(
+            "[notify]\ncommand = [\"/bin/sh\", \"-c\", \"ulimit -S -n > '{}'\"]\n",
+            seen.display()
+        ),
+    );
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
+                {"content": "done"}]),
+    );
+    let log = tree.base().join("serve.log");
+    let server = serve_at_1024(&home, &config, Some(&script), &log);
+    let (soft, _) = open_file_limits(&server.child.id().to_string());
+    assert_ne!(soft, Some(SOFT_LIMIT), "the server kept 1024");
+
+    // A write waits for a person: the notifier runs, as a child of serve.
+    let (status, task) = server.call("POST", "/api/tasks", Some(&json!({"prompt": "write"})));
+    assert_eq!(status, 201, "{task}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let limit = loop {
+        if let Ok(text) = std::fs::read_to_string(&seen)
+            && text.ends_with('\n')
+        {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "the notifier never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(limit.trim(), SOFT_LIMIT.to_string());
+}
