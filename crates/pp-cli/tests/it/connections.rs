@@ -39,6 +39,7 @@ fn open_file_limits(pid: &str) -> (Option<u64>, Option<u64>) {
 }
 
 /// Whether this machine's hard limit lets the tests run; prints why not.
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
 fn hard_limit_allows(test: &str) -> bool {
     let (_, hard) = open_file_limits("self");
     if hard.is_some_and(|hard| hard < NEEDED_HARD_LIMIT) {
