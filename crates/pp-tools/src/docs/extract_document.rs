@@ -113,7 +113,7 @@ impl ExtractDocument {
         let output = self
             .settings
             .parser
-            .run_with_deadline(&job, &bytes, context.deadline)
+            .run_until(&job, &bytes, context.deadline, &|| context.should_stop())
             .map_err(|error| docs_error(path, &error))?;
         let JobOutput::Document(document) = output else {
             return Err(ToolOutput::error(format!(

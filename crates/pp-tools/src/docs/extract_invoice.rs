@@ -118,7 +118,7 @@ impl ExtractInvoice {
         let parse = |job: &Job, bytes: &[u8]| {
             self.settings
                 .parser
-                .run_with_deadline(job, bytes, context.deadline)
+                .run_until(job, bytes, context.deadline, &|| context.should_stop())
         };
         let stop = || context.should_stop();
         run(&self.jail, &self.settings, arguments, &parse, &stop)
