@@ -1,5 +1,5 @@
 //! The sandbox child's side: `pocketpilot __sandbox MESSAGE`, in the stages of
-//! [`crate::stage`]. The first stage isolates itself (pids cgroup, mount and PID
+//! `stage.rs`. The first stage isolates itself (pids cgroup, mount and PID
 //! namespaces or a subreaper, a read-only view outside the workspace, no capabilities,
 //! the workspace owner's uid under root) and supervises; the last limits itself,
 //! confines itself and `exec`s the command. A stage that fails before the command could
