@@ -229,7 +229,7 @@ pub(super) fn a_root_owned_workspace_caps_processes_with_a_pids_cgroup(fixture: 
     }
     let sleep = unique_sleep(3);
     let script = format!(
-        "for i in $(seq 40); do (touch p.$i; exec sleep {sleep}) 2>/dev/null & done 2>/dev/null; wait"
+        "for i in $(seq 40); do (: > p.$i; exec sleep {sleep}) 2>/dev/null & done 2>/dev/null; wait"
     );
     let mut spec = fixture.spec(&["sh", "-c", &script], true);
     spec.cwd = fixture.workspace.join("sub");
