@@ -294,3 +294,86 @@ fn children_of_serve_get_the_original_open_file_limit_back() {
     };
     assert_eq!(limit.trim(), SOFT_LIMIT.to_string());
 }
+
+/// Starts `PUT /api/files/content?path=NAME` with `Content-Length: total` and sends
+/// `chunks` pieces of `chunk` bytes `pause` apart; then reads the answer (the server's
+/// status, 0 when it closed without one).
+fn upload_slowly(
+    server: &Server,
+    name: &str,
+    total: usize,
+    chunks: &[usize],
+    pause: Duration,
+) -> u16 {
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(
+        stream,
+        "PUT /api/files/content?path={name} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\
+         Authorization: Bearer {}\r\nContent-Type: application/octet-stream\r\n\
+         Content-Length: {total}\r\nConnection: close\r\n\r\n",
+        server.port, server.token
+    )
+    .unwrap();
+    for (index, &size) in chunks.iter().enumerate() {
+        if index > 0 {
+            std::thread::sleep(pause);
+        }
+        // The server may already have given up on a stalled body: a failed write is
+        // that answer, read below.
+        if stream.write_all(&vec![b'x'; size]).is_err() {
+            break;
+        }
+    }
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response);
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_body_that_keeps_moving_passes_and_one_that_stalls_past_the_idle_timeout_fails() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = config(&tree, "[server]\nbody_idle_timeout_secs = 2\n");
+    let log = tree.base().join("serve.log");
+    let server = serve_at_1024(&home, &config, None, &log);
+
+    // Five pieces 1 s apart: 4 s in all, twice the idle timeout, yet never idle for 2 s.
+    let status = upload_slowly(
+        &server,
+        "slow.bin",
+        5000,
+        &[1000; 5],
+        Duration::from_secs(1),
+    );
+    assert_eq!(status, 201, "{}", std::fs::read_to_string(&log).unwrap());
+    assert_eq!(
+        std::fs::read(tree.workspace().join("slow.bin"))
+            .unwrap()
+            .len(),
+        5000
+    );
+
+    // One piece, then 4 s of nothing: the body fails and nothing is written.
+    let status = upload_slowly(
+        &server,
+        "stalled.bin",
+        5000,
+        &[1000, 4000],
+        Duration::from_secs(4),
+    );
+    assert!(
+        !(200..300).contains(&status),
+        "a stalled body was accepted ({status})"
+    );
+    assert!(!tree.workspace().join("stalled.bin").exists());
+    let (answer, _) = health(server.port);
+    assert!(answer.unwrap().starts_with("HTTP/1.1 200"));
+}
