@@ -157,18 +157,17 @@ impl Parser {
         // at the terminal goes to the parent, which then kills the child.
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let child = command
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|error| {
+            .stderr(Stdio::piped());
+        let child =
+            pp_types::open_files::spawn_with_original(|| command.spawn()).map_err(|error| {
                 DocsError::Process(format!(
                     "cannot start the parser `{}`: {error}",
                     self.program.display()
                 ))
             })?;
-        pp_types::open_files::give_back(child.id());
         let mut guard = ChildGuard {
             child,
             reaped: false,

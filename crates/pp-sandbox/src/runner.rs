@@ -164,11 +164,11 @@ impl Sandbox {
             .stderr(Stdio::piped());
         // Its own process group: the kill reaches everything it started.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let child = command.spawn().map_err(|source| SandboxError::Start {
+        let spawned = pp_types::open_files::spawn_with_original(|| command.spawn());
+        let child = spawned.map_err(|source| SandboxError::Start {
             program: self.program.display().to_string(),
             source,
         })?;
-        pp_types::open_files::give_back(child.id());
         let mut guard = GroupGuard {
             child,
             reaped: false,

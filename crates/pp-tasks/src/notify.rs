@@ -96,20 +96,20 @@ impl Notifier {
     /// exit (killing and reaping it after the timeout). Output is discarded.
     pub async fn send(&self, summary: &Value) -> Result<(), NotifyError> {
         let program = self.command.first().cloned().unwrap_or_default();
-        let mut child = tokio::process::Command::new(&program)
+        let mut command = tokio::process::Command::new(&program);
+        command
             .args(self.command.iter().skip(1))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|source| NotifyError::Spawn {
-                program: program.clone(),
-                source,
+            .kill_on_drop(true);
+        let mut child =
+            pp_types::open_files::spawn_with_original(|| command.spawn()).map_err(|source| {
+                NotifyError::Spawn {
+                    program: program.clone(),
+                    source,
+                }
             })?;
-        if let Some(pid) = child.id() {
-            pp_types::open_files::give_back(pid);
-        }
         let mut line = summary.to_string();
         line.push('\n');
         let run = async {

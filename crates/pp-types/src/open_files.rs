@@ -5,13 +5,15 @@
 //! This is the one piece of process state in this crate. It lives here because every
 //! crate that starts a child (pp-sandbox, pp-docs, pp-mcp, pp-tasks) may depend on
 //! pp-types and on nothing else in common: the original limit is recorded once, at
-//! start, where each spawner can read it, and each spawn site calls [`give_back`] with
-//! the child's pid right after spawning it (`unsafe` is forbidden, so nothing can run
-//! between `fork` and `exec`; `prlimit(2)` on the new pid is the safe way).
+//! start, where each spawner can read it, and each spawn site spawns inside
+//! [`spawn_with_original`], which puts the original soft limit back for the moment of
+//! the spawn (`unsafe` is forbidden, so nothing can run between `fork` and `exec`; a
+//! `prlimit(2)` on the new pid after the spawn would race with a child that looks at
+//! its limit at once).
 
 use std::sync::OnceLock;
 
-use rustix::process::{Pid, Resource, Rlimit, getrlimit, prlimit, setrlimit};
+use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 
 /// The soft limit before [`raise`]; set once, by the first successful call.
 static ORIGINAL_SOFT: OnceLock<Option<u64>> = OnceLock::new();
@@ -26,7 +28,7 @@ pub struct Raised {
 }
 
 /// Raises this process's soft `RLIMIT_NOFILE` to its hard limit and records the soft
-/// limit it had, which [`give_back`] then hands to every child. Calling it again
+/// limit it had, which [`spawn_with_original`] then hands to every child. Calling it again
 /// changes nothing and reports the first call's limits.
 pub fn raise() -> std::io::Result<Raised> {
     let limit = getrlimit(Resource::Nofile);
@@ -59,31 +61,39 @@ pub fn original_soft() -> Option<u64> {
     ORIGINAL_SOFT.get().copied().flatten()
 }
 
-/// Gives the child `pid` the soft `RLIMIT_NOFILE` this process had before [`raise`]
-/// (its hard limit stays). Does nothing when the limit was not raised. A child that
-/// already exited, or any other failure, is ignored: the child keeps the raised limit,
-/// which only ever allows it more.
-pub fn give_back(pid: u32) {
+/// Serialises spawns made under the original limit (see [`spawn_with_original`]).
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `spawn` (which starts one child process) with this process's soft
+/// `RLIMIT_NOFILE` put back to the original for the moment of the spawn, so the child
+/// starts with the limit that was in force before [`raise`] — inherited at `fork`, with
+/// no window in which the child runs with the raised one. Without a raise it just
+/// spawns. Another thread of this process that opens a file past the original limit
+/// during that moment (one `fork`/`exec`, under a millisecond) gets `EMFILE`: only a
+/// process already holding that many files can notice it.
+pub fn spawn_with_original<T>(spawn: impl FnOnce() -> T) -> T {
     let Some(original) = original_soft() else {
-        return;
+        return spawn();
     };
-    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-        return;
+    let _one_at_a_time = SPAWNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let raised = getrlimit(Resource::Nofile);
+    let lowered = Rlimit {
+        current: Some(raised.maximum.map_or(original, |hard| original.min(hard))),
+        maximum: raised.maximum,
     };
-    let hard = getrlimit(Resource::Nofile).maximum;
-    let _ = prlimit(
-        Some(pid),
-        Resource::Nofile,
-        Rlimit {
-            current: Some(hard.map_or(original, |hard| original.min(hard))),
-            maximum: hard,
-        },
-    );
+    if raised.current == lowered.current || setrlimit(Resource::Nofile, lowered).is_err() {
+        return spawn();
+    }
+    let spawned = spawn();
+    let _ = setrlimit(Resource::Nofile, raised);
+    spawned
 }
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Read as _, Write as _};
+    use std::io::Read as _;
     use std::process::{Command, Stdio};
 
     use super::*;
@@ -110,15 +120,15 @@ mod tests {
         assert_eq!(original_soft(), Some(lowered));
         assert_eq!(raise().unwrap().before, Some(lowered), "recorded once");
 
-        // The child waits for a line before it looks, so `give_back` has landed.
-        let mut child = Command::new("/bin/sh")
-            .args(["-c", "read line; ulimit -S -n"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        give_back(child.id());
-        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        // The child looks at once: it has the original from its first instruction.
+        let mut child = spawn_with_original(|| {
+            Command::new("/bin/sh")
+                .args(["-c", "ulimit -S -n"])
+                .stdout(Stdio::piped())
+                .spawn()
+        })
+        .unwrap();
+        assert_eq!(getrlimit(Resource::Nofile).current, hard, "raised again");
         let mut seen = String::new();
         child
             .stdout

@@ -186,8 +186,8 @@ const OPEN_FILES_RESERVE: u64 = 256;
 
 /// Raises the soft open-file limit to the hard one, so connections cannot exhaust it
 /// under the common 1024 default (children get the original back,
-/// `pp_types::open_files::give_back`); says so on stderr. The limit now in force, or
-/// `None` when unlimited or unknown.
+/// `pp_types::open_files::spawn_with_original`); says so on stderr. The limit now in
+/// force, or `None` when unlimited or unknown.
 fn raise_open_files() -> Option<u64> {
     match pp_types::open_files::raise() {
         Ok(raised) => {

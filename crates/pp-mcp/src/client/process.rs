@@ -204,13 +204,9 @@ pub(crate) async fn spawn(
     }
     #[cfg(unix)]
     child.process_group(0);
-    let mut child = child
-        .spawn()
+    let mut child = pp_types::open_files::spawn_with_original(|| child.spawn())
         .map_err(|error| start_error(format!("could not run `{command}`: {error}")))?;
     let group = child.id();
-    if let Some(pid) = group {
-        pp_types::open_files::give_back(pid);
-    }
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
