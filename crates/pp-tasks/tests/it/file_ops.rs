@@ -7,14 +7,9 @@ use pp_tasks::{
 };
 use pp_types::{Actor, ApprovalState, Change, ChangeKind, TaskState, WriteLabel};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::fixture::{Fixture, approve, changes, run_approving};
-
-/// One call of `tool` with `arguments`, then "done".
-fn call_then_done(tool: &str, arguments: &Value) -> Value {
-    json!([{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"content": "done"}])
-}
+use crate::fixture::{Fixture, approve, call_then_done, changes, run_approving};
 
 fn summary(changes: &[Change]) -> Vec<(ChangeKind, Option<&str>, Option<&str>, bool)> {
     changes

@@ -271,6 +271,11 @@ pub(crate) async fn changes(fixture: &Fixture, task: &TaskId) -> Vec<pp_types::C
     fixture.service.task_changes(task).await.unwrap()
 }
 
+/// One call of `tool` with `arguments`, then "done".
+pub(crate) fn call_then_done(tool: &str, arguments: &Value) -> Value {
+    json!([{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"content": "done"}])
+}
+
 pub(crate) fn write_then_done(path: &str, content: &str) -> Value {
     json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]},
            {"content": "done"}])

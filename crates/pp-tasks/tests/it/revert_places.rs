@@ -8,14 +8,9 @@ use std::path::Path;
 use pp_tasks::RevertRefusal;
 use pp_types::{Actor, ChangeKind};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::fixture::{Fixture, changes, run_approving, write_then_done};
-
-/// One call of `tool` with `arguments`, then "done".
-fn call_then_done(tool: &str, arguments: &Value) -> Value {
-    json!([{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"content": "done"}])
-}
+use crate::fixture::{Fixture, call_then_done, changes, run_approving, write_then_done};
 
 fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
