@@ -60,21 +60,22 @@
 
 mod error;
 mod ids;
+mod mapping;
 mod postgres;
 mod sqlite;
 mod store;
-mod workers;
+mod types;
 
 pub use error::{Error, Result};
-pub use sqlite::{
+pub use sqlite::SCHEMA_VERSION;
+pub use store::{Store, StoreUrl};
+pub use types::{
     ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Channel, ChannelChange,
     ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired,
     LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel, NewChatSession, NewModelCall,
-    NewSchedule, NewTask, Overlap, PruneReport, Resolve, SCHEMA_VERSION, Schedule, ScheduleEvent,
-    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, USER_TOKEN_PREFIX,
+    NewSchedule, NewTask, NewWorker, Overlap, PruneReport, Resolve, Schedule, ScheduleEvent,
+    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, USER_TOKEN_PREFIX, WorkerRecord,
 };
-pub use store::{Store, StoreUrl};
-pub use workers::{NewWorker, WorkerRecord};
 
 #[cfg(test)]
 mod tests {

@@ -6,8 +6,9 @@ use tokio_postgres::types::ToSql;
 
 use super::rows::{self, AUDIT_COLUMNS};
 use super::{PgStore, query, query_one};
-use crate::sqlite::rows::limit as row_limit;
-use crate::{AuditFilter, Result};
+use crate::Result;
+use crate::mapping::limit as row_limit;
+use crate::types::AuditFilter;
 
 impl PgStore {
     /// Appends one row (`actor: None` means the operator).

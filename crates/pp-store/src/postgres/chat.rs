@@ -9,10 +9,9 @@ use tokio_postgres::Row;
 
 use super::rows::{self, TASK_COLUMN_COUNT, TASK_COLUMNS};
 use super::{PgStore, audit, execute, query, query_opt, tasks};
-use crate::sqlite::rows::{encode, limit as row_limit};
-use crate::{
-    ACTIVE_TURN_STATES, ChatSession, ChatTurn, Error, NewChatSession, NewTask, Result, ids,
-};
+use crate::mapping::{encode, limit as row_limit};
+use crate::types::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession, NewTask};
+use crate::{Error, Result, ids};
 
 const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, updated_at, \
      summary, summarised_through";
@@ -294,7 +293,14 @@ async fn turns(db: &impl GenericClient, session: &str) -> Result<Vec<ChatTurn>> 
             let index: i64 = row.try_get(TASK_COLUMN_COUNT)?;
             let messages: Option<String> = row.try_get(TASK_COLUMN_COUNT + 1)?;
             let messages = messages
-                .map(|text| rows::json("session_turns", "messages", task.id.as_str(), &text))
+                .map(|text| {
+                    crate::mapping::decode_json(
+                        "session_turns",
+                        "messages",
+                        task.id.as_str(),
+                        &text,
+                    )
+                })
                 .transpose()?;
             Ok(ChatTurn {
                 index: small(index),

@@ -21,8 +21,9 @@ use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
 
 use super::rows::{self, EVENT_COLUMNS};
 use super::{PgStore, changes, execute, model_calls, query, query_one, query_opt, tasks};
-use crate::sqlite::rows::{encode, limit as row_limit};
-use crate::{NewChange, NewModelCall, Result};
+use crate::Result;
+use crate::mapping::{encode, limit as row_limit};
+use crate::types::{NewChange, NewModelCall};
 
 /// The advisory lock key serialising event inserts ("ppevents" as bytes).
 const EVENTS_LOCK: i64 = 0x7070_6576_656e_7473;

@@ -7,8 +7,9 @@ use pp_types::{NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp};
 
 use super::rows::{self, TASK_COLUMNS};
 use super::{PgStore, audit, events, execute, query, query_opt};
-use crate::sqlite::rows::{encode_opt, int, limit as row_limit, name_of};
-use crate::{Error, NewTask, Result, TaskChange, ids};
+use crate::mapping::{encode_opt, int, limit as row_limit, name_of};
+use crate::types::{NewTask, TaskChange};
+use crate::{Error, Result, ids};
 
 impl PgStore {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.

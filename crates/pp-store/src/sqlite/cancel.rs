@@ -5,8 +5,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use pp_types::{NewAudit, TaskId, TaskRecord, TaskState};
 
-use super::tasks::{TaskChange, change_state, current_state};
+use super::tasks::{change_state, current_state};
 use super::{SqliteStore as Store, audit, events};
+use crate::types::TaskChange;
 use crate::{Error, Result};
 
 impl Store {

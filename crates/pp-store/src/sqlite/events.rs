@@ -3,9 +3,10 @@
 use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
 use rusqlite::{Connection, params};
 
-use super::rows::{self, EVENT_COLUMNS, RawEvent};
+use super::rows::{self, EVENT_COLUMNS};
 use super::{SqliteStore as Store, tasks};
 use crate::Result;
+use crate::mapping::{self, RawEvent};
 
 impl Store {
     /// Appends `events` to `task` in one transaction and returns them with their sequence
@@ -86,7 +87,7 @@ impl Store {
                     "SELECT {EVENT_COLUMNS} FROM events WHERE task_id = ?1 AND seq > ?2 \
                      ORDER BY seq"
                 ))?
-                .query_map(params![task.as_str(), after_seq], RawEvent::from_row)?
+                .query_map(params![task.as_str(), after_seq], rows::raw::<RawEvent>)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawEvent::decode).collect()
         })
@@ -107,8 +108,8 @@ impl Store {
                      ORDER BY seq LIMIT ?3"
                 ))?
                 .query_map(
-                    params![task.as_str(), after_seq, rows::limit(limit)],
-                    RawEvent::from_row,
+                    params![task.as_str(), after_seq, mapping::limit(limit)],
+                    rows::raw::<RawEvent>,
                 )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawEvent::decode).collect()
@@ -122,7 +123,10 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
                 ))?
-                .query_map(params![after_seq, rows::limit(limit)], RawEvent::from_row)?
+                .query_map(
+                    params![after_seq, mapping::limit(limit)],
+                    rows::raw::<RawEvent>,
+                )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawEvent::decode).collect()
         })
@@ -153,7 +157,7 @@ pub(crate) fn insert(
     )?;
     let mut stored = Vec::with_capacity(events.len());
     for event in events {
-        let payload = rows::encode("event", &event)?;
+        let payload = mapping::encode("event", &event)?;
         statement.execute(params![
             task.as_str(),
             at.as_millis(),
