@@ -39,6 +39,22 @@ impl PgStore {
         load(&self.client().await?, id).await
     }
 
+    /// The tasks with these ids, in one query, in no particular order; unknown ids are
+    /// absent.
+    pub(crate) async fn tasks_by_ids(&self, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = ids.iter().map(TaskId::as_str).collect();
+        let found = query(
+            &self.client().await?,
+            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ANY($1)"),
+            &[&ids],
+        )
+        .await?;
+        rows::all(&found, rows::task)
+    }
+
     /// Up to `limit` tasks, newest first, optionally only those in `state`.
     pub(crate) async fn list_tasks(
         &self,

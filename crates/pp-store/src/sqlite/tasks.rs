@@ -36,6 +36,28 @@ impl Store {
         self.read(|connection| load(connection, id))
     }
 
+    /// The tasks with these ids, in one query (the ids travel as one JSON array, so
+    /// there is no limit on their number), in no particular order; unknown ids are
+    /// absent.
+    pub(crate) fn tasks_by_ids(&self, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = mapping::encode("task ids", ids)?;
+        self.read(|connection| {
+            connection
+                .prepare_cached(&format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks \
+                     WHERE id IN (SELECT value FROM json_each(?1))"
+                ))?
+                .query_map([ids], rows::raw::<RawTask>)?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+                .into_iter()
+                .map(RawTask::decode)
+                .collect()
+        })
+    }
+
     /// Up to `limit` tasks, newest first, optionally only those in `state`.
     pub(crate) fn list_tasks(
         &self,
