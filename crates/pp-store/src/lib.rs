@@ -65,10 +65,11 @@ mod postgres;
 mod sqlite;
 mod store;
 mod types;
+mod url;
 
 pub use error::{Error, Result};
 pub use sqlite::SCHEMA_VERSION;
-pub use store::{Store, StoreUrl};
+pub use store::Store;
 pub use types::{
     ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Channel, ChannelChange,
     ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired,
@@ -76,6 +77,7 @@ pub use types::{
     NewSchedule, NewTask, NewWorker, Overlap, PruneReport, Resolve, Schedule, ScheduleEvent,
     ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, USER_TOKEN_PREFIX, WorkerRecord,
 };
+pub use url::StoreUrl;
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,8 @@
 use pp_types::{ApprovalId, Change, ChangeId, ChangeKind, ChangeRoot, FileMode, TaskId, Timestamp};
 
 use super::columns::{Columns, FromColumns};
-use crate::{Before, ChangeRow, ChangeState, Error, Result};
+use crate::error::{Error, Result};
+use crate::types::{Before, ChangeRow, ChangeState};
 
 /// A `changes` row before decoding.
 pub(crate) struct RawChange {

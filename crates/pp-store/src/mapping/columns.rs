@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A row read column by column, in the order of the query's column list. Each backend
 /// implements it over its own row type; the `Raw*` structs read themselves through it.

@@ -9,7 +9,7 @@ use pp_types::{
 use serde_json::Value;
 
 use super::columns::{Columns, Decoder, FromColumns};
-use crate::Result;
+use crate::error::Result;
 
 /// A `tasks` row before decoding.
 pub(crate) struct RawTask {

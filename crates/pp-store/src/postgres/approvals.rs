@@ -12,9 +12,10 @@ use pp_types::{
 
 use super::rows::{self, APPROVAL_COLUMNS};
 use super::{PgStore, audit, events, execute, query, query_opt, tasks};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{encode, encode_opt, limit as row_limit, name_of};
 use crate::types::{NewApproval, Resolve, TaskChange};
-use crate::{Error, Result, ids};
 
 impl PgStore {
     /// Suspends a running task: the task moves `Running → change.to`, a `pending`

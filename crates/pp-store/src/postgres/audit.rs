@@ -6,7 +6,7 @@ use tokio_postgres::types::ToSql;
 
 use super::rows::{self, AUDIT_COLUMNS};
 use super::{PgStore, query, query_one};
-use crate::Result;
+use crate::error::Result;
 use crate::mapping::limit as row_limit;
 use crate::types::AuditFilter;
 

@@ -9,9 +9,10 @@ use tokio_postgres::Row;
 
 use super::rows;
 use super::{PgStore, audit, count, execute, query, query_one, query_opt};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{RawChange, int, mode_columns};
 use crate::types::{ChangeRow, NewChange};
-use crate::{Error, Result, ids};
 
 /// The columns of [`RawChange`], in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \

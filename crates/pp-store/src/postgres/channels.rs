@@ -5,11 +5,11 @@ use pp_types::{TaskId, Timestamp};
 use tokio_postgres::Row;
 
 use super::{PgStore, execute, is_unique_violation, query, query_opt};
+use crate::error::{Error, Result};
 use crate::mapping::limit as row_limit;
 use crate::types::{
     Channel, ChannelChange, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, NewChannel,
 };
-use crate::{Error, Result};
 
 const COLUMNS: &str =
     "name, template, workspace, enabled, secret_sealed, created_at, updated_at, rotated_at";

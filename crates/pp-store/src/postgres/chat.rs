@@ -9,9 +9,10 @@ use tokio_postgres::Row;
 
 use super::rows::{self, TASK_COLUMN_COUNT, TASK_COLUMNS};
 use super::{PgStore, audit, execute, query, query_opt, tasks};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{encode, limit as row_limit};
 use crate::types::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession, NewTask};
-use crate::{Error, Result, ids};
 
 const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, updated_at, \
      summary, summarised_through";

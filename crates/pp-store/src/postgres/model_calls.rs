@@ -5,7 +5,7 @@ use deadpool_postgres::GenericClient;
 use pp_types::{Cost, TaskId, Timestamp, Usage};
 
 use super::{PgStore, execute, query};
-use crate::Result;
+use crate::error::Result;
 use crate::mapping::int;
 use crate::types::{ModelCallRow, NewModelCall};
 

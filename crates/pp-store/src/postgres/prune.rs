@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::{PgStore, count, execute, query};
-use crate::Result;
+use crate::error::Result;
 use crate::types::PruneReport;
 
 impl PgStore {

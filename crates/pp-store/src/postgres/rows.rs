@@ -6,7 +6,7 @@ use pp_types::{ApprovalRecord, AuditEntry, StoredEvent, TaskRecord};
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
 
-use crate::Result;
+use crate::error::Result;
 use crate::mapping::{Columns, FromColumns, RawApproval, RawAudit, RawEvent, RawTask};
 
 /// Reads a row of a query selecting a `Raw*` struct's column list.

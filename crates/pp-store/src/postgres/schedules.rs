@@ -9,12 +9,13 @@ use pp_types::{Actor, TaskId, TaskRecord, Timestamp};
 use tokio_postgres::Row;
 
 use super::{PgStore, chat, execute, is_unique_violation, query, query_opt, tasks};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{decode_name, int, limit as row_limit};
 use crate::types::{
     ACTIVE_TURN_STATES, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Schedule,
     ScheduleEvent, ScheduleEventKind, ScheduleSpec,
 };
-use crate::{Error, Result, ids};
 
 const SCHEDULE_COLUMNS: &str = "schedules.id, schedules.name, schedules.cron, \
      schedules.time_zone, schedules.prompt, schedules.workspace, schedules.session, \

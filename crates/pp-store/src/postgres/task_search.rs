@@ -5,7 +5,7 @@ use tokio_postgres::types::ToSql;
 
 use super::rows::{self, TASK_COLUMNS};
 use super::{PgStore, query};
-use crate::Result;
+use crate::error::Result;
 use crate::mapping::limit as row_limit;
 use crate::types::TaskFilter;
 

@@ -7,9 +7,10 @@ use pp_types::{NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp};
 
 use super::rows::{self, TASK_COLUMNS};
 use super::{PgStore, audit, events, execute, query, query_opt};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{encode_opt, int, limit as row_limit, name_of};
 use crate::types::{NewTask, TaskChange};
-use crate::{Error, Result, ids};
 
 impl PgStore {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
@@ -287,23 +288,8 @@ pub(crate) async fn load(db: &impl GenericClient, id: &TaskId) -> Result<TaskRec
         &[&id.as_str()],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::task_not_found(id))?;
     rows::task(&row)
-}
-
-/// Whether the task exists ([`Error::NotFound`] if not).
-pub(crate) async fn ensure_exists(db: &impl GenericClient, id: &TaskId) -> Result<()> {
-    query_opt(db, "SELECT 1 FROM tasks WHERE id = $1", &[&id.as_str()])
-        .await?
-        .map(|_| ())
-        .ok_or_else(|| not_found(id))
-}
-
-fn not_found(id: &TaskId) -> Error {
-    Error::NotFound {
-        what: "task",
-        id: id.to_string(),
-    }
 }
 
 /// The compare-and-set at the heart of every task change, inside the caller's
@@ -362,7 +348,7 @@ pub(crate) async fn apply_change(
         ],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::task_not_found(id))?;
     rows::task(&row)
 }
 
@@ -375,7 +361,7 @@ pub(crate) async fn locked_state(db: &impl GenericClient, id: &TaskId) -> Result
         &[&id.as_str()],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::task_not_found(id))?;
     let current: String = row.try_get(0)?;
     TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
         table: "tasks",

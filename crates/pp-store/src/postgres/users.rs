@@ -11,9 +11,10 @@ use deadpool_postgres::GenericClient;
 use pp_types::{Role, TaskId, TaskRecord, Timestamp, UserRecord};
 
 use super::{PgStore, count, execute, is_unique_violation, query, query_opt, tasks};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::decode_name;
 use crate::types::{LoginOwner, NewTask, USER_TOKEN_PREFIX};
-use crate::{Error, Result, ids};
 
 impl PgStore {
     /// Adds a user with `role` and a fresh token; returns the user and the token, which

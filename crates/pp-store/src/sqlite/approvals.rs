@@ -9,9 +9,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::rows::{self, APPROVAL_COLUMNS};
 use super::tasks::{self};
 use super::{SqliteStore as Store, audit, events};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{self, RawApproval};
 use crate::types::{NewApproval, Resolve, TaskChange};
-use crate::{Error, Result, ids};
 
 impl Store {
     /// Suspends a running task: in one transaction, the task moves `Running →

@@ -6,7 +6,7 @@ use rusqlite::{Connection, params, params_from_iter};
 
 use super::SqliteStore as Store;
 use super::rows::{self, AUDIT_COLUMNS};
-use crate::Result;
+use crate::error::Result;
 use crate::mapping::{self, RawAudit};
 use crate::types::AuditFilter;
 

@@ -7,8 +7,8 @@ use pp_types::{NewAudit, TaskId, TaskRecord, TaskState};
 
 use super::tasks::{change_state, current_state};
 use super::{SqliteStore as Store, audit, events};
+use crate::error::{Error, Result};
 use crate::types::TaskChange;
-use crate::{Error, Result};
 
 impl Store {
     /// Cancels a task in one of `from`, in one transaction: applies `change` (whose `to`

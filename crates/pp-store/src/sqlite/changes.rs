@@ -15,9 +15,10 @@ use pp_types::{ApprovalId, ChangeId, NewAudit, TaskId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore as Store, audit, rows};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{self, RawChange, mode_columns};
 use crate::types::{ChangeRow, NewChange};
-use crate::{Error, Result, ids};
 
 /// The columns of [`RawChange`], in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \

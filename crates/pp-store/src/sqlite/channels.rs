@@ -10,10 +10,10 @@ use pp_types::{TaskId, Timestamp};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 
 use super::SqliteStore as Store;
+use crate::error::{Error, Result};
 use crate::types::{
     Channel, ChannelChange, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, NewChannel,
 };
-use crate::{Error, Result};
 
 const COLUMNS: &str =
     "name, template, workspace, enabled, secret_sealed, created_at, updated_at, rotated_at";

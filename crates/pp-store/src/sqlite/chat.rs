@@ -12,9 +12,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::rows::{self, TASK_COLUMNS};
 use super::{SqliteStore as Store, audit, tasks};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{self, RawTask};
 use crate::types::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession, NewTask};
-use crate::{Error, Result, ids};
 
 const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, updated_at, \
      summary, summarised_through";

@@ -1,12 +1,13 @@
 //! Events: append-only, with one global sequence number across all tasks.
 
 use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
+use super::SqliteStore as Store;
 use super::rows::{self, EVENT_COLUMNS};
-use super::{SqliteStore as Store, tasks};
-use crate::Result;
+use crate::error::{Error, Result};
 use crate::mapping::{self, RawEvent};
+use crate::types::{NewChange, NewModelCall};
 
 impl Store {
     /// Appends `events` to `task` in one transaction and returns them with their sequence
@@ -21,7 +22,7 @@ impl Store {
         }
         let now = self.now();
         self.write(|transaction| {
-            tasks::ensure_exists(transaction, task)?;
+            ensure_exists(transaction, task)?;
             insert(transaction, task, events.to_vec(), now)
         })
     }
@@ -45,7 +46,7 @@ impl Store {
         task: &TaskId,
         events: &[Event],
         audit: Vec<NewAudit>,
-        changes: Vec<crate::NewChange>,
+        changes: Vec<NewChange>,
     ) -> Result<Vec<StoredEvent>> {
         self.append_events_with_calls(task, events, audit, changes, Vec::new())
     }
@@ -58,15 +59,15 @@ impl Store {
         task: &TaskId,
         events: &[Event],
         audit: Vec<NewAudit>,
-        changes: Vec<crate::NewChange>,
-        calls: Vec<crate::NewModelCall>,
+        changes: Vec<NewChange>,
+        calls: Vec<NewModelCall>,
     ) -> Result<Vec<StoredEvent>> {
         if events.is_empty() && audit.is_empty() && changes.is_empty() && calls.is_empty() {
             return Ok(Vec::new());
         }
         let now = self.now();
         self.write(|transaction| {
-            tasks::ensure_exists(transaction, task)?;
+            ensure_exists(transaction, task)?;
             let stored = insert(transaction, task, events.to_vec(), now)?;
             for entry in audit {
                 super::audit::insert(transaction, entry, now)?;
@@ -173,4 +174,13 @@ pub(crate) fn insert(
         });
     }
     Ok(stored)
+}
+
+/// Whether the task exists ([`Error::NotFound`] if not).
+pub(crate) fn ensure_exists(connection: &Connection, id: &TaskId) -> Result<()> {
+    connection
+        .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
+        .query_row([id.as_str()], |_| Ok(()))
+        .optional()?
+        .ok_or_else(|| Error::task_not_found(id))
 }

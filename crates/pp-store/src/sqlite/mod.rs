@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use pp_types::{Clock, Timestamp};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub use schema::SCHEMA_VERSION;
 

@@ -5,7 +5,7 @@ use pp_types::{Cost, TaskId, Timestamp, Usage};
 use rusqlite::{Connection, params};
 
 use super::SqliteStore as Store;
-use crate::Result;
+use crate::error::Result;
 use crate::mapping;
 use crate::types::{ModelCallRow, NewModelCall};
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rusqlite::params;
 
 use super::SqliteStore as Store;
-use crate::Result;
+use crate::error::Result;
 use crate::types::PruneReport;
 
 impl Store {

@@ -15,12 +15,13 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 
 use super::chat;
 use super::{SqliteStore as Store, tasks};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping;
 use crate::types::{
     ACTIVE_TURN_STATES, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Schedule,
     ScheduleEvent, ScheduleEventKind, ScheduleSpec,
 };
-use crate::{Error, Result, ids};
 
 const SCHEDULE_COLUMNS: &str = "schedules.id, schedules.name, schedules.cron, \
      schedules.time_zone, schedules.prompt, schedules.workspace, schedules.session, \

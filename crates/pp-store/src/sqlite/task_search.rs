@@ -7,7 +7,7 @@ use rusqlite::types::Value as SqlValue;
 
 use super::SqliteStore as Store;
 use super::rows::{self, TASK_COLUMNS};
-use crate::Result;
+use crate::error::Result;
 use crate::mapping::{self, RawTask};
 use crate::types::TaskFilter;
 

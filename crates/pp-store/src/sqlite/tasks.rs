@@ -8,9 +8,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::rows::{self, TASK_COLUMNS};
 use super::{SqliteStore as Store, audit, events};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping::{self, RawTask};
 use crate::types::{NewTask, TaskChange};
-use crate::{Error, Result, ids};
 
 impl Store {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
@@ -266,24 +267,8 @@ pub(crate) fn load(connection: &Connection, id: &TaskId) -> Result<TaskRecord> {
         .prepare_cached(&format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"))?
         .query_row([id.as_str()], rows::raw::<RawTask>)
         .optional()?
-        .ok_or_else(|| not_found(id))?
+        .ok_or_else(|| Error::task_not_found(id))?
         .decode()
-}
-
-/// Whether the task exists ([`Error::NotFound`] if not).
-pub(crate) fn ensure_exists(connection: &Connection, id: &TaskId) -> Result<()> {
-    connection
-        .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
-        .query_row([id.as_str()], |_| Ok(()))
-        .optional()?
-        .ok_or_else(|| not_found(id))
-}
-
-fn not_found(id: &TaskId) -> Error {
-    Error::NotFound {
-        what: "task",
-        id: id.to_string(),
-    }
 }
 
 /// The compare-and-set at the heart of every task change. Must run inside a
@@ -334,7 +319,7 @@ pub(crate) fn current_state(connection: &Connection, id: &TaskId) -> Result<Task
         .prepare_cached("SELECT state FROM tasks WHERE id = ?1")?
         .query_row([id.as_str()], |row| row.get(0))
         .optional()?
-        .ok_or_else(|| not_found(id))?;
+        .ok_or_else(|| Error::task_not_found(id))?;
     TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
         table: "tasks",
         column: "state",

@@ -12,9 +12,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore as Store;
 use super::tasks::{self};
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping;
 use crate::types::{LoginOwner, NewTask, USER_TOKEN_PREFIX};
-use crate::{Error, Result, ids};
 
 impl Store {
     /// Adds a user with `role` and a fresh token; returns the user and the token, which

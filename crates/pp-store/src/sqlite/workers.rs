@@ -10,9 +10,10 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore as Store;
 use super::tasks::change_state;
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::mapping;
 use crate::types::{NewWorker, TaskChange, WorkerRecord};
-use crate::{Error, Result, ids};
 
 /// Workers silent for this long are deleted when another registers (their rows only
 /// say who was alive; tasks keep their own heartbeats).

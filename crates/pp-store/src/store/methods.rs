@@ -19,11 +19,12 @@ use pp_types::{
 };
 
 use super::{Backend, Store};
-use crate::{
+use crate::error::Result;
+use crate::types::{
     AuditFilter, ChangeRow, Channel, ChannelChange, ChatSession, ChatTurn, DeliveryRecord,
     DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange,
     NewChannel, NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, PruneReport,
-    Resolve, Result, Schedule, ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter, WorkerRecord,
+    Resolve, Schedule, ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter, WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).

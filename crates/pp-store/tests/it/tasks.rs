@@ -550,7 +550,12 @@ async fn tasks_by_ids_reads_the_known_ones_in_one_call(db: TestDb) {
     assert!(db.store.tasks_by_ids(&[]).await.unwrap().is_empty());
 
     let missing = pp_types::TaskId("t_missing".into());
-    let ids = [third.id.clone(), missing, first.id.clone(), first.id.clone()];
+    let ids = [
+        third.id.clone(),
+        missing,
+        first.id.clone(),
+        first.id.clone(),
+    ];
     let mut found = db.store.tasks_by_ids(&ids).await.unwrap();
     found.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
     let mut expected = vec![
@@ -558,6 +563,9 @@ async fn tasks_by_ids_reads_the_known_ones_in_one_call(db: TestDb) {
         db.store.task(&third.id).await.unwrap(),
     ];
     expected.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
-    assert_eq!(found, expected, "each known task once, the unknown id absent");
+    assert_eq!(
+        found, expected,
+        "each known task once, the unknown id absent"
+    );
     assert!(!found.iter().any(|task| task.id == second.id));
 }
