@@ -21,6 +21,8 @@ pub(crate) trait Columns {
     fn int(&mut self) -> std::result::Result<i64, Self::Error>;
     /// The next column, a nullable integer.
     fn int_opt(&mut self) -> std::result::Result<Option<i64>, Self::Error>;
+    /// The next column, as a boolean.
+    fn flag(&mut self) -> std::result::Result<bool, Self::Error>;
     /// The next column, a nullable boolean.
     fn flag_opt(&mut self) -> std::result::Result<Option<bool>, Self::Error>;
 }

@@ -8,10 +8,15 @@
 
 mod changes;
 mod columns;
+pub(crate) mod inserted;
 mod records;
+mod schedules;
 
 pub(crate) use changes::{RawChange, mode_columns};
 pub(crate) use columns::{
     Columns, FromColumns, decode_json, decode_name, encode, encode_opt, int, limit, name_of,
 };
 pub(crate) use records::{RawApproval, RawAudit, RawEvent, RawTask};
+pub(crate) use schedules::{
+    HISTORY_COLUMNS, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
+};

@@ -11,7 +11,7 @@ use super::rows::{self, TASK_COLUMN_COUNT, TASK_COLUMNS};
 use super::{PgStore, audit, execute, query, query_opt, tasks};
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::mapping::{encode, limit as row_limit};
+use crate::mapping::{encode, inserted, limit as row_limit};
 use crate::types::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession, NewTask};
 
 const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, updated_at, \
@@ -45,16 +45,7 @@ impl PgStore {
         };
         audit::insert(&transaction, row, now).await?;
         transaction.commit().await?;
-        Ok(ChatSession {
-            id,
-            title: new.title,
-            workspace: new.workspace,
-            created_by: new.created_by,
-            created_at: now,
-            updated_at: now,
-            summary: None,
-            summarised_through: 0,
-        })
+        Ok(inserted::chat_session(id, new, now))
     }
 
     /// The `limit` most recently active chat sessions (`updated_at`), newest first.

@@ -47,6 +47,10 @@ impl Columns for Cursor<'_> {
         self.get()
     }
 
+    fn flag(&mut self) -> std::result::Result<bool, Self::Error> {
+        self.get()
+    }
+
     fn flag_opt(&mut self) -> std::result::Result<Option<bool>, Self::Error> {
         self.get()
     }

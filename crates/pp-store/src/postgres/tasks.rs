@@ -9,7 +9,7 @@ use super::rows::{self, TASK_COLUMNS};
 use super::{PgStore, audit, events, execute, query, query_opt};
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::mapping::{encode_opt, int, limit as row_limit, name_of};
+use crate::mapping::{encode_opt, inserted, int, limit as row_limit, name_of};
 use crate::types::{NewTask, TaskChange};
 
 impl PgStore {
@@ -257,27 +257,7 @@ pub(crate) async fn insert_as(
         now,
     )
     .await?;
-    Ok(TaskRecord {
-        id,
-        prompt: new.prompt,
-        workspace: new.workspace,
-        workspace_path: new.workspace_path,
-        state: TaskState::Queued,
-        created_by: new.created_by,
-        origin: new.origin,
-        script: new.script,
-        script_position: 0,
-        running_ms: 0,
-        final_text: None,
-        failure_reason: None,
-        error: None,
-        created_at: now,
-        updated_at: now,
-        finished_at: None,
-        changes: pp_types::ChangeCounts::default(),
-        usage: pp_types::TaskUsage::default(),
-        created_by_user: user.map(str::to_owned),
-    })
+    Ok(inserted::task(id, new, user, now))
 }
 
 /// Reads one task.

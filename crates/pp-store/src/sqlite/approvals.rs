@@ -1,8 +1,8 @@
 //! Approvals: suspending a task with its checkpoint, and resolving it exactly once.
 
 use pp_types::{
-    ApprovalId, ApprovalRecord, ApprovalState, Event, EventKind, NewAudit, StoredEvent, TaskId,
-    TaskRecord, TaskState, Timestamp,
+    ApprovalId, ApprovalRecord, ApprovalState, Event, NewAudit, StoredEvent, TaskId, TaskRecord,
+    TaskState, Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -11,7 +11,7 @@ use super::tasks::{self};
 use super::{SqliteStore as Store, audit, events};
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::mapping::{self, RawApproval};
+use crate::mapping::{self, RawApproval, inserted};
 use crate::types::{NewApproval, Resolve, TaskChange};
 
 impl Store {
@@ -31,7 +31,7 @@ impl Store {
     ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
         let now = self.now();
         let id = ApprovalId(ids::new_id("a_", now)?);
-        let new_events = with_approval_id(std::mem::take(&mut change.events), &id);
+        let new_events = inserted::with_approval_id(std::mem::take(&mut change.events), &id);
         self.write(|transaction| {
             let task_record =
                 tasks::change_state(transaction, task, &[TaskState::Running], &change, now)?;
@@ -200,7 +200,7 @@ impl Store {
     ) -> Result<ApprovalRecord> {
         let now = self.now();
         let id = ApprovalId(ids::new_id("a_", now)?);
-        let events = with_approval_id(events, &id);
+        let events = inserted::with_approval_id(events, &id);
         let change = TaskChange::to(TaskState::WaitingApproval);
         self.write(|transaction| {
             let task_record = tasks::change_state(transaction, task, from, &change, now)?;
@@ -209,20 +209,6 @@ impl Store {
             Ok(approval)
         })
     }
-}
-
-/// Fills `id` into `approval_required` events that do not name their approval yet.
-fn with_approval_id(mut events: Vec<Event>, id: &ApprovalId) -> Vec<Event> {
-    for event in &mut events {
-        if let EventKind::ApprovalRequired {
-            approval_id: approval_id @ None,
-            ..
-        } = &mut event.kind
-        {
-            *approval_id = Some(id.to_string());
-        }
-    }
-    events
 }
 
 /// Inserts a pending approval inside the caller's transaction.

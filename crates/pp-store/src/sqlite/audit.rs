@@ -7,7 +7,7 @@ use rusqlite::{Connection, params, params_from_iter};
 use super::SqliteStore as Store;
 use super::rows::{self, AUDIT_COLUMNS};
 use crate::error::Result;
-use crate::mapping::{self, RawAudit};
+use crate::mapping::{self, RawAudit, inserted};
 use crate::types::AuditFilter;
 
 impl Store {
@@ -88,17 +88,10 @@ pub(crate) fn insert(
             entry.detail,
             entry.user,
         ])?;
-    Ok(AuditEntry {
-        id: connection.last_insert_rowid(),
+    Ok(inserted::audit(
+        connection.last_insert_rowid(),
+        entry,
         at,
         actor,
-        action: entry.action,
-        task_id: entry.task_id,
-        approval_id: entry.approval_id,
-        tool: entry.tool,
-        target: entry.target,
-        arguments_hash: entry.arguments_hash,
-        detail: entry.detail,
-        user: entry.user,
-    })
+    ))
 }

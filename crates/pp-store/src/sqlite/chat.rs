@@ -14,7 +14,7 @@ use super::rows::{self, TASK_COLUMNS};
 use super::{SqliteStore as Store, audit, tasks};
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::mapping::{self, RawTask};
+use crate::mapping::{self, RawTask, inserted};
 use crate::types::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession, NewTask};
 
 const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, updated_at, \
@@ -47,16 +47,7 @@ impl Store {
             audit::insert(transaction, row, now)?;
             Ok(())
         })?;
-        Ok(ChatSession {
-            id,
-            title: new.title,
-            workspace: new.workspace,
-            created_by: new.created_by,
-            created_at: now,
-            updated_at: now,
-            summary: None,
-            summarised_through: 0,
-        })
+        Ok(inserted::chat_session(id, new, now))
     }
 
     /// The `limit` most recently active chat sessions (`updated_at`), newest first.

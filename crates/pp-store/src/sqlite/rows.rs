@@ -43,6 +43,10 @@ impl Columns for Cursor<'_, '_> {
         self.get()
     }
 
+    fn flag(&mut self) -> rusqlite::Result<bool> {
+        self.get()
+    }
+
     fn flag_opt(&mut self) -> rusqlite::Result<Option<bool>> {
         self.get()
     }

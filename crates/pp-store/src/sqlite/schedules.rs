@@ -11,27 +11,19 @@
 //! being written with it.
 
 use pp_types::{Actor, TaskId, TaskRecord, Timestamp};
-use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::chat;
-use super::{SqliteStore as Store, tasks};
+use super::{SqliteStore as Store, rows, tasks};
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::mapping;
+use crate::mapping::{
+    self, HISTORY_COLUMNS, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
+};
 use crate::types::{
     ACTIVE_TURN_STATES, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Schedule,
     ScheduleEvent, ScheduleEventKind, ScheduleSpec,
 };
-
-const SCHEDULE_COLUMNS: &str = "schedules.id, schedules.name, schedules.cron, \
-     schedules.time_zone, schedules.prompt, schedules.workspace, schedules.session, \
-     schedules.overlap, schedules.enabled, schedules.paused_reason, schedules.created_by, \
-     schedules.created_at, schedules.updated_at, schedules.last_fired_at, \
-     schedules.next_fire_at, schedules.last_task_id, tasks.state";
-
-const SCHEDULE_FROM: &str = "schedules LEFT JOIN tasks ON tasks.id = schedules.last_task_id";
-
-const HISTORY_COLUMNS: &str = "id, schedule_id, kind, occurrence, at, missed, task_id, detail";
 
 impl Store {
     /// Creates a schedule. [`Error::NameTaken`] when another schedule has the name.
@@ -80,7 +72,7 @@ impl Store {
                      WHERE schedules.id = ?1 OR schedules.name = ?1 \
                      ORDER BY schedules.id = ?1 DESC LIMIT 1"
                 ))?
-                .query_row([id_or_name], RawSchedule::from_row)
+                .query_row([id_or_name], rows::raw::<RawSchedule>)
                 .optional()?;
             found
                 .ok_or_else(|| not_found(id_or_name))
@@ -95,7 +87,7 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULE_FROM} ORDER BY schedules.name"
                 ))?
-                .query_map([], RawSchedule::from_row)?
+                .query_map([], rows::raw::<RawSchedule>)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
                 .map(RawSchedule::decode)
@@ -115,7 +107,7 @@ impl Store {
                 ))?
                 .query_map(
                     params![now.as_millis(), mapping::limit(limit)],
-                    RawSchedule::from_row,
+                    rows::raw::<RawSchedule>,
                 )?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
@@ -278,10 +270,13 @@ impl Store {
                     "SELECT {HISTORY_COLUMNS} FROM schedule_history WHERE schedule_id = ?1 \
                      ORDER BY id DESC LIMIT ?2"
                 ))?
-                .query_map(params![id, mapping::limit(limit)], RawEvent::from_row)?
+                .query_map(
+                    params![id, mapping::limit(limit)],
+                    rows::raw::<RawScheduleEvent>,
+                )?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
-                .map(RawEvent::decode)
+                .map(RawScheduleEvent::decode)
                 .collect()
         })
     }
@@ -462,126 +457,8 @@ fn load(connection: &Connection, id: &str) -> Result<Schedule> {
         .prepare_cached(&format!(
             "SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULE_FROM} WHERE schedules.id = ?1"
         ))?
-        .query_row([id], RawSchedule::from_row)
+        .query_row([id], rows::raw::<RawSchedule>)
         .optional()?
         .ok_or_else(|| not_found(id))?
         .decode()
-}
-
-/// A schedule row as read.
-struct RawSchedule {
-    id: String,
-    name: String,
-    cron: String,
-    time_zone: String,
-    prompt: String,
-    workspace: String,
-    session: Option<String>,
-    overlap: String,
-    enabled: bool,
-    paused_reason: Option<String>,
-    created_by: String,
-    created_at: i64,
-    updated_at: i64,
-    last_fired_at: Option<i64>,
-    next_fire_at: Option<i64>,
-    last_task_id: Option<String>,
-    last_task_state: Option<String>,
-}
-
-impl RawSchedule {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(Self {
-            id: row.get(0)?,
-            name: row.get(1)?,
-            cron: row.get(2)?,
-            time_zone: row.get(3)?,
-            prompt: row.get(4)?,
-            workspace: row.get(5)?,
-            session: row.get(6)?,
-            overlap: row.get(7)?,
-            enabled: row.get(8)?,
-            paused_reason: row.get(9)?,
-            created_by: row.get(10)?,
-            created_at: row.get(11)?,
-            updated_at: row.get(12)?,
-            last_fired_at: row.get(13)?,
-            next_fire_at: row.get(14)?,
-            last_task_id: row.get(15)?,
-            last_task_state: row.get(16)?,
-        })
-    }
-
-    fn decode(self) -> Result<Schedule> {
-        let overlap = mapping::decode_name("schedules", "overlap", &self.id, self.overlap)?;
-        let created_by =
-            mapping::decode_name("schedules", "created_by", &self.id, self.created_by)?;
-        let last_task_state = self
-            .last_task_state
-            .map(|state| mapping::decode_name("tasks", "state", &self.id, state))
-            .transpose()?;
-        Ok(Schedule {
-            spec: ScheduleSpec {
-                name: self.name,
-                cron: self.cron,
-                time_zone: self.time_zone,
-                prompt: self.prompt,
-                workspace: self.workspace,
-                session: self.session,
-                overlap,
-            },
-            enabled: self.enabled,
-            paused_reason: self.paused_reason,
-            created_by,
-            created_at: Timestamp::from_millis(self.created_at),
-            updated_at: Timestamp::from_millis(self.updated_at),
-            last_fired_at: self.last_fired_at.map(Timestamp::from_millis),
-            next_fire_at: self.next_fire_at.map(Timestamp::from_millis),
-            last_task_id: self.last_task_id.map(TaskId),
-            last_task_state,
-            id: self.id,
-        })
-    }
-}
-
-/// A history row as read.
-struct RawEvent {
-    id: i64,
-    schedule_id: String,
-    kind: String,
-    occurrence: Option<i64>,
-    at: i64,
-    missed: i64,
-    task_id: Option<String>,
-    detail: Option<String>,
-}
-
-impl RawEvent {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(Self {
-            id: row.get(0)?,
-            schedule_id: row.get(1)?,
-            kind: row.get(2)?,
-            occurrence: row.get(3)?,
-            at: row.get(4)?,
-            missed: row.get(5)?,
-            task_id: row.get(6)?,
-            detail: row.get(7)?,
-        })
-    }
-
-    fn decode(self) -> Result<ScheduleEvent> {
-        let kind =
-            mapping::decode_name("schedule_history", "kind", &self.id.to_string(), self.kind)?;
-        Ok(ScheduleEvent {
-            id: self.id,
-            schedule_id: self.schedule_id,
-            kind,
-            occurrence: self.occurrence.map(Timestamp::from_millis),
-            at: Timestamp::from_millis(self.at),
-            missed: u64::try_from(self.missed).unwrap_or(0),
-            task_id: self.task_id.map(TaskId),
-            detail: self.detail,
-        })
-    }
 }

@@ -10,7 +10,7 @@ use super::rows::{self, TASK_COLUMNS};
 use super::{SqliteStore as Store, audit, events};
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::mapping::{self, RawTask};
+use crate::mapping::{self, RawTask, inserted};
 use crate::types::{NewTask, TaskChange};
 
 impl Store {
@@ -238,27 +238,7 @@ pub(crate) fn insert_as(
         },
         now,
     )?;
-    Ok(TaskRecord {
-        id,
-        prompt: new.prompt,
-        workspace: new.workspace,
-        workspace_path: new.workspace_path,
-        state: TaskState::Queued,
-        created_by: new.created_by,
-        origin: new.origin,
-        created_by_user: user.map(str::to_owned),
-        script: new.script,
-        script_position: 0,
-        running_ms: 0,
-        final_text: None,
-        failure_reason: None,
-        error: None,
-        created_at: now,
-        updated_at: now,
-        finished_at: None,
-        changes: pp_types::ChangeCounts::default(),
-        usage: pp_types::TaskUsage::default(),
-    })
+    Ok(inserted::task(id, new, user, now))
 }
 
 /// Reads one task.
