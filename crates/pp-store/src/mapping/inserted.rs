@@ -3,11 +3,11 @@
 //! on both backends.
 
 use pp_types::{
-    Actor, ApprovalId, AuditEntry, ChangeCounts, Event, EventKind, NewAudit, TaskId, TaskRecord,
-    TaskState, TaskUsage, Timestamp,
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeCounts, Event, EventKind,
+    NewAudit, TaskId, TaskRecord, TaskState, TaskUsage, Timestamp,
 };
 
-use crate::types::{ChatSession, NewChatSession, NewTask};
+use crate::types::{ChatSession, NewApproval, NewChatSession, NewTask};
 
 /// A task just inserted `queued` with `id` at `now` (`user`: who created it, in team mode).
 pub(crate) fn task(id: TaskId, new: NewTask, user: Option<&str>, now: Timestamp) -> TaskRecord {
@@ -31,6 +31,35 @@ pub(crate) fn task(id: TaskId, new: NewTask, user: Option<&str>, now: Timestamp)
         finished_at: None,
         changes: ChangeCounts::default(),
         usage: TaskUsage::default(),
+    }
+}
+
+/// An approval just inserted `pending` as `id` for `task` at `now`.
+pub(crate) fn approval(
+    id: &ApprovalId,
+    task: &TaskId,
+    new: NewApproval,
+    now: Timestamp,
+) -> ApprovalRecord {
+    ApprovalRecord {
+        id: id.clone(),
+        task_id: task.clone(),
+        state: ApprovalState::Pending,
+        tool: new.tool,
+        capability: new.capability,
+        risk: new.risk,
+        label: new.label,
+        target: new.target,
+        arguments: new.arguments,
+        fingerprint: new.fingerprint,
+        checkpoint: new.checkpoint,
+        created_at: now,
+        resolved_at: None,
+        resolved_by: None,
+        resolved_by_user: None,
+        reason: None,
+        edited_arguments: None,
+        revertible: new.revertible,
     }
 }
 

@@ -18,5 +18,5 @@ pub(crate) use columns::{
 };
 pub(crate) use records::{RawApproval, RawAudit, RawEvent, RawTask};
 pub(crate) use schedules::{
-    HISTORY_COLUMNS, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
+    HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
 };

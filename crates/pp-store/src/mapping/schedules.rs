@@ -5,7 +5,7 @@ use pp_types::{TaskId, Timestamp};
 
 use super::columns::{Columns, FromColumns, decode_name};
 use crate::error::Result;
-use crate::types::{Schedule, ScheduleEvent, ScheduleSpec};
+use crate::types::{Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec};
 
 /// The columns of [`RawSchedule`], in order (with the last task's state: select
 /// them `FROM` [`SCHEDULE_FROM`]).
@@ -142,5 +142,29 @@ impl RawScheduleEvent {
             task_id: self.task_id.map(TaskId),
             detail: self.detail,
         })
+    }
+}
+
+/// A history row to write.
+pub(crate) struct History<'a> {
+    pub(crate) schedule_id: &'a str,
+    pub(crate) kind: ScheduleEventKind,
+    pub(crate) occurrence: Option<Timestamp>,
+    pub(crate) missed: u64,
+    pub(crate) task_id: Option<TaskId>,
+    pub(crate) detail: Option<String>,
+}
+
+impl<'a> History<'a> {
+    /// A row of `kind` for `schedule_id`, the rest empty.
+    pub(crate) fn new(schedule_id: &'a str, kind: ScheduleEventKind) -> Self {
+        Self {
+            schedule_id,
+            kind,
+            occurrence: None,
+            missed: 0,
+            task_id: None,
+            detail: None,
+        }
     }
 }

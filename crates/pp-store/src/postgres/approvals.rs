@@ -255,26 +255,7 @@ async fn insert(
         ],
     )
     .await?;
-    Ok(ApprovalRecord {
-        id: id.clone(),
-        task_id: task.clone(),
-        state: ApprovalState::Pending,
-        tool: new.tool,
-        capability: new.capability,
-        risk: new.risk,
-        label: new.label,
-        target: new.target,
-        arguments: new.arguments,
-        fingerprint: new.fingerprint,
-        checkpoint: new.checkpoint,
-        created_at: now,
-        resolved_at: None,
-        resolved_by: None,
-        reason: None,
-        edited_arguments: None,
-        revertible: new.revertible,
-        resolved_by_user: None,
-    })
+    Ok(inserted::approval(id, task, new, now))
 }
 
 /// Reads one approval.

@@ -13,7 +13,7 @@ use super::{PgStore, chat, execute, is_unique_violation, query, query_opt, tasks
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{
-    HISTORY_COLUMNS, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM, int,
+    HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM, int,
     limit as row_limit,
 };
 use crate::types::{
@@ -255,7 +255,7 @@ impl PgStore {
             detail: Some(format!("run now by {}", actor.as_str())),
             ..History::new(id, ScheduleEventKind::ScheduleFired)
         };
-        row.insert(&transaction, now).await?;
+        insert_history(&transaction, row, now).await?;
         transaction.commit().await?;
         Ok(task)
     }
@@ -342,7 +342,7 @@ async fn fire_in(db: &impl GenericClient, fire: FireOccurrence, now: Timestamp) 
             missed: fire.missed,
             ..History::new(id, ScheduleEventKind::ScheduleMissed)
         };
-        row.insert(db, now).await?;
+        insert_history(db, row, now).await?;
     }
     let occurrence = Some(fire.occurrence);
     if schedule.spec.overlap == Overlap::Skip
@@ -381,7 +381,7 @@ async fn fire_in(db: &impl GenericClient, fire: FireOccurrence, now: Timestamp) 
         task_id: Some(task.id.clone()),
         ..History::new(id, ScheduleEventKind::ScheduleFired)
     };
-    row.insert(db, now).await?;
+    insert_history(db, row, now).await?;
     Ok(Fired::Task(Box::new(task)))
 }
 
@@ -400,7 +400,7 @@ async fn skip(
         detail,
         ..History::new(id, ScheduleEventKind::ScheduleSkipped)
     };
-    row.insert(db, now).await?;
+    insert_history(db, row, now).await?;
     Ok(Fired::Skipped { task })
 }
 
@@ -428,50 +428,28 @@ async fn pause_in(
         detail: Some(reason.to_owned()),
         ..History::new(id, ScheduleEventKind::SchedulePaused)
     };
-    row.insert(db, now).await?;
+    insert_history(db, row, now).await?;
     Ok(true)
 }
 
-/// A history row to write.
-struct History<'a> {
-    schedule_id: &'a str,
-    kind: ScheduleEventKind,
-    occurrence: Option<Timestamp>,
-    missed: u64,
-    task_id: Option<TaskId>,
-    detail: Option<String>,
-}
-
-impl<'a> History<'a> {
-    fn new(schedule_id: &'a str, kind: ScheduleEventKind) -> Self {
-        Self {
-            schedule_id,
-            kind,
-            occurrence: None,
-            missed: 0,
-            task_id: None,
-            detail: None,
-        }
-    }
-
-    async fn insert(self, db: &impl GenericClient, now: Timestamp) -> Result<()> {
-        execute(
-            db,
-            "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
-             task_id, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[
-                &self.schedule_id,
-                &self.kind.as_str(),
-                &self.occurrence.map(Timestamp::as_millis),
-                &now.as_millis(),
-                &int(self.missed),
-                &self.task_id.as_ref().map(TaskId::as_str),
-                &self.detail,
-            ],
-        )
-        .await?;
-        Ok(())
-    }
+/// Writes a history row inside the caller's transaction.
+async fn insert_history(db: &impl GenericClient, row: History<'_>, now: Timestamp) -> Result<()> {
+    execute(
+        db,
+        "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
+         task_id, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        &[
+            &row.schedule_id,
+            &row.kind.as_str(),
+            &row.occurrence.map(Timestamp::as_millis),
+            &now.as_millis(),
+            &int(row.missed),
+            &row.task_id.as_ref().map(TaskId::as_str),
+            &row.detail,
+        ],
+    )
+    .await?;
+    Ok(())
 }
 
 async fn load(db: &impl GenericClient, id: &str) -> Result<Schedule> {

@@ -244,26 +244,7 @@ fn insert(
             now.as_millis(),
             new.revertible,
         ])?;
-    Ok(ApprovalRecord {
-        id: id.clone(),
-        task_id: task.clone(),
-        state: ApprovalState::Pending,
-        tool: new.tool,
-        capability: new.capability,
-        risk: new.risk,
-        label: new.label,
-        target: new.target,
-        arguments: new.arguments,
-        fingerprint: new.fingerprint,
-        checkpoint: new.checkpoint,
-        created_at: now,
-        resolved_at: None,
-        resolved_by: None,
-        resolved_by_user: None,
-        reason: None,
-        edited_arguments: None,
-        revertible: new.revertible,
-    })
+    Ok(inserted::approval(id, task, new, now))
 }
 
 /// Reads one approval.

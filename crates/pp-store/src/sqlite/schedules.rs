@@ -18,7 +18,7 @@ use super::{SqliteStore as Store, rows, tasks};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{
-    self, HISTORY_COLUMNS, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
+    self, HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
 };
 use crate::types::{
     ACTIVE_TURN_STATES, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Schedule,
@@ -244,7 +244,7 @@ impl Store {
                 detail: Some(format!("run now by {}", actor.as_str())),
                 ..History::new(id, ScheduleEventKind::ScheduleFired)
             };
-            row.insert(transaction, now)?;
+            insert_history(transaction, &row, now)?;
             Ok(task)
         })
     }
@@ -332,7 +332,7 @@ fn fire_in(transaction: &Connection, fire: FireOccurrence, now: Timestamp) -> Re
             missed: fire.missed,
             ..History::new(id, ScheduleEventKind::ScheduleMissed)
         };
-        row.insert(transaction, now)?;
+        insert_history(transaction, &row, now)?;
     }
     let occurrence = Some(fire.occurrence);
     let skip = |task: TaskId, detail: Option<String>| -> Result<Fired> {
@@ -342,7 +342,7 @@ fn fire_in(transaction: &Connection, fire: FireOccurrence, now: Timestamp) -> Re
             detail,
             ..History::new(id, ScheduleEventKind::ScheduleSkipped)
         };
-        row.insert(transaction, now)?;
+        insert_history(transaction, &row, now)?;
         Ok(Fired::Skipped { task })
     };
     if schedule.spec.overlap == Overlap::Skip
@@ -380,7 +380,7 @@ fn fire_in(transaction: &Connection, fire: FireOccurrence, now: Timestamp) -> Re
         task_id: Some(task.id.clone()),
         ..History::new(id, ScheduleEventKind::ScheduleFired)
     };
-    row.insert(transaction, now)?;
+    insert_history(transaction, &row, now)?;
     Ok(Fired::Task(Box::new(task)))
 }
 
@@ -407,49 +407,27 @@ fn pause_in(
         detail: Some(reason.to_owned()),
         ..History::new(id, ScheduleEventKind::SchedulePaused)
     };
-    row.insert(transaction, now)?;
+    insert_history(transaction, &row, now)?;
     Ok(true)
 }
 
-/// A history row to write.
-struct History<'a> {
-    schedule_id: &'a str,
-    kind: ScheduleEventKind,
-    occurrence: Option<Timestamp>,
-    missed: u64,
-    task_id: Option<TaskId>,
-    detail: Option<String>,
-}
-
-impl<'a> History<'a> {
-    fn new(schedule_id: &'a str, kind: ScheduleEventKind) -> Self {
-        Self {
-            schedule_id,
-            kind,
-            occurrence: None,
-            missed: 0,
-            task_id: None,
-            detail: None,
-        }
-    }
-
-    fn insert(self, connection: &Connection, now: Timestamp) -> Result<()> {
-        connection
-            .prepare_cached(
-                "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
-                 task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                self.schedule_id,
-                self.kind.as_str(),
-                self.occurrence.map(Timestamp::as_millis),
-                now.as_millis(),
-                mapping::int(self.missed),
-                self.task_id.as_ref().map(TaskId::as_str),
-                self.detail,
-            ])?;
-        Ok(())
-    }
+/// Writes a history row inside the caller's transaction.
+fn insert_history(connection: &Connection, row: &History<'_>, now: Timestamp) -> Result<()> {
+    connection
+        .prepare_cached(
+            "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
+             task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            row.schedule_id,
+            row.kind.as_str(),
+            row.occurrence.map(Timestamp::as_millis),
+            now.as_millis(),
+            mapping::int(row.missed),
+            row.task_id.as_ref().map(TaskId::as_str),
+            row.detail,
+        ])?;
+    Ok(())
 }
 
 fn load(connection: &Connection, id: &str) -> Result<Schedule> {
