@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use pp_types::{ApprovalState, TaskState};
+use pp_types::{ApprovalState, TaskId, TaskState};
 
 /// Result type of the store.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -168,6 +168,16 @@ pub enum Error {
     /// The blocking task running a store call panicked or was cancelled.
     #[error("the store call did not finish: {0}")]
     Worker(String),
+}
+
+impl Error {
+    /// [`Error::NotFound`] for the task `id` (both backends say it the same way).
+    pub(crate) fn task_not_found(id: &TaskId) -> Error {
+        Error::NotFound {
+            what: "task",
+            id: id.to_string(),
+        }
+    }
 }
 
 impl From<rusqlite::Error> for Error {

@@ -8,7 +8,7 @@
 use pp_types::Timestamp;
 use sha2::{Digest, Sha256};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Crockford's base32 alphabet in lower case (no `i`, `l`, `o`, `u`).
 const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";

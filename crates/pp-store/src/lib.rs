@@ -10,13 +10,23 @@
 //!
 //! [`Store`] is the one type, an async interface over the backend a [`StoreUrl`] names
 //! (`sqlite/`: rusqlite, its synchronous calls run on the blocking pool; `postgres/`:
-//! `tokio-postgres` with a `deadpool-postgres` pool, for a team server). Open it with [`Store::connect`] (or [`Store::open`] for an SQLite
-//! file from blocking code), clone it freely, and await its methods. Every state change
-//! is a compare-and-set inside one transaction, so several processes sharing one
-//! database (the server and the CLI, several workers) can never claim, run or resolve
-//! the same row twice: the loser gets [`Error::Conflict`] or [`Error::AlreadyResolved`]. The records themselves ([`pp_types::TaskRecord`],
-//! [`pp_types::ApprovalRecord`], …) live in `pp-types`; this crate adds the inputs
-//! ([`NewTask`], [`TaskChange`], [`NewApproval`], [`Resolve`], [`AuditFilter`]).
+//! `tokio-postgres` with a `deadpool-postgres` pool, for a team server). Open it with
+//! [`Store::connect`] (or [`Store::open`] for an SQLite file from blocking code), clone it
+//! freely, and await its methods. Every state change is a compare-and-set inside one
+//! transaction, so several processes sharing one database (the server and the CLI,
+//! several workers) can never claim, run or resolve the same row twice: the loser gets
+//! [`Error::Conflict`] or [`Error::AlreadyResolved`].
+//!
+//! The layout, from the ground up: `types/` holds what the store takes and keeps besides
+//! the records of `pp-types` ([`pp_types::TaskRecord`], [`pp_types::ApprovalRecord`], …):
+//! the inputs ([`NewTask`], [`TaskChange`], [`NewApproval`], [`Resolve`], [`AuditFilter`],
+//! …) and its own rows ([`ChangeRow`], [`Schedule`], [`Channel`], [`ChatSession`], …);
+//! `error.rs`, `ids.rs` and `url.rs` ([`StoreUrl`]) sit beside it. `mapping/` turns rows
+//! into records once for both backends (each backend reads a row's columns in order into
+//! a `Raw*` struct, which decodes itself there). `sqlite/` and `postgres/` are the two
+//! implementations of the same operations, each using only that core, never the other.
+//! `store/` is [`Store`]: its methods are generated from one table
+//! (`store/methods.rs`) that sends each call to the backend's method of the same name.
 //!
 //! Every time the store writes or compares comes from its [`pp_types::Clock`]
 //! ([`Store::open_with_clock`]; [`Store::open`] uses the system clock), so tests move a
@@ -24,9 +34,11 @@
 //! [`Store::restore_file`] copy the database out and back; [`Store::prune`] drops the
 //! history of tasks finished long ago.
 //!
-//! This crate depends only on `pp-types` inside the workspace and is the only user of
-//! `rusqlite` and `tokio-postgres` for the database. Each backend's schema lives in `migrations/<backend>/`
-//! and is applied on open.
+//! This crate depends only on `pp-types` inside the workspace. It is the only user of
+//! `tokio-postgres`, and the only one that keeps PocketPilot's data in SQLite (`pp-docs`
+//! also uses `rusqlite`, for in-memory tables of documents). Each backend's schema
+//! lives in `migrations/<backend>/` and is applied on open ([`SCHEMA_VERSION`]: the
+//! number of SQLite migrations).
 //!
 //! ```
 //! use pp_store::{NewTask, Store, TaskChange};
@@ -60,21 +72,24 @@
 
 mod error;
 mod ids;
+mod mapping;
 mod postgres;
 mod sqlite;
 mod store;
-mod workers;
+mod types;
+mod url;
 
 pub use error::{Error, Result};
-pub use sqlite::{
+pub use sqlite::SCHEMA_VERSION;
+pub use store::Store;
+pub use types::{
     ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Channel, ChannelChange,
     ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired,
     LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel, NewChatSession, NewModelCall,
-    NewSchedule, NewTask, Overlap, PruneReport, Resolve, SCHEMA_VERSION, Schedule, ScheduleEvent,
-    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, USER_TOKEN_PREFIX,
+    NewSchedule, NewTask, NewWorker, Overlap, PruneReport, Resolve, Schedule, ScheduleEvent,
+    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, USER_TOKEN_PREFIX, WorkerRecord,
 };
-pub use store::{Store, StoreUrl};
-pub use workers::{NewWorker, WorkerRecord};
+pub use url::StoreUrl;
 
 #[cfg(test)]
 mod tests {

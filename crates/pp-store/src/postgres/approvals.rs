@@ -6,14 +6,16 @@
 
 use deadpool_postgres::GenericClient;
 use pp_types::{
-    ApprovalId, ApprovalRecord, ApprovalState, Event, EventKind, NewAudit, StoredEvent, TaskId,
-    TaskRecord, TaskState, Timestamp,
+    ApprovalId, ApprovalRecord, ApprovalState, Event, NewAudit, StoredEvent, TaskId, TaskRecord,
+    TaskState, Timestamp,
 };
 
 use super::rows::{self, APPROVAL_COLUMNS};
 use super::{PgStore, audit, events, execute, query, query_opt, tasks};
-use crate::sqlite::rows::{encode, encode_opt, limit as row_limit, name_of};
-use crate::{Error, NewApproval, Resolve, Result, TaskChange, ids};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{encode, encode_opt, inserted, limit as row_limit, name_of};
+use crate::types::{NewApproval, Resolve, TaskChange};
 
 impl PgStore {
     /// Suspends a running task: the task moves `Running → change.to`, a `pending`
@@ -27,7 +29,7 @@ impl PgStore {
     ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
         let now = self.now();
         let id = ApprovalId(ids::new_id("a_", now)?);
-        let new_events = with_approval_id(std::mem::take(&mut change.events), &id);
+        let new_events = inserted::with_approval_id(std::mem::take(&mut change.events), &id);
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
         let task_record =
@@ -207,7 +209,7 @@ impl PgStore {
     ) -> Result<ApprovalRecord> {
         let now = self.now();
         let id = ApprovalId(ids::new_id("a_", now)?);
-        let events = with_approval_id(events, &id);
+        let events = inserted::with_approval_id(events, &id);
         let change = TaskChange::to(TaskState::WaitingApproval);
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
@@ -217,20 +219,6 @@ impl PgStore {
         transaction.commit().await?;
         Ok(approval)
     }
-}
-
-/// Fills `id` into `approval_required` events that do not name their approval yet.
-fn with_approval_id(mut events: Vec<Event>, id: &ApprovalId) -> Vec<Event> {
-    for event in &mut events {
-        if let EventKind::ApprovalRequired {
-            approval_id: approval_id @ None,
-            ..
-        } = &mut event.kind
-        {
-            *approval_id = Some(id.to_string());
-        }
-    }
-    events
 }
 
 /// Inserts a pending approval inside the caller's transaction.
@@ -267,26 +255,7 @@ async fn insert(
         ],
     )
     .await?;
-    Ok(ApprovalRecord {
-        id: id.clone(),
-        task_id: task.clone(),
-        state: ApprovalState::Pending,
-        tool: new.tool,
-        capability: new.capability,
-        risk: new.risk,
-        label: new.label,
-        target: new.target,
-        arguments: new.arguments,
-        fingerprint: new.fingerprint,
-        checkpoint: new.checkpoint,
-        created_at: now,
-        resolved_at: None,
-        resolved_by: None,
-        reason: None,
-        edited_arguments: None,
-        revertible: new.revertible,
-        resolved_by_user: None,
-    })
+    Ok(inserted::approval(id, task, new, now))
 }
 
 /// Reads one approval.

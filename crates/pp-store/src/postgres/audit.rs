@@ -6,8 +6,9 @@ use tokio_postgres::types::ToSql;
 
 use super::rows::{self, AUDIT_COLUMNS};
 use super::{PgStore, query, query_one};
-use crate::sqlite::rows::limit as row_limit;
-use crate::{AuditFilter, Result};
+use crate::error::Result;
+use crate::mapping::{inserted, limit as row_limit};
+use crate::types::AuditFilter;
 
 impl PgStore {
     /// Appends one row (`actor: None` means the operator).
@@ -89,17 +90,5 @@ pub(crate) async fn insert(
         ],
     )
     .await?;
-    Ok(AuditEntry {
-        id: row.try_get(0)?,
-        at,
-        actor,
-        action: entry.action,
-        task_id: entry.task_id,
-        approval_id: entry.approval_id,
-        tool: entry.tool,
-        target: entry.target,
-        arguments_hash: entry.arguments_hash,
-        detail: entry.detail,
-        user: entry.user,
-    })
+    Ok(inserted::audit(row.try_get(0)?, entry, at, actor))
 }

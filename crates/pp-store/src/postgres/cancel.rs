@@ -6,7 +6,8 @@ use pp_types::{NewAudit, TaskId, TaskRecord, TaskState};
 
 use super::tasks::{change_state, locked_state};
 use super::{PgStore, audit, events, execute, query_opt};
-use crate::{Error, Result, TaskChange};
+use crate::error::{Error, Result};
+use crate::types::TaskChange;
 
 impl PgStore {
     /// Cancels a task in one of `from`, in one transaction: applies `change`, cancels its

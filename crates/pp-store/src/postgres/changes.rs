@@ -4,102 +4,24 @@
 use std::collections::HashSet;
 
 use deadpool_postgres::GenericClient;
-use pp_types::{ApprovalId, Change, ChangeId, ChangeKind, ChangeRoot, NewAudit, TaskId, Timestamp};
+use pp_types::{ApprovalId, ChangeId, NewAudit, TaskId, Timestamp};
 use tokio_postgres::Row;
 
+use super::rows;
 use super::{PgStore, audit, count, execute, query, query_one, query_opt};
-use crate::sqlite::changes::{mode_columns, mode_from_columns};
-use crate::sqlite::rows::int;
-use crate::{Before, ChangeRow, ChangeState, Error, NewChange, Result, ids};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{RawChange, int, mode_columns};
+use crate::types::{ChangeRow, NewChange};
 
-/// The columns [`decode`] reads, in order.
+/// The columns of [`RawChange`], in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \
      before_state, before_sha256, after_fingerprint, after_sha256, reverts, reverted_by, state, \
      root, from_path, before_mode, before_uid, before_gid";
 
-/// `before` as its two columns.
-fn before_columns(before: &Before) -> (&'static str, Option<&str>) {
-    match before {
-        Before::Absent => ("absent", None),
-        Before::Kept(sha256) => ("kept", Some(sha256)),
-        Before::NotKept => ("not_kept", None),
-        Before::Expired => ("expired", None),
-        Before::Folder => ("folder", None),
-        Before::Unknown => ("none", None),
-    }
-}
-
-/// Decodes a row selected with [`CHANGE_COLUMNS`] (the same rules as SQLite's).
+/// Decodes a row selected with [`CHANGE_COLUMNS`].
 fn decode(row: &Row) -> Result<ChangeRow> {
-    let id: String = row.try_get(0)?;
-    let corrupt = |column: &'static str, value: &str| Error::Corrupt {
-        table: "changes",
-        column,
-        id: id.clone(),
-        source: serde::de::Error::custom(format!("unknown value `{value}`")),
-    };
-    let kind: String = row.try_get(4)?;
-    let kind = ChangeKind::parse(&kind).ok_or_else(|| corrupt("kind", &kind))?;
-    let before_state: String = row.try_get(8)?;
-    let before_sha256: Option<String> = row.try_get(9)?;
-    let before = match (before_state.as_str(), before_sha256) {
-        ("absent", _) => Before::Absent,
-        ("kept", Some(sha256)) => Before::Kept(sha256),
-        ("not_kept", _) => Before::NotKept,
-        ("expired", _) => Before::Expired,
-        ("folder", _) => Before::Folder,
-        ("none", _) => Before::Unknown,
-        (other, _) => return Err(corrupt("before_state", other)),
-    };
-    let root: String = row.try_get(15)?;
-    let root = ChangeRoot::parse(&root).ok_or_else(|| corrupt("root", &root))?;
-    let state: String = row.try_get(14)?;
-    let state = match state.as_str() {
-        "done" => ChangeState::Done,
-        "pending" => ChangeState::Pending,
-        "abandoned" => ChangeState::Abandoned,
-        other => return Err(corrupt("state", other)),
-    };
-    let path: Option<String> = row.try_get(5)?;
-    let from_path: Option<String> = row.try_get(16)?;
-    let reverted_by: Option<String> = row.try_get(13)?;
-    let revertible = matches!(
-        kind,
-        ChangeKind::Created
-            | ChangeKind::Overwritten
-            | ChangeKind::Edited
-            | ChangeKind::Moved
-            | ChangeKind::Deleted
-            | ChangeKind::FolderCreated
-    ) && matches!(before, Before::Absent | Before::Kept(_) | Before::Folder)
-        && (kind != ChangeKind::Moved || from_path.is_some())
-        && reverted_by.is_none()
-        && state == ChangeState::Done
-        && path.is_some();
-    Ok(ChangeRow {
-        change: Change {
-            task_id: TaskId(row.try_get(1)?),
-            approval_id: row.try_get::<_, Option<String>>(2)?.map(ApprovalId),
-            tool: row.try_get(3)?,
-            kind,
-            path,
-            from_path,
-            root,
-            bytes: row
-                .try_get::<_, Option<i64>>(6)?
-                .and_then(|bytes| u64::try_from(bytes).ok()),
-            at: Timestamp::from_millis(row.try_get(7)?),
-            revertible,
-            reverted_by: reverted_by.map(ChangeId),
-            id: ChangeId(id),
-        },
-        before,
-        before_mode: mode_from_columns(row.try_get(17)?, row.try_get(18)?, row.try_get(19)?),
-        after_fingerprint: row.try_get(10)?,
-        after_sha256: row.try_get(11)?,
-        reverts: row.try_get::<_, Option<String>>(12)?.map(ChangeId),
-        state,
-    })
+    rows::raw::<RawChange>(row)?.decode()
 }
 
 impl PgStore {
@@ -316,7 +238,7 @@ pub(crate) async fn insert(
     now: Timestamp,
 ) -> Result<ChangeRow> {
     let id = ChangeId(ids::new_id("c_", now)?);
-    let (before_state, before_sha256) = before_columns(&new.before);
+    let (before_state, before_sha256) = new.before.column();
     let [mode, uid, gid] = mode_columns(new.before_mode.as_ref());
     execute(
         db,

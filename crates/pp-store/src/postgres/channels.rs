@@ -5,10 +5,10 @@ use pp_types::{TaskId, Timestamp};
 use tokio_postgres::Row;
 
 use super::{PgStore, execute, is_unique_violation, query, query_opt};
-use crate::sqlite::rows::limit as row_limit;
-use crate::{
-    Channel, ChannelChange, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, Error, NewChannel,
-    Result,
+use crate::error::{Error, Result};
+use crate::mapping::limit as row_limit;
+use crate::types::{
+    Channel, ChannelChange, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, NewChannel,
 };
 
 const COLUMNS: &str =

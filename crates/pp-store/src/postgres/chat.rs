@@ -9,10 +9,10 @@ use tokio_postgres::Row;
 
 use super::rows::{self, TASK_COLUMN_COUNT, TASK_COLUMNS};
 use super::{PgStore, audit, execute, query, query_opt, tasks};
-use crate::sqlite::rows::{encode, limit as row_limit};
-use crate::{
-    ACTIVE_TURN_STATES, ChatSession, ChatTurn, Error, NewChatSession, NewTask, Result, ids,
-};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{encode, inserted, limit as row_limit};
+use crate::types::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession, NewTask};
 
 const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, updated_at, \
      summary, summarised_through";
@@ -45,16 +45,7 @@ impl PgStore {
         };
         audit::insert(&transaction, row, now).await?;
         transaction.commit().await?;
-        Ok(ChatSession {
-            id,
-            title: new.title,
-            workspace: new.workspace,
-            created_by: new.created_by,
-            created_at: now,
-            updated_at: now,
-            summary: None,
-            summarised_through: 0,
-        })
+        Ok(inserted::chat_session(id, new, now))
     }
 
     /// The `limit` most recently active chat sessions (`updated_at`), newest first.
@@ -294,7 +285,14 @@ async fn turns(db: &impl GenericClient, session: &str) -> Result<Vec<ChatTurn>> 
             let index: i64 = row.try_get(TASK_COLUMN_COUNT)?;
             let messages: Option<String> = row.try_get(TASK_COLUMN_COUNT + 1)?;
             let messages = messages
-                .map(|text| rows::json("session_turns", "messages", task.id.as_str(), &text))
+                .map(|text| {
+                    crate::mapping::decode_json(
+                        "session_turns",
+                        "messages",
+                        task.id.as_str(),
+                        &text,
+                    )
+                })
                 .transpose()?;
             Ok(ChatTurn {
                 index: small(index),

@@ -20,16 +20,17 @@ use deadpool_postgres::GenericClient;
 use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
 
 use super::rows::{self, EVENT_COLUMNS};
-use super::{PgStore, changes, execute, model_calls, query, query_one, query_opt, tasks};
-use crate::sqlite::rows::{encode, limit as row_limit};
-use crate::{NewChange, NewModelCall, Result};
+use super::{PgStore, changes, execute, model_calls, query, query_one, query_opt};
+use crate::error::{Error, Result};
+use crate::mapping::{encode, limit as row_limit};
+use crate::types::{NewChange, NewModelCall};
 
 /// The advisory lock key serialising event inserts ("ppevents" as bytes).
 const EVENTS_LOCK: i64 = 0x7070_6576_656e_7473;
 
 impl PgStore {
     /// Appends `events` to `task` in one transaction and returns them with their sequence
-    /// numbers ([`crate::Error::NotFound`] if the task does not exist).
+    /// numbers ([`Error::NotFound`] if the task does not exist).
     pub(crate) async fn append_events(
         &self,
         task: &TaskId,
@@ -80,7 +81,7 @@ impl PgStore {
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
         let stored = if events.is_empty() {
-            tasks::ensure_exists(&transaction, task).await?;
+            ensure_exists(&transaction, task).await?;
             Vec::new()
         } else {
             // One round trip: the task exists, and the events lock is taken.
@@ -90,7 +91,7 @@ impl PgStore {
                 &[&task.as_str(), &EVENTS_LOCK],
             )
             .await?
-            .ok_or_else(|| crate::Error::NotFound {
+            .ok_or_else(|| Error::NotFound {
                 what: "task",
                 id: task.to_string(),
             })?;
@@ -228,7 +229,7 @@ async fn insert_locked(
     )
     .await?;
     if found.len() != events.len() {
-        return Err(crate::Error::Postgres(format!(
+        return Err(Error::Postgres(format!(
             "{} events inserted, {} expected",
             found.len(),
             events.len()
@@ -246,4 +247,12 @@ async fn insert_locked(
             })
         })
         .collect()
+}
+
+/// Whether the task exists ([`Error::NotFound`] if not).
+pub(crate) async fn ensure_exists(db: &impl GenericClient, id: &TaskId) -> Result<()> {
+    query_opt(db, "SELECT 1 FROM tasks WHERE id = $1", &[&id.as_str()])
+        .await?
+        .map(|_| ())
+        .ok_or_else(|| Error::task_not_found(id))
 }

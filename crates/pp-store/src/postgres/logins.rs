@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use super::{PgStore, count, execute, query_one};
-use crate::{Result, ids};
+use crate::error::Result;
+use crate::ids;
 
 impl PgStore {
     /// Starts a console login that lasts `ttl` and returns its secret id (64 hex

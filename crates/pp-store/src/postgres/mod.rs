@@ -54,8 +54,8 @@ use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Socket};
 
-use crate::store::url::redact;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+use crate::url::redact;
 
 /// Connections in the pool: a worker holds one per store call, briefly.
 const POOL_SIZE: usize = 16;

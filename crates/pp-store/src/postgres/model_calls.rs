@@ -5,8 +5,9 @@ use deadpool_postgres::GenericClient;
 use pp_types::{Cost, TaskId, Timestamp, Usage};
 
 use super::{PgStore, execute, query};
-use crate::sqlite::rows::int;
-use crate::{ModelCallRow, NewModelCall, Result};
+use crate::error::Result;
+use crate::mapping::int;
+use crate::types::{ModelCallRow, NewModelCall};
 
 impl PgStore {
     /// The task's model calls, oldest first.

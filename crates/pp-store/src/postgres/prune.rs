@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use super::{PgStore, count, execute, query};
-use crate::{PruneReport, Result};
+use crate::error::Result;
+use crate::types::PruneReport;
 
 impl PgStore {
     /// Removes, in one transaction, the events and audit rows older than `older_than`

@@ -8,22 +8,18 @@ use deadpool_postgres::GenericClient;
 use pp_types::{Actor, TaskId, TaskRecord, Timestamp};
 use tokio_postgres::Row;
 
+use super::rows;
 use super::{PgStore, chat, execute, is_unique_violation, query, query_opt, tasks};
-use crate::sqlite::rows::{decode_name, int, limit as row_limit};
-use crate::{
-    ACTIVE_TURN_STATES, Error, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Result,
-    Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, ids,
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{
+    HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM, int,
+    limit as row_limit,
 };
-
-const SCHEDULE_COLUMNS: &str = "schedules.id, schedules.name, schedules.cron, \
-     schedules.time_zone, schedules.prompt, schedules.workspace, schedules.session, \
-     schedules.overlap, schedules.enabled, schedules.paused_reason, schedules.created_by, \
-     schedules.created_at, schedules.updated_at, schedules.last_fired_at, \
-     schedules.next_fire_at, schedules.last_task_id, tasks.state";
-
-const SCHEDULE_FROM: &str = "schedules LEFT JOIN tasks ON tasks.id = schedules.last_task_id";
-
-const HISTORY_COLUMNS: &str = "id, schedule_id, kind, occurrence, at, missed, task_id, detail";
+use crate::types::{
+    ACTIVE_TURN_STATES, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Schedule,
+    ScheduleEvent, ScheduleEventKind, ScheduleSpec,
+};
 
 impl PgStore {
     /// Creates a schedule. [`Error::NameTaken`] when another schedule has the name.
@@ -259,7 +255,7 @@ impl PgStore {
             detail: Some(format!("run now by {}", actor.as_str())),
             ..History::new(id, ScheduleEventKind::ScheduleFired)
         };
-        row.insert(&transaction, now).await?;
+        insert_history(&transaction, row, now).await?;
         transaction.commit().await?;
         Ok(task)
     }
@@ -346,7 +342,7 @@ async fn fire_in(db: &impl GenericClient, fire: FireOccurrence, now: Timestamp) 
             missed: fire.missed,
             ..History::new(id, ScheduleEventKind::ScheduleMissed)
         };
-        row.insert(db, now).await?;
+        insert_history(db, row, now).await?;
     }
     let occurrence = Some(fire.occurrence);
     if schedule.spec.overlap == Overlap::Skip
@@ -385,7 +381,7 @@ async fn fire_in(db: &impl GenericClient, fire: FireOccurrence, now: Timestamp) 
         task_id: Some(task.id.clone()),
         ..History::new(id, ScheduleEventKind::ScheduleFired)
     };
-    row.insert(db, now).await?;
+    insert_history(db, row, now).await?;
     Ok(Fired::Task(Box::new(task)))
 }
 
@@ -404,7 +400,7 @@ async fn skip(
         detail,
         ..History::new(id, ScheduleEventKind::ScheduleSkipped)
     };
-    row.insert(db, now).await?;
+    insert_history(db, row, now).await?;
     Ok(Fired::Skipped { task })
 }
 
@@ -432,50 +428,28 @@ async fn pause_in(
         detail: Some(reason.to_owned()),
         ..History::new(id, ScheduleEventKind::SchedulePaused)
     };
-    row.insert(db, now).await?;
+    insert_history(db, row, now).await?;
     Ok(true)
 }
 
-/// A history row to write.
-struct History<'a> {
-    schedule_id: &'a str,
-    kind: ScheduleEventKind,
-    occurrence: Option<Timestamp>,
-    missed: u64,
-    task_id: Option<TaskId>,
-    detail: Option<String>,
-}
-
-impl<'a> History<'a> {
-    fn new(schedule_id: &'a str, kind: ScheduleEventKind) -> Self {
-        Self {
-            schedule_id,
-            kind,
-            occurrence: None,
-            missed: 0,
-            task_id: None,
-            detail: None,
-        }
-    }
-
-    async fn insert(self, db: &impl GenericClient, now: Timestamp) -> Result<()> {
-        execute(
-            db,
-            "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
-             task_id, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[
-                &self.schedule_id,
-                &self.kind.as_str(),
-                &self.occurrence.map(Timestamp::as_millis),
-                &now.as_millis(),
-                &int(self.missed),
-                &self.task_id.as_ref().map(TaskId::as_str),
-                &self.detail,
-            ],
-        )
-        .await?;
-        Ok(())
-    }
+/// Writes a history row inside the caller's transaction.
+async fn insert_history(db: &impl GenericClient, row: History<'_>, now: Timestamp) -> Result<()> {
+    execute(
+        db,
+        "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
+         task_id, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        &[
+            &row.schedule_id,
+            &row.kind.as_str(),
+            &row.occurrence.map(Timestamp::as_millis),
+            &now.as_millis(),
+            &int(row.missed),
+            &row.task_id.as_ref().map(TaskId::as_str),
+            &row.detail,
+        ],
+    )
+    .await?;
+    Ok(())
 }
 
 async fn load(db: &impl GenericClient, id: &str) -> Result<Schedule> {
@@ -489,54 +463,12 @@ async fn load(db: &impl GenericClient, id: &str) -> Result<Schedule> {
     decode(&row)
 }
 
+/// Decodes a row selected with [`SCHEDULE_COLUMNS`].
 fn decode(row: &Row) -> Result<Schedule> {
-    let id: String = row.try_get(0)?;
-    let overlap = decode_name("schedules", "overlap", &id, row.try_get(7)?)?;
-    let created_by = decode_name("schedules", "created_by", &id, row.try_get(10)?)?;
-    let last_task_state = row
-        .try_get::<_, Option<String>>(16)?
-        .map(|state| decode_name("tasks", "state", &id, state))
-        .transpose()?;
-    Ok(Schedule {
-        spec: ScheduleSpec {
-            name: row.try_get(1)?,
-            cron: row.try_get(2)?,
-            time_zone: row.try_get(3)?,
-            prompt: row.try_get(4)?,
-            workspace: row.try_get(5)?,
-            session: row.try_get(6)?,
-            overlap,
-        },
-        enabled: row.try_get(8)?,
-        paused_reason: row.try_get(9)?,
-        created_by,
-        created_at: Timestamp::from_millis(row.try_get(11)?),
-        updated_at: Timestamp::from_millis(row.try_get(12)?),
-        last_fired_at: row
-            .try_get::<_, Option<i64>>(13)?
-            .map(Timestamp::from_millis),
-        next_fire_at: row
-            .try_get::<_, Option<i64>>(14)?
-            .map(Timestamp::from_millis),
-        last_task_id: row.try_get::<_, Option<String>>(15)?.map(TaskId),
-        last_task_state,
-        id,
-    })
+    rows::raw::<RawSchedule>(row)?.decode()
 }
 
+/// Decodes a row selected with [`HISTORY_COLUMNS`].
 fn decode_history(row: &Row) -> Result<ScheduleEvent> {
-    let id: i64 = row.try_get(0)?;
-    let kind = decode_name("schedule_history", "kind", &id.to_string(), row.try_get(2)?)?;
-    Ok(ScheduleEvent {
-        id,
-        schedule_id: row.try_get(1)?,
-        kind,
-        occurrence: row
-            .try_get::<_, Option<i64>>(3)?
-            .map(Timestamp::from_millis),
-        at: Timestamp::from_millis(row.try_get(4)?),
-        missed: u64::try_from(row.try_get::<_, i64>(5)?).unwrap_or(0),
-        task_id: row.try_get::<_, Option<String>>(6)?.map(TaskId),
-        detail: row.try_get(7)?,
-    })
+    rows::raw::<RawScheduleEvent>(row)?.decode()
 }

@@ -4,7 +4,7 @@
 
 use tokio_postgres::{Client, GenericClient};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Every migration, in order; version N is `MIGRATIONS[N - 1]`.
 const MIGRATIONS: &[&str] = &[

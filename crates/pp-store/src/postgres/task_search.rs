@@ -5,8 +5,9 @@ use tokio_postgres::types::ToSql;
 
 use super::rows::{self, TASK_COLUMNS};
 use super::{PgStore, query};
-use crate::sqlite::rows::limit as row_limit;
-use crate::{Result, TaskFilter};
+use crate::error::Result;
+use crate::mapping::limit as row_limit;
+use crate::types::TaskFilter;
 
 /// ASCII upper-case letters and their lower-case forms, for `translate`: prompts match
 /// case-insensitively for ASCII letters only, as SQLite's `LIKE` does.

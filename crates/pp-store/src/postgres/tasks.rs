@@ -7,8 +7,10 @@ use pp_types::{NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp};
 
 use super::rows::{self, TASK_COLUMNS};
 use super::{PgStore, audit, events, execute, query, query_opt};
-use crate::sqlite::rows::{encode_opt, int, limit as row_limit, name_of};
-use crate::{Error, NewTask, Result, TaskChange, ids};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{encode_opt, inserted, int, limit as row_limit, name_of};
+use crate::types::{NewTask, TaskChange};
 
 impl PgStore {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
@@ -36,6 +38,22 @@ impl PgStore {
     /// One task; [`Error::NotFound`] if there is none with this id.
     pub(crate) async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
         load(&self.client().await?, id).await
+    }
+
+    /// The tasks with these ids, in one query, in no particular order; unknown ids are
+    /// absent.
+    pub(crate) async fn tasks_by_ids(&self, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = ids.iter().map(TaskId::as_str).collect();
+        let found = query(
+            &self.client().await?,
+            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ANY($1)"),
+            &[&ids],
+        )
+        .await?;
+        rows::all(&found, rows::task)
     }
 
     /// Up to `limit` tasks, newest first, optionally only those in `state`.
@@ -239,27 +257,7 @@ pub(crate) async fn insert_as(
         now,
     )
     .await?;
-    Ok(TaskRecord {
-        id,
-        prompt: new.prompt,
-        workspace: new.workspace,
-        workspace_path: new.workspace_path,
-        state: TaskState::Queued,
-        created_by: new.created_by,
-        origin: new.origin,
-        script: new.script,
-        script_position: 0,
-        running_ms: 0,
-        final_text: None,
-        failure_reason: None,
-        error: None,
-        created_at: now,
-        updated_at: now,
-        finished_at: None,
-        changes: pp_types::ChangeCounts::default(),
-        usage: pp_types::TaskUsage::default(),
-        created_by_user: user.map(str::to_owned),
-    })
+    Ok(inserted::task(id, new, user, now))
 }
 
 /// Reads one task.
@@ -270,23 +268,8 @@ pub(crate) async fn load(db: &impl GenericClient, id: &TaskId) -> Result<TaskRec
         &[&id.as_str()],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::task_not_found(id))?;
     rows::task(&row)
-}
-
-/// Whether the task exists ([`Error::NotFound`] if not).
-pub(crate) async fn ensure_exists(db: &impl GenericClient, id: &TaskId) -> Result<()> {
-    query_opt(db, "SELECT 1 FROM tasks WHERE id = $1", &[&id.as_str()])
-        .await?
-        .map(|_| ())
-        .ok_or_else(|| not_found(id))
-}
-
-fn not_found(id: &TaskId) -> Error {
-    Error::NotFound {
-        what: "task",
-        id: id.to_string(),
-    }
 }
 
 /// The compare-and-set at the heart of every task change, inside the caller's
@@ -345,7 +328,7 @@ pub(crate) async fn apply_change(
         ],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::task_not_found(id))?;
     rows::task(&row)
 }
 
@@ -358,7 +341,7 @@ pub(crate) async fn locked_state(db: &impl GenericClient, id: &TaskId) -> Result
         &[&id.as_str()],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::task_not_found(id))?;
     let current: String = row.try_get(0)?;
     TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
         table: "tasks",

@@ -15,10 +15,12 @@ use pp_types::{
 };
 use serde_json::json;
 
-use crate::{
+use crate::Store;
+use crate::StoreUrl;
+use crate::types::{
     AuditFilter, Before, ChannelChange, DeliveryStatus, FireOccurrence, Fired, NewApproval,
     NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule, NewTask, Overlap, Resolve,
-    ScheduleSpec, Store, StoreUrl, TaskChange, TaskFilter,
+    ScheduleSpec, TaskChange, TaskFilter,
 };
 
 /// Where every test's manual clock starts.

@@ -11,8 +11,10 @@ use deadpool_postgres::GenericClient;
 use pp_types::{Role, TaskId, TaskRecord, Timestamp, UserRecord};
 
 use super::{PgStore, count, execute, is_unique_violation, query, query_opt, tasks};
-use crate::sqlite::rows::decode_name;
-use crate::{Error, LoginOwner, NewTask, Result, USER_TOKEN_PREFIX, ids};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::decode_name;
+use crate::types::{LoginOwner, NewTask, USER_TOKEN_PREFIX};
 
 impl PgStore {
     /// Adds a user with `role` and a fresh token; returns the user and the token, which

@@ -8,8 +8,10 @@ use pp_types::{TaskId, TaskRecord, TaskState, Timestamp};
 
 use super::tasks::apply_change;
 use super::{PgStore, execute, query, query_opt};
-use crate::sqlite::rows::{decode_json, encode};
-use crate::{Error, NewWorker, Result, TaskChange, WorkerRecord, ids};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{decode_json, encode};
+use crate::types::{NewWorker, TaskChange, WorkerRecord};
 
 /// Workers silent for this long are deleted when another registers (as on SQLite).
 const FORGET_AFTER: Duration = Duration::from_secs(24 * 60 * 60);

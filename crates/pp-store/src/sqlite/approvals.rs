@@ -1,60 +1,18 @@
 //! Approvals: suspending a task with its checkpoint, and resolving it exactly once.
 
 use pp_types::{
-    Actor, ApprovalId, ApprovalRecord, ApprovalState, Checkpoint, Event, EventKind, NewAudit, Risk,
-    StoredEvent, TaskId, TaskRecord, TaskState, Timestamp, WriteLabel,
+    ApprovalId, ApprovalRecord, ApprovalState, Event, NewAudit, StoredEvent, TaskId, TaskRecord,
+    TaskState, Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::Value;
 
-use super::rows::{self, APPROVAL_COLUMNS, RawApproval};
-use super::tasks::{self, TaskChange};
+use super::rows::{self, APPROVAL_COLUMNS};
+use super::tasks::{self};
 use super::{SqliteStore as Store, audit, events};
-use crate::{Error, Result, ids};
-
-/// An approval request to store (it starts `pending`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewApproval {
-    /// The tool's name.
-    pub tool: String,
-    /// The tool's capability.
-    pub capability: String,
-    /// The tool's risk.
-    pub risk: Risk,
-    /// Create or overwrite, when the tool described its effect.
-    pub label: Option<WriteLabel>,
-    /// The target path as the model wrote it.
-    pub target: Option<String>,
-    /// The arguments the person is shown.
-    pub arguments: Value,
-    /// What the person is shown of the target (the jail's fingerprint: `absent`, or metadata plus a content hash).
-    pub fingerprint: Option<String>,
-    /// Everything needed to continue the task.
-    pub checkpoint: Checkpoint,
-    /// Whether what the call would replace can be kept for a revert; `None` for tools
-    /// without a file effect.
-    pub revertible: Option<bool>,
-}
-
-/// A person's decision on a pending approval, applied by [`crate::Store::resolve`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Resolve {
-    /// `Approved`, `Rejected` or `Stale` (`Pending` is refused).
-    pub state: ApprovalState,
-    /// Who decided.
-    pub actor: Actor,
-    /// The operator's reason (rejections) or why it went stale.
-    pub reason: Option<String>,
-    /// The edited arguments it was approved with.
-    pub edited_arguments: Option<Value>,
-    /// The audit row; the store fills in `approval_id` and `task_id`, and `actor` when
-    /// it is `None` (with [`Resolve::actor`]).
-    pub audit: NewAudit,
-    /// Where the task goes (usually `Running`); it must be `WaitingApproval` now.
-    pub task_to: TaskState,
-    /// Events appended in the same transaction.
-    pub events: Vec<Event>,
-}
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{self, RawApproval, inserted};
+use crate::types::{NewApproval, Resolve, TaskChange};
 
 impl Store {
     /// Suspends a running task: in one transaction, the task moves `Running →
@@ -73,7 +31,7 @@ impl Store {
     ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
         let now = self.now();
         let id = ApprovalId(ids::new_id("a_", now)?);
-        let new_events = with_approval_id(std::mem::take(&mut change.events), &id);
+        let new_events = inserted::with_approval_id(std::mem::take(&mut change.events), &id);
         self.write(|transaction| {
             let task_record =
                 tasks::change_state(transaction, task, &[TaskState::Running], &change, now)?;
@@ -102,15 +60,15 @@ impl Store {
                          ORDER BY rowid DESC LIMIT ?2"
                     ))?
                     .query_map(
-                        params![state.as_str(), rows::limit(limit)],
-                        RawApproval::from_row,
+                        params![state.as_str(), mapping::limit(limit)],
+                        rows::raw::<RawApproval>,
                     )?
                     .collect::<rusqlite::Result<Vec<_>>>()?,
                 None => connection
                     .prepare_cached(&format!(
                         "SELECT {APPROVAL_COLUMNS} FROM approvals ORDER BY rowid DESC LIMIT ?1"
                     ))?
-                    .query_map(params![rows::limit(limit)], RawApproval::from_row)?
+                    .query_map(params![mapping::limit(limit)], rows::raw::<RawApproval>)?
                     .collect::<rusqlite::Result<Vec<_>>>()?,
             };
             raw.into_iter().map(RawApproval::decode).collect()
@@ -124,7 +82,7 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE task_id = ?1 ORDER BY rowid"
                 ))?
-                .query_map([task.as_str()], RawApproval::from_row)?
+                .query_map([task.as_str()], rows::raw::<RawApproval>)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawApproval::decode).collect()
         })
@@ -150,7 +108,7 @@ impl Store {
                 state: resolve.state,
             });
         }
-        let edited = rows::encode_opt("edited arguments", resolve.edited_arguments.as_ref())?;
+        let edited = mapping::encode_opt("edited arguments", resolve.edited_arguments.as_ref())?;
         let now = self.now();
         self.write(|transaction| {
             let (task_id, current) = state_of(transaction, id)?;
@@ -242,7 +200,7 @@ impl Store {
     ) -> Result<ApprovalRecord> {
         let now = self.now();
         let id = ApprovalId(ids::new_id("a_", now)?);
-        let events = with_approval_id(events, &id);
+        let events = inserted::with_approval_id(events, &id);
         let change = TaskChange::to(TaskState::WaitingApproval);
         self.write(|transaction| {
             let task_record = tasks::change_state(transaction, task, from, &change, now)?;
@@ -251,20 +209,6 @@ impl Store {
             Ok(approval)
         })
     }
-}
-
-/// Fills `id` into `approval_required` events that do not name their approval yet.
-fn with_approval_id(mut events: Vec<Event>, id: &ApprovalId) -> Vec<Event> {
-    for event in &mut events {
-        if let EventKind::ApprovalRequired {
-            approval_id: approval_id @ None,
-            ..
-        } = &mut event.kind
-        {
-            *approval_id = Some(id.to_string());
-        }
-    }
-    events
 }
 
 /// Inserts a pending approval inside the caller's transaction.
@@ -278,7 +222,7 @@ fn insert(
     let label = new
         .label
         .as_ref()
-        .map(|label| rows::name_of("label", label))
+        .map(|label| mapping::name_of("label", label))
         .transpose()?;
     connection
         .prepare_cached(
@@ -291,35 +235,16 @@ fn insert(
             task.as_str(),
             new.tool,
             new.capability,
-            rows::name_of("risk", &new.risk)?,
+            mapping::name_of("risk", &new.risk)?,
             label,
             new.target,
-            rows::encode("approval arguments", &new.arguments)?,
+            mapping::encode("approval arguments", &new.arguments)?,
             new.fingerprint,
-            rows::encode("checkpoint", &new.checkpoint)?,
+            mapping::encode("checkpoint", &new.checkpoint)?,
             now.as_millis(),
             new.revertible,
         ])?;
-    Ok(ApprovalRecord {
-        id: id.clone(),
-        task_id: task.clone(),
-        state: ApprovalState::Pending,
-        tool: new.tool,
-        capability: new.capability,
-        risk: new.risk,
-        label: new.label,
-        target: new.target,
-        arguments: new.arguments,
-        fingerprint: new.fingerprint,
-        checkpoint: new.checkpoint,
-        created_at: now,
-        resolved_at: None,
-        resolved_by: None,
-        resolved_by_user: None,
-        reason: None,
-        edited_arguments: None,
-        revertible: new.revertible,
-    })
+    Ok(inserted::approval(id, task, new, now))
 }
 
 /// Reads one approval.
@@ -328,7 +253,7 @@ fn load(connection: &Connection, id: &ApprovalId) -> Result<ApprovalRecord> {
         .prepare_cached(&format!(
             "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"
         ))?
-        .query_row([id.as_str()], RawApproval::from_row)
+        .query_row([id.as_str()], rows::raw::<RawApproval>)
         .optional()?
         .ok_or_else(|| not_found(id))?
         .decode()

@@ -1,43 +1,14 @@
 //! The audit ledger: append-only rows of side effects and decisions.
 
-use pp_types::{Actor, AuditAction, AuditEntry, NewAudit, TaskId, Timestamp};
+use pp_types::{Actor, AuditEntry, NewAudit, Timestamp};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, params, params_from_iter};
 
 use super::SqliteStore as Store;
-use super::rows::{self, AUDIT_COLUMNS, RawAudit};
-use crate::Result;
-
-/// Which audit rows [`crate::Store::list_audit`] returns: all conditions must hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditFilter {
-    /// Only this actor's rows.
-    pub actor: Option<Actor>,
-    /// Only rows about this task.
-    pub task_id: Option<TaskId>,
-    /// Only this action (`task_created`, `approval_approved`, …).
-    pub action: Option<String>,
-    /// None of these actions (`console_login` rows crowd out the rest).
-    pub exclude: Vec<AuditAction>,
-    /// Only rows older than this id (paging: pass the last id of the previous page).
-    pub before_id: Option<i64>,
-    /// At most this many rows.
-    pub limit: usize,
-}
-
-impl Default for AuditFilter {
-    /// Everything, 100 rows at a time.
-    fn default() -> Self {
-        Self {
-            actor: None,
-            task_id: None,
-            action: None,
-            exclude: Vec::new(),
-            before_id: None,
-            limit: 100,
-        }
-    }
-}
+use super::rows::{self, AUDIT_COLUMNS};
+use crate::error::Result;
+use crate::mapping::{self, RawAudit, inserted};
+use crate::types::AuditFilter;
 
 impl Store {
     /// Appends one row (`actor: None` means the operator).
@@ -79,13 +50,13 @@ impl Store {
         } else {
             format!("WHERE {}", conditions.join(" AND "))
         };
-        values.push(SqlValue::Integer(rows::limit(filter.limit)));
+        values.push(SqlValue::Integer(mapping::limit(filter.limit)));
         self.read(|connection| {
             let raw = connection
                 .prepare_cached(&format!(
                     "SELECT {AUDIT_COLUMNS} FROM audit {filter_sql} ORDER BY id DESC LIMIT ?"
                 ))?
-                .query_map(params_from_iter(values), RawAudit::from_row)?
+                .query_map(params_from_iter(values), rows::raw::<RawAudit>)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawAudit::decode).collect()
         })
@@ -117,17 +88,10 @@ pub(crate) fn insert(
             entry.detail,
             entry.user,
         ])?;
-    Ok(AuditEntry {
-        id: connection.last_insert_rowid(),
+    Ok(inserted::audit(
+        connection.last_insert_rowid(),
+        entry,
         at,
         actor,
-        action: entry.action,
-        task_id: entry.task_id,
-        approval_id: entry.approval_id,
-        tool: entry.tool,
-        target: entry.target,
-        arguments_hash: entry.arguments_hash,
-        detail: entry.detail,
-        user: entry.user,
-    })
+    ))
 }

@@ -23,7 +23,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::SqliteStore as Store;
 use super::schema::{self, BUSY_TIMEOUT, SCHEMA_VERSION};
-use crate::{Error, Result, ids};
+use crate::error::{Error, Result};
+use crate::ids;
 
 /// The tables every PocketPilot database has, whatever its schema version (plus the
 /// login table, see [`login_table`]).

@@ -5,9 +5,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use pp_types::{NewAudit, TaskId, TaskRecord, TaskState};
 
-use super::tasks::{TaskChange, change_state, current_state};
+use super::tasks::{change_state, current_state};
 use super::{SqliteStore as Store, audit, events};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+use crate::types::TaskChange;
 
 impl Store {
     /// Cancels a task in one of `from`, in one transaction: applies `change` (whose `to`

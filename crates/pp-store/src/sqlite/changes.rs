@@ -11,247 +11,19 @@
 
 use std::collections::HashSet;
 
-use pp_types::{
-    ApprovalId, Change, ChangeId, ChangeKind, ChangeRoot, FileMode, NewAudit, TaskId, Timestamp,
-};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use pp_types::{ApprovalId, ChangeId, NewAudit, TaskId, Timestamp};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore as Store, audit, rows};
-use crate::{Error, Result, ids};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{self, RawChange, mode_columns};
+use crate::types::{ChangeRow, NewChange};
 
-/// What a file held before a change, as the log records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Before {
-    /// Nothing: a revert deletes the file.
-    Absent,
-    /// The content is kept; the SHA-256 (hex) of the blob.
-    Kept(String),
-    /// Not kept (too large, unreadable, or the blob could not be stored).
-    NotKept,
-    /// Kept once, pruned by `[revert] retain_days`.
-    Expired,
-    /// An empty folder (what a delete removed): a revert creates it again.
-    Folder,
-    /// No snapshot at all (effects unknown).
-    Unknown,
-}
-
-impl Before {
-    fn column(&self) -> (&'static str, Option<&str>) {
-        match self {
-            Self::Absent => ("absent", None),
-            Self::Kept(sha256) => ("kept", Some(sha256)),
-            Self::NotKept => ("not_kept", None),
-            Self::Expired => ("expired", None),
-            Self::Folder => ("folder", None),
-            Self::Unknown => ("none", None),
-        }
-    }
-}
-
-/// Where a row is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeState {
-    /// Recorded after the effect.
-    Done,
-    /// A revert's intent: its file write may or may not have happened.
-    Pending,
-    /// An intent whose write never happened (hidden from lists).
-    Abandoned,
-}
-
-/// A change to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewChange {
-    /// The task.
-    pub task_id: TaskId,
-    /// The approval that allowed the call (`None` for reverts).
-    pub approval_id: Option<ApprovalId>,
-    /// The tool (`revert` for reverts).
-    pub tool: String,
-    /// What it did.
-    pub kind: ChangeKind,
-    /// The file relative to `root`, links resolved (a move: where it is now).
-    pub path: Option<String>,
-    /// A move only: where the entry was, relative to `root`, links resolved.
-    pub from_path: Option<String>,
-    /// What `path` is relative to.
-    pub root: ChangeRoot,
-    /// Bytes the file holds afterwards.
-    pub bytes: Option<u64>,
-    /// What the file held before.
-    pub before: Before,
-    /// The mode and owner of the file before (what a revert that writes it again
-    /// gives it); `None` when nothing was there or it was not recorded.
-    pub before_mode: Option<FileMode>,
-    /// The jail's fingerprint of the file right after the change.
-    pub after_fingerprint: Option<String>,
-    /// The blob of the content right after the change, when kept.
-    pub after_sha256: Option<String>,
-}
-
-/// A stored change with what a revert needs besides the wire view.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChangeRow {
-    /// The wire view (`revertible` computed from the columns below).
-    pub change: Change,
-    /// What the file held before.
-    pub before: Before,
-    /// The mode and owner of the file before; `None` for rows recorded before modes
-    /// were kept, and where nothing was there.
-    pub before_mode: Option<FileMode>,
-    /// The fingerprint right after the change.
-    pub after_fingerprint: Option<String>,
-    /// The blob of the content right after the change.
-    pub after_sha256: Option<String>,
-    /// For a revert: the change it undoes.
-    pub reverts: Option<ChangeId>,
-    /// Done, pending or abandoned.
-    pub state: ChangeState,
-}
-
-/// The columns [`read_row`] reads, in order.
+/// The columns of [`RawChange`], in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \
      before_state, before_sha256, after_fingerprint, after_sha256, reverts, reverted_by, state, root, \
      from_path, before_mode, before_uid, before_gid";
-
-fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
-    Ok(Raw {
-        id: row.get(0)?,
-        task_id: row.get(1)?,
-        approval_id: row.get(2)?,
-        tool: row.get(3)?,
-        kind: row.get(4)?,
-        path: row.get(5)?,
-        bytes: row.get(6)?,
-        at: row.get(7)?,
-        before_state: row.get(8)?,
-        before_sha256: row.get(9)?,
-        after_fingerprint: row.get(10)?,
-        after_sha256: row.get(11)?,
-        reverts: row.get(12)?,
-        reverted_by: row.get(13)?,
-        state: row.get(14)?,
-        root: row.get(15)?,
-        from_path: row.get(16)?,
-        before_mode: row.get(17)?,
-        before_uid: row.get(18)?,
-        before_gid: row.get(19)?,
-    })
-}
-
-/// A `changes` row before decoding.
-struct Raw {
-    id: String,
-    task_id: String,
-    approval_id: Option<String>,
-    tool: String,
-    kind: String,
-    path: Option<String>,
-    bytes: Option<i64>,
-    at: i64,
-    before_state: String,
-    before_sha256: Option<String>,
-    after_fingerprint: Option<String>,
-    after_sha256: Option<String>,
-    reverts: Option<String>,
-    reverted_by: Option<String>,
-    state: String,
-    root: String,
-    from_path: Option<String>,
-    before_mode: Option<i64>,
-    before_uid: Option<i64>,
-    before_gid: Option<i64>,
-}
-
-/// A mode and owner from their three columns (`None` without a mode).
-pub(crate) fn mode_from_columns(
-    mode: Option<i64>,
-    uid: Option<i64>,
-    gid: Option<i64>,
-) -> Option<FileMode> {
-    let id = |value: Option<i64>| value.and_then(|value| u32::try_from(value).ok());
-    Some(FileMode {
-        mode: id(mode)?,
-        uid: id(uid),
-        gid: id(gid),
-    })
-}
-
-/// A mode and owner as their three columns.
-pub(crate) fn mode_columns(mode: Option<&FileMode>) -> [Option<i64>; 3] {
-    match mode {
-        Some(mode) => [
-            Some(i64::from(mode.mode)),
-            mode.uid.map(i64::from),
-            mode.gid.map(i64::from),
-        ],
-        None => [None; 3],
-    }
-}
-
-impl Raw {
-    fn decode(self) -> Result<ChangeRow> {
-        let corrupt = |column: &'static str, value: &str| Error::Corrupt {
-            table: "changes",
-            column,
-            id: self.id.clone(),
-            source: serde::de::Error::custom(format!("unknown value `{value}`")),
-        };
-        let kind = ChangeKind::parse(&self.kind).ok_or_else(|| corrupt("kind", &self.kind))?;
-        let before = match (self.before_state.as_str(), self.before_sha256.clone()) {
-            ("absent", _) => Before::Absent,
-            ("kept", Some(sha256)) => Before::Kept(sha256),
-            ("not_kept", _) => Before::NotKept,
-            ("expired", _) => Before::Expired,
-            ("folder", _) => Before::Folder,
-            ("none", _) => Before::Unknown,
-            (other, _) => return Err(corrupt("before_state", other)),
-        };
-        let root = ChangeRoot::parse(&self.root).ok_or_else(|| corrupt("root", &self.root))?;
-        let state = match self.state.as_str() {
-            "done" => ChangeState::Done,
-            "pending" => ChangeState::Pending,
-            "abandoned" => ChangeState::Abandoned,
-            other => return Err(corrupt("state", other)),
-        };
-        let revertible = matches!(
-            kind,
-            ChangeKind::Created
-                | ChangeKind::Overwritten
-                | ChangeKind::Edited
-                | ChangeKind::Moved
-                | ChangeKind::Deleted
-                | ChangeKind::FolderCreated
-        ) && matches!(before, Before::Absent | Before::Kept(_) | Before::Folder)
-            && (kind != ChangeKind::Moved || self.from_path.is_some())
-            && self.reverted_by.is_none()
-            && state == ChangeState::Done
-            && self.path.is_some();
-        Ok(ChangeRow {
-            change: Change {
-                id: ChangeId(self.id),
-                task_id: TaskId(self.task_id),
-                approval_id: self.approval_id.map(ApprovalId),
-                tool: self.tool,
-                kind,
-                path: self.path,
-                from_path: self.from_path,
-                root,
-                bytes: self.bytes.and_then(|bytes| u64::try_from(bytes).ok()),
-                at: Timestamp::from_millis(self.at),
-                revertible,
-                reverted_by: self.reverted_by.map(ChangeId),
-            },
-            before,
-            before_mode: mode_from_columns(self.before_mode, self.before_uid, self.before_gid),
-            after_fingerprint: self.after_fingerprint,
-            after_sha256: self.after_sha256,
-            reverts: self.reverts.map(ChangeId),
-            state,
-        })
-    }
-}
 
 impl Store {
     /// Records one change (state `done`).
@@ -322,9 +94,9 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT {CHANGE_COLUMNS} FROM changes WHERE {condition}"
                 ))?
-                .query_map([value], read_row)?
+                .query_map([value], rows::raw::<RawChange>)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            raw.into_iter().map(Raw::decode).collect()
+            raw.into_iter().map(RawChange::decode).collect()
         })
     }
 
@@ -373,7 +145,7 @@ impl Store {
                 .execute(params![
                     revert.as_str(),
                     after_fingerprint,
-                    bytes.map(rows::int)
+                    bytes.map(mapping::int)
                 ])?;
             if let Some(of) = &row.reverts {
                 transaction
@@ -475,7 +247,7 @@ pub(crate) fn insert(
             tool,
             kind.as_str(),
             path,
-            bytes.map(rows::int),
+            bytes.map(mapping::int),
             now.as_millis(),
             before_state,
             before_sha256,
@@ -496,7 +268,7 @@ fn load(connection: &Connection, id: &ChangeId) -> Result<ChangeRow> {
         .prepare_cached(&format!(
             "SELECT {CHANGE_COLUMNS} FROM changes WHERE id = ?1"
         ))?
-        .query_row([id.as_str()], read_row)
+        .query_row([id.as_str()], rows::raw::<RawChange>)
         .optional()?
         .ok_or_else(|| Error::NotFound {
             what: "change",

@@ -7,63 +7,15 @@
 //! ends; the task's events and audit rows are the task's as always, so retention
 //! ([`crate::Store::prune`]) may drop those while the conversation stays whole.
 
-use pp_types::{Actor, AuditAction, Message, NewAudit, TaskRecord, TaskState, Timestamp};
+use pp_types::{Actor, AuditAction, Message, NewAudit, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::rows::{self, RawTask, TASK_COLUMNS};
+use super::rows::{self, TASK_COLUMNS};
 use super::{SqliteStore as Store, audit, tasks};
-use crate::{Error, NewTask, Result, ids};
-
-/// A chat session to create.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewChatSession {
-    /// An optional title for lists.
-    pub title: Option<String>,
-    /// The configured workspace's name every turn runs in.
-    pub workspace: String,
-    /// Who created it.
-    pub created_by: Actor,
-}
-
-/// A chat session as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChatSession {
-    /// `s_…`.
-    pub id: String,
-    /// The title, if one was given.
-    pub title: Option<String>,
-    /// The workspace's name.
-    pub workspace: String,
-    /// Who created it.
-    pub created_by: Actor,
-    /// When it was created.
-    pub created_at: Timestamp,
-    /// When it was created, got a turn or a summary.
-    pub updated_at: Timestamp,
-    /// The model's summary of turns `1..=summarised_through`, if any.
-    pub summary: Option<String>,
-    /// The last turn the summary covers (0: none).
-    pub summarised_through: u32,
-}
-
-/// One turn of a session, with its task as stored now.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChatTurn {
-    /// 1 for the first turn.
-    pub index: u32,
-    /// The turn's task (its prompt is the person's message).
-    pub task: TaskRecord,
-    /// The turn's own messages (user message, model turns, tool results), stored when the
-    /// task ended; `None` before, or when it ended without any (cancelled, timed out).
-    pub messages: Option<Vec<Message>>,
-}
-
-/// The states in which a turn is still active: a new message has to wait.
-pub const ACTIVE_TURN_STATES: [TaskState; 3] = [
-    TaskState::Queued,
-    TaskState::Running,
-    TaskState::WaitingApproval,
-];
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{self, RawTask, inserted};
+use crate::types::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession, NewTask};
 
 const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, updated_at, \
      summary, summarised_through";
@@ -95,16 +47,7 @@ impl Store {
             audit::insert(transaction, row, now)?;
             Ok(())
         })?;
-        Ok(ChatSession {
-            id,
-            title: new.title,
-            workspace: new.workspace,
-            created_by: new.created_by,
-            created_at: now,
-            updated_at: now,
-            summary: None,
-            summarised_through: 0,
-        })
+        Ok(inserted::chat_session(id, new, now))
     }
 
     /// The `limit` most recently active chat sessions (`updated_at`), newest first.
@@ -115,7 +58,7 @@ impl Store {
                     "SELECT {SESSION_COLUMNS} FROM chat_sessions \
                      ORDER BY updated_at DESC, rowid DESC LIMIT ?1"
                 ))?
-                .query_map([rows::limit(limit)], RawSession::from_row)?
+                .query_map([mapping::limit(limit)], RawSession::from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
                 .map(RawSession::decode)
@@ -164,7 +107,7 @@ impl Store {
         task: &pp_types::TaskId,
         messages: &[Message],
     ) -> Result<()> {
-        let encoded = rows::encode("turn messages", messages)?;
+        let encoded = mapping::encode("turn messages", messages)?;
         self.write(|transaction| {
             transaction
                 .prepare_cached("UPDATE session_turns SET messages = ?2 WHERE task_id = ?1")?
@@ -304,7 +247,7 @@ fn turns(connection: &Connection, session: &str) -> Result<Vec<ChatTurn>> {
         ))?
         .query_map([session], |row| {
             Ok((
-                RawTask::from_row(row)?,
+                rows::raw::<RawTask>(row)?,
                 row.get::<_, u32>(rows::TASK_COLUMN_COUNT)?,
                 row.get::<_, Option<String>>(rows::TASK_COLUMN_COUNT + 1)?,
             ))

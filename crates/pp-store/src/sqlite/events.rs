@@ -1,11 +1,13 @@
 //! Events: append-only, with one global sequence number across all tasks.
 
 use pp_types::{Event, NewAudit, StoredEvent, TaskId, Timestamp};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::rows::{self, EVENT_COLUMNS, RawEvent};
-use super::{SqliteStore as Store, tasks};
-use crate::Result;
+use super::SqliteStore as Store;
+use super::rows::{self, EVENT_COLUMNS};
+use crate::error::{Error, Result};
+use crate::mapping::{self, RawEvent};
+use crate::types::{NewChange, NewModelCall};
 
 impl Store {
     /// Appends `events` to `task` in one transaction and returns them with their sequence
@@ -20,7 +22,7 @@ impl Store {
         }
         let now = self.now();
         self.write(|transaction| {
-            tasks::ensure_exists(transaction, task)?;
+            ensure_exists(transaction, task)?;
             insert(transaction, task, events.to_vec(), now)
         })
     }
@@ -44,7 +46,7 @@ impl Store {
         task: &TaskId,
         events: &[Event],
         audit: Vec<NewAudit>,
-        changes: Vec<crate::NewChange>,
+        changes: Vec<NewChange>,
     ) -> Result<Vec<StoredEvent>> {
         self.append_events_with_calls(task, events, audit, changes, Vec::new())
     }
@@ -57,15 +59,15 @@ impl Store {
         task: &TaskId,
         events: &[Event],
         audit: Vec<NewAudit>,
-        changes: Vec<crate::NewChange>,
-        calls: Vec<crate::NewModelCall>,
+        changes: Vec<NewChange>,
+        calls: Vec<NewModelCall>,
     ) -> Result<Vec<StoredEvent>> {
         if events.is_empty() && audit.is_empty() && changes.is_empty() && calls.is_empty() {
             return Ok(Vec::new());
         }
         let now = self.now();
         self.write(|transaction| {
-            tasks::ensure_exists(transaction, task)?;
+            ensure_exists(transaction, task)?;
             let stored = insert(transaction, task, events.to_vec(), now)?;
             for entry in audit {
                 super::audit::insert(transaction, entry, now)?;
@@ -86,7 +88,7 @@ impl Store {
                     "SELECT {EVENT_COLUMNS} FROM events WHERE task_id = ?1 AND seq > ?2 \
                      ORDER BY seq"
                 ))?
-                .query_map(params![task.as_str(), after_seq], RawEvent::from_row)?
+                .query_map(params![task.as_str(), after_seq], rows::raw::<RawEvent>)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawEvent::decode).collect()
         })
@@ -107,8 +109,8 @@ impl Store {
                      ORDER BY seq LIMIT ?3"
                 ))?
                 .query_map(
-                    params![task.as_str(), after_seq, rows::limit(limit)],
-                    RawEvent::from_row,
+                    params![task.as_str(), after_seq, mapping::limit(limit)],
+                    rows::raw::<RawEvent>,
                 )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawEvent::decode).collect()
@@ -122,7 +124,10 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
                 ))?
-                .query_map(params![after_seq, rows::limit(limit)], RawEvent::from_row)?
+                .query_map(
+                    params![after_seq, mapping::limit(limit)],
+                    rows::raw::<RawEvent>,
+                )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawEvent::decode).collect()
         })
@@ -153,7 +158,7 @@ pub(crate) fn insert(
     )?;
     let mut stored = Vec::with_capacity(events.len());
     for event in events {
-        let payload = rows::encode("event", &event)?;
+        let payload = mapping::encode("event", &event)?;
         statement.execute(params![
             task.as_str(),
             at.as_millis(),
@@ -169,4 +174,13 @@ pub(crate) fn insert(
         });
     }
     Ok(stored)
+}
+
+/// Whether the task exists ([`Error::NotFound`] if not).
+pub(crate) fn ensure_exists(connection: &Connection, id: &TaskId) -> Result<()> {
+    connection
+        .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
+        .query_row([id.as_str()], |_| Ok(()))
+        .optional()?
+        .ok_or_else(|| Error::task_not_found(id))
 }

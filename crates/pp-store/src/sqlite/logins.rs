@@ -6,7 +6,8 @@ use std::time::Duration;
 use rusqlite::params;
 
 use super::SqliteStore as Store;
-use crate::{Result, ids};
+use crate::error::Result;
+use crate::ids;
 
 impl Store {
     /// Starts a console login that lasts `ttl` and returns its secret id (64 hex

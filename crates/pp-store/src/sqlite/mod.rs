@@ -8,14 +8,14 @@ mod approvals;
 mod audit;
 mod backup;
 mod cancel;
-pub(crate) mod changes;
+mod changes;
 mod channels;
 mod chat;
 mod events;
 mod logins;
 mod model_calls;
 mod prune;
-pub(crate) mod rows;
+mod rows;
 mod schedules;
 mod schema;
 mod task_search;
@@ -29,25 +29,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use pp_types::{Clock, Timestamp};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
-pub use approvals::{NewApproval, Resolve};
-pub use audit::AuditFilter;
-pub use changes::{Before, ChangeRow, ChangeState, NewChange};
-pub use channels::{
-    Channel, ChannelChange, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, NewChannel,
-};
-pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
-pub use model_calls::{ModelCallRow, NewModelCall};
-pub use prune::PruneReport;
-pub use schedules::{
-    FireOccurrence, Fired, NewSchedule, Overlap, Schedule, ScheduleEvent, ScheduleEventKind,
-    ScheduleSpec,
-};
 pub use schema::SCHEMA_VERSION;
-pub use task_search::TaskFilter;
-pub use tasks::{NewTask, TaskChange};
-pub use users::{LoginOwner, USER_TOKEN_PREFIX};
 
 /// The SQLite database: one file in WAL mode.
 ///

@@ -1,40 +1,13 @@
 //! Model calls: one row per call with the usage its provider reported and the cost
 //! estimated when it was recorded (`migrations/sqlite/0007_usage.sql`).
 
-use pp_types::{Cost, TaskId, TaskUsage, Timestamp, Usage};
+use pp_types::{Cost, TaskId, Timestamp, Usage};
 use rusqlite::{Connection, params};
 
 use super::SqliteStore as Store;
-use super::rows;
-use crate::Result;
-
-/// One model call to record.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewModelCall {
-    /// The loop step that made it.
-    pub step: u32,
-    /// The model's display name (`openai-compatible:gpt-4o-mini`).
-    pub model: String,
-    /// What the provider reported; `None` counts the call with zero tokens.
-    pub usage: Option<Usage>,
-    /// The estimate from the price table, when the model has a price.
-    pub cost: Option<Cost>,
-}
-
-/// One recorded model call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelCallRow {
-    /// The loop step that made it.
-    pub step: u32,
-    /// The model's display name.
-    pub model: String,
-    /// What the provider reported (`None`: nothing).
-    pub usage: Option<Usage>,
-    /// The estimated cost, if the model had a price.
-    pub cost: Option<Cost>,
-    /// When it was recorded.
-    pub at: Timestamp,
-}
+use crate::error::Result;
+use crate::mapping;
+use crate::types::{ModelCallRow, NewModelCall};
 
 impl Store {
     /// The task's model calls, oldest first.
@@ -98,53 +71,14 @@ pub(crate) fn insert(
             call.step,
             call.model,
             call.usage.is_some(),
-            rows::int(usage.prompt_tokens),
-            rows::int(usage.completion_tokens),
-            rows::int(usage.cached_tokens),
-            rows::int(usage.reasoning_tokens),
+            mapping::int(usage.prompt_tokens),
+            mapping::int(usage.completion_tokens),
+            mapping::int(usage.cached_tokens),
+            mapping::int(usage.reasoning_tokens),
             cost,
             currency,
             at.as_millis(),
         ])?;
     }
     Ok(())
-}
-
-/// Decodes the last column of [`rows::TASK_COLUMNS`], the task's model calls summed
-/// into one JSON array:
-/// `[calls, prompt, completion, cached, reasoning, priced calls, cost, min currency,
-/// max currency]`. A cost is given only when every call had a price in one currency.
-pub(crate) fn task_usage(text: Option<&str>) -> TaskUsage {
-    let Some(values) =
-        text.and_then(|text| serde_json::from_str::<Vec<serde_json::Value>>(text).ok())
-    else {
-        return TaskUsage::default();
-    };
-    let count = |index: usize| {
-        values
-            .get(index)
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0)
-    };
-    let text = |index: usize| values.get(index).and_then(serde_json::Value::as_str);
-    let (calls, prompt, completion) = (count(0), count(1), count(2));
-    let cost = match (text(7), text(8)) {
-        (Some(low), Some(high)) if calls > 0 && count(5) == calls && low == high => values
-            .get(6)
-            .and_then(serde_json::Value::as_f64)
-            .map(|amount| Cost {
-                amount,
-                currency: low.to_owned(),
-            }),
-        _ => None,
-    };
-    TaskUsage {
-        prompt_tokens: prompt,
-        completion_tokens: completion,
-        cached_tokens: count(3),
-        reasoning_tokens: count(4),
-        total_tokens: prompt.saturating_add(completion),
-        model_calls: calls,
-        cost,
-    }
 }

@@ -10,18 +10,8 @@ use std::time::Duration;
 use rusqlite::params;
 
 use super::SqliteStore as Store;
-use crate::Result;
-
-/// What [`crate::Store::prune`] removed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PruneReport {
-    /// Finished tasks that lost at least one event or audit row.
-    pub tasks: usize,
-    /// Events removed.
-    pub events: usize,
-    /// Audit rows removed (of those tasks, and rows tied to no task).
-    pub audit: usize,
-}
+use crate::error::Result;
+use crate::types::PruneReport;
 
 impl Store {
     /// Removes, in one transaction, the events and audit rows older than `older_than`

@@ -10,205 +10,20 @@
 //! and an occurrence is never claimed without its task (or its `schedule_skipped` row)
 //! being written with it.
 
-use pp_types::{Actor, TaskId, TaskRecord, TaskState, Timestamp};
-use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
-use serde::{Deserialize, Serialize};
+use pp_types::{Actor, TaskId, TaskRecord, Timestamp};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
-use super::chat::{self, ACTIVE_TURN_STATES};
+use super::chat;
 use super::{SqliteStore as Store, rows, tasks};
-use crate::{Error, NewTask, Result, ids};
-
-/// What a schedule does when its previous task is still active at the next occurrence.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Overlap {
-    /// Skip the occurrence (recorded as `schedule_skipped`) while the previous task is
-    /// `queued`, `running` or `waiting_approval`.
-    #[default]
-    Skip,
-    /// Create the task anyway; it waits its turn like any queued task.
-    Queue,
-}
-
-impl Overlap {
-    /// The snake-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Skip => "skip",
-            Self::Queue => "queue",
-        }
-    }
-
-    /// Parses `skip` or `queue`.
-    pub fn parse(text: &str) -> Option<Self> {
-        [Self::Skip, Self::Queue]
-            .into_iter()
-            .find(|overlap| overlap.as_str() == text)
-    }
-}
-
-/// What a schedule is: the fields a person sets (create and edit).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScheduleSpec {
-    /// Unique among schedules.
-    pub name: String,
-    /// The cron expression as the person wrote it (5 fields or an `@` alias).
-    pub cron: String,
-    /// The IANA time zone the expression is read in (`Europe/Berlin`).
-    pub time_zone: String,
-    /// The prompt every fire's task gets.
-    pub prompt: String,
-    /// The configured workspace's name.
-    pub workspace: String,
-    /// A chat session each fire continues (as a new turn), if any.
-    pub session: Option<String>,
-    /// The overlap policy.
-    pub overlap: Overlap,
-}
-
-/// A schedule to create.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewSchedule {
-    /// What it is.
-    pub spec: ScheduleSpec,
-    /// Whether it fires.
-    pub enabled: bool,
-    /// Who created it.
-    pub created_by: Actor,
-    /// Its first occurrence (computed by the caller from `cron` and `time_zone`); `None`
-    /// when disabled or when the expression has no future occurrence.
-    pub next_fire_at: Option<Timestamp>,
-}
-
-/// A schedule as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schedule {
-    /// `sc_…`.
-    pub id: String,
-    /// What it is.
-    pub spec: ScheduleSpec,
-    /// Whether it fires (a paused schedule is disabled with a `paused_reason`).
-    pub enabled: bool,
-    /// Why the scheduler paused it (its workspace or chat session went away); `None`
-    /// when it is enabled or a person disabled it.
-    pub paused_reason: Option<String>,
-    /// Who created it.
-    pub created_by: Actor,
-    /// When it was created.
-    pub created_at: Timestamp,
-    /// When a person last changed it (creation, edit, enable, disable).
-    pub updated_at: Timestamp,
-    /// When it last created a task.
-    pub last_fired_at: Option<Timestamp>,
-    /// The occurrence it fires next, if any.
-    pub next_fire_at: Option<Timestamp>,
-    /// The task its latest fire created.
-    pub last_task_id: Option<TaskId>,
-    /// That task's state now (`None` if there is none or it was pruned).
-    pub last_task_state: Option<TaskState>,
-}
-
-/// The kinds of rows in a schedule's history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScheduleEventKind {
-    /// An occurrence created a task (`task_id`).
-    ScheduleFired,
-    /// An occurrence was skipped: the previous task (`task_id`) was still active, or the
-    /// chat session's latest turn had not ended (`detail`).
-    ScheduleSkipped,
-    /// `missed` occurrences passed while no scheduler ran; they were not fired (the
-    /// latest due one fires once instead).
-    ScheduleMissed,
-    /// The scheduler paused the schedule (`detail`: why).
-    SchedulePaused,
-}
-
-impl ScheduleEventKind {
-    /// The snake-case name, as stored and on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ScheduleFired => "schedule_fired",
-            Self::ScheduleSkipped => "schedule_skipped",
-            Self::ScheduleMissed => "schedule_missed",
-            Self::SchedulePaused => "schedule_paused",
-        }
-    }
-}
-
-/// One row of a schedule's history.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScheduleEvent {
-    /// Ascending in the order rows were written.
-    pub id: i64,
-    /// The schedule.
-    pub schedule_id: String,
-    /// What happened.
-    pub kind: ScheduleEventKind,
-    /// The planned time it concerns (for `schedule_missed`: the first missed one).
-    pub occurrence: Option<Timestamp>,
-    /// When it was recorded.
-    pub at: Timestamp,
-    /// How many occurrences were missed (`schedule_missed` only; 0 otherwise).
-    pub missed: u64,
-    /// The task created (`schedule_fired`) or still active (`schedule_skipped`).
-    pub task_id: Option<TaskId>,
-    /// More, for people (why a schedule was paused or skipped).
-    pub detail: Option<String>,
-}
-
-/// One occurrence to fire, as [`crate::Store::fire_schedule`] takes it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FireOccurrence {
-    /// The schedule.
-    pub schedule_id: String,
-    /// The `next_fire_at` the caller read: the compare-and-set's expected value.
-    pub expected_next: Timestamp,
-    /// The `updated_at` the caller read: an edit since then makes the fire lose (the
-    /// next tick reads the edited schedule).
-    pub expected_updated: Timestamp,
-    /// The occurrence fired: the latest one due (equal to `expected_next` unless some
-    /// were missed).
-    pub occurrence: Timestamp,
-    /// Occurrences before it that were due and are not fired (recorded once as
-    /// `schedule_missed`).
-    pub missed: u64,
-    /// The occurrence after `occurrence` (`None`: there is none).
-    pub next_fire_at: Option<Timestamp>,
-    /// The task to create (its `created_by` is the scheduler).
-    pub task: NewTask,
-}
-
-/// What [`crate::Store::fire_schedule`] did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Fired {
-    /// The task was created (`queued`).
-    Task(Box<TaskRecord>),
-    /// The occurrence was claimed and skipped by the overlap policy (`task`: the
-    /// previous task, still active) or because the chat session was busy.
-    Skipped {
-        /// The task still active.
-        task: TaskId,
-    },
-    /// The occurrence was claimed and the schedule paused (its chat session is gone).
-    Paused {
-        /// Why.
-        reason: String,
-    },
-    /// Another process fired this occurrence, or the schedule was edited, disabled or
-    /// removed meanwhile: nothing was written.
-    Lost,
-}
-
-const SCHEDULE_COLUMNS: &str = "schedules.id, schedules.name, schedules.cron, \
-     schedules.time_zone, schedules.prompt, schedules.workspace, schedules.session, \
-     schedules.overlap, schedules.enabled, schedules.paused_reason, schedules.created_by, \
-     schedules.created_at, schedules.updated_at, schedules.last_fired_at, \
-     schedules.next_fire_at, schedules.last_task_id, tasks.state";
-
-const SCHEDULE_FROM: &str = "schedules LEFT JOIN tasks ON tasks.id = schedules.last_task_id";
-
-const HISTORY_COLUMNS: &str = "id, schedule_id, kind, occurrence, at, missed, task_id, detail";
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{
+    self, HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
+};
+use crate::types::{
+    ACTIVE_TURN_STATES, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Schedule,
+    ScheduleEvent, ScheduleEventKind, ScheduleSpec,
+};
 
 impl Store {
     /// Creates a schedule. [`Error::NameTaken`] when another schedule has the name.
@@ -257,7 +72,7 @@ impl Store {
                      WHERE schedules.id = ?1 OR schedules.name = ?1 \
                      ORDER BY schedules.id = ?1 DESC LIMIT 1"
                 ))?
-                .query_row([id_or_name], RawSchedule::from_row)
+                .query_row([id_or_name], rows::raw::<RawSchedule>)
                 .optional()?;
             found
                 .ok_or_else(|| not_found(id_or_name))
@@ -272,7 +87,7 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULE_FROM} ORDER BY schedules.name"
                 ))?
-                .query_map([], RawSchedule::from_row)?
+                .query_map([], rows::raw::<RawSchedule>)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
                 .map(RawSchedule::decode)
@@ -291,8 +106,8 @@ impl Store {
                      ORDER BY schedules.next_fire_at, schedules.id LIMIT ?2"
                 ))?
                 .query_map(
-                    params![now.as_millis(), super::rows::limit(limit)],
-                    RawSchedule::from_row,
+                    params![now.as_millis(), mapping::limit(limit)],
+                    rows::raw::<RawSchedule>,
                 )?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
@@ -429,7 +244,7 @@ impl Store {
                 detail: Some(format!("run now by {}", actor.as_str())),
                 ..History::new(id, ScheduleEventKind::ScheduleFired)
             };
-            row.insert(transaction, now)?;
+            insert_history(transaction, &row, now)?;
             Ok(task)
         })
     }
@@ -455,10 +270,13 @@ impl Store {
                     "SELECT {HISTORY_COLUMNS} FROM schedule_history WHERE schedule_id = ?1 \
                      ORDER BY id DESC LIMIT ?2"
                 ))?
-                .query_map(params![id, super::rows::limit(limit)], RawEvent::from_row)?
+                .query_map(
+                    params![id, mapping::limit(limit)],
+                    rows::raw::<RawScheduleEvent>,
+                )?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
-                .map(RawEvent::decode)
+                .map(RawScheduleEvent::decode)
                 .collect()
         })
     }
@@ -514,7 +332,7 @@ fn fire_in(transaction: &Connection, fire: FireOccurrence, now: Timestamp) -> Re
             missed: fire.missed,
             ..History::new(id, ScheduleEventKind::ScheduleMissed)
         };
-        row.insert(transaction, now)?;
+        insert_history(transaction, &row, now)?;
     }
     let occurrence = Some(fire.occurrence);
     let skip = |task: TaskId, detail: Option<String>| -> Result<Fired> {
@@ -524,7 +342,7 @@ fn fire_in(transaction: &Connection, fire: FireOccurrence, now: Timestamp) -> Re
             detail,
             ..History::new(id, ScheduleEventKind::ScheduleSkipped)
         };
-        row.insert(transaction, now)?;
+        insert_history(transaction, &row, now)?;
         Ok(Fired::Skipped { task })
     };
     if schedule.spec.overlap == Overlap::Skip
@@ -562,7 +380,7 @@ fn fire_in(transaction: &Connection, fire: FireOccurrence, now: Timestamp) -> Re
         task_id: Some(task.id.clone()),
         ..History::new(id, ScheduleEventKind::ScheduleFired)
     };
-    row.insert(transaction, now)?;
+    insert_history(transaction, &row, now)?;
     Ok(Fired::Task(Box::new(task)))
 }
 
@@ -589,49 +407,27 @@ fn pause_in(
         detail: Some(reason.to_owned()),
         ..History::new(id, ScheduleEventKind::SchedulePaused)
     };
-    row.insert(transaction, now)?;
+    insert_history(transaction, &row, now)?;
     Ok(true)
 }
 
-/// A history row to write.
-struct History<'a> {
-    schedule_id: &'a str,
-    kind: ScheduleEventKind,
-    occurrence: Option<Timestamp>,
-    missed: u64,
-    task_id: Option<TaskId>,
-    detail: Option<String>,
-}
-
-impl<'a> History<'a> {
-    fn new(schedule_id: &'a str, kind: ScheduleEventKind) -> Self {
-        Self {
-            schedule_id,
-            kind,
-            occurrence: None,
-            missed: 0,
-            task_id: None,
-            detail: None,
-        }
-    }
-
-    fn insert(self, connection: &Connection, now: Timestamp) -> Result<()> {
-        connection
-            .prepare_cached(
-                "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
-                 task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                self.schedule_id,
-                self.kind.as_str(),
-                self.occurrence.map(Timestamp::as_millis),
-                now.as_millis(),
-                super::rows::int(self.missed),
-                self.task_id.as_ref().map(TaskId::as_str),
-                self.detail,
-            ])?;
-        Ok(())
-    }
+/// Writes a history row inside the caller's transaction.
+fn insert_history(connection: &Connection, row: &History<'_>, now: Timestamp) -> Result<()> {
+    connection
+        .prepare_cached(
+            "INSERT INTO schedule_history (schedule_id, kind, occurrence, at, missed, \
+             task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            row.schedule_id,
+            row.kind.as_str(),
+            row.occurrence.map(Timestamp::as_millis),
+            now.as_millis(),
+            mapping::int(row.missed),
+            row.task_id.as_ref().map(TaskId::as_str),
+            row.detail,
+        ])?;
+    Ok(())
 }
 
 fn load(connection: &Connection, id: &str) -> Result<Schedule> {
@@ -639,124 +435,8 @@ fn load(connection: &Connection, id: &str) -> Result<Schedule> {
         .prepare_cached(&format!(
             "SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULE_FROM} WHERE schedules.id = ?1"
         ))?
-        .query_row([id], RawSchedule::from_row)
+        .query_row([id], rows::raw::<RawSchedule>)
         .optional()?
         .ok_or_else(|| not_found(id))?
         .decode()
-}
-
-/// A schedule row as read.
-struct RawSchedule {
-    id: String,
-    name: String,
-    cron: String,
-    time_zone: String,
-    prompt: String,
-    workspace: String,
-    session: Option<String>,
-    overlap: String,
-    enabled: bool,
-    paused_reason: Option<String>,
-    created_by: String,
-    created_at: i64,
-    updated_at: i64,
-    last_fired_at: Option<i64>,
-    next_fire_at: Option<i64>,
-    last_task_id: Option<String>,
-    last_task_state: Option<String>,
-}
-
-impl RawSchedule {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(Self {
-            id: row.get(0)?,
-            name: row.get(1)?,
-            cron: row.get(2)?,
-            time_zone: row.get(3)?,
-            prompt: row.get(4)?,
-            workspace: row.get(5)?,
-            session: row.get(6)?,
-            overlap: row.get(7)?,
-            enabled: row.get(8)?,
-            paused_reason: row.get(9)?,
-            created_by: row.get(10)?,
-            created_at: row.get(11)?,
-            updated_at: row.get(12)?,
-            last_fired_at: row.get(13)?,
-            next_fire_at: row.get(14)?,
-            last_task_id: row.get(15)?,
-            last_task_state: row.get(16)?,
-        })
-    }
-
-    fn decode(self) -> Result<Schedule> {
-        let overlap = rows::decode_name("schedules", "overlap", &self.id, self.overlap)?;
-        let created_by = rows::decode_name("schedules", "created_by", &self.id, self.created_by)?;
-        let last_task_state = self
-            .last_task_state
-            .map(|state| rows::decode_name("tasks", "state", &self.id, state))
-            .transpose()?;
-        Ok(Schedule {
-            spec: ScheduleSpec {
-                name: self.name,
-                cron: self.cron,
-                time_zone: self.time_zone,
-                prompt: self.prompt,
-                workspace: self.workspace,
-                session: self.session,
-                overlap,
-            },
-            enabled: self.enabled,
-            paused_reason: self.paused_reason,
-            created_by,
-            created_at: Timestamp::from_millis(self.created_at),
-            updated_at: Timestamp::from_millis(self.updated_at),
-            last_fired_at: self.last_fired_at.map(Timestamp::from_millis),
-            next_fire_at: self.next_fire_at.map(Timestamp::from_millis),
-            last_task_id: self.last_task_id.map(TaskId),
-            last_task_state,
-            id: self.id,
-        })
-    }
-}
-
-/// A history row as read.
-struct RawEvent {
-    id: i64,
-    schedule_id: String,
-    kind: String,
-    occurrence: Option<i64>,
-    at: i64,
-    missed: i64,
-    task_id: Option<String>,
-    detail: Option<String>,
-}
-
-impl RawEvent {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(Self {
-            id: row.get(0)?,
-            schedule_id: row.get(1)?,
-            kind: row.get(2)?,
-            occurrence: row.get(3)?,
-            at: row.get(4)?,
-            missed: row.get(5)?,
-            task_id: row.get(6)?,
-            detail: row.get(7)?,
-        })
-    }
-
-    fn decode(self) -> Result<ScheduleEvent> {
-        let kind = rows::decode_name("schedule_history", "kind", &self.id.to_string(), self.kind)?;
-        Ok(ScheduleEvent {
-            id: self.id,
-            schedule_id: self.schedule_id,
-            kind,
-            occurrence: self.occurrence.map(Timestamp::from_millis),
-            at: Timestamp::from_millis(self.at),
-            missed: u64::try_from(self.missed).unwrap_or(0),
-            task_id: self.task_id.map(TaskId),
-            detail: self.detail,
-        })
-    }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Every migration, in order; index `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[

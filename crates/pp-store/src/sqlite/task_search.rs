@@ -1,48 +1,15 @@
 //! Finding tasks: a prompt substring, a state, a workspace, who started them, and paging
 //! backwards.
 
-use pp_types::{Actor, TaskId, TaskRecord, TaskState};
+use pp_types::TaskRecord;
 use rusqlite::params_from_iter;
 use rusqlite::types::Value as SqlValue;
 
 use super::SqliteStore as Store;
-use super::rows::{self, RawTask, TASK_COLUMNS};
-use crate::Result;
-
-/// Which tasks [`crate::Store::search_tasks`] returns, newest first: all conditions must hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskFilter {
-    /// Only prompts containing this text (case-insensitive for ASCII letters; `%` and
-    /// `_` are matched literally).
-    pub query: Option<String>,
-    /// Only tasks in this state.
-    pub state: Option<TaskState>,
-    /// Only tasks in the workspace with this configured name.
-    pub workspace: Option<String>,
-    /// Only tasks started by this actor (the operator, a schedule, a webhook, an MCP
-    /// client).
-    pub created_by: Option<Actor>,
-    /// Only tasks created before this one (paging: pass the last id of the previous
-    /// page). An id no longer stored pages from where it would sort: ids begin with
-    /// their creation time.
-    pub before: Option<TaskId>,
-    /// At most this many.
-    pub limit: usize,
-}
-
-impl Default for TaskFilter {
-    /// Every task, 50 at a time.
-    fn default() -> Self {
-        Self {
-            query: None,
-            state: None,
-            workspace: None,
-            created_by: None,
-            before: None,
-            limit: 50,
-        }
-    }
-}
+use super::rows::{self, TASK_COLUMNS};
+use crate::error::Result;
+use crate::mapping::{self, RawTask};
+use crate::types::TaskFilter;
 
 /// `text` as a `LIKE … ESCAPE '\'` pattern matching it anywhere, with the wildcards
 /// `%` and `_` (and the escape character itself) taken literally.
@@ -96,13 +63,13 @@ impl Store {
         } else {
             format!("WHERE {}", conditions.join(" AND "))
         };
-        values.push(SqlValue::Integer(rows::limit(filter.limit)));
+        values.push(SqlValue::Integer(mapping::limit(filter.limit)));
         self.read(|connection| {
             let raw = connection
                 .prepare_cached(&format!(
                     "SELECT {TASK_COLUMNS} FROM tasks {filter_sql} ORDER BY rowid DESC LIMIT ?"
                 ))?
-                .query_map(params_from_iter(values), RawTask::from_row)?
+                .query_map(params_from_iter(values), rows::raw::<RawTask>)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter().map(RawTask::decode).collect()
         })

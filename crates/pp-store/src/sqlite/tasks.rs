@@ -2,69 +2,16 @@
 
 use std::time::Duration;
 
-use pp_types::{Actor, Event, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp};
+use pp_types::{NewAudit, StoredEvent, TaskId, TaskRecord, TaskState, Timestamp};
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::Value;
 
-use super::rows::{self, RawTask, TASK_COLUMNS};
+use super::rows::{self, TASK_COLUMNS};
 use super::{SqliteStore as Store, audit, events};
-use crate::{Error, Result, ids};
-
-/// A task to create; it starts `queued`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewTask {
-    /// The person's prompt.
-    pub prompt: String,
-    /// The workspace's configured name.
-    pub workspace: String,
-    /// The workspace root the task runs in.
-    pub workspace_path: String,
-    /// Who created it (recorded in the `task_created` audit row too).
-    pub created_by: Actor,
-    /// Which schedule, channel or MCP client, by name (`None` for a person).
-    pub origin: Option<String>,
-    /// The scripted model's turns, for scripted tasks.
-    pub script: Option<Value>,
-}
-
-/// A state change and what goes with it, applied in the same transaction as the
-/// compare-and-set.
-///
-/// `None` fields leave the column unchanged (a task keeps its `error` when it is
-/// retried, for example); build one with [`TaskChange::to`] and struct-update syntax.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskChange {
-    /// The new state. A terminal state sets `finished_at`; any other clears it.
-    pub to: TaskState,
-    /// The final answer.
-    pub final_text: Option<String>,
-    /// Machine-readable failure reason (`policy_violation`, …).
-    pub failure_reason: Option<pp_types::FailureReason>,
-    /// Human-readable detail of a failure.
-    pub error: Option<String>,
-    /// Running time to add to `running_ms`.
-    pub add_running_ms: u64,
-    /// The new script position.
-    pub script_position: Option<u64>,
-    /// Events appended in the same transaction, in order.
-    pub events: Vec<Event>,
-}
-
-impl TaskChange {
-    /// A change to `state` with nothing else.
-    pub fn to(state: TaskState) -> Self {
-        Self {
-            to: state,
-            final_text: None,
-            failure_reason: None,
-            error: None,
-            add_running_ms: 0,
-            script_position: None,
-            events: Vec::new(),
-        }
-    }
-}
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping::{self, RawTask, inserted};
+use crate::types::{NewTask, TaskChange};
 
 impl Store {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
@@ -90,6 +37,28 @@ impl Store {
         self.read(|connection| load(connection, id))
     }
 
+    /// The tasks with these ids, in one query (the ids travel as one JSON array, so
+    /// there is no limit on their number), in no particular order; unknown ids are
+    /// absent.
+    pub(crate) fn tasks_by_ids(&self, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = mapping::encode("task ids", ids)?;
+        self.read(|connection| {
+            connection
+                .prepare_cached(&format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks \
+                     WHERE id IN (SELECT value FROM json_each(?1))"
+                ))?
+                .query_map([ids], rows::raw::<RawTask>)?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+                .into_iter()
+                .map(RawTask::decode)
+                .collect()
+        })
+    }
+
     /// Up to `limit` tasks, newest first, optionally only those in `state`.
     pub(crate) fn list_tasks(
         &self,
@@ -104,13 +73,13 @@ impl Store {
                         "SELECT {TASK_COLUMNS} FROM tasks WHERE state = ?1 \
                          ORDER BY rowid DESC LIMIT ?2"
                     ))?
-                    .query_map(params![state, rows::limit(limit)], RawTask::from_row)?
+                    .query_map(params![state, mapping::limit(limit)], rows::raw::<RawTask>)?
                     .collect::<rusqlite::Result<Vec<_>>>()?,
                 None => connection
                     .prepare_cached(&format!(
                         "SELECT {TASK_COLUMNS} FROM tasks ORDER BY rowid DESC LIMIT ?1"
                     ))?
-                    .query_map(params![rows::limit(limit)], RawTask::from_row)?
+                    .query_map(params![mapping::limit(limit)], rows::raw::<RawTask>)?
                     .collect::<rusqlite::Result<Vec<_>>>()?,
             };
             raw.into_iter().map(RawTask::decode).collect()
@@ -240,8 +209,8 @@ pub(crate) fn insert_as(
     now: Timestamp,
 ) -> Result<TaskRecord> {
     let id = TaskId(ids::new_id("t_", now)?);
-    let script = rows::encode_opt("task script", new.script.as_ref())?;
-    let created_by = rows::name_of("actor", &new.created_by)?;
+    let script = mapping::encode_opt("task script", new.script.as_ref())?;
+    let created_by = mapping::name_of("actor", &new.created_by)?;
     connection
         .prepare_cached(
             "INSERT INTO tasks (id, prompt, workspace, workspace_path, state, \
@@ -269,53 +238,17 @@ pub(crate) fn insert_as(
         },
         now,
     )?;
-    Ok(TaskRecord {
-        id,
-        prompt: new.prompt,
-        workspace: new.workspace,
-        workspace_path: new.workspace_path,
-        state: TaskState::Queued,
-        created_by: new.created_by,
-        origin: new.origin,
-        created_by_user: user.map(str::to_owned),
-        script: new.script,
-        script_position: 0,
-        running_ms: 0,
-        final_text: None,
-        failure_reason: None,
-        error: None,
-        created_at: now,
-        updated_at: now,
-        finished_at: None,
-        changes: pp_types::ChangeCounts::default(),
-        usage: pp_types::TaskUsage::default(),
-    })
+    Ok(inserted::task(id, new, user, now))
 }
 
 /// Reads one task.
 pub(crate) fn load(connection: &Connection, id: &TaskId) -> Result<TaskRecord> {
     connection
         .prepare_cached(&format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"))?
-        .query_row([id.as_str()], RawTask::from_row)
+        .query_row([id.as_str()], rows::raw::<RawTask>)
         .optional()?
-        .ok_or_else(|| not_found(id))?
+        .ok_or_else(|| Error::task_not_found(id))?
         .decode()
-}
-
-/// Whether the task exists ([`Error::NotFound`] if not).
-pub(crate) fn ensure_exists(connection: &Connection, id: &TaskId) -> Result<()> {
-    connection
-        .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
-        .query_row([id.as_str()], |_| Ok(()))
-        .optional()?
-        .ok_or_else(|| not_found(id))
-}
-
-fn not_found(id: &TaskId) -> Error {
-    Error::NotFound {
-        what: "task",
-        id: id.to_string(),
-    }
 }
 
 /// The compare-and-set at the heart of every task change. Must run inside a
@@ -352,8 +285,8 @@ pub(crate) fn change_state(
             change.final_text,
             change.failure_reason.map(pp_types::FailureReason::as_str),
             change.error,
-            rows::int(change.add_running_ms),
-            change.script_position.map(rows::int),
+            mapping::int(change.add_running_ms),
+            change.script_position.map(mapping::int),
             now,
             finished_at,
         ])?;
@@ -366,7 +299,7 @@ pub(crate) fn current_state(connection: &Connection, id: &TaskId) -> Result<Task
         .prepare_cached("SELECT state FROM tasks WHERE id = ?1")?
         .query_row([id.as_str()], |row| row.get(0))
         .optional()?
-        .ok_or_else(|| not_found(id))?;
+        .ok_or_else(|| Error::task_not_found(id))?;
     TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
         table: "tasks",
         column: "state",

@@ -10,22 +10,12 @@ use std::time::Duration;
 use pp_types::{Role, TaskRecord, Timestamp, UserRecord};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::tasks::{self, NewTask};
-use super::{SqliteStore as Store, rows};
-use crate::{Error, Result, ids};
-
-/// The prefix of every user token (the single-user token has none), so a person can
-/// tell the two apart.
-pub const USER_TOKEN_PREFIX: &str = "ppu_";
-
-/// Who a live console login belongs to ([`crate::Store::login_owner`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoginOwner {
-    /// A login made with the single-user server token.
-    Server,
-    /// A login made with this team user's token.
-    User(String),
-}
+use super::SqliteStore as Store;
+use super::tasks::{self};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping;
+use crate::types::{LoginOwner, NewTask, USER_TOKEN_PREFIX};
 
 impl Store {
     /// Adds a user with `role` and a fresh token; returns the user and the token, which
@@ -251,7 +241,7 @@ fn load(connection: &Connection, name: &str) -> Result<UserRecord> {
             id: name.to_owned(),
         });
     };
-    let role = rows::decode_name("users", "role", name, role)?;
+    let role = mapping::decode_name("users", "role", name, role)?;
     let workspaces = connection
         .prepare_cached(
             "SELECT workspace FROM user_grants WHERE user_name = ?1 ORDER BY workspace",

@@ -8,9 +8,12 @@ use std::time::Duration;
 use pp_types::{TaskId, TaskRecord, TaskState, Timestamp};
 use rusqlite::{OptionalExtension, params};
 
-use super::tasks::{TaskChange, change_state};
-use super::{SqliteStore as Store, rows};
-use crate::{Error, NewWorker, Result, WorkerRecord, ids};
+use super::SqliteStore as Store;
+use super::tasks::change_state;
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::mapping;
+use crate::types::{NewWorker, TaskChange, WorkerRecord};
 
 /// Workers silent for this long are deleted when another registers (their rows only
 /// say who was alive; tasks keep their own heartbeats).
@@ -22,7 +25,7 @@ impl Store {
     pub(crate) fn register_worker(&self, new: NewWorker) -> Result<WorkerRecord> {
         let now = self.now();
         let id = ids::new_id("w_", now)?;
-        let workspaces = rows::encode("worker workspaces", &new.workspaces)?;
+        let workspaces = mapping::encode("worker workspaces", &new.workspaces)?;
         let forget_before = now.saturating_sub(FORGET_AFTER).as_millis();
         self.write(|transaction| {
             transaction
@@ -92,7 +95,8 @@ impl Store {
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             raw.into_iter()
                 .map(|(id, host, pid, workspaces, started_at, heartbeat_at)| {
-                    let workspaces = rows::decode_json("workers", "workspaces", &id, &workspaces)?;
+                    let workspaces =
+                        mapping::decode_json("workers", "workspaces", &id, &workspaces)?;
                     Ok(WorkerRecord {
                         host,
                         pid: u32::try_from(pid).unwrap_or(0),
@@ -123,7 +127,7 @@ impl Store {
             return Ok(None);
         }
         let now = self.now();
-        let names = rows::encode("workspace names", workspaces)?;
+        let names = mapping::encode("workspace names", workspaces)?;
         self.write(|transaction| {
             let oldest: Option<String> = transaction
                 .prepare_cached(

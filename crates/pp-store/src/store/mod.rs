@@ -4,7 +4,6 @@
 //! ([`tokio::task::spawn_blocking`]), never on the async threads.
 
 mod methods;
-pub(crate) mod url;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,11 +11,11 @@ use std::time::Duration;
 
 use pp_types::{Clock, SystemClock};
 
+use crate::error::{Error, Result};
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
-use crate::{Error, Result};
 
-pub use url::StoreUrl;
+use crate::url::StoreUrl;
 
 /// The PocketPilot database, on SQLite (the default: one file in the data directory) or
 /// on PostgreSQL (a team server).

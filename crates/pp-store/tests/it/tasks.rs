@@ -541,3 +541,31 @@ async fn a_task_created_running_is_never_claimed_by_another_worker(db: TestDb) {
             .is_empty()
     );
 }
+
+both!(tasks_by_ids_reads_the_known_ones_in_one_call);
+async fn tasks_by_ids_reads_the_known_ones_in_one_call(db: TestDb) {
+    let first = db.create("first").await;
+    let second = db.create("second").await;
+    let third = db.create("third").await;
+    assert!(db.store.tasks_by_ids(&[]).await.unwrap().is_empty());
+
+    let missing = pp_types::TaskId("t_missing".into());
+    let ids = [
+        third.id.clone(),
+        missing,
+        first.id.clone(),
+        first.id.clone(),
+    ];
+    let mut found = db.store.tasks_by_ids(&ids).await.unwrap();
+    found.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+    let mut expected = vec![
+        db.store.task(&first.id).await.unwrap(),
+        db.store.task(&third.id).await.unwrap(),
+    ];
+    expected.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+    assert_eq!(
+        found, expected,
+        "each known task once, the unknown id absent"
+    );
+    assert!(!found.iter().any(|task| task.id == second.id));
+}

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A database address: `sqlite:///absolute/path/pocketpilot.db` (or `sqlite://` plus a
 /// path relative to the current directory) or `postgres://user:password@host:port/db`

@@ -1,4 +1,4 @@
-//! The records of the worker registry, shared by both backends.
+//! The worker registry's records: a worker to register and a registered one.
 
 use pp_types::Timestamp;
 

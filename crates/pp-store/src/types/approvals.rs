@@ -1,0 +1,49 @@
+//! What an approval is stored with, and a decision on it ([`crate::Store::suspend`],
+//! [`crate::Store::resolve`]).
+
+use pp_types::{Actor, ApprovalState, Checkpoint, Event, NewAudit, Risk, TaskState, WriteLabel};
+use serde_json::Value;
+
+/// An approval request to store (it starts `pending`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewApproval {
+    /// The tool's name.
+    pub tool: String,
+    /// The tool's capability.
+    pub capability: String,
+    /// The tool's risk.
+    pub risk: Risk,
+    /// Create or overwrite, when the tool described its effect.
+    pub label: Option<WriteLabel>,
+    /// The target path as the model wrote it.
+    pub target: Option<String>,
+    /// The arguments the person is shown.
+    pub arguments: Value,
+    /// What the person is shown of the target (the jail's fingerprint: `absent`, or metadata plus a content hash).
+    pub fingerprint: Option<String>,
+    /// Everything needed to continue the task.
+    pub checkpoint: Checkpoint,
+    /// Whether what the call would replace can be kept for a revert; `None` for tools
+    /// without a file effect.
+    pub revertible: Option<bool>,
+}
+
+/// A person's decision on a pending approval, applied by [`crate::Store::resolve`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolve {
+    /// `Approved`, `Rejected` or `Stale` (`Pending` is refused).
+    pub state: ApprovalState,
+    /// Who decided.
+    pub actor: Actor,
+    /// The operator's reason (rejections) or why it went stale.
+    pub reason: Option<String>,
+    /// The edited arguments it was approved with.
+    pub edited_arguments: Option<Value>,
+    /// The audit row; the store fills in `approval_id` and `task_id`, and `actor` when
+    /// it is `None` (with [`Resolve::actor`]).
+    pub audit: NewAudit,
+    /// Where the task goes (usually `Running`); it must be `WaitingApproval` now.
+    pub task_to: TaskState,
+    /// Events appended in the same transaction.
+    pub events: Vec<Event>,
+}
