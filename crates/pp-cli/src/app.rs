@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use pp_agent::EventSink;
-use pp_tasks::store::Store;
+use pp_store::Store;
 use pp_tasks::{MemoryService, ModelSource, SkillsService, TaskService};
 use pp_tools::docs::{DocsProvider, DocsSettings};
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
@@ -23,6 +23,9 @@ pub(crate) struct App {
     pub(crate) config: Config,
     /// The service over the data directory's database.
     pub(crate) service: TaskService,
+    /// That database, for the schedules and channels kept in it beside the tasks (their
+    /// services are built from it and the task service).
+    pub(crate) store: Store,
     /// The configured MCP servers (`[[mcp.server]]`), started lazily or by
     /// [`App::start_mcp`]; their tools reach every segment through the "mcp" provider.
     pub(crate) mcp: Arc<McpClients>,
@@ -65,7 +68,7 @@ impl App {
             .with_context(|| format!("cannot open the database {}", config.store_url))?;
         let mcp = Arc::new(McpClients::new(config.mcp.servers.clone()));
         let service = TaskService::build(
-            store,
+            store.clone(),
             config.tasks.clone(),
             config.workspaces.clone(),
             models,
@@ -84,6 +87,7 @@ impl App {
         Ok(Self {
             config,
             service,
+            store,
             mcp,
         })
     }

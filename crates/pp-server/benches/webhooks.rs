@@ -14,13 +14,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::http::{Method, Request};
+use pp_channels::{ChannelKey, ChannelSettings, ChannelsService, CreateChannel, sign};
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::channels::{CreateChannel, sign};
 use pp_tasks::store::Store;
-use pp_tasks::{
-    ChannelKey, ChannelSettings, ChannelsService, ModelSource, TaskService, TaskSettings,
-    Workspaces,
-};
+use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use tower::ServiceExt;
 
@@ -99,13 +96,14 @@ fn main() {
         let tree = TempTree::new();
         let store = Store::open(&tree.base().join("bench.db")).unwrap();
         let service = TaskService::new(
-            store,
+            store.clone(),
             TaskSettings::default(),
             Workspaces::single("bench", tree.workspace()),
             ModelSource::Scripted,
         );
         let channels = ChannelsService::new(
             service.clone(),
+            store,
             ChannelKey::from_bytes(&[5; 32]),
             ChannelSettings {
                 rate_limit: u32::MAX,

@@ -239,9 +239,9 @@ impl From<pp_tasks::MemoryError> for ApiError {
     }
 }
 
-impl From<pp_tasks::ChannelsError> for ApiError {
-    fn from(error: pp_tasks::ChannelsError) -> Self {
-        use pp_tasks::ChannelsError;
+impl From<pp_channels::ChannelsError> for ApiError {
+    fn from(error: pp_channels::ChannelsError) -> Self {
+        use pp_channels::ChannelsError;
         match error {
             ChannelsError::BadRequest(message) => Self::BadRequest(message),
             ChannelsError::NotFound { .. } => Self::NotFound(error.to_string()),

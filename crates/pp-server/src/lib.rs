@@ -5,7 +5,7 @@
 //! Main types: [`AppState`] (the task service, the API token, [`ServerSettings`]),
 //! [`router`] (opens no socket; tests drive it with `oneshot`), [`serve`] (a bound
 //! listener plus a shutdown future) and [`ApiError`] (every failure as
-//! `{"error": {"code", "message"}}`). This crate sits above `pp-tasks` (which it drives)
+//! `{"error": {"code", "message"}}`). This crate sits above `pp-tasks`, `pp-schedules` and `pp-channels` (which it drives)
 //! and `pp-gate` (the jail every operator file goes through), and below `pp-cli`, which
 //! owns the token file, binds the port and calls [`serve`]. It is the only crate that
 //! uses axum.

@@ -4,7 +4,9 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use pp_tasks::{ChannelsService, MemoryService, SkillsService, TaskService};
+use pp_channels::ChannelsService;
+use pp_schedules::Scheduler;
+use pp_tasks::{MemoryService, SkillsService, TaskService};
 use pp_types::McpReport;
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
@@ -126,6 +128,9 @@ struct Shared {
     /// The webhook channels (`/api/channels`); `None` until the CLI sets it, and then
     /// those routes answer 404 (and deliveries the same 401 as any refusal).
     channels: RwLock<Option<ChannelsService>>,
+    /// The schedules (`/api/schedules`); `None` until the CLI sets it, and then those
+    /// routes answer 404.
+    scheduler: RwLock<Option<Scheduler>>,
     /// The source of `/api/mcp/servers`; `None` until the CLI sets it, and then that
     /// route answers 404.
     mcp_report: RwLock<Option<McpReportSource>>,
@@ -158,6 +163,7 @@ impl AppState {
                 memory: RwLock::new(None),
                 mcp_report: RwLock::new(None),
                 channels: RwLock::new(None),
+                scheduler: RwLock::new(None),
                 shutdown,
             }),
         }
@@ -221,6 +227,22 @@ impl AppState {
     /// The channels service, if one is set.
     pub(crate) fn channels(&self) -> Option<ChannelsService> {
         match self.inner.channels.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serves `/api/schedules` with `scheduler`.
+    pub fn set_scheduler(&self, scheduler: Scheduler) {
+        match self.inner.scheduler.write() {
+            Ok(mut guard) => *guard = Some(scheduler),
+            Err(poisoned) => *poisoned.into_inner() = Some(scheduler),
+        }
+    }
+
+    /// The scheduler, if one is set.
+    pub(crate) fn scheduler(&self) -> Option<Scheduler> {
+        match self.inner.scheduler.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }

@@ -4,9 +4,7 @@
 //!
 //! Main types: [`TaskService`] (create, run, resolve, cancel, retry, recover),
 //! [`TaskSettings`], [`Workspaces`], [`ModelSource`], [`ApprovalView`] (everything an
-//! approval card shows), [`Scheduler`] (schedules that create tasks at cron times, each
-//! occurrence once across processes), [`ChannelsService`] (webhook channels: signed
-//! deliveries that create tasks), team users ([`users`]: roles, workspace grants, hashed
+//! approval card shows), team users ([`users`]: roles, workspace grants, hashed
 //! tokens, [`TaskService::add_user`]). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
 //! `pp-model` and `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
 //! store's compare-and-set transactions, so several processes sharing one database (an
@@ -28,7 +26,6 @@ mod access;
 mod admin;
 mod blocking;
 mod changes;
-pub mod channels;
 mod checks;
 mod client;
 mod conversation;
@@ -40,7 +37,6 @@ pub mod notify;
 pub mod queries;
 mod resolve;
 mod runner;
-pub mod scheduler;
 mod segment;
 mod service;
 mod sessions;
@@ -57,7 +53,6 @@ mod workers;
 
 pub use access::{Action, Caller};
 pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
-pub use channels::{ChannelKey, ChannelSettings, ChannelsError, ChannelsService};
 pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use current::CurrentTarget;
@@ -66,7 +61,6 @@ pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
 pub use notify::{Notifier, NotifyError};
 pub use resolve::{Decision, ResolveRequest};
-pub use scheduler::{Scheduler, SchedulerError};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};

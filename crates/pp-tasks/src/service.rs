@@ -189,6 +189,12 @@ impl TaskService {
         Ok(task)
     }
 
+    /// Wakes the workers to claim queued tasks now: for tasks the store created in a
+    /// transaction of its own (a schedule's fire), not through [`TaskService::create`].
+    pub fn wake_workers(&self) {
+        self.inner.wake.notify_one();
+    }
+
     /// The workspace a new task names and its path here: a configured one (the default
     /// when `name` is `None`), or in team mode also one only another live worker has
     /// (stored without a path: workers run tasks at their own folder for the name).

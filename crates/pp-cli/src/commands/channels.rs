@@ -8,10 +8,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use clap::Subcommand;
-use pp_tasks::channels::{
-    CreateChannel, EditChannel, SIGNATURE_HEADER, TIMESTAMP_HEADER, WithSecret, sign, webhook_path,
+use pp_channels::{
+    ChannelKey, ChannelSettings, ChannelsError, ChannelsService, CreateChannel, EditChannel,
+    SIGNATURE_HEADER, TIMESTAMP_HEADER, WithSecret, sign, webhook_path,
 };
-use pp_tasks::{ChannelKey, ChannelSettings, ChannelsError, ChannelsService};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -133,6 +133,7 @@ async fn open(flags: &Flags, who: Option<&UserArgs>) -> anyhow::Result<(Config, 
     let key = home::load_or_create_channel_key(&app.config.channel_key_file())?;
     let channels = ChannelsService::new(
         app.service.clone(),
+        app.store.clone(),
         ChannelKey::from_bytes(&key),
         ChannelSettings::default(),
     );

@@ -6,9 +6,8 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use pp_tasks::Scheduler;
-use pp_tasks::scheduler::{
-    Overlap, ScheduleEventView, ScheduleRequest, ScheduleView, SchedulerError,
+use pp_schedules::{
+    Overlap, ScheduleEventView, ScheduleRequest, ScheduleView, Scheduler, SchedulerError,
 };
 use pp_types::Actor;
 use serde_json::json;
@@ -180,7 +179,7 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
     if let Some(who) = command.who() {
         acting::owner_only(who, app.config.team, &app.service, "change schedules").await?;
     }
-    let scheduler = Scheduler::new(app.service.clone());
+    let scheduler = Scheduler::new(app.service.clone(), app.store.clone());
     match command {
         SchedulesCommand::List { json } => {
             let schedules = scheduler.list().await?;
@@ -380,7 +379,7 @@ fn print_show(view: &ScheduleView, history: &[ScheduleEventView]) -> anyhow::Res
     outln!("{}", row(view))?;
     outln!("  id         {}", view.id)?;
     outln!("  workspace  {}", one_line(&view.workspace))?;
-    outln!("  overlap    {}", view.overlap)?;
+    outln!("  overlap    {}", view.overlap.as_str())?;
     if let Some(reason) = &view.paused_reason {
         outln!("  paused     {}", one_line(reason))?;
     }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use pp_channels::{ChannelKey, ChannelSettings, ChannelsService};
+use pp_schedules::{Scheduler, TickOutcome};
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::scheduler::TickOutcome;
-use pp_tasks::{ChannelKey, ChannelSettings, ChannelsService, ModelSource, Scheduler};
+use pp_tasks::ModelSource;
 use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
@@ -83,7 +84,10 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         .retain
         .map(|retain| spawn_daily_prune(app.service.clone(), retain));
     let snapshot_pruner = spawn_daily_snapshot_prune(app.service.clone());
-    let scheduler = spawn_scheduler(&app.service, settings.default_script.clone());
+    // One scheduler: its loop fires the schedules, the API's `/api/schedules` edits them.
+    let schedules = Scheduler::new(app.service.clone(), app.store.clone())
+        .with_script(settings.default_script.clone());
+    let scheduler = spawn_scheduler(schedules.clone());
     let notifier = app.config.notify.clone().map(|notifier| {
         tokio::spawn(pp_tasks::notify::watch(
             app.service.clone(),
@@ -108,9 +112,11 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     }));
     state.set_channels(ChannelsService::new(
         app.service.clone(),
+        app.store.clone(),
         ChannelKey::from_bytes(&channel_key),
         ChannelSettings::default(),
     ));
+    state.set_scheduler(schedules);
     state.set_error_log(|line| errln!("{line}"));
     // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.
     let watched = state.clone();
@@ -255,11 +261,7 @@ const EXPIRY_POLL: Duration = Duration::from_secs(5);
 
 /// Runs the scheduler (`Scheduler::run`) until aborted; what it does goes to stderr. It
 /// only creates tasks: their writes wait for a person like any other.
-fn spawn_scheduler(
-    service: &pp_tasks::TaskService,
-    script: Option<serde_json::Value>,
-) -> tokio::task::JoinHandle<()> {
-    let scheduler = Scheduler::new(service.clone()).with_script(script);
+fn spawn_scheduler(scheduler: Scheduler) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         scheduler
             .run(SCHEDULER_POLL, |report| match report {

@@ -24,7 +24,26 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-types", "pp-gate", "pp-agent", "pp-model", "pp-tools", "pp-store",
         ],
     ),
-    ("pp-server", &["pp-types", "pp-gate", "pp-tasks"]),
+    // Schedules and webhook channels: tasks through the task service, the store through
+    // a narrow book of their own (pp-model: their tests' scripted model).
+    (
+        "pp-schedules",
+        &["pp-types", "pp-store", "pp-tasks", "pp-model"],
+    ),
+    (
+        "pp-channels",
+        &["pp-types", "pp-store", "pp-tasks", "pp-model"],
+    ),
+    (
+        "pp-server",
+        &[
+            "pp-types",
+            "pp-gate",
+            "pp-tasks",
+            "pp-schedules",
+            "pp-channels",
+        ],
+    ),
     (
         "pp-cli",
         &[
@@ -38,6 +57,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-mcp",
             "pp-store",
             "pp-tasks",
+            "pp-schedules",
+            "pp-channels",
             "pp-server",
         ],
     ),
@@ -54,6 +75,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-mcp",
             "pp-store",
             "pp-tasks",
+            "pp-schedules",
+            "pp-channels",
             "pp-server",
         ],
     ),
@@ -85,8 +108,8 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("grep-matcher", &["pp-tools"]),
     ("ignore", &["pp-tools"]),
     ("globset", &["pp-tools"]),
-    ("croner", &["pp-tasks"]),
-    ("chrono-tz", &["pp-tasks"]),
+    ("croner", &["pp-schedules"]),
+    ("chrono-tz", &["pp-schedules"]),
 ];
 
 /// Crates the bottom layers must never use.

@@ -256,7 +256,7 @@ fn two_servers_on_one_data_directory_refuse_the_same_replay() {
         .as_secs()
         .to_string();
     let body = r#"{"once":true}"#;
-    let signature = pp_tasks::channels::sign(secret, &timestamp, body.as_bytes());
+    let signature = pp_channels::sign(secret, &timestamp, body.as_bytes());
     assert_eq!(
         post_signed(one.port, "forms", &timestamp, &signature, body),
         202

@@ -424,9 +424,9 @@ fn a_failing_notifier_changes_nothing_and_approvals_expire_as_scheduler() {
 fn serve_fires_a_missed_schedule_once_at_start() {
     use std::sync::Arc;
 
-    use pp_tasks::scheduler::{Overlap, ScheduleRequest};
-    use pp_tasks::store::Store;
-    use pp_tasks::{ModelSource, Scheduler, TaskService, TaskSettings, Workspaces};
+    use pp_schedules::{Overlap, ScheduleRequest, Scheduler};
+    use pp_store::Store;
+    use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
     use pp_types::{Actor, ManualClock, Timestamp};
 
     let tree = TempTree::new();
@@ -442,7 +442,7 @@ fn serve_fires_a_missed_schedule_once_at_start() {
     )
     .unwrap();
     let service = TaskService::new(
-        store,
+        store.clone(),
         TaskSettings::default(),
         Workspaces::single("main", tree.workspace()),
         ModelSource::Scripted,
@@ -452,7 +452,7 @@ fn serve_fires_a_missed_schedule_once_at_start() {
         .build()
         .unwrap();
     runtime
-        .block_on(Scheduler::new(service).create(
+        .block_on(Scheduler::new(service, store).create(
             ScheduleRequest {
                 name: "every-minute".into(),
                 cron: "* * * * *".into(),

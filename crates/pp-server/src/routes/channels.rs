@@ -1,7 +1,7 @@
 //! Webhook channels: `/api/channels` (list, create, show, edit, remove, rotate, the
 //! delivery log) for the operator, and `POST /api/channels/{name}/webhook` for the
 //! program that posts: no token and no Origin check, authenticated by the HMAC
-//! signature instead (`pp_tasks::channels`). Every refusal there is the same `401
+//! signature instead (`pp_channels`). Every refusal there is the same `401
 //! unauthorized` body; the reason goes to the channel's delivery log only.
 
 use axum::Json;
@@ -10,10 +10,9 @@ use axum::extract::State;
 use axum::http::header::HOST;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use pp_tasks::ChannelsService;
-use pp_tasks::channels::{
-    CreateChannel, Delivery, DeliveryOutcome, EditChannel, SIGNATURE_HEADER, TIMESTAMP_HEADER,
-    WithSecret, webhook_path,
+use pp_channels::{
+    ChannelsService, CreateChannel, Delivery, DeliveryOutcome, EditChannel, SIGNATURE_HEADER,
+    TIMESTAMP_HEADER, WithSecret, webhook_path,
 };
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};

@@ -7,8 +7,9 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::scheduler::{Overlap, ScheduleEventView, ScheduleRequest, ScheduleView};
-use pp_tasks::{Scheduler, SchedulerError};
+use pp_schedules::{
+    Overlap, ScheduleEventView, ScheduleRequest, ScheduleView, Scheduler, SchedulerError,
+};
 use pp_types::{Actor, TaskRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -61,9 +62,12 @@ pub(crate) struct EditScheduleRequest {
     enabled: Option<bool>,
 }
 
-/// The scheduler over the server's task service (attaching `serve --script`'s script).
-pub(crate) fn scheduler(state: &AppState) -> Scheduler {
-    Scheduler::new(state.service().clone()).with_script(state.settings().default_script.clone())
+/// The server's scheduler (the CLI sets it, attaching `serve --script`'s script); 404
+/// without one.
+fn scheduler(state: &AppState) -> ApiResult<Scheduler> {
+    state
+        .scheduler()
+        .ok_or_else(|| ApiError::NotFound("schedules are not configured on this server".into()))
 }
 
 fn parse_overlap(text: Option<&str>) -> ApiResult<Overlap> {
@@ -113,13 +117,13 @@ pub(crate) async fn create(
         // Refused now (404), not paused at the first fire.
         state.service().session(session).await?;
     }
-    let schedule = scheduler(&state).create(request, Actor::Operator).await?;
+    let schedule = scheduler(&state)?.create(request, Actor::Operator).await?;
     Ok((StatusCode::CREATED, Json(ScheduleView::from(&schedule))))
 }
 
 /// Every schedule, by name: `{"schedules": […]}`.
 pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    let schedules = scheduler(&state).list().await?;
+    let schedules = scheduler(&state)?.list().await?;
     let schedules: Vec<ScheduleView> = schedules.iter().map(ScheduleView::from).collect();
     Ok(Json(json!({ "schedules": schedules })))
 }
@@ -129,7 +133,7 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
-    let scheduler = scheduler(&state);
+    let scheduler = scheduler(&state)?;
     let schedule = scheduler.find(&id).await?;
     let history = scheduler.history(&schedule.id, 50).await?;
     let mut body = json!(ScheduleView::from(&schedule));
@@ -149,7 +153,7 @@ pub(crate) async fn edit(
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<EditScheduleRequest>,
 ) -> ApiResult<Json<ScheduleView>> {
-    let scheduler = scheduler(&state);
+    let scheduler = scheduler(&state)?;
     let mut schedule = scheduler.find(&id).await?;
     let overlap = request.overlap.as_deref().map(Some).map(parse_overlap);
     let overlap = overlap.transpose()?;
@@ -204,7 +208,7 @@ pub(crate) async fn remove(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    scheduler(&state).remove(&id).await?;
+    scheduler(&state)?.remove(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -213,7 +217,7 @@ pub(crate) async fn run(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let task = scheduler(&state).run_now(&id, Actor::Operator).await?;
+    let task = scheduler(&state)?.run_now(&id, Actor::Operator).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "task_id": task.id, "task": task })),
@@ -236,7 +240,7 @@ pub(crate) async fn tasks(
     ApiQuery(query): ApiQuery<TasksQuery>,
 ) -> ApiResult<Json<Value>> {
     let limit = limit(query.limit, 20, 200)?;
-    let mut tasks: Vec<TaskRecord> = scheduler(&state).tasks(&id, limit).await?;
+    let mut tasks: Vec<TaskRecord> = scheduler(&state)?.tasks(&id, limit).await?;
     tasks.retain(|task| caller.sees_task(task));
     Ok(Json(json!({ "tasks": tasks })))
 }

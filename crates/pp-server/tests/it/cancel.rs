@@ -26,7 +26,7 @@ fn stubborn_app(workers: usize) -> App {
         ..TaskSettings::default()
     };
     let service = TaskService::build(
-        store,
+        store.clone(),
         settings,
         Workspaces::single("main", tree.workspace()),
         ModelSource::Scripted,
@@ -40,6 +40,7 @@ fn stubborn_app(workers: usize) -> App {
     App {
         tree,
         service,
+        store,
         state,
         router,
     }

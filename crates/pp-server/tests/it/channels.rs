@@ -2,15 +2,26 @@
 //! the delivery log; bad input.
 
 use axum::http::Method;
-use pp_tasks::{ChannelKey, ChannelSettings, ChannelsService, TaskService};
+use pp_channels::{ChannelKey, ChannelSettings, ChannelsService};
+use pp_tasks::TaskService;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::App;
+use crate::{App, Store};
 
-/// The channels service every fixture uses (a fixed test key).
-pub(crate) fn service(tasks: &TaskService, settings: ChannelSettings) -> ChannelsService {
-    ChannelsService::new(tasks.clone(), ChannelKey::from_bytes(&[3; 32]), settings)
+/// The channels service every fixture uses (a fixed test key), over `tasks` and its
+/// `store`.
+pub(crate) fn service(
+    tasks: &TaskService,
+    store: &Store,
+    settings: ChannelSettings,
+) -> ChannelsService {
+    ChannelsService::new(
+        tasks.clone(),
+        store.clone(),
+        ChannelKey::from_bytes(&[3; 32]),
+        settings,
+    )
 }
 
 #[tokio::test]

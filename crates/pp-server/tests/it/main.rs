@@ -36,9 +36,10 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
+use pp_channels::ChannelSettings;
 use pp_server::{AppState, ServerSettings};
 use pp_tasks::store::{AuditFilter, Store};
-use pp_tasks::{ChannelSettings, CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
+use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, AuditEntry, TaskId, TaskRecord, TaskState};
 use serde_json::{Value, json};
@@ -53,6 +54,8 @@ pub(crate) const HOST: &str = "localhost:8420";
 pub(crate) struct App {
     pub(crate) tree: TempTree,
     pub(crate) service: TaskService,
+    /// The service's store (what the schedules and channels of `state` keep theirs in).
+    pub(crate) store: Store,
     pub(crate) state: AppState,
     pub(crate) router: Router,
 }
@@ -79,19 +82,26 @@ impl App {
             ..TaskSettings::default()
         };
         let service = TaskService::new(
-            store,
+            store.clone(),
             task_settings,
             Workspaces::single("main", tree.workspace()),
             ModelSource::Scripted,
         );
+        let script = settings.default_script.clone();
         let state = AppState::new(service.clone(), TOKEN, settings);
         state.set_skills(skills::service(&tree, &service));
         state.set_memory(memory::service(&tree, &service));
-        state.set_channels(channels::service(&service, ChannelSettings::default()));
+        state.set_channels(channels::service(
+            &service,
+            &store,
+            ChannelSettings::default(),
+        ));
+        state.set_scheduler(schedules::scheduler(&service, &store, script));
         let router = pp_server::router(state.clone());
         Self {
             tree,
             service,
+            store,
             state,
             router,
         }

@@ -2,12 +2,24 @@
 //! scheduled write waits for a person with nothing on disk.
 
 use axum::http::Method;
+use pp_schedules::Scheduler;
 use pp_server::ServerSettings;
+use pp_tasks::TaskService;
 use pp_types::TaskState;
 use serde_json::json;
 
 use crate::openapi::assert_documented;
-use crate::{App, write_script};
+use crate::{App, Store, write_script};
+
+/// The scheduler every fixture sets, over `tasks` and its `store`, attaching `script`
+/// (the server's `default_script`) to the tasks it creates, as `serve` does.
+pub(crate) fn scheduler(
+    tasks: &TaskService,
+    store: &Store,
+    script: Option<serde_json::Value>,
+) -> Scheduler {
+    Scheduler::new(tasks.clone(), store.clone()).with_script(script)
+}
 
 fn body(name: &str) -> serde_json::Value {
     json!({

@@ -9,11 +9,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request};
+use pp_channels::ChannelSettings;
 use pp_server::{AppState, ServerSettings};
 use pp_tasks::store::Store;
-use pp_tasks::{
-    ChannelSettings, CreateTask, ModelSource, TaskService, TaskSettings, Workspace, Workspaces,
-};
+use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspace, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, Role, TaskId, TaskRecord, TaskState};
 use serde_json::{Value, json};
@@ -60,7 +59,7 @@ impl Team {
         std::fs::create_dir_all(&other).unwrap();
         let store = Store::open(&tree.base().join("pocketpilot.db")).unwrap();
         let service = TaskService::new(
-            store,
+            store.clone(),
             TaskSettings {
                 workers: 4,
                 poll_interval: Duration::from_millis(20),
@@ -90,8 +89,10 @@ impl Team {
         state.set_memory(crate::memory::service(&tree, &service));
         state.set_channels(crate::channels::service(
             &service,
+            &store,
             ChannelSettings::default(),
         ));
+        state.set_scheduler(crate::schedules::scheduler(&service, &store, None));
         let router = pp_server::router(state);
         let mut tokens = BTreeMap::new();
         for (name, role) in USERS {

@@ -7,9 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::http::{Method, Request};
+use pp_channels::{ChannelSettings, sign};
 use pp_server::ServerSettings;
-use pp_tasks::ChannelSettings;
-use pp_tasks::channels::sign;
 use pp_types::{Actor, TaskId, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -264,6 +263,7 @@ async fn the_rate_limit_answers_429_to_signed_deliveries_only() {
     let app = App::idle();
     app.state.set_channels(crate::channels::service(
         &app.service,
+        &app.store,
         ChannelSettings {
             rate_limit: 2,
             ..ChannelSettings::default()

@@ -7,7 +7,6 @@
 )]
 
 mod changes;
-mod channels;
 mod client;
 mod current;
 mod file_ops;
@@ -19,7 +18,6 @@ mod postgres;
 mod resolve;
 mod restart;
 mod revert_places;
-mod scheduler;
 mod seam;
 mod sessions;
 mod skills;

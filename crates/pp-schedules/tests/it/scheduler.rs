@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 use chrono::{Datelike, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
 use pp_model::ScriptedModel;
-use pp_tasks::scheduler::{
-    ALIASES, Overlap, ScheduleEventKind, ScheduleRequest, TickOutcome, Timetable,
+use pp_schedules::{
+    ALIASES, Overlap, ScheduleEventKind, ScheduleRequest, Scheduler, SchedulerError, TickOutcome,
+    Timetable,
 };
-use pp_tasks::store::{AuditFilter, Store};
-use pp_tasks::{ModelSource, Scheduler, SchedulerError, TaskService, TaskSettings, Workspaces};
+use pp_store::{AuditFilter, Store};
+use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, ApprovalState, Clock as _, ManualClock, TaskState, Timestamp};
 use serde_json::json;
@@ -53,6 +54,7 @@ struct Fixture {
     data: tempfile::TempDir,
     clock: Arc<ManualClock>,
     service: TaskService,
+    store: Store,
     scheduler: Scheduler,
 }
 
@@ -65,30 +67,32 @@ impl Fixture {
         let tree = TempTree::new();
         let data = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(start));
-        let service = service_on(
+        let (service, store) = service_on(
             data.path(),
             &clock,
             Workspaces::single("home", tree.workspace()),
             models,
         );
-        let scheduler = Scheduler::new(service.clone());
+        let scheduler = Scheduler::new(service.clone(), store.clone());
         Self {
             tree,
             data,
             clock,
             service,
+            store,
             scheduler,
         }
     }
 
     /// Another process on the same database, with its own configuration.
     fn another_process(&self, workspaces: Workspaces) -> Scheduler {
-        Scheduler::new(service_on(
+        let (service, store) = service_on(
             self.data.path(),
             &self.clock,
             workspaces,
             ModelSource::Scripted,
-        ))
+        );
+        Scheduler::new(service, store)
     }
 
     async fn create(&self, name: &str, cron: &str, zone: &str, overlap: Overlap) -> String {
@@ -126,12 +130,7 @@ impl Fixture {
     }
 
     async fn history(&self, id: &str) -> Vec<ScheduleEventKind> {
-        let mut rows = self
-            .service
-            .store()
-            .schedule_history(id, 1000)
-            .await
-            .unwrap();
+        let mut rows = self.store.schedule_history(id, 1000).await.unwrap();
         rows.reverse();
         rows.into_iter().map(|row| row.kind).collect()
     }
@@ -142,9 +141,10 @@ fn service_on(
     clock: &Arc<ManualClock>,
     workspaces: Workspaces,
     models: ModelSource,
-) -> TaskService {
+) -> (TaskService, Store) {
     let store = Store::open_with_clock(&data.join("test.db"), Arc::clone(clock) as _).unwrap();
-    TaskService::new(store, TaskSettings::default(), workspaces, models)
+    let service = TaskService::new(store.clone(), TaskSettings::default(), workspaces, models);
+    (service, store)
 }
 
 fn request(name: &str, cron: &str, zone: &str, overlap: Overlap) -> ScheduleRequest {
@@ -433,12 +433,7 @@ async fn run_now_fires_outside_the_timetable_and_leaves_it_alone() {
         "the timetable is untouched"
     );
     assert_eq!(after.last_task_id, Some(second.id));
-    let rows = fixture
-        .service
-        .store()
-        .schedule_history(&id, 10)
-        .await
-        .unwrap();
+    let rows = fixture.store.schedule_history(&id, 10).await.unwrap();
     assert_eq!(rows.len(), 2);
     assert!(
         rows.iter()
@@ -596,24 +591,10 @@ async fn missed_fires_while_down_fire_once_with_the_missed_count() {
             ScheduleEventKind::ScheduleFired
         ]
     );
-    let rows = fixture
-        .service
-        .store()
-        .schedule_history(&id, 10)
-        .await
-        .unwrap();
+    let rows = fixture.store.schedule_history(&id, 10).await.unwrap();
     assert_eq!(rows[1].missed, 4);
     assert_eq!(rows[1].occurrence, Some(utc(2026, 11, 30, 9, 0)));
-    assert_eq!(
-        fixture
-            .service
-            .store()
-            .list_tasks(None, 100)
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(fixture.store.list_tasks(None, 100).await.unwrap().len(), 1);
     let schedule = fixture.scheduler.find("hourly").await.unwrap();
     assert_eq!(schedule.next_fire_at, Some(utc(2026, 11, 30, 14, 0)));
     assert_eq!(schedule.last_fired_at, Some(utc(2026, 11, 30, 13, 20)));
@@ -739,7 +720,7 @@ fn two_schedulers_ticking_at_once_fire_each_occurrence_exactly_once() {
         });
     }
     first_runtime.block_on(async {
-        let store = fixture.service.store();
+        let store = &fixture.store;
         let tasks = store.list_tasks(None, 10_000).await.unwrap();
         assert_eq!(tasks.len(), SCHEDULES * MINUTES as usize);
         assert!(tasks.iter().all(|task| task.created_by == Actor::Scheduler));
@@ -795,18 +776,12 @@ async fn a_scheduled_write_waits_for_approval_with_nothing_on_disk() {
         !fixture.tree.workspace().join("report.md").exists(),
         "nothing written"
     );
-    let approvals = fixture
-        .service
-        .store()
-        .approvals_for_task(task)
-        .await
-        .unwrap();
+    let approvals = fixture.store.approvals_for_task(task).await.unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].state, ApprovalState::Pending);
     assert_eq!(approvals[0].tool, "write_file");
     let created = fixture
-        .service
-        .store()
+        .store
         .list_audit(&AuditFilter {
             task_id: Some(task.clone()),
             action: Some("task_created".into()),
@@ -820,13 +795,7 @@ async fn a_scheduled_write_waits_for_approval_with_nothing_on_disk() {
         .tick(local("Europe/Berlin", 2026, 12, 7, 9, 5))
         .await;
     assert_eq!(
-        fixture
-            .service
-            .store()
-            .approvals_for_task(task)
-            .await
-            .unwrap()[0]
-            .state,
+        fixture.store.approvals_for_task(task).await.unwrap()[0].state,
         ApprovalState::Pending
     );
     assert!(!fixture.tree.workspace().join("report.md").exists());
@@ -862,15 +831,7 @@ async fn a_schedule_whose_workspace_is_gone_is_paused_with_the_reason() {
     };
     assert_eq!(id, &folder);
     assert!(reason.contains("is gone"), "{reason}");
-    assert!(
-        fixture
-            .service
-            .store()
-            .list_tasks(None, 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(fixture.store.list_tasks(None, 10).await.unwrap().is_empty());
     assert!(fixture.tick(utc(2026, 11, 30, 11, 0)).await.is_empty());
 
     // Enabling it again clears the reason and plans from now.
@@ -904,12 +865,12 @@ async fn the_loop_fires_each_occurrence_when_it_comes() {
     let store =
         Store::open_with_clock(&data.path().join("test.db"), Arc::clone(&clock) as _).unwrap();
     let service = TaskService::new(
-        store,
+        store.clone(),
         TaskSettings::default(),
         Workspaces::single("home", tree.workspace()),
         ModelSource::Scripted,
     );
-    let scheduler = Scheduler::new(service.clone());
+    let scheduler = Scheduler::new(service.clone(), store.clone());
     let id = scheduler
         .create(
             request("every minute", "* * * * *", "UTC", Overlap::Queue),
@@ -933,7 +894,7 @@ async fn the_loop_fires_each_occurrence_when_it_comes() {
     });
     tokio::time::sleep(10 * MINUTE).await;
     running.abort();
-    let mut rows = service.store().schedule_history(&id, 100).await.unwrap();
+    let mut rows = store.schedule_history(&id, 100).await.unwrap();
     rows.reverse();
     assert_eq!(rows.len(), 10, "{rows:?}");
     for (minute, row) in (1..).zip(&rows) {
@@ -954,7 +915,7 @@ async fn the_loop_fires_each_occurrence_when_it_comes() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Measurement (not a check): `cargo test -p pp-tasks --test it scheduler:: -- --ignored
+// Measurement (not a check): `cargo test -p pp-schedules --test it scheduler:: -- --ignored
 // --nocapture tick_cost`.
 // ---------------------------------------------------------------------------------------
 
@@ -1004,7 +965,7 @@ async fn tick_cost_with_1000_schedules() {
 }
 
 /// The loop's drift on the real clock: how long after each occurrence its task was
-/// created (`cargo test -p pp-tasks --test it scheduler:: -- --ignored --nocapture drift`;
+/// created (`cargo test -p pp-schedules --test it scheduler:: -- --ignored --nocapture drift`;
 /// takes three minutes of wall time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement on the real clock; run by hand"]
@@ -1013,12 +974,12 @@ async fn drift_on_the_real_clock() {
     let data = tempfile::tempdir().unwrap();
     let store = Store::open(&data.path().join("test.db")).unwrap();
     let service = TaskService::new(
-        store,
+        store.clone(),
         TaskSettings::default(),
         Workspaces::single("home", tree.workspace()),
         ModelSource::Scripted,
     );
-    let scheduler = Scheduler::new(service.clone());
+    let scheduler = Scheduler::new(service.clone(), store.clone());
     let id = scheduler
         .create(
             request("every minute", "* * * * *", "UTC", Overlap::Queue),
@@ -1033,7 +994,7 @@ async fn drift_on_the_real_clock() {
     });
     tokio::time::sleep(3 * MINUTE).await;
     running.abort();
-    for row in service.store().schedule_history(&id, 100).await.unwrap() {
+    for row in store.schedule_history(&id, 100).await.unwrap() {
         let occurrence = row.occurrence.unwrap();
         println!(
             "occurrence {} fired {} ms later",

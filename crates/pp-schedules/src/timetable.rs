@@ -14,7 +14,7 @@ use croner::parser::{CronParser, Seconds, Year};
 use croner::{Cron, Direction};
 use pp_types::Timestamp;
 
-use super::SchedulerError;
+use crate::error::SchedulerError;
 
 /// The aliases accepted in place of five fields, and what they stand for.
 pub const ALIASES: [(&str, &str); 7] = [

@@ -15,16 +15,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use pp_channels::{
+    ChannelKey, ChannelSettings, ChannelsError, ChannelsService, CreateChannel, Delivery,
+    DeliveryOutcome, EditChannel, Refusal, render_prompt, sign,
+};
 use pp_model::ScriptedModel;
-use pp_tasks::channels::{
-    ChannelsError, CreateChannel, Delivery, DeliveryOutcome, EditChannel, Refusal, render_prompt,
-    sign,
-};
-use pp_tasks::store::{AuditFilter, DeliveryStatus, Store};
-use pp_tasks::{
-    ChannelKey, ChannelSettings, ChannelsService, ModelSource, TaskService, TaskSettings,
-    Workspaces,
-};
+use pp_store::{AuditFilter, DeliveryStatus, Store};
+use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, ApprovalState, Clock as _, ManualClock, TaskState, Timestamp};
 use serde_json::json;
@@ -36,6 +33,7 @@ struct Fixture {
     data: tempfile::TempDir,
     clock: Arc<ManualClock>,
     service: TaskService,
+    store: Store,
     channels: ChannelsService,
 }
 
@@ -44,14 +42,15 @@ fn service_on(
     clock: &Arc<ManualClock>,
     tree: &TempTree,
     models: ModelSource,
-) -> TaskService {
+) -> (TaskService, Store) {
     let store = Store::open_with_clock(&data.join("test.db"), Arc::clone(clock) as _).unwrap();
-    TaskService::new(
-        store,
+    let service = TaskService::new(
+        store.clone(),
         TaskSettings::default(),
         Workspaces::single("home", tree.workspace()),
         models,
-    )
+    );
+    (service, store)
 }
 
 impl Fixture {
@@ -63,21 +62,26 @@ impl Fixture {
         let tree = TempTree::new();
         let data = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_764_000_000_000)));
-        let service = service_on(data.path(), &clock, &tree, models);
-        let channels =
-            ChannelsService::new(service.clone(), ChannelKey::from_bytes(&KEY), settings);
+        let (service, store) = service_on(data.path(), &clock, &tree, models);
+        let channels = ChannelsService::new(
+            service.clone(),
+            store.clone(),
+            ChannelKey::from_bytes(&KEY),
+            settings,
+        );
         Self {
             tree,
             data,
             clock,
             service,
+            store,
             channels,
         }
     }
 
     /// Another process on the same database and key file.
     fn another_process(&self) -> ChannelsService {
-        let service = service_on(
+        let (service, store) = service_on(
             self.data.path(),
             &self.clock,
             &self.tree,
@@ -85,6 +89,7 @@ impl Fixture {
         );
         ChannelsService::new(
             service,
+            store,
             ChannelKey::from_bytes(&KEY),
             ChannelSettings::default(),
         )
@@ -106,12 +111,7 @@ impl Fixture {
     }
 
     async fn task_count(&self) -> usize {
-        self.service
-            .store()
-            .list_tasks(None, 100)
-            .await
-            .unwrap()
-            .len()
+        self.store.list_tasks(None, 100).await.unwrap().len()
     }
 }
 
@@ -479,13 +479,7 @@ async fn secrets_are_sealed_at_rest_rotatable_and_names_checked() {
         })
         .await
         .unwrap();
-    let stored = fixture
-        .service
-        .store()
-        .find_channel("forms")
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = fixture.store.find_channel("forms").await.unwrap().unwrap();
     let sealed = String::from_utf8_lossy(&stored.secret_sealed);
     assert!(
         !sealed.contains(&created.secret),
@@ -498,6 +492,7 @@ async fn secrets_are_sealed_at_rest_rotatable_and_names_checked() {
     // A different key does not open it.
     let other = ChannelsService::new(
         fixture.service.clone(),
+        fixture.store.clone(),
         ChannelKey::from_bytes(&[8; 32]),
         ChannelSettings::default(),
     );
@@ -641,17 +636,11 @@ async fn a_webhook_write_waits_for_approval_with_nothing_on_disk() {
     let record = fixture.service.run_now(&task.id).await.unwrap();
     assert_eq!(record.state, TaskState::WaitingApproval);
     assert!(!fixture.tree.workspace().join("submission.md").exists());
-    let approvals = fixture
-        .service
-        .store()
-        .approvals_for_task(&task.id)
-        .await
-        .unwrap();
+    let approvals = fixture.store.approvals_for_task(&task.id).await.unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].state, ApprovalState::Pending);
     let created = fixture
-        .service
-        .store()
+        .store
         .list_audit(&AuditFilter {
             task_id: Some(task.id.clone()),
             action: Some("task_created".into()),

@@ -1,0 +1,276 @@
+//! [`Scheduler`]: create, edit, enable, run now, remove, list and tick schedules, over a
+//! task service (workspaces, workers, task lookups) and the store's schedules
+//! ([`ScheduleBook`]).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use pp_store::{NewSchedule, NewTask, Overlap, Schedule, ScheduleEvent, ScheduleEventKind};
+use pp_store::{ScheduleSpec, Store};
+use pp_tasks::TaskService;
+use pp_types::{Actor, TaskRecord, Timestamp};
+
+use crate::book::ScheduleBook;
+use crate::error::{Result, SchedulerError};
+use crate::tick::{TickOutcome, TickReport, tick_once};
+use crate::timetable::{Timetable, machine_time_zone};
+
+/// How soon [`Scheduler::run`] ticks again when something is still due after a tick.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// A schedule as a person asks for it (create and edit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleRequest {
+    /// Unique among schedules.
+    pub name: String,
+    /// Five fields or an alias ([`ALIASES`](crate::ALIASES)).
+    pub cron: String,
+    /// An IANA zone; `None` for the machine's ([`machine_time_zone`]).
+    pub time_zone: Option<String>,
+    /// The prompt each fire's task gets.
+    pub prompt: String,
+    /// A configured workspace's name; `None` for the default.
+    pub workspace: Option<String>,
+    /// A chat session each fire continues, if any.
+    pub session: Option<String>,
+    /// The overlap policy (default `skip`).
+    pub overlap: Overlap,
+    /// Whether it fires.
+    pub enabled: bool,
+}
+
+/// The scheduler over one task service (its workspaces and workers) and the schedules of
+/// its store. Cheap to clone.
+#[derive(Clone)]
+pub struct Scheduler {
+    tasks: TaskService,
+    book: ScheduleBook,
+    /// A script every created task carries (`pocketpilot serve --script FILE`).
+    script: Option<serde_json::Value>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler").finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// A scheduler keeping its schedules in `store` (the database `tasks` works on) and
+    /// creating its tasks there for `tasks` to run.
+    pub fn new(tasks: TaskService, store: Store) -> Self {
+        Self {
+            tasks,
+            book: ScheduleBook::new(store),
+            script: None,
+        }
+    }
+
+    /// The same scheduler, attaching `script` to every task it creates (as `pocketpilot
+    /// serve --script FILE` does for the tasks of `POST /api/tasks`); `None` runs them on
+    /// the configured model.
+    #[must_use]
+    pub fn with_script(mut self, script: Option<serde_json::Value>) -> Self {
+        self.script = script;
+        self
+    }
+
+    /// The tasks a schedule's fires created (from its history), newest first: at most
+    /// `limit`; tasks pruned since are left out.
+    pub async fn tasks(&self, id_or_name: &str, limit: usize) -> Result<Vec<TaskRecord>> {
+        let current = self.find(id_or_name).await?;
+        let mut tasks = Vec::new();
+        let mut seen = HashSet::new();
+        let history = self
+            .book
+            .history(&current.id, limit.saturating_mul(4).max(limit))
+            .await?;
+        for event in history {
+            let Some(task_id) = event.task_id else {
+                continue;
+            };
+            if event.kind != ScheduleEventKind::ScheduleFired || !seen.insert(task_id.clone()) {
+                continue;
+            }
+            match self.tasks.task(&task_id).await {
+                Ok(task) => tasks.push(task),
+                Err(pp_tasks::Error::NotFound { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
+            if tasks.len() >= limit {
+                break;
+            }
+        }
+        Ok(tasks)
+    }
+
+    fn now(&self) -> Timestamp {
+        self.book.now()
+    }
+
+    /// Validates and stores a new schedule; its first occurrence is the first after now.
+    pub async fn create(&self, request: ScheduleRequest, actor: Actor) -> Result<Schedule> {
+        let (spec, timetable) = self.validate(request.clone())?;
+        let new = NewSchedule {
+            next_fire_at: timetable.next_after(self.now()),
+            spec,
+            enabled: request.enabled,
+            created_by: actor,
+        };
+        Ok(self.book.create(&new).await?)
+    }
+
+    /// Replaces a schedule's definition (found by id or name); its next occurrence is
+    /// recomputed from now.
+    pub async fn edit(&self, id_or_name: &str, request: ScheduleRequest) -> Result<Schedule> {
+        let current = self.find(id_or_name).await?;
+        let (spec, timetable) = self.validate(request)?;
+        let next = timetable.next_after(self.now());
+        Ok(self.book.update(&current.id, &spec, next).await?)
+    }
+
+    /// Enables (from the next occurrence after now: nothing missed while disabled is
+    /// caught up) or disables a schedule; clears a pause reason.
+    pub async fn set_enabled(&self, id_or_name: &str, enabled: bool) -> Result<Schedule> {
+        let current = self.find(id_or_name).await?;
+        let timetable = Timetable::parse(&current.spec.cron, &current.spec.time_zone)?;
+        let next = timetable.next_after(self.now());
+        Ok(self.book.set_enabled(&current.id, enabled, next).await?)
+    }
+
+    /// Fires a schedule now at a person's request (`actor`, recorded in its history):
+    /// creates its task (`created_by: scheduler`, like every fire) and wakes the
+    /// workers. Its timetable and overlap policy are left alone. A schedule whose
+    /// workspace is gone is refused with [`SchedulerError::NotFound`] (and not paused:
+    /// the person is told).
+    pub async fn run_now(&self, id_or_name: &str, actor: Actor) -> Result<TaskRecord> {
+        let current = self.find(id_or_name).await?;
+        let workspace = self
+            .tasks
+            .workspaces()
+            .find(Some(&current.spec.workspace))
+            .ok_or_else(|| SchedulerError::NotFound {
+                what: "workspace",
+                id: current.spec.workspace.clone(),
+            })?;
+        let task = NewTask {
+            prompt: current.spec.prompt.clone(),
+            workspace: workspace.name.clone(),
+            workspace_path: workspace.path.display().to_string(),
+            created_by: Actor::Scheduler,
+            origin: Some(current.spec.name.clone()),
+            script: self.script.clone(),
+        };
+        let task = self.book.run_now(&current.id, task, actor).await?;
+        self.tasks.wake_workers();
+        Ok(task)
+    }
+
+    /// Removes a schedule and its history (its tasks stay).
+    pub async fn remove(&self, id_or_name: &str) -> Result<()> {
+        let current = self.find(id_or_name).await?;
+        Ok(self.book.delete(&current.id).await?)
+    }
+
+    /// One schedule, by id or name.
+    pub async fn find(&self, id_or_name: &str) -> Result<Schedule> {
+        Ok(self.book.find(id_or_name).await?)
+    }
+
+    /// Every schedule, by name.
+    pub async fn list(&self) -> Result<Vec<Schedule>> {
+        Ok(self.book.list().await?)
+    }
+
+    /// A schedule's history, newest first.
+    pub async fn history(&self, id_or_name: &str, limit: usize) -> Result<Vec<ScheduleEvent>> {
+        let current = self.find(id_or_name).await?;
+        Ok(self.book.history(&current.id, limit).await?)
+    }
+
+    /// One round at the store clock's now: fires every due schedule (at most
+    /// [`TICK_LIMIT`](crate::TICK_LIMIT)) and wakes the workers if a task was created.
+    pub async fn tick(&self) -> Result<TickReport> {
+        let now = self.now();
+        self.tick_at(now).await
+    }
+
+    /// One round as if it were `now` (the store still stamps its rows with its clock).
+    pub async fn tick_at(&self, now: Timestamp) -> Result<TickReport> {
+        let report = tick_once(
+            &self.book,
+            self.tasks.workspaces(),
+            self.script.as_ref(),
+            now,
+        )
+        .await?;
+        if report
+            .outcomes
+            .iter()
+            .any(|(_, outcome)| matches!(outcome, TickOutcome::Fired { .. }))
+        {
+            self.tasks.wake_workers();
+        }
+        Ok(report)
+    }
+
+    /// Ticks for as long as the returned future is polled (`serve` will spawn it):
+    /// right away, then whenever the earliest planned occurrence comes, and at least
+    /// every `poll` (schedules created, edited or fired by another process are noticed
+    /// then). Each tick's report, or its error, goes to `on_tick` (for the log); an
+    /// error never stops the loop. Sleeps on tokio's timer, so a test on paused time
+    /// runs it without waiting.
+    pub async fn run(&self, poll: Duration, mut on_tick: impl FnMut(Result<TickReport>)) {
+        loop {
+            on_tick(self.tick().await);
+            let earliest = self.book.earliest_fire_at().await;
+            let now = self.now();
+            let wait = match earliest {
+                // Still due after the tick: more than TICK_LIMIT were due, or one failed.
+                // Go again soon, not at once.
+                Ok(Some(at)) if at <= now => RETRY.min(poll),
+                Ok(Some(at)) => {
+                    let millis = u64::try_from(at.as_millis().saturating_sub(now.as_millis()));
+                    Duration::from_millis(millis.unwrap_or(0)).min(poll)
+                }
+                Ok(None) | Err(_) => poll,
+            };
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Checks a request: a name and a prompt, a cron expression and zone that parse, a
+    /// configured workspace (stored by name).
+    fn validate(&self, request: ScheduleRequest) -> Result<(ScheduleSpec, Timetable)> {
+        let name = request.name.trim();
+        if name.is_empty() || name.chars().any(char::is_control) {
+            return Err(SchedulerError::BadRequest(
+                "a schedule needs a name without control characters".into(),
+            ));
+        }
+        let prompt = request.prompt.trim();
+        if prompt.is_empty() {
+            return Err(SchedulerError::BadRequest("the prompt is empty".into()));
+        }
+        let time_zone = request.time_zone.unwrap_or_else(machine_time_zone);
+        let timetable = Timetable::parse(&request.cron, &time_zone)?;
+        let workspace = self
+            .tasks
+            .workspaces()
+            .find(request.workspace.as_deref())
+            .ok_or_else(|| SchedulerError::NotFound {
+                what: "workspace",
+                id: request.workspace.unwrap_or_else(|| "(default)".into()),
+            })?;
+        let spec = ScheduleSpec {
+            name: name.to_owned(),
+            cron: request.cron.trim().to_owned(),
+            time_zone,
+            prompt: prompt.to_owned(),
+            workspace: workspace.name.clone(),
+            session: request.session,
+            overlap: request.overlap,
+        };
+        Ok((spec, timetable))
+    }
+}
