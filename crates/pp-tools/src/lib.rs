@@ -58,6 +58,9 @@
 //! searcher over files opened through the jail's walk, capped by [`SearchLimits`]); the
 //! files provider offers it next to the file tools.
 
+mod args;
+#[cfg(test)]
+mod args_check;
 mod blocking;
 pub mod docs;
 mod files;

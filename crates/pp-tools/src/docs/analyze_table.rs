@@ -30,20 +30,24 @@
 use std::sync::Arc;
 
 use pp_agent::ToolContext;
-use pp_docs::table::bounded::json_chars;
-use pp_docs::table::ops::{AGGREGATE_FNS, CONDITION_OPS, MAX_LIMIT, OPS, Op, Query, ResultSet};
-use pp_docs::table::{SqlLimits, TableInfo};
+use pp_docs::table::SqlLimits;
+use pp_docs::table::ops::{
+    AGGREGATE_FNS, Aggregate, CONDITION_OPS, Condition, MAX_LIMIT, OPS, Op, Query,
+};
 use pp_docs::{DocsError, Format, Job, JobOutput};
 use pp_gate::Jail;
 use pp_types::{ToolOutput, ToolSpec};
 
 use super::input::read_spec;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::input::read_document;
 use super::provider::DocsSettings;
+use super::table_answer::answer;
+use crate::args::parse;
 use crate::blocking::SyncTool;
-use crate::files::common::{optional_str, required_str, respond};
+use crate::files::common::respond;
 
 /// The most rows read from one file.
 pub(crate) const MAX_TABLE_ROWS: usize = 1_000_000;
@@ -61,6 +65,66 @@ filter (`where`), sort (`order_by`, `descending`), group_by (`by`, `aggregates` 
 table is named t). `where` is a list of {column, op, value} with op = != < <= > >= \
 contains starts_with in is_null not_null, all of which must hold. Returns {columns, rows, \
 truncated, total_rows, table}; at most 1000 rows (`limit`, default 200, head 10).";
+
+/// The arguments of `analyze_table`: the file, and the query the child runs on it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The table file, relative to the workspace root.
+    pub(crate) path: &'a str,
+    /// XLSX: the sheet (default: the first).
+    #[serde(borrow)]
+    pub(crate) sheet: Option<&'a str>,
+    /// The operation.
+    pub(crate) op: Op,
+    /// The columns to show (default: all).
+    pub(crate) columns: Option<Vec<String>>,
+    /// Conditions every row kept must meet.
+    #[serde(rename = "where")]
+    pub(crate) conditions: Option<Vec<Condition>>,
+    /// `group_by`: the key column or columns.
+    pub(crate) by: Option<OneOrMany>,
+    /// `group_by`: what to compute per group (default: count).
+    pub(crate) aggregates: Option<Vec<Aggregate>>,
+    /// The column to sort by.
+    pub(crate) order_by: Option<String>,
+    /// Sort from the largest (default false).
+    pub(crate) descending: Option<bool>,
+    /// The most rows to return.
+    pub(crate) limit: Option<usize>,
+    /// `sql`: one `SELECT` on the table `t`.
+    pub(crate) sql: Option<String>,
+}
+
+/// `by`: one column or a list of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum OneOrMany {
+    /// One column.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+impl Arguments<'_> {
+    /// The query the parser child runs.
+    fn query(self) -> Query {
+        Query {
+            op: self.op,
+            columns: self.columns,
+            conditions: self.conditions.unwrap_or_default(),
+            by: match self.by {
+                None => Vec::new(),
+                Some(OneOrMany::One(one)) => vec![one],
+                Some(OneOrMany::Many(many)) => many,
+            },
+            aggregates: self.aggregates.unwrap_or_default(),
+            order_by: self.order_by,
+            descending: self.descending.unwrap_or(false),
+            limit: self.limit,
+            sql: self.sql,
+        }
+    }
+}
 
 /// The `analyze_table` tool.
 pub(crate) struct AnalyzeTable {
@@ -149,9 +213,9 @@ impl AnalyzeTable {
     }
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
-        let path = required_str(arguments, "path")?;
-        let sheet = optional_str(arguments, "sheet")?;
-        let query = parse_query(arguments)?;
+        let arguments: Arguments<'_> = parse(arguments)?;
+        let (path, sheet) = (arguments.path, arguments.sheet);
+        let query = arguments.query();
         if query.op == Op::Sql && query.sql.is_none() {
             return Err(ToolOutput::error(
                 "op \"sql\" needs `sql`: one SELECT on the table t, e.g. \
@@ -241,154 +305,6 @@ impl SyncTool for AnalyzeTable {
     }
 }
 
-/// The query part of the arguments (nulls count as absent).
-fn parse_query(arguments: &Value) -> Result<Query, ToolOutput> {
-    let mut arguments = arguments.clone();
-    if let Value::Object(map) = &mut arguments {
-        map.retain(|_, value| !value.is_null());
-    }
-    serde_json::from_value(arguments)
-        .map_err(|error| ToolOutput::error(format!("bad arguments: {error}")))
-}
-
-/// The answer as JSON of at most `max_chars` characters: rows are dropped from the end
-/// until it fits, and `truncated` and `note` say so (and say which cells the child cut).
-/// Every row is measured once and the answer written once.
-pub(crate) fn answer(
-    path: &str,
-    op: Op,
-    mut result: ResultSet,
-    info: &TableInfo,
-    max_chars: usize,
-) -> Result<String, ToolOutput> {
-    let mut notes = Vec::new();
-    if info.truncated {
-        notes.push(format!(
-            "only the first {} rows of the file were read; results cover those rows",
-            info.rows
-        ));
-    }
-    if result.cut_cells > 0 {
-        notes.push(format!(
-            "{} cell(s) cut to fit the {max_chars}-character output limit (a cut text ends \
-             with {})",
-            result.cut_cells,
-            pp_docs::table::bounded::CUT_MARK
-        ));
-    }
-    let cut_note = |keep: usize| {
-        format!(
-            "rows cut to {keep} to fit the {max_chars}-character output limit; pass \
-             `columns` or a smaller `limit`"
-        )
-    };
-    let envelope = |result: &ResultSet, notes: &[String]| {
-        let mut value = json!({
-            "path": path,
-            "op": op,
-            "columns": result.columns,
-            "rows": [],
-            "truncated": result.truncated,
-            "total_rows": result.total_rows,
-            "table": info,
-        });
-        if !notes.is_empty() {
-            value["note"] = Value::from(notes.join("; "));
-        }
-        value
-    };
-    let lengths: Vec<usize> = result
-        .rows
-        .iter()
-        .map(|row| 2 + row.len().saturating_sub(1) + row.iter().map(json_chars).sum::<usize>())
-        .collect();
-    let rows_chars = |keep: usize| lengths[..keep].iter().sum::<usize>() + keep.saturating_sub(1);
-    let mut keep = lengths.len();
-    let mut final_notes = notes.clone();
-    if result.cut_for_size {
-        final_notes.push(cut_note(keep));
-    }
-    if json_chars(&envelope(&result, &final_notes)) + rows_chars(keep) > max_chars {
-        // The note with the most digits it can have, so the final one is no longer.
-        let mut widest = notes.clone();
-        widest.push(cut_note(keep));
-        result.truncated = true;
-        let base = json_chars(&envelope(&result, &widest));
-        if base > max_chars {
-            return Err(ToolOutput::error(format!(
-                "the answer is larger than {max_chars} characters even without rows; name \
-                 fewer `columns`"
-            )));
-        }
-        while keep > 0 && base + rows_chars(keep) > max_chars {
-            keep -= 1;
-        }
-        final_notes = notes;
-        final_notes.push(cut_note(keep));
-    }
-    result.rows.truncate(keep);
-    let mut value = envelope(&result, &final_notes);
-    value["rows"] = Value::from(std::mem::take(&mut result.rows));
-    let text = serde_json::to_string(&value)
-        .map_err(|error| ToolOutput::error(format!("cannot write the answer: {error}")))?;
-    if text.chars().count() > max_chars {
-        return Err(ToolOutput::error(format!(
-            "cannot fit the answer into {max_chars} characters; name fewer `columns`"
-        )));
-    }
-    Ok(text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn answers_over_the_cap_drop_rows_and_say_so() {
-        let result = ResultSet {
-            columns: vec!["a".to_owned()],
-            rows: (0..100)
-                .map(|index| vec![json!(format!("value {index}"))])
-                .collect(),
-            truncated: false,
-            total_rows: 100,
-            cut_cells: 0,
-            cut_for_size: false,
-        };
-        let info = TableInfo {
-            rows: 100,
-            columns: 1,
-            truncated: false,
-            sheet: None,
-            sheets: Vec::new(),
-            encoding: Some("UTF-8".to_owned()),
-            delimiter: Some(','),
-        };
-        let text = answer("t.csv", Op::Head, result, &info, 600).unwrap();
-        assert!(text.chars().count() <= 600, "{text}");
-        let value: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(value["truncated"], json!(true));
-        assert!(
-            value["note"].as_str().unwrap().contains("600-character"),
-            "{value}"
-        );
-        let rows = value["rows"].as_array().unwrap().len();
-        assert!(rows > 0 && rows < 100, "{rows}");
-    }
-
-    #[test]
-    fn null_arguments_count_as_absent_and_bad_ones_are_named() {
-        let query = parse_query(&json!({"path": "x.csv", "op": "head", "limit": null, "by": null}))
-            .unwrap();
-        assert_eq!(query.limit, None);
-        let error = parse_query(&json!({"path": "x.csv", "op": "pivot"})).unwrap_err();
-        let ToolOutput::Error { message } = error else {
-            panic!("not an error: {error:?}");
-        };
-        assert!(message.contains("group_by"), "{message}");
-    }
-}
-
 #[cfg(test)]
 #[allow(
     clippy::disallowed_methods,
@@ -400,6 +316,11 @@ mod tool_tests {
     use super::*;
     use pp_types::Risk;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("analyze_table");
+    }
 
     /// A tool whose parser child is a shell script (run by the real runner) printing the
     /// answer `pp_docs::job::run_job` gives for `bytes` — the real wire format and the
@@ -440,20 +361,20 @@ mod tool_tests {
         /// Writes the answer the parser will give for this call: what
         /// `pp_docs::job::run_job` answers for the very job the tool sends.
         fn prepare_answer(&self, arguments: &Value) {
-            let Some(path) = arguments["path"].as_str() else {
+            let Ok(arguments) = parse::<Arguments<'_>>(arguments) else {
                 return;
             };
-            let (Ok(bytes), Some(format), Ok(query)) = (
+            let (path, sheet) = (arguments.path, arguments.sheet);
+            let (Ok(bytes), Some(format)) = (
                 std::fs::read(self.workspace.path().join(path)),
                 Format::from_path(path),
-                parse_query(arguments),
             ) else {
                 return;
             };
             let job = analyze_job(
                 format,
-                arguments["sheet"].as_str(),
-                query,
+                sheet,
+                arguments.query(),
                 self.tool.settings.max_output_chars,
             );
             let answer = match pp_docs::job::run_job(&job, &bytes) {
@@ -493,6 +414,37 @@ mod tool_tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn null_arguments_count_as_absent_and_bad_ones_are_named() {
+        let arguments = json!({"path": "x.csv", "op": "head", "limit": null, "by": null});
+        let query = parse::<Arguments<'_>>(&arguments).unwrap().query();
+        assert_eq!(query.limit, None);
+        assert_eq!(query.by, Vec::<String>::new());
+        let error = parse::<Arguments<'_>>(&json!({"path": "x.csv", "op": "pivot"})).unwrap_err();
+        let ToolOutput::Error { message } = error else {
+            panic!("not an error: {error:?}");
+        };
+        assert!(message.contains("group_by"), "{message}");
+        assert!(
+            message.starts_with("bad arguments: unknown variant `pivot`"),
+            "{message}"
+        );
+        let arguments = json!({"path": "x.csv", "by": ["a", "b"], "where": null});
+        let error = parse::<Arguments<'_>>(&arguments).unwrap_err();
+        assert_eq!(
+            error,
+            ToolOutput::error("bad arguments: missing field `op`")
+        );
+        let arguments = json!({"path": "x.csv", "op": "group_by", "by": ["a", "b"]});
+        let query = parse::<Arguments<'_>>(&arguments).unwrap().query();
+        assert_eq!(query.by, ["a", "b"]);
+        assert_eq!(
+            query,
+            serde_json::from_value(arguments).unwrap(),
+            "as pp-docs reads it"
+        );
     }
 
     const SALES: &[u8] =

@@ -41,12 +41,13 @@ use pp_gate::{EntryKind, Jail, ListOptions};
 use pp_types::{ToolOutput, ToolSpec};
 
 use super::input::read_spec;
+use serde::{Deserialize, Deserializer, de};
 use serde_json::{Map, Value, json};
 
 use super::DocsSettings;
 use super::input::{docs_error, read_document};
 use crate::blocking::SyncTool;
-use crate::files::common::{jail_error, required_str, respond};
+use crate::files::common::{jail_error, respond};
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Read Chinese VAT invoices (fully digital e-invoice XML, OFD, \
@@ -67,6 +68,28 @@ const PREFERENCE: [Format; 4] = [Format::Xml, Format::Ofd, Format::Pdf, Format::
 
 /// Parses one job (the parser child in the tool; in-process in unit tests).
 type Parse<'a> = &'a dyn Fn(&Job, &[u8]) -> Result<JobOutput, DocsError>;
+
+/// The arguments of `extract_invoice`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// An invoice file or a folder of them, relative to the workspace root.
+    pub(crate) path: &'a str,
+    /// Fixes by file, then field.
+    pub(crate) corrections: Option<Corrections>,
+}
+
+/// `corrections`: an object of file → fields; each file's fields are checked to be an
+/// object too ([`corrections_of`]).
+#[derive(Debug)]
+pub(crate) struct Corrections(Map<String, Value>);
+
+impl<'de> Deserialize<'de> for Corrections {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Map::deserialize(deserializer)
+            .map(Self)
+            .map_err(|_| de::Error::custom("must be an object: {\"<file>\": {\"<field>\": value}}"))
+    }
+}
 
 /// The `extract_invoice` tool.
 pub(crate) struct ExtractInvoice {
@@ -136,26 +159,18 @@ impl SyncTool for ExtractInvoice {
 }
 
 /// The corrections argument: file → field → value.
-fn corrections_of(arguments: &Value) -> Result<BTreeMap<String, Map<String, Value>>, ToolOutput> {
+fn corrections_of(
+    corrections: Option<Corrections>,
+) -> Result<BTreeMap<String, Map<String, Value>>, ToolOutput> {
     let mut out = BTreeMap::new();
-    match arguments.get("corrections") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(files)) => {
-            for (file, fields) in files {
-                let Value::Object(fields) = fields else {
-                    return Err(ToolOutput::error(format!(
-                        "corrections for `{file}` must be an object of field → value, like \
-                         {{\"seller_name\": \"某公司\"}}"
-                    )));
-                };
-                out.insert(file.clone(), fields.clone());
-            }
-        }
-        Some(_) => {
-            return Err(ToolOutput::error(
-                "argument `corrections` must be an object: {\"<file>\": {\"<field>\": value}}",
-            ));
-        }
+    for (file, fields) in corrections.map(|files| files.0).unwrap_or_default() {
+        let Value::Object(fields) = fields else {
+            return Err(ToolOutput::error(format!(
+                "corrections for `{file}` must be an object of field → value, like \
+                 {{\"seller_name\": \"某公司\"}}"
+            )));
+        };
+        out.insert(file, fields);
     }
     Ok(out)
 }
@@ -174,8 +189,8 @@ fn run(
     parse: Parse<'_>,
     stop: &dyn Fn() -> bool,
 ) -> Result<String, ToolOutput> {
-    let path = required_str(arguments, "path")?;
-    let mut fixes = corrections_of(arguments)?;
+    let Arguments { path, corrections } = crate::args::parse(arguments)?;
+    let mut fixes = corrections_of(corrections)?;
     let probe = jail.probe(path).map_err(|error| jail_error(&error))?;
     let today = today_utc();
     match probe.kind {
@@ -463,6 +478,11 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("extract_invoice");
+    }
 
     fn fixtures(folder: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -8,5 +8,6 @@ mod extract_document;
 mod extract_invoice;
 mod input;
 mod provider;
+mod table_answer;
 
 pub use provider::{DocsProvider, DocsSettings};
