@@ -43,7 +43,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::input::read_document;
-use super::provider::DocsSettings;
+use super::settings::DocsSettings;
 use super::table_answer::answer;
 use crate::args::parse;
 use crate::blocking::SyncTool;
@@ -282,17 +282,6 @@ pub(crate) fn analyze_job(
             ..SqlLimits::default()
         },
     }
-}
-
-/// The tool for one segment, as the provider registers it (off the async threads).
-pub(crate) fn tool(
-    scope: &crate::Scope<'_>,
-    settings: &Arc<DocsSettings>,
-) -> Arc<dyn pp_agent::Tool> {
-    Arc::new(crate::blocking::OffThread(Arc::new(AnalyzeTable::new(
-        Arc::clone(scope.workspace),
-        Arc::clone(settings),
-    ))))
 }
 
 impl SyncTool for AnalyzeTable {

@@ -36,8 +36,8 @@ use super::input::read_spec;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::DocsSettings;
 use super::input::{docs_error, read_document};
+use super::settings::DocsSettings;
 use crate::args::{AtLeast, parse};
 use crate::blocking::SyncTool;
 use crate::files::common::respond;

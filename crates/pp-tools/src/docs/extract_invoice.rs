@@ -44,8 +44,8 @@ use super::input::read_spec;
 use serde::{Deserialize, Deserializer, de};
 use serde_json::{Map, Value, json};
 
-use super::DocsSettings;
 use super::input::{docs_error, read_document};
+use super::settings::DocsSettings;
 use crate::blocking::SyncTool;
 use crate::files::common::{jail_error, respond};
 

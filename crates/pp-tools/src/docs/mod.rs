@@ -8,6 +8,8 @@ mod extract_document;
 mod extract_invoice;
 mod input;
 mod provider;
+mod settings;
 mod table_answer;
 
-pub use provider::{DocsProvider, DocsSettings};
+pub use provider::DocsProvider;
+pub use settings::DocsSettings;
