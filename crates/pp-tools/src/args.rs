@@ -8,10 +8,12 @@
 //! in the agent's validator). Strings are borrowed from the arguments, not copied.
 //!
 //! The errors are the ones the model has always seen, and name the argument:
-//! `argument `path` must be a string`, `… must be true or false`; the small types here
-//! ([`AtLeast`], [`NonEmpty`], …) carry their own wording. Values a field hands on to
+//! ``argument `path` must be a string``, `… must be true or false`; a field type with a
+//! wording of its own ([`AtLeast`] here, `run_command`'s `Program`, `memory_write`'s
+//! `Mode`, …) says it through `serde::de::Error::custom`, and [`parse`] puts the
+//! argument's name in front. Values a field hands on to
 //! serde (enums, lists of objects) fail with serde's message after `bad arguments: `,
-//! and a missing one with `bad arguments: missing field `op``.
+//! and a missing one with ``bad arguments: missing field `op` ``.
 
 use std::fmt;
 
@@ -29,7 +31,7 @@ pub(crate) fn parse<'a, T: Deserialize<'a>>(arguments: &'a Value) -> Result<T, T
 /// Why arguments could not be read.
 #[derive(Debug)]
 pub(crate) enum ArgError {
-    /// One argument is wrong: `argument `<name>` <message>`.
+    /// One argument is wrong: ``argument `<name>` <message>``.
     Argument {
         /// The argument, once known.
         name: Option<&'static str>,
@@ -277,7 +279,7 @@ impl<'de> Deserializer<'de> for Field<'de> {
     }
 }
 
-/// A whole number of at least `MIN` (`argument `limit` must be an integer of at least 1`).
+/// A whole number of at least `MIN` (``argument `limit` must be an integer of at least 1``).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AtLeast<const MIN: u64>(pub(crate) usize);
 

@@ -61,7 +61,7 @@ enum Mode {
     Replace,
 }
 
-/// `argument `mode` must be a string`, or `… must be "append" or "replace", not "x"`.
+/// Errors: ``argument `mode` must be a string``, or ``… must be "append" or "replace", not "x"``.
 impl<'de> Deserialize<'de> for Mode {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match <&str>::deserialize(deserializer)? {
