@@ -16,8 +16,11 @@
 //! Where it sits: this crate depends on `pp-types` (specs and outputs), `pp-gate` (the
 //! jail, the only way to the filesystem), `pp-agent` (the `Tool` trait and the
 //! registry), `pp-docs` (document parsing) and `pp-sandbox` (confined commands).
-//! Arguments arrive already checked by the schema and the policy, but every access
-//! still goes through the jail, which re-checks the path race-free. A refusal by the jail becomes [`pp_types::ToolOutput::Denied`]; a
+//! Arguments arrive already checked by the schema and the policy; each tool still reads
+//! them into its own `#[derive(Deserialize)]` type (`args::parse`, whose errors name the
+//! argument), and a test per tool checks that type against the hand-written schema the
+//! model sees. Every access still goes through the jail, which re-checks the path
+//! race-free. A refusal by the jail becomes [`pp_types::ToolOutput::Denied`]; a
 //! missing file or a bad edit is an ordinary [`pp_types::ToolOutput::Error`]. No tool
 //! panics.
 //!
@@ -58,6 +61,9 @@
 //! searcher over files opened through the jail's walk, capped by [`SearchLimits`]); the
 //! files provider offers it next to the file tools.
 
+mod args;
+#[cfg(test)]
+mod args_check;
 mod blocking;
 pub mod docs;
 mod files;

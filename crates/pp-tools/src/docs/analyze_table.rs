@@ -30,20 +30,24 @@
 use std::sync::Arc;
 
 use pp_agent::ToolContext;
-use pp_docs::table::bounded::json_chars;
-use pp_docs::table::ops::{AGGREGATE_FNS, CONDITION_OPS, MAX_LIMIT, OPS, Op, Query, ResultSet};
-use pp_docs::table::{SqlLimits, TableInfo};
+use pp_docs::table::SqlLimits;
+use pp_docs::table::ops::{
+    AGGREGATE_FNS, Aggregate, CONDITION_OPS, Condition, MAX_LIMIT, OPS, Op, Query,
+};
 use pp_docs::{DocsError, Format, Job, JobOutput};
 use pp_gate::Jail;
 use pp_types::{ToolOutput, ToolSpec};
 
 use super::input::read_spec;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::input::read_document;
-use super::provider::DocsSettings;
+use super::settings::DocsSettings;
+use super::table_answer::answer;
+use crate::args::parse;
 use crate::blocking::SyncTool;
-use crate::files::common::{optional_str, required_str, respond};
+use crate::files::common::respond;
 
 /// The most rows read from one file.
 pub(crate) const MAX_TABLE_ROWS: usize = 1_000_000;
@@ -61,6 +65,66 @@ filter (`where`), sort (`order_by`, `descending`), group_by (`by`, `aggregates` 
 table is named t). `where` is a list of {column, op, value} with op = != < <= > >= \
 contains starts_with in is_null not_null, all of which must hold. Returns {columns, rows, \
 truncated, total_rows, table}; at most 1000 rows (`limit`, default 200, head 10).";
+
+/// The arguments of `analyze_table`: the file, and the query the child runs on it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The table file, relative to the workspace root.
+    pub(crate) path: &'a str,
+    /// XLSX: the sheet (default: the first).
+    #[serde(borrow)]
+    pub(crate) sheet: Option<&'a str>,
+    /// The operation.
+    pub(crate) op: Op,
+    /// The columns to show (default: all).
+    pub(crate) columns: Option<Vec<String>>,
+    /// Conditions every row kept must meet.
+    #[serde(rename = "where")]
+    pub(crate) conditions: Option<Vec<Condition>>,
+    /// `group_by`: the key column or columns.
+    pub(crate) by: Option<OneOrMany>,
+    /// `group_by`: what to compute per group (default: count).
+    pub(crate) aggregates: Option<Vec<Aggregate>>,
+    /// The column to sort by.
+    pub(crate) order_by: Option<String>,
+    /// Sort from the largest (default false).
+    pub(crate) descending: Option<bool>,
+    /// The most rows to return.
+    pub(crate) limit: Option<usize>,
+    /// `sql`: one `SELECT` on the table `t`.
+    pub(crate) sql: Option<String>,
+}
+
+/// `by`: one column or a list of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum OneOrMany {
+    /// One column.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+impl Arguments<'_> {
+    /// The query the parser child runs.
+    fn query(self) -> Query {
+        Query {
+            op: self.op,
+            columns: self.columns,
+            conditions: self.conditions.unwrap_or_default(),
+            by: match self.by {
+                None => Vec::new(),
+                Some(OneOrMany::One(one)) => vec![one],
+                Some(OneOrMany::Many(many)) => many,
+            },
+            aggregates: self.aggregates.unwrap_or_default(),
+            order_by: self.order_by,
+            descending: self.descending.unwrap_or(false),
+            limit: self.limit,
+            sql: self.sql,
+        }
+    }
+}
 
 /// The `analyze_table` tool.
 pub(crate) struct AnalyzeTable {
@@ -149,9 +213,9 @@ impl AnalyzeTable {
     }
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
-        let path = required_str(arguments, "path")?;
-        let sheet = optional_str(arguments, "sheet")?;
-        let query = parse_query(arguments)?;
+        let arguments: Arguments<'_> = parse(arguments)?;
+        let (path, sheet) = (arguments.path, arguments.sheet);
+        let query = arguments.query();
         if query.op == Op::Sql && query.sql.is_none() {
             return Err(ToolOutput::error(
                 "op \"sql\" needs `sql`: one SELECT on the table t, e.g. \
@@ -220,17 +284,6 @@ pub(crate) fn analyze_job(
     }
 }
 
-/// The tool for one segment, as the provider registers it (off the async threads).
-pub(crate) fn tool(
-    scope: &crate::Scope<'_>,
-    settings: &Arc<DocsSettings>,
-) -> Arc<dyn pp_agent::Tool> {
-    Arc::new(crate::blocking::OffThread(Arc::new(AnalyzeTable::new(
-        Arc::clone(scope.workspace),
-        Arc::clone(settings),
-    ))))
-}
-
 impl SyncTool for AnalyzeTable {
     fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -241,421 +294,9 @@ impl SyncTool for AnalyzeTable {
     }
 }
 
-/// The query part of the arguments (nulls count as absent).
-fn parse_query(arguments: &Value) -> Result<Query, ToolOutput> {
-    let mut arguments = arguments.clone();
-    if let Value::Object(map) = &mut arguments {
-        map.retain(|_, value| !value.is_null());
-    }
-    serde_json::from_value(arguments)
-        .map_err(|error| ToolOutput::error(format!("bad arguments: {error}")))
-}
-
-/// The answer as JSON of at most `max_chars` characters: rows are dropped from the end
-/// until it fits, and `truncated` and `note` say so (and say which cells the child cut).
-/// Every row is measured once and the answer written once.
-pub(crate) fn answer(
-    path: &str,
-    op: Op,
-    mut result: ResultSet,
-    info: &TableInfo,
-    max_chars: usize,
-) -> Result<String, ToolOutput> {
-    let mut notes = Vec::new();
-    if info.truncated {
-        notes.push(format!(
-            "only the first {} rows of the file were read; results cover those rows",
-            info.rows
-        ));
-    }
-    if result.cut_cells > 0 {
-        notes.push(format!(
-            "{} cell(s) cut to fit the {max_chars}-character output limit (a cut text ends \
-             with {})",
-            result.cut_cells,
-            pp_docs::table::bounded::CUT_MARK
-        ));
-    }
-    let cut_note = |keep: usize| {
-        format!(
-            "rows cut to {keep} to fit the {max_chars}-character output limit; pass \
-             `columns` or a smaller `limit`"
-        )
-    };
-    let envelope = |result: &ResultSet, notes: &[String]| {
-        let mut value = json!({
-            "path": path,
-            "op": op,
-            "columns": result.columns,
-            "rows": [],
-            "truncated": result.truncated,
-            "total_rows": result.total_rows,
-            "table": info,
-        });
-        if !notes.is_empty() {
-            value["note"] = Value::from(notes.join("; "));
-        }
-        value
-    };
-    let lengths: Vec<usize> = result
-        .rows
-        .iter()
-        .map(|row| 2 + row.len().saturating_sub(1) + row.iter().map(json_chars).sum::<usize>())
-        .collect();
-    let rows_chars = |keep: usize| lengths[..keep].iter().sum::<usize>() + keep.saturating_sub(1);
-    let mut keep = lengths.len();
-    let mut final_notes = notes.clone();
-    if result.cut_for_size {
-        final_notes.push(cut_note(keep));
-    }
-    if json_chars(&envelope(&result, &final_notes)) + rows_chars(keep) > max_chars {
-        // The note with the most digits it can have, so the final one is no longer.
-        let mut widest = notes.clone();
-        widest.push(cut_note(keep));
-        result.truncated = true;
-        let base = json_chars(&envelope(&result, &widest));
-        if base > max_chars {
-            return Err(ToolOutput::error(format!(
-                "the answer is larger than {max_chars} characters even without rows; name \
-                 fewer `columns`"
-            )));
-        }
-        while keep > 0 && base + rows_chars(keep) > max_chars {
-            keep -= 1;
-        }
-        final_notes = notes;
-        final_notes.push(cut_note(keep));
-    }
-    result.rows.truncate(keep);
-    let mut value = envelope(&result, &final_notes);
-    value["rows"] = Value::from(std::mem::take(&mut result.rows));
-    let text = serde_json::to_string(&value)
-        .map_err(|error| ToolOutput::error(format!("cannot write the answer: {error}")))?;
-    if text.chars().count() > max_chars {
-        return Err(ToolOutput::error(format!(
-            "cannot fit the answer into {max_chars} characters; name fewer `columns`"
-        )));
-    }
-    Ok(text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn answers_over_the_cap_drop_rows_and_say_so() {
-        let result = ResultSet {
-            columns: vec!["a".to_owned()],
-            rows: (0..100)
-                .map(|index| vec![json!(format!("value {index}"))])
-                .collect(),
-            truncated: false,
-            total_rows: 100,
-            cut_cells: 0,
-            cut_for_size: false,
-        };
-        let info = TableInfo {
-            rows: 100,
-            columns: 1,
-            truncated: false,
-            sheet: None,
-            sheets: Vec::new(),
-            encoding: Some("UTF-8".to_owned()),
-            delimiter: Some(','),
-        };
-        let text = answer("t.csv", Op::Head, result, &info, 600).unwrap();
-        assert!(text.chars().count() <= 600, "{text}");
-        let value: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(value["truncated"], json!(true));
-        assert!(
-            value["note"].as_str().unwrap().contains("600-character"),
-            "{value}"
-        );
-        let rows = value["rows"].as_array().unwrap().len();
-        assert!(rows > 0 && rows < 100, "{rows}");
-    }
-
-    #[test]
-    fn null_arguments_count_as_absent_and_bad_ones_are_named() {
-        let query = parse_query(&json!({"path": "x.csv", "op": "head", "limit": null, "by": null}))
-            .unwrap();
-        assert_eq!(query.limit, None);
-        let error = parse_query(&json!({"path": "x.csv", "op": "pivot"})).unwrap_err();
-        let ToolOutput::Error { message } = error else {
-            panic!("not an error: {error:?}");
-        };
-        assert!(message.contains("group_by"), "{message}");
-    }
-}
-
 #[cfg(test)]
 #[allow(
     clippy::disallowed_methods,
     reason = "the tests make workspace files and the fake parser's files behind the jail's back"
 )]
-mod tool_tests {
-    use std::path::PathBuf;
-
-    use super::*;
-    use pp_types::Risk;
-    use pretty_assertions::assert_eq;
-
-    /// A tool whose parser child is a shell script (run by the real runner) printing the
-    /// answer `pp_docs::job::run_job` gives for `bytes` — the real wire format and the
-    /// real table — and counting its runs in `runs`.
-    struct Fixture {
-        workspace: tempfile::TempDir,
-        parser_dir: tempfile::TempDir,
-        tool: AnalyzeTable,
-    }
-
-    impl Fixture {
-        fn new() -> Self {
-            let workspace = tempfile::tempdir().unwrap();
-            let parser_dir = tempfile::tempdir().unwrap();
-            let script = format!(
-                "cat >/dev/null; echo run >> '{dir}/runs'; cat '{dir}/answer.json'",
-                dir = parser_dir.path().display()
-            );
-            let parser = pp_docs::Parser::new(PathBuf::from("/bin/sh"), vec!["-c".into(), script]);
-            let mut settings = DocsSettings::new(parser);
-            settings.max_input_bytes = 1 << 20;
-            let tool = AnalyzeTable::new(
-                Arc::new(Jail::new(workspace.path()).unwrap()),
-                Arc::new(settings),
-            );
-            Self {
-                workspace,
-                parser_dir,
-                tool,
-            }
-        }
-
-        /// Writes the workspace file `name`.
-        fn file(&self, name: &str, bytes: &[u8]) {
-            std::fs::write(self.workspace.path().join(name), bytes).unwrap();
-        }
-
-        /// Writes the answer the parser will give for this call: what
-        /// `pp_docs::job::run_job` answers for the very job the tool sends.
-        fn prepare_answer(&self, arguments: &Value) {
-            let Some(path) = arguments["path"].as_str() else {
-                return;
-            };
-            let (Ok(bytes), Some(format), Ok(query)) = (
-                std::fs::read(self.workspace.path().join(path)),
-                Format::from_path(path),
-                parse_query(arguments),
-            ) else {
-                return;
-            };
-            let job = analyze_job(
-                format,
-                arguments["sheet"].as_str(),
-                query,
-                self.tool.settings.max_output_chars,
-            );
-            let answer = match pp_docs::job::run_job(&job, &bytes) {
-                Ok(output) => json!({"ok": output}),
-                Err(error) => json!({"error": error}),
-            };
-            std::fs::write(
-                self.parser_dir.path().join("answer.json"),
-                serde_json::to_vec(&answer).unwrap(),
-            )
-            .unwrap();
-        }
-
-        fn runs(&self) -> usize {
-            std::fs::read_to_string(self.parser_dir.path().join("runs"))
-                .unwrap_or_default()
-                .lines()
-                .count()
-        }
-
-        #[allow(clippy::needless_pass_by_value, reason = "tests pass json! literals")]
-        fn call(&self, arguments: Value) -> ToolOutput {
-            self.prepare_answer(&arguments);
-            self.tool.call(&ToolContext::default(), &arguments)
-        }
-
-        fn ok(&self, arguments: Value) -> Value {
-            match self.call(arguments) {
-                ToolOutput::Success { content } => serde_json::from_str(&content).unwrap(),
-                other => panic!("{other:?}"),
-            }
-        }
-
-        fn error(&self, arguments: Value) -> String {
-            match self.call(arguments) {
-                ToolOutput::Error { message } => message,
-                other => panic!("{other:?}"),
-            }
-        }
-    }
-
-    const SALES: &[u8] =
-        b"region;amount;day\nnorth;10;2024-01-03\nsouth;4.5;2024-02-01\nnorth;2;2024-02-20\n";
-
-    #[test]
-    fn the_spec_lists_the_ops_and_functions() {
-        let fixture = Fixture::new();
-        let spec = fixture.tool.spec();
-        assert_eq!(spec.name, "analyze_table");
-        assert_eq!(spec.capability.as_ref().unwrap().as_str(), "file:read");
-        assert_eq!(spec.risk, Risk::Low);
-        assert_eq!(spec.path_params, ["path"]);
-        assert_eq!(spec.parameters["properties"]["op"]["enum"], json!(OPS));
-        assert_eq!(
-            spec.parameters["properties"]["aggregates"]["items"]["properties"]["fn"]["enum"],
-            json!(["count", "sum", "mean", "min", "max"])
-        );
-    }
-
-    #[test]
-    fn group_by_through_the_parser_child() {
-        let fixture = Fixture::new();
-        fixture.file("sales.csv", SALES);
-        let value = fixture.ok(json!({
-            "path": "sales.csv", "op": "group_by", "by": "region",
-            "aggregates": [{"column": "amount", "fn": "sum"}],
-            "order_by": "sum(amount)", "descending": true
-        }));
-        assert_eq!(value["columns"], json!(["region", "sum(amount)"]));
-        assert_eq!(value["rows"], json!([["north", 12.0], ["south", 4.5]]));
-        assert_eq!(value["table"]["delimiter"], json!(";"));
-        assert_eq!(value["table"]["rows"], json!(3));
-        assert_eq!(value["truncated"], json!(false));
-        assert_eq!(fixture.runs(), 1);
-    }
-
-    #[test]
-    fn every_sql_call_runs_in_its_own_child_on_the_current_file() {
-        let fixture = Fixture::new();
-        fixture.file("sales.csv", SALES);
-        let sql = json!({"path": "sales.csv", "op": "sql", "sql": "SELECT count(*) AS n FROM t"});
-        assert_eq!(fixture.ok(sql.clone())["rows"], json!([[3]]));
-        assert_eq!(fixture.ok(sql.clone())["rows"], json!([[3]]));
-        assert_eq!(fixture.runs(), 2, "no table is kept in the service");
-        fixture.file("sales.csv", b"region;amount\nwest;1\n");
-        assert_eq!(fixture.ok(sql)["rows"], json!([[1]]));
-        assert_eq!(fixture.runs(), 3);
-    }
-
-    #[test]
-    fn the_task_interrupt_stops_a_call_in_flight() {
-        let workspace = tempfile::tempdir().unwrap();
-        std::fs::write(workspace.path().join("sales.csv"), SALES).unwrap();
-        // A child that never answers: only the interrupt (not the 30 s wall) ends it.
-        let parser = pp_docs::Parser::new(
-            PathBuf::from("/bin/sh"),
-            vec!["-c".into(), "cat >/dev/null; exec sleep 30".into()],
-        );
-        let tool = AnalyzeTable::new(
-            Arc::new(Jail::new(workspace.path()).unwrap()),
-            Arc::new(DocsSettings::new(parser)),
-        );
-        let context = ToolContext::for_task("task", None);
-        let interrupt = context.interrupt.clone();
-        let trigger = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            interrupt.trigger();
-        });
-        let started = std::time::Instant::now();
-        let output = tool.call(
-            &context,
-            &json!({"path": "sales.csv", "op": "sql", "sql": "SELECT 1"}),
-        );
-        trigger.join().unwrap();
-        let ToolOutput::Error { message } = output else {
-            panic!("not an error: {output:?}");
-        };
-        assert!(
-            message.contains("stopped: the task was cancelled"),
-            "{message}"
-        );
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(10),
-            "the call ended with the interrupt, not the wall-clock limit: {:?}",
-            started.elapsed()
-        );
-    }
-
-    #[test]
-    fn sql_escapes_are_refused_through_the_tool_and_create_nothing() {
-        let fixture = Fixture::new();
-        fixture.file("sales.csv", SALES);
-        let outside = tempfile::tempdir().unwrap();
-        let target = outside.path().join("out.db");
-        for sql in [
-            format!("ATTACH '{}' AS o", target.display()),
-            format!("SELECT 1; ATTACH 'file:{}?mode=rwc' AS o", target.display()),
-            format!("VACUUM INTO '{}'", target.display()),
-            "SELECT load_extension('/tmp/evil.so')".to_owned(),
-            "PRAGMA writable_schema = 1".to_owned(),
-        ] {
-            let message = fixture.error(json!({"path": "sales.csv", "op": "sql", "sql": sql}));
-            assert!(
-                message.starts_with("`sales.csv`: sql: "),
-                "{sql}: {message}"
-            );
-        }
-        assert!(!target.exists());
-        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn bad_requests_are_clear_errors() {
-        let fixture = Fixture::new();
-        fixture.file("sales.csv", SALES);
-        let message = fixture.error(json!({"path": "sales.csv", "op": "sql"}));
-        assert!(message.contains("needs `sql`"), "{message}");
-        let message =
-            fixture.error(json!({"path": "sales.csv", "op": "sort", "order_by": "price"}));
-        assert!(message.contains("region, amount, day"), "{message}");
-        let message = fixture.error(json!({"path": "sales.csv", "op": "explode"}));
-        assert!(message.contains("group_by"), "{message}");
-        std::fs::write(fixture.workspace.path().join("notes.pdf"), "%PDF").unwrap();
-        let message = fixture.error(json!({"path": "notes.pdf", "op": "schema"}));
-        assert!(message.contains("not a table"), "{message}");
-    }
-
-    #[test]
-    fn path_escapes_are_denied() {
-        let fixture = Fixture::new();
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret.csv"), "a\n1\n").unwrap();
-        std::os::unix::fs::symlink(
-            outside.path().join("secret.csv"),
-            fixture.workspace.path().join("link.csv"),
-        )
-        .unwrap();
-        std::os::unix::fs::symlink(outside.path(), fixture.workspace.path().join("dir")).unwrap();
-        let absolute = outside.path().join("secret.csv");
-        for path in [
-            "../secret.csv",
-            absolute.to_str().unwrap(),
-            "link.csv",
-            "dir/secret.csv",
-        ] {
-            let output = fixture.call(json!({"path": path, "op": "head"}));
-            assert!(
-                matches!(output, ToolOutput::Denied(_)),
-                "{path}: {output:?}"
-            );
-        }
-        assert_eq!(fixture.runs(), 0, "nothing was parsed");
-    }
-
-    #[test]
-    fn a_parser_error_names_the_file() {
-        let fixture = Fixture::new();
-        fixture.file("broken.json", b"[{\"a\": ");
-        let message = fixture.error(json!({"path": "broken.json", "op": "schema"}));
-        assert!(
-            message.starts_with("`broken.json`: the file cannot be read"),
-            "{message}"
-        );
-    }
-}
+mod tests;

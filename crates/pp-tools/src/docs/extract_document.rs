@@ -33,12 +33,14 @@ use pp_gate::Jail;
 use pp_types::{ToolOutput, ToolSpec};
 
 use super::input::read_spec;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::DocsSettings;
 use super::input::{docs_error, read_document};
+use super::settings::DocsSettings;
+use crate::args::{AtLeast, parse};
 use crate::blocking::SyncTool;
-use crate::files::common::{optional_count, optional_str, required_str, respond};
+use crate::files::common::respond;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Extract the text of a document in the workspace: PDF, DOCX, \
@@ -48,6 +50,18 @@ sheets and PPTX slides count as pages. Pass `pages` like \"3-5,9\" to read part 
 document, and `max_chars` to cap the text (a final `[… truncated …]` line shows a cut). \
 Returns JSON {format, pages, title, encoding, text, truncated}. No OCR: a scanned page \
 says it has no text layer.";
+
+/// The arguments of `extract_document`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The document, relative to the workspace root.
+    pub(crate) path: &'a str,
+    /// The pages to read, like `3-5,9` (default: all).
+    #[serde(borrow)]
+    pub(crate) pages: Option<&'a str>,
+    /// The most characters of text returned.
+    pub(crate) max_chars: Option<AtLeast<1>>,
+}
 
 /// The `extract_document` tool.
 pub(crate) struct ExtractDocument {
@@ -97,10 +111,13 @@ impl ExtractDocument {
     }
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
-        let path = required_str(arguments, "path")?;
-        let pages = optional_str(arguments, "pages")?;
-        let max_chars = optional_count(arguments, "max_chars", 1)?
-            .unwrap_or(self.settings.max_output_chars)
+        let Arguments {
+            path,
+            pages,
+            max_chars,
+        } = parse(arguments)?;
+        let max_chars = max_chars
+            .map_or(self.settings.max_output_chars, |count| count.0)
             .min(self.settings.max_output_chars);
         let (bytes, format) = read_document(&self.jail, path, self.settings.max_input_bytes)?;
         let job = Job::Extract {
@@ -146,6 +163,11 @@ mod tests {
     use super::*;
     use pp_types::Risk;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("extract_document");
+    }
 
     /// A tool whose "parser" is a shell script printing `answer` (no real parsing).
     fn tool(workspace: &std::path::Path, answer: &str) -> ExtractDocument {

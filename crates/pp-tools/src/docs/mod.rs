@@ -7,6 +7,11 @@ mod analyze_table;
 mod extract_document;
 mod extract_invoice;
 mod input;
+mod invoice_answer;
+mod invoice_arguments;
 mod provider;
+mod settings;
+mod table_answer;
 
-pub use provider::{DocsProvider, DocsSettings};
+pub use provider::DocsProvider;
+pub use settings::DocsSettings;

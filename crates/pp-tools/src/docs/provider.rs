@@ -2,36 +2,12 @@
 
 use std::sync::Arc;
 
+use super::analyze_table::AnalyzeTable;
 use super::extract_document::ExtractDocument;
 use super::extract_invoice::ExtractInvoice;
+use super::settings::DocsSettings;
 use crate::blocking::OffThread;
 use crate::{ProviderError, Provision, Scope, ToolProvider};
-
-/// How the document tools parse and what they may read and return.
-#[derive(Debug, Clone)]
-pub struct DocsSettings {
-    /// How to start the parser child (`pocketpilot __parse`) and its limits.
-    pub parser: pp_docs::Parser,
-    /// The largest document read (bytes); larger files are refused unparsed.
-    pub max_input_bytes: u64,
-    /// The most characters of text a call returns by default.
-    pub max_output_chars: usize,
-    /// The most files one folder call reads (`extract_invoice` on a folder).
-    pub max_folder_files: usize,
-}
-
-impl DocsSettings {
-    /// Settings with the default caps around `parser`: 64 MiB in, 100,000 characters
-    /// out, 200 files per folder.
-    pub fn new(parser: pp_docs::Parser) -> Self {
-        Self {
-            parser,
-            max_input_bytes: 64 << 20,
-            max_output_chars: 100_000,
-            max_folder_files: 200,
-        }
-    }
-}
 
 /// The document tool provider.
 #[derive(Debug, Clone)]
@@ -65,7 +41,10 @@ impl ToolProvider for DocsProvider {
             Arc::clone(jail),
             Arc::clone(settings),
         )))));
-        provision.tool(super::analyze_table::tool(scope, &self.settings));
+        provision.tool(Arc::new(OffThread(Arc::new(AnalyzeTable::new(
+            Arc::clone(jail),
+            Arc::clone(settings),
+        )))));
         provision.tool(Arc::new(OffThread(Arc::new(ExtractInvoice::new(
             Arc::clone(jail),
             Arc::clone(settings),

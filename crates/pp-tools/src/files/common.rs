@@ -1,10 +1,10 @@
-//! What the file tools share: argument access, the jail-error mapping, the truncation
-//! marker, text decoding with binary detection, and unified diffs.
+//! What the file tools share: the jail-error mapping, the truncation marker, text
+//! decoding with binary detection, and unified diffs (arguments are read by
+//! [`crate::args`]).
 
 use pp_agent::ToolContext;
 use pp_gate::{Jail, JailError, WriteOutcome};
 use pp_types::{ChangeRoot, FileOp, Prior, Snapshot, TargetState, ToolOutput};
-use serde_json::Value;
 
 /// How many leading bytes are searched for a NUL byte to call a file binary.
 pub(crate) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
@@ -108,61 +108,6 @@ pub(crate) fn unreadable_notice(error: &JailError) -> String {
         }
         other => format!("cannot show the current content: {other}"),
     }
-}
-
-/// A required string argument. The schema already demands it; a missing one is still an
-/// ordinary error, never a panic.
-pub(crate) fn required_str<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
-    arguments
-        .get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolOutput::error(format!("argument `{name}` must be a string")))
-}
-
-/// An optional string argument; `null` counts as absent.
-pub(crate) fn optional_str<'a>(
-    arguments: &'a Value,
-    name: &str,
-) -> Result<Option<&'a str>, ToolOutput> {
-    match arguments.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(ToolOutput::error(format!(
-            "argument `{name}` must be a string"
-        ))),
-    }
-}
-
-/// An optional boolean argument; `null` counts as absent.
-pub(crate) fn optional_bool(arguments: &Value, name: &str) -> Result<Option<bool>, ToolOutput> {
-    match arguments.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(flag)) => Ok(Some(*flag)),
-        Some(_) => Err(ToolOutput::error(format!(
-            "argument `{name}` must be true or false"
-        ))),
-    }
-}
-
-/// An optional non-negative integer argument, at least `minimum`; `null` counts as absent.
-pub(crate) fn optional_count(
-    arguments: &Value,
-    name: &str,
-    minimum: u64,
-) -> Result<Option<usize>, ToolOutput> {
-    let value = match arguments.get(name) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(value) => value,
-    };
-    value
-        .as_u64()
-        .filter(|number| *number >= minimum)
-        .map(|number| Some(usize::try_from(number).unwrap_or(usize::MAX)))
-        .ok_or_else(|| {
-            ToolOutput::error(format!(
-                "argument `{name}` must be an integer of at least {minimum}"
-            ))
-        })
 }
 
 /// The output of a tool run: the text on success, the error or denial otherwise.
@@ -324,7 +269,6 @@ fn saturating_u32(count: usize) -> u32 {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-    use serde_json::json;
 
     #[test]
     fn prefix_chars_respects_char_boundaries() {
@@ -358,20 +302,6 @@ mod tests {
         let cut = &"aé".as_bytes()[..2];
         assert_eq!(decode_text(cut, true), Ok("a"));
         assert_eq!(decode_text(cut, false), Err(NotText::InvalidUtf8));
-    }
-
-    #[test]
-    fn arguments_are_read_without_panicking() {
-        let arguments = json!({"path": "a", "n": 3, "neg": -1, "flag": true, "null": null});
-        assert_eq!(required_str(&arguments, "path"), Ok("a"));
-        assert!(required_str(&arguments, "n").is_err());
-        assert_eq!(optional_count(&arguments, "n", 1), Ok(Some(3)));
-        assert!(optional_count(&arguments, "neg", 0).is_err());
-        assert!(optional_count(&arguments, "n", 4).is_err());
-        assert_eq!(optional_count(&arguments, "null", 0), Ok(None));
-        assert_eq!(optional_bool(&arguments, "flag"), Ok(Some(true)));
-        assert_eq!(optional_str(&arguments, "missing"), Ok(None));
-        assert!(required_str(&json!("not an object"), "path").is_err());
     }
 
     #[test]

@@ -33,19 +33,28 @@ use pp_types::{
     Capability, EffectPreview, FileOp, Risk, Snapshot, TargetState, ToolOutput, ToolSpec,
     WriteLabel,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Limits;
-use super::common::{jail_error, required_str, respond};
+use super::common::{jail_error, respond};
 use super::entries::{
     entry_snapshot, first_lines, is_empty_folder, resolved_entry, unless_stopped,
 };
+use crate::args::parse;
 use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Delete a file, a symbolic link (the link itself, never what it \
 points to) or an empty folder in the workspace. A folder with content is refused: delete \
 what is inside first. Needs the operator's approval.";
+
+/// The arguments of `delete_file`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The file, link or empty folder to delete, relative to the workspace root.
+    pub(crate) path: &'a str,
+}
 
 /// The `delete_file` tool.
 pub(crate) struct DeleteFile {
@@ -100,7 +109,7 @@ impl DeleteFile {
     }
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
-        let path = required_str(arguments, "path")?;
+        let Arguments { path } = parse(arguments)?;
         self.plan(path)?;
         unless_stopped(context, "deleted")?;
         let kind = self.jail.remove_entry(path).map_err(|error| match error {
@@ -115,7 +124,7 @@ impl DeleteFile {
     }
 
     fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
-        let path = required_str(arguments, "path").ok()?;
+        let Arguments { path } = parse(arguments).ok()?;
         let fingerprint = self
             .jail
             .fingerprint_entry(path, self.limits.hash_max_bytes)
@@ -167,7 +176,7 @@ impl SyncTool for DeleteFile {
     }
 
     fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
-        let path = required_str(arguments, "path").ok()?;
+        let Arguments { path } = parse(arguments).ok()?;
         Some(TargetState {
             identity: resolved_entry(&self.jail, path).unwrap_or_else(|| path.to_owned()),
             fingerprint: self
@@ -183,13 +192,23 @@ impl SyncTool for DeleteFile {
         arguments: &Value,
         keep_up_to: u64,
     ) -> Vec<Snapshot> {
-        match required_str(arguments, "path") {
-            Ok(path) => entry_snapshot(&self.jail, path, FileOp::Delete, keep_up_to),
+        match parse(arguments) {
+            Ok(Arguments { path }) => entry_snapshot(&self.jail, path, FileOp::Delete, keep_up_to),
             Err(_) => Vec::new(),
         }
     }
 
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
         respond(self.run(context, arguments))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("delete_file");
     }
 }

@@ -33,13 +33,15 @@ use pp_types::{
     Capability, ChangeRoot, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec,
     WriteLabel,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    cap_for_display, file_snapshot, file_state, line_diff, read_whole_text, required_str,
-    resolved_path, respond, write_unless_stopped,
+    cap_for_display, file_snapshot, file_state, line_diff, read_whole_text, resolved_path, respond,
+    write_unless_stopped,
 };
+use crate::args::parse;
 use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
@@ -47,6 +49,17 @@ const DESCRIPTION: &str = "Edit a text file by replacing one exact occurrence of
 `old_text` with `new_text`. `old_text` must match the file exactly (including whitespace \
 and indentation) and exactly once; include surrounding lines to make it unique. Needs the \
 operator's approval.";
+
+/// The arguments of `edit_file`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The file, relative to the workspace root.
+    pub(crate) path: &'a str,
+    /// The exact text to replace; it must occur once.
+    pub(crate) old_text: &'a str,
+    /// What replaces it.
+    pub(crate) new_text: &'a str,
+}
 
 /// The `edit_file` tool.
 pub(crate) struct EditFile {
@@ -101,9 +114,11 @@ impl EditFile {
 
     /// Reads the file and works out the edit, or the error the model should see.
     fn plan<'a>(&self, arguments: &'a Value) -> Result<Planned<'a>, ToolOutput> {
-        let path = required_str(arguments, "path")?;
-        let old_text = required_str(arguments, "old_text")?;
-        let new_text = required_str(arguments, "new_text")?;
+        let Arguments {
+            path,
+            old_text,
+            new_text,
+        } = parse(arguments)?;
         if old_text.is_empty() {
             return Err(ToolOutput::error(
                 "old_text must not be empty; to create or replace a whole file use write_file",
@@ -133,7 +148,7 @@ impl EditFile {
     }
 
     fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
-        let path = required_str(arguments, "path").ok()?;
+        let Arguments { path, .. } = parse(arguments).ok()?;
         // Fingerprint first: a change while we read makes the stored fingerprint stale,
         // which the approval check notices.
         let fingerprint = self
@@ -168,8 +183,8 @@ impl SyncTool for EditFile {
     }
 
     fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
-        let path = arguments.get(self.spec.path_params.first()?)?.as_str()?;
-        Some(file_state(&self.jail, path, self.limits.hash_max_bytes))
+        let path = self.target(arguments)?;
+        Some(file_state(&self.jail, &path, self.limits.hash_max_bytes))
     }
 
     fn snapshot(
@@ -259,6 +274,11 @@ fn replace_unique(content: &str, old_text: &str, new_text: &str) -> Result<Strin
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("edit_file");
+    }
 
     #[test]
     fn replaces_the_single_occurrence() {

@@ -29,13 +29,13 @@ use std::time::SystemTime;
 use pp_agent::ToolContext;
 use pp_gate::{EntryKind, Jail, ListEntry, ListOptions};
 use pp_types::{Capability, Risk, Timestamp, ToolOutput, ToolSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Limits;
-use super::common::{
-    jail_error, optional_bool, optional_str, required_str, respond, truncation_marker,
-};
+use super::common::{jail_error, respond, truncation_marker};
 use super::glob::Glob;
+use crate::args::parse;
 use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
@@ -43,6 +43,18 @@ const DESCRIPTION: &str = "List the files and directories in a workspace directo
 kind, size in bytes, modification time (UTC) and path. Use `recursive` to include \
 subdirectories and `pattern` (glob: `*`, `**`, `?`, `[abc]`) to filter, e.g. \
 `**/*.rs`. Paths are relative to the workspace root; use \".\" for the root.";
+
+/// The arguments of `list_files`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The folder, relative to the workspace root.
+    pub(crate) path: &'a str,
+    /// Whether to include subfolders (default false).
+    pub(crate) recursive: Option<bool>,
+    /// A glob the listed paths must match.
+    #[serde(borrow)]
+    pub(crate) pattern: Option<&'a str>,
+}
 
 /// The `list_files` tool.
 pub(crate) struct ListFiles {
@@ -88,9 +100,12 @@ impl ListFiles {
     }
 
     fn run(&self, arguments: &Value) -> Result<String, ToolOutput> {
-        let path = required_str(arguments, "path")?;
-        let recursive = optional_bool(arguments, "recursive")?.unwrap_or(false);
-        let pattern = optional_str(arguments, "pattern")?;
+        let Arguments {
+            path,
+            recursive,
+            pattern,
+        } = parse(arguments)?;
+        let recursive = recursive.unwrap_or(false);
         let filter = pattern.map(|pattern| Filter::new(pattern, path));
 
         // Without a filter every scanned entry is shown, so one more than the cap is
@@ -273,6 +288,11 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("list_files");
+    }
 
     #[test]
     fn utc_formatting() {

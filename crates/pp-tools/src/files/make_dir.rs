@@ -31,15 +31,24 @@ use pp_types::{
     Capability, ChangeRoot, EffectPreview, FileOp, Prior, Risk, Snapshot, TargetState, ToolOutput,
     ToolSpec, WriteLabel,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::common::{jail_error, required_str, resolved_path, respond};
+use super::common::{jail_error, resolved_path, respond};
 use super::entries::unless_stopped;
+use crate::args::parse;
 use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Create a folder in the workspace, with any missing parent \
 folders. An existing path is an error. Needs the operator's approval.";
+
+/// The arguments of `make_dir`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The folder to create, relative to the workspace root.
+    pub(crate) path: &'a str,
+}
 
 /// The `make_dir` tool.
 pub(crate) struct MakeDir {
@@ -87,7 +96,7 @@ impl MakeDir {
     }
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
-        let path = required_str(arguments, "path")?;
+        let Arguments { path } = parse(arguments)?;
         self.missing(path)?;
         unless_stopped(context, "created")?;
         let created = self
@@ -114,7 +123,7 @@ impl MakeDir {
     }
 
     fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
-        let path = required_str(arguments, "path").ok()?;
+        let Arguments { path } = parse(arguments).ok()?;
         let folders = self.missing(path).ok()?;
         let parents = &folders[..folders.len().saturating_sub(1)];
         Some(EffectPreview {
@@ -160,7 +169,7 @@ impl SyncTool for MakeDir {
     }
 
     fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
-        let path = required_str(arguments, "path").ok()?;
+        let Arguments { path } = parse(arguments).ok()?;
         Some(TargetState {
             identity: resolved_path(&self.jail, path).unwrap_or_else(|| path.to_owned()),
             fingerprint: self.fingerprint(path),
@@ -174,7 +183,7 @@ impl SyncTool for MakeDir {
         arguments: &Value,
         _keep_up_to: u64,
     ) -> Vec<Snapshot> {
-        let Ok(path) = required_str(arguments, "path") else {
+        let Ok(Arguments { path }) = parse(arguments) else {
             return Vec::new();
         };
         self.missing(path)
@@ -192,5 +201,15 @@ impl SyncTool for MakeDir {
 
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
         respond(self.run(context, arguments))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("make_dir");
     }
 }

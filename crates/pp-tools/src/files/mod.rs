@@ -1,7 +1,8 @@
 //! The file tools and what they share.
 //!
-//! One tool per file; [`common`] holds argument parsing, the jail-error mapping, the
-//! truncation marker, text decoding and the unified diff used by the write previews;
+//! One tool per file, each with its own `Arguments` type (read by [`crate::args`]);
+//! [`common`] holds the jail-error mapping, the truncation marker, text decoding and
+//! the unified diff used by the write previews;
 //! [`entries`] what the entry tools (`move_file`, `delete_file`, `make_dir`) share;
 //! [`glob`] is the small pattern matcher behind `list_files`' `pattern`.
 

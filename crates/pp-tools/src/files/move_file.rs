@@ -34,11 +34,13 @@ use pp_types::{
     Capability, EffectPreview, FileOp, Risk, Snapshot, TargetState, ToolOutput, ToolSpec,
     WriteLabel,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Limits;
-use super::common::{jail_error, optional_bool, required_str, respond};
+use super::common::{jail_error, respond};
 use super::entries::{entry_prior, resolved_entry, unless_stopped};
+use crate::args::parse;
 use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
@@ -55,11 +57,15 @@ pub(crate) struct MoveFile {
     spec: ToolSpec,
 }
 
-/// The call's arguments.
-struct Request<'a> {
-    from: &'a str,
-    to: &'a str,
-    overwrite: bool,
+/// The arguments of `move_file`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The file or folder to move, relative to the workspace root.
+    pub(crate) from: &'a str,
+    /// Its new path, relative to the workspace root.
+    pub(crate) to: &'a str,
+    /// Whether to replace an existing file at `to` (default false).
+    pub(crate) overwrite: Option<bool>,
 }
 
 impl MoveFile {
@@ -96,21 +102,18 @@ impl MoveFile {
         Self { jail, limits, spec }
     }
 
-    fn request<'a>(arguments: &'a Value) -> Result<Request<'a>, ToolOutput> {
-        Ok(Request {
-            from: required_str(arguments, "from")?,
-            to: required_str(arguments, "to")?,
-            overwrite: optional_bool(arguments, "overwrite")?.unwrap_or(false),
-        })
+    fn request(arguments: &Value) -> Result<Arguments<'_>, ToolOutput> {
+        parse(arguments)
     }
 
     /// What is at `from` and `to` now, or the error the call would give.
-    fn plan(&self, request: &Request<'_>) -> Result<Plan, ToolOutput> {
-        let Request {
+    fn plan(&self, request: &Arguments<'_>) -> Result<Plan, ToolOutput> {
+        let Arguments {
             from,
             to,
             overwrite,
         } = *request;
+        let overwrite = overwrite.unwrap_or(false);
         // The policy's check, again: a link at either end leading outside is a denial
         // even though the move itself would not follow it.
         for path in [from, to] {
@@ -169,14 +172,14 @@ impl MoveFile {
         let request = Self::request(arguments)?;
         let plan = self.plan(&request)?;
         unless_stopped(context, "moved")?;
-        let Request {
+        let Arguments {
             from,
             to,
             overwrite,
         } = request;
         let outcome = self
             .jail
-            .rename(from, to, overwrite)
+            .rename(from, to, overwrite.unwrap_or(false))
             .map_err(|error| match error {
                 JailError::AlreadyExists { .. } => ToolOutput::error(format!(
                     "`{to}` already exists (it appeared just now); nothing was moved"
@@ -286,5 +289,15 @@ impl SyncTool for MoveFile {
 
     fn call(&self, context: &ToolContext, arguments: &Value) -> ToolOutput {
         respond(self.run(context, arguments))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("move_file");
     }
 }

@@ -27,13 +27,14 @@ use std::sync::Arc;
 use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    binary_error, decode_text, jail_error, optional_count, prefix_chars, required_str, respond,
-    truncation_marker,
+    binary_error, decode_text, jail_error, prefix_chars, respond, truncation_marker,
 };
+use crate::args::{AtLeast, parse};
 use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
@@ -41,6 +42,17 @@ const DESCRIPTION: &str = "Read a UTF-8 text file in the workspace. Returns the 
 exactly as stored. For long files pass `offset` (first line, 0-based) and `limit` (number \
 of lines); when output is cut, a final `[truncated: …]` line says which offset to use \
 next. Binary files are refused; use extract_document for PDF, DOCX, XLSX and similar.";
+
+/// The arguments of `read_file`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The file, relative to the workspace root.
+    pub(crate) path: &'a str,
+    /// The first line to return, 0-based (default 0).
+    pub(crate) offset: Option<AtLeast<0>>,
+    /// The most lines to return (default: as many as fit).
+    pub(crate) limit: Option<AtLeast<1>>,
+}
 
 /// The `read_file` tool.
 pub(crate) struct ReadFile {
@@ -86,9 +98,13 @@ impl ReadFile {
     }
 
     fn run(&self, arguments: &Value) -> Result<String, ToolOutput> {
-        let path = required_str(arguments, "path")?;
-        let offset = optional_count(arguments, "offset", 0)?.unwrap_or(0);
-        let limit = optional_count(arguments, "limit", 1)?.unwrap_or(usize::MAX);
+        let Arguments {
+            path,
+            offset,
+            limit,
+        } = parse(arguments)?;
+        let offset = offset.map_or(0, |offset| offset.0);
+        let limit = limit.map_or(usize::MAX, |limit| limit.0);
 
         let content = self
             .jail
@@ -218,6 +234,11 @@ fn window(text: &str, window: Window) -> Result<String, String> {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("read_file");
+    }
 
     fn view(text: &str, offset: usize, limit: usize, max_chars: usize) -> Result<String, String> {
         window(

@@ -33,19 +33,30 @@ use pp_types::{
     Capability, ChangeRoot, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec,
     WriteLabel,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{
-    cap_for_display, decode_text, file_snapshot, file_state, line_count, line_diff, required_str,
-    resolved_path, respond, unreadable_notice, write_unless_stopped,
+    cap_for_display, decode_text, file_snapshot, file_state, line_count, line_diff, resolved_path,
+    respond, unreadable_notice, write_unless_stopped,
 };
+use crate::args::parse;
 use crate::blocking::SyncTool;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Create a text file or replace a file's whole content in the \
 workspace (parent directories are created). Needs the operator's approval. To change part \
 of an existing file prefer edit_file.";
+
+/// The arguments of `write_file`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The file, relative to the workspace root.
+    pub(crate) path: &'a str,
+    /// The whole new content.
+    pub(crate) content: &'a str,
+}
 
 /// The `write_file` tool.
 pub(crate) struct WriteFile {
@@ -85,8 +96,7 @@ impl WriteFile {
     }
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
-        let path = required_str(arguments, "path")?;
-        let content = required_str(arguments, "content")?;
+        let Arguments { path, content } = parse(arguments)?;
         let outcome = write_unless_stopped(&self.jail, context, path, content.as_bytes())?;
         let verb = if outcome.created {
             "created"
@@ -97,8 +107,7 @@ impl WriteFile {
     }
 
     fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
-        let path = required_str(arguments, "path").ok()?;
-        let content = required_str(arguments, "content").ok()?;
+        let Arguments { path, content } = parse(arguments).ok()?;
         // Fingerprint first: if the file changes while we read it, the fingerprint is
         // the older one and the change is noticed when it is compared at approval. The
         // fingerprint needs no read permission and hashes at most `hash_max_bytes`.
@@ -159,8 +168,8 @@ impl SyncTool for WriteFile {
     }
 
     fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
-        let path = arguments.get(self.spec.path_params.first()?)?.as_str()?;
-        Some(file_state(&self.jail, path, self.limits.hash_max_bytes))
+        let path = self.target(arguments)?;
+        Some(file_state(&self.jail, &path, self.limits.hash_max_bytes))
     }
 
     fn snapshot(
@@ -186,6 +195,11 @@ impl SyncTool for WriteFile {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("write_file");
+    }
 
     fn tool() -> (tempfile::TempDir, WriteFile) {
         let dir = tempfile::tempdir().expect("temp dir");

@@ -37,13 +37,15 @@ use pp_types::{
     Capability, ChangeRoot, EffectPreview, EffectScope, Risk, TargetState, ToolOutput, ToolSpec,
     WriteLabel,
 };
+use serde::{Deserialize, Deserializer, de};
 use serde_json::{Value, json};
 
 use super::{MEMORY_FILE, MemoryError, read, replace_unless};
 use crate::Limits;
+use crate::args::parse;
 use crate::blocking::SyncTool;
 use crate::files::common::{
-    cap_for_display, file_snapshot, jail_error, line_count, line_diff, required_str, respond,
+    cap_for_display, file_snapshot, jail_error, line_count, line_diff, respond,
 };
 
 /// What the model reads about the tool.
@@ -59,17 +61,29 @@ enum Mode {
     Replace,
 }
 
-impl Mode {
-    fn of(arguments: &Value) -> Result<Self, ToolOutput> {
-        match required_str(arguments, "mode")? {
+/// Errors: ``argument `mode` must be a string``, or ``… must be "append" or "replace", not "x"``.
+impl<'de> Deserialize<'de> for Mode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match <&str>::deserialize(deserializer)? {
             "append" => Ok(Self::Append),
             "replace" => Ok(Self::Replace),
-            other => Err(ToolOutput::error(format!(
-                "argument `mode` must be \"append\" or \"replace\", not {other:?}"
+            other => Err(de::Error::custom(format!(
+                "must be \"append\" or \"replace\", not {other:?}"
             ))),
         }
     }
+}
 
+/// The arguments of `memory_write`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// Append to the memory, or replace it.
+    mode: Mode,
+    /// The text appended, or the whole new memory.
+    content: &'a str,
+}
+
+impl Mode {
     /// The memory after the call, from the memory before it. An appended entry starts
     /// on a new line and ends with one, so the file stays a list of lines.
     fn apply(self, old: &str, content: &str) -> String {
@@ -136,8 +150,7 @@ impl MemoryWrite {
     }
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
-        let mode = Mode::of(arguments)?;
-        let content = required_str(arguments, "content")?;
+        let Arguments { mode, content } = parse(arguments)?;
         let before = read(&self.jail).map_err(|error| memory_error(&error))?;
         let after = mode.apply(&before.content, content);
         let stop = || context.should_stop();
@@ -157,8 +170,7 @@ impl MemoryWrite {
     }
 
     fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
-        let mode = Mode::of(arguments).ok()?;
-        let content = required_str(arguments, "content").ok()?;
+        let Arguments { mode, content } = parse(arguments).ok()?;
         // Fingerprint first: a change while we read is noticed at approval.
         let fingerprint = self.fingerprint();
         let exists = self.jail.exists(MEMORY_FILE).ok()?;
@@ -238,8 +250,8 @@ impl SyncTool for MemoryWrite {
         arguments: &Value,
         keep_up_to: u64,
     ) -> Vec<pp_types::Snapshot> {
-        match Mode::of(arguments) {
-            Ok(mode) => file_snapshot(
+        match parse(arguments) {
+            Ok(Arguments { mode, .. }) => file_snapshot(
                 &self.jail,
                 ChangeRoot::Memory,
                 MEMORY_FILE,
@@ -263,6 +275,11 @@ impl SyncTool for MemoryWrite {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("memory_write");
+    }
 
     fn tool() -> (tempfile::TempDir, MemoryWrite) {
         let dir = tempfile::tempdir().unwrap();

@@ -37,15 +37,15 @@ use grep_searcher::{BinaryDetection, MmapChoice, Searcher, SearcherBuilder};
 use pp_agent::ToolContext;
 use pp_gate::{EntryKind, Jail, JailError, TEMP_PREFIX, WalkDir, WalkEntry, WalkFlow, WalkVisitor};
 use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::SearchLimits;
 use super::output::{Budget, FileSink, Output};
 use super::rules::{MAX_IGNORE_FILE_BYTES, Rules};
+use crate::args::{AtLeast, parse};
 use crate::blocking::SyncTool;
-use crate::files::common::{
-    jail_error, optional_bool, optional_count, optional_str, required_str, respond,
-};
+use crate::files::common::{jail_error, respond};
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Search the text of files in the workspace, like grep/rg. Prints \
@@ -62,6 +62,27 @@ const MAX_RESULTS: u64 = 1000;
 const MAX_CONTEXT: u64 = 5;
 /// Compiled size allowed for a model-written regex (and for its lazy DFA).
 const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+
+/// The arguments of `search_files`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The text (or regular expression) to find.
+    pub(crate) pattern: &'a str,
+    /// The folder or file to search (default: the workspace root).
+    #[serde(borrow)]
+    pub(crate) path: Option<&'a str>,
+    /// Whether `pattern` is a regular expression (default false).
+    pub(crate) regex: Option<bool>,
+    /// Whether case matters (default false).
+    pub(crate) case_sensitive: Option<bool>,
+    /// The most matching lines shown.
+    pub(crate) max_results: Option<AtLeast<1>>,
+    /// Lines shown around each match.
+    pub(crate) context: Option<AtLeast<0>>,
+    /// File names to search, like `*.md`.
+    #[serde(borrow)]
+    pub(crate) glob: Option<&'a str>,
+}
 
 /// The `search_files` tool.
 pub(crate) struct SearchFiles {
@@ -135,19 +156,25 @@ impl SearchFiles {
         arguments: &Value,
         budget: Budget,
     ) -> Result<String, ToolOutput> {
-        let pattern = required_str(arguments, "pattern")?;
-        let path = optional_str(arguments, "path")?.unwrap_or(".");
-        let regex = optional_bool(arguments, "regex")?.unwrap_or(false);
-        let case_sensitive = optional_bool(arguments, "case_sensitive")?.unwrap_or(false);
-        let max_results = optional_count(arguments, "max_results", 1)?
-            .unwrap_or(DEFAULT_MAX_RESULTS)
+        let Arguments {
+            pattern,
+            path,
+            regex,
+            case_sensitive,
+            max_results,
+            context: lines_around,
+            glob,
+        } = parse(arguments)?;
+        let path = path.unwrap_or(".");
+        let regex = regex.unwrap_or(false);
+        let case_sensitive = case_sensitive.unwrap_or(false);
+        let max_results = max_results
+            .map_or(DEFAULT_MAX_RESULTS, |count| count.0)
             .min(usize::try_from(MAX_RESULTS).unwrap_or(usize::MAX));
-        let lines_around = optional_count(arguments, "context", 0)?
-            .unwrap_or(0)
+        let lines_around = lines_around
+            .map_or(0, |count| count.0)
             .min(usize::try_from(MAX_CONTEXT).unwrap_or(0));
-        let glob = optional_str(arguments, "glob")?
-            .map(FileFilter::new)
-            .transpose()?;
+        let glob = glob.map(FileFilter::new).transpose()?;
 
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(!case_sensitive)
@@ -448,6 +475,11 @@ mod tests {
     use pp_test_support::TempTree;
 
     use super::*;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("search_files");
+    }
 
     /// A clock that advances 10 ms each time it is read: time passes with the work done,
     /// never with the machine's speed.

@@ -46,9 +46,11 @@ use pp_sandbox::{Captured, End, ResourceLimits, RunOptions, Spec};
 use pp_types::{
     Capability, CommandPreview, EffectPreview, Risk, TargetState, ToolOutput, ToolSpec, WriteLabel,
 };
+use serde::{Deserialize, Deserializer, de};
 use serde_json::{Value, json};
 
 use super::ShellSettings;
+use crate::args::parse;
 use crate::blocking::SyncTool;
 use crate::files::common::jail_error;
 
@@ -71,6 +73,63 @@ pub(crate) struct RunCommand {
     jail: Arc<Jail>,
     settings: Arc<ShellSettings>,
     spec: ToolSpec,
+}
+
+/// The arguments of `run_command`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The program.
+    #[serde(borrow)]
+    pub(crate) command: Program<'a>,
+    /// Its arguments, each passed as is.
+    #[serde(borrow)]
+    pub(crate) args: Option<Words<'a>>,
+    /// Wall-clock seconds before the command is killed.
+    pub(crate) timeout_secs: Option<Seconds>,
+    /// The working directory, relative to the workspace root (default: the root).
+    #[serde(borrow)]
+    pub(crate) cwd: Option<&'a str>,
+    /// Text given on standard input.
+    #[serde(borrow)]
+    pub(crate) stdin: Option<&'a str>,
+}
+
+/// `command`: a non-empty string.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Program<'a>(pub(crate) &'a str);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Program<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match <&str>::deserialize(deserializer) {
+            Ok(command) if !command.is_empty() => Ok(Self(command)),
+            _ => Err(de::Error::custom("must be a non-empty string")),
+        }
+    }
+}
+
+/// `args`: a list of strings.
+#[derive(Debug, Clone)]
+pub(crate) struct Words<'a>(pub(crate) Vec<&'a str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Words<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::deserialize(deserializer)
+            .map(Self)
+            .map_err(|_| de::Error::custom("must be an array of strings"))
+    }
+}
+
+/// `timeout_secs`: a whole number of seconds, at least 1.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seconds(pub(crate) u64);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match u64::deserialize(deserializer) {
+            Ok(secs) if secs >= 1 => Ok(Self(secs)),
+            _ => Err(de::Error::custom("must be a whole number of at least 1")),
+        }
+    }
 }
 
 /// A call's arguments, read.
@@ -129,51 +188,27 @@ impl RunCommand {
     }
 
     fn read<'a>(arguments: &'a Value) -> Result<Call<'a>, ToolOutput> {
-        let command = arguments
-            .get("command")
-            .and_then(Value::as_str)
-            .filter(|command| !command.is_empty())
-            .ok_or_else(|| ToolOutput::error("argument `command` must be a non-empty string"))?;
-        let mut argv = vec![command.to_owned()];
-        match arguments.get("args") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
-                for item in items {
-                    let arg = item.as_str().ok_or_else(|| {
-                        ToolOutput::error("argument `args` must be an array of strings")
-                    })?;
-                    argv.push(arg.to_owned());
-                }
-            }
-            Some(_) => {
-                return Err(ToolOutput::error(
-                    "argument `args` must be an array of strings",
-                ));
-            }
-        }
+        let Arguments {
+            command,
+            args,
+            timeout_secs,
+            cwd,
+            stdin,
+        } = parse(arguments)?;
+        let argv: Vec<String> = std::iter::once(command.0)
+            .chain(args.map(|args| args.0).unwrap_or_default())
+            .map(str::to_owned)
+            .collect();
         if argv.iter().any(|arg| arg.contains('\0')) {
             return Err(ToolOutput::error(
                 "the command and its arguments cannot contain NUL characters",
             ));
         }
-        let text = |name: &str| match arguments.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.as_str())),
-            Some(_) => Err(ToolOutput::error(format!(
-                "argument `{name}` must be a string"
-            ))),
-        };
-        let timeout_secs = match arguments.get("timeout_secs") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(value.as_u64().filter(|secs| *secs >= 1).ok_or_else(|| {
-                ToolOutput::error("argument `timeout_secs` must be a whole number of at least 1")
-            })?),
-        };
         Ok(Call {
             argv,
-            cwd: text("cwd")?.unwrap_or(""),
-            timeout_secs,
-            stdin: text("stdin")?,
+            cwd: cwd.unwrap_or(""),
+            timeout_secs: timeout_secs.map(|secs| secs.0),
+            stdin,
         })
     }
 
@@ -344,17 +379,19 @@ impl SyncTool for RunCommand {
 
     /// The command, not the working directory, is what the ledger and the card name.
     fn target(&self, arguments: &Value) -> Option<String> {
-        arguments
-            .get("command")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
+        parse(arguments)
+            .ok()
+            .map(|arguments: Arguments<'_>| arguments.command.0.to_owned())
     }
 
     /// Always the card's constant fingerprint: nothing about a command goes stale. The
     /// identity is the working directory, so an edit that moves it is the person's own
     /// choice.
     fn state(&self, _context: &ToolContext, arguments: &Value) -> Option<TargetState> {
-        let cwd = arguments.get("cwd").and_then(Value::as_str).unwrap_or("");
+        let cwd = parse(arguments)
+            .ok()
+            .and_then(|arguments: Arguments<'_>| arguments.cwd)
+            .unwrap_or("");
         Some(TargetState {
             identity: format!("run:{}", self.cwd(cwd).unwrap_or_else(|_| cwd.to_owned())),
             fingerprint: FINGERPRINT.to_owned(),
@@ -372,6 +409,11 @@ impl SyncTool for RunCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("run_command");
+    }
 
     #[test]
     fn shells_are_known_by_their_file_name() {
@@ -401,7 +443,44 @@ mod tests {
         assert_eq!(call.argv, ["echo", "a b", "$HOME", "*"]);
         assert_eq!(call.stdin, Some("x"));
         assert_eq!(call.cwd, "");
-        let bad = json!({"command": "echo", "args": [1]});
-        assert!(RunCommand::read(&bad).is_err());
+        for (bad, said) in [
+            (
+                json!({"command": "echo", "args": [1]}),
+                "argument `args` must be an array of strings",
+            ),
+            (
+                json!({"command": "echo", "args": "a"}),
+                "argument `args` must be an array of strings",
+            ),
+            (
+                json!({"command": ""}),
+                "argument `command` must be a non-empty string",
+            ),
+            (
+                json!({"args": ["a"]}),
+                "argument `command` must be a non-empty string",
+            ),
+            (
+                json!({"command": "a", "timeout_secs": 0}),
+                "argument `timeout_secs` must be a whole number of at least 1",
+            ),
+            (
+                json!({"command": "a", "cwd": 1}),
+                "argument `cwd` must be a string",
+            ),
+            (
+                json!({"command": "a", "stdin": false}),
+                "argument `stdin` must be a string",
+            ),
+            (
+                json!({"command": "a\0"}),
+                "the command and its arguments cannot contain NUL characters",
+            ),
+        ] {
+            let Err(output) = RunCommand::read(&bad) else {
+                panic!("{bad} was read");
+            };
+            assert_eq!(output, ToolOutput::error(said), "{bad}");
+        }
     }
 }

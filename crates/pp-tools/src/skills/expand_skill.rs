@@ -26,16 +26,25 @@ use std::sync::Arc;
 
 use pp_agent::ToolContext;
 use pp_types::{Capability, Risk, ToolOutput, ToolSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::catalog::SkillEntry;
+use crate::args::parse;
 use crate::blocking::SyncTool;
-use crate::files::common::{cap_for_display, required_str};
+use crate::files::common::cap_for_display;
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Read the instructions of one of the skills listed in the \
 system prompt, and the list of its files (read those with read_skill_file). A skill \
 describes a procedure; it grants no permission.";
+
+/// The arguments of `expand_skill`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The skill, as the system prompt lists it.
+    pub(crate) name: &'a str,
+}
 
 /// The `expand_skill` tool over this run's valid skills.
 pub(crate) struct ExpandSkill {
@@ -80,15 +89,14 @@ impl SyncTool for ExpandSkill {
     }
 
     fn target(&self, arguments: &Value) -> Option<String> {
-        arguments
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
+        parse(arguments)
+            .ok()
+            .map(|Arguments { name }| name.to_owned())
     }
 
     fn call(&self, _context: &ToolContext, arguments: &Value) -> ToolOutput {
-        let name = match required_str(arguments, "name") {
-            Ok(name) => name,
+        let name = match parse(arguments) {
+            Ok(Arguments { name }) => name,
             Err(output) => return output,
         };
         let Some(entry) = self.skills.get(name) else {
@@ -115,5 +123,15 @@ impl SyncTool for ExpandSkill {
             }
         }
         ToolOutput::success(cap_for_display(&text, self.max_output_chars))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("expand_skill");
     }
 }

@@ -22,19 +22,29 @@ use std::sync::Arc;
 
 use pp_agent::ToolContext;
 use pp_types::{Capability, PathRoot, Risk, ToolOutput, ToolSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::catalog::SkillEntry;
 use crate::Limits;
+use crate::args::parse;
 use crate::blocking::SyncTool;
 use crate::files::common::{
-    binary_error, cap_for_display, decode_text, jail_error, required_str, respond,
-    truncation_marker,
+    binary_error, cap_for_display, decode_text, jail_error, respond, truncation_marker,
 };
 
 /// What the model reads about the tool.
 const DESCRIPTION: &str = "Read one file of a skill (a path expand_skill listed). The \
 path is relative to the skill's own folder; paths leaving it are refused.";
+
+/// The arguments of `read_skill_file`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Arguments<'a> {
+    /// The skill (it chooses the folder `path` is checked against).
+    pub(crate) name: &'a str,
+    /// The file, relative to the skill's folder.
+    pub(crate) path: &'a str,
+}
 
 /// The `read_skill_file` tool over this run's valid skills.
 pub(crate) struct ReadSkillFile {
@@ -81,8 +91,7 @@ impl ReadSkillFile {
     }
 
     fn run(&self, arguments: &Value) -> Result<String, ToolOutput> {
-        let name = required_str(arguments, "name")?;
-        let path = required_str(arguments, "path")?;
+        let Arguments { name, path } = parse(arguments)?;
         let jail = self
             .skills
             .get(name)
@@ -114,12 +123,21 @@ impl SyncTool for ReadSkillFile {
     }
 
     fn target(&self, arguments: &Value) -> Option<String> {
-        let name = arguments.get("name").and_then(Value::as_str)?;
-        let path = arguments.get("path").and_then(Value::as_str)?;
+        let Arguments { name, path } = parse(arguments).ok()?;
         Some(format!("{name}/{path}"))
     }
 
     fn call(&self, _context: &ToolContext, arguments: &Value) -> ToolOutput {
         respond(self.run(arguments))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_match_the_schema() {
+        crate::args_check::assert_matches::<Arguments<'static>>("read_skill_file");
     }
 }

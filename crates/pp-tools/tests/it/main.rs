@@ -11,6 +11,7 @@ mod file_ops;
 mod list_files;
 mod read_file;
 mod registry;
+mod schemas;
 mod search_files;
 mod skills;
 mod toolbox;
