@@ -29,6 +29,7 @@ mod time;
 mod tool;
 mod usage;
 mod user;
+mod wire;
 
 pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
@@ -49,3 +50,4 @@ pub use tool::{
 };
 pub use usage::{Cost, TaskUsage};
 pub use user::{Role, UserRecord, valid_user_name};
+pub use wire::UnknownName;
