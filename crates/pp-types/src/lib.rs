@@ -36,7 +36,7 @@ pub use capability::{Capability, Risk};
 pub use change::{Change, ChangeCounts, ChangeKind, ChangeRoot, FileMode, FileOp, Prior, Snapshot};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};
-pub use event::{Event, EventKind, FailureReason, ResolutionKind};
+pub use event::{Event, EventKind, EventType, FailureReason, ResolutionKind};
 pub use mcp::{McpCallPreview, McpReport, McpServerReport, McpToolReport, McpUnregistered};
 pub use message::{Message, ToolCall, Usage};
 pub use task::{

@@ -72,7 +72,7 @@ macro_rules! wire_enum {
         }
     ) => {
         $(#[$meta])*
-        #[derive(serde::Serialize, serde::Deserialize)]
+        #[derive(::serde::Serialize, ::serde::Deserialize)]
         $vis enum $name {
             $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
         }
@@ -96,18 +96,18 @@ macro_rules! wire_enum {
 
             /// The value named `text` on the wire, if there is one.
             #[allow(dead_code)]
-            $vis fn parse(text: &str) -> Option<Self> {
+            $vis fn parse(text: &str) -> ::std::option::Option<Self> {
                 match text {
-                    $($wire => Some(Self::$variant),)+
-                    _ => None,
+                    $($wire => ::std::option::Option::Some(Self::$variant),)+
+                    _ => ::std::option::Option::None,
                 }
             }
         }
 
-        impl std::str::FromStr for $name {
+        impl ::std::str::FromStr for $name {
             type Err = $crate::UnknownName;
 
-            fn from_str(text: &str) -> Result<Self, Self::Err> {
+            fn from_str(text: &str) -> ::std::result::Result<Self, Self::Err> {
                 Self::parse(text).ok_or_else(|| $crate::UnknownName {
                     what: stringify!($name),
                     value: text.to_owned(),
@@ -116,8 +116,8 @@ macro_rules! wire_enum {
             }
         }
 
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
