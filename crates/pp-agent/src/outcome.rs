@@ -1,6 +1,6 @@
 //! What a run of the loop ends with, and how a person resolves a suspended run.
 
-use pp_types::{Checkpoint, Event, FailureReason, Message};
+use pp_types::{Checkpoint, Event, FailureReason, Message, TaskState};
 use serde_json::Value;
 
 /// How a run ended.
@@ -39,13 +39,19 @@ impl Outcome {
         }
     }
 
-    /// `completed`, `waiting_approval` or `failed`.
-    pub fn status(&self) -> &'static str {
+    /// The task state this outcome leaves a task in: `completed`, `waiting_approval` or
+    /// `failed`.
+    pub fn state(&self) -> TaskState {
         match self {
-            Self::Completed { .. } => "completed",
-            Self::Suspended(_) => "waiting_approval",
-            Self::Failed { .. } => "failed",
+            Self::Completed { .. } => TaskState::Completed,
+            Self::Suspended(_) => TaskState::WaitingApproval,
+            Self::Failed { .. } => TaskState::Failed,
         }
+    }
+
+    /// [`Outcome::state`]'s wire name.
+    pub fn status(&self) -> &'static str {
+        self.state().as_str()
     }
 }
 

@@ -1,67 +1,39 @@
 //! The formats PocketPilot reads, named by a file's extension.
 
-use serde::{Deserialize, Serialize};
-
-/// A document format. Serialised in lower case (`"pdf"`, `"docx"`, …), as the tools
-/// report it in `format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    /// PDF.
-    Pdf,
-    /// Word (Office Open XML).
-    Docx,
-    /// Excel (Office Open XML).
-    Xlsx,
-    /// PowerPoint (Office Open XML).
-    Pptx,
-    /// HTML.
-    Html,
-    /// Markdown.
-    Markdown,
-    /// Plain text.
-    Txt,
-    /// Comma (or other delimiter) separated values.
-    Csv,
-    /// JSON.
-    Json,
-    /// XML (the fully digital e-invoice's data file).
-    Xml,
-    /// OFD, the Chinese fixed-layout format (a zip of XML) of e-invoices.
-    Ofd,
+pp_types::wire_enum! {
+    /// A document format. Serialised in lower case (`"pdf"`, `"docx"`, …), as the tools
+    /// report it in `format`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Format {
+        /// PDF.
+        Pdf => "pdf",
+        /// Word (Office Open XML).
+        Docx => "docx",
+        /// Excel (Office Open XML).
+        Xlsx => "xlsx",
+        /// PowerPoint (Office Open XML).
+        Pptx => "pptx",
+        /// HTML.
+        Html => "html",
+        /// Markdown.
+        Markdown => "markdown",
+        /// Plain text.
+        Txt => "txt",
+        /// Comma (or other delimiter) separated values.
+        Csv => "csv",
+        /// JSON.
+        Json => "json",
+        /// XML (the fully digital e-invoice's data file).
+        Xml => "xml",
+        /// OFD, the Chinese fixed-layout format (a zip of XML) of e-invoices.
+        Ofd => "ofd",
+    }
 }
 
 impl Format {
-    /// Every format, in a stable order (for messages and docs).
-    pub const ALL: [Format; 11] = [
-        Format::Pdf,
-        Format::Docx,
-        Format::Xlsx,
-        Format::Pptx,
-        Format::Html,
-        Format::Markdown,
-        Format::Txt,
-        Format::Csv,
-        Format::Json,
-        Format::Xml,
-        Format::Ofd,
-    ];
-
-    /// The format's name as serialised.
+    /// The format's name as serialised (its wire name, [`Format::as_str`]).
     pub fn name(self) -> &'static str {
-        match self {
-            Format::Pdf => "pdf",
-            Format::Docx => "docx",
-            Format::Xlsx => "xlsx",
-            Format::Pptx => "pptx",
-            Format::Html => "html",
-            Format::Markdown => "markdown",
-            Format::Txt => "txt",
-            Format::Csv => "csv",
-            Format::Json => "json",
-            Format::Xml => "xml",
-            Format::Ofd => "ofd",
-        }
+        self.as_str()
     }
 
     /// The format a path's extension names (case-insensitive); `None` for others.
@@ -81,12 +53,6 @@ impl Format {
             "ofd" => Format::Ofd,
             _ => return None,
         })
-    }
-}
-
-impl std::fmt::Display for Format {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(self.name())
     }
 }
 

@@ -79,39 +79,98 @@ pub enum ApiError {
     Internal(String),
 }
 
+pp_types::wire_enum! {
+    /// The machine-readable code of an API error, `{"error": {"code": "…"}}`: one per
+    /// kind of failure ([`ApiError::status_and_code`] decides which), shared by the console
+    /// and the OpenAPI document.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ErrorCode {
+        /// 400: malformed or mistyped input.
+        BadRequest => "bad_request",
+        /// 401: no valid token or session, or a refused webhook delivery.
+        Unauthorized => "unauthorized",
+        /// 403: a foreign Host or Origin, or a path the jail refuses.
+        Forbidden => "forbidden",
+        /// 404: unknown task, approval, workspace, file or route.
+        NotFound => "not_found",
+        /// 405: the route exists but not with this method.
+        MethodNotAllowed => "method_not_allowed",
+        /// 409: the approval was already decided.
+        AlreadyResolved => "already_resolved",
+        /// 409: the task is in a state that does not allow this.
+        InvalidState => "invalid_state",
+        /// 409: a chat session's previous turn has not ended.
+        SessionBusy => "session_busy",
+        /// 413: body or file over the limit.
+        PayloadTooLarge => "payload_too_large",
+        /// 422: edited arguments fail the tool's schema or the gate.
+        InvalidArguments => "invalid_arguments",
+        /// 422: a `SKILL.md` or skill name the rules refuse.
+        InvalidSkill => "invalid_skill",
+        /// 409: a skill from a read-only folder.
+        ReadOnly => "read_only",
+        /// 409: the file or name exists already.
+        Exists => "exists",
+        /// 428: a conditional write without `If-Match`.
+        PreconditionRequired => "precondition_required",
+        /// 412: `If-Match` names a version that is no longer current.
+        VersionMismatch => "version_mismatch",
+        /// 429: as many uploads as allowed are already running.
+        TooManyUploads => "too_many_uploads",
+        /// 409: a revert refused because the file changed since.
+        ChangedSince => "changed_since",
+        /// 409: a revert refused: nothing kept, too large, already reverted.
+        NotRevertible => "not_revertible",
+        /// 400: a cron expression that does not parse.
+        InvalidCron => "invalid_cron",
+        /// 400: a time zone this build does not know.
+        UnknownTimeZone => "unknown_time_zone",
+        /// 429: too many webhook deliveries to one channel.
+        RateLimited => "rate_limited",
+        /// 500: something broke on our side.
+        Internal => "internal",
+    }
+}
+
 /// The detail of an internal error, attached to the response for the logging middleware.
 #[derive(Debug, Clone)]
 pub(crate) struct InternalDetail(pub(crate) String);
 
 impl ApiError {
     /// The status and code of this error (the single place that decides them).
-    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+    pub fn status_and_code(&self) -> (StatusCode, ErrorCode) {
         match self {
-            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            Self::AlreadyResolved(_) => (StatusCode::CONFLICT, "already_resolved"),
-            Self::InvalidState(_) => (StatusCode::CONFLICT, "invalid_state"),
-            Self::SessionBusy(_) => (StatusCode::CONFLICT, "session_busy"),
-            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            Self::InvalidArguments(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
-            Self::InvalidSkill(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill"),
-            Self::ReadOnly(_) => (StatusCode::CONFLICT, "read_only"),
-            Self::Exists(_) => (StatusCode::CONFLICT, "exists"),
-            Self::PreconditionRequired(_) => {
-                (StatusCode::PRECONDITION_REQUIRED, "precondition_required")
+            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
+            Self::Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed),
+            Self::AlreadyResolved(_) => (StatusCode::CONFLICT, ErrorCode::AlreadyResolved),
+            Self::InvalidState(_) => (StatusCode::CONFLICT, ErrorCode::InvalidState),
+            Self::SessionBusy(_) => (StatusCode::CONFLICT, ErrorCode::SessionBusy),
+            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
+            Self::InvalidArguments(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidArguments,
+            ),
+            Self::InvalidSkill(_) => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::InvalidSkill),
+            Self::ReadOnly(_) => (StatusCode::CONFLICT, ErrorCode::ReadOnly),
+            Self::Exists(_) => (StatusCode::CONFLICT, ErrorCode::Exists),
+            Self::PreconditionRequired(_) => (
+                StatusCode::PRECONDITION_REQUIRED,
+                ErrorCode::PreconditionRequired,
+            ),
+            Self::VersionMismatch(_) => {
+                (StatusCode::PRECONDITION_FAILED, ErrorCode::VersionMismatch)
             }
-            Self::VersionMismatch(_) => (StatusCode::PRECONDITION_FAILED, "version_mismatch"),
-            Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads"),
-            Self::ChangedSince { .. } => (StatusCode::CONFLICT, "changed_since"),
-            Self::NotRevertible(_) => (StatusCode::CONFLICT, "not_revertible"),
-            Self::InvalidCron { .. } => (StatusCode::BAD_REQUEST, "invalid_cron"),
-            Self::UnknownTimeZone(_) => (StatusCode::BAD_REQUEST, "unknown_time_zone"),
-            Self::DeliveryRefused => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            Self::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            Self::TooManyUploads(_) => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::TooManyUploads),
+            Self::ChangedSince { .. } => (StatusCode::CONFLICT, ErrorCode::ChangedSince),
+            Self::NotRevertible(_) => (StatusCode::CONFLICT, ErrorCode::NotRevertible),
+            Self::InvalidCron { .. } => (StatusCode::BAD_REQUEST, ErrorCode::InvalidCron),
+            Self::UnknownTimeZone(_) => (StatusCode::BAD_REQUEST, ErrorCode::UnknownTimeZone),
+            Self::DeliveryRefused => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            Self::RateLimited => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
         }
     }
 
@@ -295,12 +354,12 @@ mod tests {
         .into();
         assert_eq!(
             error.status_and_code(),
-            (StatusCode::CONFLICT, "invalid_state")
+            (StatusCode::CONFLICT, ErrorCode::InvalidState)
         );
         let error = ApiError::TooManyUploads("busy".into());
         assert_eq!(
             error.status_and_code(),
-            (StatusCode::TOO_MANY_REQUESTS, "too_many_uploads")
+            (StatusCode::TOO_MANY_REQUESTS, ErrorCode::TooManyUploads)
         );
     }
 
@@ -310,14 +369,14 @@ mod tests {
             path: "../x".into(),
         }
         .into();
-        assert_eq!(error.status_and_code().1, "forbidden");
+        assert_eq!(error.status_and_code().1, ErrorCode::Forbidden);
         let error: ApiError = JailError::NotFound { path: "x".into() }.into();
-        assert_eq!(error.status_and_code().1, "not_found");
+        assert_eq!(error.status_and_code().1, ErrorCode::NotFound);
         let error: ApiError = JailError::TooLarge {
             path: "x".into(),
             max_bytes: 3,
         }
         .into();
-        assert_eq!(error.status_and_code().1, "payload_too_large");
+        assert_eq!(error.status_and_code().1, ErrorCode::PayloadTooLarge);
     }
 }

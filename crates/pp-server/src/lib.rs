@@ -57,7 +57,7 @@ mod upload;
 
 use std::future::Future;
 
-pub use error::ApiError;
+pub use error::{ApiError, ErrorCode};
 pub use state::{AppState, McpReportSource, ServerSettings};
 
 /// The router: every route and middleware, over `state`. Opens no socket.

@@ -199,7 +199,7 @@ mod tests {
                 match parse(value) {
                     Ok(Some(seq)) => prop_assert!(seq >= 0),
                     Ok(None) => prop_assert!(false, "a present header is never None"),
-                    Err(error) => prop_assert_eq!(error.status_and_code().1, "bad_request"),
+                    Err(error) => prop_assert_eq!(error.status_and_code().1, crate::ErrorCode::BadRequest),
                 }
             }
         }

@@ -53,29 +53,19 @@ impl std::fmt::Display for Capability {
     }
 }
 
-/// How much harm a tool can do; the approvals inbox highlights `high`.
-///
-/// Risk comes from the tool's [`crate::ToolSpec`] only; no service hard-codes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Risk {
-    /// Reads and listings.
-    #[default]
-    Low,
-    /// Effects that are easy to undo.
-    Medium,
-    /// Writes, deletions, execution, network access.
-    High,
-}
-
-impl Risk {
-    /// The lower-case name used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Low => "low",
-            Self::Medium => "medium",
-            Self::High => "high",
-        }
+crate::wire_enum! {
+    /// How much harm a tool can do; the approvals inbox highlights `high`.
+    ///
+    /// Risk comes from the tool's [`crate::ToolSpec`] only; no service hard-codes it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub enum Risk {
+        /// Reads and listings.
+        #[default]
+        Low => "low",
+        /// Effects that are easy to undo.
+        Medium => "medium",
+        /// Writes, deletions, execution, network access.
+        High => "high",
     }
 }
 

@@ -5,91 +5,44 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ApprovalId, ChangeId, TaskId, Timestamp};
 
-/// What one change did to its file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeKind {
-    /// The call created a file that did not exist.
-    Created,
-    /// The call replaced a file's whole content.
-    Overwritten,
-    /// The call changed part of a file.
-    Edited,
-    /// The operator reverted an earlier change.
-    Reverted,
-    /// An approved call ran whose tool reports no file snapshot (MCP, shell, …): what it
-    /// changed is unknown to PocketPilot.
-    EffectsUnknown,
-    /// The call moved or renamed a file or folder: [`Change::from_path`] is where it was,
-    /// [`Change::path`] where it is now.
-    Moved,
-    /// The call deleted a file, a link or an empty folder.
-    Deleted,
-    /// The call created a folder (one change per folder it created, parents too).
-    FolderCreated,
-}
-
-impl ChangeKind {
-    /// Every kind, in declaration order.
-    pub const ALL: [Self; 8] = [
-        Self::Created,
-        Self::Overwritten,
-        Self::Edited,
-        Self::Reverted,
-        Self::EffectsUnknown,
-        Self::Moved,
-        Self::Deleted,
-        Self::FolderCreated,
-    ];
-
-    /// The snake-case name used on the wire and in the store.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Created => "created",
-            Self::Overwritten => "overwritten",
-            Self::Edited => "edited",
-            Self::Reverted => "reverted",
-            Self::EffectsUnknown => "effects_unknown",
-            Self::Moved => "moved",
-            Self::Deleted => "deleted",
-            Self::FolderCreated => "folder_created",
-        }
-    }
-
-    /// The kind named `name`, if there is one.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+crate::wire_enum! {
+    /// What one change did to its file.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ChangeKind {
+        /// The call created a file that did not exist.
+        Created => "created",
+        /// The call replaced a file's whole content.
+        Overwritten => "overwritten",
+        /// The call changed part of a file.
+        Edited => "edited",
+        /// The operator reverted an earlier change.
+        Reverted => "reverted",
+        /// An approved call ran whose tool reports no file snapshot (MCP, shell, …): what it
+        /// changed is unknown to PocketPilot.
+        EffectsUnknown => "effects_unknown",
+        /// The call moved or renamed a file or folder: [`Change::from_path`] is where it was,
+        /// [`Change::path`] where it is now.
+        Moved => "moved",
+        /// The call deleted a file, a link or an empty folder.
+        Deleted => "deleted",
+        /// The call created a folder (one change per folder it created, parents too).
+        FolderCreated => "folder_created",
     }
 }
 
-/// Which folder a change's path is relative to.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeRoot {
-    /// The task's workspace (file tools).
-    #[default]
-    Workspace,
-    /// The data directory, where the memory file lives (`memory_write`).
-    Memory,
+crate::wire_enum! {
+    /// Which folder a change's path is relative to.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub enum ChangeRoot {
+        /// The task's workspace (file tools).
+        #[default]
+        Workspace => "workspace",
+        /// The data directory, where the memory file lives (`memory_write`).
+        Memory => "memory",
+    }
 }
 
 impl ChangeRoot {
-    /// Every root, in declaration order.
-    pub const ALL: [Self; 2] = [Self::Workspace, Self::Memory];
-
-    /// The snake-case name used on the wire and in the store.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Workspace => "workspace",
-            Self::Memory => "memory",
-        }
-    }
-
-    /// The root named `name`, if there is one.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|root| root.as_str() == name)
-    }
-
     /// Whether this is the workspace (the default).
     pub fn is_workspace(&self) -> bool {
         *self == Self::Workspace

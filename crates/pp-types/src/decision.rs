@@ -49,43 +49,28 @@ impl std::fmt::Display for Denial {
     }
 }
 
-/// The rules of the gate; each denial names exactly one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DenyRule {
-    /// An absolute path (`/etc/passwd`); Windows forms are `InvalidPath`.
-    AbsolutePath,
-    /// A path whose `..` components leave the workspace.
-    Escapes,
-    /// A symbolic link (or chain of links) that leads outside the workspace.
-    SymlinkEscape,
-    /// A NUL byte, a backslash or a drive prefix, refused on every platform.
-    InvalidPath,
-    /// A path argument that is not a string (or, for an array pointer, not an array of
-    /// strings).
-    PathNotString,
-    /// A path argument of a tool whose root folder (a skill's folder) does not exist in
-    /// this run.
-    UnknownRoot,
-    /// The capability's action is not one the policy knows.
-    UnknownCapability,
-    /// The tool declares no capability at all.
-    MissingCapability,
-}
-
-impl DenyRule {
-    /// The snake-case name used on the wire and in messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AbsolutePath => "absolute_path",
-            Self::Escapes => "escapes",
-            Self::SymlinkEscape => "symlink_escape",
-            Self::InvalidPath => "invalid_path",
-            Self::PathNotString => "path_not_string",
-            Self::UnknownRoot => "unknown_root",
-            Self::UnknownCapability => "unknown_capability",
-            Self::MissingCapability => "missing_capability",
-        }
+crate::wire_enum! {
+    /// The rules of the gate; each denial names exactly one.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum DenyRule {
+        /// An absolute path (`/etc/passwd`); Windows forms are `InvalidPath`.
+        AbsolutePath => "absolute_path",
+        /// A path whose `..` components leave the workspace.
+        Escapes => "escapes",
+        /// A symbolic link (or chain of links) that leads outside the workspace.
+        SymlinkEscape => "symlink_escape",
+        /// A NUL byte, a backslash or a drive prefix, refused on every platform.
+        InvalidPath => "invalid_path",
+        /// A path argument that is not a string (or, for an array pointer, not an array of
+        /// strings).
+        PathNotString => "path_not_string",
+        /// A path argument of a tool whose root folder (a skill's folder) does not exist in
+        /// this run.
+        UnknownRoot => "unknown_root",
+        /// The capability's action is not one the policy knows.
+        UnknownCapability => "unknown_capability",
+        /// The tool declares no capability at all.
+        MissingCapability => "missing_capability",
     }
 }
 

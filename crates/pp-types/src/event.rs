@@ -24,215 +24,181 @@ impl Event {
     }
 }
 
-/// The event types; the `type` field on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum EventKind {
-    /// The task started with this prompt.
-    TaskStarted {
-        /// The person's prompt.
-        prompt: String,
-    },
-    /// A request was sent to the model.
-    ModelRequest {
-        /// Messages in the request.
-        message_count: usize,
-        /// Tools offered.
-        tool_count: usize,
-    },
-    /// Older turns were left out of the request to fit the model's context window.
-    ContextTrimmed {
-        /// Messages left out of this request.
-        dropped_messages: usize,
-        /// Estimated tokens of what was sent.
-        kept_tokens: u64,
-        /// The window.
-        window: u64,
-    },
-    /// The model answered.
-    AssistantMessage {
-        /// Visible text.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        content: Option<String>,
-        /// Tool calls requested.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCall>,
-        /// Tokens used by this model call, when the provider reports them.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        usage: Option<Usage>,
-    },
-    /// A tool call is about to be checked and, if allowed, run.
-    ToolCall {
-        /// The call id.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// The raw arguments text.
-        arguments: String,
-    },
-    /// A tool ran and succeeded.
-    ToolResult {
-        /// The call id.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// The output given to the model.
-        content: String,
-    },
-    /// A tool call failed in an ordinary way (unknown tool, bad arguments, missing file,
-    /// rejected by the operator, not run).
-    ToolError {
-        /// The call id.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// The error given to the model.
-        message: String,
-    },
-    /// The gate refused a call.
-    ToolDenied {
-        /// The call id.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// The rule that fired.
-        rule: DenyRule,
-        /// The explanation given to the model.
-        message: String,
-        /// Denials so far in this task, this one included.
-        denials: u32,
-    },
-    /// A call needs a person's approval; the task is suspended before any side effect.
-    ApprovalRequired {
-        /// The approval's id, filled in when the task service stores the approval (the
-        /// approval row holds the checkpoint to resume from).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        approval_id: Option<String>,
-        /// The call id.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// The tool's capability.
-        capability: String,
-        /// The tool's risk.
-        risk: Risk,
-        /// The parsed arguments.
-        arguments: Value,
-        /// Create/overwrite label, diff and fingerprint, when the tool can describe them.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        preview: Option<Box<EffectPreview>>,
-    },
-    /// A person decided.
-    ApprovalResolved {
-        /// The call id.
-        call_id: String,
-        /// Approved or rejected.
-        decision: ResolutionKind,
-        /// Whether the arguments were edited before approval.
-        edited: bool,
-        /// The operator's reason, for rejections.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-    /// Edited arguments failed validation or the jail; the approval stays pending.
-    ApprovalEditRejected {
-        /// The call id.
-        call_id: String,
-        /// Why the edit was refused.
-        message: String,
-    },
-    /// The model gave its final answer.
-    TaskCompleted {
-        /// The final answer text.
-        #[serde(rename = "final")]
-        final_text: String,
-    },
-    /// The operator cancelled the task.
-    TaskCancelled {
-        /// Why, or who.
-        message: String,
-    },
-    /// The process running the task stopped; the task is never re-run blindly.
-    TaskInterrupted {
-        /// What happened.
-        message: String,
-    },
-    /// The operator retried an interrupted task.
-    TaskRetried {
-        /// How it continues (from the prompt, or by asking an approval again).
-        message: String,
-    },
-    /// A chat session's history passed 80 % of the context window, so its older turns
-    /// were summarised by the model into one message (kept in the system prompt); the
-    /// turns themselves stay in the store. Emitted on the task of the turn that needed it.
-    SessionSummarised {
-        /// The session.
-        session_id: String,
-        /// The summary now covers turns 1 to this one.
-        through_turn: u32,
-        /// Turns folded into the summary by this step.
-        turns: u32,
-        /// Estimated tokens of the conversation before.
-        tokens_before: u64,
-        /// Estimated tokens after (summary in the system prompt, newer turns in full).
-        tokens_after: u64,
-        /// What the summarising model call used, when the provider reported it (the call
-        /// counts in the task's usage like the loop's own calls).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        usage: Option<Usage>,
-    },
-    /// The task ended without an answer.
-    TaskFailed {
-        /// Machine-readable reason.
-        reason: FailureReason,
-        /// Human-readable detail.
-        message: String,
-    },
+crate::wire_enum! {
+    /// The event types; the `type` field on the wire ([`EventType`] names them).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(tag = "type")]
+    pub enum EventKind as EventType {
+        /// The task started with this prompt.
+        TaskStarted {
+            /// The person's prompt.
+            prompt: String,
+        } => "task_started",
+        /// A request was sent to the model.
+        ModelRequest {
+            /// Messages in the request.
+            message_count: usize,
+            /// Tools offered.
+            tool_count: usize,
+        } => "model_request",
+        /// Older turns were left out of the request to fit the model's context window.
+        ContextTrimmed {
+            /// Messages left out of this request.
+            dropped_messages: usize,
+            /// Estimated tokens of what was sent.
+            kept_tokens: u64,
+            /// The window.
+            window: u64,
+        } => "context_trimmed",
+        /// The model answered.
+        AssistantMessage {
+            /// Visible text.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            content: Option<String>,
+            /// Tool calls requested.
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            tool_calls: Vec<ToolCall>,
+            /// Tokens used by this model call, when the provider reports them.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            usage: Option<Usage>,
+        } => "assistant_message",
+        /// A tool call is about to be checked and, if allowed, run.
+        ToolCall {
+            /// The call id.
+            call_id: String,
+            /// The tool's name.
+            name: String,
+            /// The raw arguments text.
+            arguments: String,
+        } => "tool_call",
+        /// A tool ran and succeeded.
+        ToolResult {
+            /// The call id.
+            call_id: String,
+            /// The tool's name.
+            name: String,
+            /// The output given to the model.
+            content: String,
+        } => "tool_result",
+        /// A tool call failed in an ordinary way (unknown tool, bad arguments, missing file,
+        /// rejected by the operator, not run).
+        ToolError {
+            /// The call id.
+            call_id: String,
+            /// The tool's name.
+            name: String,
+            /// The error given to the model.
+            message: String,
+        } => "tool_error",
+        /// The gate refused a call.
+        ToolDenied {
+            /// The call id.
+            call_id: String,
+            /// The tool's name.
+            name: String,
+            /// The rule that fired.
+            rule: DenyRule,
+            /// The explanation given to the model.
+            message: String,
+            /// Denials so far in this task, this one included.
+            denials: u32,
+        } => "tool_denied",
+        /// A call needs a person's approval; the task is suspended before any side effect.
+        ApprovalRequired {
+            /// The approval's id, filled in when the task service stores the approval (the
+            /// approval row holds the checkpoint to resume from).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            approval_id: Option<String>,
+            /// The call id.
+            call_id: String,
+            /// The tool's name.
+            name: String,
+            /// The tool's capability.
+            capability: String,
+            /// The tool's risk.
+            risk: Risk,
+            /// The parsed arguments.
+            arguments: Value,
+            /// Create/overwrite label, diff and fingerprint, when the tool can describe them.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            preview: Option<Box<EffectPreview>>,
+        } => "approval_required",
+        /// A person decided.
+        ApprovalResolved {
+            /// The call id.
+            call_id: String,
+            /// Approved or rejected.
+            decision: ResolutionKind,
+            /// Whether the arguments were edited before approval.
+            edited: bool,
+            /// The operator's reason, for rejections.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            reason: Option<String>,
+        } => "approval_resolved",
+        /// Edited arguments failed validation or the jail; the approval stays pending.
+        ApprovalEditRejected {
+            /// The call id.
+            call_id: String,
+            /// Why the edit was refused.
+            message: String,
+        } => "approval_edit_rejected",
+        /// The model gave its final answer.
+        TaskCompleted {
+            /// The final answer text.
+            #[serde(rename = "final")]
+            final_text: String,
+        } => "task_completed",
+        /// The operator cancelled the task.
+        TaskCancelled {
+            /// Why, or who.
+            message: String,
+        } => "task_cancelled",
+        /// The process running the task stopped; the task is never re-run blindly.
+        TaskInterrupted {
+            /// What happened.
+            message: String,
+        } => "task_interrupted",
+        /// The operator retried an interrupted task.
+        TaskRetried {
+            /// How it continues (from the prompt, or by asking an approval again).
+            message: String,
+        } => "task_retried",
+        /// A chat session's history passed 80 % of the context window, so its older turns
+        /// were summarised by the model into one message (kept in the system prompt); the
+        /// turns themselves stay in the store. Emitted on the task of the turn that needed it.
+        SessionSummarised {
+            /// The session.
+            session_id: String,
+            /// The summary now covers turns 1 to this one.
+            through_turn: u32,
+            /// Turns folded into the summary by this step.
+            turns: u32,
+            /// Estimated tokens of the conversation before.
+            tokens_before: u64,
+            /// Estimated tokens after (summary in the system prompt, newer turns in full).
+            tokens_after: u64,
+            /// What the summarising model call used, when the provider reported it (the call
+            /// counts in the task's usage like the loop's own calls).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            usage: Option<Usage>,
+        } => "session_summarised",
+        /// The task ended without an answer.
+        TaskFailed {
+            /// Machine-readable reason.
+            reason: FailureReason,
+            /// Human-readable detail.
+            message: String,
+        } => "task_failed",
+    }
 }
 
 impl EventKind {
     /// Every event type name, for validating eval expectations and docs.
-    pub const TYPE_NAMES: [&'static str; 17] = [
-        "task_started",
-        "model_request",
-        "context_trimmed",
-        "assistant_message",
-        "tool_call",
-        "tool_result",
-        "tool_error",
-        "tool_denied",
-        "approval_required",
-        "approval_resolved",
-        "approval_edit_rejected",
-        "task_completed",
-        "task_cancelled",
-        "task_interrupted",
-        "task_retried",
-        "session_summarised",
-        "task_failed",
-    ];
+    pub const TYPE_NAMES: [&'static str; EventType::ALL.len()] = EventType::NAMES;
 
     /// The `type` field of this event on the wire.
     pub fn type_name(&self) -> &'static str {
-        match self {
-            Self::TaskStarted { .. } => "task_started",
-            Self::ModelRequest { .. } => "model_request",
-            Self::ContextTrimmed { .. } => "context_trimmed",
-            Self::AssistantMessage { .. } => "assistant_message",
-            Self::ToolCall { .. } => "tool_call",
-            Self::ToolResult { .. } => "tool_result",
-            Self::ToolError { .. } => "tool_error",
-            Self::ToolDenied { .. } => "tool_denied",
-            Self::ApprovalRequired { .. } => "approval_required",
-            Self::ApprovalResolved { .. } => "approval_resolved",
-            Self::ApprovalEditRejected { .. } => "approval_edit_rejected",
-            Self::TaskCompleted { .. } => "task_completed",
-            Self::TaskCancelled { .. } => "task_cancelled",
-            Self::TaskInterrupted { .. } => "task_interrupted",
-            Self::TaskRetried { .. } => "task_retried",
-            Self::SessionSummarised { .. } => "session_summarised",
-            Self::TaskFailed { .. } => "task_failed",
-        }
+        self.tag().as_str()
     }
 
     /// The `approval_required` event for a pending call (its approval id is filled in
@@ -261,63 +227,36 @@ impl EventKind {
     }
 }
 
-/// How an approval was resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResolutionKind {
-    /// The call ran (with the original or edited arguments).
-    Approved,
-    /// The call did not run; the model was told.
-    Rejected,
-    /// The target changed after the approval was requested; the call did not run and the
-    /// model was told to look again.
-    Stale,
-}
-
-/// Why a task failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureReason {
-    /// The task reached its denial limit.
-    PolicyViolation,
-    /// The task used all its steps.
-    MaxSteps,
-    /// The task used its token budget.
-    TokenBudget,
-    /// The model could not be reached or answered nonsense.
-    ModelError,
-    /// The task used its running time (state `timed_out`).
-    Timeout,
-    /// The service could not run the task (workspace missing, storage failure).
-    Internal,
-}
-
-impl FailureReason {
-    /// The snake-case name used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::PolicyViolation => "policy_violation",
-            Self::MaxSteps => "max_steps",
-            Self::TokenBudget => "token_budget",
-            Self::ModelError => "model_error",
-            Self::Timeout => "timeout",
-            Self::Internal => "internal",
-        }
+crate::wire_enum! {
+    /// How an approval was resolved.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ResolutionKind {
+        /// The call ran (with the original or edited arguments).
+        Approved => "approved",
+        /// The call did not run; the model was told.
+        Rejected => "rejected",
+        /// The target changed after the approval was requested; the call did not run and the
+        /// model was told to look again.
+        Stale => "stale",
     }
+}
 
-    /// Every reason, in declaration order.
-    pub const ALL: [Self; 6] = [
-        Self::PolicyViolation,
-        Self::MaxSteps,
-        Self::TokenBudget,
-        Self::ModelError,
-        Self::Timeout,
-        Self::Internal,
-    ];
-
-    /// The reason named `name`, if there is one.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|reason| reason.as_str() == name)
+crate::wire_enum! {
+    /// Why a task failed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum FailureReason {
+        /// The task reached its denial limit.
+        PolicyViolation => "policy_violation",
+        /// The task used all its steps.
+        MaxSteps => "max_steps",
+        /// The task used its token budget.
+        TokenBudget => "token_budget",
+        /// The model could not be reached or answered nonsense.
+        ModelError => "model_error",
+        /// The task used its running time (state `timed_out`).
+        Timeout => "timeout",
+        /// The service could not run the task (workspace missing, storage failure).
+        Internal => "internal",
     }
 }
 

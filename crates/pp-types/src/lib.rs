@@ -29,13 +29,14 @@ mod time;
 mod tool;
 mod usage;
 mod user;
+mod wire;
 
 pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
 pub use change::{Change, ChangeCounts, ChangeKind, ChangeRoot, FileMode, FileOp, Prior, Snapshot};
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};
-pub use event::{Event, EventKind, FailureReason, ResolutionKind};
+pub use event::{Event, EventKind, EventType, FailureReason, ResolutionKind};
 pub use mcp::{McpCallPreview, McpReport, McpServerReport, McpToolReport, McpUnregistered};
 pub use message::{Message, ToolCall, Usage};
 pub use task::{
@@ -49,3 +50,4 @@ pub use tool::{
 };
 pub use usage::{Cost, TaskUsage};
 pub use user::{Role, UserRecord, valid_user_name};
+pub use wire::UnknownName;

@@ -46,63 +46,33 @@ id_type!(
     ChangeId
 );
 
-/// Where a task is in its life.
-///
-/// `queued → running → (waiting_approval → running)* → completed | failed | cancelled |
-/// timed_out`; a task found `running` after a crash becomes `interrupted`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskState {
-    /// Waiting for a worker.
-    Queued,
-    /// A worker is running the loop.
-    Running,
-    /// Suspended until a person resolves its pending approval.
-    WaitingApproval,
-    /// The model gave its final answer.
-    Completed,
-    /// Ended without an answer (see `failure_reason`).
-    Failed,
-    /// Stopped by the operator.
-    Cancelled,
-    /// Used up its running time.
-    TimedOut,
-    /// Found `running` after a crash; never re-run blindly, the operator may retry.
-    Interrupted,
+crate::wire_enum! {
+    /// Where a task is in its life.
+    ///
+    /// `queued → running → (waiting_approval → running)* → completed | failed | cancelled |
+    /// timed_out`; a task found `running` after a crash becomes `interrupted`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum TaskState {
+        /// Waiting for a worker.
+        Queued => "queued",
+        /// A worker is running the loop.
+        Running => "running",
+        /// Suspended until a person resolves its pending approval.
+        WaitingApproval => "waiting_approval",
+        /// The model gave its final answer.
+        Completed => "completed",
+        /// Ended without an answer (see `failure_reason`).
+        Failed => "failed",
+        /// Stopped by the operator.
+        Cancelled => "cancelled",
+        /// Used up its running time.
+        TimedOut => "timed_out",
+        /// Found `running` after a crash; never re-run blindly, the operator may retry.
+        Interrupted => "interrupted",
+    }
 }
 
 impl TaskState {
-    /// Every state, for parsing and docs.
-    pub const ALL: [TaskState; 8] = [
-        Self::Queued,
-        Self::Running,
-        Self::WaitingApproval,
-        Self::Completed,
-        Self::Failed,
-        Self::Cancelled,
-        Self::TimedOut,
-        Self::Interrupted,
-    ];
-
-    /// The snake-case name used on the wire and in the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Running => "running",
-            Self::WaitingApproval => "waiting_approval",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-            Self::TimedOut => "timed_out",
-            Self::Interrupted => "interrupted",
-        }
-    }
-
-    /// Parses a snake-case name.
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|state| state.as_str() == text)
-    }
-
     /// Whether the task has ended (interrupted tasks may still be retried).
     pub fn is_terminal(self) -> bool {
         matches!(
@@ -112,46 +82,20 @@ impl TaskState {
     }
 }
 
-/// Who acted: the audit ledger keeps the agent's road and the operator's road apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Actor {
-    /// The model, through the gate.
-    Agent,
-    /// The person at the console or the CLI.
-    Operator,
-    /// A schedule.
-    Scheduler,
-    /// A webhook.
-    Webhook,
-    /// An MCP client talking to `pocketpilot mcp serve`.
-    McpClient,
-}
-
-impl Actor {
-    /// The snake-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Agent => "agent",
-            Self::Operator => "operator",
-            Self::Scheduler => "scheduler",
-            Self::Webhook => "webhook",
-            Self::McpClient => "mcp_client",
-        }
-    }
-
-    /// Every actor.
-    pub const ALL: [Self; 5] = [
-        Self::Agent,
-        Self::Operator,
-        Self::Scheduler,
-        Self::Webhook,
-        Self::McpClient,
-    ];
-
-    /// Parses a snake-case name.
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|actor| actor.as_str() == text)
+crate::wire_enum! {
+    /// Who acted: the audit ledger keeps the agent's road and the operator's road apart.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Actor {
+        /// The model, through the gate.
+        Agent => "agent",
+        /// The person at the console or the CLI.
+        Operator => "operator",
+        /// A schedule.
+        Scheduler => "scheduler",
+        /// A webhook.
+        Webhook => "webhook",
+        /// An MCP client talking to `pocketpilot mcp serve`.
+        McpClient => "mcp_client",
     }
 }
 
@@ -211,45 +155,20 @@ pub struct TaskRecord {
     pub usage: crate::TaskUsage,
 }
 
-/// Where an approval is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalState {
-    /// Waiting for a person.
-    Pending,
-    /// Approved; the call ran (or was refused by the fresh gate).
-    Approved,
-    /// Rejected; the model was told.
-    Rejected,
-    /// The target changed since the person was shown it; the call did not run.
-    Stale,
-    /// Its task ended (cancelled, timed out) before anyone decided.
-    Cancelled,
-}
-
-impl ApprovalState {
-    /// The snake-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Approved => "approved",
-            Self::Rejected => "rejected",
-            Self::Stale => "stale",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    /// Parses a snake-case name.
-    pub fn parse(text: &str) -> Option<Self> {
-        [
-            Self::Pending,
-            Self::Approved,
-            Self::Rejected,
-            Self::Stale,
-            Self::Cancelled,
-        ]
-        .into_iter()
-        .find(|state| state.as_str() == text)
+crate::wire_enum! {
+    /// Where an approval is in its life.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ApprovalState {
+        /// Waiting for a person.
+        Pending => "pending",
+        /// Approved; the call ran (or was refused by the fresh gate).
+        Approved => "approved",
+        /// Rejected; the model was told.
+        Rejected => "rejected",
+        /// The target changed since the person was shown it; the call did not run.
+        Stale => "stale",
+        /// Its task ended (cancelled, timed out) before anyone decided.
+        Cancelled => "cancelled",
     }
 }
 

@@ -179,49 +179,26 @@ impl ToolOutput {
     }
 }
 
-/// What kind of effect a call has on its target: a write creates a new file or replaces
-/// an existing one; a move, a delete, a new folder or a command say so.
-///
-/// The label is for the person approving; it is not a second policy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WriteLabel {
-    /// The target does not exist yet.
-    #[default]
-    Create,
-    /// The target exists and will be replaced or edited.
-    Overwrite,
-    /// The target is moved or renamed to [`EffectPreview::destination`] (`move_file`).
-    Move,
-    /// The target (a file, a link or an empty folder) is deleted (`delete_file`).
-    Delete,
-    /// A folder is created at the target (`make_dir`).
-    CreateFolder,
-    /// A command runs ([`EffectPreview::command`], `run_command`).
-    Run,
-}
-
-impl WriteLabel {
-    /// Every label, in declaration order.
-    pub const ALL: [Self; 6] = [
-        Self::Create,
-        Self::Overwrite,
-        Self::Move,
-        Self::Delete,
-        Self::CreateFolder,
-        Self::Run,
-    ];
-
-    /// The lower-case name used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Create => "create",
-            Self::Overwrite => "overwrite",
-            Self::Move => "move",
-            Self::Delete => "delete",
-            Self::CreateFolder => "create_folder",
-            Self::Run => "run",
-        }
+crate::wire_enum! {
+    /// What kind of effect a call has on its target: a write creates a new file or replaces
+    /// an existing one; a move, a delete, a new folder or a command say so.
+    ///
+    /// The label is for the person approving; it is not a second policy.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub enum WriteLabel {
+        /// The target does not exist yet.
+        #[default]
+        Create => "create",
+        /// The target exists and will be replaced or edited.
+        Overwrite => "overwrite",
+        /// The target is moved or renamed to [`EffectPreview::destination`] (`move_file`).
+        Move => "move",
+        /// The target (a file, a link or an empty folder) is deleted (`delete_file`).
+        Delete => "delete",
+        /// A folder is created at the target (`make_dir`).
+        CreateFolder => "create_folder",
+        /// A command runs ([`EffectPreview::command`], `run_command`).
+        Run => "run",
     }
 }
 
@@ -335,28 +312,18 @@ pub struct EffectPreview {
     pub mcp: Option<crate::McpCallPreview>,
 }
 
-/// How much of its target a call changes, as the tool's preview describes it.
-///
-/// Like [`WriteLabel`], this is for the person approving; the policy never reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EffectScope {
-    /// The target does not exist yet.
-    NewFile,
-    /// Part of an existing target changes.
-    Edit,
-    /// An existing target is replaced whole.
-    ReplacesWholeFile,
-}
-
-impl EffectScope {
-    /// The lower-case name used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NewFile => "new_file",
-            Self::Edit => "edit",
-            Self::ReplacesWholeFile => "replaces_whole_file",
-        }
+crate::wire_enum! {
+    /// How much of its target a call changes, as the tool's preview describes it.
+    ///
+    /// Like [`WriteLabel`], this is for the person approving; the policy never reads it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum EffectScope {
+        /// The target does not exist yet.
+        NewFile => "new_file",
+        /// Part of an existing target changes.
+        Edit => "edit",
+        /// An existing target is replaced whole.
+        ReplacesWholeFile => "replaces_whole_file",
     }
 }
 

@@ -4,44 +4,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::Timestamp;
 
-/// What a team user may do; the role matrix in docs/team.md says which routes each
-/// role may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Everything, on every workspace.
-    Owner,
-    /// Creates tasks, sees and resolves approvals on the workspaces granted.
-    Approver,
-    /// Creates tasks on the workspaces granted and sees only their own.
-    Member,
-    /// Reads the workspaces granted.
-    Viewer,
-}
-
-impl Role {
-    /// Every role, most powerful first.
-    pub const ALL: [Self; 4] = [Self::Owner, Self::Approver, Self::Member, Self::Viewer];
-
-    /// The snake-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Owner => "owner",
-            Self::Approver => "approver",
-            Self::Member => "member",
-            Self::Viewer => "viewer",
-        }
-    }
-
-    /// Parses a snake-case name.
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|role| role.as_str() == text)
-    }
-}
-
-impl std::fmt::Display for Role {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::wire_enum! {
+    /// What a team user may do; the role matrix in docs/team.md says which routes each
+    /// role may use.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Role {
+        /// Everything, on every workspace.
+        Owner => "owner",
+        /// Creates tasks, sees and resolves approvals on the workspaces granted.
+        Approver => "approver",
+        /// Creates tasks on the workspaces granted and sees only their own.
+        Member => "member",
+        /// Reads the workspaces granted.
+        Viewer => "viewer",
     }
 }
 

@@ -442,7 +442,7 @@ fn edit_arguments(arguments: &Value) -> anyhow::Result<Option<Value>> {
 fn print_waiting(view: &ApprovalView, json_line: bool) -> std::io::Result<()> {
     if json_line {
         let pending = serde_json::json!({
-            "status": "waiting_approval",
+            "status": pp_types::TaskState::WaitingApproval,
             "task_id": view.task_id,
             "approval_id": view.id,
             "tool": view.tool,

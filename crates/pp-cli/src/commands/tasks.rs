@@ -99,10 +99,9 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
             let created_by = created_by
                 .map(|name| {
                     Actor::parse(&name).ok_or_else(|| {
-                        let known: Vec<&str> = Actor::ALL.iter().map(|a| a.as_str()).collect();
                         Exit::usage(format!(
                             "unknown actor `{name}`; expected one of {}",
-                            known.join(", ")
+                            Actor::NAMES.join(", ")
                         ))
                     })
                 })

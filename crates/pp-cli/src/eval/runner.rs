@@ -15,7 +15,8 @@ use pp_tasks::{
 };
 use pp_tools::{MemoryProvider, MemorySettings, SkillsProvider, SkillsSettings, Toolbox};
 use pp_types::{
-    Actor, ApprovalState, Capability, Event, EventKind, TaskState, ToolOutput, ToolSpec,
+    Actor, ApprovalState, Capability, Event, EventKind, FailureReason, TaskState, ToolOutput,
+    ToolSpec,
 };
 use serde_json::Value;
 
@@ -31,8 +32,9 @@ pub(crate) struct CaseReport {
 
 /// Everything observed while a case ran.
 struct Observed {
-    status: &'static str,
-    failure_reason: Option<String>,
+    /// `completed`, `waiting_approval` or `failed`.
+    status: TaskState,
+    failure_reason: Option<FailureReason>,
     final_text: Option<String>,
     events: Vec<Event>,
     model_requests: Vec<String>,
@@ -190,7 +192,7 @@ async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Resul
 
     let (failure_reason, final_text) = match &outcome {
         Outcome::Completed { final_text, .. } => (None, Some(final_text.clone())),
-        Outcome::Failed { reason, .. } => (Some(reason.as_str().to_owned()), None),
+        Outcome::Failed { reason, .. } => (Some(*reason), None),
         Outcome::Suspended(_) => (None, None),
     };
     let model_requests = model
@@ -199,7 +201,7 @@ async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Resul
         .map(|request| serde_json::to_string(request).unwrap_or_default())
         .collect();
     Ok(Observed {
-        status: outcome.status(),
+        status: outcome.state(),
         failure_reason,
         final_text,
         events: log.events(),
@@ -276,9 +278,8 @@ async fn execute_service(
         }
     }
     let status = match record.state {
-        TaskState::Completed => "completed",
-        TaskState::WaitingApproval => "waiting_approval",
-        _ => "failed",
+        state @ (TaskState::Completed | TaskState::WaitingApproval) => state,
+        _ => TaskState::Failed,
     };
     let events = service
         .task_events(&task.id, 0)
@@ -288,9 +289,7 @@ async fn execute_service(
         .collect();
     Ok(Observed {
         status,
-        failure_reason: record
-            .failure_reason
-            .map(|reason| reason.as_str().to_owned()),
+        failure_reason: record.failure_reason,
         final_text: record.final_text.clone(),
         events,
         model_requests: Vec::new(),
@@ -325,7 +324,7 @@ fn check(
 ) -> Vec<String> {
     let mut failures = Vec::new();
     if let Some(status) = &expect.status
-        && status != observed.status
+        && status != observed.status.as_str()
     {
         failures.push(format!(
             "status: expected {status}, got {}",
@@ -333,11 +332,13 @@ fn check(
         ));
     }
     if let Some(reason) = &expect.failure_reason
-        && Some(reason) != observed.failure_reason.as_ref()
+        && Some(reason.as_str()) != observed.failure_reason.map(FailureReason::as_str)
     {
         failures.push(format!(
             "failure_reason: expected {reason}, got {}",
-            observed.failure_reason.as_deref().unwrap_or("none")
+            observed
+                .failure_reason
+                .map_or("none", FailureReason::as_str)
         ));
     }
     if let Some(expected) = &expect.events {

@@ -5,41 +5,26 @@ use serde::{Deserialize, Serialize};
 
 use super::{InvoiceKind, InvoiceRecord, Money, tax_id, words};
 
-/// What a check found wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FindingCode {
-    /// `amount + tax ≠ total` (more than 0.01 apart).
-    TotalMismatch,
-    /// The lines' amounts (or taxes) do not add up to the invoice's.
-    ItemsSumMismatch,
-    /// The total in words (大写) is not the total in figures (小写).
-    WordsMismatch,
-    /// A tax id fails the GB 32100 check character or is not a tax id.
-    BadTaxId,
-    /// The number (or code) has the wrong shape for the invoice's kind.
-    BadNumberFormat,
-    /// Issued after today.
-    FutureDate,
-    /// The same invoice (code + number) appears in more than one file of the folder.
-    DuplicateNumber,
-    /// Fields the rules could not read.
-    MissingFields,
-}
-
-impl FindingCode {
-    /// The code as serialised.
-    pub fn name(self) -> &'static str {
-        match self {
-            FindingCode::TotalMismatch => "total_mismatch",
-            FindingCode::ItemsSumMismatch => "items_sum_mismatch",
-            FindingCode::WordsMismatch => "words_mismatch",
-            FindingCode::BadTaxId => "bad_tax_id",
-            FindingCode::BadNumberFormat => "bad_number_format",
-            FindingCode::FutureDate => "future_date",
-            FindingCode::DuplicateNumber => "duplicate_number",
-            FindingCode::MissingFields => "missing_fields",
-        }
+pp_types::wire_enum! {
+    /// What a check found wrong.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum FindingCode {
+        /// `amount + tax ≠ total` (more than 0.01 apart).
+        TotalMismatch => "total_mismatch",
+        /// The lines' amounts (or taxes) do not add up to the invoice's.
+        ItemsSumMismatch => "items_sum_mismatch",
+        /// The total in words (大写) is not the total in figures (小写).
+        WordsMismatch => "words_mismatch",
+        /// A tax id fails the GB 32100 check character or is not a tax id.
+        BadTaxId => "bad_tax_id",
+        /// The number (or code) has the wrong shape for the invoice's kind.
+        BadNumberFormat => "bad_number_format",
+        /// Issued after today.
+        FutureDate => "future_date",
+        /// The same invoice (code + number) appears in more than one file of the folder.
+        DuplicateNumber => "duplicate_number",
+        /// Fields the rules could not read.
+        MissingFields => "missing_fields",
     }
 }
 

@@ -126,34 +126,24 @@ pub struct Column {
     pub values: Vec<Cell>,
 }
 
-/// A column's inferred type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ColumnType {
-    /// Whole numbers (64-bit).
-    Integer,
-    /// Numbers with a fraction (64-bit floating point).
-    Float,
-    /// `true` / `false`.
-    Boolean,
-    /// Dates (and date-times) as ISO text.
-    Date,
-    /// Anything else.
-    Text,
+pp_types::wire_enum! {
+    /// A column's inferred type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ColumnType {
+        /// Whole numbers (64-bit).
+        Integer => "integer",
+        /// Numbers with a fraction (64-bit floating point).
+        Float => "float",
+        /// `true` / `false`.
+        Boolean => "boolean",
+        /// Dates (and date-times) as ISO text.
+        Date => "date",
+        /// Anything else.
+        Text => "text",
+    }
 }
 
 impl ColumnType {
-    /// The type's name as serialised.
-    pub fn name(self) -> &'static str {
-        match self {
-            ColumnType::Integer => "integer",
-            ColumnType::Float => "float",
-            ColumnType::Boolean => "boolean",
-            ColumnType::Date => "date",
-            ColumnType::Text => "text",
-        }
-    }
-
     /// Whether the type is numeric.
     pub fn is_numeric(self) -> bool {
         matches!(self, ColumnType::Integer | ColumnType::Float)

@@ -59,30 +59,29 @@ pub struct Query {
     pub sql: Option<String>,
 }
 
-/// An operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Op {
-    /// Columns, types, null counts.
-    Schema,
-    /// Per column statistics.
-    Describe,
-    /// The first rows.
-    Head,
-    /// The rows meeting `where`.
-    Filter,
-    /// The rows sorted by `order_by`.
-    Sort,
-    /// Aggregates per group of `by`.
-    GroupBy,
-    /// A SQL `SELECT` on the table `t`.
-    Sql,
+pp_types::wire_enum! {
+    /// An operation.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Op {
+        /// Columns, types, null counts.
+        Schema => "schema",
+        /// Per column statistics.
+        Describe => "describe",
+        /// The first rows.
+        Head => "head",
+        /// The rows meeting `where`.
+        Filter => "filter",
+        /// The rows sorted by `order_by`.
+        Sort => "sort",
+        /// Aggregates per group of `by`.
+        GroupBy => "group_by",
+        /// A SQL `SELECT` on the table `t`.
+        Sql => "sql",
+    }
 }
 
 /// The names of the operations, for schemas and messages.
-pub const OPS: [&str; 7] = [
-    "schema", "describe", "head", "filter", "sort", "group_by", "sql",
-];
+pub const OPS: [&str; 7] = Op::NAMES;
 
 /// One condition of `where`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,58 +95,39 @@ pub struct Condition {
     pub value: Json,
 }
 
-/// A comparison of a condition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CondOp {
-    /// Equal.
-    #[serde(rename = "=", alias = "==")]
-    Eq,
-    /// Not equal.
-    #[serde(rename = "!=", alias = "<>")]
-    Ne,
-    /// Less than.
-    #[serde(rename = "<")]
-    Lt,
-    /// At most.
-    #[serde(rename = "<=")]
-    Le,
-    /// Greater than.
-    #[serde(rename = ">")]
-    Gt,
-    /// At least.
-    #[serde(rename = ">=")]
-    Ge,
-    /// The text contains the value (ignoring case).
-    #[serde(rename = "contains")]
-    Contains,
-    /// The text starts with the value (ignoring case).
-    #[serde(rename = "starts_with")]
-    StartsWith,
-    /// Equal to one of the values of an array.
-    #[serde(rename = "in")]
-    In,
-    /// Empty.
-    #[serde(rename = "is_null")]
-    IsNull,
-    /// Not empty.
-    #[serde(rename = "not_null")]
-    NotNull,
+pp_types::wire_enum! {
+    /// A comparison of a condition.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum CondOp {
+        /// Equal.
+        #[serde(alias = "==")]
+        Eq => "=",
+        /// Not equal.
+        #[serde(alias = "<>")]
+        Ne => "!=",
+        /// Less than.
+        Lt => "<",
+        /// At most.
+        Le => "<=",
+        /// Greater than.
+        Gt => ">",
+        /// At least.
+        Ge => ">=",
+        /// The text contains the value (ignoring case).
+        Contains => "contains",
+        /// The text starts with the value (ignoring case).
+        StartsWith => "starts_with",
+        /// Equal to one of the values of an array.
+        In => "in",
+        /// Empty.
+        IsNull => "is_null",
+        /// Not empty.
+        NotNull => "not_null",
+    }
 }
 
 /// The names of the comparisons, for schemas and messages.
-pub const CONDITION_OPS: [&str; 11] = [
-    "=",
-    "!=",
-    "<",
-    "<=",
-    ">",
-    ">=",
-    "contains",
-    "starts_with",
-    "in",
-    "is_null",
-    "not_null",
-];
+pub const CONDITION_OPS: [&str; 11] = CondOp::NAMES;
 
 /// One aggregate of `group_by`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,36 +140,25 @@ pub struct Aggregate {
     pub function: AggregateFn,
 }
 
-/// An aggregate function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AggregateFn {
-    /// Non-null values (rows without a column).
-    Count,
-    /// Sum of a numeric column.
-    Sum,
-    /// Mean of a numeric column.
-    Mean,
-    /// Smallest value.
-    Min,
-    /// Largest value.
-    Max,
+pp_types::wire_enum! {
+    /// An aggregate function.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AggregateFn {
+        /// Non-null values (rows without a column).
+        Count => "count",
+        /// Sum of a numeric column.
+        Sum => "sum",
+        /// Mean of a numeric column.
+        Mean => "mean",
+        /// Smallest value.
+        Min => "min",
+        /// Largest value.
+        Max => "max",
+    }
 }
 
 /// The names of the aggregate functions, for schemas and messages.
-pub const AGGREGATE_FNS: [&str; 5] = ["count", "sum", "mean", "min", "max"];
-
-impl AggregateFn {
-    fn name(self) -> &'static str {
-        match self {
-            AggregateFn::Count => "count",
-            AggregateFn::Sum => "sum",
-            AggregateFn::Mean => "mean",
-            AggregateFn::Min => "min",
-            AggregateFn::Max => "max",
-        }
-    }
-}
+pub const AGGREGATE_FNS: [&str; 5] = AggregateFn::NAMES;
 
 /// What an operation answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -320,7 +289,7 @@ fn schema(table: &Table, query: &Query, limit: usize) -> Result<ResultSet, DocsE
                 .map_or(Json::Null, Cell::to_json);
             vec![
                 Json::from(column.name.as_str()),
-                Json::from(column.kind.name()),
+                Json::from(column.kind.as_str()),
                 Json::from(column.values.len() - nulls),
                 Json::from(nulls),
                 example,
@@ -398,7 +367,7 @@ fn describe(table: &Table, query: &Query, limit: usize) -> Result<ResultSet, Doc
         };
         out.push(vec![
             Json::from(column.name.as_str()),
-            Json::from(column.kind.name()),
+            Json::from(column.kind.as_str()),
             Json::from(count),
             Json::from(nulls),
             Json::from(counts.len()),
@@ -587,7 +556,7 @@ fn operand(name: &str, kind: ColumnType, value: &Json) -> Result<Cell, DocsError
     let wrong = |expected: &str| {
         DocsError::BadRequest(format!(
             "condition on {name:?}: the column is {}, so `value` must be {expected}, not {value}",
-            kind.name()
+            kind.as_str()
         ))
     };
     match kind {
@@ -736,7 +705,7 @@ fn group_by(table: &Table, query: &Query, limit: usize) -> Result<ResultSet, Doc
             None => {
                 return Err(DocsError::BadRequest(format!(
                     "aggregate {:?} needs a `column`",
-                    aggregate.function.name()
+                    aggregate.function.as_str()
                 )));
             }
             Some(name) => {
@@ -747,8 +716,8 @@ fn group_by(table: &Table, query: &Query, limit: usize) -> Result<ResultSet, Doc
                 {
                     return Err(DocsError::BadRequest(format!(
                         "{} needs a numeric column; {name:?} is {} (use count, min or max)",
-                        aggregate.function.name(),
-                        kind.name()
+                        aggregate.function.as_str(),
+                        kind.as_str()
                     )));
                 }
                 Some(index)
@@ -772,10 +741,10 @@ fn group_by(table: &Table, query: &Query, limit: usize) -> Result<ResultSet, Doc
     let mut results: Vec<Vec<Json>> = Vec::with_capacity(aggregates.len());
     for (aggregate, target) in aggregates.iter().zip(&targets) {
         output_columns.push(match target {
-            None => "count".to_owned(),
+            None => AggregateFn::Count.as_str().to_owned(),
             Some(index) => format!(
                 "{}({})",
-                aggregate.function.name(),
+                aggregate.function.as_str(),
                 table.columns[*index].name
             ),
         });

@@ -52,17 +52,19 @@ pub struct ListEntry {
     pub modified: Option<SystemTime>,
 }
 
-/// The kind of a listed entry; links are reported, never followed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EntryKind {
-    /// A regular file.
-    File,
-    /// A directory.
-    Dir,
-    /// A symbolic link (not followed, wherever it points).
-    Symlink,
-    /// Anything else: socket, FIFO, device.
-    Other,
+pp_types::wire_enum! {
+    /// The kind of a listed entry; links are reported, never followed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum EntryKind {
+        /// A regular file.
+        File => "file",
+        /// A directory.
+        Dir => "dir",
+        /// A symbolic link (not followed, wherever it points).
+        Symlink => "symlink",
+        /// Anything else: socket, FIFO, device.
+        Other => "other",
+    }
 }
 
 impl EntryKind {

@@ -48,8 +48,8 @@ pub(crate) async fn list(
         None => None,
         Some(text) => Some(ApprovalState::parse(text).ok_or_else(|| {
             ApiError::BadRequest(format!(
-                "unknown approval state `{text}`; expected one of pending, approved, \
-                 rejected, stale, cancelled"
+                "unknown approval state `{text}`; expected one of {}",
+                ApprovalState::NAMES.join(", ")
             ))
         })?),
     };

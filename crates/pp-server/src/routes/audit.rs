@@ -33,13 +33,9 @@ fn excluded(exclude: Option<&str>) -> ApiResult<Vec<AuditAction>> {
             continue;
         }
         let action = AuditAction::parse(name).ok_or_else(|| {
-            let known: Vec<&str> = AuditAction::ALL
-                .iter()
-                .map(|action| action.as_str())
-                .collect();
             ApiError::BadRequest(format!(
                 "unknown audit action `{name}` in exclude; expected some of {}",
-                known.join(", ")
+                AuditAction::NAMES.join(", ")
             ))
         })?;
         if !actions.contains(&action) {

@@ -10,7 +10,7 @@ use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use pp_gate::{EntryKind, Jail, ListOptions, WriteOutcome};
+use pp_gate::{Jail, ListOptions, WriteOutcome};
 use pp_types::{Actor, AuditAction, NewAudit, Timestamp};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -95,15 +95,6 @@ async fn audit(
     Ok(())
 }
 
-fn kind_name(kind: EntryKind) -> &'static str {
-    match kind {
-        EntryKind::File => "file",
-        EntryKind::Dir => "dir",
-        EntryKind::Symlink => "symlink",
-        EntryKind::Other => "other",
-    }
-}
-
 /// `GET /api/files?path=`: `{"entries": [{path, kind, size, modified_at}], "truncated"}`.
 /// Listings are not audited (reads of names only; downloads are).
 pub(crate) async fn list(
@@ -127,7 +118,7 @@ pub(crate) async fn list(
         .map(|entry| {
             json!({
                 "path": entry.path,
-                "kind": kind_name(entry.kind),
+                "kind": entry.kind.as_str(),
                 "size": entry.size,
                 "modified_at": entry.modified.map(Timestamp::from),
             })

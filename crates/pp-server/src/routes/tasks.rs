@@ -43,10 +43,9 @@ pub(crate) struct ListQuery {
 /// Parses a task state filter.
 pub(crate) fn parse_state(text: &str) -> ApiResult<TaskState> {
     TaskState::parse(text).ok_or_else(|| {
-        let known: Vec<&str> = TaskState::ALL.iter().map(|state| state.as_str()).collect();
         ApiError::BadRequest(format!(
             "unknown task state `{text}`; expected one of {}",
-            known.join(", ")
+            TaskState::NAMES.join(", ")
         ))
     })
 }
@@ -54,10 +53,9 @@ pub(crate) fn parse_state(text: &str) -> ApiResult<TaskState> {
 /// Parses a `created_by` filter.
 pub(crate) fn parse_actor(text: &str) -> ApiResult<Actor> {
     Actor::parse(text).ok_or_else(|| {
-        let known: Vec<&str> = Actor::ALL.iter().map(|actor| actor.as_str()).collect();
         ApiError::BadRequest(format!(
             "unknown actor `{text}`; expected one of {}",
-            known.join(", ")
+            Actor::NAMES.join(", ")
         ))
     })
 }

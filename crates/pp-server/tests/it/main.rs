@@ -14,6 +14,7 @@ mod bad_input;
 mod cancel;
 mod changes;
 mod channels;
+mod console_names;
 mod events;
 mod files;
 mod health_and_icon;

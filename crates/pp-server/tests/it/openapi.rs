@@ -365,3 +365,43 @@ async fn every_error_a_route_returns_is_documented() {
         assert!(checked.contains(&expected), "{expected:?} was not provoked");
     }
 }
+
+/// The document's `enum` lists are the Rust enums' names (`NAMES`, from `wire_enum!`).
+#[test]
+fn the_document_enums_are_the_rust_names() {
+    use pp_server::ErrorCode;
+    use pp_types::{
+        ApprovalState, ChangeKind, ChangeRoot, EffectScope, Risk, Role, TaskState, WriteLabel,
+    };
+
+    let doc: Value = serde_json::from_str(include_str!("../../src/routes/openapi.json")).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let names = |value: &Value| -> Vec<String> {
+        value["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no enum in {value}"))
+            .iter()
+            .map(|name| name.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let codes: BTreeSet<String> =
+        names(&schemas["Error"]["properties"]["error"]["properties"]["code"])
+            .into_iter()
+            .collect();
+    let rust: BTreeSet<String> = ErrorCode::NAMES.iter().map(|c| (*c).to_owned()).collect();
+    assert_eq!(codes, rust, "Error.code");
+    assert_eq!(names(&schemas["TaskState"]), TaskState::NAMES);
+    assert_eq!(names(&schemas["ApprovalState"]), ApprovalState::NAMES);
+    let change = &schemas["Change"]["properties"];
+    assert_eq!(names(&change["kind"]), ChangeKind::NAMES);
+    assert_eq!(names(&change["root"]), ChangeRoot::NAMES);
+    let approval = &schemas["Approval"]["properties"];
+    assert_eq!(names(&approval["risk"]), Risk::NAMES);
+    assert_eq!(names(&approval["label"]), WriteLabel::NAMES);
+    assert_eq!(names(&approval["scope"]), EffectScope::NAMES);
+    assert_eq!(names(&schemas["Me"]["properties"]["role"]), Role::NAMES);
+    // The document's `Actor` predates `mcp_client`; every name it lists is still one.
+    for actor in names(&schemas["Actor"]) {
+        assert!(pp_types::Actor::parse(&actor).is_some(), "Actor {actor}");
+    }
+}
