@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use pp_types::{ApprovalState, TaskId, TaskState};
+use pp_types::{ApprovalState, TaskState};
 
 /// Result type of the store.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -171,10 +171,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// [`Error::NotFound`] for the task `id` (both backends say it the same way).
-    pub(crate) fn task_not_found(id: &TaskId) -> Error {
+    /// [`Error::NotFound`] for the `what` (`task`, `approval`, `schedule`, …) `id`, the
+    /// same way on both backends.
+    pub(crate) fn not_found(what: &'static str, id: &(impl fmt::Display + ?Sized)) -> Error {
         Error::NotFound {
-            what: "task",
+            what,
             id: id.to_string(),
         }
     }

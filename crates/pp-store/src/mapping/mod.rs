@@ -16,7 +16,8 @@ pub(crate) use changes::{RawChange, mode_columns};
 pub(crate) use columns::{
     Columns, FromColumns, decode_json, decode_name, encode, encode_opt, int, limit, name_of,
 };
-pub(crate) use records::{RawApproval, RawAudit, RawEvent, RawTask};
+pub(crate) use records::{RawApproval, RawAudit, RawEvent, RawTask, approval_state};
 pub(crate) use schedules::{
     HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
+    enabled_next,
 };

@@ -3,13 +3,13 @@
 //! the order of the columns is the order of the fields here).
 
 use pp_types::{
-    ApprovalId, ApprovalRecord, AuditEntry, Cost, Event, StoredEvent, TaskId, TaskRecord,
-    TaskUsage, Timestamp,
+    ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, Cost, Event, StoredEvent, TaskId,
+    TaskRecord, TaskUsage, Timestamp,
 };
 use serde_json::Value;
 
 use super::columns::{Columns, Decoder, FromColumns};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A `tasks` row before decoding.
 pub(crate) struct RawTask {
@@ -319,4 +319,14 @@ fn task_usage(text: Option<&str>) -> TaskUsage {
         model_calls: calls,
         cost,
     }
+}
+
+/// The `state` column of the approval `id`, read on its own.
+pub(crate) fn approval_state(id: &ApprovalId, state: &str) -> Result<ApprovalState> {
+    ApprovalState::parse(state).ok_or_else(|| Error::Corrupt {
+        table: "approvals",
+        column: "state",
+        id: id.to_string(),
+        source: serde::de::Error::custom(format!("unknown approval state `{state}`")),
+    })
 }

@@ -168,3 +168,8 @@ impl<'a> History<'a> {
         }
     }
 }
+
+/// `next_fire_at` as stored: none while disabled.
+pub(crate) fn enabled_next(enabled: bool, next: Option<Timestamp>) -> Option<i64> {
+    next.filter(|_| enabled).map(Timestamp::as_millis)
+}

@@ -14,7 +14,7 @@ use super::rows::{self, APPROVAL_COLUMNS};
 use super::{PgStore, audit, events, execute, query, query_opt, tasks};
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::mapping::{encode, encode_opt, inserted, limit as row_limit, name_of};
+use crate::mapping::{self, encode, encode_opt, inserted, limit as row_limit, name_of};
 use crate::types::{NewApproval, Resolve, TaskChange};
 
 impl PgStore {
@@ -266,7 +266,7 @@ async fn load(db: &impl GenericClient, id: &ApprovalId) -> Result<ApprovalRecord
         &[&id.as_str()],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::not_found("approval", id))?;
     rows::approval(&row)
 }
 
@@ -278,21 +278,9 @@ async fn locked_state(db: &impl GenericClient, id: &ApprovalId) -> Result<(TaskI
         &[&id.as_str()],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::not_found("approval", id))?;
     let task: String = row.try_get(0)?;
     let state: String = row.try_get(1)?;
-    let state = ApprovalState::parse(&state).ok_or_else(|| Error::Corrupt {
-        table: "approvals",
-        column: "state",
-        id: id.to_string(),
-        source: serde::de::Error::custom(format!("unknown approval state `{state}`")),
-    })?;
+    let state = mapping::approval_state(id, &state)?;
     Ok((TaskId(task), state))
-}
-
-fn not_found(id: &ApprovalId) -> Error {
-    Error::NotFound {
-        what: "approval",
-        id: id.to_string(),
-    }
 }

@@ -40,13 +40,6 @@ async fn find(db: &impl GenericClient, name: &str) -> Result<Option<Channel>> {
     .transpose()
 }
 
-fn not_found(name: &str) -> Error {
-    Error::NotFound {
-        what: "channel",
-        id: name.to_owned(),
-    }
-}
-
 /// The three delivery statuses by their stored names.
 fn parse_status(text: &str) -> DeliveryStatus {
     [
@@ -94,7 +87,7 @@ impl PgStore {
         };
         find(&client, &new.name)
             .await?
-            .ok_or_else(|| not_found(&new.name))
+            .ok_or_else(|| Error::not_found("channel", &new.name))
     }
 
     /// The channel named `name`, if any.
@@ -126,7 +119,7 @@ impl PgStore {
         .await?;
         let mut channel = find(&transaction, name)
             .await?
-            .ok_or_else(|| not_found(name))?;
+            .ok_or_else(|| Error::not_found("channel", name))?;
         if let Some(template) = change.template {
             channel.template = template;
         }
@@ -158,7 +151,7 @@ impl PgStore {
         .await?;
         let channel = find(&transaction, name)
             .await?
-            .ok_or_else(|| not_found(name))?;
+            .ok_or_else(|| Error::not_found("channel", name))?;
         transaction.commit().await?;
         Ok(channel)
     }
@@ -172,7 +165,7 @@ impl PgStore {
         )
         .await?;
         if removed == 0 {
-            return Err(not_found(name));
+            return Err(Error::not_found("channel", name));
         }
         Ok(())
     }
@@ -217,7 +210,7 @@ impl PgStore {
     ) -> Result<Vec<DeliveryRecord>> {
         let client = self.client().await?;
         if find(&client, channel).await?.is_none() {
-            return Err(not_found(channel));
+            return Err(Error::not_found("channel", channel));
         }
         let found = query(
             &client,

@@ -254,5 +254,5 @@ pub(crate) async fn ensure_exists(db: &impl GenericClient, id: &TaskId) -> Resul
     query_opt(db, "SELECT 1 FROM tasks WHERE id = $1", &[&id.as_str()])
         .await?
         .map(|_| ())
-        .ok_or_else(|| Error::task_not_found(id))
+        .ok_or_else(|| Error::not_found("task", id))
 }

@@ -13,8 +13,8 @@ use super::{PgStore, chat, execute, is_unique_violation, query, query_opt, tasks
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{
-    HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM, int,
-    limit as row_limit,
+    HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
+    enabled_next, int, limit as row_limit,
 };
 use crate::types::{
     ACTIVE_TURN_STATES, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Schedule,
@@ -77,7 +77,7 @@ impl PgStore {
         )
         .await?;
         found
-            .ok_or_else(|| not_found(id_or_name))
+            .ok_or_else(|| Error::not_found("schedule", id_or_name))
             .and_then(|row| decode(&row))
     }
 
@@ -163,7 +163,7 @@ impl PgStore {
             )
             .await;
         if name_taken(updated, &spec.name)? == 0 {
-            return Err(not_found(id));
+            return Err(Error::not_found("schedule", id));
         }
         load(&client, id).await
     }
@@ -191,7 +191,7 @@ impl PgStore {
         )
         .await?;
         if changed == 0 {
-            return Err(not_found(id));
+            return Err(Error::not_found("schedule", id));
         }
         load(&client, id).await
     }
@@ -206,7 +206,7 @@ impl PgStore {
         )
         .await?;
         if deleted == 0 {
-            return Err(not_found(id));
+            return Err(Error::not_found("schedule", id));
         }
         Ok(())
     }
@@ -292,18 +292,6 @@ impl PgStore {
         )
         .await?;
         found.iter().map(decode_history).collect()
-    }
-}
-
-/// `next_fire_at` as stored: none while disabled.
-fn enabled_next(enabled: bool, next: Option<Timestamp>) -> Option<i64> {
-    next.filter(|_| enabled).map(Timestamp::as_millis)
-}
-
-fn not_found(id: &str) -> Error {
-    Error::NotFound {
-        what: "schedule",
-        id: id.to_owned(),
     }
 }
 
@@ -459,7 +447,7 @@ async fn load(db: &impl GenericClient, id: &str) -> Result<Schedule> {
         &[&id],
     )
     .await?
-    .ok_or_else(|| not_found(id))?;
+    .ok_or_else(|| Error::not_found("schedule", id))?;
     decode(&row)
 }
 

@@ -268,7 +268,7 @@ pub(crate) async fn load(db: &impl GenericClient, id: &TaskId) -> Result<TaskRec
         &[&id.as_str()],
     )
     .await?
-    .ok_or_else(|| Error::task_not_found(id))?;
+    .ok_or_else(|| Error::not_found("task", id))?;
     rows::task(&row)
 }
 
@@ -328,7 +328,7 @@ pub(crate) async fn apply_change(
         ],
     )
     .await?
-    .ok_or_else(|| Error::task_not_found(id))?;
+    .ok_or_else(|| Error::not_found("task", id))?;
     rows::task(&row)
 }
 
@@ -341,7 +341,7 @@ pub(crate) async fn locked_state(db: &impl GenericClient, id: &TaskId) -> Result
         &[&id.as_str()],
     )
     .await?
-    .ok_or_else(|| Error::task_not_found(id))?;
+    .ok_or_else(|| Error::not_found("task", id))?;
     let current: String = row.try_get(0)?;
     TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
         table: "tasks",

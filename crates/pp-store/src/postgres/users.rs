@@ -118,7 +118,7 @@ impl PgStore {
         )
         .await?;
         if changed == 0 {
-            return Err(not_found(name));
+            return Err(Error::not_found("user", name));
         }
         let ended = execute(
             &transaction,
@@ -279,7 +279,7 @@ fn decode(row: &tokio_postgres::Row) -> Result<UserRecord> {
 async fn load(db: &impl GenericClient, name: &str) -> Result<UserRecord> {
     let row = query_opt(db, &format!("{USER_SELECT} WHERE name = $1"), &[&name])
         .await?
-        .ok_or_else(|| not_found(name))?;
+        .ok_or_else(|| Error::not_found("user", name))?;
     decode(&row)
 }
 
@@ -293,14 +293,7 @@ async fn lock(db: &impl GenericClient, name: &str) -> Result<()> {
     )
     .await?
     .map(|_| ())
-    .ok_or_else(|| not_found(name))
-}
-
-fn not_found(name: &str) -> Error {
-    Error::NotFound {
-        what: "user",
-        id: name.to_owned(),
-    }
+    .ok_or_else(|| Error::not_found("user", name))
 }
 
 fn session_not_found(id: &str) -> Error {

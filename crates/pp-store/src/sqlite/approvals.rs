@@ -255,7 +255,7 @@ fn load(connection: &Connection, id: &ApprovalId) -> Result<ApprovalRecord> {
         ))?
         .query_row([id.as_str()], rows::raw::<RawApproval>)
         .optional()?
-        .ok_or_else(|| not_found(id))?
+        .ok_or_else(|| Error::not_found("approval", id))?
         .decode()
 }
 
@@ -265,19 +265,7 @@ fn state_of(connection: &Connection, id: &ApprovalId) -> Result<(TaskId, Approva
         .prepare_cached("SELECT task_id, state FROM approvals WHERE id = ?1")?
         .query_row([id.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?
-        .ok_or_else(|| not_found(id))?;
-    let state = ApprovalState::parse(&state).ok_or_else(|| Error::Corrupt {
-        table: "approvals",
-        column: "state",
-        id: id.to_string(),
-        source: serde::de::Error::custom(format!("unknown approval state `{state}`")),
-    })?;
+        .ok_or_else(|| Error::not_found("approval", id))?;
+    let state = mapping::approval_state(id, &state)?;
     Ok((TaskId(task), state))
-}
-
-fn not_found(id: &ApprovalId) -> Error {
-    Error::NotFound {
-        what: "approval",
-        id: id.to_string(),
-    }
 }

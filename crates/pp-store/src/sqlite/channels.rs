@@ -38,13 +38,6 @@ fn find(connection: &Connection, name: &str) -> Result<Option<Channel>> {
         .optional()?)
 }
 
-fn not_found(name: &str) -> Error {
-    Error::NotFound {
-        what: "channel",
-        id: name.to_owned(),
-    }
-}
-
 impl Store {
     /// Creates a channel (enabled). Fails with [`Error::NameTaken`] when the name is used.
     pub(crate) fn create_channel(&self, new: &NewChannel) -> Result<Channel> {
@@ -73,7 +66,7 @@ impl Store {
                 }
                 other => other?,
             };
-            find(transaction, &new.name)?.ok_or_else(|| not_found(&new.name))
+            find(transaction, &new.name)?.ok_or_else(|| Error::not_found("channel", &new.name))
         })
     }
 
@@ -96,7 +89,8 @@ impl Store {
     pub(crate) fn edit_channel(&self, name: &str, change: ChannelChange) -> Result<Channel> {
         let now = self.now().as_millis();
         self.write(|transaction| {
-            let mut channel = find(transaction, name)?.ok_or_else(|| not_found(name))?;
+            let mut channel =
+                find(transaction, name)?.ok_or_else(|| Error::not_found("channel", name))?;
             if let Some(template) = change.template {
                 channel.template = template;
             }
@@ -125,7 +119,7 @@ impl Store {
                     now,
                     rotated
                 ])?;
-            find(transaction, name)?.ok_or_else(|| not_found(name))
+            find(transaction, name)?.ok_or_else(|| Error::not_found("channel", name))
         })
     }
 
@@ -136,7 +130,7 @@ impl Store {
                 .prepare_cached("DELETE FROM channels WHERE name = ?1")?
                 .execute([name])?;
             if removed == 0 {
-                return Err(not_found(name));
+                return Err(Error::not_found("channel", name));
             }
             Ok(())
         })
@@ -180,7 +174,7 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(|connection| {
             if find(connection, channel)?.is_none() {
-                return Err(not_found(channel));
+                return Err(Error::not_found("channel", channel));
             }
             let mut statement = connection.prepare_cached(
                 "SELECT id, channel, at, status, reason, task_id FROM channel_deliveries \

@@ -182,5 +182,5 @@ pub(crate) fn ensure_exists(connection: &Connection, id: &TaskId) -> Result<()> 
         .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
         .query_row([id.as_str()], |_| Ok(()))
         .optional()?
-        .ok_or_else(|| Error::task_not_found(id))
+        .ok_or_else(|| Error::not_found("task", id))
 }

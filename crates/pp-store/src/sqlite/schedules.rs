@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{
     self, HISTORY_COLUMNS, History, RawSchedule, RawScheduleEvent, SCHEDULE_COLUMNS, SCHEDULE_FROM,
+    enabled_next,
 };
 use crate::types::{
     ACTIVE_TURN_STATES, FireOccurrence, Fired, NewSchedule, NewTask, Overlap, Schedule,
@@ -75,7 +76,7 @@ impl Store {
                 .query_row([id_or_name], rows::raw::<RawSchedule>)
                 .optional()?;
             found
-                .ok_or_else(|| not_found(id_or_name))
+                .ok_or_else(|| Error::not_found("schedule", id_or_name))
                 .and_then(RawSchedule::decode)
         })
     }
@@ -157,7 +158,7 @@ impl Store {
                     next_fire_at.map(Timestamp::as_millis),
                 ]);
             if name_taken(updated, &spec.name)? == 0 {
-                return Err(not_found(id));
+                return Err(Error::not_found("schedule", id));
             }
             load(transaction, id)
         })
@@ -186,7 +187,7 @@ impl Store {
                     now.as_millis()
                 ])?;
             if changed == 0 {
-                return Err(not_found(id));
+                return Err(Error::not_found("schedule", id));
             }
             load(transaction, id)
         })
@@ -200,7 +201,7 @@ impl Store {
                 .prepare_cached("DELETE FROM schedules WHERE id = ?1")?
                 .execute([id])?;
             if deleted == 0 {
-                return Err(not_found(id));
+                return Err(Error::not_found("schedule", id));
             }
             Ok(())
         })
@@ -279,18 +280,6 @@ impl Store {
                 .map(RawScheduleEvent::decode)
                 .collect()
         })
-    }
-}
-
-/// `next_fire_at` as stored: none while disabled.
-fn enabled_next(enabled: bool, next: Option<Timestamp>) -> Option<i64> {
-    next.filter(|_| enabled).map(Timestamp::as_millis)
-}
-
-fn not_found(id: &str) -> Error {
-    Error::NotFound {
-        what: "schedule",
-        id: id.to_owned(),
     }
 }
 
@@ -437,6 +426,6 @@ fn load(connection: &Connection, id: &str) -> Result<Schedule> {
         ))?
         .query_row([id], rows::raw::<RawSchedule>)
         .optional()?
-        .ok_or_else(|| not_found(id))?
+        .ok_or_else(|| Error::not_found("schedule", id))?
         .decode()
 }

@@ -247,7 +247,7 @@ pub(crate) fn load(connection: &Connection, id: &TaskId) -> Result<TaskRecord> {
         .prepare_cached(&format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"))?
         .query_row([id.as_str()], rows::raw::<RawTask>)
         .optional()?
-        .ok_or_else(|| Error::task_not_found(id))?
+        .ok_or_else(|| Error::not_found("task", id))?
         .decode()
 }
 
@@ -299,7 +299,7 @@ pub(crate) fn current_state(connection: &Connection, id: &TaskId) -> Result<Task
         .prepare_cached("SELECT state FROM tasks WHERE id = ?1")?
         .query_row([id.as_str()], |row| row.get(0))
         .optional()?
-        .ok_or_else(|| Error::task_not_found(id))?;
+        .ok_or_else(|| Error::not_found("task", id))?;
     TaskState::parse(&current).ok_or_else(|| Error::Corrupt {
         table: "tasks",
         column: "state",
