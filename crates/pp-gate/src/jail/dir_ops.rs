@@ -5,8 +5,8 @@
 
 use cap_std::fs::Dir;
 
-/// Makes a change to `dir`'s entries durable; failures are ignored (the data is already fsynced, and
-/// some platforms cannot open or sync a directory).
+/// Makes a change to `dir`'s entries durable; failures are ignored (the data is
+/// already fsynced, and some platforms cannot open or sync a directory).
 pub(super) fn sync_dir(dir: &Dir) {
     if let Ok(handle) = dir.open(".") {
         let _ = handle.sync_all();
