@@ -3,10 +3,11 @@
 //!
 //! Coordinates are PDF points with the origin at the **top-left** of the page: `y` grows
 //! downward. A span is a run of text in one font on one baseline.
+//!
+//! This module only groups and renders what the readers place: the PDF reader
+//! ([`crate::extract::pdf_pages`]) and the OFD invoice reader build the pages.
 
 use serde::{Deserialize, Serialize};
-
-use crate::DocsError;
 
 /// A run of text at a position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,23 +44,6 @@ pub struct LayoutLine {
     pub y: f32,
     /// The spans, left to right.
     pub spans: Vec<LayoutSpan>,
-}
-
-/// The positioned text of `pages` (numbered from 1; all when `None`) of the PDF in
-/// `bytes`. A page number beyond the document is a [`DocsError::BadRequest`] naming the
-/// page count; an encrypted PDF (one that does not open with the empty password) is
-/// [`DocsError::Encrypted`]; a broken one [`DocsError::Malformed`].
-pub fn pdf_pages(bytes: &[u8], pages: Option<&[usize]>) -> Result<Vec<PageLayout>, DocsError> {
-    let document = crate::extract::pdf::open(bytes)?;
-    let count = crate::extract::pdf::page_count(&document)?;
-    let selected: Vec<usize> = match pages {
-        Some(pages) => pages.to_vec(),
-        None => (1..=count).collect(),
-    };
-    selected
-        .into_iter()
-        .map(|page| crate::extract::pdf::page_layout(&document, page, count))
-        .collect()
 }
 
 /// The spans of `page` grouped into lines: spans whose vertical extents overlap (by

@@ -7,7 +7,8 @@
 // refused with the diff when the file changed since the agent wrote it).
 
 import { api } from "./api.js";
-import { debounce, h, notice, renderDiff, replace, timeElement } from "./dom.js";
+import { debounce, h, notice, replace, timeElement } from "./dom.js";
+import { renderDiff } from "./diff.js";
 import { formatSize, previewHref } from "./format.js";
 import { visibleCode } from "./visible.js";
 

@@ -156,9 +156,6 @@ export function block(text, summary, className) {
   );
 }
 
-/** A unified diff (diff.js renders it: line numbers, word highlights, split view). */
-export { renderDiff } from "./diff.js";
-
 /** A short status line: `kind` is `info`, `ok`, `error` or `warn`. */
 export function notice(kind, text) {
   return h("p", {

@@ -4,10 +4,10 @@
 // the workspace guard still applies and every upload and download is audited.
 
 import { api, query } from "./api.js";
-import { h, hashLink, hashQuery, notice, renderDiff, replace, timeElement } from "./dom.js";
+import { h, hashLink, hashQuery, notice, replace, timeElement } from "./dom.js";
 import { escapeInvisible, visibleCode } from "./visible.js";
 import { fillWorkspaces } from "./tasks.js";
-import { unifiedDiff } from "./diff.js";
+import { renderDiff, unifiedDiff } from "./diff.js";
 import { baseName, formatSize, previewHref, readText } from "./format.js";
 
 /** The message for a failed files request; guard refusals name the rule plainly. */

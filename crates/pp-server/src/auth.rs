@@ -8,7 +8,6 @@ use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
 
 use pp_tasks::LoginOwner;
 
@@ -18,20 +17,6 @@ use crate::state::AppState;
 
 /// The console's session cookie.
 pub(crate) const SESSION_COOKIE: &str = "pp_session";
-
-/// Compares two secrets in time independent of where they differ and of their lengths:
-/// both are hashed first, then the digests are compared without early exit.
-///
-/// An empty expected secret never matches (a server with no token accepts no token).
-pub(crate) fn constant_time_eq(expected: &[u8], candidate: &[u8]) -> bool {
-    let left = Sha256::digest(expected);
-    let right = Sha256::digest(candidate);
-    let difference = left
-        .iter()
-        .zip(right.iter())
-        .fold(0_u8, |acc, (a, b)| acc | (a ^ b));
-    difference == 0 && !expected.is_empty()
-}
 
 /// The bearer token of an `Authorization` header, if it has one.
 fn bearer(headers: &HeaderMap) -> Option<Option<String>> {
@@ -116,14 +101,6 @@ pub(crate) async fn require_auth(
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
-
-    #[test]
-    fn constant_time_eq_compares_whole_secrets() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b""));
-    }
 
     #[test]
     fn cookie_and_bearer_parsing() {

@@ -50,6 +50,7 @@ mod connections;
 mod error;
 mod extract;
 mod routes;
+mod secret;
 mod security;
 mod sse;
 mod state;

@@ -280,7 +280,7 @@ impl AppState {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         };
-        crate::auth::constant_time_eq(token.as_bytes(), candidate.as_bytes())
+        crate::secret::constant_time_eq(token.as_bytes(), candidate.as_bytes())
     }
 
     /// Sends the details of internal errors (`500 internal`, whose body is generic) and

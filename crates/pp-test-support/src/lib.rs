@@ -11,6 +11,9 @@
 //! [`provider`] holds tool providers that exist only for tests: the acceptance test of
 //! the tool seam plugs one into the task service without touching `pp-tasks`.
 //!
+//! Tests wait on a condition with a deadline, never a fixed sleep: [`wait_until`] (and
+//! [`wait_until_async`]).
+//!
 //! This crate is a dev-dependency only (`publish = false`); it sits beside the workspace
 //! and may depend on any PocketPilot crate. The binaries drive `pocketpilot` only
 //! through its HTTP API and its command line.
@@ -35,10 +38,12 @@ pub mod process;
 pub mod provider;
 pub mod skills;
 mod unprivileged;
+mod wait;
 
 use std::path::{Path, PathBuf};
 
 pub use unprivileged::{is_root, rerun_as_nobody};
+pub use wait::{wait_until, wait_until_async};
 
 /// A temporary directory with `workspace/` and `outside/` side by side.
 ///

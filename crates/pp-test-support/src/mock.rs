@@ -283,6 +283,7 @@ async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
 
 async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
     if !reply.delay.is_zero() {
+        // A slow server is the behaviour under test (timeouts, progress), not a wait.
         tokio::time::sleep(reply.delay).await;
     }
     let mut head = format!("HTTP/1.1 {} Mock\r\n", reply.status);

@@ -237,6 +237,8 @@ impl Tool for StubbornWait {
         let millis = arguments["millis"].as_u64().unwrap_or(0);
         Box::pin(async move {
             let waited = tokio::task::spawn_blocking(move || {
+                // The sleep is this tool's behaviour (a call that ignores interrupts), not
+                // a test waiting for something.
                 std::thread::sleep(std::time::Duration::from_millis(millis));
             })
             .await;

@@ -219,14 +219,9 @@ fn serve_with_retain_days_prunes_old_history_at_start() {
     let script = write_script(tree.base(), &json!([{ "content": "done" }]));
     let server = Server::start(&home, tree.workspace(), Some(&script));
     let store = Store::open(&database).unwrap();
-    let mut pruned = false;
-    for _ in 0..1000 {
-        if store.task_events(&old.id, 0).wait().unwrap().is_empty() {
-            pruned = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let pruned = pp_test_support::wait_until(Duration::from_secs(10), || {
+        store.task_events(&old.id, 0).wait().unwrap().is_empty()
+    });
     assert!(pruned, "serve never pruned the old history");
     // The server survived a second connection opening and closing in its process
     // (this crashed it with SIGBUS while opening a store closed descriptors of a file

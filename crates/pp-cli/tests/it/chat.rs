@@ -358,9 +358,12 @@ fn a_turn_whose_process_died_does_not_block_the_session() {
     let mut first = chat(&[]);
     let mut input = first.stdin.take().unwrap();
     std::io::Write::write_all(&mut input, b"think forever\n").unwrap();
-    while server.requests().is_empty() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    assert!(
+        pp_test_support::wait_until(std::time::Duration::from_secs(30), || !server
+            .requests()
+            .is_empty()),
+        "the first turn never reached the model"
+    );
     first.kill().unwrap();
     first.wait().unwrap();
     let id = session_ids(&tree)[0].clone();
@@ -369,7 +372,7 @@ fn a_turn_whose_process_died_does_not_block_the_session() {
     // Until the lease runs out the turn still counts as running somewhere; then the
     // next message goes through.
     let mut answered = None;
-    for _ in 0..100 {
+    pp_test_support::wait_until(std::time::Duration::from_secs(30), || {
         let mut again = chat(&["--session", &id]);
         let mut input = again.stdin.take().unwrap();
         std::io::Write::write_all(&mut input, b"are you back?\n").unwrap();
@@ -377,10 +380,9 @@ fn a_turn_whose_process_died_does_not_block_the_session() {
         let output = again.wait_with_output().unwrap();
         if output.status.code() == Some(0) {
             answered = Some(text(&output).0);
-            break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+        answered.is_some()
+    });
     assert_eq!(answered.as_deref(), Some("back again\n"));
     assert_eq!(turn_states(&tree, &id), ["interrupted", "completed"]);
 }

@@ -243,15 +243,13 @@ fn connections_over_the_cap_get_503_with_retry_after_and_are_closed() {
 
     // One held connection closes: its slot is free again.
     drop(held.pop());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (answer, _) = health(server.port);
-        if answer.is_ok_and(|answer| answer.starts_with("HTTP/1.1 200")) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no slot came free");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        pp_test_support::wait_until(Duration::from_secs(5), || {
+            let (answer, _) = health(server.port);
+            answer.is_ok_and(|answer| answer.starts_with("HTTP/1.1 200"))
+        }),
+        "no slot came free"
+    );
 }
 
 #[test]
@@ -282,16 +280,11 @@ fn children_of_serve_get_the_original_open_file_limit_back() {
     // A write waits for a person: the notifier runs, as a child of serve.
     let (status, task) = server.call("POST", "/api/tasks", Some(&json!({"prompt": "write"})));
     assert_eq!(status, 201, "{task}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let limit = loop {
-        if let Ok(text) = std::fs::read_to_string(&seen)
-            && text.ends_with('\n')
-        {
-            break text;
-        }
-        assert!(Instant::now() < deadline, "the notifier never ran");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let ran = pp_test_support::wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(&seen).is_ok_and(|text| text.ends_with('\n'))
+    });
+    assert!(ran, "the notifier never ran");
+    let limit = std::fs::read_to_string(&seen).unwrap();
     assert_eq!(limit.trim(), SOFT_LIMIT.to_string());
 }
 
@@ -316,6 +309,7 @@ fn upload_slowly(
     .unwrap();
     for (index, &size) in chunks.iter().enumerate() {
         if index > 0 {
+            // The pause is the behaviour under test (a slow client), not a wait.
             std::thread::sleep(pause);
         }
         // The server may already have given up on a stalled body: a failed write is

@@ -54,14 +54,15 @@ impl Server {
 
     /// Polls `GET /api/tasks/{id}` until its state is `state`.
     pub(crate) fn wait_for_state(&self, id: &str, state: &str) -> Value {
-        for _ in 0..1000 {
+        let mut seen = Value::Null;
+        let reached = pp_test_support::wait_until(Duration::from_secs(10), || {
             let (status, task) = self.call("GET", &format!("/api/tasks/{id}"), None);
-            if status == 200 && task["state"] == state {
-                return task;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("task {id} never reached {state}");
+            let reached = status == 200 && task["state"] == state;
+            seen = task;
+            reached
+        });
+        assert!(reached, "task {id} never reached {state}: {seen}");
+        seen
     }
 
     /// SIGKILL, like a crash.

@@ -77,16 +77,17 @@ async fn client_tasks(tree: &TempTree) -> Vec<TaskRecord> {
 /// The approval id the first progress notification names ("waiting for approval <id>
 /// ..."), once it arrived.
 async fn approval_from_progress(client: &TestClient) -> String {
-    loop {
-        if let Some(message) = client.progress().first() {
-            let id = message
-                .strip_prefix("waiting for approval ")
-                .and_then(|rest| rest.split_whitespace().next())
-                .unwrap_or_else(|| panic!("unexpected progress message {message:?}"));
-            return id.to_owned();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let arrived = pp_test_support::wait_until_async(Duration::from_secs(30), async || {
+        !client.progress().is_empty()
+    })
+    .await;
+    assert!(arrived, "no progress notification arrived");
+    let message = client.progress().first().cloned().unwrap();
+    message
+        .strip_prefix("waiting for approval ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("unexpected progress message {message:?}"))
+        .to_owned()
 }
 
 fn write_call(

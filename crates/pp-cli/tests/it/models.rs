@@ -34,13 +34,15 @@ impl FakeServer {
             .stdin(Stdio::piped())
             .spawn()
             .expect("python3 runs the fake server");
-        for _ in 0..500 {
-            if let Ok(text) = std::fs::read_to_string(&port_file)
-                && let Ok(port) = text.trim().parse()
-            {
-                return Self { child, port, log };
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let mut port = None;
+        pp_test_support::wait_until(Duration::from_secs(5), || {
+            port = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok());
+            port.is_some()
+        });
+        if let Some(port) = port {
+            return Self { child, port, log };
         }
         let _ = child.kill();
         let _ = child.wait();

@@ -209,13 +209,10 @@ fn kill_9_during_a_write_leaves_no_half_written_file_and_the_task_interrupted() 
                 .starts_with(".pocketpilot-tmp-")
         })
     };
-    for _ in 0..500 {
-        if temp_exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(temp_exists(), "the failpoint stalled the write half-way");
+    assert!(
+        pp_test_support::wait_until(Duration::from_secs(5), temp_exists),
+        "the failpoint stalled the write half-way"
+    );
     server.kill();
     assert_eq!(
         tree.read("failpoint-crash-report.txt"),
@@ -302,15 +299,9 @@ fn token_rotate_takes_effect_on_a_running_server() {
         .trim()
         .to_owned();
     assert_ne!(fresh, server.token);
-    let mut old_refused = false;
-    for _ in 0..100 {
-        let (status, _) = server.call("GET", "/api/tasks", None);
-        if status == 401 {
-            old_refused = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let old_refused = pp_test_support::wait_until(Duration::from_secs(5), || {
+        server.call("GET", "/api/tasks", None).0 == 401
+    });
     assert!(old_refused, "the old token stops working");
     let (status, _) = request(server.port, "GET", "/api/tasks", Some(&fresh), None);
     assert_eq!(status, 200, "the new token works");

@@ -184,6 +184,8 @@ fn a_detached_writer_ends_with_its_approved_call() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // The command's children would write late.txt and late2.txt after their sleeps: a
+    // fixed wait past them is the test (that nothing happens), not a wait for an event.
     std::thread::sleep(std::time::Duration::from_secs(3));
     assert!(!tree.exists("late.txt"), "a write nobody approved");
     assert!(!tree.exists("late2.txt"), "a write nobody approved");

@@ -12,13 +12,14 @@
 
 mod html;
 mod office;
-pub(crate) mod pdf;
+mod pdf;
 mod text;
 
 use serde::{Deserialize, Serialize};
 
 use crate::{DocsError, Format};
 
+pub use pdf::pdf_pages;
 pub use text::decode;
 
 /// What to extract.

@@ -30,8 +30,25 @@ pub(super) fn extract(bytes: &[u8], pages: Option<&str>) -> Result<Extracted, Do
     })
 }
 
+/// The positioned text of `pages` (numbered from 1; all when `None`) of the PDF in
+/// `bytes`. A page number beyond the document is a [`DocsError::BadRequest`] naming the
+/// page count; an encrypted PDF (one that does not open with the empty password) is
+/// [`DocsError::Encrypted`]; a broken one [`DocsError::Malformed`].
+pub fn pdf_pages(bytes: &[u8], pages: Option<&[usize]>) -> Result<Vec<PageLayout>, DocsError> {
+    let document = open(bytes)?;
+    let count = page_count(&document)?;
+    let selected: Vec<usize> = match pages {
+        Some(pages) => pages.to_vec(),
+        None => (1..=count).collect(),
+    };
+    selected
+        .into_iter()
+        .map(|page| page_layout(&document, page, count))
+        .collect()
+}
+
 /// The document, opened (and unlocked with the empty password when it has one).
-pub(crate) fn open(bytes: &[u8]) -> Result<PdfDocument, DocsError> {
+fn open(bytes: &[u8]) -> Result<PdfDocument, DocsError> {
     if !bytes.starts_with(b"%PDF")
         && !bytes
             .get(..1024)
@@ -52,7 +69,7 @@ pub(crate) fn open(bytes: &[u8]) -> Result<PdfDocument, DocsError> {
 }
 
 /// The number of pages.
-pub(crate) fn page_count(document: &PdfDocument) -> Result<usize, DocsError> {
+fn page_count(document: &PdfDocument) -> Result<usize, DocsError> {
     match document.page_count() {
         Ok(0) => Err(DocsError::Malformed("the PDF has no pages".to_owned())),
         Ok(count) => Ok(count),
@@ -61,11 +78,7 @@ pub(crate) fn page_count(document: &PdfDocument) -> Result<usize, DocsError> {
 }
 
 /// Page `page` (from 1) of `count`, its spans in top-left coordinates.
-pub(crate) fn page_layout(
-    document: &PdfDocument,
-    page: usize,
-    count: usize,
-) -> Result<PageLayout, DocsError> {
+fn page_layout(document: &PdfDocument, page: usize, count: usize) -> Result<PageLayout, DocsError> {
     if page == 0 || page > count {
         let noun = if count == 1 { "page" } else { "pages" };
         return Err(DocsError::BadRequest(format!(

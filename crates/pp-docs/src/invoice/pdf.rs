@@ -30,7 +30,7 @@ pub(crate) fn from_pages(pages: &[PageLayout], source: Source) -> InvoiceDraft {
 
 /// The first pages' positioned text.
 fn pages(bytes: &[u8]) -> Result<Vec<PageLayout>, DocsError> {
-    let mut pages = crate::layout::pdf_pages(bytes, None)?;
+    let mut pages = crate::extract::pdf_pages(bytes, None)?;
     pages.truncate(MAX_PAGES);
     Ok(pages)
 }

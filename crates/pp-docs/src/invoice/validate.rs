@@ -1,6 +1,7 @@
 //! The checks every record goes through in the parent, whether its values were
 //! extracted or corrected: [`validate`] returns the [`Finding`]s.
 
+use pp_types::Clock;
 use serde::{Deserialize, Serialize};
 
 use super::{InvoiceKind, InvoiceRecord, Money, tax_id, words};
@@ -218,12 +219,11 @@ fn number_problem(record: &InvoiceRecord) -> Option<String> {
     }
 }
 
-/// Today's date in UTC, ISO `YYYY-MM-DD`.
-pub fn today_utc() -> String {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
-    civil_date(i64::try_from(seconds / 86_400).unwrap_or(0))
+/// Today's date in UTC on `clock`, ISO `YYYY-MM-DD` (the day [`validate`] compares an
+/// issue date with; a test passes a [`pp_types::ManualClock`]).
+pub fn today_utc(clock: &dyn Clock) -> String {
+    let seconds = clock.now().as_millis().div_euclid(1000);
+    civil_date(seconds.div_euclid(86_400))
 }
 
 /// The proleptic Gregorian date `days` after 1970-01-01 (H. Hinnant's algorithm).
@@ -332,6 +332,10 @@ mod tests {
         assert_eq!(civil_date(0), "1970-01-01");
         assert_eq!(civil_date(19_723), "2024-01-01");
         assert_eq!(civil_date(19_782), "2024-02-29");
-        assert_eq!(today_utc().len(), 10);
+        let clock = pp_types::ManualClock::new(pp_types::Timestamp::from_millis(
+            19_782 * 86_400_000 + 86_399_999,
+        ));
+        assert_eq!(today_utc(&clock), "2024-02-29");
+        assert_eq!(today_utc(&pp_types::SystemClock).len(), 10);
     }
 }

@@ -1,7 +1,7 @@
 //! `extract` in-process on hand-made documents: the PDF layout, DOCX, errors.
 
 use crate::support;
-use pp_docs::extract::{ExtractOptions, extract};
+use pp_docs::extract::{ExtractOptions, extract, pdf_pages};
 use pp_docs::{DocsError, Format, layout};
 use pretty_assertions::assert_eq;
 
@@ -35,7 +35,7 @@ fn labels_drawn_first_come_out_beside_their_values() {
 
 #[test]
 fn layout_spans_have_top_left_coordinates() {
-    let pages = layout::pdf_pages(&support::labels_first_pdf(), None).unwrap();
+    let pages = pdf_pages(&support::labels_first_pdf(), None).unwrap();
     assert_eq!(pages.len(), 1);
     let page = &pages[0];
     assert_eq!((page.page, page.width, page.height), (1, 595.0, 842.0));
@@ -83,7 +83,7 @@ fn pages_beyond_the_document_name_the_page_count() {
     .unwrap_err();
     assert!(matches!(error, DocsError::BadRequest(_)), "{error:?}");
     assert!(error.to_string().contains("has 1 page"), "{error}");
-    let error = layout::pdf_pages(&support::labels_first_pdf(), Some(&[3])).unwrap_err();
+    let error = pdf_pages(&support::labels_first_pdf(), Some(&[3])).unwrap_err();
     assert!(error.to_string().contains("has 1 page"), "{error}");
 }
 

@@ -127,7 +127,7 @@ fn labels_drawn_first_are_read_beside_their_values() {
 
 #[test]
 fn the_layout_functions_give_the_same_rows() {
-    let pages = pp_docs::layout::pdf_pages(&read("layout-labels-first.pdf"), Some(&[1])).unwrap();
+    let pages = pp_docs::extract::pdf_pages(&read("layout-labels-first.pdf"), Some(&[1])).unwrap();
     let lines = pp_docs::layout::lines(&pages[0]);
     assert_eq!(lines.len(), 7);
     let last: Vec<&str> = lines[6].spans.iter().map(|span| span.text.trim()).collect();

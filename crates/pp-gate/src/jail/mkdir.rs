@@ -100,9 +100,9 @@ impl Jail {
 
     fn sync_folder(&self, relative: &Path) {
         if relative.as_os_str().is_empty() {
-            super::write::sync_dir(&self.dir);
+            super::dir_ops::sync_dir(&self.dir);
         } else if let Ok(folder) = self.dir.open_dir(relative) {
-            super::write::sync_dir(&folder);
+            super::dir_ops::sync_dir(&folder);
         }
     }
 }

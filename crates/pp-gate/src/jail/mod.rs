@@ -9,6 +9,7 @@
 //! manual walk elsewhere), so a link swapped in between our check and the open cannot
 //! escape: the open fails and we report [`JailError::SymlinkEscape`].
 
+mod dir_ops;
 mod entry;
 mod fingerprint;
 #[cfg(test)]

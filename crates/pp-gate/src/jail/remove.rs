@@ -85,7 +85,7 @@ impl Jail {
             folder.remove_file(&entry.name)
         };
         removed.map_err(|error| JailError::from_io(path, error))?;
-        super::write::sync_dir(&folder);
+        super::dir_ops::sync_dir(&folder);
         Ok(kind)
     }
 }

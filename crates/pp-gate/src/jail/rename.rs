@@ -2,6 +2,7 @@
 //! of the jail, never a copy followed by a delete.
 
 use super::Jail;
+use super::dir_ops::{rename_at, sync_dir};
 use super::list::EntryKind;
 use crate::error::{JailError, Result};
 
@@ -71,66 +72,12 @@ impl Jail {
         )
         .map_err(|error| JailError::from_io(to, error))?;
         rename_at(&from_dir, &source.name, &to_dir, &target.name, replaced).map_err(io)?;
-        super::write::sync_dir(&to_dir);
+        sync_dir(&to_dir);
         if source.parent != target.parent {
-            super::write::sync_dir(&from_dir);
+            sync_dir(&from_dir);
         }
         Ok(RenameOutcome { replaced })
     }
-}
-
-/// `renameat2` with `RENAME_NOREPLACE` unless `replace`. A filesystem or kernel
-/// without the flag (`EINVAL`, `ENOSYS`: some network and FUSE filesystems) gets the
-/// portable fallback: a fresh existence check right before a plain `renameat`.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(super) fn rename_at(
-    from_dir: &cap_std::fs::Dir,
-    from: &std::ffi::OsStr,
-    to_dir: &cap_std::fs::Dir,
-    to: &std::ffi::OsStr,
-    replace: bool,
-) -> std::io::Result<()> {
-    use rustix::fs::{RenameFlags, renameat_with};
-    use rustix::io::Errno;
-    if replace {
-        return renameat_with(from_dir, from, to_dir, to, RenameFlags::empty())
-            .map_err(std::io::Error::from);
-    }
-    match renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE) {
-        Err(Errno::INVAL | Errno::NOSYS) => rename_checked(from_dir, from, to_dir, to),
-        other => other.map_err(std::io::Error::from),
-    }
-}
-
-/// Elsewhere: cap-std's `renameat` after a fresh existence check (a destination that
-/// appears between the two is replaced; Linux closes that window).
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(super) fn rename_at(
-    from_dir: &cap_std::fs::Dir,
-    from: &std::ffi::OsStr,
-    to_dir: &cap_std::fs::Dir,
-    to: &std::ffi::OsStr,
-    replace: bool,
-) -> std::io::Result<()> {
-    if replace {
-        return from_dir.rename(from, to_dir, to);
-    }
-    rename_checked(from_dir, from, to_dir, to)
-}
-
-/// A plain `renameat` after a fresh check that nothing is at `to` (a destination that
-/// appears between the two would be replaced: the narrow window `RENAME_NOREPLACE`
-/// closes where it is available).
-fn rename_checked(
-    from_dir: &cap_std::fs::Dir,
-    from: &std::ffi::OsStr,
-    to_dir: &cap_std::fs::Dir,
-    to: &std::ffi::OsStr,
-) -> std::io::Result<()> {
-    if to_dir.symlink_metadata(to).is_ok() {
-        return Err(std::io::ErrorKind::AlreadyExists.into());
-    }
-    from_dir.rename(from, to_dir, to)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use cap_std::fs::{Dir, File, OpenOptions, Permissions};
 use pp_types::FileMode;
 
 use super::Jail;
+use super::dir_ops::{rename_at, sync_dir};
 use super::sweep::TEMP_PREFIX;
 use crate::error::{JailError, Result};
 
@@ -234,19 +235,14 @@ impl Jail {
                 if how.replace {
                     parent.rename(&temp, parent, name).map_err(io)
                 } else {
-                    super::rename::rename_at(
-                        parent,
-                        std::ffi::OsStr::new(&temp),
-                        parent,
-                        name,
-                        false,
-                    )
-                    .map_err(|error| match error.kind() {
-                        std::io::ErrorKind::AlreadyExists => JailError::AlreadyExists {
-                            path: path.to_owned(),
+                    rename_at(parent, std::ffi::OsStr::new(&temp), parent, name, false).map_err(
+                        |error| match error.kind() {
+                            std::io::ErrorKind::AlreadyExists => JailError::AlreadyExists {
+                                path: path.to_owned(),
+                            },
+                            _ => io(error),
                         },
-                        _ => io(error),
-                    })
+                    )
                 }
             });
         if let Err(error) = result {
@@ -453,14 +449,6 @@ fn failpoint_stall(parent: &Dir, name: &std::ffi::OsStr, temp: &str, bytes: &[u8
     }
     std::thread::sleep(std::time::Duration::from_secs(60));
     let _ = parent.remove_file(temp);
-}
-
-/// Makes the rename durable; failures are ignored (the data is already fsynced, and
-/// some platforms cannot open or sync a directory).
-pub(crate) fn sync_dir(dir: &Dir) {
-    if let Ok(handle) = dir.open(".") {
-        let _ = handle.sync_all();
-    }
 }
 
 /// `.pocketpilot-tmp-<pid>-<counter>-<nanos>`; the pid lets the sweep skip live writers.

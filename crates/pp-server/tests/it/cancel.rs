@@ -2,14 +2,15 @@
 //! when it already was), 202 with the task still `running` and `cancel_requested: true`
 //! while its running call has not stopped, 409 `invalid_state` after a won resolve.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Method;
 use pp_server::{AppState, ServerSettings};
 use pp_tasks::store::Store;
 use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
-use pp_test_support::TempTree;
-use pp_types::TaskState;
+use pp_test_support::{TempTree, wait_until_async};
+use pp_types::{ManualClock, TaskState, Timestamp};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -19,7 +20,8 @@ use crate::{App, TOKEN};
 /// interrupt), with `workers` workers and a cancel that waits 300 ms for a call to stop.
 fn stubborn_app(workers: usize) -> App {
     let tree = TempTree::new();
-    let store = Store::open(&tree.base().join("pocketpilot.db")).unwrap();
+    let clock = Arc::new(ManualClock::new(Timestamp::now()));
+    let store = Store::open_with_clock(&tree.base().join("pocketpilot.db"), clock.clone()).unwrap();
     let settings = TaskSettings {
         workers,
         poll_interval: Duration::from_millis(20),
@@ -43,6 +45,7 @@ fn stubborn_app(workers: usize) -> App {
         store,
         state,
         router,
+        clock,
     }
 }
 
@@ -61,6 +64,8 @@ async fn a_cancel_of_a_cancelled_task_is_200_with_the_task() {
     let uri = format!("/api/tasks/{task}/cancel");
     let first = app.call(Method::POST, &uri).await;
     first.expect(200, None);
+    // A second later on the store's clock: a cancel that rewrote the task would show.
+    app.clock.advance(Duration::from_secs(1));
     let again = app.call(Method::POST, &uri).await;
     again.expect(200, None);
     assert_eq!(again.json["state"], "cancelled");
@@ -74,9 +79,16 @@ async fn a_cancel_whose_call_does_not_stop_in_time_is_202_then_cancelled() {
     let app = stubborn_app(2);
     let task = app.create_task(stubborn_script(1500)).await;
     app.wait_for(&task.id, TaskState::Running).await;
-    // Let the call start.
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let uri = format!("/api/tasks/{}", task.id);
+    // The call has started: its `tool_call` event is stored.
+    let started = wait_until_async(Duration::from_secs(10), async || {
+        let events = app.call(Method::GET, &format!("{uri}/events")).await;
+        events.json["events"]
+            .as_array()
+            .is_some_and(|events| events.iter().any(|event| event["type"] == "tool_call"))
+    })
+    .await;
+    assert!(started, "the stubborn call never started");
     let reply = app.call(Method::POST, &format!("{uri}/cancel")).await;
     reply.expect(202, None);
     assert_eq!(

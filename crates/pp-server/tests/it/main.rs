@@ -1,5 +1,6 @@
 //! API tests: the router driven with `oneshot` (no socket) over a real task service, a
-//! temporary SQLite store and a temporary workspace; one SSE test on a real port.
+//! temporary SQLite store on a [`ManualClock`] and a temporary workspace; one SSE test
+//! on a real port.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -32,6 +33,7 @@ mod uploads;
 mod usage;
 mod webhooks;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -42,7 +44,7 @@ use pp_server::{AppState, ServerSettings};
 use pp_tasks::store::{AuditFilter, Store};
 use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
-use pp_types::{Actor, AuditEntry, TaskId, TaskRecord, TaskState};
+use pp_types::{Actor, AuditEntry, ManualClock, TaskId, TaskRecord, TaskState, Timestamp};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -59,6 +61,9 @@ pub(crate) struct App {
     pub(crate) store: Store,
     pub(crate) state: AppState,
     pub(crate) router: Router,
+    /// The store's clock: it stands still until a test moves it (the service, its
+    /// leases, sessions and webhook windows read it; nothing here waits on wall time).
+    pub(crate) clock: Arc<ManualClock>,
 }
 
 impl App {
@@ -76,7 +81,9 @@ impl App {
 
     pub(crate) fn with_settings(settings: ServerSettings) -> Self {
         let tree = TempTree::new();
-        let store = Store::open(&tree.base().join("pocketpilot.db")).unwrap();
+        let clock = Arc::new(ManualClock::new(Timestamp::now()));
+        let store =
+            Store::open_with_clock(&tree.base().join("pocketpilot.db"), clock.clone()).unwrap();
         let task_settings = TaskSettings {
             workers: 4,
             poll_interval: Duration::from_millis(20),
@@ -105,6 +112,7 @@ impl App {
             store,
             state,
             router,
+            clock,
         }
     }
 

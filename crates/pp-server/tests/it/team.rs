@@ -57,7 +57,9 @@ impl Team {
             reason = "the test makes its second workspace folder"
         )]
         std::fs::create_dir_all(&other).unwrap();
-        let store = Store::open(&tree.base().join("pocketpilot.db")).unwrap();
+        // The store's clock stands still: logins, tokens and leases never meet wall time.
+        let clock = std::sync::Arc::new(pp_types::ManualClock::new(pp_types::Timestamp::now()));
+        let store = Store::open_with_clock(&tree.base().join("pocketpilot.db"), clock).unwrap();
         let service = TaskService::new(
             store.clone(),
             TaskSettings {

@@ -3,26 +3,20 @@
 //! Origin check does not apply to it but the Host check does (with `allowed_hosts`);
 //! the rate limit; a delivered write waits for a person; `Secure` cookies over HTTPS.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use axum::body::Body;
 use axum::http::{Method, Request};
 use pp_channels::{ChannelSettings, sign};
 use pp_server::ServerSettings;
-use pp_types::{Actor, TaskId, TaskState};
+use pp_types::{Actor, Clock as _, TaskId, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::{App, HOST, Reply, TOKEN, write_script};
 
-fn now() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-    )
-    .unwrap()
+/// The app's time in Unix seconds: its store's [`pp_types::ManualClock`], which stands
+/// still while a test runs, so a window check sees exactly the times signed here.
+fn now(app: &App) -> i64 {
+    app.clock.now().as_millis().div_euclid(1000)
 }
 
 async fn create(app: &App, name: &str) -> String {
@@ -66,8 +60,8 @@ fn signed_at(name: &str, secret: &str, timestamp: i64, body: &str) -> Request<Bo
     )
 }
 
-fn signed(name: &str, secret: &str, body: &str) -> Request<Body> {
-    signed_at(name, secret, now(), body)
+fn signed(app: &App, name: &str, secret: &str, body: &str) -> Request<Body> {
+    signed_at(name, secret, now(app), body)
 }
 
 async fn task_count(app: &App) -> usize {
@@ -84,7 +78,7 @@ async fn a_signed_delivery_creates_a_webhook_task() {
     let app = App::idle();
     let secret = create(&app, "forms").await;
     let reply = app
-        .send(signed("forms", &secret, r#"{"name":"Ada"}"#))
+        .send(signed(&app, "forms", &secret, r#"{"name":"Ada"}"#))
         .await;
     reply.expect(202, None);
     let task_id = TaskId(reply.json["task_id"].as_str().unwrap().to_owned());
@@ -111,9 +105,9 @@ async fn every_refusal_is_the_same_401_and_creates_no_task() {
         .await
         .expect(200, None);
     let body = r#"{"a":1}"#;
-    let stamp = now().to_string();
+    let stamp = now(&app).to_string();
     let good = sign(&secret, &stamp, body.as_bytes());
-    let sent = now();
+    let sent = now(&app);
     let replay = || signed_at("forms", &secret, sent, r#"{"replay":1}"#);
     // The first copy is accepted; the copies after it are replays.
     app.send(replay()).await.expect(202, None);
@@ -130,17 +124,20 @@ async fn every_refusal_is_the_same_401_and_creates_no_task() {
                 body.into(),
             ),
         ),
-        ("wrong secret", signed("forms", &"ab".repeat(32), body)),
+        (
+            "wrong secret",
+            signed(&app, "forms", &"ab".repeat(32), body),
+        ),
         (
             "tampered body",
             raw("forms", Some(&stamp), Some(&good), br#"{"a":2}"#.to_vec()),
         ),
-        // Well past the 300 s window, so a slow machine's clock moving on between signing
-        // and checking cannot bring the time back inside it.
-        ("stale", signed_at("forms", &secret, now() - 400, body)),
-        ("future", signed_at("forms", &secret, now() + 400, body)),
+        // One second outside the 300 s window: the clock stands still between signing
+        // and checking.
+        ("stale", signed_at("forms", &secret, now(&app) - 301, body)),
+        ("future", signed_at("forms", &secret, now(&app) + 301, body)),
         ("replay", replay()),
-        ("oversize", signed("forms", &secret, &oversize)),
+        ("oversize", signed(&app, "forms", &secret, &oversize)),
         ("no timestamp", raw("forms", None, Some(&good), body.into())),
         (
             "no signature",
@@ -168,8 +165,8 @@ async fn every_refusal_is_the_same_401_and_creates_no_task() {
                 body.into(),
             ),
         ),
-        ("unknown channel", signed("nobody", &secret, body)),
-        ("disabled channel", signed("off", &off, body)),
+        ("unknown channel", signed(&app, "nobody", &secret, body)),
+        ("disabled channel", signed(&app, "off", &off, body)),
     ];
     let mut bodies = Vec::new();
     for (case, request) in cases {
@@ -222,7 +219,7 @@ async fn deliveries_skip_the_origin_check_but_not_the_host_check() {
         ..ServerSettings::default()
     });
     let secret = create(&app, "forms").await;
-    let (mut head, body) = signed("forms", &secret, "from a form service").into_parts();
+    let (mut head, body) = signed(&app, "forms", &secret, "from a form service").into_parts();
     head.headers
         .insert("origin", "https://forms.example.net".parse().unwrap());
     head.headers
@@ -232,13 +229,13 @@ async fn deliveries_skip_the_origin_check_but_not_the_host_check() {
         .expect(202, None);
 
     // Through the reverse proxy's name: accepted; through any other name: 403.
-    let (mut head, body) = signed("forms", &secret, "via the proxy").into_parts();
+    let (mut head, body) = signed(&app, "forms", &secret, "via the proxy").into_parts();
     head.headers
         .insert("host", "pp.example.org".parse().unwrap());
     app.send(Request::from_parts(head, body))
         .await
         .expect(202, None);
-    let (mut head, body) = signed("forms", &secret, "rebinding").into_parts();
+    let (mut head, body) = signed(&app, "forms", &secret, "rebinding").into_parts();
     head.headers
         .insert("host", "evil.example.com".parse().unwrap());
     app.send(Request::from_parts(head, body))
@@ -270,22 +267,22 @@ async fn the_rate_limit_answers_429_to_signed_deliveries_only() {
         },
     ));
     let secret = create(&app, "forms").await;
-    app.send(signed("forms", &secret, "1"))
+    app.send(signed(&app, "forms", &secret, "1"))
         .await
         .expect(202, None);
-    app.send(signed("forms", &secret, "2"))
+    app.send(signed(&app, "forms", &secret, "2"))
         .await
         .expect(202, None);
-    app.send(signed("forms", &secret, "3"))
+    app.send(signed(&app, "forms", &secret, "3"))
         .await
         .expect(429, Some("rate_limited"));
     // Whoever lacks the secret hears 401, never 429, on known and unknown names alike.
     for index in 0..3 {
         let body = index.to_string();
-        app.send(signed("ghost", &secret, &body))
+        app.send(signed(&app, "ghost", &secret, &body))
             .await
             .expect(401, Some("unauthorized"));
-        app.send(signed("forms", &"0".repeat(64), &body))
+        app.send(signed(&app, "forms", &"0".repeat(64), &body))
             .await
             .expect(401, Some("unauthorized"));
     }
@@ -321,7 +318,7 @@ async fn unsigned_posts_do_not_use_up_a_channels_rate_limit() {
             .await
             .expect(401, Some("unauthorized"));
     }
-    app.send(signed("forms", &secret, "real"))
+    app.send(signed(&app, "forms", &secret, "real"))
         .await
         .expect(202, None);
     // Past the budget of logged refusals, the 61st was counted, not logged one by one.
@@ -346,7 +343,7 @@ async fn a_delivered_write_waits_for_a_person_and_the_audit_names_the_webhook() 
     app.service.start_workers();
     let secret = create(&app, "forms").await;
     let reply = app
-        .send(signed("forms", &secret, r#"{"name":"Ada"}"#))
+        .send(signed(&app, "forms", &secret, r#"{"name":"Ada"}"#))
         .await;
     reply.expect(202, None);
     let task = TaskId(reply.json["task_id"].as_str().unwrap().to_owned());
