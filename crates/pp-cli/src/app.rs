@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use pp_agent::EventSink;
-use pp_tasks::store::Store;
+use pp_store::Store;
 use pp_tasks::{MemoryService, ModelSource, SkillsService, TaskService};
 use pp_tools::docs::{DocsProvider, DocsSettings};
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};

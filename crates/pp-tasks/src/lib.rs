@@ -6,8 +6,9 @@
 //! [`TaskSettings`], [`Workspaces`], [`ModelSource`], [`ApprovalView`] (everything an
 //! approval card shows), [`Scheduler`] (schedules that create tasks at cron times, each
 //! occurrence once across processes), [`ChannelsService`] (webhook channels: signed
-//! deliveries that create tasks), team users ([`users`]: roles, workspace grants, hashed
-//! tokens, [`TaskService::add_user`]). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
+//! deliveries that create tasks), team users (roles, workspace grants, hashed
+//! tokens: [`TaskService::users`]), the change log and reverts ([`TaskService::changes`]),
+//! notifications ([`notify`]). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
 //! `pp-model` and `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
 //! store's compare-and-set transactions, so several processes sharing one database (an
 //! SQLite file, or a team server's PostgreSQL) never run or resolve the same thing twice.
@@ -23,11 +24,25 @@
 //! assert_eq!(settings.workers, 2);
 //! assert_eq!(settings.timeout.as_secs(), 600);
 //! ```
+//!
+//! The store is reachable from outside only through the service: it is neither
+//! re-exported nor handed out, so neither of these compiles.
+//!
+//! ```compile_fail
+//! use pp_tasks::store::Store;
+//! ```
+//!
+//! ```compile_fail
+//! fn past_the_service(service: &pp_tasks::TaskService) {
+//!     let _ = service.store();
+//! }
+//! ```
 
-mod access;
+#![warn(unreachable_pub)]
+
 mod admin;
 mod blocking;
-mod changes;
+mod changelog;
 pub mod channels;
 mod checks;
 mod client;
@@ -37,7 +52,8 @@ mod error;
 mod memory;
 mod model;
 pub mod notify;
-pub mod queries;
+mod operator_audit;
+mod queries;
 mod resolve;
 mod runner;
 pub mod scheduler;
@@ -48,15 +64,13 @@ mod settings;
 mod shared;
 mod sink;
 mod skills;
-mod snapshots;
 mod task_search;
 mod usage;
-pub mod users;
+mod users;
 mod view;
 mod workers;
 
-pub use access::{Action, Caller};
-pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
+pub use changelog::{ChangeLog, Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
 pub use channels::{ChannelKey, ChannelSettings, ChannelsError, ChannelsService};
 pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;
@@ -65,6 +79,7 @@ pub use error::{Error, Result};
 pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
 pub use notify::{Notifier, NotifyError};
+pub use queries::EventsPage;
 pub use resolve::{Decision, ResolveRequest};
 pub use scheduler::{Scheduler, SchedulerError};
 pub use segment::{Segment, arguments_hash};
@@ -76,11 +91,10 @@ pub use skills::{
 };
 pub use task_search::TasksPage;
 pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
-pub use users::{IssuedToken, LoginOwner};
+pub use users::access::{Action, Caller};
+pub use users::{IssuedToken, LoginOwner, Users, parse_role};
 pub use view::ApprovalView;
 
-/// The store, re-exported so the binary can open the database a [`store::StoreUrl`] names
-/// and hand it to [`TaskService::build`]; front ends call the service, never the store.
-pub use pp_store as store;
-/// The store's query inputs and answers the service passes through.
-pub use pp_store::{AuditFilter, PruneReport, StoreUrl, TaskFilter};
+/// The store's query inputs the server builds (it depends on no store crate): the task
+/// list's filter and the audit ledger's.
+pub use pp_store::{AuditFilter, TaskFilter};

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use axum::http::Method;
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::store::Store;
 use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::TaskState;
@@ -19,7 +18,7 @@ use crate::{App, TOKEN};
 /// interrupt), with `workers` workers and a cancel that waits 300 ms for a call to stop.
 fn stubborn_app(workers: usize) -> App {
     let tree = TempTree::new();
-    let store = Store::open(&tree.base().join("pocketpilot.db")).unwrap();
+    let store = pp_test_support::sqlite_store(&tree.base().join("pocketpilot.db"));
     let settings = TaskSettings {
         workers,
         poll_interval: Duration::from_millis(20),

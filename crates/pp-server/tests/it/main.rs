@@ -37,7 +37,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::store::{AuditFilter, Store};
+use pp_tasks::AuditFilter;
 use pp_tasks::{ChannelSettings, CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, AuditEntry, TaskId, TaskRecord, TaskState};
@@ -72,7 +72,7 @@ impl App {
 
     pub(crate) fn with_settings(settings: ServerSettings) -> Self {
         let tree = TempTree::new();
-        let store = Store::open(&tree.base().join("pocketpilot.db")).unwrap();
+        let store = pp_test_support::sqlite_store(&tree.base().join("pocketpilot.db"));
         let task_settings = TaskSettings {
             workers: 4,
             poll_interval: Duration::from_millis(20),
@@ -130,7 +130,7 @@ impl App {
     pub(crate) async fn wait_for(&self, task: &TaskId, state: TaskState) -> TaskRecord {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let record = self.service.store().task(task).await.unwrap();
+            let record = self.service.task(task).await.unwrap();
             if record.state == state {
                 return record;
             }
@@ -147,12 +147,7 @@ impl App {
     pub(crate) async fn waiting_write(&self, path: &str, content: &str) -> (TaskId, String) {
         let task = self.create_task(write_script(path, content)).await;
         self.wait_for(&task.id, TaskState::WaitingApproval).await;
-        let approvals = self
-            .service
-            .store()
-            .approvals_for_task(&task.id)
-            .await
-            .unwrap();
+        let approvals = self.service.approvals_for_task(&task.id).await.unwrap();
         let approval = approvals.last().unwrap();
         (task.id, approval.id.to_string())
     }
@@ -160,8 +155,7 @@ impl App {
     /// Audit rows matching `filter`'s action and task.
     pub(crate) async fn audit(&self, action: &str, task: Option<&TaskId>) -> Vec<AuditEntry> {
         self.service
-            .store()
-            .list_audit(&AuditFilter {
+            .list_audit(AuditFilter {
                 actor: None,
                 task_id: task.cloned(),
                 action: Some(action.into()),

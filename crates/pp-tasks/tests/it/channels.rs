@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pp_model::ScriptedModel;
+use pp_store::{AuditFilter, DeliveryStatus, Store};
 use pp_tasks::channels::{
     ChannelsError, CreateChannel, Delivery, DeliveryOutcome, EditChannel, Refusal, render_prompt,
     sign,
 };
-use pp_tasks::store::{AuditFilter, DeliveryStatus, Store};
 use pp_tasks::{
     ChannelKey, ChannelSettings, ChannelsService, ModelSource, TaskService, TaskSettings,
     Workspaces,
@@ -36,6 +36,7 @@ struct Fixture {
     data: tempfile::TempDir,
     clock: Arc<ManualClock>,
     service: TaskService,
+    store: Store,
     channels: ChannelsService,
 }
 
@@ -55,6 +56,10 @@ fn service_on(
 }
 
 impl Fixture {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
     fn new() -> Self {
         Self::with(ModelSource::Scripted, ChannelSettings::default())
     }
@@ -64,6 +69,8 @@ impl Fixture {
         let data = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_764_000_000_000)));
         let service = service_on(data.path(), &clock, &tree, models);
+        let store =
+            Store::open_with_clock(&data.path().join("test.db"), Arc::clone(&clock) as _).unwrap();
         let channels =
             ChannelsService::new(service.clone(), ChannelKey::from_bytes(&KEY), settings);
         Self {
@@ -71,6 +78,7 @@ impl Fixture {
             data,
             clock,
             service,
+            store,
             channels,
         }
     }
@@ -106,12 +114,7 @@ impl Fixture {
     }
 
     async fn task_count(&self) -> usize {
-        self.service
-            .store()
-            .list_tasks(None, 100)
-            .await
-            .unwrap()
-            .len()
+        self.store().list_tasks(None, 100).await.unwrap().len()
     }
 }
 
@@ -419,7 +422,7 @@ async fn refusals_past_their_budget_are_logged_as_one_row_with_their_number() {
     };
     let fixture = Fixture::with(ModelSource::Scripted, settings);
     let secret = channel(&fixture, "forms").await;
-    let refused_rows = |log: &[pp_tasks::store::DeliveryRecord]| {
+    let refused_rows = |log: &[pp_store::DeliveryRecord]| {
         log.iter()
             .filter(|row| row.status == DeliveryStatus::Refused)
             .map(|row| row.reason.clone().unwrap_or_default())
@@ -480,7 +483,6 @@ async fn secrets_are_sealed_at_rest_rotatable_and_names_checked() {
         .await
         .unwrap();
     let stored = fixture
-        .service
         .store()
         .find_channel("forms")
         .await
@@ -641,16 +643,10 @@ async fn a_webhook_write_waits_for_approval_with_nothing_on_disk() {
     let record = fixture.service.run_now(&task.id).await.unwrap();
     assert_eq!(record.state, TaskState::WaitingApproval);
     assert!(!fixture.tree.workspace().join("submission.md").exists());
-    let approvals = fixture
-        .service
-        .store()
-        .approvals_for_task(&task.id)
-        .await
-        .unwrap();
+    let approvals = fixture.store().approvals_for_task(&task.id).await.unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].state, ApprovalState::Pending);
     let created = fixture
-        .service
         .store()
         .list_audit(&AuditFilter {
             task_id: Some(task.id.clone()),

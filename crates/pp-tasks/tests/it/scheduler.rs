@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 use chrono::{Datelike, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
 use pp_model::ScriptedModel;
+use pp_store::{AuditFilter, Store};
 use pp_tasks::scheduler::{
     ALIASES, Overlap, ScheduleEventKind, ScheduleRequest, TickOutcome, Timetable,
 };
-use pp_tasks::store::{AuditFilter, Store};
 use pp_tasks::{ModelSource, Scheduler, SchedulerError, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, ApprovalState, Clock as _, ManualClock, TaskState, Timestamp};
@@ -53,10 +53,15 @@ struct Fixture {
     data: tempfile::TempDir,
     clock: Arc<ManualClock>,
     service: TaskService,
+    store: Store,
     scheduler: Scheduler,
 }
 
 impl Fixture {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
     fn new(start: Timestamp) -> Self {
         Self::with_model(start, ModelSource::Scripted)
     }
@@ -72,11 +77,14 @@ impl Fixture {
             models,
         );
         let scheduler = Scheduler::new(service.clone());
+        let store =
+            Store::open_with_clock(&data.path().join("test.db"), Arc::clone(&clock) as _).unwrap();
         Self {
             tree,
             data,
             clock,
             service,
+            store,
             scheduler,
         }
     }
@@ -126,12 +134,7 @@ impl Fixture {
     }
 
     async fn history(&self, id: &str) -> Vec<ScheduleEventKind> {
-        let mut rows = self
-            .service
-            .store()
-            .schedule_history(id, 1000)
-            .await
-            .unwrap();
+        let mut rows = self.store().schedule_history(id, 1000).await.unwrap();
         rows.reverse();
         rows.into_iter().map(|row| row.kind).collect()
     }
@@ -433,12 +436,7 @@ async fn run_now_fires_outside_the_timetable_and_leaves_it_alone() {
         "the timetable is untouched"
     );
     assert_eq!(after.last_task_id, Some(second.id));
-    let rows = fixture
-        .service
-        .store()
-        .schedule_history(&id, 10)
-        .await
-        .unwrap();
+    let rows = fixture.store().schedule_history(&id, 10).await.unwrap();
     assert_eq!(rows.len(), 2);
     assert!(
         rows.iter()
@@ -596,22 +594,11 @@ async fn missed_fires_while_down_fire_once_with_the_missed_count() {
             ScheduleEventKind::ScheduleFired
         ]
     );
-    let rows = fixture
-        .service
-        .store()
-        .schedule_history(&id, 10)
-        .await
-        .unwrap();
+    let rows = fixture.store().schedule_history(&id, 10).await.unwrap();
     assert_eq!(rows[1].missed, 4);
     assert_eq!(rows[1].occurrence, Some(utc(2026, 11, 30, 9, 0)));
     assert_eq!(
-        fixture
-            .service
-            .store()
-            .list_tasks(None, 100)
-            .await
-            .unwrap()
-            .len(),
+        fixture.store().list_tasks(None, 100).await.unwrap().len(),
         1
     );
     let schedule = fixture.scheduler.find("hourly").await.unwrap();
@@ -739,7 +726,7 @@ fn two_schedulers_ticking_at_once_fire_each_occurrence_exactly_once() {
         });
     }
     first_runtime.block_on(async {
-        let store = fixture.service.store();
+        let store = fixture.store();
         let tasks = store.list_tasks(None, 10_000).await.unwrap();
         assert_eq!(tasks.len(), SCHEDULES * MINUTES as usize);
         assert!(tasks.iter().all(|task| task.created_by == Actor::Scheduler));
@@ -795,17 +782,11 @@ async fn a_scheduled_write_waits_for_approval_with_nothing_on_disk() {
         !fixture.tree.workspace().join("report.md").exists(),
         "nothing written"
     );
-    let approvals = fixture
-        .service
-        .store()
-        .approvals_for_task(task)
-        .await
-        .unwrap();
+    let approvals = fixture.store().approvals_for_task(task).await.unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].state, ApprovalState::Pending);
     assert_eq!(approvals[0].tool, "write_file");
     let created = fixture
-        .service
         .store()
         .list_audit(&AuditFilter {
             task_id: Some(task.clone()),
@@ -820,13 +801,7 @@ async fn a_scheduled_write_waits_for_approval_with_nothing_on_disk() {
         .tick(local("Europe/Berlin", 2026, 12, 7, 9, 5))
         .await;
     assert_eq!(
-        fixture
-            .service
-            .store()
-            .approvals_for_task(task)
-            .await
-            .unwrap()[0]
-            .state,
+        fixture.store().approvals_for_task(task).await.unwrap()[0].state,
         ApprovalState::Pending
     );
     assert!(!fixture.tree.workspace().join("report.md").exists());
@@ -864,7 +839,6 @@ async fn a_schedule_whose_workspace_is_gone_is_paused_with_the_reason() {
     assert!(reason.contains("is gone"), "{reason}");
     assert!(
         fixture
-            .service
             .store()
             .list_tasks(None, 10)
             .await
@@ -904,7 +878,7 @@ async fn the_loop_fires_each_occurrence_when_it_comes() {
     let store =
         Store::open_with_clock(&data.path().join("test.db"), Arc::clone(&clock) as _).unwrap();
     let service = TaskService::new(
-        store,
+        store.clone(),
         TaskSettings::default(),
         Workspaces::single("home", tree.workspace()),
         ModelSource::Scripted,
@@ -933,7 +907,7 @@ async fn the_loop_fires_each_occurrence_when_it_comes() {
     });
     tokio::time::sleep(10 * MINUTE).await;
     running.abort();
-    let mut rows = service.store().schedule_history(&id, 100).await.unwrap();
+    let mut rows = store.schedule_history(&id, 100).await.unwrap();
     rows.reverse();
     assert_eq!(rows.len(), 10, "{rows:?}");
     for (minute, row) in (1..).zip(&rows) {
@@ -1013,7 +987,7 @@ async fn drift_on_the_real_clock() {
     let data = tempfile::tempdir().unwrap();
     let store = Store::open(&data.path().join("test.db")).unwrap();
     let service = TaskService::new(
-        store,
+        store.clone(),
         TaskSettings::default(),
         Workspaces::single("home", tree.workspace()),
         ModelSource::Scripted,
@@ -1033,7 +1007,7 @@ async fn drift_on_the_real_clock() {
     });
     tokio::time::sleep(3 * MINUTE).await;
     running.abort();
-    for row in service.store().schedule_history(&id, 100).await.unwrap() {
+    for row in store.schedule_history(&id, 100).await.unwrap() {
         let occurrence = row.occurrence.unwrap();
         println!(
             "occurrence {} fired {} ms later",
