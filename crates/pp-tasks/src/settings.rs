@@ -89,7 +89,7 @@ impl Default for TaskSettings {
 
 impl TaskSettings {
     /// What one call of a built-in tool may read or return.
-    pub fn tool_limits(&self) -> pp_tools::Limits {
+    pub(crate) fn tool_limits(&self) -> pp_tools::Limits {
         pp_tools::Limits {
             hash_max_bytes: self.hash_max_bytes,
             ..pp_tools::Limits::default()

@@ -247,7 +247,10 @@ fn the_server_reaches_the_store_only_through_the_task_service() {
         "the server reaches pp-store only through pp-tasks"
     );
     for name in &reaching {
-        let lib = crate::repo_root().join("crates").join(name).join("src/lib.rs");
+        let lib = crate::repo_root()
+            .join("crates")
+            .join(name)
+            .join("src/lib.rs");
         #[expect(
             clippy::disallowed_methods,
             reason = "reads the workspace's own sources"

@@ -424,8 +424,8 @@ fn a_failing_notifier_changes_nothing_and_approvals_expire_as_scheduler() {
 fn serve_fires_a_missed_schedule_once_at_start() {
     use std::sync::Arc;
 
-    use pp_tasks::scheduler::{Overlap, ScheduleRequest};
     use pp_store::Store;
+    use pp_tasks::scheduler::{Overlap, ScheduleRequest};
     use pp_tasks::{ModelSource, Scheduler, TaskService, TaskSettings, Workspaces};
     use pp_types::{Actor, ManualClock, Timestamp};
 
