@@ -219,3 +219,40 @@ impl Shared {
             .is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pp_store::NewTask;
+    use pp_types::Actor;
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn tasks_by_ids_reads_the_known_tasks_and_leaves_unknown_ids_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db.sqlite")).unwrap();
+        let mut ids = Vec::new();
+        for prompt in ["one", "two"] {
+            let task = store
+                .create_task_as(
+                    NewTask {
+                        prompt: prompt.into(),
+                        workspace: "w".into(),
+                        workspace_path: dir.path().display().to_string(),
+                        created_by: Actor::Operator,
+                        origin: None,
+                        script: None,
+                    },
+                    None,
+                )
+                .await
+                .unwrap();
+            ids.push(task.id);
+        }
+        ids.insert(1, TaskId("t_missing".into()));
+        let tasks = tasks_by_ids(&store, &ids).await.unwrap();
+        let mut prompts: Vec<&str> = tasks.iter().map(|task| task.prompt.as_str()).collect();
+        prompts.sort_unstable();
+        assert_eq!(prompts, ["one", "two"]);
+    }
+}
