@@ -373,7 +373,7 @@ pub(crate) struct Config {
     /// forever).
     pub(crate) retain: Option<Duration>,
     /// `[store] url`: the database (default: `pocketpilot.db` in the data directory).
-    pub(crate) store_url: pp_tasks::StoreUrl,
+    pub(crate) store_url: pp_store::StoreUrl,
     /// `[skills]`: the data directory's `skills/` plus the read-only `dirs`.
     pub(crate) skills: SkillsSettings,
     /// `[memory]`: `memory.md` in the data directory and its prompt cap.
@@ -507,19 +507,19 @@ impl Config {
         {
             // A relative SQLite path is relative to the config file's folder, so every
             // command finds the same database from any directory.
-            Some(url) => match pp_tasks::StoreUrl::parse(url)
+            Some(url) => match pp_store::StoreUrl::parse(url)
                 .map_err(|error| Exit::usage(format!("`[store] url`: {error}")))?
             {
-                pp_tasks::StoreUrl::Sqlite(path) if path.is_relative() => {
+                pp_store::StoreUrl::Sqlite(path) if path.is_relative() => {
                     let base = file.as_deref().and_then(Path::parent);
-                    pp_tasks::StoreUrl::Sqlite(match base {
+                    pp_store::StoreUrl::Sqlite(match base {
                         Some(base) => base.join(path),
                         None => absolute_path(&path)?,
                     })
                 }
                 url => url,
             },
-            None => pp_tasks::StoreUrl::Sqlite(home.join("pocketpilot.db")),
+            None => pp_store::StoreUrl::Sqlite(home.join("pocketpilot.db")),
         };
         let notify = resolve_notify(file_config.notify.as_ref())?;
         let approvals_expire_after = match file_config

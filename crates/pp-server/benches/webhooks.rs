@@ -16,7 +16,6 @@ use axum::body::Body;
 use axum::http::{Method, Request};
 use pp_channels::{ChannelKey, ChannelSettings, ChannelsService, CreateChannel, sign};
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::store::Store;
 use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use tower::ServiceExt;
@@ -94,7 +93,7 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let tree = TempTree::new();
-        let store = Store::open(&tree.base().join("bench.db")).unwrap();
+        let store = pp_test_support::sqlite_store(&tree.base().join("bench.db"));
         let service = TaskService::new(
             store.clone(),
             TaskSettings::default(),

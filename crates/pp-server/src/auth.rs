@@ -53,7 +53,12 @@ pub(crate) async fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool
         return token.is_some_and(|token| state.token_matches(&token));
     }
     match session_cookie(headers) {
-        Some(session) => state.service().login_valid(session).await.unwrap_or(false),
+        Some(session) => state
+            .service()
+            .users()
+            .login_valid(session)
+            .await
+            .unwrap_or(false),
         None => false,
     }
 }
@@ -70,12 +75,12 @@ pub(crate) async fn caller(state: &AppState, headers: &HeaderMap) -> Option<Call
     }
     let service = state.service();
     if let Some(token) = bearer(headers) {
-        let user = service.user_by_token(token?).await.ok().flatten()?;
+        let user = service.users().by_token(token?).await.ok().flatten()?;
         return Some(Caller::from_user(user));
     }
     let session = session_cookie(headers)?;
-    match service.login_owner(session).await.ok().flatten()? {
-        LoginOwner::User(name) => service.user(&name).await.ok().map(Caller::from_user),
+    match service.users().login_owner(session).await.ok().flatten()? {
+        LoginOwner::User(name) => service.users().get(&name).await.ok().map(Caller::from_user),
         LoginOwner::Server => None,
     }
 }

@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use pp_tasks::store::{Store, StoreUrl};
+use pp_store::{Store, StoreUrl};
 use pp_tasks::{
     CreateTask, Decision, ModelSource, ResolveRequest, TaskService, TaskSettings, Workspaces,
 };
@@ -188,7 +188,6 @@ async fn resolve_latency(backend: &Backend) {
         let task = service.run_now(&task.id).await.unwrap();
         assert_eq!(task.state, TaskState::WaitingApproval);
         let approval = service
-            .store()
             .approvals_for_task(&task.id)
             .await
             .unwrap()

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pp_model::{ProviderKind, ProviderSettings};
-use pp_tasks::store::Store;
+use pp_store::Store;
 use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_types::{Actor, TaskState};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

@@ -1,15 +1,18 @@
 //! What the CLI's maintenance commands need from the store, through the service: backup
-//! and restore of the SQLite file, pruning, ending console logins, the database's
-//! backend and schema version (`doctor`), and the operator services (skills, memory)
-//! over this service's store. The server and the CLI never call the store themselves.
+//! and restore of the SQLite file, pruning, the database's backend and schema version
+//! (`doctor`), and the operator services (skills, memory) over this service's store. The
+//! server and the CLI never call the store themselves.
 
 use std::path::Path;
 use std::time::Duration;
 
 use pp_store::{PruneReport, Store};
-use pp_types::{ApprovalRecord, StoredEvent, TaskId};
 
-use crate::{MemoryService, MemorySettings, Result, SkillsService, SkillsSettings, TaskService};
+use crate::error::Result;
+use crate::memory::{MemoryService, MemorySettings};
+use crate::operator_audit::OperatorAudit;
+use crate::service::TaskService;
+use crate::skills::{SkillsService, SkillsSettings};
 
 impl TaskService {
     /// Copies the database to `dest` (SQLite's online backup; a PostgreSQL database is
@@ -29,39 +32,19 @@ impl TaskService {
         Ok(self.store().prune(older_than).await?)
     }
 
-    /// Ends every console login; returns how many there were.
-    pub async fn end_all_logins(&self) -> Result<usize> {
-        Ok(self.store().delete_all_logins().await?)
-    }
-
-    /// Every approval of `task`, oldest first.
-    pub async fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
-        Ok(self.store().approvals_for_task(task).await?)
-    }
-
-    /// Every event of `task` with `seq > after`, oldest first.
-    pub async fn task_events(&self, task: &TaskId, after: i64) -> Result<Vec<StoredEvent>> {
-        Ok(self.store().task_events(task, after).await?)
-    }
-
     /// The database's backend (`sqlite` or `postgres`) and schema version.
     pub async fn database_status(&self) -> Result<(&'static str, i64)> {
         let store = self.store();
         Ok((store.backend_name(), store.schema_version().await?))
     }
 
-    /// The SQLite database file (`None` on a server database).
-    pub fn database_file(&self) -> Option<&Path> {
-        self.store().path()
-    }
-
     /// The operator's skills service over `settings`, auditing into this service's store.
     pub fn skills_service(&self, settings: SkillsSettings) -> SkillsService {
-        SkillsService::new(settings, self.store().clone())
+        SkillsService::new(settings, OperatorAudit::new(self.store().clone()))
     }
 
     /// The operator's memory service over `settings`, auditing into this service's store.
     pub fn memory_service(&self, settings: MemorySettings) -> MemoryService {
-        MemoryService::new(settings, self.store().clone())
+        MemoryService::new(settings, OperatorAudit::new(self.store().clone()))
     }
 }

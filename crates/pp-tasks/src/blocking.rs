@@ -2,7 +2,7 @@
 //! The store needs none of this: it is async, and its SQLite backend runs its own calls
 //! on the blocking pool.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Runs `work` on tokio's blocking pool and waits for it, so a slow disk never
 /// stalls the runtime threads that serve HTTP and drive other tasks.

@@ -6,8 +6,8 @@ use pp_agent::{ToolContext, check_edit};
 use pp_types::ApprovalRecord;
 use serde_json::Value;
 
-use crate::Result;
 use crate::blocking::blocking;
+use crate::error::Result;
 use crate::segment::Segment;
 
 /// Why an approved call must not run.

@@ -27,7 +27,9 @@ use tokio::task::JoinHandle;
 use link::Reply;
 pub use link::{ClientLink, TaskShare};
 
-use crate::{Error, Result, TaskService};
+use crate::error::{Error, Result};
+use crate::runner::{Start, run_segment};
+use crate::service::TaskService;
 
 /// The closing turn a task of an MCP client is resumed with in another process, after
 /// an approval: the resumed loop runs (or refuses) the decided call, then ends.
@@ -343,7 +345,8 @@ async fn run_here(
         .ok()?;
     service.inner.cancellation(&task.id);
     let id = task.id.clone();
-    let run = crate::runner::run_segment(&service.inner.shared, task, crate::runner::Start::Fresh);
+    // The permit may have been waited for: the run checks the task is still running.
+    let run = run_segment(&service.inner.shared, task, Start::Fresh, true);
     // A cancel from another process (the console) only changes the store: notice it, so
     // the loop stops taking the client's calls into a cancelled task.
     let watch = async {

@@ -20,7 +20,7 @@ use pp_agent::{EventSink, Model, ModelRequest, estimate_tokens};
 use pp_store::ChatTurn;
 use pp_types::{Event, EventKind, Message, TaskRecord};
 
-use crate::Result;
+use crate::error::Result;
 use crate::segment::Segment;
 use crate::shared::Shared;
 

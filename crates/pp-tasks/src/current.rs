@@ -5,8 +5,9 @@ use pp_agent::ToolContext;
 use pp_types::{ApprovalId, ApprovalState};
 use serde::Serialize;
 
+use crate::error::Result;
+use crate::service::TaskService;
 use crate::view::ApprovalView;
-use crate::{Result, TaskService};
 
 /// The target of a pending approval as it is now, next to what the card first showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,7 +37,7 @@ impl TaskService {
     /// preview gives the diff against the current content. The tools do that work on the
     /// blocking pool; the segment is built there too. `None` when the approval is not
     /// pending, its tool reports no target state, or the workspace cannot be opened.
-    pub async fn current_target(&self, id: &ApprovalId) -> Result<Option<CurrentTarget>> {
+    pub(crate) async fn current_target(&self, id: &ApprovalId) -> Result<Option<CurrentTarget>> {
         let shared = &self.inner.shared;
         let approval = shared.store.approval(id).await?;
         let task = shared.store.task(&approval.task_id).await?;

@@ -4,8 +4,10 @@
 //!
 //! Main types: [`TaskService`] (create, run, resolve, cancel, retry, recover),
 //! [`TaskSettings`], [`Workspaces`], [`ModelSource`], [`ApprovalView`] (everything an
-//! approval card shows), team users ([`users`]: roles, workspace grants, hashed
-//! tokens, [`TaskService::add_user`]). It sits above `pp-agent`, `pp-gate`, `pp-tools`,
+//! approval card shows), team users (roles, workspace grants, hashed
+//! tokens: [`TaskService::users`]), the change log and reverts ([`TaskService::changes`]),
+//! notifications ([`notify`]). Schedules (`pp-schedules`) and webhook channels
+//! (`pp-channels`) are crates of their own above this one. It sits above `pp-agent`, `pp-gate`, `pp-tools`,
 //! `pp-model` and `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
 //! store's compare-and-set transactions, so several processes sharing one database (an
 //! SQLite file, or a team server's PostgreSQL) never run or resolve the same thing twice.
@@ -21,11 +23,25 @@
 //! assert_eq!(settings.workers, 2);
 //! assert_eq!(settings.timeout.as_secs(), 600);
 //! ```
+//!
+//! The store is reachable from outside only through the service: it is neither
+//! re-exported nor handed out, so neither of these compiles.
+//!
+//! ```compile_fail
+//! use pp_tasks::store::Store;
+//! ```
+//!
+//! ```compile_fail
+//! fn past_the_service(service: &pp_tasks::TaskService) {
+//!     let _ = service.store();
+//! }
+//! ```
 
-mod access;
+#![warn(unreachable_pub)]
+
 mod admin;
 mod blocking;
-mod changes;
+mod changelog;
 mod checks;
 mod client;
 mod conversation;
@@ -34,7 +50,8 @@ mod error;
 mod memory;
 mod model;
 pub mod notify;
-pub mod queries;
+mod operator_audit;
+mod queries;
 mod resolve;
 mod runner;
 mod segment;
@@ -44,15 +61,13 @@ mod settings;
 mod shared;
 mod sink;
 mod skills;
-mod snapshots;
 mod task_search;
 mod usage;
-pub mod users;
+mod users;
 mod view;
 mod workers;
 
-pub use access::{Action, Caller};
-pub use changes::{Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
+pub use changelog::{ChangeLog, Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
 pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use current::CurrentTarget;
@@ -60,6 +75,7 @@ pub use error::{Error, Result};
 pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
 pub use notify::{Notifier, NotifyError};
+pub use queries::EventsPage;
 pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
@@ -70,11 +86,10 @@ pub use skills::{
 };
 pub use task_search::TasksPage;
 pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
-pub use users::{IssuedToken, LoginOwner};
+pub use users::access::{Action, Caller};
+pub use users::{IssuedToken, LoginOwner, Users, parse_role};
 pub use view::ApprovalView;
 
-/// The store, re-exported so the binary can open the database a [`store::StoreUrl`] names
-/// and hand it to [`TaskService::build`]; front ends call the service, never the store.
-pub use pp_store as store;
-/// The store's query inputs and answers the service passes through.
-pub use pp_store::{AuditFilter, PruneReport, StoreUrl, TaskFilter};
+/// The store's query inputs the server builds (it depends on no store crate): the task
+/// list's filter and the audit ledger's.
+pub use pp_store::{AuditFilter, TaskFilter};

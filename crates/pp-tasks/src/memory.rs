@@ -8,21 +8,21 @@
 
 use std::sync::Arc;
 
-use pp_store::Store;
 use pp_tools::memory;
-use pp_types::{Actor, AuditAction, NewAudit};
+use pp_types::AuditAction;
 
 pub use pp_tools::memory::{MemoryError, MemorySettings, Snapshot as MemorySnapshot};
 
-use crate::Result;
 use crate::blocking::blocking;
+use crate::error::Result;
+use crate::operator_audit::OperatorAudit;
 
 /// The operator's memory service. Cheap to clone.
 #[derive(Clone)]
 pub struct MemoryService {
     settings: Arc<MemorySettings>,
     /// Where audit rows go.
-    store: Store,
+    audit: OperatorAudit,
 }
 
 impl std::fmt::Debug for MemoryService {
@@ -34,12 +34,12 @@ impl std::fmt::Debug for MemoryService {
 }
 
 impl MemoryService {
-    /// A service over the memory file of `settings`, auditing into `store` (the task
-    /// service's: [`crate::TaskService::store`]).
-    pub fn new(settings: MemorySettings, store: Store) -> Self {
+    /// A service over the memory file of `settings`, auditing through `audit` (the task
+    /// service's store: [`crate::TaskService::memory_service`]).
+    pub(crate) fn new(settings: MemorySettings, audit: OperatorAudit) -> Self {
         Self {
             settings: Arc::new(settings),
-            store,
+            audit,
         }
     }
 
@@ -73,13 +73,12 @@ impl MemoryService {
             snapshot.content.len(),
             snapshot.version
         );
-        self.store
-            .append_audit(NewAudit {
-                actor: Some(Actor::Operator),
-                target: Some(memory::MEMORY_FILE.to_owned()),
-                detail: Some(detail),
-                ..NewAudit::new(AuditAction::MemoryUpdated)
-            })
+        self.audit
+            .record(
+                AuditAction::MemoryUpdated,
+                memory::MEMORY_FILE.to_owned(),
+                detail,
+            )
             .await?;
         Ok(snapshot)
     }

@@ -6,7 +6,7 @@ use pp_agent::Model;
 use pp_model::ScriptedModel;
 use pp_types::TaskRecord;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Where tasks get their model from.
 #[derive(Clone)]

@@ -5,9 +5,11 @@
 use std::time::Duration;
 
 use pp_store::AuditFilter;
-use pp_types::{AuditEntry, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState};
+use pp_types::{ApprovalRecord, AuditEntry, NewAudit, StoredEvent, TaskId, TaskRecord, TaskState};
 
-use crate::{Result, TaskService};
+use crate::error::Result;
+use crate::service::TaskService;
+use crate::shared::tasks_by_ids;
 
 /// One page of a task's events: at most the requested number, oldest first.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,28 +28,25 @@ impl TaskService {
         &self,
         ids: Vec<TaskId>,
     ) -> Result<std::collections::HashMap<TaskId, String>> {
-        let mut origins = std::collections::HashMap::new();
+        let mut unique = Vec::with_capacity(ids.len());
         let mut seen = std::collections::HashSet::new();
         for id in ids {
-            if !seen.insert(id.clone()) {
-                continue;
-            }
-            match self.store().task(&id).await {
-                Ok(task) => {
-                    if let Some(origin) = task.origin {
-                        origins.insert(id, origin);
-                    }
-                }
-                Err(pp_store::Error::NotFound { .. }) => {}
-                Err(error) => return Err(error.into()),
+            if seen.insert(id.clone()) {
+                unique.push(id);
             }
         }
+        // One read for all of them; unknown ids are simply not found.
+        let origins = tasks_by_ids(&self.inner.store, &unique)
+            .await?
+            .into_iter()
+            .filter_map(|task| Some((task.id, task.origin?)))
+            .collect();
         Ok(origins)
     }
 
-    /// One task ([`crate::Error::NotFound`] if there is none).
+    /// One task ([`crate::error::Error::NotFound`] if there is none).
     pub async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
-        Ok(self.store().task(id).await?)
+        Ok(self.inner.store.task(id).await?)
     }
 
     /// Up to `limit` tasks in `state` (all states when `None`), newest first.
@@ -56,11 +55,11 @@ impl TaskService {
         state: Option<TaskState>,
         limit: usize,
     ) -> Result<Vec<TaskRecord>> {
-        Ok(self.store().list_tasks(state, limit).await?)
+        Ok(self.inner.store.list_tasks(state, limit).await?)
     }
 
     /// Up to `limit` (at least 1) of the task's events with `seq > after`, oldest first,
-    /// and where the next page starts. [`crate::Error::NotFound`] if the task does not
+    /// and where the next page starts. [`crate::error::Error::NotFound`] if the task does not
     /// exist.
     pub async fn task_events_page(
         &self,
@@ -69,7 +68,7 @@ impl TaskService {
         limit: usize,
     ) -> Result<EventsPage> {
         let limit = limit.max(1);
-        let store = self.store();
+        let store = &self.inner.store;
         store.task(task).await?;
         // One more than asked tells whether another page follows.
         let mut events = store
@@ -83,7 +82,7 @@ impl TaskService {
 
     /// Up to `limit` events of all tasks with `seq > after`, oldest first.
     pub async fn events_after(&self, after: i64, limit: usize) -> Result<Vec<StoredEvent>> {
-        Ok(self.store().events_after(after, limit).await?)
+        Ok(self.inner.store.events_after(after, limit).await?)
     }
 
     /// Waits until an event after `after` may have been stored, or `at_most` passes
@@ -91,37 +90,32 @@ impl TaskService {
     /// announce new events, polling otherwise); then read with
     /// [`TaskService::events_after`].
     pub async fn wait_for_events(&self, after: i64, at_most: Duration) {
-        self.store().wait_for_events(after, at_most).await;
+        self.inner.store.wait_for_events(after, at_most).await;
     }
 
     /// The newest event's sequence number; 0 when there are none.
     pub async fn last_seq(&self) -> Result<i64> {
-        Ok(self.store().last_seq().await?)
+        Ok(self.inner.store.last_seq().await?)
     }
 
     /// Audit rows matching `filter`, newest first.
     pub async fn list_audit(&self, filter: AuditFilter) -> Result<Vec<AuditEntry>> {
-        Ok(self.store().list_audit(&filter).await?)
+        Ok(self.inner.store.list_audit(&filter).await?)
     }
 
     /// Appends one audit row.
     pub async fn append_audit(&self, entry: NewAudit) -> Result<AuditEntry> {
-        Ok(self.store().append_audit(entry).await?)
+        Ok(self.inner.store.append_audit(entry).await?)
     }
 
-    /// Creates a console login lasting `ttl`; returns its secret id.
-    pub async fn create_login(&self, ttl: Duration) -> Result<String> {
-        Ok(self.store().create_login(ttl).await?)
+    /// Every approval of `task`, oldest first.
+    pub async fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
+        Ok(self.inner.store.approvals_for_task(task).await?)
     }
 
-    /// Whether `login` names a live (unexpired) console login.
-    pub async fn login_valid(&self, login: String) -> Result<bool> {
-        Ok(self.store().login_valid(&login).await?)
-    }
-
-    /// Deletes a console login (logout); unknown logins are not an error.
-    pub async fn delete_login(&self, login: String) -> Result<()> {
-        Ok(self.store().delete_login(&login).await?)
+    /// Every event of `task` with `seq > after`, oldest first.
+    pub async fn task_events(&self, task: &TaskId, after: i64) -> Result<Vec<StoredEvent>> {
+        Ok(self.inner.store.task_events(task, after).await?)
     }
 }
 
@@ -131,7 +125,8 @@ mod tests {
     use pp_types::{Actor, Event, EventKind};
 
     use super::*;
-    use crate::{ModelSource, TaskSettings, Workspaces};
+    use crate::model::ModelSource;
+    use crate::settings::{TaskSettings, Workspaces};
 
     fn service(dir: &std::path::Path) -> TaskService {
         let store = Store::open(&dir.join("db.sqlite")).unwrap();
@@ -148,7 +143,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let service = service(dir.path());
         let task = service
-            .create(crate::CreateTask {
+            .create(crate::service::CreateTask {
                 prompt: "page me".into(),
                 workspace: None,
                 actor: Actor::Operator,
@@ -189,16 +184,20 @@ mod tests {
             .task_events_page(&TaskId("nope".into()), 0, 10)
             .await
             .unwrap_err();
-        assert!(matches!(missing, crate::Error::NotFound { .. }));
+        assert!(matches!(missing, crate::error::Error::NotFound { .. }));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn logins_round_trip_off_thread() {
         let dir = tempfile::tempdir().unwrap();
         let service = service(dir.path());
-        let login = service.create_login(Duration::from_secs(60)).await.unwrap();
-        assert!(service.login_valid(login.clone()).await.unwrap());
-        service.delete_login(login.clone()).await.unwrap();
-        assert!(!service.login_valid(login).await.unwrap());
+        let users = service.users();
+        let login = users
+            .create_login(None, Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(users.login_valid(login.clone()).await.unwrap());
+        users.end_login(login.clone()).await.unwrap();
+        assert!(!users.login_valid(login).await.unwrap());
     }
 }

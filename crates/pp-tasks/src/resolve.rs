@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::checks::{Refusal, assess, target_of};
+use crate::error::{Error, Result};
 use crate::runner::Start;
 use crate::segment::arguments_hash;
-use crate::{Error, Result, TaskService};
+use crate::service::TaskService;
+use crate::users::access::{Action, Caller};
 
 /// The person's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,24 +57,42 @@ impl TaskService {
     /// from the stored checkpoint (no second trip through the queue); with `wait` the
     /// call returns once it finishes or pauses again.
     pub async fn resolve(&self, id: &ApprovalId, request: ResolveRequest) -> Result<TaskRecord> {
-        self.resolve_as_user(id, request, None).await
+        self.resolve_checked(id, request, None).await
     }
 
-    /// Like [`TaskService::resolve`], recording the team `user` who decided on the
-    /// approval (`resolved_by_user`) and its audit row (`user`). Whether that user may
-    /// resolve it is the caller's check (the server's role matrix).
-    pub async fn resolve_as_user(
+    /// Like [`TaskService::resolve`], for `caller`: whether they may decide on the
+    /// approval's task is checked first ([`TaskService::authorize`] with
+    /// [`Action::Resolve`], their role and grants as they are now), and the team user who
+    /// decided is recorded on the approval (`resolved_by_user`) and its audit row
+    /// (`user`). The task is read once, for the check and the decision alike.
+    pub async fn resolve_for(
         &self,
         id: &ApprovalId,
         request: ResolveRequest,
-        user: Option<String>,
+        caller: &Caller,
+    ) -> Result<TaskRecord> {
+        self.resolve_checked(id, request, Some(caller)).await
+    }
+
+    async fn resolve_checked(
+        &self,
+        id: &ApprovalId,
+        request: ResolveRequest,
+        caller: Option<&Caller>,
     ) -> Result<TaskRecord> {
         let shared = &self.inner.shared;
         let approval = shared.store.approval(id).await?;
         let task = shared.store.task(&approval.task_id).await?;
+        let user = match caller {
+            Some(caller) => {
+                self.authorize(caller, Action::Resolve(&task)).await?;
+                caller.user.clone()
+            }
+            None => None,
+        };
         // The decision is checked and the task resumed in this process: in team mode it
         // must have the task's workspace (each host maps names to its own folders).
-        shared.workspace_root(&task)?;
+        let root = shared.workspace_root(&task)?;
         let cancel_won = || Error::InvalidState {
             id: task.id.to_string(),
             state: TaskState::Cancelled,
@@ -93,6 +113,9 @@ impl TaskService {
             ));
         }
 
+        // The segment built to check an approval runs the resumed call too: one segment
+        // per decision, built after the person decided.
+        let mut built = None;
         let (state, resolution, action, reason, target) = match request.decision {
             Decision::Reject => (
                 ApprovalState::Rejected,
@@ -104,7 +127,7 @@ impl TaskService {
                 approval.target.clone(),
             ),
             Decision::Approve => {
-                let segment = shared.segment(&shared.workspace_root(&task)?).await?;
+                let segment = shared.segment(&root).await?;
                 let context =
                     ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
                 let edited = request.edited_arguments.as_ref();
@@ -112,6 +135,7 @@ impl TaskService {
                 let target = edited
                     .and_then(|edited| target_of(&segment, &approval.tool, edited))
                     .or_else(|| approval.target.clone());
+                built = Some(segment);
                 match verdict {
                     Err(Refusal::InvalidEdit(message)) => {
                         let event = Event {
@@ -191,6 +215,7 @@ impl TaskService {
             Start::Resume {
                 approval: Box::new(approval),
                 resolution,
+                segment: built,
             },
         );
         if request.wait {

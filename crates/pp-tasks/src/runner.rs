@@ -11,13 +11,14 @@ use pp_types::{
 };
 use tokio::time::Instant;
 
+use crate::changelog::{Kept, keep, measure};
 use crate::checks::{Refusal, assess, target_of};
 use crate::conversation;
+use crate::error::{Error, Result};
 use crate::model::TaskModel;
 use crate::segment::{Segment, arguments_hash};
 use crate::shared::{Cancellation, Shared};
 use crate::sink::{Pricing, QueueingSink, StoreSink, Watched, ends_segment};
-use crate::{Error, Result};
 
 /// How a segment begins.
 pub(crate) enum Start {
@@ -29,6 +30,9 @@ pub(crate) enum Start {
         approval: Box<ApprovalRecord>,
         /// What to do with its call.
         resolution: Resolution,
+        /// The segment built when the person decided (to check the call), which runs
+        /// it too; `None`: the run builds its own.
+        segment: Option<Segment>,
     },
 }
 
@@ -43,14 +47,17 @@ enum Ended {
 }
 
 /// Runs `task` (already `running` in the store) for one segment and persists the result.
-/// Returns the task as stored afterwards.
+/// Returns the task as stored afterwards. `recheck`: the run waited (for a worker) since
+/// `task` was read, so it reads the task again and runs only if it is still `running`;
+/// otherwise `task` is as current as a read would be.
 pub(crate) async fn run_segment(
     shared: &Arc<Shared>,
     task: TaskRecord,
     start: Start,
+    recheck: bool,
 ) -> TaskRecord {
     let id = task.id.clone();
-    let result = drive(shared, &task, start).await;
+    let result = drive(shared, &task, start, recheck).await;
     shared.forget_cancellation(&id);
     match result {
         Ok(record) => record,
@@ -66,7 +73,12 @@ pub(crate) async fn run_segment(
     }
 }
 
-async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<TaskRecord> {
+async fn drive(
+    shared: &Arc<Shared>,
+    task: &TaskRecord,
+    start: Start,
+    recheck: bool,
+) -> Result<TaskRecord> {
     let model = match TaskModel::for_task(&shared.models, task) {
         Ok(model) => model,
         Err(error) => {
@@ -75,20 +87,40 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
         }
     };
     let root = shared.workspace_root(task)?;
-    let segment = shared.segment(&root).await?;
+    let (segment, start) = match start {
+        Start::Resume {
+            approval,
+            resolution,
+            segment: Some(segment),
+        } => (
+            segment,
+            Start::Resume {
+                approval,
+                resolution,
+                segment: None,
+            },
+        ),
+        start => (shared.segment(&root).await?, start),
+    };
     let cancel = shared.cancellation(&task.id);
-    // The run may have waited for a worker: make sure it is still ours to run (a cancel
-    // from another process, or from here before the signal could reach us).
-    let current = shared.store.task(&task.id).await?;
-    if current.state != TaskState::Running {
-        return Ok(current);
-    }
+    // A run that waited for a worker makes sure it is still ours to run (a cancel from
+    // another process, or from here before the signal could reach us).
+    let current = if recheck {
+        let current = shared.store.task(&task.id).await?;
+        if current.state != TaskState::Running {
+            return Ok(current);
+        }
+        current
+    } else {
+        task.clone()
+    };
     let _heartbeat = Heartbeat::start(shared, &task.id);
     let (segment, start, kept) = before_approved_call(shared, segment, start, &root).await?;
     let watched = match &start {
         Start::Resume {
             approval,
             resolution: Resolution::Approve { edited_arguments },
+            ..
         } => {
             let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
             Some(Watched {
@@ -173,6 +205,7 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
             Start::Resume {
                 approval,
                 resolution,
+                ..
             } => match agent.resume(approval.checkpoint, resolution).await {
                 Ok(outcome) => Ended::Outcome(outcome),
                 Err(ResumeError::InvalidEdit { message, .. }) => Ended::ResumeFailed(message),
@@ -239,8 +272,8 @@ async fn drive(shared: &Arc<Shared>, task: &TaskRecord, start: Start) -> Result<
                     )
                 });
             let pending = &checkpoint.pending;
-            let revertible = crate::changes::measure(
-                shared,
+            let revertible = measure(
+                shared.settings.revert.max_bytes,
                 &segment,
                 &task.id,
                 &pending.call.name,
@@ -367,7 +400,7 @@ impl Drop for Heartbeat {
 /// changed target turns the approval `stale` (audited) and the call is not run; an edit
 /// the fresh gate now refuses ends the run without running it.
 ///
-/// A call that will run first has its snapshot kept ([`crate::changes::keep`]), before
+/// A call that will run first has its snapshot kept ([`keep`]), before
 /// the `tool_started` row and the side effect; the kept snapshot is returned for the
 /// sink to record with the call's outcome.
 async fn before_approved_call(
@@ -375,10 +408,11 @@ async fn before_approved_call(
     segment: Segment,
     start: Start,
     workspace_path: &str,
-) -> Result<(Segment, Start, Option<crate::changes::Kept>)> {
+) -> Result<(Segment, Start, Option<Kept>)> {
     let Start::Resume {
         approval,
         resolution: Resolution::Approve { edited_arguments },
+        ..
     } = start
     else {
         return Ok((segment, start, None));
@@ -391,8 +425,15 @@ async fn before_approved_call(
         // between the effect and its recorded result still leaves a trace.
         Ok(()) => {
             let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
-            let kept =
-                crate::changes::keep(shared, &segment, &approval, workspace_path, executed).await?;
+            let kept = keep(
+                &shared.settings,
+                shared.data_dir(),
+                &segment,
+                &approval,
+                workspace_path,
+                executed,
+            )
+            .await?;
             let started = NewAudit {
                 actor: Some(pp_types::Actor::Agent),
                 task_id: Some(approval.task_id.clone()),
@@ -409,6 +450,7 @@ async fn before_approved_call(
                 Start::Resume {
                     approval,
                     resolution: Resolution::Approve { edited_arguments },
+                    segment: None,
                 },
                 Some(kept),
             ));
@@ -421,6 +463,7 @@ async fn before_approved_call(
                 Start::Resume {
                     approval,
                     resolution: Resolution::Approve { edited_arguments },
+                    segment: None,
                 },
                 None,
             ));
@@ -444,6 +487,7 @@ async fn before_approved_call(
         Start::Resume {
             approval,
             resolution: Resolution::Stale { message },
+            segment: None,
         },
         None,
     ))

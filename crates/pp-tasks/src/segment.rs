@@ -9,7 +9,7 @@ use pp_tools::Toolbox;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A fresh jail, the tools the toolbox's providers bind to it, and the gate.
 ///

@@ -1,21 +1,25 @@
 //! The service: creating tasks, the worker pool, cancel, retry and recovery.
 
 use std::ops::Deref;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use pp_agent::EventSink;
-use pp_store::{NewTask, Store, TaskChange};
+use pp_store::{NewTask, Store, TaskChange, WorkerRecord};
 use pp_tools::Toolbox;
 use pp_types::{
     Actor, ApprovalState, AuditAction, Event, EventKind, NewAudit, TaskId, TaskRecord, TaskState,
 };
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{TryAcquireError, oneshot};
 use tokio::task::JoinSet;
 
+use crate::error::{Error, Result};
+use crate::model::ModelSource;
 use crate::runner::{Start, cancel_audit, new_approval, run_segment};
+use crate::settings::{TaskSettings, Workspaces};
 use crate::shared::Shared;
-use crate::{Error, ModelSource, Result, TaskSettings, Workspaces};
+use crate::workers::{heartbeat_every, serves, waiting_reason};
 
 /// A request to create a task.
 #[derive(Debug, Clone)]
@@ -110,9 +114,22 @@ impl TaskService {
         task.state == TaskState::Running && self.inner.cancel_pending(&task.id)
     }
 
-    /// The store.
-    pub fn store(&self) -> &Store {
+    /// The store, for the narrow views the modules beside the service build over it
+    /// (`ChangeBook`, `UserBook`, `notify`'s feed, `OperatorAudit`), and — until they move
+    /// into crates of their own — for the scheduler and the webhook channels. Never public:
+    /// front ends go through the service.
+    pub(crate) fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// The data directory (snapshots, the memory file), if there is one.
+    pub(crate) fn data_dir(&self) -> Option<std::path::PathBuf> {
+        self.inner.data_dir()
+    }
+
+    /// The folder `task` runs in here ([`Shared::workspace_root`]).
+    pub(crate) fn workspace_root(&self, task: &TaskRecord) -> Result<String> {
+        self.inner.workspace_root(task)
     }
 
     /// The configured workspaces.
@@ -160,7 +177,22 @@ impl TaskService {
         self.create_recorded(request, origin, None).await
     }
 
-    /// Creates a task with its origin and the team user who asked (`users.rs`).
+    /// Like [`TaskService::create`], recording `user` (team mode) as the task's creator
+    /// (`TaskRecord::created_by_user`) and on its `task_created` audit row.
+    pub async fn create_as_user(
+        &self,
+        request: CreateTask,
+        user: Option<String>,
+    ) -> Result<TaskRecord> {
+        self.create_recorded(request, None, user).await
+    }
+
+    /// Records `user` as the creator of task `id` if none is recorded (chat turns).
+    pub async fn set_task_user(&self, id: &TaskId, user: &str) -> Result<()> {
+        Ok(self.inner.store.set_task_user(id, user).await?)
+    }
+
+    /// Creates a task with its origin and the team user who asked.
     pub(crate) async fn create_recorded(
         &self,
         request: CreateTask,
@@ -209,7 +241,7 @@ impl TaskService {
         let (Some(name), Some(_)) = (name, &self.inner.settings.team) else {
             return Err(missing());
         };
-        if crate::workers::serves(&self.live_workers().await?, name) {
+        if serves(&self.live_workers().await?, name) {
             Ok((name.to_owned(), String::new()))
         } else {
             Err(missing())
@@ -223,7 +255,7 @@ impl TaskService {
     pub fn start_workers(&self) {
         if let Some(team) = self.inner.settings.team.clone() {
             let weak = Arc::downgrade(&self.inner);
-            let every = crate::workers::heartbeat_every(self.inner.settings.lease);
+            let every = heartbeat_every(self.inner.settings.lease);
             self.spawn(async move {
                 loop {
                     let Some(inner) = weak.upgrade() else { return };
@@ -261,7 +293,7 @@ impl TaskService {
                         let shared = Arc::clone(&service.inner.shared);
                         service.spawn(async move {
                             let _permit = permit;
-                            run_segment(&shared, task, Start::Fresh).await;
+                            run_segment(&shared, task, Start::Fresh, true).await;
                         });
                     }
                     Ok(None) | Err(_) => {
@@ -286,7 +318,7 @@ impl TaskService {
             .map_err(|_| Error::BadRequest("the service is shutting down".into()))?;
         let task = self.inner.store.claim(task, &[TaskState::Queued]).await?;
         self.inner.cancellation(&task.id);
-        let record = run_segment(&self.inner.shared, task, Start::Fresh).await;
+        let record = run_segment(&self.inner.shared, task, Start::Fresh, true).await;
         drop(permit);
         Ok(record)
     }
@@ -303,10 +335,19 @@ impl TaskService {
         self.inner.cancellation(&task.id);
         let shared = Arc::clone(&self.inner.shared);
         self.spawn(async move {
-            let Ok(_permit) = Arc::clone(&shared.workers).acquire_owned().await else {
-                return;
+            // A run that gets a worker at once starts from `task` as the caller stored it;
+            // one that had to wait reads it again first.
+            let (_permit, waited) = match Arc::clone(&shared.workers).try_acquire_owned() {
+                Ok(permit) => (permit, false),
+                Err(TryAcquireError::NoPermits) => {
+                    match Arc::clone(&shared.workers).acquire_owned().await {
+                        Ok(permit) => (permit, true),
+                        Err(_) => return,
+                    }
+                }
+                Err(TryAcquireError::Closed) => return,
             };
-            let record = run_segment(&shared, task, start).await;
+            let record = run_segment(&shared, task, start, waited).await;
             let _ = sender.send(record);
         });
         receiver
@@ -427,6 +468,35 @@ impl TaskService {
             self.inner.wake.notify_one();
         }
         Ok(record)
+    }
+
+    /// The worker processes that sent a heartbeat within two leases (team mode; every
+    /// process registers itself when its workers start).
+    pub async fn live_workers(&self) -> Result<Vec<WorkerRecord>> {
+        let within = self.inner.settings.lease.saturating_mul(2);
+        Ok(self.inner.store.live_workers(within).await?)
+    }
+
+    /// Why `task` is still queued, when it is because no live worker has its workspace
+    /// (team mode): such a task waits, and says so, until one that has it starts.
+    pub async fn waiting_reason(&self, task: &TaskRecord) -> Result<Option<String>> {
+        if self.inner.settings.team.is_none() || task.state != TaskState::Queued {
+            return Ok(None);
+        }
+        let workers = self.live_workers().await?;
+        Ok(waiting_reason(task, &workers))
+    }
+
+    /// Removes this process from the worker registry for good (a clean shutdown; a
+    /// process that dies is forgotten when its heartbeats stop). Later heartbeats do not
+    /// register it again.
+    pub async fn leave(&self) -> Result<()> {
+        self.inner.registration.left.store(true, Ordering::SeqCst);
+        if let Some(id) = self.inner.registration.get() {
+            self.inner.store.remove_worker(&id).await?;
+            self.inner.registration.set(None);
+        }
+        Ok(())
     }
 
     /// Tasks whose process stopped (no heartbeat for [`TaskSettings::lease`]) become

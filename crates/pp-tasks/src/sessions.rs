@@ -14,7 +14,8 @@ use pp_types::{Actor, TaskId, TaskRecord, TaskState, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{Error, Result, TaskService};
+use crate::error::{Error, Result};
+use crate::service::TaskService;
 
 /// A session to create.
 #[derive(Debug, Clone)]
@@ -183,5 +184,15 @@ impl TaskService {
     /// first); [`Error::NotFound`] for an unknown session.
     pub async fn delete_session(&self, id: &str) -> Result<()> {
         Ok(self.inner.store.delete_chat_session(id).await?)
+    }
+
+    /// Records the team user who created the chat session `id`.
+    pub async fn set_session_user(&self, id: &str, user: &str) -> Result<()> {
+        Ok(self.inner.store.set_chat_session_user(id, user).await?)
+    }
+
+    /// The team user who created the chat session `id` (`None`: none recorded).
+    pub async fn session_user(&self, id: &str) -> Result<Option<String>> {
+        Ok(self.inner.store.chat_session_user(id).await?)
     }
 }

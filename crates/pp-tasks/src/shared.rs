@@ -9,12 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use pp_agent::EventSink;
 use pp_store::Store;
-use pp_types::TaskId;
+use pp_types::{TaskId, TaskRecord};
 use tokio::sync::{Notify, Semaphore};
 
 use crate::blocking::blocking;
+use crate::error::Result;
+use crate::model::ModelSource;
 use crate::segment::Segment;
-use crate::{ModelSource, Result, TaskSettings, Workspaces};
+use crate::settings::{TaskSettings, Workspaces};
 
 /// State shared by the service and every run it starts.
 pub(crate) struct Shared {
@@ -38,13 +40,48 @@ pub(crate) struct Shared {
     /// Cancellation signals of the segments running in this process.
     cancellations: Mutex<HashMap<TaskId, Arc<Cancellation>>>,
     /// This process's entry in the worker registry (team mode).
-    pub(crate) registration: crate::workers::Registration,
+    pub(crate) registration: Registration,
     /// The data directory when the front end names it ([`crate::TaskService::with_data_dir`]);
     /// otherwise the SQLite database's folder. Set once, before any run needs it.
     data_dir: std::sync::OnceLock<PathBuf>,
     /// How long a cancel waits for a running call to stop before it answers that the
     /// cancel is under way ([`crate::TaskService::with_cancel_wait`]).
     cancel_wait: std::sync::OnceLock<std::time::Duration>,
+}
+
+/// This process's entry in the worker registry, once registered (team mode,
+/// `workers.rs`).
+#[derive(Debug, Default)]
+pub(crate) struct Registration {
+    id: Mutex<Option<String>>,
+    /// Set by [`crate::TaskService::leave`]: no heartbeat registers the process again.
+    pub(crate) left: AtomicBool,
+}
+
+impl Registration {
+    pub(crate) fn get(&self) -> Option<String> {
+        self.id.lock().ok().and_then(|id| id.clone())
+    }
+
+    pub(crate) fn set(&self, id: Option<String>) {
+        if let Ok(mut slot) = self.id.lock() {
+            *slot = id;
+        }
+    }
+}
+
+/// The tasks of `ids` that exist, in one read (unknown ids are left out).
+pub(crate) async fn tasks_by_ids(store: &Store, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
+    // TODO(lead): switch to Store::tasks_by_ids after arch-store merges
+    let mut tasks = Vec::with_capacity(ids.len());
+    for id in ids {
+        match store.task(id).await {
+            Ok(task) => tasks.push(task),
+            Err(pp_store::Error::NotFound { .. }) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(tasks)
 }
 
 /// How long a cancel waits for a running call to stop, unless the front end says.
@@ -99,7 +136,7 @@ impl Shared {
             workers,
             wake: Notify::new(),
             cancellations: Mutex::new(HashMap::new()),
-            registration: crate::workers::Registration::default(),
+            registration: Registration::default(),
             data_dir: std::sync::OnceLock::new(),
             cancel_wait: std::sync::OnceLock::new(),
         }
@@ -180,5 +217,42 @@ impl Shared {
             .and_then(|map| map.get(task).cloned())
             .map(|cancellation| cancellation.cancel())
             .is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pp_store::NewTask;
+    use pp_types::Actor;
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn tasks_by_ids_reads_the_known_tasks_and_leaves_unknown_ids_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db.sqlite")).unwrap();
+        let mut ids = Vec::new();
+        for prompt in ["one", "two"] {
+            let task = store
+                .create_task_as(
+                    NewTask {
+                        prompt: prompt.into(),
+                        workspace: "w".into(),
+                        workspace_path: dir.path().display().to_string(),
+                        created_by: Actor::Operator,
+                        origin: None,
+                        script: None,
+                    },
+                    None,
+                )
+                .await
+                .unwrap();
+            ids.push(task.id);
+        }
+        ids.insert(1, TaskId("t_missing".into()));
+        let tasks = tasks_by_ids(&store, &ids).await.unwrap();
+        let mut prompts: Vec<&str> = tasks.iter().map(|task| task.prompt.as_str()).collect();
+        prompts.sort_unstable();
+        assert_eq!(prompts, ["one", "two"]);
     }
 }

@@ -8,6 +8,10 @@ use pp_agent::EventSink;
 use pp_store::Store;
 use pp_types::{Actor, ApprovalId, AuditAction, Event, EventKind, NewAudit, TaskId};
 
+use crate::blocking::blocking;
+use crate::changelog::Kept;
+use crate::usage::Prices;
+
 /// The approved call whose outcome must reach the audit ledger.
 #[derive(Debug, Clone)]
 pub(crate) struct Watched {
@@ -21,7 +25,7 @@ pub(crate) struct Watched {
     pub(crate) arguments_hash: String,
     /// What the call is about to change, kept before it runs: recorded in the change
     /// log with its `tool_executed` row.
-    pub(crate) kept: Option<crate::changes::Kept>,
+    pub(crate) kept: Option<Kept>,
 }
 
 /// Appends every event to the store as it happens, so other processes can stream it,
@@ -61,7 +65,7 @@ pub(crate) struct Pricing {
     /// The model's display name (`openai-compatible:gpt-4o-mini`, `scripted`).
     pub(crate) model: String,
     /// `[model] prices`.
-    pub(crate) prices: crate::Prices,
+    pub(crate) prices: Prices,
 }
 
 impl Pricing {
@@ -84,7 +88,7 @@ impl Pricing {
 
 #[derive(Default)]
 struct Queue {
-    pending: Vec<(Event, Option<NewAudit>, Option<crate::changes::Kept>)>,
+    pending: Vec<(Event, Option<NewAudit>, Option<Kept>)>,
     writing: bool,
 }
 
@@ -178,7 +182,7 @@ impl StoreSink {
 
     /// The audit row of `event`, and for the approved call's success what it kept (its
     /// change rows are recorded with the row).
-    fn audit(&self, event: &Event) -> (Option<NewAudit>, Option<crate::changes::Kept>) {
+    fn audit(&self, event: &Event) -> (Option<NewAudit>, Option<Kept>) {
         let (action, call_id, name, detail) = match &event.kind {
             EventKind::ToolDenied {
                 call_id,
@@ -241,18 +245,11 @@ impl StoreSink {
 
 /// The change rows of the approved calls in `kept`: reads the files they changed, so it
 /// runs on the blocking pool (nothing to do, and no hop, for the usual batch without one).
-async fn record_changes(
-    kept: Vec<crate::changes::Kept>,
-) -> crate::Result<Vec<pp_store::NewChange>> {
+async fn record_changes(kept: Vec<Kept>) -> crate::error::Result<Vec<pp_store::NewChange>> {
     if kept.is_empty() {
         return Ok(Vec::new());
     }
-    crate::blocking::blocking(move || {
-        kept.into_iter()
-            .flat_map(crate::changes::Kept::record)
-            .collect()
-    })
-    .await
+    blocking(move || kept.into_iter().flat_map(Kept::record).collect()).await
 }
 
 /// Whether an event is persisted with the transaction that ends the segment.

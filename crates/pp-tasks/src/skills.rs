@@ -9,16 +9,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pp_store::Store;
 use pp_tools::skills::{self, Catalog, SkillEntry};
-use pp_types::{Actor, AuditAction, NewAudit};
+use pp_types::AuditAction;
 use serde::Serialize;
 
 pub use pp_tools::SkillsSettings;
 pub use pp_tools::skills::{SkillsError, Written};
 
-use crate::Result;
 use crate::blocking::blocking;
+use crate::error::Result;
+use crate::operator_audit::OperatorAudit;
 
 /// One skill as listed: `GET /api/skills`, `pocketpilot skills list --json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,7 +69,7 @@ pub struct SkillView {
 pub struct SkillsService {
     settings: Arc<SkillsSettings>,
     /// Where audit rows go.
-    store: Store,
+    audit: OperatorAudit,
 }
 
 impl std::fmt::Debug for SkillsService {
@@ -81,12 +81,12 @@ impl std::fmt::Debug for SkillsService {
 }
 
 impl SkillsService {
-    /// A service over the skills folders of `settings`, auditing into `store` (the task
-    /// service's: [`crate::TaskService::store`]).
-    pub fn new(settings: SkillsSettings, store: Store) -> Self {
+    /// A service over the skills folders of `settings`, auditing through `audit` (the
+    /// task service's store: [`crate::TaskService::skills_service`]).
+    pub(crate) fn new(settings: SkillsSettings, audit: OperatorAudit) -> Self {
         Self {
             settings: Arc::new(settings),
-            store,
+            audit,
         }
     }
 
@@ -179,15 +179,7 @@ impl SkillsService {
     }
 
     async fn audit(&self, action: AuditAction, target: String, detail: String) -> Result<()> {
-        self.store
-            .append_audit(NewAudit {
-                actor: Some(Actor::Operator),
-                target: Some(target),
-                detail: Some(detail),
-                ..NewAudit::new(action)
-            })
-            .await?;
-        Ok(())
+        self.audit.record(action, target, detail).await
     }
 }
 

@@ -3,7 +3,8 @@
 use pp_store::TaskFilter;
 use pp_types::{TaskId, TaskRecord};
 
-use crate::{Result, TaskService};
+use crate::error::Result;
+use crate::service::TaskService;
 
 /// One page of tasks, newest first.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,12 +1,19 @@
 //! Everything an approval card shows.
 
+use std::collections::HashMap;
+
 use pp_types::{
-    Actor, ApprovalRecord, ApprovalState, EffectScope, Risk, TaskId, Timestamp, WriteLabel,
+    Actor, ApprovalRecord, ApprovalState, EffectScope, Risk, TaskId, TaskRecord, Timestamp,
+    WriteLabel,
 };
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{Result, TaskService};
+use crate::changelog::{ChangeLog, Outcome, outcome_of};
+use crate::current::CurrentTarget;
+use crate::error::Result;
+use crate::service::TaskService;
+use crate::shared::tasks_by_ids;
 
 /// An approval as the inbox and the CLI show it (without the full checkpoint).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,7 +90,7 @@ pub struct ApprovalView {
     /// The target checked again at read time; only on a single pending card
     /// ([`TaskService::approval_view_checked`]) whose tool reports a target state.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub current: Option<crate::CurrentTarget>,
+    pub current: Option<CurrentTarget>,
     /// When it was requested.
     pub created_at: Timestamp,
     /// When it was resolved.
@@ -107,7 +114,7 @@ pub struct ApprovalView {
     pub revertible: Option<bool>,
     /// What really happened to the call; absent while pending.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<crate::Outcome>,
+    pub outcome: Option<Outcome>,
 }
 
 impl ApprovalView {
@@ -164,12 +171,14 @@ impl ApprovalView {
 impl TaskService {
     /// One approval as a card shows it.
     pub async fn approval_view(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
-        let store = &self.inner.store;
-        let approval = store.approval(id).await?;
-        Ok(view_of(store, approval).await)
+        let approval = self.inner.store.approval(id).await?;
+        // A task that cannot be read leaves its parts of the card empty.
+        let task = self.inner.store.task(&approval.task_id).await.ok();
+        Ok(view_of(&self.changes(), approval, task).await)
     }
 
     /// The approvals in `state` (pending by default), newest first, as cards show them.
+    /// Their tasks are read in one query.
     pub async fn approval_views(
         &self,
         state: Option<ApprovalState>,
@@ -178,24 +187,39 @@ impl TaskService {
         let state = state.unwrap_or(ApprovalState::Pending);
         let store = &self.inner.store;
         let approvals = store.list_approvals(Some(state), limit).await?;
-        // One card after the other: each reads its task and outcome (a few store calls).
+        let mut ids: Vec<TaskId> = approvals.iter().map(|a| a.task_id.clone()).collect();
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids.dedup();
+        // A failed read leaves the tasks' parts of the cards empty, as for one card.
+        let tasks: HashMap<TaskId, TaskRecord> = tasks_by_ids(store, &ids)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .map(|task| (task.id.clone(), task))
+            .collect();
+        let log = self.changes();
+        // One card after the other: each reads its outcome (a few store calls).
         let mut views = Vec::with_capacity(approvals.len());
         for approval in approvals {
-            views.push(view_of(store, approval).await);
+            let task = tasks.get(&approval.task_id).cloned();
+            views.push(view_of(&log, approval, task).await);
         }
         Ok(views)
     }
 }
 
-/// The card of `approval`: its task's prompt and origin, and its outcome. A store read
-/// that fails leaves those parts empty rather than failing the card.
-async fn view_of(store: &pp_store::Store, approval: ApprovalRecord) -> ApprovalView {
-    let task = store.task(&approval.task_id).await.ok();
+/// The card of `approval`: its task's prompt and origin (`task`, read before), and its
+/// outcome. A store read that fails leaves those parts empty rather than failing the card.
+async fn view_of(
+    log: &ChangeLog,
+    approval: ApprovalRecord,
+    task: Option<TaskRecord>,
+) -> ApprovalView {
+    let outcome = outcome_of(log, &approval, task.as_ref()).await;
     let (prompt, created_by, origin) = match task {
         Some(task) => (task.prompt, Some(task.created_by), task.origin),
         None => (String::new(), None, None),
     };
-    let outcome = crate::changes::outcome_of(store, &approval).await;
     ApprovalView {
         outcome,
         created_by,

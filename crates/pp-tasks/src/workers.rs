@@ -7,35 +7,15 @@
 //! Outside team mode none of this applies: the one process claims every queued task and
 //! runs it at the path stored with it.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pp_store::{NewWorker, WorkerRecord};
 use pp_types::TaskRecord;
 
+use crate::error::{Error, Result};
+use crate::settings::TeamWorker;
 use crate::shared::Shared;
-use crate::{Error, Result, TaskService, TeamWorker};
-
-/// This process's entry in the worker registry, once registered.
-#[derive(Debug, Default)]
-pub(crate) struct Registration {
-    id: Mutex<Option<String>>,
-    /// Set by [`TaskService::leave`]: no heartbeat registers the process again.
-    left: AtomicBool,
-}
-
-impl Registration {
-    fn get(&self) -> Option<String> {
-        self.id.lock().ok().and_then(|id| id.clone())
-    }
-
-    fn set(&self, id: Option<String>) {
-        if let Ok(mut slot) = self.id.lock() {
-            *slot = id;
-        }
-    }
-}
 
 impl Shared {
     /// The folder `task` runs in here: in team mode this host's folder for the task's
@@ -100,37 +80,6 @@ impl Shared {
     }
 }
 
-impl TaskService {
-    /// The worker processes that sent a heartbeat within two leases (team mode; every
-    /// process registers itself when its workers start).
-    pub async fn live_workers(&self) -> Result<Vec<WorkerRecord>> {
-        let within = self.inner.settings.lease.saturating_mul(2);
-        Ok(self.inner.store.live_workers(within).await?)
-    }
-
-    /// Why `task` is still queued, when it is because no live worker has its workspace
-    /// (team mode): such a task waits, and says so, until one that has it starts.
-    pub async fn waiting_reason(&self, task: &TaskRecord) -> Result<Option<String>> {
-        if self.inner.settings.team.is_none() || task.state != pp_types::TaskState::Queued {
-            return Ok(None);
-        }
-        let workers = self.live_workers().await?;
-        Ok(waiting_reason(task, &workers))
-    }
-
-    /// Removes this process from the worker registry for good (a clean shutdown; a
-    /// process that dies is forgotten when its heartbeats stop). Later heartbeats do not
-    /// register it again.
-    pub async fn leave(&self) -> Result<()> {
-        self.inner.registration.left.store(true, Ordering::SeqCst);
-        if let Some(id) = self.inner.registration.get() {
-            self.inner.store.remove_worker(&id).await?;
-            self.inner.registration.set(None);
-        }
-        Ok(())
-    }
-}
-
 /// The heartbeat period of a worker whose tasks' lease is `lease`.
 pub(crate) fn heartbeat_every(lease: Duration) -> Duration {
     (lease / 3).max(Duration::from_millis(100))
@@ -144,7 +93,7 @@ pub(crate) fn serves(workers: &[WorkerRecord], name: &str) -> bool {
 }
 
 /// Why a queued `task` waits, given the live `workers`.
-fn waiting_reason(task: &TaskRecord, workers: &[WorkerRecord]) -> Option<String> {
+pub(crate) fn waiting_reason(task: &TaskRecord, workers: &[WorkerRecord]) -> Option<String> {
     (!serves(workers, &task.workspace)).then(|| {
         format!(
             "no live worker has workspace `{}`; it runs when one that has it starts",

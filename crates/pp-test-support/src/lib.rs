@@ -45,6 +45,23 @@ use std::path::{Path, PathBuf};
 pub use unprivileged::{is_root, rerun_as_nobody};
 pub use wait::{wait_until, wait_until_async};
 
+/// Opens (creating it) the SQLite database at `path`, for a test that builds a task
+/// service on it or writes to it as another process would. The server's tests use this:
+/// the server itself depends on no store crate and reaches the store only through the
+/// task service.
+pub fn sqlite_store(path: &Path) -> pp_store::Store {
+    pp_store::Store::open(path).expect("open the test database")
+}
+
+/// [`sqlite_store`] whose every time comes from `clock` (a test's
+/// [`pp_types::ManualClock`]): logins, tokens, leases and signatures never meet wall time.
+pub fn sqlite_store_with_clock(
+    path: &Path,
+    clock: std::sync::Arc<dyn pp_types::Clock>,
+) -> pp_store::Store {
+    pp_store::Store::open_with_clock(path, clock).expect("open the test database")
+}
+
 /// A temporary directory with `workspace/` and `outside/` side by side.
 ///
 /// `../outside/…` from the workspace root reaches the outside directory, which is what

@@ -179,11 +179,7 @@ async fn resolve(
         actor: Actor::Operator,
         wait: true,
     };
-    match app
-        .service
-        .resolve_as_user(&id, request, caller.user.clone())
-        .await
-    {
+    match app.service.resolve_for(&id, request, &caller).await {
         Ok(record) => follow(&app.service, record, &ui).await,
         Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
             errln!("error: {error}");

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pp_tasks::{PruneReport, StoreUrl, TaskService};
+use pp_store::{PruneReport, StoreUrl};
+use pp_tasks::TaskService;
 
 use crate::app::App;
 use crate::config::{Config, Flags, absolute_path, retain_window};
@@ -59,7 +60,7 @@ pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
         .await
         .with_context(|| format!("cannot open the restored {}", database.display()))?;
     // A console session that logged out after the backup must not come back.
-    app.service.end_all_logins().await?;
+    app.service.users().end_all_logins().await?;
     let restored = app.service.list_tasks(None, usize::MAX).await?.len();
     errln!(
         "restored {} into {} ({restored} task(s))",
@@ -102,7 +103,7 @@ pub(crate) async fn prune(flags: &Flags, days: Option<u32>) -> anyhow::Result<u8
     let report = app.service.prune(older_than).await?;
     errln!("{}", describe(&report));
     // Snapshots kept for reverts have their own window, `[revert] retain_days`.
-    let (expired, removed) = app.service.prune_snapshots().await?;
+    let (expired, removed) = app.service.changes().prune_snapshots().await?;
     if expired + removed > 0 {
         errln!(
             "pruned revert snapshots: {expired} change(s) no longer revertible, {removed} \
@@ -137,11 +138,11 @@ pub(crate) fn spawn_daily_snapshot_prune(
     service: pp_tasks::TaskService,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        if let Err(error) = service.recover_reverts(Duration::from_secs(30)).await {
+        if let Err(error) = service.changes().recover(Duration::from_secs(30)).await {
             errln!("warning: resolving interrupted reverts failed: {error:#}");
         }
         loop {
-            match service.prune_snapshots().await {
+            match service.changes().prune_snapshots().await {
                 Ok((0, 0)) => {}
                 Ok((expired, removed)) => errln!(
                     "pruned revert snapshots: {expired} change(s) no longer revertible,                      {removed} snapshot file(s) removed"

@@ -4,8 +4,8 @@ use std::io::IsTerminal as _;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use pp_tasks::StoreUrl;
-use pp_tasks::store::Store;
+use pp_store::Store;
+use pp_store::StoreUrl;
 use pp_tasks::{
     CreateTask, Decision, ModelSource, ResolveRequest, TaskService, TaskSettings, Workspaces,
 };

@@ -24,12 +24,13 @@ pub(crate) async fn run(
     let app = App::stored(flags).await?;
     let caller = who.caller(app.config.team, &app.service).await?;
     if caller.user.is_some() {
-        let task = app.service.change_task(&ChangeId(id.clone())).await?;
+        let task = app.service.changes().task_of(&ChangeId(id.clone())).await?;
         acting::authorize(&app.service, &caller, Action::Revert(&task)).await?;
     }
     let refusal = match app
         .service
-        .revert_change(&ChangeId(id.clone()), Actor::Operator)
+        .changes()
+        .revert(&ChangeId(id.clone()), Actor::Operator)
         .await?
     {
         Ok(change) => {

@@ -227,8 +227,7 @@ pub(crate) async fn follow(
             };
             // The grant as it is now, after the person's answer.
             acting::authorize(service, &ui.caller, Action::Resolve(&record)).await?;
-            let user = ui.caller.user.clone();
-            match service.resolve_as_user(&pending.id, request, user).await {
+            match service.resolve_for(&pending.id, request, &ui.caller).await {
                 Ok(record) => break record,
                 Err(pp_tasks::Error::InvalidArguments(message)) => {
                     errln!("the edited call was refused: {message}");
@@ -386,7 +385,7 @@ async fn summary(service: &TaskService, record: &TaskRecord, ui: &Ui) {
 /// The task's "Changes on disk" on stderr when the run ended, if there are any: what
 /// really changed, whatever the model's last sentence says.
 async fn print_changes(service: &TaskService, record: &TaskRecord) {
-    let Ok(changes) = service.task_changes(&record.id).await else {
+    let Ok(changes) = service.changes().of_task(&record.id).await else {
         return;
     };
     if changes.is_empty() {

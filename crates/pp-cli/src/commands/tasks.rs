@@ -138,7 +138,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
         }
         TasksCommand::Show { id, json } => {
             let task = service.task(&TaskId(id)).await?;
-            let changes = app.service.task_changes(&task.id).await?;
+            let changes = app.service.changes().of_task(&task.id).await?;
             if json {
                 let mut value = serde_json::to_value(&task)?;
                 value["changes_on_disk"] = serde_json::to_value(&changes)?;

@@ -7,7 +7,7 @@
 //! server accepts their tokens.
 
 use clap::Subcommand;
-use pp_tasks::users::parse_role;
+use pp_tasks::parse_role;
 use pp_tasks::{Error, IssuedToken, TaskService};
 use pp_types::UserRecord;
 use serde_json::json;
@@ -106,11 +106,11 @@ pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<
     match command {
         UsersCommand::Add { name, role, json } => {
             let role = parse_role(&role).map_err(failed)?;
-            let issued = service.add_user(&name, role).await.map_err(failed)?;
+            let issued = service.users().add(&name, role).await.map_err(failed)?;
             print_token(&issued, json, "added")?;
         }
         UsersCommand::List { json } => {
-            let users = service.users().await.map_err(failed)?;
+            let users = service.users().list().await.map_err(failed)?;
             if json {
                 outln!("{}", json!({ "users": users }))?;
             } else if users.is_empty() {
@@ -132,6 +132,7 @@ pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<
         }
         UsersCommand::Grant { name, workspace } => {
             let user = service
+                .users()
                 .grant_workspace(&name, &workspace)
                 .await
                 .map_err(failed)?;
@@ -143,6 +144,7 @@ pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<
         }
         UsersCommand::Revoke { name, workspace } => {
             let user = service
+                .users()
                 .revoke_workspace(&name, &workspace)
                 .await
                 .map_err(failed)?;
@@ -153,7 +155,7 @@ pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<
             )?;
         }
         UsersCommand::Rotate { name, json } => {
-            let issued = service.rotate_user_token(&name).await.map_err(failed)?;
+            let issued = service.users().rotate_token(&name).await.map_err(failed)?;
             print_token(
                 &issued,
                 json,

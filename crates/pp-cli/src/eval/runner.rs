@@ -7,8 +7,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use pp_agent::{Agent, BoxFuture, EventLog, Limits, Outcome, Resolution, ResumeError, Tool};
 use pp_model::ScriptedModel;
-use pp_tasks::StoreUrl;
-use pp_tasks::store::Store;
+use pp_store::Store;
+use pp_store::StoreUrl;
 use pp_tasks::{
     CreateTask, Decision, ModelSource, ResolveRequest, Segment, TaskService, TaskSettings,
     Workspaces,

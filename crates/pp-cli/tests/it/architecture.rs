@@ -230,58 +230,64 @@ fn the_checker_catches_a_forbidden_edge() {
     assert!(!allowed["pp-gate"].contains("pp-agent"));
 }
 
-/// The server and the CLI talk to the task service only (issue 15): the server names no
-/// store type and calls no store method; the CLI opens the store only to hand it to the
-/// service (`app.rs`, and the throw-away databases of the demo and the eval runner).
+/// The server talks to the task service only (issues 15 and 26), and the crates say so,
+/// not the text: the server depends on no store crate, so it cannot name the store at
+/// all; every crate it depends on that reaches `pp-store` (the task service) re-exports
+/// neither the store crate nor a way to it (`pp_tasks::store`, `TaskService::store` do
+/// not compile: pp-tasks' `compile_fail` doc tests). The CLI opens the database with
+/// `pp-store` itself and hands it to the service.
 #[test]
-fn the_server_and_the_cli_never_call_the_store() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let opens_a_store = [
-        "pp-cli/src/app.rs",
-        "pp-cli/src/commands/demo.rs",
-        "pp-cli/src/eval/runner.rs",
-    ];
-    let mut offenders = Vec::new();
-    for krate in ["pp-server/src", "pp-cli/src"] {
-        let mut stack = vec![root.join(krate)];
-        while let Some(dir) = stack.pop() {
-            #[expect(
-                clippy::disallowed_methods,
-                reason = "walks the workspace's own sources"
-            )]
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                if path.extension().is_none_or(|ext| ext != "rs") {
-                    continue;
-                }
-                let relative = path.strip_prefix(&root).unwrap().display().to_string();
-                #[expect(
-                    clippy::disallowed_methods,
-                    reason = "reads the workspace's own sources"
-                )]
-                let text = std::fs::read_to_string(&path).unwrap();
-                for (number, line) in text.lines().enumerate() {
-                    let code = line.split("//").next().unwrap_or_default();
-                    let names_store = code.contains("pp_store") || code.contains("pp_tasks::store");
-                    let allowed = names_store
-                        && opens_a_store.contains(&relative.as_str())
-                        && code.contains("store::Store");
-                    if code.contains(".store()") || (names_store && !allowed) {
-                        offenders.push(format!("{relative}:{}: {}", number + 1, line.trim()));
-                    }
-                }
-            }
-        }
-    }
+fn the_server_reaches_the_store_only_through_the_task_service() {
+    let crates = workspace_dependencies();
+    let normal = |name: &str| -> Vec<String> {
+        crates[name]
+            .iter()
+            .filter(|dep| !dep.dev_only && dep.name.starts_with("pp-"))
+            .map(|dep| dep.name.clone())
+            .collect()
+    };
     assert!(
-        offenders.is_empty(),
-        "store calls outside the service:\n{}",
-        offenders.join("\n")
+        !normal("pp-server").iter().any(|dep| dep == "pp-store"),
+        "pp-server must not depend on pp-store"
     );
+    // Every crate on a path from the server to the store, and whether it re-exports it.
+    let mut reaching = BTreeSet::new();
+    let mut stack = normal("pp-server");
+    let mut seen = BTreeSet::new();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let deps = normal(&name);
+        if deps.iter().any(|dep| dep == "pp-store") {
+            reaching.insert(name.clone());
+        }
+        stack.extend(deps);
+    }
+    assert_eq!(
+        reaching,
+        BTreeSet::from(["pp-tasks".to_owned()]),
+        "the server reaches pp-store only through pp-tasks"
+    );
+    for name in &reaching {
+        let lib = crate::repo_root()
+            .join("crates")
+            .join(name)
+            .join("src/lib.rs");
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "reads the workspace's own sources"
+        )]
+        let text = std::fs::read_to_string(&lib).unwrap();
+        let reexports_the_crate = text.lines().any(|line| {
+            let code = line.trim();
+            code.starts_with("pub use pp_store as")
+                || code.starts_with("pub use pp_store;")
+                || code.starts_with("pub use pp_store::*")
+                || code.starts_with("pub extern crate pp_store")
+        });
+        assert!(!reexports_the_crate, "{name} re-exports pp_store");
+    }
 }
 
 /// The task service never names a tool argument: the stale check, the audit target and

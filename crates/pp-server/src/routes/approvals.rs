@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::{Action, ApprovalView, Decision, ResolveRequest};
+use pp_tasks::{ApprovalView, Decision, ResolveRequest};
 use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -97,11 +97,6 @@ pub(crate) async fn resolve(
     ApiJson(body): ApiJson<ResolveBody>,
 ) -> ApiResult<(StatusCode, Json<TaskRecord>)> {
     let id = ApprovalId(id);
-    if caller.user.is_some() {
-        let approval = state.service().approval_view(&id).await?;
-        let task = state.service().task(&approval.task_id).await?;
-        caller.authorize(&state, Action::Resolve(&task)).await?;
-    }
     let request = ResolveRequest {
         decision: body.decision,
         edited_arguments: body.edited_arguments,
@@ -109,10 +104,7 @@ pub(crate) async fn resolve(
         actor: Actor::Operator,
         wait: query.wait,
     };
-    let task = state
-        .service()
-        .resolve_as_user(&id, request, caller.user.clone())
-        .await?;
+    let task = state.service().resolve_for(&id, request, &caller).await?;
     let status = if query.wait {
         StatusCode::OK
     } else {

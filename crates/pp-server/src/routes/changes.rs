@@ -20,7 +20,7 @@ pub(crate) async fn task_changes(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
     let task = caller.visible_task(&state, &TaskId(id)).await?;
-    let changes = state.service().task_changes(&task.id).await?;
+    let changes = state.service().changes().of_task(&task.id).await?;
     Ok(Json(json!({ "changes": changes })))
 }
 
@@ -34,10 +34,15 @@ pub(crate) async fn revert(
 ) -> ApiResult<Json<Value>> {
     let id = ChangeId(id);
     if caller.user.is_some() {
-        let task = state.service().change_task(&id).await?;
+        let task = state.service().changes().task_of(&id).await?;
         caller.authorize(&state, Action::Revert(&task)).await?;
     }
-    match state.service().revert_change(&id, Actor::Operator).await? {
+    match state
+        .service()
+        .changes()
+        .revert(&id, Actor::Operator)
+        .await?
+    {
         Ok(change) => Ok(Json(json!({ "change": change }))),
         Err(RevertRefusal::ChangedSince { message, diff }) => {
             Err(ApiError::ChangedSince { message, diff })

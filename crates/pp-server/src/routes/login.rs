@@ -50,7 +50,8 @@ pub(crate) async fn login(
     let who: Option<Option<String>> = match query.token {
         Some(token) if state.settings().team => state
             .service()
-            .user_by_token(token)
+            .users()
+            .by_token(token)
             .await
             .ok()
             .flatten()
@@ -69,10 +70,11 @@ pub(crate) async fn login(
             .into_response();
     };
     let ttl = state.settings().session_ttl;
-    let created = match user.clone() {
-        Some(name) => state.service().create_user_login(name, ttl).await,
-        None => state.service().create_login(ttl).await,
-    };
+    let created = state
+        .service()
+        .users()
+        .create_login(user.clone(), ttl)
+        .await;
     let session = match created {
         Ok(session) => session,
         Err(error) => return ApiError::internal(error).into_response(),
@@ -112,7 +114,7 @@ pub(crate) async fn login(
 /// `POST /logout`: deletes the session and clears the cookie; `303` to `/`.
 pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(session) = session_cookie(&headers)
-        && let Err(error) = state.service().delete_login(session).await
+        && let Err(error) = state.service().users().end_login(session).await
     {
         return ApiError::internal(error).into_response();
     }

@@ -314,7 +314,7 @@ async fn resolve_latency() {
     let mut ids = Vec::new();
     for task in &approvals {
         app.wait_for(task, TaskState::WaitingApproval).await;
-        let approval = app.service.store().approvals_for_task(task).await.unwrap();
+        let approval = app.service.approvals_for_task(task).await.unwrap();
         ids.push(approval[0].id.to_string());
     }
     let mut times = Vec::new();

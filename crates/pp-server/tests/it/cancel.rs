@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use axum::http::Method;
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::store::Store;
 use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::{TempTree, wait_until_async};
 use pp_types::{ManualClock, TaskState, Timestamp};
@@ -21,7 +20,8 @@ use crate::{App, TOKEN};
 fn stubborn_app(workers: usize) -> App {
     let tree = TempTree::new();
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
-    let store = Store::open_with_clock(&tree.base().join("pocketpilot.db"), clock.clone()).unwrap();
+    let store =
+        pp_test_support::sqlite_store_with_clock(&tree.base().join("pocketpilot.db"), clock.clone());
     let settings = TaskSettings {
         workers,
         poll_interval: Duration::from_millis(20),

@@ -149,12 +149,7 @@ async fn a_move_is_carded_logged_with_where_it_came_from_and_reverted() {
         ]))
         .await;
     app.wait_for(&task.id, TaskState::WaitingApproval).await;
-    let approval = app
-        .service
-        .store()
-        .approvals_for_task(&task.id)
-        .await
-        .unwrap()[0]
+    let approval = app.service.approvals_for_task(&task.id).await.unwrap()[0]
         .id
         .to_string();
     let card = app

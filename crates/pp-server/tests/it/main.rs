@@ -41,7 +41,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use pp_channels::ChannelSettings;
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::store::{AuditFilter, Store};
+use pp_tasks::AuditFilter;
 use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, AuditEntry, ManualClock, TaskId, TaskRecord, TaskState, Timestamp};
@@ -83,7 +83,7 @@ impl App {
         let tree = TempTree::new();
         let clock = Arc::new(ManualClock::new(Timestamp::now()));
         let store =
-            Store::open_with_clock(&tree.base().join("pocketpilot.db"), clock.clone()).unwrap();
+            pp_test_support::sqlite_store_with_clock(&tree.base().join("pocketpilot.db"), clock.clone());
         let task_settings = TaskSettings {
             workers: 4,
             poll_interval: Duration::from_millis(20),
@@ -149,7 +149,7 @@ impl App {
     pub(crate) async fn wait_for(&self, task: &TaskId, state: TaskState) -> TaskRecord {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let record = self.service.store().task(task).await.unwrap();
+            let record = self.service.task(task).await.unwrap();
             if record.state == state {
                 return record;
             }
@@ -166,12 +166,7 @@ impl App {
     pub(crate) async fn waiting_write(&self, path: &str, content: &str) -> (TaskId, String) {
         let task = self.create_task(write_script(path, content)).await;
         self.wait_for(&task.id, TaskState::WaitingApproval).await;
-        let approvals = self
-            .service
-            .store()
-            .approvals_for_task(&task.id)
-            .await
-            .unwrap();
+        let approvals = self.service.approvals_for_task(&task.id).await.unwrap();
         let approval = approvals.last().unwrap();
         (task.id, approval.id.to_string())
     }
@@ -179,8 +174,7 @@ impl App {
     /// Audit rows matching `filter`'s action and task.
     pub(crate) async fn audit(&self, action: &str, task: Option<&TaskId>) -> Vec<AuditEntry> {
         self.service
-            .store()
-            .list_audit(&AuditFilter {
+            .list_audit(AuditFilter {
                 actor: None,
                 task_id: task.cloned(),
                 action: Some(action.into()),

@@ -20,7 +20,7 @@ use crate::{App, Reply, authed};
 pub(crate) fn service(tree: &TempTree, service: &TaskService) -> MemoryService {
     let data = tree.base().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    MemoryService::new(MemorySettings::new(data), service.store().clone())
+    service.memory_service(MemorySettings::new(data))
 }
 
 fn memory_file(app: &App) -> PathBuf {

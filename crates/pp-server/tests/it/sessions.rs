@@ -89,12 +89,7 @@ async fn a_conversation_over_http_waits_for_each_turn() {
         .await
         .expect(409, Some("session_busy"));
 
-    let approval = app
-        .service
-        .store()
-        .approvals_for_task(&first_task)
-        .await
-        .unwrap();
+    let approval = app.service.approvals_for_task(&first_task).await.unwrap();
     app.call_json(
         Method::POST,
         &format!("/api/approvals/{}/resolve", approval[0].id),

@@ -23,14 +23,11 @@ pub(crate) fn service(tree: &TempTree, service: &TaskService) -> SkillsService {
     let shared = tree.base().join("skills-shared");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&shared).unwrap();
-    SkillsService::new(
-        SkillsSettings {
-            home,
-            dirs: vec![shared],
-            max_body_bytes: 1024,
-        },
-        service.store().clone(),
-    )
+    service.skills_service(SkillsSettings {
+        home,
+        dirs: vec![shared],
+        max_body_bytes: 1024,
+    })
 }
 
 fn home(app: &App) -> PathBuf {

@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use axum::http::Method;
-use pp_tasks::store::Store;
 use pp_types::{Event, EventKind, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -187,7 +186,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
         assert_eq!(event.data["type"], event.event.as_str());
         assert_eq!(event.data["task_id"], task.id.as_str());
     }
-    let stored = app.service.store().task_events(&task.id, 0).await.unwrap();
+    let stored = app.service.task_events(&task.id, 0).await.unwrap();
     let stored_ids: Vec<i64> = stored.iter().map(|event| event.seq).collect();
     let seen_ids: Vec<i64> = seen.iter().map(|event| event.id).collect();
     assert_eq!(seen_ids, stored_ids[..seen_ids.len()]);
@@ -195,12 +194,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
 
     // 2. Disconnect; the task resumes and finishes while nobody listens.
     drop(first);
-    let approval = app
-        .service
-        .store()
-        .approvals_for_task(&task.id)
-        .await
-        .unwrap()[0]
+    let approval = app.service.approvals_for_task(&task.id).await.unwrap()[0]
         .id
         .to_string();
     app.call_json(
@@ -215,7 +209,6 @@ async fn sse_streams_live_resume_and_see_other_processes() {
     // 3. Reconnect with Last-Event-ID: exactly the missed events, in order, no duplicates.
     let missed: Vec<i64> = app
         .service
-        .store()
         .task_events(&task.id, last_seen)
         .await
         .unwrap()
@@ -232,7 +225,7 @@ async fn sse_streams_live_resume_and_see_other_processes() {
     // 4. An event written by another process (a second connection to the database)
     //    reaches both the task stream and the all-tasks stream within a second.
     let mut everything = SseClient::connect(port, "/api/events", None).await;
-    let other = Store::open(&app.tree.base().join("pocketpilot.db")).unwrap();
+    let other = pp_test_support::sqlite_store(&app.tree.base().join("pocketpilot.db"));
     let started = Instant::now();
     let written = other
         .append_events(&task.id, &[foreign_event("from another process")])
@@ -264,7 +257,6 @@ async fn sse_streams_live_resume_and_see_other_processes() {
     );
     let expected: Vec<i64> = app
         .service
-        .store()
         .events_after(written[0].seq, 100)
         .await
         .unwrap()

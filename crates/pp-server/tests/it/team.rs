@@ -11,7 +11,6 @@ use axum::body::Body;
 use axum::http::{Method, Request};
 use pp_channels::ChannelSettings;
 use pp_server::{AppState, ServerSettings};
-use pp_tasks::store::Store;
 use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspace, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, Role, TaskId, TaskRecord, TaskState};
@@ -59,7 +58,7 @@ impl Team {
         std::fs::create_dir_all(&other).unwrap();
         // The store's clock stands still: logins, tokens and leases never meet wall time.
         let clock = std::sync::Arc::new(pp_types::ManualClock::new(pp_types::Timestamp::now()));
-        let store = Store::open_with_clock(&tree.base().join("pocketpilot.db"), clock).unwrap();
+        let store = pp_test_support::sqlite_store_with_clock(&tree.base().join("pocketpilot.db"), clock);
         let service = TaskService::new(
             store.clone(),
             TaskSettings {
@@ -98,9 +97,9 @@ impl Team {
         let router = pp_server::router(state);
         let mut tokens = BTreeMap::new();
         for (name, role) in USERS {
-            let issued = service.add_user(name, role).await.unwrap();
+            let issued = service.users().add(name, role).await.unwrap();
             if role != Role::Owner {
-                service.grant_workspace(name, "main").await.unwrap();
+                service.users().grant_workspace(name, "main").await.unwrap();
             }
             tokens.insert(name, issued.token);
         }
@@ -538,7 +537,7 @@ async fn rotation_ends_the_old_token_and_its_console_logins() {
     let me = send(&team.router, with_cookie()).await;
     assert_eq!(me.json["user"], "mia", "{me:?}");
 
-    let issued = team.service.rotate_user_token("mia").await.unwrap();
+    let issued = team.service.users().rotate_token("mia").await.unwrap();
     assert_eq!(issued.logins_ended, 1);
     assert_eq!(send(&team.router, with_cookie()).await.status, 401);
     let stale = team
@@ -655,12 +654,16 @@ async fn a_revoked_grant_stops_every_action_at_once() {
     )
     .await
     .expect(200, None);
-    let change = team.service.task_changes(&done.id).await.unwrap()[0]
+    let change = team.service.changes().of_task(&done.id).await.unwrap()[0]
         .id
         .to_string();
 
     for user in ["mia", "abe"] {
-        team.service.revoke_workspace(user, "main").await.unwrap();
+        team.service
+            .users()
+            .revoke_workspace(user, "main")
+            .await
+            .unwrap();
     }
 
     // The actions named in the finding, with the answer each gets now.
@@ -780,7 +783,7 @@ async fn a_revoked_grant_stops_every_action_at_once() {
             TaskState::WaitingApproval
         );
     }
-    let changes = team.service.task_changes(&done.id).await.unwrap();
+    let changes = team.service.changes().of_task(&done.id).await.unwrap();
     assert!(changes.iter().all(|change| change.reverted_by.is_none()));
     let tasks = team.service.search_tasks(Default::default()).await.unwrap();
     assert_eq!(tasks.tasks.len(), 3, "no task was created");

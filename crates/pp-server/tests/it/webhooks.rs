@@ -65,12 +65,7 @@ fn signed(app: &App, name: &str, secret: &str, body: &str) -> Request<Body> {
 }
 
 async fn task_count(app: &App) -> usize {
-    app.service
-        .store()
-        .list_tasks(None, 1000)
-        .await
-        .unwrap()
-        .len()
+    app.service.list_tasks(None, 1000).await.unwrap().len()
 }
 
 #[tokio::test]
@@ -82,7 +77,7 @@ async fn a_signed_delivery_creates_a_webhook_task() {
         .await;
     reply.expect(202, None);
     let task_id = TaskId(reply.json["task_id"].as_str().unwrap().to_owned());
-    let task = app.service.store().task(&task_id).await.unwrap();
+    let task = app.service.task(&task_id).await.unwrap();
     assert_eq!(task.created_by, Actor::Webhook);
     assert_eq!(task.origin.as_deref(), Some("forms"));
     let shown = app

@@ -93,7 +93,7 @@ impl TaskShare {
     /// The share for tasks of `settings`: two steps short of the step limit (the resumed
     /// loop needs one for the approved call's turn, one for its closing turn) and half
     /// the running time.
-    pub fn of(settings: &crate::TaskSettings) -> Self {
+    pub fn of(settings: &crate::settings::TaskSettings) -> Self {
         Self {
             calls: settings.max_steps.saturating_sub(2).max(1),
             time: settings.timeout / 2,

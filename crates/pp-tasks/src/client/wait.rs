@@ -7,7 +7,7 @@ use pp_types::{
 
 use super::link::outcome_of;
 use super::{CallReply, ClientSettings, Waiting};
-use crate::TaskService;
+use crate::service::TaskService;
 
 /// Waits for the decision on the approval of `call_id` in `task`, then for the call's
 /// outcome as the store records it, up to the wait limit; after it, answers `pending

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pp_tasks::store::{Before, NewChange, Store};
+use pp_store::{Before, NewChange, Store};
 use pp_tasks::{
     CreateTask, Decision, MemorySettings, ModelSource, OutcomeStatus, ResolveRequest,
     RevertRefusal, RevertSettings, TaskService, TaskSettings, Workspaces,
@@ -111,7 +111,8 @@ async fn reverting_a_create_deletes_it_and_an_overwrite_restores_it() {
 
     let revert = fixture
         .service
-        .revert_change(&overwritten.id, Actor::Operator)
+        .changes()
+        .revert(&overwritten.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -123,7 +124,8 @@ async fn reverting_a_create_deletes_it_and_an_overwrite_restores_it() {
 
     fixture
         .service
-        .revert_change(&created.id, Actor::Operator)
+        .changes()
+        .revert(&created.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -142,7 +144,8 @@ async fn reverting_a_create_deletes_it_and_an_overwrite_restores_it() {
     fixture.tree.file("old.txt", "precious\n");
     let again = fixture
         .service
-        .revert_change(&overwritten.id, Actor::Operator)
+        .changes()
+        .revert(&overwritten.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -166,7 +169,8 @@ async fn a_file_changed_since_the_agents_write_is_never_clobbered() {
     fixture.tree.file("plan.md", "a\nagent\nperson\n");
     let refused = fixture
         .service
-        .revert_change(&change.id, Actor::Operator)
+        .changes()
+        .revert(&change.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -220,7 +224,8 @@ async fn too_large_to_keep_is_said_before_approval_and_refused_after() {
     );
     let refused = fixture
         .service
-        .revert_change(&change.id, Actor::Operator)
+        .changes()
+        .revert(&change.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -349,7 +354,7 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
     )
     .await;
     let logged = changes(&fixture, &task).await;
-    let store = fixture.service.store();
+    let store = fixture.store();
     let intent = |change: &Change| NewChange {
         task_id: task.clone(),
         approval_id: None,
@@ -380,9 +385,9 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
 
     // A restarted process reads the task's changes after the grace period.
     let restarted = fixture.another_process();
-    let count = restarted.recover_reverts(Duration::ZERO).await.unwrap();
+    let count = restarted.changes().recover(Duration::ZERO).await.unwrap();
     assert_eq!(count, 2);
-    let after = restarted.task_changes(&task).await.unwrap();
+    let after = restarted.changes().of_task(&task).await.unwrap();
     assert_eq!(
         kinds(&after),
         vec![
@@ -395,7 +400,7 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
     assert_eq!(after[0].reverted_by.as_ref(), Some(&written.change.id));
     assert_eq!(
         store.change(&unwritten.change.id).await.unwrap().state,
-        pp_tasks::store::ChangeState::Abandoned
+        pp_store::ChangeState::Abandoned
     );
     let audit = crate::fixture::audit_rows(&fixture.service, "change_reverted").await;
     assert_eq!(audit.len(), 1);
@@ -408,7 +413,8 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
     );
     // The change whose revert never happened can still be reverted.
     restarted
-        .revert_change(&logged[1].id, Actor::Operator)
+        .changes()
+        .revert(&logged[1].id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -466,7 +472,7 @@ async fn an_approved_memory_write_is_logged_and_reverts_like_a_file_write() {
     assert_eq!(state, TaskState::Completed);
     assert_eq!(memory().as_deref(), Some("fresh\n"));
 
-    let logged = service.task_changes(&task.id).await.unwrap();
+    let logged = service.changes().of_task(&task.id).await.unwrap();
     assert_eq!(
         kinds(&logged),
         vec![
@@ -484,7 +490,8 @@ async fn an_approved_memory_write_is_logged_and_reverts_like_a_file_write() {
 
     // Undo the replace: the memory the agent replaced comes back.
     let revert = service
-        .revert_change(&overwritten.id, Actor::Operator)
+        .changes()
+        .revert(&overwritten.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -497,7 +504,8 @@ async fn an_approved_memory_write_is_logged_and_reverts_like_a_file_write() {
     // A person edits the memory: reverting the append would clobber it, so it is refused.
     std::fs::write(&memory_file, "one\ntwo\nperson\n").unwrap();
     let refused = service
-        .revert_change(&edited.id, Actor::Operator)
+        .changes()
+        .revert(&edited.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -513,18 +521,20 @@ async fn an_approved_memory_write_is_logged_and_reverts_like_a_file_write() {
     // Back to what the agent wrote: the append and then the first write revert.
     std::fs::write(&memory_file, "one\ntwo\n").unwrap();
     service
-        .revert_change(&edited.id, Actor::Operator)
+        .changes()
+        .revert(&edited.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(memory().as_deref(), Some("one\n"));
     service
-        .revert_change(&created.id, Actor::Operator)
+        .changes()
+        .revert(&created.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(memory(), None, "the memory the agent created is gone");
     assert_eq!(audit_rows(&service, "change_reverted").await.len(), 3);
-    let after = service.task_changes(&task.id).await.unwrap();
+    let after = service.changes().of_task(&task.id).await.unwrap();
     assert!(after[..3].iter().all(|change| change.reverted_by.is_some()));
 }

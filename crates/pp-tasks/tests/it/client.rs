@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pp_tasks::store::Store;
+use pp_store::Store;
 use pp_tasks::{
     ClientLink, ClientSession, ClientSettings, Decision, ModelSource, ResolveRequest, TaskService,
     TaskSettings, TaskShare, Waiting, Workspaces,

@@ -187,7 +187,7 @@ async fn a_destination_or_a_file_that_changed_makes_the_approval_stale() {
         .resolve(&pending.id, approve())
         .await
         .unwrap();
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert_eq!(fixture.tree.read("a.txt"), "a");
     assert_eq!(fixture.tree.read("b.txt"), "someone else's");
@@ -199,7 +199,7 @@ async fn a_destination_or_a_file_that_changed_makes_the_approval_stale() {
         .resolve(&pending.id, approve())
         .await
         .unwrap();
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert_eq!(fixture.tree.read("gone.txt"), "v2, edited since");
     assert_eq!(fixture.audit_count("approval_stale").await, 2);
@@ -224,7 +224,8 @@ async fn reverting_an_overwriting_move_moves_back_and_restores_the_replaced_file
     fixture.tree.file("draft.txt", "someone's new draft\n");
     let refused = fixture
         .service
-        .revert_change(&moved.id, Actor::Operator)
+        .changes()
+        .revert(&moved.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -237,7 +238,8 @@ async fn reverting_an_overwriting_move_moves_back_and_restores_the_replaced_file
 
     let revert = fixture
         .service
-        .revert_change(&moved.id, Actor::Operator)
+        .changes()
+        .revert(&moved.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -269,7 +271,8 @@ async fn a_moved_file_changed_since_is_not_moved_back() {
     fixture.tree.file("b.txt", "a\nedited after the move\n");
     let refused = fixture
         .service
-        .revert_change(&moved.id, Actor::Operator)
+        .changes()
+        .revert(&moved.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -300,7 +303,8 @@ async fn reverting_a_delete_restores_the_file_and_the_empty_folder() {
     for change in &logged {
         fixture
             .service
-            .revert_change(&change.id, Actor::Operator)
+            .changes()
+            .revert(&change.id, Actor::Operator)
             .await
             .unwrap()
             .unwrap();
@@ -311,7 +315,8 @@ async fn reverting_a_delete_restores_the_file_and_the_empty_folder() {
     // Reverting again is refused: it is already reverted.
     let again = fixture
         .service
-        .revert_change(&logged[0].id, Actor::Operator)
+        .changes()
+        .revert(&logged[0].id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -334,7 +339,8 @@ async fn a_deleted_file_is_not_restored_over_a_new_one() {
     fixture.tree.file("a.txt", "a new one\n");
     let refused = fixture
         .service
-        .revert_change(&deleted.id, Actor::Operator)
+        .changes()
+        .revert(&deleted.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -387,7 +393,8 @@ async fn reverting_a_created_folder_removes_it_only_while_empty() {
     // The outer folder holds the inner one: not empty, not removed.
     let refused = fixture
         .service
-        .revert_change(&outer.id, Actor::Operator)
+        .changes()
+        .revert(&outer.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();
@@ -398,13 +405,15 @@ async fn reverting_a_created_folder_removes_it_only_while_empty() {
     assert!(fixture.tree.workspace().join("a/b").is_dir());
     fixture
         .service
-        .revert_change(&inner.id, Actor::Operator)
+        .changes()
+        .revert(&inner.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
     fixture
         .service
-        .revert_change(&outer.id, Actor::Operator)
+        .changes()
+        .revert(&outer.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -416,7 +425,7 @@ async fn reverting_a_created_folder_removes_it_only_while_empty() {
 /// recorded done; a folder removal that never happened is abandoned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_in_the_middle_of_an_entry_revert_loses_nothing() {
-    use pp_tasks::store::{Before, ChangeState, NewChange};
+    use pp_store::{Before, ChangeState, NewChange};
     let fixture = Fixture::new();
     fixture.tree.file("a.txt", "a\n");
     fixture.tree.dir("empty");
@@ -431,7 +440,7 @@ async fn a_crash_in_the_middle_of_an_entry_revert_loses_nothing() {
     )
     .await;
     let logged = changes(&fixture, &task).await;
-    let store = fixture.service.store();
+    let store = fixture.store();
     let intent = |change: &Change| NewChange {
         task_id: task.clone(),
         approval_id: None,
@@ -467,7 +476,8 @@ async fn a_crash_in_the_middle_of_an_entry_revert_loses_nothing() {
     let restarted = fixture.another_process();
     assert_eq!(
         restarted
-            .recover_reverts(std::time::Duration::ZERO)
+            .changes()
+            .recover(std::time::Duration::ZERO)
             .await
             .unwrap(),
         3
@@ -482,7 +492,8 @@ async fn a_crash_in_the_middle_of_an_entry_revert_loses_nothing() {
     );
     // The created folder's revert can still happen.
     restarted
-        .revert_change(&logged[2].id, Actor::Operator)
+        .changes()
+        .revert(&logged[2].id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();

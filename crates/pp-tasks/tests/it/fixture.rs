@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pp_agent::{BoxFuture, Tool};
-use pp_tasks::store::Store;
+use pp_store::Store;
 use pp_tasks::{
     CreateTask, Decision, ModelSource, ResolveRequest, TaskService, TaskSettings, Workspaces,
 };
@@ -53,6 +53,9 @@ pub(crate) struct Fixture {
     pub(crate) tree: TempTree,
     pub(crate) data: tempfile::TempDir,
     pub(crate) service: TaskService,
+    /// The store under `service` (the tests read it directly; the service never hands
+    /// it out).
+    store: Store,
     /// The `blocking_read` tool of this fixture's service, to observe what it saw.
     pub(crate) blocking: BlockingRead,
     /// The clock every store of this fixture (its "processes") shares.
@@ -79,11 +82,12 @@ impl Fixture {
         let data = tempfile::tempdir().unwrap();
         let blocking = BlockingRead::default();
         let clock = Arc::new(TokioClock::new());
-        let service = service_on(&tree, &data, settings, models, &blocking, &clock);
+        let (service, store) = service_on(&tree, &data, settings, models, &blocking, &clock);
         Self {
             tree,
             data,
             service,
+            store,
             blocking,
             clock,
         }
@@ -99,6 +103,12 @@ impl Fixture {
             &self.blocking,
             &self.clock,
         )
+        .0
+    }
+
+    /// The store under [`Fixture::service`].
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
     }
 
     pub(crate) async fn create(&self, script: Value) -> TaskRecord {
@@ -129,9 +139,8 @@ impl Fixture {
     /// The audit actions recorded for `task` after its creation, oldest first.
     pub(crate) async fn audit_actions(&self, task: &TaskId) -> Vec<String> {
         let mut rows = self
-            .service
             .store()
-            .list_audit(&pp_tasks::store::AuditFilter {
+            .list_audit(&pp_store::AuditFilter {
                 actor: None,
                 task_id: Some(task.clone()),
                 action: None,
@@ -164,7 +173,7 @@ impl Fixture {
     /// Polls `task` (at most 1,000 times, 5 ms apart) until its state passes `done`.
     async fn wait_until(&self, task: &TaskId, done: impl Fn(TaskState) -> bool) -> TaskRecord {
         for _ in 0..1000 {
-            let record = self.service.store().task(task).await.unwrap();
+            let record = self.store().task(task).await.unwrap();
             if done(record.state) {
                 return record;
             }
@@ -174,8 +183,7 @@ impl Fixture {
     }
 
     pub(crate) async fn event_types(&self, task: &TaskId) -> Vec<&'static str> {
-        self.service
-            .store()
+        self.store()
             .task_events(task, 0)
             .await
             .unwrap()
@@ -188,7 +196,6 @@ impl Fixture {
 /// The pending approval of `task` (the newest, if several).
 pub(crate) async fn pending_approval(service: &TaskService, task: &TaskId) -> ApprovalRecord {
     service
-        .store()
         .approvals_for_task(task)
         .await
         .unwrap()
@@ -200,11 +207,10 @@ pub(crate) async fn pending_approval(service: &TaskService, task: &TaskId) -> Ap
 /// Every audit row with `action`, newest first.
 pub(crate) async fn audit_rows(service: &TaskService, action: &str) -> Vec<pp_types::AuditEntry> {
     service
-        .store()
-        .list_audit(&pp_tasks::store::AuditFilter {
+        .list_audit(pp_store::AuditFilter {
             action: Some(action.into()),
             limit: 1000,
-            ..pp_tasks::store::AuditFilter::default()
+            ..pp_store::AuditFilter::default()
         })
         .await
         .unwrap()
@@ -217,11 +223,11 @@ fn service_on(
     models: ModelSource,
     blocking: &BlockingRead,
     clock: &Arc<TokioClock>,
-) -> TaskService {
+) -> (TaskService, Store) {
     let store =
         Store::open_with_clock(&data.path().join("test.db"), Arc::clone(clock) as _).unwrap();
-    TaskService::build(
-        store,
+    let service = TaskService::build(
+        store.clone(),
         settings,
         Workspaces::single("test", tree.workspace()),
         models,
@@ -236,7 +242,8 @@ fn service_on(
             // A provider pp-tasks has never heard of (the tool seam's acceptance test).
             .with(Arc::new(pp_test_support::provider::Stamps)),
         None,
-    )
+    );
+    (service, store)
 }
 
 pub(crate) fn approve() -> ResolveRequest {
@@ -268,7 +275,7 @@ pub(crate) async fn run_approving(fixture: &Fixture, script: Value) -> TaskId {
 
 /// The task's change log.
 pub(crate) async fn changes(fixture: &Fixture, task: &TaskId) -> Vec<pp_types::Change> {
-    fixture.service.task_changes(task).await.unwrap()
+    fixture.service.changes().of_task(task).await.unwrap()
 }
 
 /// One call of `tool` with `arguments`, then "done".

@@ -101,7 +101,7 @@ async fn cancel_and_resolve_racing_have_exactly_one_winner() {
         let (resolved, cancelled) = (resolve.await.unwrap(), cancel.await.unwrap());
         let end = fixture.wait_for_end(&task.id).await;
         let actions = fixture.audit_actions(&task.id).await;
-        let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+        let approval = fixture.store().approval(&pending.id).await.unwrap();
         match (resolved, cancelled) {
             (Ok(_), Err(pp_tasks::Error::InvalidState { .. })) => {
                 resolves_won += 1;

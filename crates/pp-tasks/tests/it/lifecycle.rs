@@ -39,16 +39,15 @@ async fn a_write_waits_then_completes_after_approval() {
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(done.final_text.as_deref(), Some("done"));
     assert_eq!(fixture.tree.read("notes.txt"), "new\n");
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Approved);
     assert_eq!(approval.resolved_by, Some(Actor::Operator));
 
     assert_eq!(fixture.audit_count("task_created").await, 1);
     assert_eq!(fixture.audit_count("approval_approved").await, 1);
     let executed = fixture
-        .service
         .store()
-        .list_audit(&pp_tasks::store::AuditFilter {
+        .list_audit(&pp_store::AuditFilter {
             actor: Some(Actor::Agent),
             task_id: Some(task.id.clone()),
             action: Some("tool_executed".into()),
@@ -71,12 +70,7 @@ async fn a_write_waits_then_completes_after_approval() {
     );
     assert_eq!(types.last(), Some(&"task_completed"));
     // The stored approval_required event names its approval.
-    let events = fixture
-        .service
-        .store()
-        .task_events(&task.id, 0)
-        .await
-        .unwrap();
+    let events = fixture.store().task_events(&task.id, 0).await.unwrap();
     let required = events
         .iter()
         .find(|e| e.event.type_name() == "approval_required")
@@ -111,7 +105,7 @@ async fn workers_run_queued_tasks_including_ones_from_other_processes() {
         .await
         .unwrap();
     fixture.service.start_workers();
-    let store = fixture.service.store();
+    let store = fixture.store();
     for _ in 0..500 {
         let done = store
             .list_tasks(Some(TaskState::Completed), 10)
@@ -182,7 +176,7 @@ async fn cancel_stops_waiting_and_running_tasks() {
     let pending = fixture.pending(&task.id).await;
     let cancelled = fixture.service.cancel(&task.id).await.unwrap();
     assert_eq!(cancelled.state, TaskState::Cancelled);
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Cancelled);
     let error = fixture
         .service
@@ -208,7 +202,7 @@ async fn cancel_stops_waiting_and_running_tasks() {
     let id = slow.id.clone();
     let running = tokio::spawn(async move { service.run_now(&id).await });
     for _ in 0..200 {
-        if fixture.service.store().task(&slow.id).await.unwrap().state == TaskState::Running {
+        if fixture.store().task(&slow.id).await.unwrap().state == TaskState::Running {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

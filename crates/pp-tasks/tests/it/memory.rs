@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use pp_model::ScriptedModel;
-use pp_tasks::store::Store;
+use pp_store::Store;
 use pp_tasks::{
-    CreateTask, Decision, MemoryError, MemoryService, MemorySettings, ModelSource, ResolveRequest,
-    TaskService, TaskSettings, Workspaces,
+    CreateTask, Decision, MemoryError, MemorySettings, ModelSource, ResolveRequest, TaskService,
+    TaskSettings, Workspaces,
 };
 use pp_test_support::TempTree;
 use pp_tools::{MemoryProvider, Toolbox};
@@ -22,9 +22,14 @@ struct Fixture {
     tree: TempTree,
     data: tempfile::TempDir,
     service: TaskService,
+    store: Store,
 }
 
 impl Fixture {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
     fn new() -> Self {
         Self::with_model(ModelSource::Scripted)
     }
@@ -34,7 +39,7 @@ impl Fixture {
         let data = tempfile::tempdir().unwrap();
         let store = Store::open(&data.path().join("test.db")).unwrap();
         let service = TaskService::build(
-            store,
+            store.clone(),
             TaskSettings::default(),
             Workspaces::single("test", tree.workspace()),
             models,
@@ -47,6 +52,7 @@ impl Fixture {
             tree,
             data,
             service,
+            store,
         }
     }
 
@@ -177,10 +183,9 @@ async fn memory_edited_by_the_operator_after_the_request_makes_the_approval_stal
     fixture.set_memory("v1\n");
     let task = fixture.run(Some(write_memory("replace", "agent\n"))).await;
     let pending = fixture.pending(&task).await;
-    let operator = MemoryService::new(
-        MemorySettings::new(fixture.data.path()),
-        fixture.service.store().clone(),
-    );
+    let operator = fixture
+        .service
+        .memory_service(MemorySettings::new(fixture.data.path()));
     let snapshot = operator.get().await.unwrap();
     operator
         .put_if_version(&snapshot.version, "operator v2\n".into())
@@ -188,7 +193,7 @@ async fn memory_edited_by_the_operator_after_the_request_makes_the_approval_stal
         .unwrap();
     let done = fixture.resolve(&task, Decision::Approve, None).await;
     assert_eq!(done.state, TaskState::Completed);
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert_eq!(fixture.memory().as_deref(), Some("operator v2\n"));
     assert_eq!(fixture.audit("tool_executed").await.len(), 0);
@@ -227,10 +232,9 @@ async fn a_memory_that_grants_write_permission_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_service_is_a_compare_and_swap_audited_as_operator() {
     let fixture = Fixture::new();
-    let memory = MemoryService::new(
-        MemorySettings::new(fixture.data.path()),
-        fixture.service.store().clone(),
-    );
+    let memory = fixture
+        .service
+        .memory_service(MemorySettings::new(fixture.data.path()));
     let empty = memory.get().await.unwrap();
     assert_eq!(
         (empty.content.as_str(), empty.version.as_str()),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use pp_tasks::store::{Store, StoreUrl};
+use pp_store::{Store, StoreUrl};
 use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, ApprovalState, EventKind, SystemClock, TaskState};
@@ -149,11 +149,12 @@ async fn write_after_approval(service: &TaskService, tree: &TempTree) -> Vec<&'s
         view.outcome.map(|outcome| outcome.status),
         Some(pp_tasks::OutcomeStatus::Done)
     );
-    let changes = service.task_changes(&task.id).await.unwrap();
+    let changes = service.changes().of_task(&task.id).await.unwrap();
     assert_eq!(changes.len(), 1, "{changes:?}");
     // The snapshot of what the write replaced is in the data directory: revert it.
     let reverted = service
-        .revert_change(&changes[0].id, Actor::Operator)
+        .changes()
+        .revert(&changes[0].id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();

@@ -67,7 +67,7 @@ async fn a_target_changed_before_approval_makes_the_approval_stale() {
         "v2 by someone else\n",
         "not overwritten"
     );
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert!(
         approval
@@ -104,7 +104,7 @@ async fn an_invalid_edit_is_refused_and_the_approval_stays_pending() {
             "{error}"
         );
     }
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Pending);
     assert_eq!(fixture.tree.outside_snapshot()[0].1, b"outside");
     let types = fixture.event_types(&task.id).await;
@@ -125,7 +125,7 @@ async fn an_invalid_edit_is_refused_and_the_approval_stays_pending() {
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("b.txt"), "edited");
     assert!(!fixture.tree.exists("a.txt"));
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(
         approval.edited_arguments,
         Some(json!({"path": "b.txt", "content": "edited"}))
@@ -159,7 +159,7 @@ async fn reject_continues_and_the_next_write_asks_again() {
     let second = fixture.pending(&task.id).await;
     assert_ne!(first.id, second.id);
     assert_eq!(fixture.audit_count("approval_rejected").await, 1);
-    let rejected = fixture.service.store().approval(&first.id).await.unwrap();
+    let rejected = fixture.store().approval(&first.id).await.unwrap();
     assert_eq!(rejected.reason.as_deref(), Some("not that one"));
     let done = fixture
         .service
@@ -182,7 +182,7 @@ async fn resolving_without_waiting_returns_once_the_decision_is_durable() {
     };
     let returned = fixture.service.resolve(&pending.id, request).await.unwrap();
     assert_eq!(returned.state, TaskState::Running);
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Approved);
     assert_eq!(
         fixture.wait_for_end(&task.id).await.state,
@@ -298,7 +298,7 @@ async fn staleness_is_checked_again_right_before_the_call_runs() {
         TaskState::Completed
     );
     assert_eq!(fixture.tree.read("notes.txt"), "v2 by the person\n");
-    let record = fixture.service.store().approval(&approval).await.unwrap();
+    let record = fixture.store().approval(&approval).await.unwrap();
     assert_eq!(record.state, ApprovalState::Stale);
     assert_eq!(fixture.audit_count("tool_executed").await, 0);
     assert_eq!(fixture.audit_count("approval_stale").await, 1);
@@ -317,13 +317,7 @@ async fn an_edit_that_keeps_the_target_is_still_checked_for_staleness() {
     assert_eq!(done.id, task);
     assert_eq!(fixture.tree.read("notes.txt"), "v2 by the person\n");
     assert_eq!(
-        fixture
-            .service
-            .store()
-            .approval(&approval)
-            .await
-            .unwrap()
-            .state,
+        fixture.store().approval(&approval).await.unwrap().state,
         ApprovalState::Stale
     );
 }
@@ -350,9 +344,8 @@ async fn the_model_cannot_forge_audit_rows_under_an_approval() {
         .unwrap();
     assert_eq!(done.state, TaskState::Completed);
     let rows = fixture
-        .service
         .store()
-        .list_audit(&pp_tasks::store::AuditFilter {
+        .list_audit(&pp_store::AuditFilter {
             actor: Some(Actor::Agent),
             task_id: Some(task.id.clone()),
             action: None,

@@ -1,7 +1,7 @@
 //! Surviving restarts: waiting tasks resume in another process, running ones become
 //! interrupted and are retried safely.
 
-use pp_tasks::store::TaskChange;
+use pp_store::TaskChange;
 use pp_types::{ApprovalState, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -35,17 +35,11 @@ async fn running_tasks_become_interrupted_and_retry_from_the_prompt() {
     let fixture = Fixture::new();
     let task = fixture.create(json!([{"content": "hello again"}])).await;
     // A process claimed it and died.
-    fixture
-        .service
-        .store()
-        .claim_queued()
-        .await
-        .unwrap()
-        .unwrap();
+    fixture.store().claim_queued().await.unwrap().unwrap();
     crate::fixture::outlive_the_lease().await;
     let interrupted = fixture.another_process().recover().await.unwrap();
     assert_eq!(interrupted, vec![task.id.clone()]);
-    let record = fixture.service.store().task(&task.id).await.unwrap();
+    let record = fixture.store().task(&task.id).await.unwrap();
     assert_eq!(record.state, TaskState::Interrupted);
     assert!(
         fixture
@@ -75,11 +69,11 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
     let pending = fixture.pending(&task.id).await;
     // The decision became durable, then the process died before running the call: mark
     // the approval approved and the task running, exactly as `resolve` leaves them.
-    let store = fixture.service.store();
+    let store = fixture.store();
     store
         .resolve(
             &pending.id,
-            pp_tasks::store::Resolve {
+            pp_store::Resolve {
                 state: ApprovalState::Approved,
                 actor: pp_types::Actor::Operator,
                 reason: None,
@@ -137,16 +131,10 @@ async fn another_process_starting_up_leaves_a_live_run_alone() {
 async fn the_workers_interrupt_a_dead_runners_task_while_they_poll() {
     let fixture = Fixture::new();
     let task = fixture.create(json!([{"content": "never"}])).await;
-    fixture
-        .service
-        .store()
-        .claim_queued()
-        .await
-        .unwrap()
-        .unwrap();
+    fixture.store().claim_queued().await.unwrap().unwrap();
     let other = fixture.another_process();
     other.start_workers();
-    let store = fixture.service.store();
+    let store = fixture.store();
     for _ in 0..100 {
         if store.task(&task.id).await.unwrap().state == TaskState::Interrupted {
             break;

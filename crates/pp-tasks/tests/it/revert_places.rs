@@ -45,7 +45,8 @@ async fn a_deleted_0600_file_comes_back_0600_with_its_owner() {
     assert_eq!(deleted.kind, ChangeKind::Deleted);
     fixture
         .service
-        .revert_change(&deleted.id, Actor::Operator)
+        .changes()
+        .revert(&deleted.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -71,7 +72,8 @@ async fn reverts_of_an_overwrite_and_an_overwriting_move_restore_the_old_mode() 
     assert_eq!(overwritten.kind, ChangeKind::Overwritten);
     fixture
         .service
-        .revert_change(&overwritten.id, Actor::Operator)
+        .changes()
+        .revert(&overwritten.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -93,7 +95,8 @@ async fn reverts_of_an_overwrite_and_an_overwriting_move_restore_the_old_mode() 
     let moved = changes(&fixture, &task).await.remove(0);
     fixture
         .service
-        .revert_change(&moved.id, Actor::Operator)
+        .changes()
+        .revert(&moved.id, Actor::Operator)
         .await
         .unwrap()
         .unwrap();
@@ -127,7 +130,8 @@ async fn a_file_that_became_a_folder_is_changed_since_and_nothing_is_written() {
             .file(&format!("{name}/inside.txt"), "someone's\n");
         let refused = fixture
             .service
-            .revert_change(&change.id, Actor::Operator)
+            .changes()
+            .revert(&change.id, Actor::Operator)
             .await
             .unwrap()
             .unwrap_err();
@@ -186,7 +190,8 @@ async fn a_folder_swapped_for_a_link_outside_is_changed_since_and_nothing_is_wri
     for change in &logged {
         let refused = fixture
             .service
-            .revert_change(&change.id, Actor::Operator)
+            .changes()
+            .revert(&change.id, Actor::Operator)
             .await
             .unwrap()
             .unwrap_err();
@@ -212,7 +217,8 @@ async fn a_folder_swapped_for_a_link_outside_is_changed_since_and_nothing_is_wri
     fixture.tree.symlink("sub", "sub.moved");
     let refused = fixture
         .service
-        .revert_change(&logged[0].id, Actor::Operator)
+        .changes()
+        .revert(&logged[0].id, Actor::Operator)
         .await
         .unwrap()
         .unwrap_err();

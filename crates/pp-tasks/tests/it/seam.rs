@@ -68,7 +68,7 @@ async fn a_change_to_any_target_of_a_foreign_tool_makes_the_approval_stale() {
         .await
         .unwrap();
     assert_eq!(done.state, TaskState::Completed);
-    let approval = fixture.service.store().approval(&pending.id).await.unwrap();
+    let approval = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(approval.state, ApprovalState::Stale);
     assert_eq!(fixture.tree.read("a.txt"), "a\n", "nothing written");
     assert_eq!(fixture.tree.read("b.txt"), "b changed\n");
@@ -91,12 +91,7 @@ async fn every_element_of_a_path_array_is_gated_and_escapes_count_as_denials() {
         task.failure_reason.map(|reason| reason.as_str()),
         Some("policy_violation")
     );
-    let events = fixture
-        .service
-        .store()
-        .task_events(&task.id, 0)
-        .await
-        .unwrap();
+    let events = fixture.store().task_events(&task.id, 0).await.unwrap();
     let denials = events
         .iter()
         .filter(|stored| matches!(stored.event.kind, EventKind::ToolDenied { .. }))
@@ -104,7 +99,6 @@ async fn every_element_of_a_path_array_is_gated_and_escapes_count_as_denials() {
     assert_eq!(denials, 3);
     assert!(
         fixture
-            .service
             .store()
             .approvals_for_task(&task.id)
             .await
@@ -128,7 +122,6 @@ async fn a_path_array_that_is_not_an_array_of_strings_is_denied() {
     assert_ne!(task.state, TaskState::WaitingApproval);
     assert!(
         fixture
-            .service
             .store()
             .approvals_for_task(&task.id)
             .await

@@ -272,12 +272,7 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
         ["assistant: three".to_owned(), "user: fourth".to_owned()]
     );
 
-    let events = fixture
-        .service
-        .store()
-        .task_events(&tasks[3], 0)
-        .await
-        .unwrap();
+    let events = fixture.store().task_events(&tasks[3], 0).await.unwrap();
     let summarised: Vec<&pp_types::EventKind> = events
         .iter()
         .map(|stored| &stored.event.kind)
@@ -301,7 +296,7 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
     );
     // The summarising call counts in the turn's usage, as a model call of its own.
     assert_eq!(usage.map(|usage| usage.total()), Some(730));
-    let fourth_task = fixture.service.store().task(&tasks[3]).await.unwrap();
+    let fourth_task = fixture.store().task(&tasks[3]).await.unwrap();
     assert_eq!(fourth_task.usage.model_calls, 2);
     assert_eq!(fourth_task.usage.total_tokens, 730);
     assert!(

@@ -4,10 +4,9 @@
 
 use std::sync::Arc;
 
-use pp_tasks::store::Store;
+use pp_store::Store;
 use pp_tasks::{
-    CreateTask, ModelSource, SkillsError, SkillsService, SkillsSettings, TaskService, TaskSettings,
-    Workspaces,
+    CreateTask, ModelSource, SkillsError, SkillsSettings, TaskService, TaskSettings, Workspaces,
 };
 use pp_test_support::TempTree;
 use pp_test_support::skills::{skill_md, write_skill};
@@ -23,9 +22,14 @@ struct Fixture {
     _data: tempfile::TempDir,
     settings: SkillsSettings,
     service: TaskService,
+    store: Store,
 }
 
 impl Fixture {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
     fn new() -> Self {
         let tree = TempTree::new();
         let data = tempfile::tempdir().unwrap();
@@ -34,7 +38,7 @@ impl Fixture {
         let settings = SkillsSettings::new(home);
         let store = Store::open(&data.path().join("test.db")).unwrap();
         let service = TaskService::build(
-            store,
+            store.clone(),
             TaskSettings::default(),
             Workspaces::single("test", tree.workspace()),
             ModelSource::Scripted,
@@ -46,6 +50,7 @@ impl Fixture {
             _data: data,
             settings,
             service,
+            store,
         }
     }
 
@@ -64,8 +69,7 @@ impl Fixture {
     }
 
     async fn events(&self, task: &TaskRecord) -> Vec<EventKind> {
-        self.service
-            .store()
+        self.store()
             .task_events(&task.id, 0)
             .await
             .unwrap()
@@ -169,7 +173,7 @@ async fn a_skill_that_grants_write_permission_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_skills_service_audits_every_change_as_the_operator() {
     let fixture = Fixture::new();
-    let skills = SkillsService::new(fixture.settings.clone(), fixture.service.store().clone());
+    let skills = fixture.service.skills_service(fixture.settings.clone());
     skills
         .put_skill_md("notes", skill_md("notes", "Notes.", "Body.\n"))
         .await

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use pp_tasks::store::Store;
+use pp_store::Store;
 use pp_tasks::{
     CreateTask, ModelSource, TaskService, TaskSettings, TeamWorker, Workspace, Workspaces,
 };
@@ -213,9 +213,13 @@ async fn authorize_reads_the_grant_at_the_moment_of_the_action() {
     let tree = TempTree::new();
     let database = tree.base().join("pocketpilot.db");
     let service = worker(&database, &tree.base().join("host"), &["finance"]);
-    let carol = service.add_user("carol", Role::Member).await.unwrap();
-    service.add_user("dave", Role::Member).await.unwrap();
-    service.grant_workspace("carol", "finance").await.unwrap();
+    let carol = service.users().add("carol", Role::Member).await.unwrap();
+    service.users().add("dave", Role::Member).await.unwrap();
+    service
+        .users()
+        .grant_workspace("carol", "finance")
+        .await
+        .unwrap();
 
     let wrong = service.authenticate("dave", carol.token.clone()).await;
     assert!(matches!(wrong, Err(Error::Unauthorized(_))), "{wrong:?}");
@@ -249,7 +253,11 @@ async fn authorize_reads_the_grant_at_the_moment_of_the_action() {
         .unwrap();
     service.authorize(&caller, turn).await.unwrap();
 
-    service.revoke_workspace("carol", "finance").await.unwrap();
+    service
+        .users()
+        .revoke_workspace("carol", "finance")
+        .await
+        .unwrap();
     // The same caller value, authenticated before the revoke.
     for action in [Action::Cancel(&task), Action::Retry(&task), turn] {
         let refused = service.authorize(&caller, action).await;

@@ -48,7 +48,6 @@ fn reading() -> Value {
 /// The usage every `assistant_message` event of `task` carries, in order.
 async fn call_usages(fixture: &Fixture, task: &TaskId) -> Vec<Option<Usage>> {
     fixture
-        .service
         .store()
         .task_events(task, 0)
         .await
@@ -242,7 +241,7 @@ async fn a_streamed_provider_task_records_usage_and_cost() {
     assert_eq!(task.state, TaskState::Completed, "{task:?}");
     assert_usage(&task.usage);
     assert_eq!(server.served(), 2);
-    let calls = fixture.service.store().model_calls(&task.id).await.unwrap();
+    let calls = fixture.store().model_calls(&task.id).await.unwrap();
     assert_eq!(
         calls.iter().map(|c| c.model.as_str()).collect::<Vec<_>>(),
         vec!["openai-compatible:gpt-t"; 2]

@@ -16,13 +16,12 @@ use pp_gate::Jail;
 use pp_store::{Before, ChangeRow, NewChange};
 use pp_types::{Actor, Change, ChangeKind, FileOp};
 
-use super::{
-    KeptFile, NotWritten, Place, REVERT_TOOL, RevertRefusal, finish, not_revertible,
-    resolves_to_itself, target_changed,
-};
+use super::keep::KeptFile;
+use super::place::{NotWritten, Place, resolves_to_itself, target_changed};
+use super::revert::{finish, not_revertible, open_snapshots};
+use super::{ChangeLog, REVERT_TOOL, RevertRefusal};
 use crate::blocking::blocking;
-use crate::shared::Shared;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Whether changes of `kind` are reverted here.
 pub(super) fn is_entry_kind(kind: ChangeKind) -> bool {
@@ -65,15 +64,15 @@ fn changed(message: String) -> RevertRefusal {
 /// entry fingerprint right after the call was `recorded`: the store calls awaited, the
 /// entry work on the blocking pool.
 pub(super) async fn revert(
-    shared: &Shared,
+    log: &ChangeLog,
     place: Arc<Place>,
     row: &ChangeRow,
     path: &str,
     recorded: &str,
     actor: Actor,
 ) -> Result<std::result::Result<Change, RevertRefusal>> {
-    let (store, id) = (&shared.store, &row.change.id);
-    let hash_max_bytes = shared.settings.hash_max_bytes;
+    let (store, id) = (&log.book, &row.change.id);
+    let hash_max_bytes = log.settings().hash_max_bytes;
     let refusal = {
         let (place, row, path, recorded) = (
             Arc::clone(&place),
@@ -92,7 +91,7 @@ pub(super) async fn revert(
     };
     let content = match &restores {
         Some(sha256) => {
-            let snapshots = super::open_snapshots(shared).await?;
+            let snapshots = open_snapshots(log).await?;
             let sha256 = sha256.clone();
             Some(
                 blocking(move || snapshots.get(&sha256))
@@ -140,7 +139,7 @@ pub(super) async fn revert(
             return Ok(Err(changed(message)));
         }
     };
-    let done = finish(shared, place, &pending, row, actor, note.as_deref()).await?;
+    let done = finish(log, place, &pending, row, actor, note.as_deref()).await?;
     Ok(Ok(done.change))
 }
 

@@ -13,7 +13,8 @@
 
 use pp_types::{Role, TaskRecord, UserRecord};
 
-use crate::{Error, Result, TaskService};
+use crate::error::{Error, Result};
+use crate::service::TaskService;
 
 /// The identity an action is taken for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,7 +173,7 @@ impl TaskService {
     /// API builds from a bearer token. [`Error::Unauthorized`] when the token is not
     /// `name`'s (an unknown name, a wrong or rotated token).
     pub async fn authenticate(&self, name: &str, token: String) -> Result<Caller> {
-        match self.user_by_token(token).await? {
+        match self.users().by_token(token).await? {
             Some(user) if user.name == name => Ok(Caller::from_user(user)),
             _ => Err(Error::Unauthorized(format!(
                 "the token is not a valid token of user `{name}`"
@@ -188,7 +189,7 @@ impl TaskService {
         let Some(name) = &caller.user else {
             return Ok(());
         };
-        let now = match self.user(name).await {
+        let now = match self.users().get(name).await {
             Ok(user) => Caller::from_user(user),
             Err(Error::NotFound { .. }) => {
                 return Err(Error::Unauthorized(format!(

@@ -21,17 +21,59 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use pp_types::{Actor, ApprovalState, EventKind, StoredEvent, TaskRecord};
+use pp_store::Store;
+use pp_types::{
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, EventKind, StoredEvent, TaskRecord, Timestamp,
+};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncWriteExt as _;
 
-use crate::{Decision, Error, ResolveRequest, TaskService};
+use crate::error::{Error, Result};
+use crate::resolve::{Decision, ResolveRequest};
+use crate::service::TaskService;
+
+/// The store as notifications see it: the event log, an approval's row, the pending
+/// approvals and the clock; nothing else (tasks are read through the service).
+#[derive(Clone)]
+struct Feed(Store);
+
+impl Feed {
+    fn of(service: &TaskService) -> Self {
+        Self(service.store().clone())
+    }
+
+    async fn last_seq(&self) -> pp_store::Result<i64> {
+        self.0.last_seq().await
+    }
+
+    async fn events_after(&self, after: i64, limit: usize) -> pp_store::Result<Vec<StoredEvent>> {
+        self.0.events_after(after, limit).await
+    }
+
+    async fn wait_for_events(&self, after: i64, at_most: Duration) {
+        self.0.wait_for_events(after, at_most).await;
+    }
+
+    async fn approval(&self, id: &ApprovalId) -> pp_store::Result<ApprovalRecord> {
+        self.0.approval(id).await
+    }
+
+    async fn pending_approvals(&self, limit: usize) -> pp_store::Result<Vec<ApprovalRecord>> {
+        self.0
+            .list_approvals(Some(ApprovalState::Pending), limit)
+            .await
+    }
+
+    fn now(&self) -> Timestamp {
+        self.0.clock().now()
+    }
+}
 
 /// The reason recorded on an approval that expired.
-pub const EXPIRED: &str = "expired";
+pub(crate) const EXPIRED: &str = "expired";
 
 /// How long a notifier may run before it is killed.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a notifier run failed (logged, never fatal).
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +136,7 @@ impl Notifier {
 
     /// Runs the command once with `summary` as one line of JSON on stdin; waits for it to
     /// exit (killing and reaping it after the timeout). Output is discarded.
-    pub async fn send(&self, summary: &Value) -> Result<(), NotifyError> {
+    pub async fn send(&self, summary: &Value) -> std::result::Result<(), NotifyError> {
         let program = self.command.first().cloned().unwrap_or_default();
         let mut command = tokio::process::Command::new(&program);
         command
@@ -192,10 +234,10 @@ pub async fn watch(
     poll: Duration,
     log: impl Fn(&str) + Send + Sync,
 ) {
-    let store = service.store();
-    let mut after = store.last_seq().await.unwrap_or(0);
+    let feed = Feed::of(&service);
+    let mut after = feed.last_seq().await.unwrap_or(0);
     loop {
-        let page = read_page(store, after)
+        let page = read_page(&service, &feed, after)
             .await
             .map_err(|error| error.to_string());
         let full = match page {
@@ -216,15 +258,15 @@ pub async fn watch(
             }
         };
         if !full {
-            store.wait_for_events(after, poll).await;
+            feed.wait_for_events(after, poll).await;
         }
     }
 }
 
 /// The events after `from` (at most [`PAGE`]) and, for those a notification is about,
 /// their tasks and targets.
-async fn read_page(store: &pp_store::Store, from: i64) -> pp_store::Result<Page> {
-    let events = store.events_after(from, PAGE).await?;
+async fn read_page(service: &TaskService, feed: &Feed, from: i64) -> Result<Page> {
+    let events = feed.events_after(from, PAGE).await?;
     let last = events.last().map_or(from, |event| event.seq);
     let count = events.len();
     let mut wanted = Vec::new();
@@ -235,13 +277,13 @@ async fn read_page(store: &pp_store::Store, from: i64) -> pp_store::Result<Page>
                 | EventKind::TaskCompleted { .. }
                 | EventKind::TaskFailed { .. }
         ) {
-            let task = store.task(&event.task_id).await?;
+            let task = service.task(&event.task_id).await?;
             let target = match &event.event.kind {
                 EventKind::ApprovalRequired {
                     approval_id: Some(id),
                     ..
-                } => store
-                    .approval(&pp_types::ApprovalId(id.clone()))
+                } => feed
+                    .approval(&ApprovalId(id.clone()))
                     .await
                     .ok()
                     .and_then(|approval| approval.target),
@@ -264,15 +306,10 @@ const PAGE: usize = 500;
 /// now), with reason [`EXPIRED`] and actor `scheduler`, through
 /// [`TaskService::resolve`]: exactly once (a person's decision or another process's
 /// expiry that came first wins, and is not an error). Returns the approvals expired.
-pub async fn expire_approvals(
-    service: &TaskService,
-    after: Duration,
-) -> crate::Result<Vec<pp_types::ApprovalId>> {
-    let pending = service
-        .store()
-        .list_approvals(Some(ApprovalState::Pending), 10_000)
-        .await?;
-    let now = service.store().clock().now();
+pub async fn expire_approvals(service: &TaskService, after: Duration) -> Result<Vec<ApprovalId>> {
+    let feed = Feed::of(service);
+    let pending = feed.pending_approvals(10_000).await?;
+    let now = feed.now();
     let mut expired = Vec::new();
     for approval in pending {
         if approval.created_at.saturating_add(after) > now {

@@ -1,0 +1,177 @@
+//! Where a change's path lives ([`Place`]: the workspace or the memory file's folder,
+//! each through a jail), how a revert writes there, and what is at a path now.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pp_gate::{Jail, JailError};
+use pp_tools::memory;
+use pp_types::{ChangeRoot, FileMode};
+
+use crate::blocking::blocking;
+use crate::error::{Error, Result};
+
+/// The folder a change's path is relative to ([`ChangeRoot`]), opened through a jail,
+/// and how a revert writes there.
+pub(super) enum Place {
+    /// The task's workspace: a revert writes with the jail's atomic write.
+    Workspace(Jail),
+    /// The memory file's directory (the data directory, beside the database), through
+    /// `pp_tools::memory`'s jail: a revert writes only the memory file, with its
+    /// compare-and-swap under its write lock (as `memory_write` and the operator do).
+    Memory(Jail),
+}
+
+impl Place {
+    /// The jail on `root`: the workspace `workspace`, or the data directory `data_dir`
+    /// (none on a server database: the memory's changes cannot be reached then). Opens
+    /// a folder: call it on the blocking pool.
+    pub(super) fn open(root: ChangeRoot, workspace: &str, data_dir: Option<&Path>) -> Result<Self> {
+        match root {
+            ChangeRoot::Workspace => Jail::new(Path::new(workspace))
+                .map(Self::Workspace)
+                .map_err(|source| Error::Workspace {
+                    path: workspace.to_owned(),
+                    source,
+                }),
+            ChangeRoot::Memory => match data_dir {
+                Some(data_dir) => Ok(Self::Memory(memory::jail(data_dir)?)),
+                None => Err(super::revert::no_data_dir()),
+            },
+        }
+    }
+
+    /// [`Place::open`] on the blocking pool, shared with the blocking work after it.
+    pub(super) async fn open_off_thread(
+        root: ChangeRoot,
+        workspace: String,
+        data_dir: Option<PathBuf>,
+    ) -> Result<Arc<Self>> {
+        blocking(move || Self::open(root, &workspace, data_dir.as_deref()).map(Arc::new)).await?
+    }
+
+    pub(super) fn jail(&self) -> &Jail {
+        match self {
+            Self::Workspace(jail) | Self::Memory(jail) => jail,
+        }
+    }
+
+    /// Whether a revert may write `path` here: anything in the workspace; only the
+    /// memory file in the data directory (never the database or the snapshots).
+    pub(super) fn allows(&self, path: &str) -> bool {
+        match self {
+            Self::Workspace(_) => true,
+            Self::Memory(_) => path == memory::MEMORY_FILE,
+        }
+    }
+
+    /// Puts `content` at `path` with `mode` (`None`: deletes it), where the agent's
+    /// version `agent` is now (the memory's write is a compare-and-swap on that
+    /// version). `Err` says why nothing was written.
+    pub(super) fn restore(
+        &self,
+        path: &str,
+        content: Option<&[u8]>,
+        mode: Option<&FileMode>,
+        agent: &Current,
+    ) -> std::result::Result<(), NotWritten> {
+        match (self, content) {
+            (Self::Workspace(jail), Some(bytes)) => jail
+                .restore_file(path, bytes, mode, true)
+                .map(|_| ())
+                .map_err(NotWritten::from),
+            (Self::Workspace(jail), None) => match jail.remove_file(path) {
+                Ok(()) | Err(JailError::NotFound { .. }) => Ok(()),
+                Err(error) => Err(NotWritten::from(error)),
+            },
+            (Self::Memory(jail), content) => {
+                let expected = match agent {
+                    Current::Absent => memory::ABSENT_VERSION.to_owned(),
+                    Current::Content(bytes) => memory::version_of(bytes),
+                    Current::TooLarge => {
+                        return Err(NotWritten::Failed("the memory is too large".to_owned()));
+                    }
+                };
+                match content {
+                    Some(bytes) => {
+                        let text = std::str::from_utf8(bytes).map_err(|_| {
+                            NotWritten::Failed("the kept memory is not UTF-8".to_owned())
+                        })?;
+                        memory::replace_if(jail, &expected, text).map(|_| ())
+                    }
+                    None => memory::remove_if(jail, &expected),
+                }
+                .map_err(|error| match error {
+                    memory::MemoryError::VersionMismatch { .. } => {
+                        NotWritten::Changed(error.to_string())
+                    }
+                    memory::MemoryError::Jail(error) => NotWritten::from(error),
+                    memory::MemoryError::TooLarge => NotWritten::Failed(error.to_string()),
+                })
+            }
+        }
+    }
+}
+
+/// Why a revert's own write did not happen (nothing was written either way).
+#[derive(Debug)]
+pub(super) enum NotWritten {
+    /// The target is no longer what the change left (a folder or a link where the
+    /// file was, a file where nothing was, the memory saved meanwhile): `changed_since`.
+    Changed(String),
+    /// Anything else (the disk, a kept content gone): `not_revertible`.
+    Failed(String),
+}
+
+impl From<JailError> for NotWritten {
+    fn from(error: JailError) -> Self {
+        if target_changed(&error) {
+            Self::Changed(error.to_string())
+        } else {
+            Self::Failed(error.to_string())
+        }
+    }
+}
+
+/// Whether `error`, met at a path a change recorded (links resolved, inside the
+/// root), means the place is no longer what the change left: a folder, a link leading
+/// outside, a loop, a missing or replaced folder, something new in the way. I/O
+/// failures are not (the disk, permissions): those are errors.
+pub(super) fn target_changed(error: &JailError) -> bool {
+    !matches!(error, JailError::Io { .. } | JailError::RootInvalid { .. })
+}
+
+/// Whether `path` (a change's path, recorded links resolved) still resolves to
+/// itself: no link was put at it or in its folders since. `entry`: resolved as an
+/// entry (its last name not followed).
+pub(super) fn resolves_to_itself(jail: &Jail, path: &str, entry: bool) -> bool {
+    let probe = if entry {
+        jail.probe_entry(path)
+    } else {
+        jail.probe(path)
+    };
+    probe.is_ok_and(|probe| probe.resolved == Path::new(path))
+}
+
+/// What is at a path now.
+pub(super) enum Current {
+    Absent,
+    Content(Vec<u8>),
+    TooLarge,
+}
+
+pub(super) fn current(
+    jail: &Jail,
+    path: &str,
+    max_bytes: u64,
+) -> std::result::Result<Current, JailError> {
+    if !jail.exists(path)? {
+        return Ok(Current::Absent);
+    }
+    let content = jail.read(path, max_bytes)?;
+    Ok(if content.truncated {
+        Current::TooLarge
+    } else {
+        Current::Content(content.bytes)
+    })
+}

@@ -1,0 +1,192 @@
+//! Team users (team mode, docs/team.md) and console logins: adding users, their
+//! workspace grants, token rotation, recognising a token or a login ([`Users`], from
+//! [`TaskService::users`]); who acts and whether they may ([`access`]).
+//!
+//! Which routes a role may use is the server's role matrix; this module only keeps the
+//! users and checks their names, roles and workspaces. It reaches the store only through
+//! [`UserBook`] (the store calls it makes, nothing else).
+
+pub(crate) mod access;
+
+use std::time::Duration;
+
+use pp_store::Store;
+use pp_types::{Role, UserRecord, valid_user_name};
+
+pub use pp_store::LoginOwner;
+
+use crate::error::{Error, Result};
+use crate::service::TaskService;
+
+/// A user with a token just made: the only time the token is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedToken {
+    /// The user.
+    pub user: UserRecord,
+    /// The token (`ppu_` and 64 hex digits); only its SHA-256 is stored.
+    pub token: String,
+    /// How many of the user's console logins ended (rotation).
+    pub logins_ended: usize,
+}
+
+/// Refuses a name that is not `^[a-z0-9][a-z0-9_.-]{0,63}$`.
+fn check_name(name: &str) -> Result<()> {
+    if valid_user_name(name) {
+        Ok(())
+    } else {
+        Err(Error::BadRequest(format!(
+            "invalid user name `{name}`: use 1-64 of a-z, 0-9, `_`, `.`, `-`, starting \
+             with a letter or digit"
+        )))
+    }
+}
+
+/// Parses a role name, with a usage error naming the four roles.
+pub fn parse_role(text: &str) -> Result<Role> {
+    Role::parse(text).ok_or_else(|| {
+        Error::BadRequest(format!(
+            "unknown role `{text}`; expected one of owner, approver, member, viewer"
+        ))
+    })
+}
+
+/// The store as the users module sees it: users, their grants and tokens, console
+/// logins; nothing else.
+#[derive(Clone)]
+struct UserBook(Store);
+
+impl UserBook {
+    /// One user ([`Error::NotFound`] for an unknown name).
+    async fn user(&self, name: &str) -> Result<UserRecord> {
+        Ok(self.0.user(name).await?)
+    }
+
+    /// The user whose token is `token`, if any.
+    async fn user_by_token(&self, token: &str) -> Result<Option<UserRecord>> {
+        Ok(self.0.user_by_token(token).await?)
+    }
+}
+
+/// The team's users and the console's logins, over a task service's store. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct Users {
+    service: TaskService,
+    book: UserBook,
+}
+
+impl std::fmt::Debug for Users {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Users").finish_non_exhaustive()
+    }
+}
+
+impl TaskService {
+    /// The team's users and the console's logins, over this service's store.
+    pub fn users(&self) -> Users {
+        Users {
+            service: self.clone(),
+            book: UserBook(self.store().clone()),
+        }
+    }
+}
+
+impl Users {
+    /// Adds a user with a fresh token (shown once: only its SHA-256 is stored).
+    pub async fn add(&self, name: &str, role: Role) -> Result<IssuedToken> {
+        check_name(name)?;
+        let added = self.book.0.add_user(name, role).await;
+        match added {
+            Ok((user, token)) => Ok(IssuedToken {
+                user,
+                token,
+                logins_ended: 0,
+            }),
+            Err(pp_store::Error::NameTaken { name, .. }) => Err(Error::BadRequest(format!(
+                "a user named `{name}` already exists"
+            ))),
+            Err(other) => Err(Error::from_store(other)),
+        }
+    }
+
+    /// Every user, by name.
+    pub async fn list(&self) -> Result<Vec<UserRecord>> {
+        Ok(self.book.0.users().await?)
+    }
+
+    /// One user ([`Error::NotFound`] for an unknown name).
+    pub async fn get(&self, name: &str) -> Result<UserRecord> {
+        self.book.user(name).await
+    }
+
+    /// Grants a configured workspace to a user ([`Error::NotFound`] for an unknown user
+    /// or a workspace this configuration does not have).
+    pub async fn grant_workspace(&self, name: &str, workspace: &str) -> Result<UserRecord> {
+        if self.service.workspaces().find(Some(workspace)).is_none() {
+            return Err(Error::NotFound {
+                what: "workspace",
+                id: workspace.to_owned(),
+            });
+        }
+        Ok(self.book.0.grant_workspace(name, workspace).await?)
+    }
+
+    /// Takes a workspace back ([`Error::NotFound`] for an unknown user, or a workspace
+    /// neither configured nor granted).
+    pub async fn revoke_workspace(&self, name: &str, workspace: &str) -> Result<UserRecord> {
+        let configured = self.service.workspaces().find(Some(workspace)).is_some();
+        let (user, removed) = self.book.0.revoke_workspace(name, workspace).await?;
+        if !removed && !configured {
+            return Err(Error::NotFound {
+                what: "workspace",
+                id: workspace.to_owned(),
+            });
+        }
+        Ok(user)
+    }
+
+    /// Gives a user a new token (shown once) and ends the user's console logins: the
+    /// old token stops working at once.
+    pub async fn rotate_token(&self, name: &str) -> Result<IssuedToken> {
+        let (user, token, logins_ended) = self.book.0.rotate_user_token(name).await?;
+        Ok(IssuedToken {
+            user,
+            token,
+            logins_ended,
+        })
+    }
+
+    /// The user whose token is `token`, if any.
+    pub async fn by_token(&self, token: String) -> Result<Option<UserRecord>> {
+        self.book.user_by_token(&token).await
+    }
+
+    /// Starts a console login lasting `ttl` — for the team user `user`, or for the
+    /// server's own token when `None` — and returns its secret id.
+    pub async fn create_login(&self, user: Option<String>, ttl: Duration) -> Result<String> {
+        Ok(match user {
+            Some(name) => self.book.0.create_user_login(&name, ttl).await?,
+            None => self.book.0.create_login(ttl).await?,
+        })
+    }
+
+    /// Whether `login` names a live (unexpired) console login.
+    pub async fn login_valid(&self, login: String) -> Result<bool> {
+        Ok(self.book.0.login_valid(&login).await?)
+    }
+
+    /// Who the live console login `login` belongs to; `None` if it is not live.
+    pub async fn login_owner(&self, login: String) -> Result<Option<LoginOwner>> {
+        Ok(self.book.0.login_owner(&login).await?)
+    }
+
+    /// Ends a console login (logout); unknown logins are not an error.
+    pub async fn end_login(&self, login: String) -> Result<()> {
+        Ok(self.book.0.delete_login(&login).await?)
+    }
+
+    /// Ends every console login; returns how many there were.
+    pub async fn end_all_logins(&self) -> Result<usize> {
+        Ok(self.book.0.delete_all_logins().await?)
+    }
+}
