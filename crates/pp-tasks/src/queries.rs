@@ -9,7 +9,6 @@ use pp_types::{ApprovalRecord, AuditEntry, NewAudit, StoredEvent, TaskId, TaskRe
 
 use crate::error::Result;
 use crate::service::TaskService;
-use crate::shared::tasks_by_ids;
 
 /// One page of a task's events: at most the requested number, oldest first.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +35,10 @@ impl TaskService {
             }
         }
         // One read for all of them; unknown ids are simply not found.
-        let origins = tasks_by_ids(&self.inner.store, &unique)
+        let origins = self
+            .inner
+            .store
+            .tasks_by_ids(&unique)
             .await?
             .into_iter()
             .filter_map(|task| Some((task.id, task.origin?)))

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use pp_agent::EventSink;
 use pp_store::Store;
-use pp_types::{TaskId, TaskRecord};
+use pp_types::TaskId;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::blocking::blocking;
@@ -68,20 +68,6 @@ impl Registration {
             *slot = id;
         }
     }
-}
-
-/// The tasks of `ids` that exist, in one read (unknown ids are left out).
-pub(crate) async fn tasks_by_ids(store: &Store, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
-    // TODO(lead): switch to Store::tasks_by_ids after arch-store merges
-    let mut tasks = Vec::with_capacity(ids.len());
-    for id in ids {
-        match store.task(id).await {
-            Ok(task) => tasks.push(task),
-            Err(pp_store::Error::NotFound { .. }) => {}
-            Err(error) => return Err(error.into()),
-        }
-    }
-    Ok(tasks)
 }
 
 /// How long a cancel waits for a running call to stop, unless the front end says.
@@ -217,42 +203,5 @@ impl Shared {
             .and_then(|map| map.get(task).cloned())
             .map(|cancellation| cancellation.cancel())
             .is_some()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use pp_store::NewTask;
-    use pp_types::Actor;
-
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn tasks_by_ids_reads_the_known_tasks_and_leaves_unknown_ids_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("db.sqlite")).unwrap();
-        let mut ids = Vec::new();
-        for prompt in ["one", "two"] {
-            let task = store
-                .create_task_as(
-                    NewTask {
-                        prompt: prompt.into(),
-                        workspace: "w".into(),
-                        workspace_path: dir.path().display().to_string(),
-                        created_by: Actor::Operator,
-                        origin: None,
-                        script: None,
-                    },
-                    None,
-                )
-                .await
-                .unwrap();
-            ids.push(task.id);
-        }
-        ids.insert(1, TaskId("t_missing".into()));
-        let tasks = tasks_by_ids(&store, &ids).await.unwrap();
-        let mut prompts: Vec<&str> = tasks.iter().map(|task| task.prompt.as_str()).collect();
-        prompts.sort_unstable();
-        assert_eq!(prompts, ["one", "two"]);
     }
 }

@@ -13,7 +13,6 @@ use crate::changelog::{ChangeLog, Outcome, outcome_of};
 use crate::current::CurrentTarget;
 use crate::error::Result;
 use crate::service::TaskService;
-use crate::shared::tasks_by_ids;
 
 /// An approval as the inbox and the CLI show it (without the full checkpoint).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -191,7 +190,8 @@ impl TaskService {
         ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
         ids.dedup();
         // A failed read leaves the tasks' parts of the cards empty, as for one card.
-        let tasks: HashMap<TaskId, TaskRecord> = tasks_by_ids(store, &ids)
+        let tasks: HashMap<TaskId, TaskRecord> = store
+            .tasks_by_ids(&ids)
             .await
             .unwrap_or_default()
             .into_iter()

@@ -45,6 +45,10 @@ use std::path::{Path, PathBuf};
 pub use unprivileged::{is_root, rerun_as_nobody};
 pub use wait::{wait_until, wait_until_async};
 
+/// The store type, for tests of crates that may not depend on the store crate (the
+/// server's): they open it here and hand it to the service as the binary would.
+pub use pp_store::Store;
+
 /// Opens (creating it) the SQLite database at `path`, for a test that builds a task
 /// service on it or writes to it as another process would. The server's tests use this:
 /// the server itself depends on no store crate and reaches the store only through the

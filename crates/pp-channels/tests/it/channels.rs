@@ -419,7 +419,7 @@ async fn refusals_past_their_budget_are_logged_as_one_row_with_their_number() {
     };
     let fixture = Fixture::with(ModelSource::Scripted, settings);
     let secret = channel(&fixture, "forms").await;
-    let refused_rows = |log: &[pp_tasks::store::DeliveryRecord]| {
+    let refused_rows = |log: &[pp_store::DeliveryRecord]| {
         log.iter()
             .filter(|row| row.status == DeliveryStatus::Refused)
             .map(|row| row.reason.clone().unwrap_or_default())

@@ -20,8 +20,10 @@ use crate::{App, TOKEN};
 fn stubborn_app(workers: usize) -> App {
     let tree = TempTree::new();
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
-    let store =
-        pp_test_support::sqlite_store_with_clock(&tree.base().join("pocketpilot.db"), clock.clone());
+    let store = pp_test_support::sqlite_store_with_clock(
+        &tree.base().join("pocketpilot.db"),
+        clock.clone(),
+    );
     let settings = TaskSettings {
         workers,
         poll_interval: Duration::from_millis(20),

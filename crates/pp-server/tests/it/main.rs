@@ -43,6 +43,7 @@ use pp_channels::ChannelSettings;
 use pp_server::{AppState, ServerSettings};
 use pp_tasks::AuditFilter;
 use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
+use pp_test_support::Store;
 use pp_test_support::TempTree;
 use pp_types::{Actor, AuditEntry, ManualClock, TaskId, TaskRecord, TaskState, Timestamp};
 use serde_json::{Value, json};
@@ -82,8 +83,10 @@ impl App {
     pub(crate) fn with_settings(settings: ServerSettings) -> Self {
         let tree = TempTree::new();
         let clock = Arc::new(ManualClock::new(Timestamp::now()));
-        let store =
-            pp_test_support::sqlite_store_with_clock(&tree.base().join("pocketpilot.db"), clock.clone());
+        let store = pp_test_support::sqlite_store_with_clock(
+            &tree.base().join("pocketpilot.db"),
+            clock.clone(),
+        );
         let task_settings = TaskSettings {
             workers: 4,
             poll_interval: Duration::from_millis(20),

@@ -58,7 +58,8 @@ impl Team {
         std::fs::create_dir_all(&other).unwrap();
         // The store's clock stands still: logins, tokens and leases never meet wall time.
         let clock = std::sync::Arc::new(pp_types::ManualClock::new(pp_types::Timestamp::now()));
-        let store = pp_test_support::sqlite_store_with_clock(&tree.base().join("pocketpilot.db"), clock);
+        let store =
+            pp_test_support::sqlite_store_with_clock(&tree.base().join("pocketpilot.db"), clock);
         let service = TaskService::new(
             store.clone(),
             TaskSettings {
