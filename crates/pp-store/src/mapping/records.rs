@@ -99,7 +99,7 @@ impl RawTask {
     }
 }
 
-/// Counts the comma-separated change kinds of [`TASK_COLUMNS`]' last column (an
+/// Counts the comma-separated change kinds of `TASK_COLUMNS`' last column (an
 /// unknown kind, which the schema's CHECK rules out, is not counted).
 fn change_counts(kinds: Option<&str>) -> pp_types::ChangeCounts {
     let mut counts = pp_types::ChangeCounts::default();

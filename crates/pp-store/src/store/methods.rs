@@ -1,5 +1,5 @@
 //! The store's operations, one async method each, dispatched to the backend, all
-//! generated from one table ([`store_methods!`]): each entry is a method's doc, name,
+//! generated from one table (`store_methods!`): each entry is a method's doc, name,
 //! arguments and return type. The SQLite backend's synchronous method of the same name
 //! runs on the blocking pool ([`Store::sqlite`]), its borrowed arguments first made
 //! owned as the entry says (`=> owned`: `to_owned()` then lent as `&`; `=> owned_str`

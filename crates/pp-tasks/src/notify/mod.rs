@@ -123,7 +123,7 @@ pub struct Notifier {
 }
 
 impl Notifier {
-    /// A notifier running `command` (`None` when it is empty) with [`DEFAULT_TIMEOUT`].
+    /// A notifier running `command` (`None` when it is empty) with `DEFAULT_TIMEOUT` (10 s).
     pub fn new(command: Vec<String>) -> Option<Self> {
         if command.first().is_none_or(String::is_empty) {
             return None;
@@ -303,7 +303,7 @@ type Page = (i64, usize, Vec<(StoredEvent, TaskRecord, Option<String>)>);
 const PAGE: usize = 500;
 
 /// Rejects every approval still pending `after` its creation (at the store clock's
-/// now), with reason [`EXPIRED`] and actor `scheduler`, through
+/// now), with reason `EXPIRED` and actor `scheduler`, through
 /// [`TaskService::resolve`]: exactly once (a person's decision or another process's
 /// expiry that came first wins, and is not an error). Returns the approvals expired.
 pub async fn expire_approvals(service: &TaskService, after: Duration) -> Result<Vec<ApprovalId>> {
