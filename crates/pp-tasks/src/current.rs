@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::service::TaskService;
-use crate::view::ApprovalView;
 
 /// The target of a pending approval as it is now, next to what the card first showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -22,16 +21,6 @@ pub struct CurrentTarget {
 }
 
 impl TaskService {
-    /// One approval as a card shows it, with its target checked again now
-    /// ([`ApprovalView::current`]) while it is pending.
-    pub async fn approval_view_checked(&self, id: &ApprovalId) -> Result<ApprovalView> {
-        let mut view = self.approval_view(id).await?;
-        if view.state == ApprovalState::Pending {
-            view.current = self.current_target(id).await?;
-        }
-        Ok(view)
-    }
-
     /// The target of pending approval `id` checked again now: the tool reports its
     /// target's state ([`pp_agent::Tool::target_state`]) and, when it changed, a fresh
     /// preview gives the diff against the current content. The tools do that work on the

@@ -168,6 +168,16 @@ impl ApprovalView {
 }
 
 impl TaskService {
+    /// One approval as a card shows it, with its target checked again now
+    /// ([`ApprovalView::current`]) while it is pending.
+    pub async fn approval_view_checked(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
+        let mut view = self.approval_view(id).await?;
+        if view.state == pp_types::ApprovalState::Pending {
+            view.current = self.current_target(id).await?;
+        }
+        Ok(view)
+    }
+
     /// One approval as a card shows it.
     pub async fn approval_view(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
         let approval = self.inner.store.approval(id).await?;

@@ -232,8 +232,9 @@ fn the_checker_catches_a_forbidden_edge() {
 
 /// The server talks to the task service only (issues 15 and 26), and the crates say so,
 /// not the text: the server depends on no store crate, so it cannot name the store at
-/// all; every crate it depends on that reaches `pp-store` (the task service) re-exports
-/// neither the store crate nor a way to it (`pp_tasks::store`, `TaskService::store` do
+/// all; every crate it depends on that reaches `pp-store` (the task service, the
+/// scheduler and the webhook channels, each through a handle of its own whose store field
+/// is private) re-exports neither the store crate nor a way to it (`pp_tasks::store`, `TaskService::store` do
 /// not compile: pp-tasks' `compile_fail` doc tests). The CLI opens the database with
 /// `pp-store` itself and hands it to the service.
 #[test]
@@ -266,8 +267,9 @@ fn the_server_reaches_the_store_only_through_the_task_service() {
     }
     assert_eq!(
         reaching,
-        BTreeSet::from(["pp-tasks".to_owned()]),
-        "the server reaches pp-store only through pp-tasks"
+        BTreeSet::from(["pp-channels", "pp-schedules", "pp-tasks"].map(str::to_owned)),
+        "the server reaches pp-store only through the task service and the two services \
+         beside it (schedules, webhook channels), each with a store handle of its own"
     );
     for name in &reaching {
         let lib = crate::repo_root()
