@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use pp_tasks::{DEFAULT_CURRENCY, ModelPrice, Prices};
+use pp_types::{DEFAULT_CURRENCY, ModelPrice, Prices};
 use serde::Deserialize;
 
 use crate::Exit;

@@ -62,7 +62,6 @@ mod shared;
 mod sink;
 mod skills;
 mod task_search;
-mod usage;
 mod users;
 mod view;
 mod workers;
@@ -85,7 +84,6 @@ pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };
 pub use task_search::TasksPage;
-pub use usage::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use users::access::{Action, Caller};
 pub use users::{IssuedToken, LoginOwner, Users, parse_role};
 pub use view::ApprovalView;

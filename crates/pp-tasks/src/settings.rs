@@ -33,7 +33,7 @@ pub struct TaskSettings {
     /// calls); the task fails with `token_budget` before a call that would pass it.
     pub max_tokens: Option<u64>,
     /// `[model] prices`: each model call's cost estimate.
-    pub prices: crate::usage::Prices,
+    pub prices: pp_types::Prices,
     /// Team mode (`[team] enabled`, docs/team.md): this process is one of several
     /// workers sharing the database. It registers itself with the workspace names it
     /// has, claims only tasks of those, and runs a task at its own path for the task's
@@ -81,7 +81,7 @@ impl Default for TaskSettings {
             hash_max_bytes: pp_tools::Limits::default().hash_max_bytes,
             revert: RevertSettings::default(),
             max_tokens: None,
-            prices: crate::usage::Prices::default(),
+            prices: pp_types::Prices::default(),
             team: None,
         }
     }

@@ -10,7 +10,7 @@ use pp_types::{Actor, ApprovalId, AuditAction, Event, EventKind, NewAudit, TaskI
 
 use crate::blocking::blocking;
 use crate::changelog::Kept;
-use crate::usage::Prices;
+use pp_types::Prices;
 
 /// The approved call whose outcome must reach the audit ledger.
 #[derive(Debug, Clone)]

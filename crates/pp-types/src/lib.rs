@@ -24,6 +24,7 @@ mod event;
 mod mcp;
 mod message;
 pub mod open_files;
+mod prices;
 mod task;
 mod time;
 mod tool;
@@ -39,6 +40,7 @@ pub use decision::{Decision, Denial, DenyRule, Policy};
 pub use event::{Event, EventKind, EventType, FailureReason, ResolutionKind};
 pub use mcp::{McpCallPreview, McpReport, McpServerReport, McpToolReport, McpUnregistered};
 pub use message::{Message, ToolCall, Usage};
+pub use prices::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use task::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeId, NewAudit, StoredEvent,
     TaskId, TaskRecord, TaskState,

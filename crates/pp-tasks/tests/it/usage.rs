@@ -8,10 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pp_model::{HttpModel, ProviderKind, ProviderSettings};
-use pp_tasks::{CreateTask, ModelPrice, ModelSource, Prices, TaskSettings};
+use pp_tasks::{CreateTask, ModelSource, TaskSettings};
 use pp_test_support::mock::MockServer;
 use pp_test_support::openai::{self, MockTurn, MockUsage};
-use pp_types::{Actor, Cost, EventKind, FailureReason, TaskId, TaskState, TaskUsage, Usage};
+use pp_types::{
+    Actor, Cost, EventKind, FailureReason, ModelPrice, Prices, TaskId, TaskState, TaskUsage, Usage,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 

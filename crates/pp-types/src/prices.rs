@@ -1,8 +1,9 @@
-//! `[model] prices`: what a model's tokens cost, for the cost estimate of each call.
+//! `[model] prices`: what a model's tokens cost, for the cost estimate of each call
+//! (beside [`Cost`], the estimate it yields).
 
 use std::collections::BTreeMap;
 
-use pp_types::{Cost, Usage};
+use crate::{Cost, Usage};
 
 /// The currency of a price that names none.
 pub const DEFAULT_CURRENCY: &str = "USD";
