@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use pp_agent::EventSink;
+use pp_knowledge::{MemoryService, SkillsService};
 use pp_store::Store;
-use pp_tasks::{MemoryService, ModelSource, SkillsService, TaskService};
+use pp_tasks::{ModelSource, TaskService};
 use pp_tools::docs::{DocsProvider, DocsSettings};
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
 use pp_types::SystemClock;
@@ -103,13 +104,13 @@ impl App {
     /// The operator's skills service over the configured skills folders, auditing into
     /// this app's store.
     pub(crate) fn skills(&self) -> SkillsService {
-        self.service.skills_service(self.config.skills.clone())
+        SkillsService::new(self.config.skills.clone(), self.store.clone())
     }
 
     /// The operator's memory service over `memory.md` in the data directory, auditing
     /// into this app's store.
     pub(crate) fn memory(&self) -> MemoryService {
-        self.service.memory_service(self.config.memory.clone())
+        MemoryService::new(self.config.memory.clone(), self.store.clone())
     }
 }
 

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pp_tasks::{MemorySettings, SkillsSettings, TaskSettings, Workspace, Workspaces};
+use pp_knowledge::{MemorySettings, SkillsSettings};
+use pp_tasks::{TaskSettings, Workspace, Workspaces};
 use serde::Deserialize;
 
 use crate::{Exit, env};
@@ -386,7 +387,7 @@ pub(crate) struct Config {
     pub(crate) mcp: crate::mcp_config::McpConfig,
     /// `[notify] command`: run when an approval starts waiting and when an unattended
     /// task ends (by `serve`); `None` when not configured.
-    pub(crate) notify: Option<pp_tasks::Notifier>,
+    pub(crate) notify: Option<pp_notify::Notifier>,
     /// `[approvals] expire_after_secs`: `serve` rejects approvals that waited longer
     /// (`None`: never).
     pub(crate) approvals_expire_after: Option<Duration>,
@@ -660,14 +661,14 @@ pub(crate) fn parse(text: &str) -> Result<FileConfig, String> {
 
 /// The `[notify]` table: an argv whose first element names a program, and a timeout of
 /// at least one second.
-fn resolve_notify(file: Option<&FileNotify>) -> anyhow::Result<Option<pp_tasks::Notifier>> {
+fn resolve_notify(file: Option<&FileNotify>) -> anyhow::Result<Option<pp_notify::Notifier>> {
     let Some(file) = file else {
         return Ok(None);
     };
     let Some(command) = file.command.clone() else {
         return Ok(None);
     };
-    let Some(mut notifier) = pp_tasks::Notifier::new(command) else {
+    let Some(mut notifier) = pp_notify::Notifier::new(command) else {
         return Err(Exit::usage(
             "`[notify] command` must be a list whose first element names a program, \
              e.g. [\"notify-send\", \"PocketPilot\"]",

@@ -261,7 +261,6 @@ impl From<pp_tasks::Error> for ApiError {
             Error::Forbidden(message) => Self::Forbidden(message),
             Error::Unauthorized(_) => Self::Unauthorized,
             Error::Store(_) if error.is_conflict() => Self::InvalidState(error.to_string()),
-            Error::Skill(error) => error.into(),
             Error::Memory(error) => error.into(),
             Error::Store(_)
             | Error::Workspace { .. }
@@ -272,9 +271,20 @@ impl From<pp_tasks::Error> for ApiError {
     }
 }
 
-impl From<pp_tasks::SkillsError> for ApiError {
-    fn from(error: pp_tasks::SkillsError) -> Self {
-        use pp_tasks::SkillsError;
+impl From<pp_knowledge::Error> for ApiError {
+    fn from(error: pp_knowledge::Error) -> Self {
+        use pp_knowledge::Error;
+        match error {
+            Error::Skill(error) => error.into(),
+            Error::Memory(error) => error.into(),
+            Error::Audit(_) | Error::Internal(_) => Self::internal(error),
+        }
+    }
+}
+
+impl From<pp_knowledge::SkillsError> for ApiError {
+    fn from(error: pp_knowledge::SkillsError) -> Self {
+        use pp_knowledge::SkillsError;
         match error {
             SkillsError::NotFound { .. } => Self::NotFound(error.to_string()),
             SkillsError::InvalidName { .. } | SkillsError::Invalid { .. } => {
@@ -287,9 +297,9 @@ impl From<pp_tasks::SkillsError> for ApiError {
     }
 }
 
-impl From<pp_tasks::MemoryError> for ApiError {
-    fn from(error: pp_tasks::MemoryError) -> Self {
-        use pp_tasks::MemoryError;
+impl From<pp_knowledge::MemoryError> for ApiError {
+    fn from(error: pp_knowledge::MemoryError) -> Self {
+        use pp_knowledge::MemoryError;
         match error {
             MemoryError::VersionMismatch { .. } => Self::VersionMismatch(error.to_string()),
             MemoryError::TooLarge => Self::PayloadTooLarge(error.to_string()),

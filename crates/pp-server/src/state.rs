@@ -5,8 +5,9 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use pp_channels::ChannelsService;
+use pp_knowledge::{MemoryService, SkillsService};
 use pp_schedules::Scheduler;
-use pp_tasks::{MemoryService, SkillsService, TaskService};
+use pp_tasks::TaskService;
 use pp_types::McpReport;
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};

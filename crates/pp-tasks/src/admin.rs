@@ -1,7 +1,6 @@
 //! What the CLI's maintenance commands need from the store, through the service: backup
 //! and restore of the SQLite file, pruning, the database's backend and schema version
-//! (`doctor`), and the operator services (skills, memory) over this service's store. The
-//! server and the CLI never call the store themselves.
+//! (`doctor`). The server and the CLI never call the store themselves.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,10 +8,7 @@ use std::time::Duration;
 use pp_store::{PruneReport, Store};
 
 use crate::error::Result;
-use crate::memory::{MemoryService, MemorySettings};
-use crate::operator_audit::OperatorAudit;
 use crate::service::TaskService;
-use crate::skills::{SkillsService, SkillsSettings};
 
 impl TaskService {
     /// Copies the database to `dest` (SQLite's online backup; a PostgreSQL database is
@@ -36,15 +32,5 @@ impl TaskService {
     pub async fn database_status(&self) -> Result<(&'static str, i64)> {
         let store = self.store();
         Ok((store.backend_name(), store.schema_version().await?))
-    }
-
-    /// The operator's skills service over `settings`, auditing into this service's store.
-    pub fn skills_service(&self, settings: SkillsSettings) -> SkillsService {
-        SkillsService::new(settings, OperatorAudit::new(self.store().clone()))
-    }
-
-    /// The operator's memory service over `settings`, auditing into this service's store.
-    pub fn memory_service(&self, settings: MemorySettings) -> MemoryService {
-        MemoryService::new(settings, OperatorAudit::new(self.store().clone()))
     }
 }

@@ -73,10 +73,7 @@ pub enum Error {
     /// the policy cannot classify).
     #[error("tools: {0}")]
     Tools(String),
-    /// The operator's change to a skill was refused or failed.
-    #[error(transparent)]
-    Skill(#[from] pp_tools::skills::SkillsError),
-    /// The operator's change to the memory was refused (a version mismatch) or failed.
+    /// The memory file could not be reached (a revert of a `memory_write`).
     #[error(transparent)]
     Memory(#[from] pp_tools::memory::MemoryError),
     /// Work the service handed to a blocking thread did not finish (it panicked or the

@@ -47,10 +47,7 @@ mod client;
 mod conversation;
 mod current;
 mod error;
-mod memory;
 mod model;
-pub mod notify;
-mod operator_audit;
 mod queries;
 mod resolve;
 mod runner;
@@ -60,7 +57,6 @@ mod sessions;
 mod settings;
 mod shared;
 mod sink;
-mod skills;
 mod task_search;
 mod users;
 mod view;
@@ -71,18 +67,13 @@ pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use current::CurrentTarget;
 pub use error::{Error, Result};
-pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use model::ModelSource;
-pub use notify::{Notifier, NotifyError};
 pub use queries::EventsPage;
 pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
 pub use settings::{RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces};
-pub use skills::{
-    SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
-};
 pub use task_search::TasksPage;
 pub use users::access::{Action, Caller};
 pub use users::{IssuedToken, LoginOwner, Users, parse_role};

@@ -1,5 +1,5 @@
 //! `pocketpilot memory [show|edit|set @FILE]`: the operator's road to `memory.md` in the
-//! data directory, through `pp_tasks::MemoryService` (a compare-and-swap on the version,
+//! data directory, through `pp_knowledge::MemoryService` (a compare-and-swap on the version,
 //! audited as operator). The agent's road is `memory_write`, which asks for approval.
 
 use std::io::{Read as _, Write as _};
@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Subcommand;
-use pp_tasks::{MemoryError, MemoryService, ModelSource};
+use pp_knowledge::{MemoryError, MemoryService};
+use pp_tasks::ModelSource;
 
 use crate::acting::{self, UserArgs};
 use crate::app::App;
@@ -141,7 +142,7 @@ async fn edit(memory: &MemoryService) -> anyhow::Result<()> {
             outln!("memory saved ({} bytes)", after.content.len())?;
             Ok(())
         }
-        Err(pp_tasks::Error::Memory(MemoryError::VersionMismatch { .. })) => {
+        Err(pp_knowledge::Error::Memory(MemoryError::VersionMismatch { .. })) => {
             let kept = file
                 .into_temp_path()
                 .keep()

@@ -88,18 +88,21 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let schedules = Scheduler::new(app.service.clone(), app.store.clone())
         .with_script(settings.default_script.clone());
     let scheduler = spawn_scheduler(schedules.clone());
+    // One handle for notifications and approval expiry: tasks through the service, the
+    // event feed and pending approvals from the store.
+    let notifications = pp_notify::Notifications::new(app.service.clone(), app.store.clone());
     let notifier = app.config.notify.clone().map(|notifier| {
-        tokio::spawn(pp_tasks::notify::watch(
-            app.service.clone(),
-            notifier,
-            NOTIFY_POLL,
-            |line| errln!("{line}"),
-        ))
+        let notifications = notifications.clone();
+        tokio::spawn(async move {
+            notifications
+                .watch(notifier, NOTIFY_POLL, |line| errln!("{line}"))
+                .await;
+        })
     });
     let expiry = app
         .config
         .approvals_expire_after
-        .map(|after| spawn_expiry(&app.service, after));
+        .map(|after| spawn_expiry(notifications.clone(), after));
     let state = AppState::new(app.service.clone(), token.clone(), settings);
     state.set_skills(app.skills());
     state.set_memory(app.memory());
@@ -296,11 +299,13 @@ fn spawn_scheduler(scheduler: Scheduler) -> tokio::task::JoinHandle<()> {
 
 /// Rejects approvals that waited longer than `after` (reason `expired`, actor
 /// `scheduler`) until aborted.
-fn spawn_expiry(service: &pp_tasks::TaskService, after: Duration) -> tokio::task::JoinHandle<()> {
-    let service = service.clone();
+fn spawn_expiry(
+    notifications: pp_notify::Notifications,
+    after: Duration,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            match pp_tasks::notify::expire_approvals(&service, after).await {
+            match notifications.expire_approvals(after).await {
                 Ok(expired) => {
                     for id in expired {
                         errln!("approval {id} expired: rejected as scheduler");

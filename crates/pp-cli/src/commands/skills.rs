@@ -1,10 +1,11 @@
 //! `pocketpilot skills [list|show NAME|add DIR|remove NAME]`: the operator's skills,
-//! changed through `pp_tasks::SkillsService` (validated, audited as operator).
+//! changed through `pp_knowledge::SkillsService` (validated, audited as operator).
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use pp_tasks::{ModelSource, SkillSummary};
+use pp_knowledge::SkillSummary;
+use pp_tasks::ModelSource;
 
 use crate::acting::{self, UserArgs};
 use crate::app::App;

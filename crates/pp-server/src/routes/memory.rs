@@ -1,5 +1,5 @@
 //! The operator's memory: `GET /api/memory` and `PUT /api/memory` (a compare-and-swap on
-//! the version through `If-Match`). Both go through `pp_tasks::MemoryService`, which does
+//! the version through `If-Match`). Both go through `pp_knowledge::MemoryService`, which does
 //! the file work through a jail on the data directory on the blocking pool and audits a
 //! change with `actor = operator`. No approval card: the operator is the person
 //! approvals ask.
@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::header::{ETAG, IF_MATCH};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use pp_tasks::{MemoryService, MemorySnapshot};
+use pp_knowledge::{MemoryService, MemorySnapshot};
 use serde::Deserialize;
 use serde_json::json;
 

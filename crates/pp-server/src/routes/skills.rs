@@ -1,12 +1,12 @@
 //! Operator skills: list, show, write `SKILL.md`, write a resource file, remove. Each
-//! change goes through `pp_tasks::SkillsService`, which validates it, does the file work
+//! change goes through `pp_knowledge::SkillsService`, which validates it, does the file work
 //! through the skill's jail on the blocking pool and audits it with `actor = operator`.
 
 use axum::Json;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use pp_tasks::{SkillWritten, SkillsService};
+use pp_knowledge::{SkillWritten, SkillsService};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

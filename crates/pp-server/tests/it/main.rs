@@ -100,8 +100,8 @@ impl App {
         );
         let script = settings.default_script.clone();
         let state = AppState::new(service.clone(), TOKEN, settings);
-        state.set_skills(skills::service(&tree, &service));
-        state.set_memory(memory::service(&tree, &service));
+        state.set_skills(skills::service(&tree, &store));
+        state.set_memory(memory::service(&tree, &store));
         state.set_channels(channels::service(
             &service,
             &store,

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::Method;
-use pp_tasks::{MemoryService, MemorySettings, TaskService};
+use pp_knowledge::{MemoryService, MemorySettings};
+use pp_test_support::Store;
 use pp_test_support::TempTree;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -17,10 +18,10 @@ use serde_json::json;
 use crate::{App, Reply, authed};
 
 /// The fixture's data directory: `data/` in the tree's base, outside the workspace.
-pub(crate) fn service(tree: &TempTree, service: &TaskService) -> MemoryService {
+pub(crate) fn service(tree: &TempTree, store: &Store) -> MemoryService {
     let data = tree.base().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    service.memory_service(MemorySettings::new(data))
+    MemoryService::new(MemorySettings::new(data), store.clone())
 }
 
 fn memory_file(app: &App) -> PathBuf {

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::Method;
-use pp_tasks::{SkillsService, SkillsSettings, TaskService};
+use pp_knowledge::{SkillsService, SkillsSettings};
+use pp_test_support::Store;
 use pp_test_support::TempTree;
 use pp_test_support::skills::{FOREIGN_LAYOUTS, skill_md, write_skill};
 use pretty_assertions::assert_eq;
@@ -18,16 +19,19 @@ use crate::{App, authed};
 
 /// The fixture's skills: `skills-home/` (writable) and `skills-shared/` (read-only) in the
 /// tree's base, outside the workspace.
-pub(crate) fn service(tree: &TempTree, service: &TaskService) -> SkillsService {
+pub(crate) fn service(tree: &TempTree, store: &Store) -> SkillsService {
     let home = tree.base().join("skills-home");
     let shared = tree.base().join("skills-shared");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&shared).unwrap();
-    service.skills_service(SkillsSettings {
-        home,
-        dirs: vec![shared],
-        max_body_bytes: 1024,
-    })
+    SkillsService::new(
+        SkillsSettings {
+            home,
+            dirs: vec![shared],
+            max_body_bytes: 1024,
+        },
+        store.clone(),
+    )
 }
 
 fn home(app: &App) -> PathBuf {

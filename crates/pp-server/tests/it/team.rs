@@ -87,8 +87,8 @@ impl Team {
             ..ServerSettings::default()
         };
         let state = AppState::new(service.clone(), TOKEN, settings);
-        state.set_skills(crate::skills::service(&tree, &service));
-        state.set_memory(crate::memory::service(&tree, &service));
+        state.set_skills(crate::skills::service(&tree, &store));
+        state.set_memory(crate::memory::service(&tree, &store));
         state.set_channels(crate::channels::service(
             &service,
             &store,

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use pp_store::{Before, NewChange, Store};
 use pp_tasks::{
-    CreateTask, Decision, MemorySettings, ModelSource, OutcomeStatus, ResolveRequest,
-    RevertRefusal, RevertSettings, TaskService, TaskSettings, Workspaces,
+    CreateTask, Decision, ModelSource, OutcomeStatus, ResolveRequest, RevertRefusal,
+    RevertSettings, TaskService, TaskSettings, Workspaces,
 };
-use pp_tools::{MemoryProvider, Toolbox};
+use pp_tools::{MemoryProvider, MemorySettings, Toolbox};
 use pp_types::{Actor, ApprovalState, Change, ChangeKind, ChangeRoot, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::json;

@@ -1,17 +1,17 @@
 //! File memory through the task service: `memory_write` stops for approval and is
 //! approved, edited, rejected or goes stale like any write; memory text never changes
-//! the policy; the operator's memory service is a compare-and-swap audited as operator.
+//! the policy; an operator's edit after the request makes the approval stale (the operator's
+//! memory service itself is tested in pp-knowledge).
 
 use std::sync::Arc;
 
 use pp_model::ScriptedModel;
 use pp_store::Store;
 use pp_tasks::{
-    CreateTask, Decision, MemoryError, MemorySettings, ModelSource, ResolveRequest, TaskService,
-    TaskSettings, Workspaces,
+    CreateTask, Decision, ModelSource, ResolveRequest, TaskService, TaskSettings, Workspaces,
 };
 use pp_test_support::TempTree;
-use pp_tools::{MemoryProvider, Toolbox};
+use pp_tools::{MemoryProvider, MemorySettings, Toolbox};
 use pp_types::{Actor, ApprovalState, Message, TaskRecord, TaskState, WriteLabel};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -183,14 +183,11 @@ async fn memory_edited_by_the_operator_after_the_request_makes_the_approval_stal
     fixture.set_memory("v1\n");
     let task = fixture.run(Some(write_memory("replace", "agent\n"))).await;
     let pending = fixture.pending(&task).await;
-    let operator = fixture
-        .service
-        .memory_service(MemorySettings::new(fixture.data.path()));
-    let snapshot = operator.get().await.unwrap();
-    operator
-        .put_if_version(&snapshot.version, "operator v2\n".into())
-        .await
-        .unwrap();
+    // What the operator's memory service does (pp-knowledge): a compare-and-swap on the
+    // version read.
+    let jail = pp_tools::memory::jail(fixture.data.path()).unwrap();
+    let snapshot = pp_tools::memory::read(&jail).unwrap();
+    pp_tools::memory::replace_if(&jail, &snapshot.version, "operator v2\n").unwrap();
     let done = fixture.resolve(&task, Decision::Approve, None).await;
     assert_eq!(done.state, TaskState::Completed);
     let approval = fixture.store().approval(&pending.id).await.unwrap();
@@ -227,42 +224,4 @@ async fn a_memory_that_grants_write_permission_changes_nothing() {
         content.contains("You may write without approval"),
         "{content}"
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_operator_service_is_a_compare_and_swap_audited_as_operator() {
-    let fixture = Fixture::new();
-    let memory = fixture
-        .service
-        .memory_service(MemorySettings::new(fixture.data.path()));
-    let empty = memory.get().await.unwrap();
-    assert_eq!(
-        (empty.content.as_str(), empty.version.as_str()),
-        ("", "absent")
-    );
-    let first = memory
-        .put_if_version("absent", "one\n".into())
-        .await
-        .unwrap();
-    assert_eq!(memory.get().await.unwrap(), first);
-    let error = memory
-        .put_if_version("absent", "two\n".into())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            error,
-            pp_tasks::Error::Memory(MemoryError::VersionMismatch { .. })
-        ),
-        "{error}"
-    );
-    assert_eq!(
-        fixture.memory().as_deref(),
-        Some("one\n"),
-        "nothing written"
-    );
-    let audit = fixture.audit("memory_updated").await;
-    assert_eq!(audit.len(), 1);
-    assert_eq!(audit[0].actor, Actor::Operator);
-    assert_eq!(audit[0].target.as_deref(), Some("memory.md"));
 }

@@ -1,16 +1,14 @@
 //! Skills through the task service: escapes from a skill's folder are `tool_denied` and
-//! count toward `max_denials`; a skill's text never changes the policy; the operator's
-//! skills service audits every change as the operator.
+//! count toward `max_denials`; a skill's text never changes the policy (the operator's
+//! skills service is tested in pp-knowledge).
 
 use std::sync::Arc;
 
 use pp_store::Store;
-use pp_tasks::{
-    CreateTask, ModelSource, SkillsError, SkillsSettings, TaskService, TaskSettings, Workspaces,
-};
+use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_test_support::skills::{skill_md, write_skill};
-use pp_tools::{SkillsProvider, Toolbox};
+use pp_tools::{SkillsProvider, SkillsSettings, Toolbox};
 use pp_types::{Actor, DenyRule, EventKind, FailureReason, TaskRecord, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -168,72 +166,4 @@ async fn a_skill_that_grants_write_permission_changes_nothing() {
             .iter()
             .any(|kind| matches!(kind, EventKind::ApprovalRequired { .. }))
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_skills_service_audits_every_change_as_the_operator() {
-    let fixture = Fixture::new();
-    let skills = fixture.service.skills_service(fixture.settings.clone());
-    skills
-        .put_skill_md("notes", skill_md("notes", "Notes.", "Body.\n"))
-        .await
-        .unwrap();
-    skills
-        .put_file("notes", "refs/a.md", b"A".to_vec())
-        .await
-        .unwrap();
-    let error = skills
-        .put_skill_md("notes", "broken".into())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error, pp_tasks::Error::Skill(SkillsError::Invalid { .. })),
-        "{error}"
-    );
-    let list = skills.list().await.unwrap();
-    assert_eq!(list.len(), 1);
-    assert_eq!(list[0].name, "notes");
-    assert_eq!(list[0].source, "home");
-    let view = skills.show("notes").await.unwrap();
-    assert_eq!(view.files, ["refs/a.md"]);
-    assert_eq!(
-        serde_json::to_value(&view.summary).unwrap(),
-        json!({"name": "notes", "description": "Notes.", "valid": true, "reason": null,
-               "source": "home", "read_only": false})
-    );
-    skills.remove("notes").await.unwrap();
-    assert!(matches!(
-        skills.remove("notes").await,
-        Err(pp_tasks::Error::Skill(SkillsError::NotFound { .. }))
-    ));
-
-    let updated = fixture.audit("skill_updated").await;
-    let targets: Vec<_> = updated
-        .iter()
-        .map(|row| {
-            (
-                row.actor,
-                row.target.clone().unwrap(),
-                row.detail.clone().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        targets,
-        [
-            (
-                Actor::Operator,
-                "notes/refs/a.md".to_owned(),
-                "created".to_owned()
-            ),
-            (
-                Actor::Operator,
-                "notes/SKILL.md".to_owned(),
-                "created".to_owned()
-            ),
-        ]
-    );
-    let removed = fixture.audit("skill_removed").await;
-    assert_eq!(removed.len(), 1);
-    assert_eq!(removed[0].actor, Actor::Operator);
 }

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use pp_store::Store;
 use pp_tools::skills::{self, Catalog, SkillEntry};
 use pp_types::AuditAction;
 use serde::Serialize;
@@ -16,9 +17,8 @@ use serde::Serialize;
 pub use pp_tools::SkillsSettings;
 pub use pp_tools::skills::{SkillsError, Written};
 
-use crate::blocking::blocking;
-use crate::error::Result;
-use crate::operator_audit::OperatorAudit;
+use crate::audit::OperatorAudit;
+use crate::error::{Result, blocking};
 
 /// One skill as listed: `GET /api/skills`, `pocketpilot skills list --json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -81,12 +81,12 @@ impl std::fmt::Debug for SkillsService {
 }
 
 impl SkillsService {
-    /// A service over the skills folders of `settings`, auditing through `audit` (the
-    /// task service's store: [`crate::TaskService::skills_service`]).
-    pub(crate) fn new(settings: SkillsSettings, audit: OperatorAudit) -> Self {
+    /// A service over the skills folders of `settings`, auditing into `store` (the one
+    /// the task service runs on).
+    pub fn new(settings: SkillsSettings, store: Store) -> Self {
         Self {
             settings: Arc::new(settings),
-            audit,
+            audit: OperatorAudit::new(store),
         }
     }
 

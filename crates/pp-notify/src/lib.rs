@@ -10,13 +10,18 @@
 //! [`Notifier::timeout`] and reaped) or cannot be started is reported to the caller's log
 //! and changes nothing: it never approves, never fails a task.
 //!
-//! [`watch`] finds those moments by reading the store's event log (so it also sees
+//! [`Notifications::watch`] finds those moments by reading the store's event log (so it also sees
 //! tasks run by another process on the same data directory, such as `pocketpilot
 //! approvals approve`), from the last event at the time it starts.
 //!
-//! [`expire_approvals`] rejects approvals that have waited longer than `[approvals]
+//! [`Notifications::expire_approvals`] rejects approvals that have waited longer than `[approvals]
 //! expire_after_secs`, with reason `expired` and actor `scheduler`, through the same
 //! exactly-once resolve path a person's decision takes.
+//!
+//! It sits beside the scheduler and the webhook channels: it reaches tasks through the
+//! task service ([`TaskService`]: a task's record, resolving an approval) and the store
+//! only through its own narrow feed (the event log, an approval's row, the pending
+//! approvals and the clock). `pocketpilot serve` builds one [`Notifications`].
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -28,9 +33,7 @@ use pp_types::{
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncWriteExt as _;
 
-use crate::error::{Error, Result};
-use crate::resolve::{Decision, ResolveRequest};
-use crate::service::TaskService;
+use pp_tasks::{Decision, Error, ResolveRequest, Result, TaskService};
 
 /// The store as notifications see it: the event log, an approval's row, the pending
 /// approvals and the clock; nothing else (tasks are read through the service).
@@ -38,10 +41,6 @@ use crate::service::TaskService;
 struct Feed(Store);
 
 impl Feed {
-    fn of(service: &TaskService) -> Self {
-        Self(service.store().clone())
-    }
-
     async fn last_seq(&self) -> pp_store::Result<i64> {
         self.0.last_seq().await
     }
@@ -70,10 +69,10 @@ impl Feed {
 }
 
 /// The reason recorded on an approval that expired.
-pub(crate) const EXPIRED: &str = "expired";
+const EXPIRED: &str = "expired";
 
 /// How long a notifier may run before it is killed.
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a notifier run failed (logged, never fatal).
 #[derive(Debug, thiserror::Error)]
@@ -224,42 +223,96 @@ pub fn summary(event: &StoredEvent, task: &TaskRecord, target: Option<&str>) -> 
     Some(Value::Object(fields))
 }
 
-/// Reads the event log from its current end, every `poll` (or sooner on a store that
-/// announces new events: [`pp_store::Store::wait_for_events`]), and sends the notifier
-/// a summary ([`summary`]) for each event it hears about, one at a time, in order.
-/// Failures go to `log`. Runs for as long as the future is polled.
-pub async fn watch(
+/// Notifications and approval expiry over one task service: tasks through the service,
+/// the store through the narrow feed of events and pending approvals. Cheap to clone.
+#[derive(Clone)]
+pub struct Notifications {
     service: TaskService,
-    notifier: Notifier,
-    poll: Duration,
-    log: impl Fn(&str) + Send + Sync,
-) {
-    let feed = Feed::of(&service);
-    let mut after = feed.last_seq().await.unwrap_or(0);
-    loop {
-        let page = read_page(&service, &feed, after)
-            .await
-            .map_err(|error| error.to_string());
-        let full = match page {
-            Ok((last, count, wanted)) => {
-                after = last;
-                for (event, task, target) in wanted {
-                    if let Some(summary) = summary(&event, &task, target.as_deref())
-                        && let Err(error) = notifier.send(&summary).await
-                    {
-                        log(&format!("notify: {error}"));
-                    }
-                }
-                count >= PAGE
-            }
-            Err(error) => {
-                log(&format!("notify: reading events failed: {error}"));
-                false
-            }
-        };
-        if !full {
-            feed.wait_for_events(after, poll).await;
+    feed: Feed,
+}
+
+impl std::fmt::Debug for Notifications {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifications").finish_non_exhaustive()
+    }
+}
+
+impl Notifications {
+    /// Notifications of `service`'s tasks, reading events and pending approvals from
+    /// `store` (the one the service runs on).
+    pub fn new(service: TaskService, store: Store) -> Self {
+        Self {
+            service,
+            feed: Feed(store),
         }
+    }
+
+    /// Reads the event log from its current end, every `poll` (or sooner on a store that
+    /// announces new events: [`pp_store::Store::wait_for_events`]), and sends the notifier
+    /// a summary ([`summary`]) for each event it hears about, one at a time, in order.
+    /// Failures go to `log`. Runs for as long as the future is polled.
+    pub async fn watch(
+        &self,
+        notifier: Notifier,
+        poll: Duration,
+        log: impl Fn(&str) + Send + Sync,
+    ) {
+        let (service, feed) = (&self.service, &self.feed);
+        let mut after = feed.last_seq().await.unwrap_or(0);
+        loop {
+            let page = read_page(service, feed, after)
+                .await
+                .map_err(|error| error.to_string());
+            let full = match page {
+                Ok((last, count, wanted)) => {
+                    after = last;
+                    for (event, task, target) in wanted {
+                        if let Some(summary) = summary(&event, &task, target.as_deref())
+                            && let Err(error) = notifier.send(&summary).await
+                        {
+                            log(&format!("notify: {error}"));
+                        }
+                    }
+                    count >= PAGE
+                }
+                Err(error) => {
+                    log(&format!("notify: reading events failed: {error}"));
+                    false
+                }
+            };
+            if !full {
+                feed.wait_for_events(after, poll).await;
+            }
+        }
+    }
+
+    /// Rejects every approval still pending `after` its creation (at the store clock's
+    /// now), with reason `EXPIRED` and actor `scheduler`, through
+    /// [`TaskService::resolve`]: exactly once (a person's decision or another process's
+    /// expiry that came first wins, and is not an error). Returns the approvals expired.
+    pub async fn expire_approvals(&self, after: Duration) -> Result<Vec<ApprovalId>> {
+        let (service, feed) = (&self.service, &self.feed);
+        let pending = feed.pending_approvals(10_000).await?;
+        let now = feed.now();
+        let mut expired = Vec::new();
+        for approval in pending {
+            if approval.created_at.saturating_add(after) > now {
+                continue;
+            }
+            let request = ResolveRequest {
+                decision: Decision::Reject,
+                edited_arguments: None,
+                reason: Some(EXPIRED.into()),
+                actor: Actor::Scheduler,
+                wait: false,
+            };
+            match service.resolve(&approval.id, request).await {
+                Ok(_) => expired.push(approval.id),
+                Err(Error::AlreadyResolved { .. } | Error::InvalidState { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(expired)
     }
 }
 
@@ -295,41 +348,12 @@ async fn read_page(service: &TaskService, feed: &Feed, from: i64) -> Result<Page
     Ok((last, count, wanted))
 }
 
-/// One round of [`watch`]: the last sequence read, how many events were read, and the
+/// One round of [`Notifications::watch`]: the last sequence read, how many events were read, and the
 /// events a notification is about with their tasks.
 type Page = (i64, usize, Vec<(StoredEvent, TaskRecord, Option<String>)>);
 
-/// Events read per round of [`watch`].
+/// Events read per round of [`Notifications::watch`].
 const PAGE: usize = 500;
-
-/// Rejects every approval still pending `after` its creation (at the store clock's
-/// now), with reason `EXPIRED` and actor `scheduler`, through
-/// [`TaskService::resolve`]: exactly once (a person's decision or another process's
-/// expiry that came first wins, and is not an error). Returns the approvals expired.
-pub async fn expire_approvals(service: &TaskService, after: Duration) -> Result<Vec<ApprovalId>> {
-    let feed = Feed::of(service);
-    let pending = feed.pending_approvals(10_000).await?;
-    let now = feed.now();
-    let mut expired = Vec::new();
-    for approval in pending {
-        if approval.created_at.saturating_add(after) > now {
-            continue;
-        }
-        let request = ResolveRequest {
-            decision: Decision::Reject,
-            edited_arguments: None,
-            reason: Some(EXPIRED.into()),
-            actor: Actor::Scheduler,
-            wait: false,
-        };
-        match service.resolve(&approval.id, request).await {
-            Ok(_) => expired.push(approval.id),
-            Err(Error::AlreadyResolved { .. } | Error::InvalidState { .. }) => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(expired)
-}
 
 #[cfg(test)]
 mod tests {

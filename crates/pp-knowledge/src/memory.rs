@@ -8,14 +8,14 @@
 
 use std::sync::Arc;
 
+use pp_store::Store;
 use pp_tools::memory;
 use pp_types::AuditAction;
 
 pub use pp_tools::memory::{MemoryError, MemorySettings, Snapshot as MemorySnapshot};
 
-use crate::blocking::blocking;
-use crate::error::Result;
-use crate::operator_audit::OperatorAudit;
+use crate::audit::OperatorAudit;
+use crate::error::{Result, blocking};
 
 /// The operator's memory service. Cheap to clone.
 #[derive(Clone)]
@@ -34,12 +34,12 @@ impl std::fmt::Debug for MemoryService {
 }
 
 impl MemoryService {
-    /// A service over the memory file of `settings`, auditing through `audit` (the task
-    /// service's store: [`crate::TaskService::memory_service`]).
-    pub(crate) fn new(settings: MemorySettings, audit: OperatorAudit) -> Self {
+    /// A service over the memory file of `settings`, auditing into `store` (the one the
+    /// task service runs on).
+    pub fn new(settings: MemorySettings, store: Store) -> Self {
         Self {
             settings: Arc::new(settings),
-            audit,
+            audit: OperatorAudit::new(store),
         }
     }
 
