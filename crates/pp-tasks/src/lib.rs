@@ -47,6 +47,7 @@ mod client;
 mod conversation;
 mod current;
 mod error;
+mod keep;
 mod model;
 mod queries;
 mod resolve;

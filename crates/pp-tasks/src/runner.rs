@@ -11,10 +11,10 @@ use pp_types::{
 };
 use tokio::time::Instant;
 
-use crate::changelog::{Kept, keep, measure};
 use crate::checks::{Refusal, assess, target_of};
 use crate::conversation;
 use crate::error::{Error, Result};
+use crate::keep::{Kept, keep, measure};
 use crate::model::TaskModel;
 use crate::segment::{Segment, arguments_hash};
 use crate::shared::{Cancellation, Shared};

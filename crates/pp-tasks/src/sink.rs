@@ -9,7 +9,7 @@ use pp_store::Store;
 use pp_types::{Actor, ApprovalId, AuditAction, Event, EventKind, NewAudit, TaskId};
 
 use crate::blocking::blocking;
-use crate::changelog::Kept;
+use crate::keep::Kept;
 use pp_types::Prices;
 
 /// The approved call whose outcome must reach the audit ledger.

@@ -14,14 +14,13 @@ use std::sync::Arc;
 
 use pp_gate::Jail;
 use pp_store::{Before, ChangeRow, NewChange};
-use pp_types::{Actor, Change, ChangeKind, FileOp};
+use pp_types::{Actor, Change, ChangeKind};
 
-use super::keep::KeptFile;
-use super::place::{NotWritten, Place, resolves_to_itself, target_changed};
-use super::revert::{finish, not_revertible, open_snapshots};
+use super::finish::{finish, not_revertible, open_snapshots};
 use super::{ChangeLog, REVERT_TOOL, RevertRefusal};
 use crate::blocking::blocking;
 use crate::error::{Error, Result};
+use crate::keep::place::{NotWritten, Place, resolves_to_itself, target_changed};
 
 /// Whether changes of `kind` are reverted here.
 pub(super) fn is_entry_kind(kind: ChangeKind) -> bool {
@@ -29,27 +28,6 @@ pub(super) fn is_entry_kind(kind: ChangeKind) -> bool {
         kind,
         ChangeKind::Moved | ChangeKind::Deleted | ChangeKind::FolderCreated
     )
-}
-
-/// Bytes and entry fingerprint of `file`'s path right after the call: for a move the
-/// size of the moved file, for a delete the size of what was deleted (the entry itself
-/// is gone), for a folder none.
-pub(super) fn after_op(
-    jail: &Jail,
-    file: &KeptFile,
-    hash_max_bytes: u64,
-) -> (Option<u64>, Option<String>) {
-    let fingerprint = jail.fingerprint_entry(&file.path, hash_max_bytes).ok();
-    let bytes = match file.op {
-        FileOp::Delete => file.size,
-        FileOp::MoveFrom(_) => jail
-            .probe_entry(&file.path)
-            .ok()
-            .filter(|probe| probe.is_file())
-            .map(|probe| probe.size),
-        FileOp::Write | FileOp::CreateFolder => None,
-    };
-    (bytes, fingerprint)
 }
 
 /// A refusal because the entry changed after the agent's call.

@@ -21,11 +21,9 @@
 //! makes, nothing else) and tasks only through the [`TaskService`]'s methods.
 
 mod entries;
-mod keep;
+mod finish;
 mod outcome;
-mod place;
 mod revert;
-mod snapshots;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -36,15 +34,14 @@ use pp_types::{
     Actor, ApprovalId, AuditAction, Change, ChangeId, NewAudit, TaskId, TaskRecord, Timestamp,
 };
 
-pub(crate) use keep::{Kept, keep, measure};
 pub(crate) use outcome::outcome_of;
 pub use outcome::{Outcome, OutcomeStatus, describe, format_size};
 
 use crate::blocking::blocking;
 use crate::error::{Error, Result};
+use crate::keep::snapshots::Snapshots;
 use crate::service::TaskService;
 use crate::settings::TaskSettings;
-use snapshots::Snapshots;
 
 /// How long a revert intent may stay `pending` before a reader resolves it: longer than
 /// any revert takes, so a revert under way in another process is never judged crashed.

@@ -11,12 +11,15 @@ use pp_types::{
 };
 use serde_json::Value;
 
-use super::place::Place;
-use super::snapshots::Snapshots;
+pub(crate) mod place;
+pub(crate) mod snapshots;
+
 use crate::blocking::blocking;
 use crate::error::Result;
 use crate::segment::Segment;
 use crate::settings::TaskSettings;
+use place::Place;
+use snapshots::Snapshots;
 
 /// What an approved call is about to change, kept before it runs; turned into change
 /// rows once it succeeded ([`Kept::record`]).
@@ -35,17 +38,17 @@ pub(crate) struct Kept {
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct KeptFile {
-    pub(super) root: ChangeRoot,
-    pub(super) path: String,
-    pub(super) partial: bool,
+pub(crate) struct KeptFile {
+    pub(crate) root: ChangeRoot,
+    pub(crate) path: String,
+    pub(crate) partial: bool,
     /// What the call does at `path` (write, move, delete, new folder).
-    pub(super) op: FileOp,
+    pub(crate) op: FileOp,
     /// Bytes of the file before the call, when known (what a delete removes).
-    pub(super) size: Option<u64>,
-    pub(super) before: Before,
+    pub(crate) size: Option<u64>,
+    pub(crate) before: Before,
     /// The mode and owner of the file before the call (what a revert gives it back).
-    pub(super) mode: Option<FileMode>,
+    pub(crate) mode: Option<FileMode>,
 }
 
 /// Whether what `tool` would replace for `arguments` can be kept under `[revert]
@@ -195,9 +198,7 @@ impl Kept {
                 let place = Place::open(file.root, &self.workspace_path, data_dir).ok();
                 if file.op != FileOp::Write {
                     let (bytes, fingerprint) = match &place {
-                        Some(place) => {
-                            super::entries::after_op(place.jail(), file, self.hash_max_bytes)
-                        }
+                        Some(place) => after_op(place.jail(), file, self.hash_max_bytes),
                         None => (None, None),
                     };
                     let from_path = match &file.op {
@@ -268,4 +269,21 @@ fn after_write(
         _ => None,
     };
     (size, fingerprint, kept)
+}
+
+/// Bytes and entry fingerprint of `file`'s path right after the call: for a move the
+/// size of the moved file, for a delete the size of what was deleted (the entry itself
+/// is gone), for a folder none.
+fn after_op(jail: &Jail, file: &KeptFile, hash_max_bytes: u64) -> (Option<u64>, Option<String>) {
+    let fingerprint = jail.fingerprint_entry(&file.path, hash_max_bytes).ok();
+    let bytes = match file.op {
+        FileOp::Delete => file.size,
+        FileOp::MoveFrom(_) => jail
+            .probe_entry(&file.path)
+            .ok()
+            .filter(|probe| probe.is_file())
+            .map(|probe| probe.size),
+        FileOp::Write | FileOp::CreateFolder => None,
+    };
+    (bytes, fingerprint)
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// The folder a change's path is relative to ([`ChangeRoot`]), opened through a jail,
 /// and how a revert writes there.
-pub(super) enum Place {
+pub(crate) enum Place {
     /// The task's workspace: a revert writes with the jail's atomic write.
     Workspace(Jail),
     /// The memory file's directory (the data directory, beside the database), through
@@ -26,7 +26,7 @@ impl Place {
     /// The jail on `root`: the workspace `workspace`, or the data directory `data_dir`
     /// (none on a server database: the memory's changes cannot be reached then). Opens
     /// a folder: call it on the blocking pool.
-    pub(super) fn open(root: ChangeRoot, workspace: &str, data_dir: Option<&Path>) -> Result<Self> {
+    pub(crate) fn open(root: ChangeRoot, workspace: &str, data_dir: Option<&Path>) -> Result<Self> {
         match root {
             ChangeRoot::Workspace => Jail::new(Path::new(workspace))
                 .map(Self::Workspace)
@@ -36,13 +36,13 @@ impl Place {
                 }),
             ChangeRoot::Memory => match data_dir {
                 Some(data_dir) => Ok(Self::Memory(memory::jail(data_dir)?)),
-                None => Err(super::revert::no_data_dir()),
+                None => Err(no_data_dir()),
             },
         }
     }
 
     /// [`Place::open`] on the blocking pool, shared with the blocking work after it.
-    pub(super) async fn open_off_thread(
+    pub(crate) async fn open_off_thread(
         root: ChangeRoot,
         workspace: String,
         data_dir: Option<PathBuf>,
@@ -50,7 +50,7 @@ impl Place {
         blocking(move || Self::open(root, &workspace, data_dir.as_deref()).map(Arc::new)).await?
     }
 
-    pub(super) fn jail(&self) -> &Jail {
+    pub(crate) fn jail(&self) -> &Jail {
         match self {
             Self::Workspace(jail) | Self::Memory(jail) => jail,
         }
@@ -58,7 +58,7 @@ impl Place {
 
     /// Whether a revert may write `path` here: anything in the workspace; only the
     /// memory file in the data directory (never the database or the snapshots).
-    pub(super) fn allows(&self, path: &str) -> bool {
+    pub(crate) fn allows(&self, path: &str) -> bool {
         match self {
             Self::Workspace(_) => true,
             Self::Memory(_) => path == memory::MEMORY_FILE,
@@ -68,7 +68,7 @@ impl Place {
     /// Puts `content` at `path` with `mode` (`None`: deletes it), where the agent's
     /// version `agent` is now (the memory's write is a compare-and-swap on that
     /// version). `Err` says why nothing was written.
-    pub(super) fn restore(
+    pub(crate) fn restore(
         &self,
         path: &str,
         content: Option<&[u8]>,
@@ -115,7 +115,7 @@ impl Place {
 
 /// Why a revert's own write did not happen (nothing was written either way).
 #[derive(Debug)]
-pub(super) enum NotWritten {
+pub(crate) enum NotWritten {
     /// The target is no longer what the change left (a folder or a link where the
     /// file was, a file where nothing was, the memory saved meanwhile): `changed_since`.
     Changed(String),
@@ -137,14 +137,14 @@ impl From<JailError> for NotWritten {
 /// root), means the place is no longer what the change left: a folder, a link leading
 /// outside, a loop, a missing or replaced folder, something new in the way. I/O
 /// failures are not (the disk, permissions): those are errors.
-pub(super) fn target_changed(error: &JailError) -> bool {
+pub(crate) fn target_changed(error: &JailError) -> bool {
     !matches!(error, JailError::Io { .. } | JailError::RootInvalid { .. })
 }
 
 /// Whether `path` (a change's path, recorded links resolved) still resolves to
 /// itself: no link was put at it or in its folders since. `entry`: resolved as an
 /// entry (its last name not followed).
-pub(super) fn resolves_to_itself(jail: &Jail, path: &str, entry: bool) -> bool {
+pub(crate) fn resolves_to_itself(jail: &Jail, path: &str, entry: bool) -> bool {
     let probe = if entry {
         jail.probe_entry(path)
     } else {
@@ -154,13 +154,13 @@ pub(super) fn resolves_to_itself(jail: &Jail, path: &str, entry: bool) -> bool {
 }
 
 /// What is at a path now.
-pub(super) enum Current {
+pub(crate) enum Current {
     Absent,
     Content(Vec<u8>),
     TooLarge,
 }
 
-pub(super) fn current(
+pub(crate) fn current(
     jail: &Jail,
     path: &str,
     max_bytes: u64,
@@ -174,4 +174,13 @@ pub(super) fn current(
     } else {
         Current::Content(content.bytes)
     })
+}
+
+/// Why nothing beside a server database can be kept or reverted.
+pub(crate) fn no_data_dir() -> Error {
+    Error::Internal(
+        "no data directory: snapshots and the memory file live beside the SQLite database; \
+         on a server database name it with TaskService::with_data_dir"
+            .to_owned(),
+    )
 }
