@@ -12,6 +12,7 @@ use pp_tasks::{ModelSource, TaskService};
 use pp_tools::docs::{DocsProvider, DocsSettings};
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
 use pp_types::SystemClock;
+use pp_users::Users;
 
 use crate::config::{Config, DocsConfig, Flags};
 use crate::mcp_tools::{McpClients, McpProvider};
@@ -105,6 +106,11 @@ impl App {
     /// this app's store.
     pub(crate) fn skills(&self) -> SkillsService {
         SkillsService::new(self.config.skills.clone(), self.store.clone())
+    }
+
+    /// The team's users and the console's logins in this app's store.
+    pub(crate) fn users(&self) -> Users {
+        Users::new(self.service.clone(), self.store.clone())
     }
 
     /// The operator's memory service over `memory.md` in the data directory, auditing

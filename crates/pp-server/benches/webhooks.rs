@@ -94,6 +94,7 @@ fn main() {
     runtime.block_on(async {
         let tree = TempTree::new();
         let store = pp_test_support::sqlite_store(&tree.base().join("bench.db"));
+        let users_store = store.clone();
         let service = TaskService::new(
             store.clone(),
             TaskSettings::default(),
@@ -117,7 +118,12 @@ fn main() {
             .await
             .unwrap()
             .secret;
-        let state = AppState::new(service, "bench-token-0123456789", ServerSettings::default());
+        let state = AppState::new(
+            service.clone(),
+            pp_users::Users::new(service, users_store),
+            "bench-token-0123456789",
+            ServerSettings::default(),
+        );
         state.set_channels(channels);
         let router = pp_server::router(state.clone());
 

@@ -9,7 +9,7 @@ use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use pp_tasks::LoginOwner;
+use pp_users::LoginOwner;
 
 use crate::caller::Caller;
 use crate::error::ApiError;
@@ -53,12 +53,7 @@ pub(crate) async fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool
         return token.is_some_and(|token| state.token_matches(&token));
     }
     match session_cookie(headers) {
-        Some(session) => state
-            .service()
-            .users()
-            .login_valid(session)
-            .await
-            .unwrap_or(false),
+        Some(session) => state.users().login_valid(session).await.unwrap_or(false),
         None => false,
     }
 }
@@ -73,14 +68,14 @@ pub(crate) async fn caller(state: &AppState, headers: &HeaderMap) -> Option<Call
     if !state.settings().team {
         return is_authorized(state, headers).await.then(Caller::operator);
     }
-    let service = state.service();
+    let users = state.users();
     if let Some(token) = bearer(headers) {
-        let user = service.users().by_token(token?).await.ok().flatten()?;
+        let user = users.by_token(token?).await.ok().flatten()?;
         return Some(Caller::from_user(user));
     }
     let session = session_cookie(headers)?;
-    match service.users().login_owner(session).await.ok().flatten()? {
-        LoginOwner::User(name) => service.users().get(&name).await.ok().map(Caller::from_user),
+    match users.login_owner(session).await.ok().flatten()? {
+        LoginOwner::User(name) => users.get(&name).await.ok().map(Caller::from_user),
         LoginOwner::Server => None,
     }
 }

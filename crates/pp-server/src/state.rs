@@ -9,6 +9,7 @@ use pp_knowledge::{MemoryService, SkillsService};
 use pp_schedules::Scheduler;
 use pp_tasks::TaskService;
 use pp_types::McpReport;
+use pp_users::Users;
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
 
@@ -109,6 +110,8 @@ pub struct AppState {
 struct Shared {
     /// Creates, resolves and cancels tasks; owns the store.
     service: TaskService,
+    /// The team's users and the console's logins (who a token or a login cookie is).
+    users: Users,
     /// The API token. A lock (not a plain `String`) so the CLI can swap it at runtime
     /// after `pocketpilot token rotate` without restarting; read once per request.
     token: RwLock<String>,
@@ -151,11 +154,17 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// State for a server over `service` that accepts `token` (the content of the
     /// `token` file, which the CLI owns) as `Authorization: Bearer` and at `/login`.
-    pub fn new(service: TaskService, token: impl Into<String>, settings: ServerSettings) -> Self {
+    pub fn new(
+        service: TaskService,
+        users: Users,
+        token: impl Into<String>,
+        settings: ServerSettings,
+    ) -> Self {
         let (shutdown, _) = watch::channel(false);
         Self {
             inner: Arc::new(Shared {
                 service,
+                users,
                 token: RwLock::new(token.into()),
                 upload_slots: Arc::new(Semaphore::new(settings.max_concurrent_uploads)),
                 settings,
@@ -173,6 +182,11 @@ impl AppState {
     /// The task service.
     pub fn service(&self) -> &TaskService {
         &self.inner.service
+    }
+
+    /// The team's users and the console's logins.
+    pub fn users(&self) -> &Users {
+        &self.inner.users
     }
 
     /// The settings.

@@ -39,6 +39,7 @@
 
 #![warn(unreachable_pub)]
 
+mod access;
 mod admin;
 mod blocking;
 mod changelog;
@@ -59,10 +60,10 @@ mod settings;
 mod shared;
 mod sink;
 mod task_search;
-mod users;
 mod view;
 mod workers;
 
+pub use access::{Action, Caller};
 pub use changelog::{ChangeLog, Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
 pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;
@@ -76,8 +77,6 @@ pub use service::{CreateTask, TaskService};
 pub use sessions::{NewSession, SessionRecord, SessionTurn, SessionView};
 pub use settings::{RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces};
 pub use task_search::TasksPage;
-pub use users::access::{Action, Caller};
-pub use users::{IssuedToken, LoginOwner, Users, parse_role};
 pub use view::ApprovalView;
 
 /// The store's query inputs the server builds (it depends on no store crate): the task

@@ -188,18 +188,4 @@ mod tests {
             .unwrap_err();
         assert!(matches!(missing, crate::error::Error::NotFound { .. }));
     }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn logins_round_trip_off_thread() {
-        let dir = tempfile::tempdir().unwrap();
-        let service = service(dir.path());
-        let users = service.users();
-        let login = users
-            .create_login(None, Duration::from_secs(60))
-            .await
-            .unwrap();
-        assert!(users.login_valid(login.clone()).await.unwrap());
-        users.end_login(login.clone()).await.unwrap();
-        assert!(!users.login_valid(login).await.unwrap());
-    }
 }

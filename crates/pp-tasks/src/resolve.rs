@@ -10,12 +10,12 @@ use pp_types::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::access::{Action, Caller};
 use crate::checks::{Refusal, assess, target_of};
 use crate::error::{Error, Result};
 use crate::runner::Start;
 use crate::segment::arguments_hash;
 use crate::service::TaskService;
-use crate::users::access::{Action, Caller};
 
 /// The person's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

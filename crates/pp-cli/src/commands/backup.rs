@@ -60,7 +60,7 @@ pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
         .await
         .with_context(|| format!("cannot open the restored {}", database.display()))?;
     // A console session that logged out after the backup must not come back.
-    app.service.users().end_all_logins().await?;
+    app.users().end_all_logins().await?;
     let restored = app.service.list_tasks(None, usize::MAX).await?.len();
     errln!(
         "restored {} into {} ({restored} task(s))",

@@ -25,7 +25,7 @@ pub(crate) async fn run(flags: &Flags, command: &TokenCommand) -> anyhow::Result
             home::write_token(&file)?;
             outln!("a new token was written to {}", file.display())?;
             let app = crate::app::App::stored(flags).await?;
-            let ended = app.service.users().end_all_logins().await?;
+            let ended = app.users().end_all_logins().await?;
             outln!("{ended} console session(s) ended: log in again with the new link")?;
             outln!(
                 "a running `pocketpilot serve` picks it up within seconds; API clients need \

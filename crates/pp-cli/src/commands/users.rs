@@ -7,9 +7,9 @@
 //! server accepts their tokens.
 
 use clap::Subcommand;
-use pp_tasks::parse_role;
-use pp_tasks::{Error, IssuedToken, TaskService};
+use pp_tasks::Error;
 use pp_types::UserRecord;
+use pp_users::{IssuedToken, parse_role};
 use serde_json::json;
 
 use crate::app::App;
@@ -102,21 +102,21 @@ fn print_token(issued: &IssuedToken, json: bool, verb: &str) -> anyhow::Result<(
 /// Runs a `users` subcommand.
 pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<u8> {
     let app = App::stored(flags).await?;
-    let service: &TaskService = &app.service;
+    let users = app.users();
     match command {
         UsersCommand::Add { name, role, json } => {
             let role = parse_role(&role).map_err(failed)?;
-            let issued = service.users().add(&name, role).await.map_err(failed)?;
+            let issued = users.add(&name, role).await.map_err(failed)?;
             print_token(&issued, json, "added")?;
         }
         UsersCommand::List { json } => {
-            let users = service.users().list().await.map_err(failed)?;
+            let list = users.list().await.map_err(failed)?;
             if json {
-                outln!("{}", json!({ "users": users }))?;
-            } else if users.is_empty() {
+                outln!("{}", json!({ "users": list }))?;
+            } else if list.is_empty() {
                 outln!("no users; add one with `pocketpilot users add NAME --role owner`")?;
             } else {
-                for user in users {
+                for user in list {
                     outln!(
                         "{}  {}  {}",
                         user.name,
@@ -131,8 +131,7 @@ pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<
             }
         }
         UsersCommand::Grant { name, workspace } => {
-            let user = service
-                .users()
+            let user = users
                 .grant_workspace(&name, &workspace)
                 .await
                 .map_err(failed)?;
@@ -143,8 +142,7 @@ pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<
             )?;
         }
         UsersCommand::Revoke { name, workspace } => {
-            let user = service
-                .users()
+            let user = users
                 .revoke_workspace(&name, &workspace)
                 .await
                 .map_err(failed)?;
@@ -155,7 +153,7 @@ pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<
             )?;
         }
         UsersCommand::Rotate { name, json } => {
-            let issued = service.users().rotate_token(&name).await.map_err(failed)?;
+            let issued = users.rotate_token(&name).await.map_err(failed)?;
             print_token(
                 &issued,
                 json,

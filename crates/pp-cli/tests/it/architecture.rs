@@ -40,6 +40,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The operator's skills and memory: the file work through pp-tools, the audit rows
     // through a narrow handle on the store; nothing about tasks.
     ("pp-knowledge", &["pp-types", "pp-tools", "pp-store"]),
+    // Team users and console logins: the workspaces through the task service, users,
+    // grants, tokens and logins through a narrow handle of their own.
+    ("pp-users", &["pp-types", "pp-store", "pp-tasks"]),
     (
         "pp-server",
         &[
@@ -47,6 +50,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-gate",
             "pp-tasks",
             "pp-knowledge",
+            "pp-users",
             "pp-schedules",
             "pp-channels",
         ],
@@ -68,6 +72,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-channels",
             "pp-notify",
             "pp-knowledge",
+            "pp-users",
             "pp-server",
         ],
     ),
@@ -88,6 +93,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-channels",
             "pp-notify",
             "pp-knowledge",
+            "pp-users",
             "pp-server",
         ],
     ),
@@ -279,10 +285,17 @@ fn the_server_reaches_the_store_only_through_the_task_service() {
     assert_eq!(
         reaching,
         BTreeSet::from(
-            ["pp-channels", "pp-knowledge", "pp-schedules", "pp-tasks"].map(str::to_owned)
+            [
+                "pp-channels",
+                "pp-knowledge",
+                "pp-schedules",
+                "pp-tasks",
+                "pp-users",
+            ]
+            .map(str::to_owned)
         ),
         "the server reaches pp-store only through the task service and the services beside it \
-         (operator knowledge, schedules, webhook channels), each with a store handle of its \
+         (operator knowledge, users, schedules, webhook channels), each with a store handle of its \
          own"
     );
     for name in &reaching {

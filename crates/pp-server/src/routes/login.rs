@@ -49,7 +49,6 @@ pub(crate) async fn login(
     // `None`: refused; `Some(None)`: the single-user token; `Some(Some(user))`: team.
     let who: Option<Option<String>> = match query.token {
         Some(token) if state.settings().team => state
-            .service()
             .users()
             .by_token(token)
             .await
@@ -70,11 +69,7 @@ pub(crate) async fn login(
             .into_response();
     };
     let ttl = state.settings().session_ttl;
-    let created = state
-        .service()
-        .users()
-        .create_login(user.clone(), ttl)
-        .await;
+    let created = state.users().create_login(user.clone(), ttl).await;
     let session = match created {
         Ok(session) => session,
         Err(error) => return ApiError::internal(error).into_response(),
@@ -114,7 +109,7 @@ pub(crate) async fn login(
 /// `POST /logout`: deletes the session and clears the cookie; `303` to `/`.
 pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(session) = session_cookie(&headers)
-        && let Err(error) = state.service().users().end_login(session).await
+        && let Err(error) = state.users().end_login(session).await
     {
         return ApiError::internal(error).into_response();
     }

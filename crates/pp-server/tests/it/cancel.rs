@@ -38,7 +38,12 @@ fn stubborn_app(workers: usize) -> App {
         None,
     )
     .with_cancel_wait(Duration::from_millis(300));
-    let state = AppState::new(service.clone(), TOKEN, ServerSettings::default());
+    let state = AppState::new(
+        service.clone(),
+        pp_users::Users::new(service.clone(), store.clone()),
+        TOKEN,
+        ServerSettings::default(),
+    );
     let router = pp_server::router(state.clone());
     service.start_workers();
     App {

@@ -99,7 +99,12 @@ impl App {
             ModelSource::Scripted,
         );
         let script = settings.default_script.clone();
-        let state = AppState::new(service.clone(), TOKEN, settings);
+        let state = AppState::new(
+            service.clone(),
+            pp_users::Users::new(service.clone(), store.clone()),
+            TOKEN,
+            settings,
+        );
         state.set_skills(skills::service(&tree, &store));
         state.set_memory(memory::service(&tree, &store));
         state.set_channels(channels::service(

@@ -24,6 +24,7 @@ struct Team {
     /// Keeps the temporary directories alive.
     _tree: TempTree,
     service: TaskService,
+    users: pp_users::Users,
     router: Router,
     tokens: BTreeMap<&'static str, String>,
 }
@@ -86,7 +87,8 @@ impl Team {
             team: true,
             ..ServerSettings::default()
         };
-        let state = AppState::new(service.clone(), TOKEN, settings);
+        let users = pp_users::Users::new(service.clone(), store.clone());
+        let state = AppState::new(service.clone(), users.clone(), TOKEN, settings);
         state.set_skills(crate::skills::service(&tree, &store));
         state.set_memory(crate::memory::service(&tree, &store));
         state.set_channels(crate::channels::service(
@@ -98,9 +100,9 @@ impl Team {
         let router = pp_server::router(state);
         let mut tokens = BTreeMap::new();
         for (name, role) in USERS {
-            let issued = service.users().add(name, role).await.unwrap();
+            let issued = users.add(name, role).await.unwrap();
             if role != Role::Owner {
-                service.users().grant_workspace(name, "main").await.unwrap();
+                users.grant_workspace(name, "main").await.unwrap();
             }
             tokens.insert(name, issued.token);
         }
@@ -108,6 +110,7 @@ impl Team {
         Self {
             _tree: tree,
             service,
+            users,
             router,
             tokens,
         }
@@ -538,7 +541,7 @@ async fn rotation_ends_the_old_token_and_its_console_logins() {
     let me = send(&team.router, with_cookie()).await;
     assert_eq!(me.json["user"], "mia", "{me:?}");
 
-    let issued = team.service.users().rotate_token("mia").await.unwrap();
+    let issued = team.users.rotate_token("mia").await.unwrap();
     assert_eq!(issued.logins_ended, 1);
     assert_eq!(send(&team.router, with_cookie()).await.status, 401);
     let stale = team
@@ -660,11 +663,7 @@ async fn a_revoked_grant_stops_every_action_at_once() {
         .to_string();
 
     for user in ["mia", "abe"] {
-        team.service
-            .users()
-            .revoke_workspace(user, "main")
-            .await
-            .unwrap();
+        team.users.revoke_workspace(user, "main").await.unwrap();
     }
 
     // The actions named in the finding, with the answer each gets now.

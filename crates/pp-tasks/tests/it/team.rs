@@ -213,22 +213,20 @@ async fn authorize_reads_the_grant_at_the_moment_of_the_action() {
     let tree = TempTree::new();
     let database = tree.base().join("pocketpilot.db");
     let service = worker(&database, &tree.base().join("host"), &["finance"]);
-    let carol = service.users().add("carol", Role::Member).await.unwrap();
-    service.users().add("dave", Role::Member).await.unwrap();
-    service
-        .users()
-        .grant_workspace("carol", "finance")
-        .await
-        .unwrap();
+    // The users as `pp-users` keeps them: straight in the shared database.
+    let users = pp_store::Store::open(&database).unwrap();
+    let (_, carol_token) = users.add_user("carol", Role::Member).await.unwrap();
+    users.add_user("dave", Role::Member).await.unwrap();
+    users.grant_workspace("carol", "finance").await.unwrap();
 
-    let wrong = service.authenticate("dave", carol.token.clone()).await;
+    let wrong = service.authenticate("dave", carol_token.clone()).await;
     assert!(matches!(wrong, Err(Error::Unauthorized(_))), "{wrong:?}");
     let garbage = service.authenticate("carol", "ppu_nope".into()).await;
     assert!(
         matches!(garbage, Err(Error::Unauthorized(_))),
         "{garbage:?}"
     );
-    let caller = service.authenticate("carol", carol.token).await.unwrap();
+    let caller = service.authenticate("carol", carol_token).await.unwrap();
     assert_eq!(caller.user.as_deref(), Some("carol"));
     assert_eq!(caller.workspaces, ["finance"]);
 
@@ -253,11 +251,7 @@ async fn authorize_reads_the_grant_at_the_moment_of_the_action() {
         .unwrap();
     service.authorize(&caller, turn).await.unwrap();
 
-    service
-        .users()
-        .revoke_workspace("carol", "finance")
-        .await
-        .unwrap();
+    users.revoke_workspace("carol", "finance").await.unwrap();
     // The same caller value, authenticated before the revoke.
     for action in [Action::Cancel(&task), Action::Retry(&task), turn] {
         let refused = service.authorize(&caller, action).await;

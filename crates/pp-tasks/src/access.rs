@@ -11,10 +11,27 @@
 //! Which routes a role may use at all is the server's role matrix (`Access` next to each
 //! route); this module holds the object-level rules both front ends share.
 
+use pp_store::Store;
 use pp_types::{Role, TaskRecord, UserRecord};
 
 use crate::error::{Error, Result};
 use crate::service::TaskService;
+
+/// The store as the access checks see it: a user by name or by token; nothing else
+/// (adding users, grants and logins are `pp-users`').
+struct CallerBook<'a>(&'a Store);
+
+impl CallerBook<'_> {
+    /// One user ([`Error::NotFound`] for an unknown name).
+    async fn user(&self, name: &str) -> Result<UserRecord> {
+        Ok(self.0.user(name).await?)
+    }
+
+    /// The user whose token is `token`, if any.
+    async fn user_by_token(&self, token: &str) -> Result<Option<UserRecord>> {
+        Ok(self.0.user_by_token(token).await?)
+    }
+}
 
 /// The identity an action is taken for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,7 +190,7 @@ impl TaskService {
     /// API builds from a bearer token. [`Error::Unauthorized`] when the token is not
     /// `name`'s (an unknown name, a wrong or rotated token).
     pub async fn authenticate(&self, name: &str, token: String) -> Result<Caller> {
-        match self.users().by_token(token).await? {
+        match CallerBook(self.store()).user_by_token(&token).await? {
             Some(user) if user.name == name => Ok(Caller::from_user(user)),
             _ => Err(Error::Unauthorized(format!(
                 "the token is not a valid token of user `{name}`"
@@ -189,7 +206,7 @@ impl TaskService {
         let Some(name) = &caller.user else {
             return Ok(());
         };
-        let now = match self.users().get(name).await {
+        let now = match CallerBook(self.store()).user(name).await {
             Ok(user) => Caller::from_user(user),
             Err(Error::NotFound { .. }) => {
                 return Err(Error::Unauthorized(format!(

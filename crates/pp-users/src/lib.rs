@@ -1,22 +1,21 @@
 //! Team users (team mode, docs/team.md) and console logins: adding users, their
-//! workspace grants, token rotation, recognising a token or a login ([`Users`], from
-//! [`TaskService::users`]); who acts and whether they may ([`access`]).
+//! workspace grants, token rotation, recognising a token or a login ([`Users`]).
 //!
-//! Which routes a role may use is the server's role matrix; this module only keeps the
-//! users and checks their names, roles and workspaces. It reaches the store only through
-//! [`UserBook`] (the store calls it makes, nothing else).
-
-pub(crate) mod access;
+//! It sits beside the task service: it reaches the configured workspaces through the
+//! service ([`TaskService::workspaces`]) and the store only through its own narrow book
+//! (users, their grants and tokens, console logins; nothing else). Who acts and whether
+//! they may is the task service's ([`pp_tasks::Caller`], [`TaskService::authorize`]);
+//! which routes a role may use is the server's role matrix. This crate only keeps the
+//! users and checks their names, roles and workspaces. `pocketpilot serve` builds one
+//! [`Users`] for the API; the CLI's `users` and `token` commands build their own.
 
 use std::time::Duration;
 
 use pp_store::Store;
+use pp_tasks::{Error, Result, TaskService};
 use pp_types::{Role, UserRecord, valid_user_name};
 
 pub use pp_store::LoginOwner;
-
-use crate::error::{Error, Result};
-use crate::service::TaskService;
 
 /// A user with a token just made: the only time the token is shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,8 +66,7 @@ impl UserBook {
     }
 }
 
-/// The team's users and the console's logins, over a task service's store. Cheap to
-/// clone.
+/// The team's users and the console's logins. Cheap to clone.
 #[derive(Clone)]
 pub struct Users {
     service: TaskService,
@@ -81,17 +79,16 @@ impl std::fmt::Debug for Users {
     }
 }
 
-impl TaskService {
-    /// The team's users and the console's logins, over this service's store.
-    pub fn users(&self) -> Users {
-        Users {
-            service: self.clone(),
-            book: UserBook(self.store().clone()),
+impl Users {
+    /// The team's users and the console's logins in `store`, the one `service` runs on
+    /// (whose workspaces a grant must name).
+    pub fn new(service: TaskService, store: Store) -> Self {
+        Self {
+            service,
+            book: UserBook(store),
         }
     }
-}
 
-impl Users {
     /// Adds a user with a fresh token (shown once: only its SHA-256 is stored).
     pub async fn add(&self, name: &str, role: Role) -> Result<IssuedToken> {
         check_name(name)?;
@@ -105,7 +102,7 @@ impl Users {
             Err(pp_store::Error::NameTaken { name, .. }) => Err(Error::BadRequest(format!(
                 "a user named `{name}` already exists"
             ))),
-            Err(other) => Err(Error::from_store(other)),
+            Err(other) => Err(Error::from(other)),
         }
     }
 
