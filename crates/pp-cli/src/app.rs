@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use pp_agent::EventSink;
+use pp_chat::Sessions;
 use pp_knowledge::{MemoryService, SkillsService};
 use pp_store::Store;
 use pp_tasks::{ModelSource, TaskService};
@@ -111,6 +112,11 @@ impl App {
     /// The team's users and the console's logins in this app's store.
     pub(crate) fn users(&self) -> Users {
         Users::new(self.service.clone(), self.store.clone())
+    }
+
+    /// The chat sessions in this app's store.
+    pub(crate) fn sessions(&self) -> Sessions {
+        Sessions::new(self.service.clone(), self.store.clone())
     }
 
     /// The operator's memory service over `memory.md` in the data directory, auditing

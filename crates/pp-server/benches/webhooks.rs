@@ -120,7 +120,8 @@ fn main() {
             .secret;
         let state = AppState::new(
             service.clone(),
-            pp_users::Users::new(service, users_store),
+            pp_users::Users::new(service.clone(), users_store.clone()),
+            pp_chat::Sessions::new(service, users_store),
             "bench-token-0123456789",
             ServerSettings::default(),
         );

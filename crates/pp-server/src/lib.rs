@@ -2,11 +2,12 @@
 //! streams over SSE, operator files, audit ledger, workspaces, health, the OpenAPI
 //! document), console login, and the console shell at `/`.
 //!
-//! Main types: [`AppState`] (the task service, the users, the API token, [`ServerSettings`]),
+//! Main types: [`AppState`] (the task service, the users, the chat sessions, the API
+//! token, [`ServerSettings`]),
 //! [`router`] (opens no socket; tests drive it with `oneshot`), [`serve`] (a bound
 //! listener plus a shutdown future) and [`ApiError`] (every failure as
-//! `{"error": {"code", "message"}}`). This crate sits above `pp-tasks`, `pp-users`, `pp-knowledge`, `pp-schedules` and
-//! `pp-channels` (which it drives)
+//! `{"error": {"code", "message"}}`). This crate sits above `pp-tasks`, `pp-users`, `pp-chat`, `pp-knowledge`,
+//! `pp-schedules` and `pp-channels` (which it drives)
 //! and `pp-gate` (the jail every operator file goes through), and below `pp-cli`, which
 //! owns the token file, binds the port and calls [`serve`]. It is the only crate that
 //! uses axum.
@@ -20,7 +21,11 @@
 //! every response carries a strict CSP.
 //!
 //! ```no_run
-//! # async fn example(service: pp_tasks::TaskService, users: pp_users::Users) -> std::io::Result<()> {
+//! # async fn example(
+//! #     service: pp_tasks::TaskService,
+//! #     users: pp_users::Users,
+//! #     sessions: pp_chat::Sessions,
+//! # ) -> std::io::Result<()> {
 //! use pp_server::{AppState, ServerSettings};
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -28,7 +33,7 @@
 //!     port: Some(listener.local_addr()?.port()),
 //!     ..ServerSettings::default()
 //! };
-//! let state = AppState::new(service, users, "the-token-from-the-token-file", settings);
+//! let state = AppState::new(service, users, sessions, "the-token-from-the-token-file", settings);
 //! // The CLI completes this on Ctrl-C; sending on (or dropping) `stop` shuts down.
 //! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
 //! # let _keep = stop;

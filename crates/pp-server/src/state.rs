@@ -5,6 +5,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use pp_channels::ChannelsService;
+use pp_chat::Sessions;
 use pp_knowledge::{MemoryService, SkillsService};
 use pp_schedules::Scheduler;
 use pp_tasks::TaskService;
@@ -112,6 +113,8 @@ struct Shared {
     service: TaskService,
     /// The team's users and the console's logins (who a token or a login cookie is).
     users: Users,
+    /// The chat sessions (`/api/sessions`).
+    sessions: Sessions,
     /// The API token. A lock (not a plain `String`) so the CLI can swap it at runtime
     /// after `pocketpilot token rotate` without restarting; read once per request.
     token: RwLock<String>,
@@ -157,6 +160,7 @@ impl AppState {
     pub fn new(
         service: TaskService,
         users: Users,
+        sessions: Sessions,
         token: impl Into<String>,
         settings: ServerSettings,
     ) -> Self {
@@ -165,6 +169,7 @@ impl AppState {
             inner: Arc::new(Shared {
                 service,
                 users,
+                sessions,
                 token: RwLock::new(token.into()),
                 upload_slots: Arc::new(Semaphore::new(settings.max_concurrent_uploads)),
                 settings,
@@ -187,6 +192,11 @@ impl AppState {
     /// The team's users and the console's logins.
     pub fn users(&self) -> &Users {
         &self.inner.users
+    }
+
+    /// The chat sessions.
+    pub fn sessions(&self) -> &Sessions {
+        &self.inner.sessions
     }
 
     /// The settings.

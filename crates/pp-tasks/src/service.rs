@@ -222,7 +222,8 @@ impl TaskService {
     }
 
     /// Wakes the workers to claim queued tasks now: for tasks the store created in a
-    /// transaction of its own (a schedule's fire), not through [`TaskService::create`].
+    /// transaction of its own (a schedule's fire, a chat turn), not through
+    /// [`TaskService::create`].
     pub fn wake_workers(&self) {
         self.inner.wake.notify_one();
     }

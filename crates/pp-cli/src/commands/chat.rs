@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use pp_tasks::{Action, Caller, NewSession, TaskService};
+use pp_chat::NewSession;
+use pp_tasks::{Action, Caller, TaskService};
 use pp_types::{Actor, TaskId, TaskState};
 use serde_json::Value;
 
@@ -92,7 +93,7 @@ pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Resul
 /// first turn.
 async fn stored_workspace(flags: &Flags, id: &str) -> anyhow::Result<Option<PathBuf>> {
     let app = App::stored(flags).await?;
-    let view = match app.service.session(id).await {
+    let view = match app.sessions().session(id).await {
         Ok(view) => view,
         Err(pp_tasks::Error::NotFound { .. }) => return Err(no_session(id).into()),
         Err(error) => return Err(error.into()),
@@ -141,13 +142,13 @@ impl Chat {
     /// as `serve` does at start-up, so it no longer blocks the next message.
     async fn resume(&mut self, id: &str) -> anyhow::Result<()> {
         if self.caller.user.is_some() {
-            let creator = self.app.service.session_user(id).await?;
+            let creator = self.app.sessions().session_user(id).await?;
             let creator = creator.as_deref();
             let action = Action::OwnSession { id, creator };
             acting::authorize(&self.app.service, &self.caller, action).await?;
         }
         self.app.service.recover().await?;
-        let view = match self.app.service.session(id).await {
+        let view = match self.app.sessions().session(id).await {
             Ok(view) => view,
             Err(pp_tasks::Error::NotFound { .. }) => return Err(no_session(id).into()),
             Err(error) => return Err(error.into()),
@@ -230,7 +231,7 @@ impl Chat {
                 Ok(Next::Continue)
             }
             "/sessions" => {
-                let sessions = self.app.service.sessions(SESSIONS_SHOWN).await?;
+                let sessions = self.app.sessions().sessions(SESSIONS_SHOWN).await?;
                 print_sessions(&sessions, self.session.as_deref(), true)?;
                 Ok(Next::Continue)
             }
@@ -253,6 +254,7 @@ impl Chat {
     async fn turn(&mut self, message: &str) -> anyhow::Result<Next> {
         let started = Instant::now();
         let service = &self.app.service;
+        let sessions = self.app.sessions();
         let session = match &self.session {
             Some(id) => id.clone(),
             None => {
@@ -260,7 +262,7 @@ impl Chat {
                     let workspace = &workspace.name;
                     acting::authorize(service, &self.caller, Action::Work { workspace }).await?;
                 }
-                let record = service
+                let record = sessions
                     .create_session(NewSession {
                         workspace: None,
                         title: None,
@@ -268,7 +270,7 @@ impl Chat {
                     })
                     .await?;
                 if let Some(user) = &self.caller.user {
-                    service.set_session_user(&record.id, user).await?;
+                    sessions.set_session_user(&record.id, user).await?;
                 }
                 errln!("session {}", one_line(&record.id));
                 self.session = Some(record.id.clone());
@@ -278,11 +280,11 @@ impl Chat {
         };
         if self.caller.user.is_some() {
             // Every turn: the session's workspace must still be granted.
-            let view = service.session(&session).await?;
+            let view = sessions.session(&session).await?;
             let workspace = &view.session.workspace;
             acting::authorize(service, &self.caller, Action::Work { workspace }).await?;
         }
-        let task = match service
+        let task = match sessions
             .send_message(
                 &session,
                 message.to_owned(),

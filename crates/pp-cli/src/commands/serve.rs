@@ -103,7 +103,13 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         .config
         .approvals_expire_after
         .map(|after| spawn_expiry(notifications.clone(), after));
-    let state = AppState::new(app.service.clone(), app.users(), token.clone(), settings);
+    let state = AppState::new(
+        app.service.clone(),
+        app.users(),
+        app.sessions(),
+        token.clone(),
+        settings,
+    );
     state.set_skills(app.skills());
     state.set_memory(app.memory());
     // `GET /api/mcp/servers` and the console's MCP page: `mcp list --json`'s report

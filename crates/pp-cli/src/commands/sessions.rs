@@ -2,7 +2,8 @@
 //! mode `delete` acts for `--user NAME` (`acting.rs`).
 
 use clap::Subcommand;
-use pp_tasks::{Action, SessionRecord, SessionView};
+use pp_chat::{SessionRecord, SessionView, Sessions};
+use pp_tasks::Action;
 use serde_json::json;
 
 use crate::acting::{self, UserArgs};
@@ -47,19 +48,20 @@ pub(crate) enum SessionsCommand {
 pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Result<u8> {
     let app = App::stored(flags).await?;
     let service = &app.service;
+    let sessions = app.sessions();
     match command {
         SessionsCommand::List { limit, json } => {
-            let sessions = service.sessions(limit).await?;
+            let list = sessions.sessions(limit).await?;
             if json {
-                let list = json!({ "sessions": sessions });
+                let list = json!({ "sessions": list });
                 outln!("{}", json_safe(&list.to_string()))?;
             } else {
-                print_sessions(&sessions, None, false)?;
+                print_sessions(&list, None, false)?;
             }
             Ok(exit::OK)
         }
         SessionsCommand::Show { id, json } => {
-            let view = service.session(&id).await?;
+            let view = sessions.session(&id).await?;
             if json {
                 outln!("{}", json_safe(&serde_json::to_string(&view)?))?;
             } else {
@@ -70,19 +72,19 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
         SessionsCommand::Delete { id, who } => {
             let caller = who.caller(app.config.team, service).await?;
             if caller.user.is_some() {
-                let creator = service.session_user(&id).await?;
+                let creator = sessions.session_user(&id).await?;
                 let creator = creator.as_deref();
                 acting::authorize(service, &caller, Action::OwnSession { id: &id, creator })
                     .await?;
             }
-            delete(service, &id).await
+            delete(&sessions, &id).await
         }
     }
 }
 
 /// Deletes session `id`: exit 5 while a turn has not ended.
-async fn delete(service: &pp_tasks::TaskService, id: &str) -> anyhow::Result<u8> {
-    match service.delete_session(id).await {
+async fn delete(sessions: &Sessions, id: &str) -> anyhow::Result<u8> {
+    match sessions.delete_session(id).await {
         Ok(()) => {
             errln!("deleted session {}", one_line(id));
             Ok(exit::OK)

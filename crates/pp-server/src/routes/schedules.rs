@@ -115,7 +115,7 @@ pub(crate) async fn create(
     };
     if let Some(session) = &request.session {
         // Refused now (404), not paused at the first fire.
-        state.service().session(session).await?;
+        state.sessions().session(session).await?;
     }
     let schedule = scheduler(&state)?.create(request, Actor::Operator).await?;
     Ok((StatusCode::CREATED, Json(ScheduleView::from(&schedule))))
@@ -191,7 +191,7 @@ pub(crate) async fn edit(
             enabled: schedule.enabled,
         };
         if let Some(session) = &edited.session {
-            state.service().session(session).await?;
+            state.sessions().session(session).await?;
         }
         schedule = scheduler.edit(&schedule.id, edited).await?;
     }

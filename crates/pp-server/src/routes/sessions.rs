@@ -10,7 +10,8 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::{Action, NewSession, SessionRecord, SessionView};
+use pp_chat::{NewSession, SessionRecord, SessionView};
+use pp_tasks::Action;
 use pp_types::Actor;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -58,7 +59,7 @@ pub(crate) async fn create(
         )));
     }
     let session = state
-        .service()
+        .sessions()
         .create_session(NewSession {
             workspace: request.workspace,
             title: request.title,
@@ -66,7 +67,7 @@ pub(crate) async fn create(
         })
         .await?;
     if let Some(user) = &caller.user {
-        state.service().set_session_user(&session.id, user).await?;
+        state.sessions().set_session_user(&session.id, user).await?;
     }
     Ok((StatusCode::CREATED, Json(session)))
 }
@@ -85,13 +86,13 @@ pub(crate) async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
     let mut sessions = state
-        .service()
+        .sessions()
         .sessions(limit(query.limit, 100, 1000)?)
         .await?;
     if caller.user.is_some() {
         let mut visible = Vec::with_capacity(sessions.len());
         for session in sessions {
-            let creator = state.service().session_user(&session.id).await?;
+            let creator = state.sessions().session_user(&session.id).await?;
             if caller.sees_session(creator.as_deref()) {
                 visible.push(session);
             }
@@ -106,7 +107,7 @@ async fn check_session(state: &AppState, caller: &Caller, id: &str) -> ApiResult
     if caller.user.is_none() {
         return Ok(());
     }
-    let creator = state.service().session_user(id).await?;
+    let creator = state.sessions().session_user(id).await?;
     if caller.sees_session(creator.as_deref()) {
         Ok(())
     } else {
@@ -121,7 +122,7 @@ pub(crate) async fn show(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<SessionView>> {
     check_session(&state, &caller, &id).await?;
-    Ok(Json(state.service().session(&id).await?))
+    Ok(Json(state.sessions().session(&id).await?))
 }
 
 /// Sends a message: `202 {"task_id"}` for the new turn's task; `409 session_busy` while
@@ -135,12 +136,12 @@ pub(crate) async fn send(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     check_session(&state, &caller, &id).await?;
     if caller.user.is_some() {
-        let session = state.service().session(&id).await?;
+        let session = state.sessions().session(&id).await?;
         let workspace = &session.session.workspace;
         caller.authorize(&state, Action::Work { workspace }).await?;
     }
     let task = state
-        .service()
+        .sessions()
         .send_message(
             &id,
             request.content,
@@ -161,6 +162,6 @@ pub(crate) async fn delete(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     check_session(&state, &caller, &id).await?;
-    state.service().delete_session(&id).await?;
+    state.sessions().delete_session(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

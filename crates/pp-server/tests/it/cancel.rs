@@ -41,6 +41,7 @@ fn stubborn_app(workers: usize) -> App {
     let state = AppState::new(
         service.clone(),
         pp_users::Users::new(service.clone(), store.clone()),
+        pp_chat::Sessions::new(service.clone(), store.clone()),
         TOKEN,
         ServerSettings::default(),
     );

@@ -102,6 +102,7 @@ impl App {
         let state = AppState::new(
             service.clone(),
             pp_users::Users::new(service.clone(), store.clone()),
+            pp_chat::Sessions::new(service.clone(), store.clone()),
             TOKEN,
             settings,
         );

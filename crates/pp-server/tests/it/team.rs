@@ -25,6 +25,7 @@ struct Team {
     _tree: TempTree,
     service: TaskService,
     users: pp_users::Users,
+    sessions: pp_chat::Sessions,
     router: Router,
     tokens: BTreeMap<&'static str, String>,
 }
@@ -88,7 +89,14 @@ impl Team {
             ..ServerSettings::default()
         };
         let users = pp_users::Users::new(service.clone(), store.clone());
-        let state = AppState::new(service.clone(), users.clone(), TOKEN, settings);
+        let sessions = pp_chat::Sessions::new(service.clone(), store.clone());
+        let state = AppState::new(
+            service.clone(),
+            users.clone(),
+            sessions.clone(),
+            TOKEN,
+            settings,
+        );
         state.set_skills(crate::skills::service(&tree, &store));
         state.set_memory(crate::memory::service(&tree, &store));
         state.set_channels(crate::channels::service(
@@ -111,6 +119,7 @@ impl Team {
             _tree: tree,
             service,
             users,
+            sessions,
             router,
             tokens,
         }
@@ -770,7 +779,7 @@ async fn a_revoked_grant_stops_every_action_at_once() {
 
     // Nothing happened.
     assert!(
-        team.service
+        team.sessions
             .session(mia_session)
             .await
             .unwrap()

@@ -4,8 +4,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use pp_agent::ModelRequest;
+use pp_chat::{NewSession, Sessions};
 use pp_model::ScriptedModel;
-use pp_tasks::{Error, ModelSource, NewSession, TaskService, TaskSettings};
+use pp_tasks::{Error, ModelSource, TaskSettings};
 use pp_types::{Actor, Message, TaskRecord, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -22,17 +23,21 @@ fn fixture_with(model: &Arc<ScriptedModel>, settings: TaskSettings) -> Fixture {
 
 /// Sends `text` to `session` and runs the turn it starts, here; the turn as it ended
 /// (or paused).
-async fn take_turn(service: &TaskService, session: &str, text: &str) -> TaskRecord {
-    let task = service
+async fn take_turn(fixture: &Fixture, session: &str, text: &str) -> TaskRecord {
+    let task = sessions(fixture)
         .send_message(session, text.into(), Actor::Operator, None)
         .await
         .unwrap();
-    service.run_now(&task.id).await.unwrap()
+    fixture.service.run_now(&task.id).await.unwrap()
+}
+
+/// The chat sessions of the fixture's service, as the front ends build them (`pp-chat`).
+fn sessions(fixture: &Fixture) -> Sessions {
+    Sessions::new(fixture.service.clone(), fixture.store().clone())
 }
 
 async fn new_session(fixture: &Fixture) -> String {
-    fixture
-        .service
+    sessions(fixture)
         .create_session(NewSession {
             workspace: None,
             title: Some("  Notes  ".into()),
@@ -106,11 +111,12 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
     let fixture = fixture_with(&model, TaskSettings::default());
     let session = new_session(&fixture).await;
     let service = &fixture.service;
+    let chat = sessions(&fixture);
 
-    let first = take_turn(service, &session, "first").await;
+    let first = take_turn(&fixture, &session, "first").await;
     assert_eq!(first.state, TaskState::Completed);
 
-    let second = service
+    let second = chat
         .send_message(&session, " second ".into(), Actor::Operator, None)
         .await
         .unwrap();
@@ -118,7 +124,7 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
     let waiting = service.run_now(&second.id).await.unwrap();
     assert_eq!(waiting.state, TaskState::WaitingApproval);
 
-    let busy = service
+    let busy = chat
         .send_message(&session, "third".into(), Actor::Operator, None)
         .await
         .unwrap_err();
@@ -127,7 +133,7 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
         "{busy:?}"
     );
     assert!(matches!(
-        service.delete_session(&session).await,
+        chat.delete_session(&session).await,
         Err(Error::SessionBusy { .. })
     ));
 
@@ -136,7 +142,7 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(fixture.tree.read("notes.txt"), "hi\n");
 
-    let third = take_turn(service, &session, "third").await;
+    let third = take_turn(&fixture, &session, "third").await;
     assert_eq!(third.state, TaskState::Completed);
 
     let requests = model.requests();
@@ -158,7 +164,7 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
     );
     requests.iter().for_each(assert_pairs_intact);
 
-    let view = service.session(&session).await.unwrap();
+    let view = chat.session(&session).await.unwrap();
     assert_eq!(view.session.title.as_deref(), Some("Notes"));
     assert_eq!(view.summary, None);
     let turns: Vec<(u32, &str, TaskState, Option<&str>)> = view
@@ -186,9 +192,9 @@ async fn a_turn_waiting_for_approval_makes_the_session_busy_until_it_is_resolved
     assert_eq!(fixture.audit_count("task_created").await, 3);
     assert_eq!(fixture.audit_count("approval_approved").await, 1);
 
-    service.delete_session(&session).await.unwrap();
+    chat.delete_session(&session).await.unwrap();
     assert!(matches!(
-        service.session(&session).await,
+        chat.session(&session).await,
         Err(Error::NotFound {
             what: "session",
             ..
@@ -222,7 +228,7 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
     let session = new_session(&fixture).await;
     let mut tasks = Vec::new();
     for prompt in ["first", "second", "third", "fourth"] {
-        let done = take_turn(&fixture.service, &session, prompt).await;
+        let done = take_turn(&fixture, &session, prompt).await;
         assert_eq!(done.state, TaskState::Completed, "{done:?}");
         tasks.push(done.id);
     }
@@ -311,7 +317,7 @@ async fn a_long_history_is_summarised_whole_turns_at_a_time() {
     );
 
     // The summarised turns stay in the store.
-    let view = fixture.service.session(&session).await.unwrap();
+    let view = sessions(&fixture).session(&session).await.unwrap();
     assert_eq!(view.turns.len(), 4);
     assert_eq!(
         view.summary.as_deref(),
@@ -339,7 +345,7 @@ async fn without_a_summary_the_drop_oldest_trimming_is_the_last_resort() {
     let session = new_session(&fixture).await;
     let mut last = None;
     for prompt in ["first", "second", "third", "fourth"] {
-        let done = take_turn(&fixture.service, &session, prompt).await;
+        let done = take_turn(&fixture, &session, prompt).await;
         assert_eq!(done.state, TaskState::Completed, "{done:?}");
         last = Some(done.id);
     }
@@ -353,7 +359,7 @@ async fn without_a_summary_the_drop_oldest_trimming_is_the_last_resort() {
     let lines = transcript(fourth);
     assert!(!lines.contains(&"user: first".to_owned()), "{lines:?}");
     assert_eq!(lines.last().unwrap(), "user: fourth");
-    let view = fixture.service.session(&session).await.unwrap();
+    let view = sessions(&fixture).session(&session).await.unwrap();
     assert_eq!(view.summary, None);
 }
 
@@ -366,10 +372,10 @@ async fn a_turn_cancelled_while_waiting_is_remembered_with_its_call_answered() {
     let fixture = fixture_with(&model, TaskSettings::default());
     let session = new_session(&fixture).await;
     let service = &fixture.service;
-    let first = take_turn(service, &session, "first").await;
+    let first = take_turn(&fixture, &session, "first").await;
     assert_eq!(first.state, TaskState::WaitingApproval);
     service.cancel(&first.id).await.unwrap();
-    let second = take_turn(service, &session, "second").await;
+    let second = take_turn(&fixture, &session, "second").await;
     assert_eq!(second.state, TaskState::Completed);
     let requests = model.requests();
     let last = requests.last().unwrap();

@@ -1,21 +1,37 @@
 //! Chat sessions: a conversation of turns, each turn one task with its own events,
-//! approvals, audit rows and running time.
+//! approvals, audit rows and running time ([`Sessions`]).
 //!
-//! [`TaskService::send_message`] creates the turn's task (queued, like any task) in the
+//! It sits beside the task service: it reaches the workspaces and the workers through
+//! the service ([`TaskService`]) and the store only through its own narrow handle (the
+//! chat sessions and their turns). The turns themselves are ordinary tasks, run by the
+//! task service's workers; the runner builds a turn's history from the session.
+//!
+//! [`Sessions::send_message`] creates the turn's task (queued, like any task) in the
 //! transaction that checks the previous turn has ended; the runner starts it with the
 //! session's history (`conversation.rs`) and stores the turn's own messages when it ends.
 //! A session is busy ([`Error::SessionBusy`], HTTP 409 `session_busy`) while its latest
 //! turn is `queued`, `running` or `waiting_approval`; an `interrupted` turn does not block
-//! the next message. [`TaskService::delete_session`] refuses a busy session the same way
+//! the next message. [`Sessions::delete_session`] refuses a busy session the same way
 //! (cancel the turn first); it removes the session and its turn list, never the tasks.
 
-use pp_store::{ChatSession, ChatTurn, NewChatSession, NewTask};
+use pp_store::{ChatSession, ChatTurn, NewChatSession, NewTask, Store};
+use pp_tasks::{Error, Result, TaskService};
 use pp_types::{Actor, TaskId, TaskRecord, TaskState, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
-use crate::service::TaskService;
+/// The chat sessions of a task service. Cheap to clone.
+#[derive(Clone)]
+pub struct Sessions {
+    service: TaskService,
+    store: Store,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions").finish_non_exhaustive()
+    }
+}
 
 /// A session to create.
 #[derive(Debug, Clone)]
@@ -95,11 +111,18 @@ impl From<ChatTurn> for SessionTurn {
     }
 }
 
-impl TaskService {
+impl Sessions {
+    /// The chat sessions in `store`, the one `service` runs on (whose workspaces a
+    /// session names and whose workers run its turns).
+    pub fn new(service: TaskService, store: Store) -> Self {
+        Self { service, store }
+    }
+
     /// Creates an empty session in `request.workspace` (the default when `None`;
     /// [`Error::NotFound`] for an unknown one). A blank title counts as none.
     pub async fn create_session(&self, request: NewSession) -> Result<SessionRecord> {
         let workspace = self
+            .service
             .workspaces()
             .find(request.workspace.as_deref())
             .ok_or_else(|| Error::NotFound {
@@ -117,13 +140,13 @@ impl TaskService {
             workspace: workspace.name.clone(),
             created_by: request.actor,
         };
-        let session = self.inner.store.create_chat_session(new).await?;
+        let session = self.store.create_chat_session(new).await?;
         Ok(session.into())
     }
 
     /// The `limit` most recently active sessions, newest first.
     pub async fn sessions(&self, limit: usize) -> Result<Vec<SessionRecord>> {
-        let sessions = self.inner.store.chat_sessions(limit).await?;
+        let sessions = self.store.chat_sessions(limit).await?;
         Ok(sessions.into_iter().map(SessionRecord::from).collect())
     }
 
@@ -131,8 +154,8 @@ impl TaskService {
     pub async fn session(&self, id: &str) -> Result<SessionView> {
         // Two reads: a turn added between them shows up with a session whose
         // `updated_at` is one turn older, which the next read corrects.
-        let session = self.inner.store.chat_session(id).await?;
-        let turns = self.inner.store.chat_turns(id).await?;
+        let session = self.store.chat_session(id).await?;
+        let turns = self.store.chat_turns(id).await?;
         let summary = session.summary.clone();
         Ok(SessionView {
             session: session.into(),
@@ -158,8 +181,9 @@ impl TaskService {
         if prompt.is_empty() {
             return Err(Error::BadRequest("the message is empty".into()));
         }
-        let session = self.inner.store.chat_session(id).await?;
+        let session = self.store.chat_session(id).await?;
         let workspace = self
+            .service
             .workspaces()
             .find(Some(&session.workspace))
             .ok_or_else(|| Error::NotFound {
@@ -174,8 +198,8 @@ impl TaskService {
             origin: None,
             script,
         };
-        let turn = self.inner.store.add_chat_turn(id, new).await?;
-        self.inner.wake.notify_one();
+        let turn = self.store.add_chat_turn(id, new).await?;
+        self.service.wake_workers();
         Ok(turn.task)
     }
 
@@ -183,16 +207,16 @@ impl TaskService {
     /// rows stay. Refuses with [`Error::SessionBusy`] while a turn is active (cancel it
     /// first); [`Error::NotFound`] for an unknown session.
     pub async fn delete_session(&self, id: &str) -> Result<()> {
-        Ok(self.inner.store.delete_chat_session(id).await?)
+        Ok(self.store.delete_chat_session(id).await?)
     }
 
     /// Records the team user who created the chat session `id`.
     pub async fn set_session_user(&self, id: &str, user: &str) -> Result<()> {
-        Ok(self.inner.store.set_chat_session_user(id, user).await?)
+        Ok(self.store.set_chat_session_user(id, user).await?)
     }
 
     /// The team user who created the chat session `id` (`None`: none recorded).
     pub async fn session_user(&self, id: &str) -> Result<Option<String>> {
-        Ok(self.inner.store.chat_session_user(id).await?)
+        Ok(self.store.chat_session_user(id).await?)
     }
 }
