@@ -1,6 +1,12 @@
 //! The operator services against a real store on a manual clock: every skill change and
 //! every memory change is audited as the operator, refusals write nothing and no row,
 //! and the memory is a compare-and-swap on its version.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests set up fixtures with std::fs and panic on broken fixtures"
+)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -124,10 +130,6 @@ async fn the_memory_service_is_a_compare_and_swap_audited_as_operator() {
         matches!(error, Error::Memory(MemoryError::VersionMismatch { .. })),
         "{error}"
     );
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the test reads the memory file behind the service's back"
-    )]
     let on_disk = std::fs::read_to_string(data.path().join("memory.md")).unwrap();
     assert_eq!(on_disk, "one\n", "nothing written by the refused swap");
     let audit = audit(&store, "memory_updated").await;

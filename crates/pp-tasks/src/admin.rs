@@ -1,11 +1,11 @@
 //! What the CLI's maintenance commands need from the store, through the service: backup
-//! and restore of the SQLite file, pruning, the database's backend and schema version
+//! of the SQLite file, pruning, the database's backend and schema version
 //! (`doctor`). The server and the CLI never call the store themselves.
 
 use std::path::Path;
 use std::time::Duration;
 
-use pp_store::{PruneReport, Store};
+use pp_store::PruneReport;
 
 use crate::error::Result;
 use crate::service::TaskService;
@@ -15,12 +15,6 @@ impl TaskService {
     /// backed up with `pg_dump` and answers [`pp_store::Error::Unsupported`]).
     pub async fn backup_to(&self, dest: &Path) -> Result<()> {
         Ok(self.store().backup_to(dest).await?)
-    }
-
-    /// Puts the SQLite backup `backup` in place of the database file `database`; no
-    /// process may have it open (so no service exists for it).
-    pub async fn restore_file(backup: &Path, database: &Path) -> Result<()> {
-        Ok(Store::restore_file(backup, database).await?)
     }
 
     /// Drops the history of tasks finished more than `older_than` ago.

@@ -13,7 +13,7 @@
 //! watches the store for that call's outcome. The next call of the connection starts a
 //! new task.
 
-mod link;
+pub(crate) mod link;
 mod wait;
 
 use std::collections::HashSet;
@@ -24,8 +24,7 @@ use pp_types::{Actor, ApprovalId, PathRoot, ToolSpec};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use link::Reply;
-pub use link::{ClientLink, TaskShare};
+use link::{ClientLink, Reply};
 
 use crate::error::{Error, Result};
 use crate::runner::{Start, run_segment};

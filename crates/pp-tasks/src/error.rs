@@ -108,11 +108,6 @@ impl Error {
         }
     }
 
-    /// Whether a restore was refused because the file is not a PocketPilot database.
-    pub fn is_not_a_database(&self) -> bool {
-        matches!(self, Self::Store(pp_store::Error::NotAStore { .. }))
-    }
-
     /// Whether this is a store compare-and-set conflict (someone else moved the task
     /// first): front ends answer it like [`Error::InvalidState`].
     pub fn is_conflict(&self) -> bool {

@@ -64,7 +64,8 @@ mod workers;
 
 pub use access::{Action, Caller};
 pub use changelog::{ChangeLog, Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
-pub use client::{CallReply, ClientLink, ClientSession, ClientSettings, TaskShare, Waiting};
+pub use client::link::{ClientLink, TaskShare};
+pub use client::{CallReply, ClientSession, ClientSettings, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;
 pub use current::CurrentTarget;
 pub use error::{Error, Result};

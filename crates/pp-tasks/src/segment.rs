@@ -42,11 +42,6 @@ impl Segment {
         })
     }
 
-    /// The workspace jail of this segment.
-    pub fn jail(&self) -> &Jail {
-        self.gate.jail()
-    }
-
     /// The system prompt: this segment's tools and prompt sections, plus `summary` (a
     /// chat session's summary of earlier turns).
     pub fn system_prompt(&self, summary: Option<&str>) -> String {

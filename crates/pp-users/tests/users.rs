@@ -1,6 +1,12 @@
 //! Users and console logins against a real store on a manual clock: logins live for
 //! their time to live and end on logout; names, roles and grants are checked; a rotated
 //! token ends the user's logins.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests set up fixtures with std::fs and panic on broken fixtures"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -47,10 +47,12 @@ pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
     let _lock = tokio::task::spawn_blocking(move || lock::hold_for_restore(&home_dir))
         .await
         .context("the restore lock task stopped")??;
-    TaskService::restore_file(&file, &database)
+    // No process may have the database open, so no task service exists for it: the
+    // restore is the store's own file operation.
+    pp_store::Store::restore_file(&file, &database)
         .await
         .map_err(|error| {
-            if error.is_not_a_database() {
+            if matches!(error, pp_store::Error::NotAStore { .. }) {
                 Exit::usage(error.to_string()).into()
             } else {
                 anyhow::Error::new(error).context(format!("cannot restore {}", file.display()))
