@@ -4,11 +4,15 @@
 //!
 //! Main types: [`TaskService`] (create, run, resolve, cancel, retry, recover),
 //! [`TaskSettings`], [`Workspaces`], [`ModelSource`], [`ApprovalView`] (everything an
-//! approval card shows), team users (roles, workspace grants, hashed
-//! tokens: [`TaskService::users`]), the change log and reverts ([`TaskService::changes`]),
-//! notifications ([`notify`]). Schedules (`pp-schedules`) and webhook channels
-//! (`pp-channels`) are crates of their own above this one. It sits above `pp-agent`, `pp-gate`, `pp-tools`,
-//! `pp-model` and `pp-store`, and below `pp-server` and `pp-cli`. Every state change goes through the
+//! approval card shows), [`Caller`] and [`TaskService::authorize`] (who acts and whether
+//! they may), the change log and reverts ([`TaskService::changes`]). The services beside
+//! it are crates of their own above this one, each reaching tasks through
+//! [`TaskService`] and the store through a narrow handle of its own: team users
+//! (`pp-users`), chat sessions (`pp-chat`), notifications (`pp-notify`), the operator's
+//! skills and memory (`pp-knowledge`, which needs no tasks at all), schedules
+//! (`pp-schedules`) and webhook channels (`pp-channels`). It sits above `pp-agent`,
+//! `pp-gate`, `pp-tools`, `pp-model` and `pp-store`, and below them, `pp-server` and
+//! `pp-cli`. Every state change goes through the
 //! store's compare-and-set transactions, so several processes sharing one database (an
 //! SQLite file, or a team server's PostgreSQL) never run or resolve the same thing twice.
 //!

@@ -114,10 +114,10 @@ impl TaskService {
         task.state == TaskState::Running && self.inner.cancel_pending(&task.id)
     }
 
-    /// The store, for the narrow views the modules beside the service build over it
-    /// (`ChangeBook`, `UserBook`, `notify`'s feed, `OperatorAudit`), and — until they move
-    /// into crates of their own — for the scheduler and the webhook channels. Never public:
-    /// front ends go through the service.
+    /// The store, for the narrow views the modules beside the service build over it (the
+    /// change log's `ChangeBook`, the access checks' `CallerBook`) and for the
+    /// maintenance calls (`admin.rs`). Never public: front ends go through the service,
+    /// and the crates beside it are handed the store by the binary.
     pub(crate) fn store(&self) -> &Store {
         &self.inner.store
     }
