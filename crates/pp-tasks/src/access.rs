@@ -222,7 +222,7 @@ impl TaskService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pp_types::{Actor, TaskId, TaskState, Timestamp};
+    use pp_types::TaskState;
 
     fn caller(name: &str, role: Role, workspaces: &[&str]) -> Caller {
         Caller {
@@ -233,27 +233,7 @@ mod tests {
     }
 
     fn task(workspace: &str, by: &str) -> TaskRecord {
-        TaskRecord {
-            id: TaskId("t_1".into()),
-            prompt: "p".into(),
-            workspace: workspace.into(),
-            workspace_path: String::new(),
-            state: TaskState::WaitingApproval,
-            created_by: Actor::Operator,
-            created_by_user: Some(by.to_owned()),
-            origin: None,
-            script: None,
-            script_position: 0,
-            running_ms: 0,
-            final_text: None,
-            failure_reason: None,
-            error: None,
-            created_at: Timestamp::from_millis(0),
-            updated_at: Timestamp::from_millis(0),
-            finished_at: None,
-            changes: Default::default(),
-            usage: Default::default(),
-        }
+        crate::test_records::task(workspace, TaskState::WaitingApproval, Some(by))
     }
 
     fn kind(result: &Result<()>) -> &'static str {

@@ -63,6 +63,8 @@ mod settings;
 mod shared;
 mod sink;
 mod task_search;
+#[cfg(test)]
+mod test_records;
 mod view;
 mod workers;
 

@@ -105,30 +105,10 @@ pub(crate) fn waiting_reason(task: &TaskRecord, workers: &[WorkerRecord]) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pp_types::{Actor, TaskId, TaskState, Timestamp};
+    use pp_types::{TaskState, Timestamp};
 
     fn task(workspace: &str) -> TaskRecord {
-        TaskRecord {
-            id: TaskId("t_1".into()),
-            prompt: "p".into(),
-            workspace: workspace.into(),
-            workspace_path: String::new(),
-            state: TaskState::Queued,
-            created_by: Actor::Operator,
-            created_by_user: None,
-            origin: None,
-            script: None,
-            script_position: 0,
-            running_ms: 0,
-            final_text: None,
-            failure_reason: None,
-            error: None,
-            created_at: Timestamp::from_millis(0),
-            updated_at: Timestamp::from_millis(0),
-            finished_at: None,
-            changes: Default::default(),
-            usage: Default::default(),
-        }
+        crate::test_records::task(workspace, TaskState::Queued, None)
     }
 
     fn worker(workspaces: &[&str]) -> WorkerRecord {

@@ -196,40 +196,29 @@ impl Kept {
                     (FileOp::Write, _, false) => ChangeKind::Overwritten,
                 };
                 let place = Place::open(file.root, &self.workspace_path, data_dir).ok();
-                if file.op != FileOp::Write {
-                    let (bytes, fingerprint) = match &place {
-                        Some(place) => after_op(place.jail(), file, self.hash_max_bytes),
-                        None => (None, None),
-                    };
-                    let from_path = match &file.op {
-                        FileOp::MoveFrom(from) => Some(from.clone()),
-                        _ => None,
-                    };
-                    return NewChange {
-                        from_path,
-                        before_mode: file.mode,
-                        ..new(
-                            kind,
-                            Some(file.path.clone()),
-                            file.root,
-                            bytes,
-                            file.before.clone(),
-                            fingerprint,
-                            None,
-                        )
-                    };
-                }
-                let (bytes, fingerprint, after_sha256) = match &place {
-                    Some(place) => after_write(
+                // A move, a delete or a new folder is measured as an entry; a write by
+                // its content, which is kept as the agent's version.
+                let (bytes, fingerprint, after_sha256) = match (&place, &file.op) {
+                    (None, _) => (None, None, None),
+                    (Some(place), FileOp::Write) => after_write(
                         place.jail(),
                         snapshots.as_ref(),
                         &file.path,
                         self.max_bytes,
                         self.hash_max_bytes,
                     ),
-                    None => (None, None, None),
+                    (Some(place), _) => {
+                        let (bytes, fingerprint) =
+                            after_op(place.jail(), file, self.hash_max_bytes);
+                        (bytes, fingerprint, None)
+                    }
+                };
+                let from_path = match &file.op {
+                    FileOp::MoveFrom(from) => Some(from.clone()),
+                    _ => None,
                 };
                 NewChange {
+                    from_path,
                     before_mode: file.mode,
                     ..new(
                         kind,
