@@ -10,7 +10,7 @@ use pp_tasks::{
     ClientLink, ClientSession, ClientSettings, Decision, ModelSource, ResolveRequest, TaskService,
     TaskSettings, TaskShare, Waiting, Workspaces,
 };
-use pp_test_support::TempTree;
+use pp_test_support::{TempTree, wait_until_async};
 use pp_types::{Actor, ApprovalId, ManualClock, TaskRecord, TaskState, Timestamp};
 use serde_json::json;
 
@@ -66,6 +66,9 @@ fn setup(settings: TaskSettings) -> Setup {
     }
 }
 
+/// How long a test waits for something before it fails.
+const WITHIN: Duration = Duration::from_secs(30);
+
 fn quiet(_: &Waiting) {}
 
 /// The tasks, oldest first (the store lists them newest first; tasks created at one
@@ -79,16 +82,18 @@ async fn tasks(setup: &Setup) -> Vec<TaskRecord> {
 
 /// Waits for the (only) pending approval and returns its id.
 async fn pending_approval(store: &Store) -> ApprovalId {
-    loop {
+    let mut found = None;
+    let waited = wait_until_async(WITHIN, async || {
         let pending = store
             .list_approvals(Some(pp_types::ApprovalState::Pending), 10)
             .await
             .unwrap();
-        if let Some(approval) = pending.first() {
-            return approval.id.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        found = pending.first().map(|approval| approval.id.clone());
+        found.is_some()
+    })
+    .await;
+    assert!(waited, "no approval became pending");
+    found.unwrap()
 }
 
 fn decide(decision: Decision) -> ResolveRequest {
@@ -276,14 +281,13 @@ async fn a_task_cancelled_elsewhere_takes_no_more_calls() {
     setup.other.cancel(&first.id).await.unwrap();
     // Until the session notices, a call may still land in the first task; soon it no
     // longer does.
-    loop {
+    let moved_on = wait_until_async(WITHIN, async || {
         let reply = read().await;
         assert!(!reply.is_error, "{reply:?}");
-        if tasks(&setup).await.len() > 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        tasks(&setup).await.len() > 1
+    })
+    .await;
+    assert!(moved_on, "calls kept landing in the cancelled task");
     setup.session.close().await;
     let tasks = tasks(&setup).await;
     assert_eq!(tasks[0].state, TaskState::Cancelled);
