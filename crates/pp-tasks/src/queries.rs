@@ -131,7 +131,8 @@ mod tests {
     use crate::settings::{TaskSettings, Workspaces};
 
     fn service(dir: &std::path::Path) -> TaskService {
-        let store = Store::open(&dir.join("db.sqlite")).unwrap();
+        let clock = std::sync::Arc::new(pp_types::ManualClock::new(pp_types::Timestamp::now()));
+        let store = Store::open_with_clock(&dir.join("db.sqlite"), clock).unwrap();
         TaskService::new(
             store,
             TaskSettings::default(),

@@ -225,7 +225,10 @@ async fn sse_streams_live_resume_and_see_other_processes() {
     // 4. An event written by another process (a second connection to the database)
     //    reaches both the task stream and the all-tasks stream within a second.
     let mut everything = SseClient::connect(port, "/api/events", None).await;
-    let other = pp_test_support::sqlite_store(&app.tree.base().join("pocketpilot.db"));
+    let other = pp_test_support::sqlite_store_with_clock(
+        &app.tree.base().join("pocketpilot.db"),
+        app.clock.clone(),
+    );
     let started = Instant::now();
     let written = other
         .append_events(&task.id, &[foreign_event("from another process")])

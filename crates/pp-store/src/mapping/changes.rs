@@ -100,12 +100,7 @@ impl RawChange {
             (other, _) => return Err(corrupt("before_state", other)),
         };
         let root = ChangeRoot::parse(&self.root).ok_or_else(|| corrupt("root", &self.root))?;
-        let state = match self.state.as_str() {
-            "done" => ChangeState::Done,
-            "pending" => ChangeState::Pending,
-            "abandoned" => ChangeState::Abandoned,
-            other => return Err(corrupt("state", other)),
-        };
+        let state = ChangeState::parse(&self.state).ok_or_else(|| corrupt("state", &self.state))?;
         let revertible = matches!(
             kind,
             ChangeKind::Created

@@ -12,7 +12,7 @@ use super::{PgStore, audit, count, execute, query, query_one, query_opt};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{RawChange, int, mode_columns};
-use crate::types::{ChangeRow, NewChange};
+use crate::types::{ChangeRow, ChangeState, NewChange};
 
 /// The columns of [`RawChange`], in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \
@@ -28,7 +28,7 @@ impl PgStore {
     /// Records one change (state `done`).
     pub(crate) async fn insert_change(&self, new: NewChange) -> Result<ChangeRow> {
         let now = self.now();
-        insert(&self.client().await?, new, "done", now).await
+        insert(&self.client().await?, new, ChangeState::Done, now).await
     }
 
     /// One change, whatever its state; [`Error::NotFound`] if there is none.
@@ -131,7 +131,7 @@ impl PgStore {
         if !target.change.revertible || busy {
             return Ok(None);
         }
-        let row = insert(&transaction, new, "pending", now).await?;
+        let row = insert(&transaction, new, ChangeState::Pending, now).await?;
         execute(
             &transaction,
             "UPDATE changes SET reverts = $2 WHERE id = $1",
@@ -234,7 +234,7 @@ impl PgStore {
 pub(crate) async fn insert(
     db: &impl GenericClient,
     new: NewChange,
-    state: &str,
+    state: ChangeState,
     now: Timestamp,
 ) -> Result<ChangeRow> {
     let id = ChangeId(ids::new_id("c_", now)?);
@@ -260,7 +260,7 @@ pub(crate) async fn insert(
             &before_sha256,
             &new.after_fingerprint,
             &new.after_sha256,
-            &state,
+            &state.as_str(),
             &new.root.as_str(),
             &new.from_path,
             &mode,

@@ -40,19 +40,6 @@ async fn find(db: &impl GenericClient, name: &str) -> Result<Option<Channel>> {
     .transpose()
 }
 
-/// The three delivery statuses by their stored names.
-fn parse_status(text: &str) -> DeliveryStatus {
-    [
-        DeliveryStatus::Accepted,
-        DeliveryStatus::Refused,
-        DeliveryStatus::RateLimited,
-    ]
-    .into_iter()
-    .find(|status| status.as_str() == text)
-    // The column's CHECK admits only the three names.
-    .unwrap_or(DeliveryStatus::Refused)
-}
-
 impl PgStore {
     /// Creates a channel (enabled). Fails with [`Error::NameTaken`] when the name is used.
     pub(crate) async fn create_channel(&self, new: &NewChannel) -> Result<Channel> {
@@ -227,7 +214,8 @@ impl PgStore {
                     id: row.try_get(0)?,
                     channel: row.try_get(1)?,
                     at: Timestamp::from_millis(row.try_get(2)?),
-                    status: parse_status(&status),
+                    // The column's CHECK admits only the three names.
+                    status: DeliveryStatus::parse(&status).unwrap_or(DeliveryStatus::Refused),
                     reason: row.try_get(4)?,
                     task_id: row.try_get::<_, Option<String>>(5)?.map(TaskId),
                 })

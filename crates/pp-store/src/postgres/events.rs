@@ -101,7 +101,7 @@ impl PgStore {
             super::audit::insert(&transaction, entry, now).await?;
         }
         for change in changes {
-            changes::insert(&transaction, change, "done", now).await?;
+            changes::insert(&transaction, change, crate::types::ChangeState::Done, now).await?;
         }
         model_calls::insert(&transaction, task, calls, now).await?;
         transaction.commit().await?;

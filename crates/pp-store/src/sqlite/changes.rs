@@ -18,7 +18,7 @@ use super::{SqliteStore as Store, audit, rows};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{self, RawChange, mode_columns};
-use crate::types::{ChangeRow, NewChange};
+use crate::types::{ChangeRow, ChangeState, NewChange};
 
 /// The columns of [`RawChange`], in order.
 const CHANGE_COLUMNS: &str = "id, task_id, approval_id, tool, kind, path, bytes, at, \
@@ -29,7 +29,7 @@ impl Store {
     /// Records one change (state `done`).
     pub(crate) fn insert_change(&self, new: NewChange) -> Result<ChangeRow> {
         let now = self.now();
-        self.write(|transaction| insert(transaction, new, "done", now))
+        self.write(|transaction| insert(transaction, new, ChangeState::Done, now))
     }
 
     /// One change, whatever its state; [`Error::NotFound`] if there is none.
@@ -116,7 +116,7 @@ impl Store {
             if !target.change.revertible || busy {
                 return Ok(None);
             }
-            let row = insert(transaction, new, "pending", now)?;
+            let row = insert(transaction, new, ChangeState::Pending, now)?;
             transaction
                 .prepare_cached("UPDATE changes SET reverts = ?2 WHERE id = ?1")?
                 .execute(params![row.change.id.as_str(), of.as_str()])?;
@@ -212,7 +212,7 @@ impl Store {
 pub(crate) fn insert(
     connection: &Connection,
     new: NewChange,
-    state: &str,
+    state: ChangeState,
     now: Timestamp,
 ) -> Result<ChangeRow> {
     let NewChange {
@@ -253,7 +253,7 @@ pub(crate) fn insert(
             before_sha256,
             after_fingerprint,
             after_sha256,
-            state,
+            state.as_str(),
             root.as_str(),
             from_path,
             mode,

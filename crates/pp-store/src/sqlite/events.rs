@@ -73,7 +73,7 @@ impl Store {
                 super::audit::insert(transaction, entry, now)?;
             }
             for change in changes {
-                super::changes::insert(transaction, change, "done", now)?;
+                super::changes::insert(transaction, change, crate::types::ChangeState::Done, now)?;
             }
             super::model_calls::insert(transaction, task, calls, now)?;
             Ok(stored)

@@ -32,15 +32,17 @@ impl Before {
     }
 }
 
-/// Where a row is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeState {
-    /// Recorded after the effect.
-    Done,
-    /// A revert's intent: its file write may or may not have happened.
-    Pending,
-    /// An intent whose write never happened (hidden from lists).
-    Abandoned,
+pp_types::wire_enum! {
+    /// Where a row is in its life (its `state` column).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ChangeState {
+        /// Recorded after the effect.
+        Done => "done",
+        /// A revert's intent: its file write may or may not have happened.
+        Pending => "pending",
+        /// An intent whose write never happened (hidden from lists).
+        Abandoned => "abandoned",
+    }
 }
 
 /// A change to record.

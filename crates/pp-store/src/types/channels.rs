@@ -52,31 +52,16 @@ pub struct ChannelChange {
     pub secret_sealed: Option<Vec<u8>>,
 }
 
-/// What became of a delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeliveryStatus {
-    /// It created a task.
-    Accepted,
-    /// It was refused (401; the reason stays on the server).
-    Refused,
-    /// It was over the channel's rate limit (429).
-    RateLimited,
-}
-
-impl DeliveryStatus {
-    /// The snake-case name, as stored and on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Accepted => "accepted",
-            Self::Refused => "refused",
-            Self::RateLimited => "rate_limited",
-        }
-    }
-
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        [Self::Accepted, Self::Refused, Self::RateLimited]
-            .into_iter()
-            .find(|status| status.as_str() == text)
+pp_types::wire_enum! {
+    /// What became of a delivery.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum DeliveryStatus {
+        /// It created a task.
+        Accepted => "accepted",
+        /// It was refused (401; the reason stays on the server).
+        Refused => "refused",
+        /// It was over the channel's rate limit (429).
+        RateLimited => "rate_limited",
     }
 }
 

@@ -1,36 +1,19 @@
 //! Schedules, their occurrences and their history.
 
 use pp_types::{Actor, TaskId, TaskRecord, TaskState, Timestamp};
-use serde::{Deserialize, Serialize};
 
 use super::NewTask;
 
-/// What a schedule does when its previous task is still active at the next occurrence.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Overlap {
-    /// Skip the occurrence (recorded as `schedule_skipped`) while the previous task is
-    /// `queued`, `running` or `waiting_approval`.
-    #[default]
-    Skip,
-    /// Create the task anyway; it waits its turn like any queued task.
-    Queue,
-}
-
-impl Overlap {
-    /// The snake-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Skip => "skip",
-            Self::Queue => "queue",
-        }
-    }
-
-    /// Parses `skip` or `queue`.
-    pub fn parse(text: &str) -> Option<Self> {
-        [Self::Skip, Self::Queue]
-            .into_iter()
-            .find(|overlap| overlap.as_str() == text)
+pp_types::wire_enum! {
+    /// What a schedule does when its previous task is still active at the next occurrence.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub enum Overlap {
+        /// Skip the occurrence (recorded as `schedule_skipped`) while the previous task is
+        /// `queued`, `running` or `waiting_approval`.
+        #[default]
+        Skip => "skip",
+        /// Create the task anyway; it waits its turn like any queued task.
+        Queue => "queue",
     }
 }
 
@@ -95,31 +78,20 @@ pub struct Schedule {
     pub last_task_state: Option<TaskState>,
 }
 
-/// The kinds of rows in a schedule's history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScheduleEventKind {
-    /// An occurrence created a task (`task_id`).
-    ScheduleFired,
-    /// An occurrence was skipped: the previous task (`task_id`) was still active, or the
-    /// chat session's latest turn had not ended (`detail`).
-    ScheduleSkipped,
-    /// `missed` occurrences passed while no scheduler ran; they were not fired (the
-    /// latest due one fires once instead).
-    ScheduleMissed,
-    /// The scheduler paused the schedule (`detail`: why).
-    SchedulePaused,
-}
-
-impl ScheduleEventKind {
-    /// The snake-case name, as stored and on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ScheduleFired => "schedule_fired",
-            Self::ScheduleSkipped => "schedule_skipped",
-            Self::ScheduleMissed => "schedule_missed",
-            Self::SchedulePaused => "schedule_paused",
-        }
+pp_types::wire_enum! {
+    /// The kinds of rows in a schedule's history.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ScheduleEventKind {
+        /// An occurrence created a task (`task_id`).
+        ScheduleFired => "schedule_fired",
+        /// An occurrence was skipped: the previous task (`task_id`) was still active, or the
+        /// chat session's latest turn had not ended (`detail`).
+        ScheduleSkipped => "schedule_skipped",
+        /// `missed` occurrences passed while no scheduler ran; they were not fired (the
+        /// latest due one fires once instead).
+        ScheduleMissed => "schedule_missed",
+        /// The scheduler paused the schedule (`detail`: why).
+        SchedulePaused => "schedule_paused",
     }
 }
 

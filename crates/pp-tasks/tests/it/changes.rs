@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pp_store::{Before, NewChange, Store};
+use pp_store::{Before, NewChange};
 use pp_tasks::{
     CreateTask, Decision, ModelSource, OutcomeStatus, ResolveRequest, RevertRefusal,
     RevertSettings, TaskService, TaskSettings, Workspaces,
@@ -426,7 +426,10 @@ async fn a_crash_between_the_revert_write_and_its_record_loses_nothing() {
 fn memory_service() -> (pp_test_support::TempTree, tempfile::TempDir, TaskService) {
     let tree = pp_test_support::TempTree::new();
     let data = tempfile::tempdir().unwrap();
-    let store = Store::open(&data.path().join("test.db")).unwrap();
+    let store = pp_test_support::sqlite_store_with_clock(
+        &data.path().join("test.db"),
+        Arc::new(pp_types::ManualClock::new(pp_types::Timestamp::now())),
+    );
     let service = TaskService::build(
         store,
         TaskSettings::default(),

@@ -10,8 +10,8 @@ use pp_tasks::{
     ClientLink, ClientSession, ClientSettings, Decision, ModelSource, ResolveRequest, TaskService,
     TaskSettings, TaskShare, Waiting, Workspaces,
 };
-use pp_test_support::TempTree;
-use pp_types::{Actor, ApprovalId, TaskRecord, TaskState};
+use pp_test_support::{TempTree, wait_until_async};
+use pp_types::{Actor, ApprovalId, ManualClock, TaskRecord, TaskState, Timestamp};
 use serde_json::json;
 
 struct Setup {
@@ -21,13 +21,16 @@ struct Setup {
     session: Arc<ClientSession>,
     /// Another process on the same database, resolving approvals.
     other: TaskService,
+    /// The clock both processes' stores read.
+    clock: Arc<ManualClock>,
 }
 
 fn setup(settings: TaskSettings) -> Setup {
     let tree = TempTree::new();
     let data = tempfile::tempdir().unwrap();
     let path = data.path().join("test.db");
-    let store = Store::open(&path).unwrap();
+    let clock = Arc::new(ManualClock::new(Timestamp::now()));
+    let store = pp_test_support::sqlite_store_with_clock(&path, clock.clone());
     let link = Arc::new(ClientLink::new(TaskShare::of(&settings)));
     let service = TaskService::build(
         store.clone(),
@@ -38,7 +41,7 @@ fn setup(settings: TaskSettings) -> Setup {
         Some(Arc::clone(&link) as _),
     );
     let other = TaskService::new(
-        Store::open(&path).unwrap(),
+        pp_test_support::sqlite_store_with_clock(&path, clock.clone()),
         settings,
         Workspaces::single("test", tree.workspace()),
         ModelSource::Scripted,
@@ -59,29 +62,38 @@ fn setup(settings: TaskSettings) -> Setup {
         store,
         session: Arc::new(session),
         other,
+        clock,
     }
 }
 
+/// How long a test waits for something before it fails.
+const WITHIN: Duration = Duration::from_secs(30);
+
 fn quiet(_: &Waiting) {}
 
+/// The tasks, oldest first (the store lists them newest first; tasks created at one
+/// instant of the manual clock keep that order).
 async fn tasks(setup: &Setup) -> Vec<TaskRecord> {
     let mut tasks = setup.store.list_tasks(None, 100).await.unwrap();
+    tasks.reverse();
     tasks.sort_by_key(|task| task.created_at);
     tasks
 }
 
 /// Waits for the (only) pending approval and returns its id.
 async fn pending_approval(store: &Store) -> ApprovalId {
-    loop {
+    let mut found = None;
+    let waited = wait_until_async(WITHIN, async || {
         let pending = store
             .list_approvals(Some(pp_types::ApprovalState::Pending), 10)
             .await
             .unwrap();
-        if let Some(approval) = pending.first() {
-            return approval.id.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        found = pending.first().map(|approval| approval.id.clone());
+        found.is_some()
+    })
+    .await;
+    assert!(waited, "no approval became pending");
+    found.unwrap()
 }
 
 fn decide(decision: Decision) -> ResolveRequest {
@@ -108,6 +120,7 @@ async fn a_task_hands_on_to_the_next_after_its_share_of_calls() {
             .await;
         assert!(!reply.is_error, "{reply:?}");
         assert!(reply.text.contains("alpha"), "{reply:?}");
+        setup.clock.advance(Duration::from_secs(1));
     }
     setup.session.close().await;
     let tasks = tasks(&setup).await;
@@ -264,17 +277,17 @@ async fn a_task_cancelled_elsewhere_takes_no_more_calls() {
     };
     assert!(!read().await.is_error);
     let first = tasks(&setup).await.remove(0);
+    setup.clock.advance(Duration::from_secs(1));
     setup.other.cancel(&first.id).await.unwrap();
     // Until the session notices, a call may still land in the first task; soon it no
     // longer does.
-    loop {
+    let moved_on = wait_until_async(WITHIN, async || {
         let reply = read().await;
         assert!(!reply.is_error, "{reply:?}");
-        if tasks(&setup).await.len() > 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        tasks(&setup).await.len() > 1
+    })
+    .await;
+    assert!(moved_on, "calls kept landing in the cancelled task");
     setup.session.close().await;
     let tasks = tasks(&setup).await;
     assert_eq!(tasks[0].state, TaskState::Cancelled);

@@ -5,11 +5,15 @@
 use std::time::Duration;
 
 use pp_tasks::{ResolveRequest, TaskSettings};
+use pp_test_support::wait_until_async;
 use pp_types::{ApprovalState, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::fixture::{Fixture, LEASE, approve, write_then_done};
+
+/// How long a test waits for the tool to start before it fails.
+const WITHIN: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeout_interrupts_blocking_tool_work() {
@@ -45,9 +49,10 @@ async fn a_cancel_interrupts_blocking_tool_work() {
     let service = fixture.service.clone();
     let id = task.id.clone();
     let run = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
-    while !fixture.blocking.started() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    assert!(
+        wait_until_async(WITHIN, async || fixture.blocking.started()).await,
+        "the tool never started"
+    );
     let cancelled = fixture.service.cancel(&task.id).await.unwrap();
     assert_eq!(cancelled.state, TaskState::Cancelled);
     assert_eq!(run.await.unwrap().state, TaskState::Cancelled);
@@ -69,10 +74,12 @@ async fn heartbeats_keep_beating_while_a_tool_blocks() {
     let service = fixture.service.clone();
     let id = task.id.clone();
     let run = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
-    while !fixture.blocking.started() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    // Well past the lease, with the tool still blocking its thread.
+    assert!(
+        wait_until_async(WITHIN, async || fixture.blocking.started()).await,
+        "the tool never started"
+    );
+    // Well past the lease, with the tool still blocking its thread. A real sleep: what is
+    // tested is that the heartbeat beats while an OS thread is blocked in real time.
     tokio::time::sleep(LEASE * 3).await;
     let interrupted = fixture.another_process().recover().await.unwrap();
     assert!(interrupted.is_empty(), "{interrupted:?}");

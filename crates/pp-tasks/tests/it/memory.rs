@@ -12,7 +12,9 @@ use pp_tasks::{
 };
 use pp_test_support::TempTree;
 use pp_tools::{MemoryProvider, MemorySettings, Toolbox};
-use pp_types::{Actor, ApprovalState, Message, TaskRecord, TaskState, WriteLabel};
+use pp_types::{
+    Actor, ApprovalState, ManualClock, Message, TaskRecord, TaskState, Timestamp, WriteLabel,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -37,7 +39,10 @@ impl Fixture {
     fn with_model(models: ModelSource) -> Self {
         let tree = TempTree::new();
         let data = tempfile::tempdir().unwrap();
-        let store = Store::open(&data.path().join("test.db")).unwrap();
+        let store = pp_test_support::sqlite_store_with_clock(
+            &data.path().join("test.db"),
+            Arc::new(ManualClock::new(Timestamp::now())),
+        );
         let service = TaskService::build(
             store.clone(),
             TaskSettings::default(),

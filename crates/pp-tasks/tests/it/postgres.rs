@@ -14,7 +14,7 @@ use std::time::Duration;
 use pp_store::{Store, StoreUrl};
 use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
-use pp_types::{Actor, ApprovalState, EventKind, SystemClock, TaskState};
+use pp_types::{Actor, ApprovalState, EventKind, ManualClock, TaskState, Timestamp};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -27,6 +27,8 @@ const POSTGRES_URL_VAR: &str = "PP_TEST_POSTGRES_URL";
 struct Schema {
     server: String,
     name: String,
+    /// The clock of every store on this schema (its "processes").
+    clock: Arc<ManualClock>,
 }
 
 impl Schema {
@@ -58,7 +60,11 @@ impl Schema {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         psql(&server, &format!("CREATE SCHEMA {name}"));
-        Some(Schema { server, name })
+        Some(Schema {
+            server,
+            name,
+            clock: Arc::new(ManualClock::new(Timestamp::now())),
+        })
     }
 
     /// The store URL of this schema.
@@ -93,7 +99,7 @@ fn psql(server: &str, sql: &str) {
 
 /// A service on the schema's database (each call: another process's connections).
 async fn service_on(schema: &Schema, tree: &TempTree, workers: usize) -> TaskService {
-    let store = Store::connect(&schema.url(), Arc::new(SystemClock))
+    let store = Store::connect(&schema.url(), schema.clock.clone())
         .await
         .unwrap();
     assert_eq!(store.backend_name(), "postgres");
@@ -183,7 +189,10 @@ async fn a_write_waits_then_completes_after_approval_as_on_sqlite() {
 
     let (data, tree) = (tempfile::tempdir().unwrap(), TempTree::new());
     let sqlite = TaskService::new(
-        Store::open(&data.path().join("test.db")).unwrap(),
+        pp_test_support::sqlite_store_with_clock(
+            &data.path().join("test.db"),
+            Arc::new(ManualClock::new(Timestamp::now())),
+        ),
         TaskSettings::default(),
         Workspaces::single("test", tree.workspace()),
         ModelSource::Scripted,

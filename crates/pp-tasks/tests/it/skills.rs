@@ -9,7 +9,9 @@ use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_test_support::skills::{skill_md, write_skill};
 use pp_tools::{SkillsProvider, SkillsSettings, Toolbox};
-use pp_types::{Actor, DenyRule, EventKind, FailureReason, TaskRecord, TaskState};
+use pp_types::{
+    Actor, DenyRule, EventKind, FailureReason, ManualClock, TaskRecord, TaskState, Timestamp,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -34,7 +36,10 @@ impl Fixture {
         let home = data.path().join("skills");
         std::fs::create_dir_all(&home).unwrap();
         let settings = SkillsSettings::new(home);
-        let store = Store::open(&data.path().join("test.db")).unwrap();
+        let store = pp_test_support::sqlite_store_with_clock(
+            &data.path().join("test.db"),
+            Arc::new(ManualClock::new(Timestamp::now())),
+        );
         let service = TaskService::build(
             store.clone(),
             TaskSettings::default(),

@@ -4,21 +4,21 @@
 //! it is made; the worker registry lists the live processes.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use pp_store::Store;
 use pp_tasks::{
     CreateTask, ModelSource, TaskService, TaskSettings, TeamWorker, Workspace, Workspaces,
 };
 use pp_test_support::TempTree;
-use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
+use pp_types::{Actor, ApprovalState, ManualClock, TaskRecord, TaskState, Timestamp};
 use serde_json::json;
 
 use crate::fixture::{approve, write_then_done};
 
 /// A worker process on the shared database with the workspaces `names`, each mapped to
-/// a folder of this "host" (`root/<name>`).
-fn worker(database: &Path, root: &Path, names: &[&str]) -> TaskService {
+/// a folder of this "host" (`root/<name>`), its store on the test's `clock`.
+fn worker(database: &Path, clock: &Arc<ManualClock>, root: &Path, names: &[&str]) -> TaskService {
     let list = names
         .iter()
         .map(|name| {
@@ -35,7 +35,7 @@ fn worker(database: &Path, root: &Path, names: &[&str]) -> TaskService {
         })
         .collect();
     TaskService::new(
-        Store::open(database).unwrap(),
+        pp_test_support::sqlite_store_with_clock(database, clock.clone()),
         TaskSettings {
             workers: 2,
             poll_interval: Duration::from_millis(20),
@@ -94,10 +94,11 @@ fn done() -> serde_json::Value {
 async fn workers_claim_only_their_workspaces_and_run_at_their_own_folders() {
     let tree = TempTree::new();
     let database = tree.base().join("team.db");
+    let clock = Arc::new(ManualClock::new(Timestamp::now()));
     let (host_a, host_b) = (tree.base().join("host-a"), tree.base().join("host-b"));
     // Both hosts have `shared`, each at its own folder; only A has `finance`.
-    let a = worker(&database, &host_a, &["finance", "shared"]);
-    let b = worker(&database, &host_b, &["research", "shared"]);
+    let a = worker(&database, &clock, &host_a, &["finance", "shared"]);
+    let b = worker(&database, &clock, &host_b, &["research", "shared"]);
 
     // A may only name workspaces it has or a live worker has.
     let unknown = a
@@ -120,7 +121,7 @@ async fn workers_claim_only_their_workspaces_and_run_at_their_own_folders() {
     let research = create(&a, "research", write_then_done("r.txt", "research\n")).await;
     assert_eq!(research.workspace_path, "", "A has no folder for it");
     // C has `legal` but is not running: a task for it waits.
-    let c = worker(&database, &tree.base().join("host-c"), &["legal"]);
+    let c = worker(&database, &clock, &tree.base().join("host-c"), &["legal"]);
     let legal = create(&c, "legal", done()).await;
     // B (not A) claims the research task and writes in B's folder.
     let waiting = wait_for(&b, &research, TaskState::WaitingApproval).await;
@@ -163,12 +164,18 @@ async fn workers_claim_only_their_workspaces_and_run_at_their_own_folders() {
     wait_for(&c, &legal, TaskState::Completed).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_registry_lists_live_workers_and_forgets_those_that_leave() {
     let tree = TempTree::new();
     let database = tree.base().join("team.db");
-    let a = worker(&database, &tree.base().join("a"), &["finance"]);
-    let b = worker(&database, &tree.base().join("b"), &["research", "finance"]);
+    let clock = Arc::new(ManualClock::new(Timestamp::now()));
+    let a = worker(&database, &clock, &tree.base().join("a"), &["finance"]);
+    let b = worker(
+        &database,
+        &clock,
+        &tree.base().join("b"),
+        &["research", "finance"],
+    );
     assert!(a.live_workers().await.unwrap().is_empty(), "none started");
     a.start_workers();
     b.start_workers();
@@ -182,7 +189,9 @@ async fn the_registry_lists_live_workers_and_forgets_those_that_leave() {
     let left = a.live_workers().await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].workspaces, ["finance"]);
-    // B's heartbeat loop goes on until B is dropped, but it does not come back.
+    // B's heartbeat loop goes on until B is dropped, but it does not come back: on paused
+    // time the sleep lets it beat again at once, and the stores' clock moves as far.
+    clock.advance(Duration::from_millis(1200));
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(
         a.live_workers().await.unwrap().len(),
@@ -191,7 +200,7 @@ async fn the_registry_lists_live_workers_and_forgets_those_that_leave() {
     );
     // Outside team mode nothing registers.
     let single = TaskService::new(
-        Store::open(&database).unwrap(),
+        pp_test_support::sqlite_store_with_clock(&database, clock.clone()),
         TaskSettings::default(),
         Workspaces::single("solo", tree.workspace()),
         ModelSource::Scripted,
@@ -212,9 +221,10 @@ async fn authorize_reads_the_grant_at_the_moment_of_the_action() {
 
     let tree = TempTree::new();
     let database = tree.base().join("pocketpilot.db");
-    let service = worker(&database, &tree.base().join("host"), &["finance"]);
+    let clock = Arc::new(ManualClock::new(Timestamp::now()));
+    let service = worker(&database, &clock, &tree.base().join("host"), &["finance"]);
     // The users as `pp-users` keeps them: straight in the shared database.
-    let users = pp_store::Store::open(&database).unwrap();
+    let users = pp_test_support::sqlite_store_with_clock(&database, clock.clone());
     let (_, carol_token) = users.add_user("carol", Role::Member).await.unwrap();
     users.add_user("dave", Role::Member).await.unwrap();
     users.grant_workspace("carol", "finance").await.unwrap();

@@ -154,7 +154,7 @@ fn run(
     let Arguments { path, corrections } = crate::args::parse(arguments)?;
     let mut fixes = corrections_of(corrections)?;
     let probe = jail.probe(path).map_err(|error| jail_error(&error))?;
-    let today = today_utc(&pp_types::SystemClock);
+    let today = today_utc(settings.clock.as_ref());
     match probe.kind {
         None => Err(ToolOutput::error(format!(
             "`{path}` does not exist; give an invoice file or a folder of them"

@@ -80,6 +80,33 @@ fn a_file_gives_one_checked_record() {
 }
 
 #[test]
+fn the_future_date_check_reads_the_settings_clock() {
+    // digital-001.xml was issued on 2024-05-12.
+    const DAY: i64 = 86_400_000;
+    let may_12 = 19_855 * DAY;
+    let clock = Arc::new(pp_types::ManualClock::new(
+        pp_types::Timestamp::from_millis(may_12 - 1),
+    ));
+    let mut settings = settings();
+    settings.clock = clock.clone();
+    let dir = workspace("good");
+    let arguments = json!({"path": "invoices/digital-001.xml"});
+    let answer = call_with(dir.path(), &settings, &arguments).unwrap();
+    assert_eq!(answer["issue_date"], "2024-05-12");
+    assert_eq!(codes(&answer), vec!["future_date"]);
+    assert!(
+        answer["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("after today (2024-05-11)"),
+        "{answer}"
+    );
+    clock.advance(std::time::Duration::from_millis(1));
+    let answer = call_with(dir.path(), &settings, &arguments).unwrap();
+    assert_eq!(answer["findings"], json!([]));
+}
+
+#[test]
 fn a_folder_prefers_the_xml_and_sums_by_seller_and_month() {
     let dir = workspace("good");
     let answer = call(dir.path(), &json!({"path": "invoices"})).unwrap();
