@@ -221,9 +221,8 @@ impl TaskService {
         Ok(task)
     }
 
-    /// Wakes the workers to claim queued tasks now: for tasks the store created in a
-    /// transaction of its own (a schedule's fire, a chat turn), not through
-    /// [`TaskService::create`].
+    /// Wakes the workers to claim queued tasks now: for tasks created in a store
+    /// transaction of their own (a schedule's fire, a chat turn), not by `create`.
     pub fn wake_workers(&self) {
         self.inner.wake.notify_one();
     }

@@ -2,7 +2,7 @@
 //! workspace grants, token rotation, recognising a token or a login ([`Users`]).
 //!
 //! It sits beside the task service: it reaches the configured workspaces through the
-//! service ([`TaskService::workspaces`]) and the store only through its own narrow book
+//! service ([`TaskService::workspaces`]) and makes only the store calls on its own rows
 //! (users, their grants and tokens, console logins; nothing else). Who acts and whether
 //! they may is the task service's ([`pp_tasks::Caller`], [`TaskService::authorize`]);
 //! which routes a role may use is the server's role matrix. This crate only keeps the
@@ -49,28 +49,12 @@ pub fn parse_role(text: &str) -> Result<Role> {
     })
 }
 
-/// The store as the users module sees it: users, their grants and tokens, console
-/// logins; nothing else.
-#[derive(Clone)]
-struct UserBook(Store);
-
-impl UserBook {
-    /// One user ([`Error::NotFound`] for an unknown name).
-    async fn user(&self, name: &str) -> Result<UserRecord> {
-        Ok(self.0.user(name).await?)
-    }
-
-    /// The user whose token is `token`, if any.
-    async fn user_by_token(&self, token: &str) -> Result<Option<UserRecord>> {
-        Ok(self.0.user_by_token(token).await?)
-    }
-}
-
 /// The team's users and the console's logins. Cheap to clone.
 #[derive(Clone)]
 pub struct Users {
     service: TaskService,
-    book: UserBook,
+    /// The store: only its calls on users, grants, tokens and console logins are made.
+    store: Store,
 }
 
 impl std::fmt::Debug for Users {
@@ -83,16 +67,13 @@ impl Users {
     /// The team's users and the console's logins in `store`, the one `service` runs on
     /// (whose workspaces a grant must name).
     pub fn new(service: TaskService, store: Store) -> Self {
-        Self {
-            service,
-            book: UserBook(store),
-        }
+        Self { service, store }
     }
 
     /// Adds a user with a fresh token (shown once: only its SHA-256 is stored).
     pub async fn add(&self, name: &str, role: Role) -> Result<IssuedToken> {
         check_name(name)?;
-        let added = self.book.0.add_user(name, role).await;
+        let added = self.store.add_user(name, role).await;
         match added {
             Ok((user, token)) => Ok(IssuedToken {
                 user,
@@ -108,12 +89,12 @@ impl Users {
 
     /// Every user, by name.
     pub async fn list(&self) -> Result<Vec<UserRecord>> {
-        Ok(self.book.0.users().await?)
+        Ok(self.store.users().await?)
     }
 
     /// One user ([`Error::NotFound`] for an unknown name).
     pub async fn get(&self, name: &str) -> Result<UserRecord> {
-        self.book.user(name).await
+        Ok(self.store.user(name).await?)
     }
 
     /// Grants a configured workspace to a user ([`Error::NotFound`] for an unknown user
@@ -125,14 +106,14 @@ impl Users {
                 id: workspace.to_owned(),
             });
         }
-        Ok(self.book.0.grant_workspace(name, workspace).await?)
+        Ok(self.store.grant_workspace(name, workspace).await?)
     }
 
     /// Takes a workspace back ([`Error::NotFound`] for an unknown user, or a workspace
     /// neither configured nor granted).
     pub async fn revoke_workspace(&self, name: &str, workspace: &str) -> Result<UserRecord> {
         let configured = self.service.workspaces().find(Some(workspace)).is_some();
-        let (user, removed) = self.book.0.revoke_workspace(name, workspace).await?;
+        let (user, removed) = self.store.revoke_workspace(name, workspace).await?;
         if !removed && !configured {
             return Err(Error::NotFound {
                 what: "workspace",
@@ -145,7 +126,7 @@ impl Users {
     /// Gives a user a new token (shown once) and ends the user's console logins: the
     /// old token stops working at once.
     pub async fn rotate_token(&self, name: &str) -> Result<IssuedToken> {
-        let (user, token, logins_ended) = self.book.0.rotate_user_token(name).await?;
+        let (user, token, logins_ended) = self.store.rotate_user_token(name).await?;
         Ok(IssuedToken {
             user,
             token,
@@ -155,35 +136,35 @@ impl Users {
 
     /// The user whose token is `token`, if any.
     pub async fn by_token(&self, token: String) -> Result<Option<UserRecord>> {
-        self.book.user_by_token(&token).await
+        Ok(self.store.user_by_token(&token).await?)
     }
 
     /// Starts a console login lasting `ttl` — for the team user `user`, or for the
     /// server's own token when `None` — and returns its secret id.
     pub async fn create_login(&self, user: Option<String>, ttl: Duration) -> Result<String> {
         Ok(match user {
-            Some(name) => self.book.0.create_user_login(&name, ttl).await?,
-            None => self.book.0.create_login(ttl).await?,
+            Some(name) => self.store.create_user_login(&name, ttl).await?,
+            None => self.store.create_login(ttl).await?,
         })
     }
 
     /// Whether `login` names a live (unexpired) console login.
     pub async fn login_valid(&self, login: String) -> Result<bool> {
-        Ok(self.book.0.login_valid(&login).await?)
+        Ok(self.store.login_valid(&login).await?)
     }
 
     /// Who the live console login `login` belongs to; `None` if it is not live.
     pub async fn login_owner(&self, login: String) -> Result<Option<LoginOwner>> {
-        Ok(self.book.0.login_owner(&login).await?)
+        Ok(self.store.login_owner(&login).await?)
     }
 
     /// Ends a console login (logout); unknown logins are not an error.
     pub async fn end_login(&self, login: String) -> Result<()> {
-        Ok(self.book.0.delete_login(&login).await?)
+        Ok(self.store.delete_login(&login).await?)
     }
 
     /// Ends every console login; returns how many there were.
     pub async fn end_all_logins(&self) -> Result<usize> {
-        Ok(self.book.0.delete_all_logins().await?)
+        Ok(self.store.delete_all_logins().await?)
     }
 }
