@@ -21,6 +21,7 @@ mod files;
 mod health_and_icon;
 mod mcp;
 mod memory;
+mod not_configured;
 mod openapi;
 mod schedules;
 mod security;
