@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Method;
-use pp_server::{AppState, ServerSettings};
+use pp_server::ServerSettings;
 use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::{TempTree, wait_until_async};
 use pp_types::{ManualClock, TaskState, Timestamp};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::{App, TOKEN};
+use crate::{App, bare_state};
 
 /// A running app whose tools include `stubborn_wait` (a call that ignores the task's
 /// interrupt), with `workers` workers and a cancel that waits 300 ms for a call to stop.
@@ -38,23 +38,9 @@ fn stubborn_app(workers: usize) -> App {
         None,
     )
     .with_cancel_wait(Duration::from_millis(300));
-    let state = AppState::new(
-        service.clone(),
-        pp_users::Users::new(service.clone(), store.clone()),
-        pp_chat::Sessions::new(service.clone(), store.clone()),
-        TOKEN,
-        ServerSettings::default(),
-    );
-    let router = pp_server::router(state.clone());
+    let state = bare_state(&service, &store, ServerSettings::default());
     service.start_workers();
-    App {
-        tree,
-        service,
-        store,
-        state,
-        router,
-        clock,
-    }
+    App::assemble(tree, clock, store, service, state)
 }
 
 /// A script whose first call blocks for `millis` whatever happens.

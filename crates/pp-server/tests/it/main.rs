@@ -100,13 +100,7 @@ impl App {
             ModelSource::Scripted,
         );
         let script = settings.default_script.clone();
-        let state = AppState::new(
-            service.clone(),
-            pp_users::Users::new(service.clone(), store.clone()),
-            pp_chat::Sessions::new(service.clone(), store.clone()),
-            TOKEN,
-            settings,
-        );
+        let state = bare_state(&service, &store, settings);
         state.set_skills(skills::service(&tree, &store));
         state.set_memory(memory::service(&tree, &store));
         state.set_channels(channels::service(
@@ -115,6 +109,17 @@ impl App {
             ChannelSettings::default(),
         ));
         state.set_scheduler(schedules::scheduler(&service, &store, script));
+        Self::assemble(tree, clock, store, service, state)
+    }
+
+    /// An app of these parts, its router over `state`.
+    pub(crate) fn assemble(
+        tree: TempTree,
+        clock: Arc<ManualClock>,
+        store: Store,
+        service: TaskService,
+        state: AppState,
+    ) -> Self {
         let router = pp_server::router(state.clone());
         Self {
             tree,
@@ -203,6 +208,22 @@ pub(crate) fn write_script(path: &str, content: &str) -> Value {
         {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]},
         {"content": "done"}
     ])
+}
+
+/// A server state over `service` as `serve` builds it: the users and the chat sessions on
+/// `store` (the service's), with the test token; nothing else equipped.
+pub(crate) fn bare_state(
+    service: &TaskService,
+    store: &Store,
+    settings: ServerSettings,
+) -> AppState {
+    AppState::new(
+        service.clone(),
+        pp_users::Users::new(service.clone(), store.clone()),
+        pp_chat::Sessions::new(service.clone(), store.clone()),
+        TOKEN,
+        settings,
+    )
 }
 
 /// A request builder with the loopback Host and the bearer token.

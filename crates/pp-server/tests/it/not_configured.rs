@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use axum::http::Method;
-use pp_server::{AppState, ServerSettings};
+use pp_server::ServerSettings;
 use pp_tasks::{ModelSource, TaskService, TaskSettings, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{ManualClock, Timestamp};
 
-use crate::{App, TOKEN};
+use crate::{App, bare_state};
 
 /// An app whose state has only what `AppState::new` takes.
 fn bare_app() -> App {
@@ -26,22 +26,8 @@ fn bare_app() -> App {
         Workspaces::single("main", tree.workspace()),
         ModelSource::Scripted,
     );
-    let state = AppState::new(
-        service.clone(),
-        pp_users::Users::new(service.clone(), store.clone()),
-        pp_chat::Sessions::new(service.clone(), store.clone()),
-        TOKEN,
-        ServerSettings::default(),
-    );
-    let router = pp_server::router(state.clone());
-    App {
-        tree,
-        service,
-        store,
-        state,
-        router,
-        clock,
-    }
+    let state = bare_state(&service, &store, ServerSettings::default());
+    App::assemble(tree, clock, store, service, state)
 }
 
 #[tokio::test]

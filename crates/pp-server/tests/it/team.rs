@@ -10,7 +10,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request};
 use pp_channels::ChannelSettings;
-use pp_server::{AppState, ServerSettings};
+use pp_server::ServerSettings;
 use pp_tasks::{CreateTask, ModelSource, TaskService, TaskSettings, Workspace, Workspaces};
 use pp_test_support::TempTree;
 use pp_types::{Actor, Role, TaskId, TaskRecord, TaskState};
@@ -88,15 +88,8 @@ impl Team {
             team: true,
             ..ServerSettings::default()
         };
-        let users = pp_users::Users::new(service.clone(), store.clone());
-        let sessions = pp_chat::Sessions::new(service.clone(), store.clone());
-        let state = AppState::new(
-            service.clone(),
-            users.clone(),
-            sessions.clone(),
-            TOKEN,
-            settings,
-        );
+        let state = crate::bare_state(&service, &store, settings);
+        let (users, sessions) = (state.users().clone(), state.sessions().clone());
         state.set_skills(crate::skills::service(&tree, &store));
         state.set_memory(crate::memory::service(&tree, &store));
         state.set_channels(crate::channels::service(
