@@ -61,8 +61,9 @@ pub(crate) mod exit {
     pub(crate) const WAITING_APPROVAL: u8 = 3;
     /// No model is configured.
     pub(crate) const NO_MODEL: u8 = 4;
-    /// Someone else resolved the approval first, or (restore) a server holds the data
-    /// directory.
+    /// Someone else resolved the approval first, the target changed since the
+    /// fingerprint given with `approvals approve --seen`, or (restore) a server holds the
+    /// data directory.
     pub(crate) const CONFLICT: u8 = 5;
     /// Team mode: the `--user`'s token was refused, or their role or workspace grants
     /// do not allow the action (the API's 401/403).

@@ -1,6 +1,6 @@
 //! Terminal rendering: the live view of a run and the approval card.
 
-use pp_tasks::ApprovalView;
+use pp_tasks::{ApprovalView, PrecheckStatus};
 use pp_types::{Event, EventKind, ResolutionKind, Risk, WriteLabel};
 
 pub(crate) use crate::escape::{json_safe, one_line, shorten, terminal_safe};
@@ -149,6 +149,30 @@ pub(crate) const CARD_LINES: usize = 20;
 /// Every name on the card (tool, capability, target, diff headers) is printed with
 /// [`one_line`], so a model-written path cannot add lines that look like the card's own;
 /// when the target resolves to a different workspace path, that path is shown too.
+/// The card's `now:` line when deciding would not simply apply the call as shown: it
+/// would fail, change nothing, apply to a target that changed, or cannot be checked here.
+fn precheck_line(view: &ApprovalView, palette: Palette) -> Option<String> {
+    let precheck = view.precheck.as_ref()?;
+    let why = precheck
+        .message
+        .as_deref()
+        .map(one_line)
+        .unwrap_or_default();
+    let text = match precheck.status {
+        PrecheckStatus::Ready => return None,
+        PrecheckStatus::WillFail => palette.paint(Paint::Red, &format!("WILL FAIL: {why}")),
+        PrecheckStatus::NoChange => {
+            palette.paint(Paint::Yellow, &format!("changes nothing: {why}"))
+        }
+        PrecheckStatus::Changed => palette.paint(
+            Paint::Yellow,
+            "changed since the request; the change below is against it as it is now",
+        ),
+        PrecheckStatus::Unavailable => format!("cannot be checked here: {why}"),
+    };
+    Some(format!("│ now:        {text}\n"))
+}
+
 pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -> String {
     let mut card = String::new();
     let risk = match view.risk {
@@ -170,6 +194,9 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         palette.paint(Paint::Bold, &one_line(&view.tool)),
         one_line(&view.capability)
     ));
+    if let Some(line) = precheck_line(view, palette) {
+        card.push_str(&line);
+    }
     if let Some(mcp) = &view.mcp {
         card.push_str(&effects::mcp_lines(mcp, palette));
     }
@@ -199,7 +226,13 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
     let previewed = view.mcp.is_none()
         && (view.diff.is_some() || view.content.is_some() || view.label.is_some());
     let mut body = Vec::new();
-    if let Some(diff) = &view.diff {
+    // A target that changed since the request: the change against it as it is now.
+    let now_diff = view
+        .precheck
+        .as_ref()
+        .filter(|precheck| precheck.status == PrecheckStatus::Changed)
+        .and_then(|precheck| precheck.diff.as_ref());
+    if let Some(diff) = now_diff.or(view.diff.as_ref()) {
         card.push_str("│ change:\n");
         body = diff_lines(diff, palette);
     } else if let Some(content) = &view.content {

@@ -72,6 +72,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         size: None,
         command: None,
         mcp: None,
+        precheck: None,
         current: None,
         created_at: pp_types::Timestamp::from_millis(0),
         resolved_at: None,

@@ -36,8 +36,8 @@ use crate::resolve::ResolvedTool;
 /// The most characters of a server's tool description the model sees.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 
-/// The fingerprint of an MCP call's preview: PocketPilot cannot see the server's state,
-/// so an approved call is never stale.
+/// The fingerprint of an MCP call without path arguments: PocketPilot cannot see the
+/// server's state, so such an approved call is never stale.
 const FINGERPRINT: &str = "mcp";
 
 /// A whitelisted tool of one MCP server, bound to one segment's workspace jail.
@@ -120,6 +120,11 @@ impl Tool for McpTool {
         }
     }
 
+    /// The server, tool and action, the first path argument resolved, and the files at
+    /// every path argument fingerprinted through the jail; when the first one exists and
+    /// the action is not a read, the card names it as the file the call may replace.
+    /// Whether the call would fail or change nothing is never claimed: that is the
+    /// server's to know.
     fn preview<'a>(
         &'a self,
         _context: &'a ToolContext,
@@ -128,22 +133,33 @@ impl Tool for McpTool {
         Box::pin(async move {
             let target = self.spec.first_path(arguments).map(str::to_owned);
             let jail = Arc::clone(&self.jail);
-            let resolved = match target.clone() {
-                Some(path) => off_thread(move || {
-                    jail.check(&path)
+            let pointers = self.spec.path_params.clone();
+            let owned = arguments.clone();
+            let first = target.clone();
+            let (resolved, exists, fingerprint) = off_thread(move || {
+                let resolved = first.as_deref().and_then(|path| {
+                    jail.check(path)
                         .ok()
                         .and_then(|relative| relative.to_str().map(str::to_owned))
-                })
-                .await
-                .ok()
-                .flatten(),
-                None => None,
-            };
+                });
+                let exists = first
+                    .as_deref()
+                    .is_some_and(|path| jail.exists(path).unwrap_or(false));
+                (
+                    resolved,
+                    exists,
+                    paths_fingerprint(&jail, &pointers, &owned),
+                )
+            })
+            .await
+            .ok()?;
+            let reads = self.resolved.action == "read" || self.resolved.action == "list";
             Some(EffectPreview {
                 target: target.unwrap_or_default(),
+                replaces: (exists && !reads).then(|| resolved.clone()).flatten(),
                 resolved,
                 label: WriteLabel::Run,
-                fingerprint: FINGERPRINT.to_owned(),
+                fingerprint,
                 mcp: Some(McpCallPreview {
                     server: self.resolved.server.clone(),
                     tool: self.resolved.listed.name.clone(),
@@ -154,33 +170,37 @@ impl Tool for McpTool {
         })
     }
 
-    /// Always the fixed fingerprint the preview showed: PocketPilot cannot see the
-    /// server's state, so an approved MCP call is never stale. The identity is the first
-    /// path argument resolved (or the tool's name without one).
+    /// The files at the call's path arguments, fingerprinted through the jail as the
+    /// preview did (the fixed `mcp` without path arguments: PocketPilot cannot see the
+    /// server's own state). The identity is the first path argument resolved (or the
+    /// tool's name without one).
     fn target_state<'a>(
         &'a self,
         _context: &'a ToolContext,
         arguments: &'a Value,
     ) -> BoxFuture<'a, Option<TargetState>> {
         Box::pin(async move {
-            let identity = match self.spec.first_path(arguments).map(str::to_owned) {
-                Some(path) => {
-                    let jail = Arc::clone(&self.jail);
-                    off_thread(move || {
-                        jail.check(&path)
-                            .ok()
-                            .and_then(|relative| relative.to_str().map(str::to_owned))
-                            .unwrap_or(path)
-                    })
-                    .await
-                    .ok()?
+            let first = self.spec.first_path(arguments).map(str::to_owned);
+            let name = self.spec.name.clone();
+            let jail = Arc::clone(&self.jail);
+            let pointers = self.spec.path_params.clone();
+            let owned = arguments.clone();
+            off_thread(move || {
+                let identity = match first {
+                    Some(path) => jail
+                        .check(&path)
+                        .ok()
+                        .and_then(|relative| relative.to_str().map(str::to_owned))
+                        .unwrap_or(path),
+                    None => name,
+                };
+                TargetState {
+                    identity,
+                    fingerprint: paths_fingerprint(&jail, &pointers, &owned),
                 }
-                None => self.spec.name.clone(),
-            };
-            Some(TargetState {
-                identity,
-                fingerprint: FINGERPRINT.to_owned(),
             })
+            .await
+            .ok()
         })
     }
 
@@ -220,6 +240,28 @@ impl Tool for McpTool {
                 Err(error) => ToolOutput::error(error.to_string()),
             }
         })
+    }
+}
+
+/// The fingerprint of the files at every path argument `pointers` designate in
+/// `arguments`, through `jail` (`path: fingerprint`, joined by `; `), or the fixed `mcp`
+/// when there are none. A path the jail refuses is fingerprinted by its refusal. Touches
+/// the disk: call it off the async threads.
+fn paths_fingerprint(jail: &Jail, pointers: &[String], arguments: &Value) -> String {
+    let parts: Vec<String> = pointers
+        .iter()
+        .flat_map(|pointer| pointer_paths(pointer, arguments).unwrap_or_default())
+        .map(|path| {
+            let fingerprint = jail
+                .fingerprint(path)
+                .unwrap_or_else(|error| format!("unavailable: {error}"));
+            format!("{path}: {fingerprint}")
+        })
+        .collect();
+    if parts.is_empty() {
+        FINGERPRINT.to_owned()
+    } else {
+        parts.join("; ")
     }
 }
 

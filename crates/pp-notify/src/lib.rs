@@ -303,6 +303,7 @@ impl Notifications {
                 decision: Decision::Reject,
                 edited_arguments: None,
                 reason: Some(EXPIRED.into()),
+                seen_fingerprint: None,
                 actor: Actor::Scheduler,
                 wait: false,
             };

@@ -78,8 +78,9 @@ pub(crate) fn hidden(what: &str, id: &str) -> ApiError {
 pub(crate) struct Visibility {
     /// Whose view it is.
     caller: Caller,
-    /// Task → visible; a task's workspace and creator never change.
-    seen: HashMap<TaskId, bool>,
+    /// Task → (visible, its workspace granted); a task's workspace and creator never
+    /// change.
+    seen: HashMap<TaskId, (bool, bool)>,
 }
 
 impl Visibility {
@@ -98,17 +99,31 @@ impl Visibility {
 
     /// Whether the caller may see task `id` (a task that cannot be read is hidden).
     pub(crate) async fn sees(&mut self, state: &AppState, id: &TaskId) -> bool {
+        self.look(state, id).await.0
+    }
+
+    /// Whether the caller may read task `id`'s workspace as it is now (a precheck reads
+    /// the target's current content): owners, and users granted the workspace. A member
+    /// whose grant was revoked still sees their own tasks, not the files.
+    pub(crate) async fn reads_workspace(&mut self, state: &AppState, id: &TaskId) -> bool {
+        self.look(state, id).await.1
+    }
+
+    async fn look(&mut self, state: &AppState, id: &TaskId) -> (bool, bool) {
         if self.sees_all() {
-            return true;
+            return (true, true);
         }
         if let Some(known) = self.seen.get(id) {
             return *known;
         }
-        let visible = match state.service().task(id).await {
-            Ok(task) => self.caller.sees_task(&task),
-            Err(_) => false,
+        let known = match state.service().task(id).await {
+            Ok(task) => (
+                self.caller.sees_task(&task),
+                self.caller.has_workspace(&task.workspace),
+            ),
+            Err(_) => (false, false),
         };
-        self.seen.insert(id.clone(), visible);
-        visible
+        self.seen.insert(id.clone(), known);
+        known
     }
 }

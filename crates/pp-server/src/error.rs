@@ -26,6 +26,9 @@ pub enum ApiError {
     MethodNotAllowed,
     /// The approval was already decided: `409 already_resolved`.
     AlreadyResolved(String),
+    /// The target is not in the state the deciding person saw (`seen_fingerprint`):
+    /// `409 changed_since_seen`; nothing ran, the approval stays pending.
+    ChangedSinceSeen(String),
     /// The task is in a state that does not allow this: `409 invalid_state`.
     InvalidState(String),
     /// A chat session's previous turn has not ended: `409 session_busy`.
@@ -97,6 +100,8 @@ pp_types::wire_enum! {
         MethodNotAllowed => "method_not_allowed",
         /// 409: the approval was already decided.
         AlreadyResolved => "already_resolved",
+        /// 409: the target changed since the deciding person saw it.
+        ChangedSinceSeen => "changed_since_seen",
         /// 409: the task is in a state that does not allow this.
         InvalidState => "invalid_state",
         /// 409: a chat session's previous turn has not ended.
@@ -147,6 +152,7 @@ impl ApiError {
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed),
             Self::AlreadyResolved(_) => (StatusCode::CONFLICT, ErrorCode::AlreadyResolved),
             Self::InvalidState(_) => (StatusCode::CONFLICT, ErrorCode::InvalidState),
+            Self::ChangedSinceSeen(_) => (StatusCode::CONFLICT, ErrorCode::ChangedSinceSeen),
             Self::SessionBusy(_) => (StatusCode::CONFLICT, ErrorCode::SessionBusy),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
             Self::InvalidArguments(_) => (
@@ -182,6 +188,7 @@ impl ApiError {
             | Self::NotFound(message)
             | Self::AlreadyResolved(message)
             | Self::InvalidState(message)
+            | Self::ChangedSinceSeen(message)
             | Self::SessionBusy(message)
             | Self::PayloadTooLarge(message)
             | Self::InvalidArguments(message)
@@ -255,6 +262,7 @@ impl From<pp_tasks::Error> for ApiError {
             Error::NotFound { .. } => Self::NotFound(error.to_string()),
             Error::AlreadyResolved { .. } => Self::AlreadyResolved(error.to_string()),
             Error::InvalidState { .. } => Self::InvalidState(error.to_string()),
+            Error::ChangedSinceSeen(message) => Self::ChangedSinceSeen(message),
             Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),

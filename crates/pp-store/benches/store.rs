@@ -288,6 +288,7 @@ fn approve() -> Resolve {
         actor: Actor::Operator,
         reason: None,
         edited_arguments: None,
+        fingerprint: None,
         audit: NewAudit {
             ..NewAudit::new(pp_types::AuditAction::ApprovalApproved)
         },

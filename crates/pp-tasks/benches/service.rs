@@ -203,6 +203,7 @@ async fn resolve_latency(backend: &Backend) {
                     decision: Decision::Approve,
                     edited_arguments: None,
                     reason: None,
+                    seen_fingerprint: None,
                     actor: Actor::Operator,
                     wait,
                 },

@@ -21,6 +21,10 @@ pub enum Error {
         /// Its state.
         state: ApprovalState,
     },
+    /// A decision sent the fingerprint of the target as the person saw it, and the
+    /// target is no longer in that state: nothing ran and the approval stays pending.
+    #[error("{0}")]
+    ChangedSinceSeen(String),
     /// The task is not in a state that allows this.
     #[error("task {id} is {}: {action} is not possible", state.as_str())]
     InvalidState {

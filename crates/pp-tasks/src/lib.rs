@@ -50,10 +50,10 @@ mod changelog;
 mod checks;
 mod client;
 mod conversation;
-mod current;
 mod error;
 mod keep;
 mod model;
+mod precheck;
 mod queries;
 mod resolve;
 mod runner;
@@ -73,16 +73,16 @@ pub use changelog::{ChangeLog, Outcome, OutcomeStatus, RevertRefusal, describe, 
 pub use client::link::{ClientLink, TaskShare};
 pub use client::{CallReply, ClientSession, ClientSettings, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;
-pub use current::CurrentTarget;
 pub use error::{Error, Result};
 pub use model::ModelSource;
+pub use precheck::{Precheck, PrecheckStatus};
 pub use queries::EventsPage;
 pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use settings::{RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces};
 pub use task_search::TasksPage;
-pub use view::ApprovalView;
+pub use view::{ApprovalView, CurrentTarget};
 
 /// The store's query inputs the server builds (it depends on no store crate): the task
 /// list's filter and the audit ledger's.

@@ -115,6 +115,12 @@ impl TaskService {
         Ok(self.inner.store.approvals_for_task(task).await?)
     }
 
+    /// The task of every pending approval, one per approval (an inbox badge's count,
+    /// without reading any card).
+    pub async fn pending_approval_tasks(&self) -> Result<Vec<TaskId>> {
+        Ok(self.inner.store.pending_approval_tasks().await?)
+    }
+
     /// Every event of `task` with `seq > after`, oldest first.
     pub async fn task_events(&self, task: &TaskId, after: i64) -> Result<Vec<StoredEvent>> {
         Ok(self.inner.store.task_events(task, after).await?)

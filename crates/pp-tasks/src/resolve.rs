@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{Action, Caller};
-use crate::checks::{Refusal, assess, target_of};
+use crate::checks::{Moment, Refusal, assess, target_of};
 use crate::error::{Error, Result};
 use crate::runner::Start;
 use crate::segment::arguments_hash;
@@ -36,6 +36,12 @@ pub struct ResolveRequest {
     pub edited_arguments: Option<Value>,
     /// Why (reject).
     pub reason: Option<String>,
+    /// The precheck fingerprint of the target as the person saw it (of the edited
+    /// call's target, with `edited_arguments`): an approve against a target no longer
+    /// in that state is refused with [`Error::ChangedSinceSeen`] and records nothing; on
+    /// a match the call is approved against that state, even if it changed since the
+    /// request. `None`: the target must be as it was when the approval was requested.
+    pub seen_fingerprint: Option<String>,
     /// Who decided.
     pub actor: Actor,
     /// Wait for the resumed run to finish or pause again before returning.
@@ -116,6 +122,7 @@ impl TaskService {
         // The segment built to check an approval runs the resumed call too: one segment
         // per decision, built after the person decided.
         let mut built = None;
+        let mut fingerprint = None;
         let (state, resolution, action, reason, target) = match request.decision {
             Decision::Reject => (
                 ApprovalState::Rejected,
@@ -131,7 +138,11 @@ impl TaskService {
                 let context =
                     ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
                 let edited = request.edited_arguments.as_ref();
-                let (segment, verdict) = assess(segment, &approval, edited, &context).await?;
+                let moment = Moment::Decision {
+                    seen: request.seen_fingerprint.as_deref(),
+                };
+                let (segment, verdict) =
+                    assess(segment, &approval, edited, &context, moment).await?;
                 let target = edited
                     .and_then(|edited| target_of(&segment, &approval.tool, edited))
                     .or_else(|| approval.target.clone());
@@ -148,6 +159,9 @@ impl TaskService {
                         shared.store.append_events(&task.id, &[event]).await?;
                         return Err(Error::InvalidArguments(message));
                     }
+                    Err(Refusal::ChangedSinceSeen(message)) => {
+                        return Err(Error::ChangedSinceSeen(message));
+                    }
                     Err(Refusal::Stale(message)) => (
                         ApprovalState::Stale,
                         Resolution::Stale {
@@ -157,15 +171,18 @@ impl TaskService {
                         Some(message),
                         target,
                     ),
-                    Ok(()) => (
-                        ApprovalState::Approved,
-                        Resolution::Approve {
-                            edited_arguments: request.edited_arguments.clone(),
-                        },
-                        AuditAction::ApprovalApproved,
-                        None,
-                        target,
-                    ),
+                    Ok(approved_against) => {
+                        fingerprint = approved_against;
+                        (
+                            ApprovalState::Approved,
+                            Resolution::Approve {
+                                edited_arguments: request.edited_arguments.clone(),
+                            },
+                            AuditAction::ApprovalApproved,
+                            None,
+                            target,
+                        )
+                    }
                 }
             }
         };
@@ -189,6 +206,7 @@ impl TaskService {
             actor: request.actor,
             reason,
             edited_arguments: request.edited_arguments.clone(),
+            fingerprint,
             audit,
             task_to: TaskState::Running,
             events: Vec::new(),

@@ -11,7 +11,7 @@ use pp_types::{
 };
 use tokio::time::Instant;
 
-use crate::checks::{Refusal, assess, target_of};
+use crate::checks::{Moment, Refusal, assess, target_of};
 use crate::conversation;
 use crate::error::{Error, Result};
 use crate::keep::{Kept, keep, measure};
@@ -418,12 +418,18 @@ async fn before_approved_call(
         return Ok((segment, start, None));
     };
     let context = ToolContext::for_task(approval.task_id.as_str(), None);
-    let (segment, verdict) =
-        assess(segment, &approval, edited_arguments.as_ref(), &context).await?;
+    let (segment, verdict) = assess(
+        segment,
+        &approval,
+        edited_arguments.as_ref(),
+        &context,
+        Moment::BeforeRun,
+    )
+    .await?;
     let message = match verdict {
         // The call will run: say so in the ledger before the side effect, so a crash
         // between the effect and its recorded result still leaves a trace.
-        Ok(()) => {
+        Ok(_) => {
             let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
             let kept = keep(
                 &shared.settings,
@@ -468,7 +474,7 @@ async fn before_approved_call(
                 None,
             ));
         }
-        Err(Refusal::Stale(message)) => message,
+        Err(Refusal::Stale(message) | Refusal::ChangedSinceSeen(message)) => message,
     };
     let audit = NewAudit {
         actor: approval.resolved_by,

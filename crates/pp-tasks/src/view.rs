@@ -10,9 +10,29 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::changelog::{ChangeLog, Outcome, outcome_of};
-use crate::current::CurrentTarget;
 use crate::error::Result;
+use crate::precheck::{Precheck, PrecheckStatus};
 use crate::service::TaskService;
+
+/// Deprecated: a pending card's target checked again, as `precheck` says it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CurrentTarget {
+    /// Whether the precheck's status is `changed`.
+    pub changed: bool,
+    /// When `changed`: the precheck's diff.
+    pub diff: Option<String>,
+}
+
+impl CurrentTarget {
+    /// The deprecated `current` field of a card whose precheck is `precheck`.
+    fn of(precheck: &Precheck) -> Self {
+        let changed = precheck.status == PrecheckStatus::Changed;
+        Self {
+            changed,
+            diff: if changed { precheck.diff.clone() } else { None },
+        }
+    }
+}
 
 /// An approval as the inbox and the CLI show it (without the full checkpoint).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -86,8 +106,13 @@ pub struct ApprovalView {
     /// A call to an MCP server's tool: the server, the tool and the resolved action.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp: Option<pp_types::McpCallPreview>,
-    /// The target checked again at read time; only on a single pending card
-    /// ([`TaskService::approval_view_checked`]) whose tool reports a target state.
+    /// The target checked at read time ([`Precheck`]): on a pending card read with
+    /// [`TaskService::approval_view_checked`] (with the diff) or in the rows of
+    /// [`TaskService::approval_views_checked`] (without); `null` for a tool that reports no
+    /// target, and on decided cards.
+    pub precheck: Option<Precheck>,
+    /// Deprecated (one release): derived from `precheck` — `changed` is
+    /// `precheck.status == "changed"`, with its diff.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current: Option<CurrentTarget>,
     /// When it was requested.
@@ -153,6 +178,7 @@ impl ApprovalView {
             size: preview.as_ref().and_then(|preview| preview.size),
             command: preview.as_ref().and_then(|preview| preview.command.clone()),
             mcp: preview.as_ref().and_then(|preview| preview.mcp.clone()),
+            precheck: None,
             current: None,
             notice: preview.and_then(|preview| preview.notice),
             created_at: approval.created_at,
@@ -168,14 +194,42 @@ impl ApprovalView {
 }
 
 impl TaskService {
-    /// One approval as a card shows it, with its target checked again now
-    /// ([`ApprovalView::current`]) while it is pending.
+    /// One approval as a card shows it, with its target checked now
+    /// ([`ApprovalView::precheck`]) while it is pending.
     pub async fn approval_view_checked(&self, id: &pp_types::ApprovalId) -> Result<ApprovalView> {
         let mut view = self.approval_view(id).await?;
         if view.state == pp_types::ApprovalState::Pending {
-            view.current = self.current_target(id).await?;
+            view.precheck = self.precheck(id, None).await?;
+            view.current = view.precheck.as_ref().map(CurrentTarget::of);
         }
         Ok(view)
+    }
+
+    /// Like [`TaskService::approval_views`], each pending row with its precheck's status
+    /// (no diff), computed with one segment per workspace.
+    pub async fn approval_views_checked(
+        &self,
+        state: Option<ApprovalState>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalView>> {
+        let (approvals, tasks) = self.approvals_with_tasks(state, limit).await?;
+        let pairs: Vec<_> = approvals
+            .into_iter()
+            .map(|approval| {
+                let task = tasks.get(&approval.task_id).cloned();
+                (approval, task)
+            })
+            .collect();
+        let prechecks = self.precheck_rows(&pairs).await;
+        let log = self.changes();
+        let mut views = Vec::with_capacity(pairs.len());
+        for ((approval, task), precheck) in pairs.into_iter().zip(prechecks) {
+            let mut view = view_of(&log, approval, task).await;
+            view.current = precheck.as_ref().map(CurrentTarget::of);
+            view.precheck = precheck;
+            views.push(view);
+        }
+        Ok(views)
     }
 
     /// One approval as a card shows it.
@@ -193,20 +247,7 @@ impl TaskService {
         state: Option<ApprovalState>,
         limit: usize,
     ) -> Result<Vec<ApprovalView>> {
-        let state = state.unwrap_or(ApprovalState::Pending);
-        let store = &self.inner.store;
-        let approvals = store.list_approvals(Some(state), limit).await?;
-        let mut ids: Vec<TaskId> = approvals.iter().map(|a| a.task_id.clone()).collect();
-        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        ids.dedup();
-        // A failed read leaves the tasks' parts of the cards empty, as for one card.
-        let tasks: HashMap<TaskId, TaskRecord> = store
-            .tasks_by_ids(&ids)
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .map(|task| (task.id.clone(), task))
-            .collect();
+        let (approvals, tasks) = self.approvals_with_tasks(state, limit).await?;
         let log = self.changes();
         // One card after the other: each reads its outcome (a few store calls).
         let mut views = Vec::with_capacity(approvals.len());
@@ -215,6 +256,32 @@ impl TaskService {
             views.push(view_of(&log, approval, task).await);
         }
         Ok(views)
+    }
+}
+
+impl TaskService {
+    /// The approvals in `state` (pending by default), newest first, and their tasks,
+    /// read in one query.
+    async fn approvals_with_tasks(
+        &self,
+        state: Option<ApprovalState>,
+        limit: usize,
+    ) -> Result<(Vec<ApprovalRecord>, HashMap<TaskId, TaskRecord>)> {
+        let state = state.unwrap_or(ApprovalState::Pending);
+        let store = &self.inner.store;
+        let approvals = store.list_approvals(Some(state), limit).await?;
+        let mut ids: Vec<TaskId> = approvals.iter().map(|a| a.task_id.clone()).collect();
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids.dedup();
+        // A failed read leaves the tasks' parts of the cards empty, as for one card.
+        let tasks = store
+            .tasks_by_ids(&ids)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .map(|task| (task.id.clone(), task))
+            .collect();
+        Ok((approvals, tasks))
     }
 }
 

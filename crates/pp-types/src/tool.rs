@@ -310,6 +310,28 @@ pub struct EffectPreview {
     /// card shows the arguments next to them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<crate::McpCallPreview>,
+    /// Why the call cannot apply to its target as it is now — the error the tool would
+    /// give if it ran (an edit whose text is gone, a move whose source is gone or whose
+    /// destination is taken, a delete of nothing). Only a tool that knows says so; MCP
+    /// tools never do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub will_fail: Option<String>,
+    /// Applying the call would leave its target exactly as it is (a write of identical
+    /// content, an edit that replaces text with itself, a folder that exists).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_change: bool,
+}
+
+impl EffectPreview {
+    /// The preview of a call the tool knows would fail with `output` (its error text,
+    /// or the jail's denial).
+    pub fn failing(&mut self, output: &ToolOutput) {
+        self.will_fail = Some(match output {
+            ToolOutput::Error { message } => message.clone(),
+            ToolOutput::Denied(denial) => denial.message.clone(),
+            ToolOutput::Success { content } => content.clone(),
+        });
+    }
 }
 
 crate::wire_enum! {

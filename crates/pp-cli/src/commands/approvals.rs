@@ -47,6 +47,11 @@ pub(crate) enum ApprovalsCommand {
         /// Replacement arguments: a JSON object, or `@FILE` to read it from a file.
         #[arg(long, value_name = "JSON|@FILE")]
         edit: Option<String>,
+        /// Approve only if the target is still as you saw it: the `precheck.fingerprint`
+        /// of `approvals show --json` (with `--edit`, of the edited call's precheck).
+        /// Otherwise nothing runs, the approval stays pending, and the exit status is 5.
+        #[arg(long, value_name = "FINGERPRINT")]
+        seen: Option<String>,
         /// Who decides (team mode).
         #[command(flatten)]
         who: UserArgs,
@@ -80,7 +85,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
                         .ok_or_else(|| Exit::usage(format!("unknown state `{name}`")))
                 })
                 .transpose()?;
-            let views = app.service.approval_views(state, limit).await?;
+            let views = app.service.approval_views_checked(state, limit).await?;
             if json {
                 outln!(
                     "{}",
@@ -106,7 +111,7 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
         }
         ApprovalsCommand::Show { id, json } => {
             let app = App::open(flags, ModelSource::Scripted, None).await?;
-            let view = app.service.approval_view(&ApprovalId(id)).await?;
+            let view = app.service.approval_view_checked(&ApprovalId(id)).await?;
             if json {
                 outln!("{}", json_safe(&serde_json::to_string(&view)?))?;
             } else {
@@ -114,12 +119,29 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
             }
             Ok(exit::OK)
         }
-        ApprovalsCommand::Approve { id, edit, who } => {
+        ApprovalsCommand::Approve {
+            id,
+            edit,
+            seen,
+            who,
+        } => {
             let edited = edit.as_deref().map(parse_edit).transpose()?;
-            resolve(flags, &who, id, Decision::Approve, edited, None).await
+            let decision = Decided {
+                decision: Decision::Approve,
+                edited_arguments: edited,
+                reason: None,
+                seen_fingerprint: seen,
+            };
+            resolve(flags, &who, id, decision).await
         }
         ApprovalsCommand::Reject { id, reason, who } => {
-            resolve(flags, &who, id, Decision::Reject, None, reason).await
+            let decision = Decided {
+                decision: Decision::Reject,
+                edited_arguments: None,
+                reason,
+                seen_fingerprint: None,
+            };
+            resolve(flags, &who, id, decision).await
         }
     }
 }
@@ -135,15 +157,21 @@ fn origin_suffix(view: &pp_tasks::ApprovalView) -> String {
     }
 }
 
+/// What the person decided on the command line.
+struct Decided {
+    decision: Decision,
+    edited_arguments: Option<serde_json::Value>,
+    reason: Option<String>,
+    seen_fingerprint: Option<String>,
+}
+
 /// Resolves approval `id` for `who` (team mode: after the API's role and grant checks,
 /// recording the user on the approval and its audit row) and follows the resumed task.
 async fn resolve(
     flags: &Flags,
     who: &UserArgs,
     id: String,
-    decision: Decision,
-    edited_arguments: Option<serde_json::Value>,
-    reason: Option<String>,
+    decided: Decided,
 ) -> anyhow::Result<u8> {
     let started = std::time::Instant::now();
     let config = Config::load(flags)?;
@@ -173,9 +201,10 @@ async fn resolve(
         caller: caller.clone(),
     };
     let request = ResolveRequest {
-        decision,
-        edited_arguments,
-        reason,
+        decision: decided.decision,
+        edited_arguments: decided.edited_arguments,
+        reason: decided.reason,
+        seen_fingerprint: decided.seen_fingerprint,
         actor: Actor::Operator,
         wait: true,
     };
@@ -183,6 +212,10 @@ async fn resolve(
         Ok(record) => follow(&app.service, record, &ui).await,
         Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
             errln!("error: {error}");
+            Ok(exit::CONFLICT)
+        }
+        Err(pp_tasks::Error::ChangedSinceSeen(message)) => {
+            errln!("error: {message} (changed_since_seen)");
             Ok(exit::CONFLICT)
         }
         Err(pp_tasks::Error::InvalidArguments(message)) => Err(Exit::usage(format!(

@@ -149,6 +149,7 @@ async fn settle(
                 decision: Decision::Reject,
                 edited_arguments: None,
                 reason: Some("demo without a terminal".into()),
+                seen_fingerprint: None,
                 actor: Actor::Operator,
                 wait: true,
             }

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use pp_tasks::{
     Action, ApprovalView, Caller, CreateTask, Decision, ModelSource, ResolveRequest, TaskService,
 };
-use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
+use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord, TaskState};
 use serde_json::Value;
 
 use crate::acting::{self, UserArgs};
@@ -171,7 +171,7 @@ pub(crate) async fn follow(
             .into_iter()
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
-        let view = service.approval_view(&pending.id).await?;
+        let mut view = service.approval_view_checked(&pending.id).await?;
         ui.live.pause();
         if let Some(feed) = &ui.feed {
             feed.pump().await?;
@@ -202,7 +202,7 @@ pub(crate) async fn follow(
             return Ok(exit::WAITING_APPROVAL);
         }
         record = loop {
-            let request = match ask_blocking(&view, palette).await? {
+            let mut request = match ask_blocking(&view, palette).await? {
                 Answer::Decided(request) => request,
                 Answer::Interrupted if ui.interrupt == OnInterrupt::CancelTask => {
                     errln!("\ninterrupted: nothing was run; cancelling this turn.");
@@ -227,8 +227,21 @@ pub(crate) async fn follow(
             };
             // The grant as it is now, after the person's answer.
             acting::authorize(service, &ui.caller, Action::Resolve(&record)).await?;
+            if request.decision == Decision::Approve {
+                request.seen_fingerprint = seen_fingerprint(service, &view, &request).await;
+            }
             match service.resolve_for(&pending.id, request, &ui.caller).await {
                 Ok(record) => break record,
+                // The target changed while the card was on screen: nothing ran; show
+                // the card as it is now and ask again.
+                Err(pp_tasks::Error::ChangedSinceSeen(message)) => {
+                    errln!("{message}");
+                    view = service.approval_view_checked(&pending.id).await?;
+                    errln!(
+                        "{}",
+                        approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
+                    );
+                }
                 Err(pp_tasks::Error::InvalidArguments(message)) => {
                     errln!("the edited call was refused: {message}");
                 }
@@ -239,6 +252,24 @@ pub(crate) async fn follow(
                 Err(error) => return Err(error.into()),
             }
         };
+    }
+}
+
+/// The fingerprint of the target as the card showed it (`view`'s precheck), or, for an
+/// edited call, as its precheck sees it now; `None` when the tool reports no target or
+/// the edit is invalid (the resolve refuses that itself).
+async fn seen_fingerprint(
+    service: &TaskService,
+    view: &ApprovalView,
+    request: &ResolveRequest,
+) -> Option<String> {
+    match &request.edited_arguments {
+        Some(edited) => {
+            let id = ApprovalId(view.id.clone());
+            let precheck = service.precheck(&id, Some(edited)).await.ok()??;
+            precheck.fingerprint
+        }
+        None => view.precheck.as_ref()?.fingerprint.clone(),
     }
 }
 
@@ -274,6 +305,7 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
             decision,
             edited_arguments,
             reason,
+            seen_fingerprint: None,
             actor: Actor::Operator,
             wait: true,
         })

@@ -268,6 +268,7 @@ async fn execute_service(
             decision: request.0,
             edited_arguments: request.1,
             reason: request.2,
+            seen_fingerprint: None,
             actor: Actor::Operator,
             wait: true,
         };

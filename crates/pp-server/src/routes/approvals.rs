@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::{ApprovalView, Decision, ResolveRequest};
+use pp_tasks::{ApprovalView, Decision, Precheck, ResolveRequest};
 use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -36,6 +36,16 @@ pub(crate) struct ResolveBody {
     edited_arguments: Option<Value>,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    seen_fingerprint: Option<String>,
+}
+
+/// `POST /api/approvals/{id}/precheck` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PrecheckBody {
+    #[serde(default)]
+    edited_arguments: Option<Value>,
 }
 
 /// Approval cards in `?state=` (pending by default), newest first.
@@ -54,12 +64,18 @@ pub(crate) async fn list(
         })?),
     };
     let limit = limit(query.limit, 100, 1000)?;
-    let mut approvals = state.service().approval_views(filter, limit).await?;
+    let mut approvals = state
+        .service()
+        .approval_views_checked(filter, limit)
+        .await?;
     let mut visibility = Visibility::new(caller);
     if !visibility.sees_all() {
         let mut visible = Vec::with_capacity(approvals.len());
-        for approval in approvals {
+        for mut approval in approvals {
             if visibility.sees(&state, &approval.task_id).await {
+                if !visibility.reads_workspace(&state, &approval.task_id).await {
+                    not_granted(&mut approval);
+                }
                 visible.push(approval);
             }
         }
@@ -68,18 +84,33 @@ pub(crate) async fn list(
     Ok(Json(json!({ "approvals": approvals })))
 }
 
-/// One approval card; while pending, its target is checked again (`current`).
+/// One approval card; while pending, its target is checked now (`precheck`).
 pub(crate) async fn show(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ApprovalView>> {
     let id = ApprovalId(id);
-    let view = state.service().approval_view_checked(&id).await?;
-    if !Visibility::new(caller).sees(&state, &view.task_id).await {
+    let mut view = state.service().approval_view_checked(&id).await?;
+    let mut visibility = Visibility::new(caller);
+    if !visibility.sees(&state, &view.task_id).await {
         return Err(hidden("approval", id.as_str()));
     }
+    if !visibility.reads_workspace(&state, &view.task_id).await {
+        not_granted(&mut view);
+    }
     Ok(Json(view))
+}
+
+/// A card for a caller who sees the task but no longer has its workspace: the target as
+/// it is now is not theirs to read.
+fn not_granted(view: &mut ApprovalView) {
+    if view.precheck.is_some() {
+        view.precheck = Some(Precheck::unavailable(
+            "the task's workspace is not granted to you: its files cannot be checked".into(),
+        ));
+        view.current = None;
+    }
 }
 
 /// Resolves an approval as the operator. `202` with the task once the decision is
@@ -101,6 +132,7 @@ pub(crate) async fn resolve(
         decision: body.decision,
         edited_arguments: body.edited_arguments,
         reason: body.reason,
+        seen_fingerprint: body.seen_fingerprint,
         actor: Actor::Operator,
         wait: query.wait,
     };
@@ -111,4 +143,54 @@ pub(crate) async fn resolve(
         StatusCode::ACCEPTED
     };
     Ok((status, Json(task)))
+}
+
+/// The precheck of a pending card for an edited call (`edited_arguments`), or for the
+/// call as it is (no body fields): the same object `GET /api/approvals/{id}` carries,
+/// `null` for a tool that reports no target. Invalid edits answer `422`, a decided
+/// approval `409`.
+pub(crate) async fn precheck(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<PrecheckBody>,
+) -> ApiResult<Json<Value>> {
+    let id = ApprovalId(id);
+    let approval = state.service().approval_view(&id).await?;
+    let mut visibility = Visibility::new(caller);
+    if !visibility.sees(&state, &approval.task_id).await {
+        return Err(hidden("approval", id.as_str()));
+    }
+    if !visibility.reads_workspace(&state, &approval.task_id).await {
+        return Err(ApiError::Forbidden(
+            "the task's workspace is not granted to you: its files cannot be checked".into(),
+        ));
+    }
+    let precheck = state
+        .service()
+        .precheck(&id, body.edited_arguments.as_ref())
+        .await?;
+    Ok(Json(json!(precheck)))
+}
+
+/// How many approvals are pending among those the caller may see: `{"pending": N}`,
+/// for the inbox badge (no card is read).
+pub(crate) async fn count(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult<Json<Value>> {
+    let tasks = state.service().pending_approval_tasks().await?;
+    let mut visibility = Visibility::new(caller);
+    let pending = if visibility.sees_all() {
+        tasks.len()
+    } else {
+        let mut visible = 0;
+        for task in &tasks {
+            if visibility.sees(&state, task).await {
+                visible += 1;
+            }
+        }
+        visible
+    };
+    Ok(Json(json!({ "pending": pending })))
 }

@@ -7,7 +7,7 @@
     reason = "tests panic on fixture failures and unexpected responses"
 )]
 
-mod approval_current;
+mod approval_precheck;
 mod approvals;
 mod audit;
 mod auth;

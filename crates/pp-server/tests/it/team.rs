@@ -354,8 +354,10 @@ async fn members_see_only_their_own_tasks() {
         (Method::GET, format!("{uri}/events")),
         (Method::GET, format!("{uri}/changes")),
         (Method::GET, format!("/api/approvals/{approval}")),
+        (Method::POST, format!("/api/approvals/{approval}/precheck")),
     ] {
-        let reply = team.call("mia", method.clone(), &uri, None).await;
+        let body = (method == Method::POST).then(|| json!({}));
+        let reply = team.call("mia", method.clone(), &uri, body.as_ref()).await;
         assert_eq!(reply.status, 404, "{method} {uri}: {reply:?}");
         assert_eq!(reply.code(), "not_found");
     }
@@ -375,6 +377,15 @@ async fn members_see_only_their_own_tasks() {
     assert_eq!(ids, [mine.as_str()]);
     let approvals = team.call("mia", Method::GET, "/api/approvals", None).await;
     assert_eq!(approvals.json["approvals"], json!([]));
+    // The badge counts only what the caller may see.
+    let count = team
+        .call("mia", Method::GET, "/api/approvals/count", None)
+        .await;
+    assert_eq!(count.json, json!({"pending": 0}));
+    let count = team
+        .call("max", Method::GET, "/api/approvals/count", None)
+        .await;
+    assert_eq!(count.json, json!({"pending": 1}));
     let events = team.call("mia", Method::GET, "/api/events", None).await;
     for event in events.json["events"].as_array().unwrap() {
         assert_eq!(event["task_id"], mine.as_str(), "{event}");

@@ -76,6 +76,20 @@ impl PgStore {
         rows::all(&found, rows::approval)
     }
 
+    /// The task of every pending approval, one per approval.
+    pub(crate) async fn pending_approval_tasks(&self) -> Result<Vec<TaskId>> {
+        let found = query(
+            &self.client().await?,
+            "SELECT task_id FROM approvals WHERE state = 'pending'",
+            &[],
+        )
+        .await?;
+        found
+            .iter()
+            .map(|row| Ok(TaskId(row.try_get::<_, String>(0)?)))
+            .collect()
+    }
+
     /// Every approval of `task`, oldest first.
     pub(crate) async fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
         let found = query(
@@ -126,7 +140,8 @@ impl PgStore {
         execute(
             &transaction,
             "UPDATE approvals SET state = $2, resolved_at = $3, resolved_by = $4, \
-             reason = $5, edited_arguments = $6, resolved_by_user = $7 \
+             reason = $5, edited_arguments = $6, resolved_by_user = $7, \
+             fingerprint = COALESCE($8, fingerprint) \
              WHERE id = $1 AND state = 'pending'",
             &[
                 &id.as_str(),
@@ -136,6 +151,7 @@ impl PgStore {
                 &resolve.reason,
                 &edited,
                 &resolve.audit.user,
+                &resolve.fingerprint,
             ],
         )
         .await?;

@@ -177,6 +177,7 @@ fn approve() -> Resolve {
         actor: Actor::Operator,
         reason: None,
         edited_arguments: Some(json!({"path": "b.md"})),
+        fingerprint: None,
         audit: NewAudit::new(AuditAction::ApprovalApproved),
         task_to: TaskState::Running,
         events: vec![Event {

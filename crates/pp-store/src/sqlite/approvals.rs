@@ -75,6 +75,17 @@ impl Store {
         })
     }
 
+    /// The task of every pending approval, one per approval.
+    pub(crate) fn pending_approval_tasks(&self) -> Result<Vec<TaskId>> {
+        self.read(|connection| {
+            let ids = connection
+                .prepare_cached("SELECT task_id FROM approvals WHERE state = 'pending'")?
+                .query_map([], |row| row.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(ids.into_iter().map(TaskId).collect())
+        })
+    }
+
     /// Every approval of `task`, oldest first.
     pub(crate) fn approvals_for_task(&self, task: &TaskId) -> Result<Vec<ApprovalRecord>> {
         self.read(|connection| {
@@ -121,7 +132,8 @@ impl Store {
             transaction
                 .prepare_cached(
                     "UPDATE approvals SET state = ?2, resolved_at = ?3, resolved_by = ?4, \
-                     reason = ?5, edited_arguments = ?6, resolved_by_user = ?7 \
+                     reason = ?5, edited_arguments = ?6, resolved_by_user = ?7, \
+                     fingerprint = COALESCE(?8, fingerprint) \
                      WHERE id = ?1 AND state = 'pending'",
                 )?
                 .execute(params![
@@ -132,6 +144,7 @@ impl Store {
                     resolve.reason,
                     edited,
                     resolve.audit.user,
+                    resolve.fingerprint,
                 ])?;
             let audit_row = NewAudit {
                 actor: resolve.audit.actor.or(Some(resolve.actor)),

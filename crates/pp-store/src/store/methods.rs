@@ -101,6 +101,10 @@ store_methods! {
     /// Every approval of `task`, oldest first.
     fn approvals_for_task(task: &TaskId => owned) -> Vec<ApprovalRecord>;
 
+    /// The task of every pending approval (one per approval, so a task waiting on two
+    /// appears twice): what an inbox badge counts, without reading any checkpoint.
+    fn pending_approval_tasks() -> Vec<TaskId>;
+
     /// Records a decision, all or nothing, in one transaction:
     /// - the approval moves `pending → resolve.state` ([`crate::Error::AlreadyResolved`] if it is
     ///   not pending: this is what turns a double click into a 409), with `resolved_at`,

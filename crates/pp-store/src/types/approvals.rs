@@ -39,6 +39,10 @@ pub struct Resolve {
     pub reason: Option<String>,
     /// The edited arguments it was approved with.
     pub edited_arguments: Option<Value>,
+    /// The target fingerprint the call is approved against, replacing the stored one
+    /// (the one the person saw, or an edited call's target as it was at the decision);
+    /// `None` keeps it. The check right before the call runs compares with it.
+    pub fingerprint: Option<String>,
     /// The audit row; the store fills in `approval_id` and `task_id`, and `actor` when
     /// it is `None` (with [`Resolve::actor`]).
     pub audit: NewAudit,

@@ -75,6 +75,7 @@ async fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task(db: TestDb) 
             &approval.id,
             Resolve {
                 edited_arguments: Some(edited.clone()),
+                fingerprint: None,
                 ..approve()
             },
         )
@@ -415,4 +416,46 @@ async fn an_approved_call_whose_target_changed_is_marked_stale_once(db: TestDb) 
             pp_types::AuditAction::ApprovalStale
         ]
     );
+}
+
+both!(a_decision_may_replace_the_fingerprint_and_the_badge_counts_pending_ones);
+async fn a_decision_may_replace_the_fingerprint_and_the_badge_counts_pending_ones(db: TestDb) {
+    assert_eq!(db.store.pending_approval_tasks().await.unwrap(), []);
+    let (kept_task, kept) = db.waiting("keeps its fingerprint").await;
+    let (seen_task, seen) = db.waiting("approved against what was seen").await;
+    let mut pending = db.store.pending_approval_tasks().await.unwrap();
+    pending.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    let mut expected = vec![kept_task.id.clone(), seen_task.id.clone()];
+    expected.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(pending, expected);
+
+    let (kept, _) = db.store.resolve(&kept.id, approve()).await.unwrap();
+    assert_eq!(
+        kept.fingerprint,
+        new_approval().fingerprint,
+        "None keeps it"
+    );
+    let (seen, _) = db
+        .store
+        .resolve(
+            &seen.id,
+            Resolve {
+                fingerprint: Some("seen-now".into()),
+                ..approve()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(seen.fingerprint.as_deref(), Some("seen-now"));
+    assert_eq!(
+        db.store
+            .approval(&seen.id)
+            .await
+            .unwrap()
+            .fingerprint
+            .as_deref(),
+        Some("seen-now")
+    );
+    // Decided approvals are not counted.
+    assert_eq!(db.store.pending_approval_tasks().await.unwrap(), []);
 }

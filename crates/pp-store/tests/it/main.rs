@@ -229,6 +229,7 @@ fn approve() -> Resolve {
         actor: Actor::Operator,
         reason: None,
         edited_arguments: None,
+        fingerprint: None,
         audit: NewAudit {
             tool: Some("write_file".into()),
             target: Some("notes/summary.md".into()),

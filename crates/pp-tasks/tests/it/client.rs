@@ -101,6 +101,7 @@ fn decide(decision: Decision) -> ResolveRequest {
         decision,
         edited_arguments: None,
         reason: None,
+        seen_fingerprint: None,
         actor: Actor::Operator,
         wait: true,
     }

@@ -110,6 +110,7 @@ async fn a_rejected_move_or_delete_changes_nothing() {
     let reject = || ResolveRequest {
         decision: Decision::Reject,
         reason: Some("no".into()),
+        seen_fingerprint: None,
         ..approve()
     };
     for _ in 0..2 {

@@ -251,6 +251,7 @@ pub(crate) fn approve() -> ResolveRequest {
         decision: Decision::Approve,
         edited_arguments: None,
         reason: None,
+        seen_fingerprint: None,
         actor: Actor::Operator,
         wait: true,
     }

@@ -8,13 +8,13 @@
 
 mod changes;
 mod client;
-mod current;
 mod file_ops;
 mod fixture;
 mod hardening;
 mod lifecycle;
 mod memory;
 mod postgres;
+mod precheck;
 mod resolve;
 mod restart;
 mod revert_places;

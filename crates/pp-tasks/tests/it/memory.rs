@@ -101,6 +101,7 @@ impl Fixture {
                     decision,
                     edited_arguments: edited,
                     reason: None,
+                    seen_fingerprint: None,
                     actor: Actor::Operator,
                     wait: true,
                 },

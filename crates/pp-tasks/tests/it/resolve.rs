@@ -147,6 +147,7 @@ async fn reject_continues_and_the_next_write_asks_again() {
         decision: Decision::Reject,
         edited_arguments: None,
         reason: Some("not that one".into()),
+        seen_fingerprint: None,
         actor: Actor::Operator,
         wait: true,
     };

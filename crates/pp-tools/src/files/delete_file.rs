@@ -129,14 +129,21 @@ impl DeleteFile {
             .jail
             .fingerprint_entry(path, self.limits.hash_max_bytes)
             .ok()?;
-        let probe = self.plan(path).ok()?;
         let mut preview = EffectPreview {
             target: path.to_owned(),
-            resolved: Some(probe.resolved.to_string_lossy().into_owned()),
             label: WriteLabel::Delete,
             fingerprint,
             ..Default::default()
         };
+        let probe = match self.plan(path) {
+            Ok(probe) => probe,
+            Err(output) => {
+                preview.resolved = resolved_entry(&self.jail, path);
+                preview.failing(&output);
+                return Some(preview);
+            }
+        };
+        preview.resolved = Some(probe.resolved.to_string_lossy().into_owned());
         match probe.kind {
             Some(EntryKind::File) => {
                 preview.size = Some(probe.size);

@@ -155,21 +155,48 @@ impl EditFile {
             .jail
             .fingerprint_with(path, self.limits.hash_max_bytes)
             .ok()?;
-        let planned = self.plan(arguments).ok()?;
-        let diff = line_diff(path, &planned.old, &planned.new);
-        Some(EffectPreview {
+        let mut preview = EffectPreview {
             target: path.to_owned(),
             resolved: resolved_path(&self.jail, path),
-            notice: None,
             label: WriteLabel::Overwrite,
-            diff: Some(cap_for_display(&diff.unified, self.limits.max_output_chars)),
-            content: None,
             fingerprint,
             scope: Some(EffectScope::Edit),
-            added: Some(diff.added),
-            removed: Some(diff.removed),
             ..Default::default()
-        })
+        };
+        match self.plan(arguments) {
+            Ok(planned) => {
+                let diff = line_diff(path, &planned.old, &planned.new);
+                preview.diff = Some(cap_for_display(&diff.unified, self.limits.max_output_chars));
+                (preview.added, preview.removed) = (Some(diff.added), Some(diff.removed));
+            }
+            // Replacing a text with itself changes nothing when the text is there once;
+            // otherwise the call fails for the reason the tool gives.
+            Err(output) if self.changes_nothing(arguments) => {
+                preview.no_change = true;
+                preview.notice = Some(match output {
+                    ToolOutput::Error { message } => message,
+                    _ => "nothing to change".to_owned(),
+                });
+                (preview.added, preview.removed) = (Some(0), Some(0));
+            }
+            Err(output) => preview.failing(&output),
+        }
+        Some(preview)
+    }
+
+    /// Whether the call replaces a text that occurs exactly once with itself.
+    fn changes_nothing(&self, arguments: &Value) -> bool {
+        let Ok(Arguments {
+            path,
+            old_text,
+            new_text,
+        }) = parse(arguments)
+        else {
+            return false;
+        };
+        old_text == new_text
+            && read_whole_text(&self.jail, path, self.limits.max_read_bytes)
+                .is_ok_and(|content| replace_unique(&content, old_text, "").is_ok())
     }
 }
 

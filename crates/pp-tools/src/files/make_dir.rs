@@ -114,6 +114,13 @@ impl MakeDir {
         Ok(text)
     }
 
+    /// Whether a folder (not a file, not a link to one) is at `path`.
+    fn is_folder(&self, path: &str) -> bool {
+        self.jail
+            .probe_entry(path)
+            .is_ok_and(|probe| probe.kind == Some(pp_gate::EntryKind::Dir))
+    }
+
     /// The card's and the stale check's fingerprint: which folders are missing.
     fn fingerprint(&self, path: &str) -> String {
         match self.missing(path) {
@@ -124,7 +131,31 @@ impl MakeDir {
 
     fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
         let Arguments { path } = parse(arguments).ok()?;
-        let folders = self.missing(path).ok()?;
+        let folders = match self.jail.missing_dirs(path) {
+            Ok(folders) => folders
+                .iter()
+                .map(|folder| folder.to_string_lossy().into_owned())
+                .collect::<Vec<_>>(),
+            Err(error) => {
+                let mut preview = EffectPreview {
+                    target: path.to_owned(),
+                    resolved: resolved_path(&self.jail, path),
+                    label: WriteLabel::CreateFolder,
+                    fingerprint: self.fingerprint(path),
+                    ..Default::default()
+                };
+                // A folder already there is what the call asks for; anything else (a
+                // file in the way, a refusal) is why it would fail.
+                match &error {
+                    JailError::AlreadyExists { .. } if self.is_folder(path) => {
+                        preview.no_change = true;
+                        preview.notice = Some(format!("the folder `{path}` already exists"));
+                    }
+                    _ => preview.failing(&refusal(path, &error)),
+                }
+                return Some(preview);
+            }
+        };
         let parents = &folders[..folders.len().saturating_sub(1)];
         Some(EffectPreview {
             target: path.to_owned(),

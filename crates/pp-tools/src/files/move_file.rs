@@ -206,7 +206,22 @@ impl MoveFile {
         let request = Self::request(arguments).ok()?;
         // Fingerprint first: a change while we look makes it stale, which is noticed.
         let fingerprint = self.fingerprint(request.from, request.to)?;
-        let plan = self.plan(&request).ok()?;
+        let plan = match self.plan(&request) {
+            Ok(plan) => plan,
+            Err(output) => {
+                let mut preview = EffectPreview {
+                    target: request.from.to_owned(),
+                    resolved: resolved_entry(&self.jail, request.from),
+                    label: WriteLabel::Move,
+                    fingerprint,
+                    destination: Some(request.to.to_owned()),
+                    destination_resolved: resolved_entry(&self.jail, request.to),
+                    ..Default::default()
+                };
+                preview.failing(&output);
+                return Some(preview);
+            }
+        };
         Some(EffectPreview {
             target: request.from.to_owned(),
             resolved: Some(plan.from),

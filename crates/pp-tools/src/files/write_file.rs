@@ -139,6 +139,13 @@ impl WriteFile {
         preview.scope = Some(EffectScope::ReplacesWholeFile);
         (preview.added, preview.removed) = (None, None);
         match self.jail.read(path, self.limits.max_read_bytes) {
+            Ok(old) if !old.truncated && old.bytes == content.as_bytes() => {
+                preview.no_change = true;
+                preview.scope = Some(EffectScope::Edit);
+                (preview.added, preview.removed) = (Some(0), Some(0));
+                preview.notice = Some(format!("`{path}` already holds exactly this content"));
+                return Some(preview);
+            }
             Ok(old) => match decode_text(&old.bytes, false) {
                 Ok(old_text) if !old.truncated => {
                     let diff = line_diff(path, old_text, content);
@@ -228,10 +235,18 @@ mod tests {
             tool.run(&ToolContext::default(), &arguments),
             Ok("overwrote `a.txt` (6 bytes)".to_owned())
         );
+        // Writing the same content again changes nothing, and the card says so.
+        let same = tool.preview_of(&arguments).unwrap();
+        assert!(same.no_change);
         assert_eq!(
-            tool.preview_of(&arguments).map(|preview| preview.diff),
-            Some(Some(String::new()))
+            (same.diff, same.added, same.removed, same.label),
+            (None, Some(0), Some(0), WriteLabel::Overwrite)
         );
+        let other = tool
+            .preview_of(&json!({"path": "a.txt", "content": "hello"}))
+            .unwrap();
+        assert!(!other.no_change);
+        assert_eq!(other.scope, Some(EffectScope::ReplacesWholeFile));
     }
 
     #[test]

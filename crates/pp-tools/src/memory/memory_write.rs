@@ -199,7 +199,11 @@ impl MemoryWrite {
         match read(&self.jail) {
             Ok(before) => {
                 let after = mode.apply(&before.content, content);
-                if exists {
+                if exists && after == before.content {
+                    preview.no_change = true;
+                    preview.notice = Some(format!("{MEMORY_FILE} already holds exactly this"));
+                    (preview.added, preview.removed) = (Some(0), Some(0));
+                } else if exists {
                     let diff = line_diff(MEMORY_FILE, &before.content, &after);
                     preview.diff = Some(cap_for_display(&diff.unified, max_chars));
                     (preview.added, preview.removed) = (Some(diff.added), Some(diff.removed));

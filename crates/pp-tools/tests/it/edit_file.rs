@@ -195,29 +195,36 @@ end
 }
 
 #[test]
-fn no_preview_for_an_edit_that_cannot_apply() {
+fn an_edit_that_cannot_apply_says_why_on_its_card() {
     let fixture = Fixture::new();
     fixture.tree.file("a.txt", "x x");
-    assert_eq!(
-        fixture.preview(
+    let why = |arguments: serde_json::Value| {
+        let preview = fixture.preview("edit_file", &arguments).expect("a preview");
+        assert_eq!((preview.diff, preview.no_change), (None, false));
+        preview.will_fail.expect("it says it would fail")
+    };
+    let ambiguous = why(json!({"path": "a.txt", "old_text": "x", "new_text": "y"}));
+    assert!(ambiguous.contains("more than one place"), "{ambiguous}");
+    let absent = why(json!({"path": "a.txt", "old_text": "z", "new_text": "y"}));
+    assert!(absent.contains("was not found"), "{absent}");
+    let missing = why(json!({"path": "none", "old_text": "x", "new_text": "y"}));
+    assert!(missing.contains("none"), "{missing}");
+}
+
+#[test]
+fn replacing_a_text_with_itself_changes_nothing() {
+    let fixture = Fixture::new();
+    fixture.tree.file("a.txt", "one two");
+    let same = fixture
+        .preview(
             "edit_file",
-            &json!({"path": "a.txt", "old_text": "x", "new_text": "y"})
-        ),
-        None
-    );
+            &json!({"path": "a.txt", "old_text": "one", "new_text": "one"}),
+        )
+        .expect("a preview");
+    assert!(same.no_change);
     assert_eq!(
-        fixture.preview(
-            "edit_file",
-            &json!({"path": "a.txt", "old_text": "z", "new_text": "y"})
-        ),
-        None
-    );
-    assert_eq!(
-        fixture.preview(
-            "edit_file",
-            &json!({"path": "none", "old_text": "x", "new_text": "y"})
-        ),
-        None
+        (same.will_fail, same.added, same.removed),
+        (None, Some(0), Some(0))
     );
 }
 

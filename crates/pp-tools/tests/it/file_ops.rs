@@ -154,16 +154,24 @@ async fn the_move_card_names_both_paths_and_the_replaced_file() {
     .expect("a preview");
     assert_eq!((plain.replaces, plain.size), (None, None));
     assert!(plain.fingerprint.ends_with("; to: absent"));
-    // A move that would fail has no card.
-    assert_eq!(
-        card(
-            &fixture,
-            "move_file",
-            &json!({"from": "a.txt", "to": "docs/b.txt"})
-        )
-        .await,
-        None
-    );
+    // A move that would fail says why on its card, and names no replaced file.
+    let failing = card(
+        &fixture,
+        "move_file",
+        &json!({"from": "a.txt", "to": "docs/b.txt"}),
+    )
+    .await
+    .expect("a preview");
+    assert!(failing.will_fail.is_some(), "{failing:?}");
+    assert_eq!((failing.replaces, failing.size), (None, None));
+    let gone = card(
+        &fixture,
+        "move_file",
+        &json!({"from": "gone.txt", "to": "e.txt"}),
+    )
+    .await
+    .expect("a preview");
+    assert!(gone.will_fail.is_some(), "{gone:?}");
 }
 
 #[tokio::test(flavor = "current_thread")]

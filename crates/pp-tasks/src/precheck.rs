@@ -1,0 +1,299 @@
+//! Every pending card checked when it is read: would the call apply to its target as the
+//! person first saw it, has the target changed since, would it fail, would it change
+//! nothing — with a fingerprint of the very state the answer was computed from, which a
+//! decision sends back (`seen_fingerprint`) so only what was shown can be approved.
+
+use std::collections::HashMap;
+
+use pp_agent::{Tool, ToolContext};
+use pp_types::{ApprovalId, ApprovalRecord, ApprovalState, EffectPreview, EffectScope, WriteLabel};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::checks::{Refusal, validate_edit};
+use crate::error::{Error, Result};
+use crate::segment::Segment;
+use crate::service::TaskService;
+
+/// How many times the target is read again when it changed while it was being read.
+const READS: usize = 3;
+
+pp_types::wire_enum! {
+    /// What deciding a pending card would do now, in order of precedence: `will_fail` >
+    /// `no_change` > `changed` > `ready`; `unavailable` when this process cannot read the
+    /// target at all.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum PrecheckStatus {
+        /// The call applies to the target as the card first showed it.
+        Ready => "ready",
+        /// The target changed since the approval was requested; the diff is against the
+        /// target as it is now.
+        Changed => "changed",
+        /// The call cannot apply; the message says why (folder missing, text no longer
+        /// present, source gone, …).
+        WillFail => "will_fail",
+        /// Applying the call would leave the target as it is.
+        NoChange => "no_change",
+        /// This process cannot read the target (team mode: the workspace is on another
+        /// host).
+        Unavailable => "unavailable",
+    }
+}
+
+/// A pending card's target checked now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Precheck {
+    /// What deciding would do now.
+    pub status: PrecheckStatus,
+    /// Why (`will_fail`, `no_change`, `unavailable`); `null` otherwise.
+    pub message: Option<String>,
+    /// An opaque token of the target state this precheck saw, from the same read as
+    /// `diff`; a decision sends it back as `seen_fingerprint`. `null` when unavailable.
+    pub fingerprint: Option<String>,
+    /// The unified diff from the target as it is now to what the call would leave;
+    /// `null` when there is none (a new file, a move, a failing call) and in list rows.
+    pub diff: Option<String>,
+    /// The new file's content (capped) when the call creates one now; not in list rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Create, overwrite, move, … as things are now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<WriteLabel>,
+    /// New file, edit or whole-file replacement, as things are now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<EffectScope>,
+    /// Lines the call would add now, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<u32>,
+    /// Lines the call would remove now, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<u32>,
+}
+
+impl Precheck {
+    /// A precheck that cannot be made (here, or for this caller), with why.
+    pub fn unavailable(message: String) -> Self {
+        Self {
+            status: PrecheckStatus::Unavailable,
+            message: Some(message),
+            fingerprint: None,
+            diff: None,
+            content: None,
+            label: None,
+            scope: None,
+            added: None,
+            removed: None,
+        }
+    }
+
+    /// The row form for the inbox list: everything but the diff and the content.
+    pub fn summary(mut self) -> Self {
+        self.diff = None;
+        self.content = None;
+        self
+    }
+}
+
+/// What the precheck compares with: the fingerprint the card first showed, when the
+/// checked arguments still designate the same target.
+enum Baseline<'a> {
+    /// Compare with this fingerprint.
+    Shown(&'a str),
+    /// Nothing to compare with (an edit that points elsewhere, a card without one).
+    None,
+}
+
+/// Prechecks `arguments` (the call's, or a person's edit of them) of `approval` with
+/// `segment`'s tools. `None` when the tool reports no target.
+pub(crate) async fn precheck_call(
+    segment: &Segment,
+    approval: &ApprovalRecord,
+    arguments: &Value,
+    context: &ToolContext,
+) -> Option<Precheck> {
+    let Some(tool) = segment.registry.get(&approval.tool) else {
+        // Approving could only end "not run": say so on the card.
+        return Some(Precheck {
+            status: PrecheckStatus::WillFail,
+            message: Some(format!(
+                "the tool `{}` is not available any more (was its MCP server removed from \
+                 the config?); approving cannot run it",
+                approval.tool
+            )),
+            ..Precheck::unavailable(String::new())
+        });
+    };
+    let tool = tool.as_ref();
+    let (state, preview) = consistent_read(tool, arguments, context).await?;
+    let baseline = match approval.fingerprint.as_deref() {
+        None => Baseline::None,
+        Some(shown) if arguments == &approval.arguments => Baseline::Shown(shown),
+        Some(shown) => match tool.target_state(context, &approval.arguments).await {
+            Some(original) if original.identity == state.identity => Baseline::Shown(shown),
+            _ => Baseline::None,
+        },
+    };
+    let changed = matches!(baseline, Baseline::Shown(shown) if shown != state.fingerprint);
+    let mut precheck = Precheck {
+        status: if changed {
+            PrecheckStatus::Changed
+        } else {
+            PrecheckStatus::Ready
+        },
+        message: None,
+        fingerprint: Some(state.fingerprint),
+        diff: None,
+        content: None,
+        label: None,
+        scope: None,
+        added: None,
+        removed: None,
+    };
+    let Some(preview) = preview else {
+        precheck.message = Some("what the call would change cannot be described now".into());
+        return Some(precheck);
+    };
+    if let Some(why) = preview.will_fail {
+        precheck.status = PrecheckStatus::WillFail;
+        precheck.message = Some(why);
+    } else if preview.no_change {
+        precheck.status = PrecheckStatus::NoChange;
+        precheck.message = Some(
+            preview
+                .notice
+                .unwrap_or_else(|| "applying it would leave the target as it is".into()),
+        );
+    } else {
+        precheck.message = preview.notice;
+    }
+    precheck.diff = preview.diff;
+    precheck.content = preview.content;
+    precheck.label = Some(preview.label);
+    precheck.scope = preview.scope;
+    precheck.added = preview.added;
+    precheck.removed = preview.removed;
+    Some(precheck)
+}
+
+/// The target's state and a preview taken from the same read: a preview fingerprints
+/// its target before reading it, so when the state read after the preview has the same
+/// fingerprint, nothing changed in between. Read again (up to [`READS`] times) when it
+/// did; after that, the preview's own fingerprint stands (a decision against it is then
+/// refused as changed, which is the truth).
+async fn consistent_read(
+    tool: &dyn Tool,
+    arguments: &Value,
+    context: &ToolContext,
+) -> Option<(pp_types::TargetState, Option<EffectPreview>)> {
+    let mut last = None;
+    for _ in 0..READS {
+        let preview = tool.preview(context, arguments).await;
+        let mut state = tool.target_state(context, arguments).await?;
+        match &preview {
+            Some(preview) if preview.fingerprint != state.fingerprint => {
+                state.fingerprint.clone_from(&preview.fingerprint);
+                last = Some((state, Some(preview.clone())));
+            }
+            _ => return Some((state, preview)),
+        }
+    }
+    last
+}
+
+impl TaskService {
+    /// The precheck of pending approval `id` (or of `edited` arguments for it): `None`
+    /// when it is not pending or its tool reports no target; `unavailable` when this
+    /// process cannot open the task's workspace. Edited arguments are validated first
+    /// ([`Error::InvalidArguments`]), like a resolve's.
+    pub async fn precheck(
+        &self,
+        id: &ApprovalId,
+        edited: Option<&Value>,
+    ) -> Result<Option<Precheck>> {
+        let shared = &self.inner.shared;
+        let approval = shared.store.approval(id).await?;
+        if approval.state != ApprovalState::Pending {
+            if edited.is_some() {
+                return Err(Error::AlreadyResolved {
+                    id: id.to_string(),
+                    state: approval.state,
+                });
+            }
+            return Ok(None);
+        }
+        let task = shared.store.task(&approval.task_id).await?;
+        let segment = match shared.workspace_root(&task) {
+            Ok(root) => shared.segment(&root).await,
+            Err(error) => Err(error),
+        };
+        let segment = match segment {
+            Ok(segment) => segment,
+            Err(error) => return Ok(Some(Precheck::unavailable(unavailable(&error)))),
+        };
+        let context = ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
+        let segment = match edited {
+            Some(edited) => {
+                let (segment, verdict) = validate_edit(segment, &approval, edited).await?;
+                if let Err(Refusal::InvalidEdit(message)) = verdict {
+                    return Err(Error::InvalidArguments(message));
+                }
+                segment
+            }
+            None => segment,
+        };
+        let arguments = edited.unwrap_or(&approval.arguments);
+        Ok(precheck_call(&segment, &approval, arguments, &context).await)
+    }
+
+    /// The list rows' prechecks (no diffs) of `approvals`, pending ones only: one
+    /// segment per workspace, not per card.
+    pub(crate) async fn precheck_rows(
+        &self,
+        approvals: &[(ApprovalRecord, Option<pp_types::TaskRecord>)],
+    ) -> Vec<Option<Precheck>> {
+        let shared = &self.inner.shared;
+        let mut segments: HashMap<String, std::result::Result<Segment, String>> = HashMap::new();
+        let mut rows = Vec::with_capacity(approvals.len());
+        for (approval, task) in approvals {
+            let Some(task) = task
+                .as_ref()
+                .filter(|_| approval.state == ApprovalState::Pending)
+            else {
+                rows.push(None);
+                continue;
+            };
+            let root = match shared.workspace_root(task) {
+                Ok(root) => root,
+                Err(error) => {
+                    rows.push(Some(Precheck::unavailable(unavailable(&error))));
+                    continue;
+                }
+            };
+            if !segments.contains_key(&root) {
+                let built = shared
+                    .segment(&root)
+                    .await
+                    .map_err(|error| unavailable(&error));
+                segments.insert(root.clone(), built);
+            }
+            let row = match segments.get(&root) {
+                Some(Ok(segment)) => {
+                    let context =
+                        ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
+                    precheck_call(segment, approval, &approval.arguments, &context)
+                        .await
+                        .map(Precheck::summary)
+                }
+                Some(Err(message)) => Some(Precheck::unavailable(message.clone())),
+                None => None,
+            };
+            rows.push(row);
+        }
+        rows
+    }
+}
+
+/// Why a precheck is unavailable, for the card.
+fn unavailable(error: &Error) -> String {
+    format!("the target cannot be checked from this process: {error}")
+}
