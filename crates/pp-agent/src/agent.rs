@@ -191,7 +191,10 @@ impl<'a> Agent<'a> {
         };
         let call = checkpoint.pending.call.clone();
         let answered = match resolution {
-            Resolution::Approve { edited_arguments } => {
+            Resolution::Approve {
+                edited_arguments,
+                edited_by,
+            } => {
                 let edited = edited_arguments.is_some();
                 let arguments = match edited_arguments {
                     Some(arguments) => {
@@ -212,6 +215,13 @@ impl<'a> Agent<'a> {
                     }
                     None => checkpoint.pending.arguments.clone(),
                 };
+                // An edited call is recorded as what runs: its arguments, and its effect
+                // described right before it runs.
+                let preview = if edited {
+                    tool.preview(&self.context, &arguments).await.map(Box::new)
+                } else {
+                    None
+                };
                 self.emit(
                     &mut state,
                     EventKind::ApprovalResolved {
@@ -219,15 +229,26 @@ impl<'a> Agent<'a> {
                         decision: ResolutionKind::Approved,
                         edited,
                         reason: None,
+                        arguments: edited.then(|| arguments.clone()),
+                        preview,
+                        edited_by: if edited { edited_by } else { None },
                     },
                 );
+                // The model is told the person changed its call, and how.
+                let note = edited.then(|| describe_edit(&checkpoint.pending.arguments, &arguments));
                 // The approval covers this one call; the freshly built policy still
                 // checks its paths (the tree may have changed while we waited).
                 match self.policy.evaluate(tool.spec(), &arguments) {
                     Decision::Deny(denial) => self.deny(&mut state, &call, &denial),
                     Decision::Allow | Decision::Ask { .. } => {
-                        self.execute(&mut state, &call, tool.as_ref(), &arguments)
-                            .await
+                        self.execute_noted(
+                            &mut state,
+                            &call,
+                            tool.as_ref(),
+                            &arguments,
+                            note.as_deref(),
+                        )
+                        .await
                     }
                 }
             }
@@ -239,6 +260,9 @@ impl<'a> Agent<'a> {
                         decision: ResolutionKind::Stale,
                         edited: false,
                         reason: Some(message.clone()),
+                        arguments: None,
+                        preview: None,
+                        edited_by: None,
                     },
                 );
                 self.answer_error(&mut state, &call, message);
@@ -252,6 +276,9 @@ impl<'a> Agent<'a> {
                         decision: ResolutionKind::Rejected,
                         edited: false,
                         reason: reason.clone(),
+                        arguments: None,
+                        preview: None,
+                        edited_by: None,
                     },
                 );
                 let message = match reason.as_deref().map(str::trim) {
@@ -458,9 +485,31 @@ impl<'a> Agent<'a> {
         tool: &dyn Tool,
         arguments: &Value,
     ) -> CallResult {
+        self.execute_noted(state, call, tool, arguments, None).await
+    }
+
+    /// Runs the call; `note` (a person's edit, described) is put before what the model
+    /// reads of the result, success or error.
+    async fn execute_noted(
+        &self,
+        state: &mut RunState,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        arguments: &Value,
+        note: Option<&str>,
+    ) -> CallResult {
         let output = {
             let _in_flight = self.context.interrupt.enter();
             tool.execute(&self.context, arguments).await
+        };
+        let output = match (note, output) {
+            (Some(note), ToolOutput::Success { content }) => ToolOutput::Success {
+                content: format!("{note}\n{content}"),
+            },
+            (Some(note), ToolOutput::Error { message }) => ToolOutput::Error {
+                message: format!("{note}\n{message}"),
+            },
+            (_, output) => output,
         };
         match output {
             ToolOutput::Success { content } => {
@@ -616,4 +665,72 @@ fn parse_arguments(raw: &str) -> Result<Value, String> {
         return Ok(Value::Object(serde_json::Map::new()));
     }
     serde_json::from_str(raw).map_err(|error| format!("arguments are not valid JSON: {error}"))
+}
+
+/// What the model is told when a person edited its call before approving it: which
+/// arguments changed (short text values quoted, old → new; longer ones named), and that
+/// the edited call is what ran.
+pub(crate) fn describe_edit(original: &Value, edited: &Value) -> String {
+    const SHORT: usize = 80;
+    let quote = |value: Option<&Value>| match value {
+        None => "(absent)".to_owned(),
+        Some(Value::String(text)) => format!("{text:?}"),
+        Some(other) => other.to_string(),
+    };
+    let short = |value: Option<&Value>| {
+        value.is_none_or(|value| value.to_string().chars().count() <= SHORT)
+    };
+    let mut keys: Vec<&String> = original
+        .as_object()
+        .into_iter()
+        .chain(edited.as_object())
+        .flat_map(|object| object.keys())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let changes: Vec<String> = keys
+        .into_iter()
+        .filter_map(|key| {
+            let (before, after) = (original.get(key), edited.get(key));
+            if before == after {
+                return None;
+            }
+            Some(if short(before) && short(after) {
+                format!("`{key}` {} → {}", quote(before), quote(after))
+            } else {
+                format!("`{key}` changed")
+            })
+        })
+        .collect();
+    let what = if changes.is_empty() {
+        "no argument changed".to_owned()
+    } else {
+        changes.join(", ")
+    };
+    format!(
+        "[the person edited this call before approving it ({what}); what follows is the \
+         result of the edited call]"
+    )
+}
+
+#[cfg(test)]
+mod edit_note_tests {
+    use super::describe_edit;
+    use serde_json::json;
+
+    #[test]
+    fn short_values_are_quoted_and_long_ones_named() {
+        let long = "x".repeat(200);
+        let note = describe_edit(
+            &json!({"path": "a.md", "content": long, "keep": true}),
+            &json!({"path": "b.md", "content": "short", "keep": true, "extra": 1}),
+        );
+        assert_eq!(
+            note,
+            "[the person edited this call before approving it (`content` changed, \
+             `extra` (absent) → 1, `path` \"a.md\" → \"b.md\"); what follows is the result \
+             of the edited call]"
+        );
+        assert!(describe_edit(&json!({"a": 1}), &json!({"a": 1})).contains("no argument changed"));
+    }
 }

@@ -63,6 +63,8 @@ pub enum Resolution {
     Approve {
         /// Replacement arguments, if the person edited the call.
         edited_arguments: Option<Value>,
+        /// Who edited them (a team user's name, or the actor), for the timeline.
+        edited_by: Option<String>,
     },
     /// Do not run the call; the model is told, with the optional reason.
     Reject {

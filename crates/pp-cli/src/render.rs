@@ -197,6 +197,18 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
     if let Some(line) = precheck_line(view, palette) {
         card.push_str(&line);
     }
+    if let Some(edited) = &view.edited {
+        let by = edited.by.as_deref().map(one_line).unwrap_or_default();
+        let ran = edited
+            .preview
+            .as_ref()
+            .map(|preview| format!("; ran on `{}`", one_line(&preview.target)))
+            .unwrap_or_default();
+        card.push_str(&format!(
+            "│ edited:     {}\n",
+            palette.paint(Paint::Yellow, &format!("by {by} before approving{ran}"))
+        ));
+    }
     if let Some(mcp) = &view.mcp {
         card.push_str(&effects::mcp_lines(mcp, palette));
     }
@@ -232,7 +244,13 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         .as_ref()
         .filter(|precheck| precheck.status == PrecheckStatus::Changed)
         .and_then(|precheck| precheck.diff.as_ref());
-    if let Some(diff) = now_diff.or(view.diff.as_ref()) {
+    // An edited call that ran: its own change, not the one the model asked for.
+    let edited_diff = view
+        .edited
+        .as_ref()
+        .and_then(|edited| edited.preview.as_ref())
+        .and_then(|preview| preview.diff.as_ref());
+    if let Some(diff) = edited_diff.or(now_diff).or(view.diff.as_ref()) {
         card.push_str("│ change:\n");
         body = diff_lines(diff, palette);
     } else if let Some(content) = &view.content {

@@ -80,6 +80,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         resolved_by_user: None,
         reason: None,
         edited_arguments: None,
+        edited: None,
         revertible: Some(true),
         outcome: None,
     }

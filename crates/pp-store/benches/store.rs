@@ -288,6 +288,7 @@ fn approve() -> Resolve {
         actor: Actor::Operator,
         reason: None,
         edited_arguments: None,
+        edited_preview: None,
         fingerprint: None,
         audit: NewAudit {
             ..NewAudit::new(pp_types::AuditAction::ApprovalApproved)
@@ -300,6 +301,9 @@ fn approve() -> Resolve {
                 decision: pp_types::ResolutionKind::Approved,
                 edited: false,
                 reason: None,
+                arguments: None,
+                preview: None,
+                edited_by: None,
             },
         }],
     }

@@ -123,6 +123,7 @@ impl TaskService {
         // per decision, built after the person decided.
         let mut built = None;
         let mut fingerprint = None;
+        let mut edited_preview = None;
         let (state, resolution, action, reason, target) = match request.decision {
             Decision::Reject => (
                 ApprovalState::Rejected,
@@ -173,10 +174,20 @@ impl TaskService {
                     ),
                     Ok(approved_against) => {
                         fingerprint = approved_against;
+                        // An edited call is recorded as what runs: its own effect.
+                        if let (Some(edited), Some(tool)) =
+                            (edited, segment_tool(built.as_ref(), &approval.tool))
+                        {
+                            edited_preview = tool.preview(&context, edited).await;
+                        }
                         (
                             ApprovalState::Approved,
                             Resolution::Approve {
                                 edited_arguments: request.edited_arguments.clone(),
+                                edited_by: request.edited_arguments.as_ref().map(|_| {
+                                    user.clone()
+                                        .unwrap_or_else(|| request.actor.as_str().to_owned())
+                                }),
                             },
                             AuditAction::ApprovalApproved,
                             None,
@@ -207,6 +218,7 @@ impl TaskService {
             reason,
             edited_arguments: request.edited_arguments.clone(),
             fingerprint,
+            edited_preview,
             audit,
             task_to: TaskState::Running,
             events: Vec::new(),
@@ -233,7 +245,7 @@ impl TaskService {
             Start::Resume {
                 approval: Box::new(approval),
                 resolution,
-                segment: built,
+                segment: built.map(Box::new),
             },
         );
         if request.wait {
@@ -244,4 +256,12 @@ impl TaskService {
         }
         Ok(task)
     }
+}
+
+/// The tool `name` of the segment built for a decision, if one was built and has it.
+fn segment_tool<'a>(
+    segment: Option<&'a crate::segment::Segment>,
+    name: &str,
+) -> Option<&'a std::sync::Arc<dyn pp_agent::Tool>> {
+    segment?.registry.get(name)
 }

@@ -32,7 +32,7 @@ pub(crate) enum Start {
         resolution: Resolution,
         /// The segment built when the person decided (to check the call), which runs
         /// it too; `None`: the run builds its own.
-        segment: Option<Segment>,
+        segment: Option<Box<Segment>>,
     },
 }
 
@@ -93,7 +93,7 @@ async fn drive(
             resolution,
             segment: Some(segment),
         } => (
-            segment,
+            *segment,
             Start::Resume {
                 approval,
                 resolution,
@@ -119,7 +119,9 @@ async fn drive(
     let watched = match &start {
         Start::Resume {
             approval,
-            resolution: Resolution::Approve { edited_arguments },
+            resolution: Resolution::Approve {
+                edited_arguments, ..
+            },
             ..
         } => {
             let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
@@ -411,7 +413,11 @@ async fn before_approved_call(
 ) -> Result<(Segment, Start, Option<Kept>)> {
     let Start::Resume {
         approval,
-        resolution: Resolution::Approve { edited_arguments },
+        resolution:
+            Resolution::Approve {
+                edited_arguments,
+                edited_by,
+            },
         ..
     } = start
     else {
@@ -455,7 +461,10 @@ async fn before_approved_call(
                 segment,
                 Start::Resume {
                     approval,
-                    resolution: Resolution::Approve { edited_arguments },
+                    resolution: Resolution::Approve {
+                        edited_arguments,
+                        edited_by,
+                    },
                     segment: None,
                 },
                 Some(kept),
@@ -468,7 +477,10 @@ async fn before_approved_call(
                 segment,
                 Start::Resume {
                     approval,
-                    resolution: Resolution::Approve { edited_arguments },
+                    resolution: Resolution::Approve {
+                        edited_arguments,
+                        edited_by,
+                    },
                     segment: None,
                 },
                 None,

@@ -34,6 +34,19 @@ impl CurrentTarget {
     }
 }
 
+/// The call an approval with edited arguments ran.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EditedCall {
+    /// The arguments that ran (they replaced the model's entirely).
+    pub arguments: Value,
+    /// Who edited and approved it: the team user, or the actor (`operator`, …).
+    pub by: Option<String>,
+    /// Its effect as described at the decision: target, label, diff or content, line
+    /// counts; `null` for a tool that describes none (and on rows decided before this
+    /// was recorded).
+    pub preview: Option<pp_types::EffectPreview>,
+}
+
 /// An approval as the inbox and the CLI show it (without the full checkpoint).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApprovalView {
@@ -132,6 +145,11 @@ pub struct ApprovalView {
     /// Arguments it was approved with, if edited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<Value>,
+    /// Approved with edited arguments: the call that ran — its arguments, its effect as
+    /// described at the decision, and who edited it. The card shows this, not the call
+    /// the model asked for (`arguments`, `diff`, … above).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edited: Option<EditedCall>,
     /// Whether the change can be undone (`false`: what it replaces is over `[revert]
     /// max_bytes`); absent for tools without a file effect.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -145,6 +163,17 @@ impl ApprovalView {
     /// Builds the view of `approval` for a task with `prompt`.
     pub fn new(approval: ApprovalRecord, prompt: String) -> Self {
         let preview = approval.checkpoint.pending.preview.clone();
+        let edited = approval
+            .edited_arguments
+            .as_ref()
+            .map(|arguments| EditedCall {
+                arguments: arguments.clone(),
+                by: approval
+                    .resolved_by_user
+                    .clone()
+                    .or_else(|| approval.resolved_by.map(|actor| actor.as_str().to_owned())),
+                preview: approval.edited_preview.clone(),
+            });
         Self {
             id: approval.id.to_string(),
             task_id: approval.task_id,
@@ -186,6 +215,7 @@ impl ApprovalView {
             resolved_by: approval.resolved_by,
             resolved_by_user: approval.resolved_by_user,
             reason: approval.reason,
+            edited,
             edited_arguments: approval.edited_arguments,
             revertible: approval.revertible,
             outcome: None,

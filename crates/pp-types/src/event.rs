@@ -134,6 +134,16 @@ crate::wire_enum! {
             /// The operator's reason, for rejections.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             reason: Option<String>,
+            /// An edited approval: the arguments that ran (they replaced the model's).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            arguments: Option<Value>,
+            /// An edited approval: what the edited call changed, described right before it
+            /// ran (its target, label and diff).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            preview: Option<Box<EffectPreview>>,
+            /// An edited approval: who edited it (the team user, or the actor).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            edited_by: Option<String>,
         } => "approval_resolved",
         /// Edited arguments failed validation or the jail; the approval stays pending.
         ApprovalEditRejected {

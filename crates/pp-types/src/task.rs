@@ -217,6 +217,10 @@ pub struct ApprovalRecord {
     /// The edited arguments it was approved with, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<Value>,
+    /// Approved with edited arguments: the edited call's effect as described at the
+    /// decision (target, label, diff) — what ran, not what was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_preview: Option<crate::EffectPreview>,
     /// Whether what the call would replace can be kept for a revert (decided when the
     /// approval was requested: `false` above `[revert] max_bytes`); `None` for tools
     /// without a file effect.

@@ -29,6 +29,7 @@ async fn resume(
 fn approve() -> Resolution {
     Resolution::Approve {
         edited_arguments: None,
+        edited_by: None,
     }
 }
 
@@ -122,6 +123,7 @@ async fn approve_with_edited_arguments_runs_the_edit() {
         checkpoint,
         Resolution::Approve {
             edited_arguments: Some(edited.clone()),
+            edited_by: None,
         },
     )
     .await
@@ -155,6 +157,7 @@ async fn invalid_or_escaping_edits_are_refused_and_nothing_runs() {
             checkpoint,
             Resolution::Approve {
                 edited_arguments: Some(edit),
+                edited_by: None,
             },
         )
         .await

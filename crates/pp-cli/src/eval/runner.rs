@@ -260,7 +260,9 @@ async fn execute_service(
             .rfind(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits but has no pending approval")?;
         let request = match resolution(entry, outside)? {
-            Resolution::Approve { edited_arguments } => (Decision::Approve, edited_arguments, None),
+            Resolution::Approve {
+                edited_arguments, ..
+            } => (Decision::Approve, edited_arguments, None),
             Resolution::Reject { reason } => (Decision::Reject, None, reason),
             Resolution::Stale { .. } => anyhow::bail!("evals never send stale resolutions"),
         };
@@ -310,6 +312,7 @@ fn resolution(entry: &ApprovalEntry, outside: &Path) -> anyhow::Result<Resolutio
     match decision {
         "approve" => Ok(Resolution::Approve {
             edited_arguments: edited.map(|value| substitute_value(value, outside)),
+            edited_by: None,
         }),
         "reject" => Ok(Resolution::Reject { reason }),
         other => anyhow::bail!("unknown approval decision `{other}` (use approve or reject)"),

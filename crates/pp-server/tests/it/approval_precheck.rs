@@ -273,3 +273,47 @@ async fn card_read_latency() {
     println!("GET /api/approvals/{{id}} changed (fresh diff): {changed}");
     println!("GET /api/approvals (one pending row, status only): {inbox}");
 }
+
+#[tokio::test]
+async fn a_decision_cannot_name_another_tool_and_an_edit_is_shown_as_what_ran() {
+    let app = App::running();
+    app.tree.file("keep.md", "keep\n");
+    let (_task, id) = app.waiting_write("new.md", "x\n").await;
+    let resolve = format!("/api/approvals/{id}/resolve?wait=true");
+    app.call_json(
+        Method::POST,
+        &resolve,
+        &json!({"decision": "approve", "tool": "delete_file",
+                "edited_arguments": {"path": "keep.md"}}),
+    )
+    .await
+    .expect(400, Some("bad_request"));
+    app.call_json(
+        Method::POST,
+        &resolve,
+        &json!({"decision": "approve", "edited_arguments": {"tool": "delete_file", "path": "keep.md"}}),
+    )
+    .await
+    .expect(422, Some("invalid_arguments"));
+    assert_eq!(app.tree.read("keep.md"), "keep\n");
+
+    app.call_json(
+        Method::POST,
+        &resolve,
+        &json!({"decision": "approve", "edited_arguments": {"path": "keep.md", "content": "kept\n"}}),
+    )
+    .await
+    .expect(200, None);
+    let card = app.call(Method::GET, &format!("/api/approvals/{id}")).await;
+    assert_eq!(card.json["edited"]["arguments"]["path"], "keep.md");
+    assert_eq!(card.json["edited"]["by"], "operator");
+    assert_eq!(card.json["edited"]["preview"]["target"], "keep.md");
+    assert_eq!(card.json["edited"]["preview"]["label"], "overwrite");
+    assert_eq!(card.json["outcome"]["status"], "done");
+    assert!(
+        card.json["outcome"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("keep.md")
+    );
+}

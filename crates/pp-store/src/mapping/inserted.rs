@@ -59,6 +59,7 @@ pub(crate) fn approval(
         resolved_by_user: None,
         reason: None,
         edited_arguments: None,
+        edited_preview: None,
         revertible: new.revertible,
     }
 }

@@ -131,6 +131,7 @@ pub(crate) struct RawApproval {
     edited_arguments: Option<String>,
     revertible: Option<bool>,
     resolved_by_user: Option<String>,
+    edited_preview: Option<String>,
 }
 
 impl FromColumns for RawApproval {
@@ -154,6 +155,7 @@ impl FromColumns for RawApproval {
             edited_arguments: columns.text_opt()?,
             revertible: columns.flag_opt()?,
             resolved_by_user: columns.text_opt()?,
+            edited_preview: columns.text_opt()?,
         })
     }
 }
@@ -173,6 +175,7 @@ impl RawApproval {
         let resolved_by = decoder.name_opt("resolved_by", self.resolved_by)?;
         let edited_arguments =
             decoder.json_opt("edited_arguments", self.edited_arguments.as_deref())?;
+        let edited_preview = decoder.json_opt("edited_preview", self.edited_preview.as_deref())?;
         Ok(ApprovalRecord {
             id: ApprovalId(self.id),
             task_id: TaskId(self.task_id),
@@ -191,6 +194,7 @@ impl RawApproval {
             resolved_by_user: self.resolved_by_user,
             reason: self.reason,
             edited_arguments,
+            edited_preview,
             revertible: self.revertible,
         })
     }

@@ -117,6 +117,7 @@ impl PgStore {
             });
         }
         let edited = encode_opt("edited arguments", resolve.edited_arguments.as_ref())?;
+        let edited_preview = encode_opt("edited preview", resolve.edited_preview.as_ref())?;
         let now = self.now();
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
@@ -141,7 +142,7 @@ impl PgStore {
             &transaction,
             "UPDATE approvals SET state = $2, resolved_at = $3, resolved_by = $4, \
              reason = $5, edited_arguments = $6, resolved_by_user = $7, \
-             fingerprint = COALESCE($8, fingerprint) \
+             fingerprint = COALESCE($8, fingerprint), edited_preview = $9 \
              WHERE id = $1 AND state = 'pending'",
             &[
                 &id.as_str(),
@@ -152,6 +153,7 @@ impl PgStore {
                 &edited,
                 &resolve.audit.user,
                 &resolve.fingerprint,
+                &edited_preview,
             ],
         )
         .await?;

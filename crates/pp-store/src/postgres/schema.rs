@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0002_workers.sql"),
     include_str!("../../migrations/postgres/0003_users.sql"),
     include_str!("../../migrations/postgres/0004_change_modes.sql"),
+    include_str!("../../migrations/postgres/0005_edited_preview.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

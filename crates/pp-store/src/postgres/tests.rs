@@ -177,6 +177,7 @@ fn approve() -> Resolve {
         actor: Actor::Operator,
         reason: None,
         edited_arguments: Some(json!({"path": "b.md"})),
+        edited_preview: None,
         fingerprint: None,
         audit: NewAudit::new(AuditAction::ApprovalApproved),
         task_to: TaskState::Running,
@@ -187,6 +188,9 @@ fn approve() -> Resolve {
                 decision: ResolutionKind::Approved,
                 edited: true,
                 reason: None,
+                arguments: None,
+                preview: None,
+                edited_by: None,
             },
         }],
     }

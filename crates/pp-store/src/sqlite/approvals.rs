@@ -120,6 +120,8 @@ impl Store {
             });
         }
         let edited = mapping::encode_opt("edited arguments", resolve.edited_arguments.as_ref())?;
+        let edited_preview =
+            mapping::encode_opt("edited preview", resolve.edited_preview.as_ref())?;
         let now = self.now();
         self.write(|transaction| {
             let (task_id, current) = state_of(transaction, id)?;
@@ -133,7 +135,7 @@ impl Store {
                 .prepare_cached(
                     "UPDATE approvals SET state = ?2, resolved_at = ?3, resolved_by = ?4, \
                      reason = ?5, edited_arguments = ?6, resolved_by_user = ?7, \
-                     fingerprint = COALESCE(?8, fingerprint) \
+                     fingerprint = COALESCE(?8, fingerprint), edited_preview = ?9 \
                      WHERE id = ?1 AND state = 'pending'",
                 )?
                 .execute(params![
@@ -145,6 +147,7 @@ impl Store {
                     edited,
                     resolve.audit.user,
                     resolve.fingerprint,
+                    edited_preview,
                 ])?;
             let audit_row = NewAudit {
                 actor: resolve.audit.actor.or(Some(resolve.actor)),

@@ -39,6 +39,9 @@ pub struct Resolve {
     pub reason: Option<String>,
     /// The edited arguments it was approved with.
     pub edited_arguments: Option<Value>,
+    /// An approval with edited arguments: the edited call's effect, described at the
+    /// decision (what the card and the outcome show as what ran).
+    pub edited_preview: Option<pp_types::EffectPreview>,
     /// The target fingerprint the call is approved against, replacing the stored one
     /// (the one the person saw, or an edited call's target as it was at the decision);
     /// `None` keeps it. The check right before the call runs compares with it.

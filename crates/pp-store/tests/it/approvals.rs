@@ -75,6 +75,7 @@ async fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task(db: TestDb) 
             &approval.id,
             Resolve {
                 edited_arguments: Some(edited.clone()),
+                edited_preview: None,
                 fingerprint: None,
                 ..approve()
             },

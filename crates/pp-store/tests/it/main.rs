@@ -229,6 +229,7 @@ fn approve() -> Resolve {
         actor: Actor::Operator,
         reason: None,
         edited_arguments: None,
+        edited_preview: None,
         fingerprint: None,
         audit: NewAudit {
             tool: Some("write_file".into()),
@@ -243,6 +244,9 @@ fn approve() -> Resolve {
                 decision: pp_types::ResolutionKind::Approved,
                 edited: false,
                 reason: None,
+                arguments: None,
+                preview: None,
+                edited_by: None,
             },
         )],
     }

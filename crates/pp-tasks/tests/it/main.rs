@@ -8,6 +8,7 @@
 
 mod changes;
 mod client;
+mod edited;
 mod file_ops;
 mod fixture;
 mod hardening;

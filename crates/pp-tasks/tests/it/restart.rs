@@ -78,6 +78,7 @@ async fn an_interruption_after_an_approval_asks_for_it_again() {
                 actor: pp_types::Actor::Operator,
                 reason: None,
                 edited_arguments: None,
+                edited_preview: None,
                 fingerprint: None,
                 audit: pp_types::NewAudit {
                     ..pp_types::NewAudit::new(pp_types::AuditAction::ApprovalApproved)
