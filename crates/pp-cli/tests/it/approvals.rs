@@ -155,3 +155,47 @@ fn a_stored_workspace_that_now_holds_the_data_directory_is_refused() {
     );
     assert!(!tree.exists("a.txt"));
 }
+
+#[test]
+fn approve_seen_runs_only_against_the_state_that_was_shown() {
+    let tree = TempTree::new();
+    tree.file("notes.txt", "old\n");
+    let (id, _) = pending_write(&tree, "notes.txt");
+    let (code, stdout, stderr) = approvals(&tree, &["show", &id, "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let card: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(card["precheck"]["status"], "ready");
+    let seen = card["precheck"]["fingerprint"].as_str().unwrap().to_owned();
+    let (code, stdout, _) = approvals(&tree, &["list", "--json"]);
+    assert_eq!(code, Some(0));
+    let list: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(list["approvals"][0]["precheck"]["status"], "ready");
+    assert_eq!(
+        list["approvals"][0]["precheck"]["diff"],
+        serde_json::Value::Null
+    );
+
+    // Changed after it was shown: exit 5, nothing written, still pending.
+    tree.file("notes.txt", "mine\n");
+    let (code, _, stderr) = approvals(&tree, &["approve", &id, "--seen", &seen]);
+    assert_eq!(code, Some(5), "{stderr}");
+    assert!(stderr.contains("changed_since_seen"), "{stderr}");
+    assert_eq!(tree.read("notes.txt"), "mine\n");
+    let (_, card, _) = approvals(&tree, &["show", &id]);
+    assert!(
+        card.contains("│ now:        changed since the request"),
+        "{card}"
+    );
+    let (_, stdout, _) = approvals(&tree, &["show", &id, "--json"]);
+    let card: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        (card["state"].as_str(), card["precheck"]["status"].as_str()),
+        (Some("pending"), Some("changed"))
+    );
+
+    // Approved against what is there now: it runs.
+    let now = card["precheck"]["fingerprint"].as_str().unwrap();
+    let (code, _, stderr) = approvals(&tree, &["approve", &id, "--seen", now]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(tree.read("notes.txt"), "new\n");
+}
