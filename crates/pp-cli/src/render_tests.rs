@@ -82,6 +82,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         edited_arguments: None,
         revertible: Some(true),
         outcome: None,
+        provenance: pp_tasks::Provenance::default(),
     }
 }
 
