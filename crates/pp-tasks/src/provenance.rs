@@ -14,17 +14,18 @@
 //! - the prompt itself, by who created the task: the operator's `prompt`, a chat turn's
 //!   `message` (both trusted), a `webhook`'s, a `schedule`'s or an `mcp_client`'s
 //!   (untrusted; `source` is the task's `origin`);
-//! - the answer to every call of a tool that brings outside text in: `read_file`,
-//!   `list_files`, `search_files` and `run_command` (`file_read`: what the workspace or a
-//!   command gave back), `extract_document`, `extract_invoice`, `analyze_table`
-//!   (`document`), `expand_skill`, `read_skill_file` (`skill`) and every MCP tool, whose
-//!   model name is `<server>__<tool>` (`mcp_output`, also for an MCP write: the server's
-//!   answer is its own text).
+//! - the answer to every call of a tool that brings outside text in, as the built-in
+//!   tools classify themselves ([`pp_tools::input_of`]: the task service names no tool
+//!   argument): `read_file`, `list_files`, `search_files` and `run_command`
+//!   (`file_read`: what the workspace or a command gave back), `extract_document`,
+//!   `extract_invoice`, `analyze_table` (`document`), `expand_skill`, `read_skill_file`
+//!   (`skill`); and every MCP tool, whose model name is `<server>__<tool>`
+//!   (`mcp_output`, also for an MCP write: the server's answer is its own text).
 //!
-//! Not inputs: the answers to the built-in tools that change things (`write_file`,
-//! `edit_file`, `move_file`, `delete_file`, `make_dir`, `memory_write`), which are
-//! PocketPilot's own reports of what it did, and answers to tools no one offered (the
-//! loop's "unknown tool" error). An answer counts whether the call succeeded or not: the
+//! Not inputs: the answers to the built-in tools that change things
+//! ([`pp_tools::OWN_REPORTS`]: `write_file`, `edit_file`, `move_file`, `delete_file`,
+//! `make_dir`, `memory_write`), which are PocketPilot's own reports of what it did, and
+//! answers to tools no one offered (the loop's "unknown tool" error). An answer counts whether the call succeeded or not: the
 //! text alone cannot tell a failure from content made to look like one, and hiding a
 //! read behind a forged "error:" would hide untrusted input. The answers to the calls
 //! the pending call's own turn made before it are not inputs either: the model asked
@@ -38,9 +39,9 @@
 
 use std::collections::HashMap;
 
+use pp_tools::InputSource;
 use pp_types::{Actor, Message, TaskRecord, ToolCall};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The most inputs a card lists (the newest); [`Provenance::more`] counts the rest.
 pub const MAX_INPUTS: usize = 20;
@@ -215,56 +216,27 @@ fn prompt_input(task: &TaskRecord, chat: bool) -> Input {
     }
 }
 
-/// The answer to `call` as an input, if its tool brings outside text in.
+/// The answer to `call` as an input, if its tool brings outside text in: a built-in
+/// tool says so itself ([`pp_tools::input_of`]: the tools own their argument names);
+/// an MCP server's tool always does.
 fn answer_input(call: &ToolCall) -> Option<Input> {
-    // The arguments as the model wrote them (malformed ones name no source).
-    let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str);
-    let or_name = |source: Option<String>| source.unwrap_or_else(|| call.name.clone());
-    let (kind, source) = match call.name.as_str() {
-        "read_file" | "list_files" => (
-            InputKind::FileRead,
-            or_name(text("path").map(str::to_owned)),
-        ),
-        "search_files" => {
-            let source = text("pattern").map(|pattern| match text("path") {
-                Some(path) => format!("{pattern:?} in {path}"),
-                None => format!("{pattern:?}"),
-            });
-            (InputKind::FileRead, or_name(source))
-        }
-        "run_command" => {
-            let source = text("command").map(|command| {
-                let args = arguments.get("args").and_then(Value::as_array);
-                std::iter::once(command)
-                    .chain(args.into_iter().flatten().filter_map(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            });
-            (InputKind::FileRead, or_name(source))
-        }
-        "extract_document" | "extract_invoice" | "analyze_table" => (
-            InputKind::Document,
-            or_name(text("path").map(str::to_owned)),
-        ),
-        "expand_skill" => (InputKind::Skill, or_name(text("name").map(str::to_owned))),
-        "read_skill_file" => {
-            let source = match (text("name"), text("path")) {
-                (Some(name), Some(path)) => Some(format!("{name}/{path}")),
-                (name, path) => name.or(path).map(str::to_owned),
-            };
-            (InputKind::Skill, or_name(source))
-        }
-        name => {
-            // pp-mcp names a server's tool `<server>__<tool>`; no built-in tool has `__`.
-            let (server, tool) = name.split_once("__")?;
-            if server.is_empty() || tool.is_empty() {
-                return None;
-            }
-            (InputKind::McpOutput, format!("{server}:{tool}"))
-        }
-    };
-    Some(Input::new(kind, &source))
+    if let Some((source, from)) = pp_tools::input_of(&call.name, &call.arguments) {
+        let kind = match source {
+            InputSource::Workspace => InputKind::FileRead,
+            InputSource::Document => InputKind::Document,
+            InputSource::Skill => InputKind::Skill,
+        };
+        return Some(Input::new(kind, &from));
+    }
+    // pp-mcp names a server's tool `<server>__<tool>`; no built-in tool has `__`.
+    let (server, tool) = call.name.split_once("__")?;
+    if server.is_empty() || tool.is_empty() {
+        return None;
+    }
+    Some(Input::new(
+        InputKind::McpOutput,
+        &format!("{server}:{tool}"),
+    ))
 }
 
 /// `text`, cut at [`MAX_SOURCE_CHARS`] characters with `…`.

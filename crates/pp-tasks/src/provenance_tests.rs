@@ -1,6 +1,8 @@
 //! Unit tests of [`Provenance::of`]: the worked cases, then generated conversations
 //! checked for the rules (newest first, the cap, only since the last user message, the
-//! kinds and the untrusted flag).
+//! kinds and the untrusted flag). Which built-in tool reads what, and the source each
+//! names, is `pp_tools::input_of`'s (tested there); the calls here use tools and
+//! arguments the task service may name.
 
 use pp_types::{Actor, Message, TaskRecord, TaskState, ToolCall};
 use pretty_assertions::assert_eq;
@@ -43,14 +45,7 @@ fn answered(id: &str, name: &str, arguments: &Value) -> [Message; 2] {
 
 /// The turn that makes the pending write, with the model's `text`.
 fn pending_turn(text: Option<&str>) -> Message {
-    turn(
-        text,
-        vec![call(
-            PENDING,
-            "write_file",
-            &json!({"path": "out.md", "content": "x"}),
-        )],
-    )
+    turn(text, vec![call(PENDING, "write_file", &json!({}))])
 }
 
 fn input(kind: InputKind, source: &str, untrusted: bool) -> Input {
@@ -102,11 +97,7 @@ fn a_team_users_prompt_names_the_user() {
 #[test]
 fn a_webhooks_prompt_and_a_file_read_are_untrusted_newest_first() {
     let mut messages = vec![Message::system("s"), Message::user("URGENT: approve")];
-    messages.extend(answered(
-        "r1",
-        "read_file",
-        &json!({"path": "inbox/mail.txt"}),
-    ));
+    messages.extend(answered("r1", "search_files", &json!({"pattern": "order"})));
     messages.push(pending_turn(Some("Writing as the mail asks.")));
     let provenance = Provenance::of(
         &messages,
@@ -116,7 +107,7 @@ fn a_webhooks_prompt_and_a_file_read_are_untrusted_newest_first() {
     assert_eq!(
         provenance.inputs,
         [
-            input(InputKind::FileRead, "inbox/mail.txt", true),
+            input(InputKind::FileRead, "\"order\"", true),
             input(InputKind::Webhook, "forms", true),
         ]
     );
@@ -153,96 +144,62 @@ fn schedules_and_mcp_clients_name_their_origin_or_their_kind() {
 #[test]
 fn a_later_chat_turn_is_a_message_and_only_what_followed_it_counts() {
     let mut messages = vec![Message::system("s"), Message::user("first question")];
-    messages.extend(answered("old", "read_file", &json!({"path": "old.md"})));
+    messages.extend(answered("old", "expand_skill", &json!({"name": "old"})));
     messages.push(turn(Some("first answer"), vec![]));
     messages.push(Message::user("now write it"));
-    messages.extend(answered(
-        "new",
-        "search_files",
-        &json!({"pattern": "todo", "path": "notes"}),
-    ));
+    messages.extend(answered("new", "search_files", &json!({"pattern": "todo"})));
     messages.push(pending_turn(None));
     let provenance = Provenance::of(&messages, PENDING, Some(&task(Actor::Operator, None)));
     assert_eq!(
         provenance.inputs,
         [
-            input(InputKind::FileRead, "\"todo\" in notes", true),
+            input(InputKind::FileRead, "\"todo\"", true),
             input(InputKind::Message, "operator", false),
         ]
     );
     assert_eq!(provenance.model_text, None);
 }
 
+/// Built-in tools map to the kinds of what `pp_tools::input_of` says they read (their
+/// sources, tested there, fall back to the tool's name without arguments); MCP tools
+/// are `mcp_output`; own reports and unknown tools are no input.
 #[test]
-fn each_tool_maps_to_its_kind_and_source() {
+fn each_tool_maps_to_its_kind() {
     let cases = [
-        (
-            "list_files",
-            json!({"path": "docs"}),
-            Some((InputKind::FileRead, "docs")),
-        ),
-        (
-            "search_files",
-            json!({"pattern": "x"}),
-            Some((InputKind::FileRead, "\"x\"")),
-        ),
-        (
-            "run_command",
-            json!({"command": "git", "args": ["log", "-1"]}),
-            Some((InputKind::FileRead, "git log -1")),
-        ),
+        ("read_file", Some((InputKind::FileRead, "read_file"))),
+        ("list_files", Some((InputKind::FileRead, "list_files"))),
+        ("search_files", Some((InputKind::FileRead, "search_files"))),
+        ("run_command", Some((InputKind::FileRead, "run_command"))),
         (
             "extract_document",
-            json!({"path": "a.pdf"}),
-            Some((InputKind::Document, "a.pdf")),
+            Some((InputKind::Document, "extract_document")),
         ),
         (
             "extract_invoice",
-            json!({"path": "inv/"}),
-            Some((InputKind::Document, "inv/")),
+            Some((InputKind::Document, "extract_invoice")),
         ),
         (
             "analyze_table",
-            json!({"path": "t.csv", "op": "describe"}),
-            Some((InputKind::Document, "t.csv")),
+            Some((InputKind::Document, "analyze_table")),
         ),
-        (
-            "expand_skill",
-            json!({"name": "tidy"}),
-            Some((InputKind::Skill, "tidy")),
-        ),
+        ("expand_skill", Some((InputKind::Skill, "expand_skill"))),
         (
             "read_skill_file",
-            json!({"name": "tidy", "path": "ref.md"}),
-            Some((InputKind::Skill, "tidy/ref.md")),
+            Some((InputKind::Skill, "read_skill_file")),
         ),
         (
             "github__get_issue",
-            json!({"n": 1}),
             Some((InputKind::McpOutput, "github:get_issue")),
         ),
-        (
-            "fs__write",
-            json!({"path": "a"}),
-            Some((InputKind::McpOutput, "fs:write")),
-        ),
-        (
-            "read_file",
-            json!("not an object"),
-            Some((InputKind::FileRead, "read_file")),
-        ),
-        ("write_file", json!({"path": "a", "content": "b"}), None),
-        ("edit_file", json!({"path": "a"}), None),
-        ("move_file", json!({"path": "a"}), None),
-        ("delete_file", json!({"path": "a"}), None),
-        ("make_dir", json!({"path": "a"}), None),
-        ("memory_write", json!({"text": "a"}), None),
-        ("no_such_tool", json!({}), None),
-        ("__tool", json!({}), None),
+        ("fs__write", Some((InputKind::McpOutput, "fs:write"))),
+        ("no_such_tool", None),
+        ("__tool", None),
+        ("srv__", None),
     ];
-    for (name, arguments, expected) in cases {
+    let reports = pp_tools::OWN_REPORTS.map(|name| (name, None));
+    for (name, expected) in cases.into_iter().chain(reports) {
         let mut messages = vec![Message::user("go")];
-        messages.extend(answered("c", name, &arguments));
+        messages.extend(answered("c", name, &json!({})));
         messages.push(pending_turn(None));
         let provenance = Provenance::of(&messages, PENDING, None);
         let expected: Vec<Input> = expected
@@ -283,12 +240,8 @@ fn the_pending_turns_own_earlier_calls_are_not_inputs() {
         turn(
             Some("Reading and writing at once."),
             vec![
-                call("same", "read_file", &json!({"path": "a.md"})),
-                call(
-                    PENDING,
-                    "write_file",
-                    &json!({"path": "b.md", "content": "c"}),
-                ),
+                call("same", "read_file", &json!({})),
+                call(PENDING, "write_file", &json!({})),
             ],
         ),
         Message::tool("same", "the file"),
@@ -307,10 +260,10 @@ fn the_pending_turns_own_earlier_calls_are_not_inputs() {
 #[test]
 fn an_unreadable_task_leaves_the_prompt_out_and_blank_text_is_null() {
     let mut messages = vec![Message::user("go")];
-    messages.extend(answered("r", "read_file", &json!({"path": "a"})));
+    messages.extend(answered("r", "expand_skill", &json!({"name": "a"})));
     messages.push(pending_turn(Some("  \n")));
     let provenance = Provenance::of(&messages, PENDING, None);
-    assert_eq!(provenance.inputs, [input(InputKind::FileRead, "a", true)]);
+    assert_eq!(provenance.inputs, [input(InputKind::Skill, "a", true)]);
     assert_eq!(provenance.model_text, None);
 }
 
@@ -320,8 +273,8 @@ fn the_list_keeps_the_newest_twenty_and_counts_the_rest() {
     for n in 0..25 {
         messages.extend(answered(
             &format!("r{n}"),
-            "read_file",
-            &json!({"path": format!("f{n}")}),
+            "expand_skill",
+            &json!({"name": format!("f{n}")}),
         ));
     }
     messages.push(pending_turn(None));
@@ -340,9 +293,9 @@ fn the_list_keeps_the_newest_twenty_and_counts_the_rest() {
 
 #[test]
 fn a_long_source_is_cut() {
-    let path = "p".repeat(MAX_SOURCE_CHARS * 2);
+    let name = "p".repeat(MAX_SOURCE_CHARS * 2);
     let mut messages = vec![Message::user("go")];
-    messages.extend(answered("r", "read_file", &json!({ "path": path })));
+    messages.extend(answered("r", "expand_skill", &json!({ "name": name })));
     messages.push(pending_turn(None));
     let source = Provenance::of(&messages, PENDING, None)
         .inputs
@@ -388,9 +341,9 @@ impl Rng {
     }
 }
 
-/// The tools a generated turn calls: name, whether its answer is an input, and its kind.
+/// The tools a generated turn calls: name, and the kind of its answer if it is an input.
 const TOOLS: [(&str, Option<InputKind>); 6] = [
-    ("read_file", Some(InputKind::FileRead)),
+    ("search_files", Some(InputKind::FileRead)),
     ("extract_document", Some(InputKind::Document)),
     ("expand_skill", Some(InputKind::Skill)),
     ("srv__fetch", Some(InputKind::McpOutput)),
@@ -398,10 +351,21 @@ const TOOLS: [(&str, Option<InputKind>); 6] = [
     ("memory_write", None),
 ];
 
+/// The source a generated call of `name` named `n` shows.
+fn generated_source(name: &str, n: &str) -> String {
+    match name {
+        "search_files" => format!("{n:?}"),
+        "extract_document" => name.to_owned(),
+        "srv__fetch" => "srv:fetch".to_owned(),
+        _ => n.to_owned(),
+    }
+}
+
 /// Generated conversations: earlier chat turns (whose reads must never count), then the
 /// last user message, then model turns of 1–3 answered calls each, then the pending turn
 /// with calls before the pending one (which must not count either). Every call's
-/// argument names it uniquely and in order, so the expected list is known.
+/// argument names it (all but `extract_document`, which names no source here), so the
+/// expected list is known.
 #[test]
 fn generated_conversations_follow_the_rules() {
     let actors = [
@@ -419,8 +383,8 @@ fn generated_conversations_follow_the_rules() {
             messages.push(Message::user(format!("earlier {old}")));
             messages.extend(answered(
                 &format!("old{old}"),
-                "read_file",
-                &json!({"name": "old", "path": "old"}),
+                "expand_skill",
+                &json!({"name": "old"}),
             ));
             messages.push(turn(Some("answer"), vec![]));
         }
@@ -435,17 +399,12 @@ fn generated_conversations_follow_the_rules() {
                     n += 1;
                     let source = format!("s{n}");
                     if let Some(kind) = kind {
-                        let shown = if kind == InputKind::McpOutput {
-                            "srv:fetch".to_owned()
-                        } else {
-                            source.clone()
-                        };
-                        expected.push((kind, shown));
+                        expected.push((kind, generated_source(name, &source)));
                     }
                     call(
                         &format!("c{n}"),
                         name,
-                        &json!({"path": source, "name": source}),
+                        &json!({"pattern": source, "name": source}),
                     )
                 })
                 .collect();
@@ -461,11 +420,11 @@ fn generated_conversations_follow_the_rules() {
         for b in 0..before {
             last.push(call(
                 &format!("same{b}"),
-                "read_file",
-                &json!({"path": "same"}),
+                "expand_skill",
+                &json!({"name": "same"}),
             ));
         }
-        last.push(call(PENDING, "write_file", &json!({"path": "out"})));
+        last.push(call(PENDING, "write_file", &json!({})));
         messages.push(turn(Some("why"), last));
         for b in 0..before {
             messages.push(Message::tool(format!("same{b}"), "answer"));
