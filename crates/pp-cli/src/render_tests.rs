@@ -83,6 +83,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         edited: None,
         revertible: Some(true),
         outcome: None,
+        provenance: pp_tasks::Provenance::default(),
     }
 }
 

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::changelog::{ChangeLog, Outcome, outcome_of};
 use crate::error::Result;
 use crate::precheck::{Precheck, PrecheckStatus};
+use crate::provenance::Provenance;
 use crate::service::TaskService;
 
 /// Deprecated: a pending card's target checked again, as `precheck` says it now.
@@ -157,6 +158,9 @@ pub struct ApprovalView {
     /// What really happened to the call; absent while pending.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// Why the call is asked for: the model's text of that turn and what the task took
+    /// in since the person's last message ([`Provenance::of`]); on every card.
+    pub provenance: Provenance,
 }
 
 impl ApprovalView {
@@ -219,6 +223,12 @@ impl ApprovalView {
             edited_arguments: approval.edited_arguments,
             revertible: approval.revertible,
             outcome: None,
+            // Without the task: who wrote the prompt is unknown ([`view_of`] knows).
+            provenance: Provenance::of(
+                &approval.checkpoint.messages,
+                &approval.checkpoint.pending.call.id,
+                None,
+            ),
         }
     }
 }
@@ -323,12 +333,18 @@ async fn view_of(
     task: Option<TaskRecord>,
 ) -> ApprovalView {
     let outcome = outcome_of(log, &approval, task.as_ref()).await;
+    let provenance = Provenance::of(
+        &approval.checkpoint.messages,
+        &approval.checkpoint.pending.call.id,
+        task.as_ref(),
+    );
     let (prompt, created_by, origin) = match task {
         Some(task) => (task.prompt, Some(task.created_by), task.origin),
         None => (String::new(), None, None),
     };
     ApprovalView {
         outcome,
+        provenance,
         created_by,
         origin,
         ..ApprovalView::new(approval, prompt)

@@ -315,11 +315,19 @@ impl<'de> Deserializer<'de> for Probe<'_> {
 }
 
 /// The spec of the built-in tool `name`, from a toolbox with every provider on.
+fn builtin_spec(name: &str) -> ToolSpec {
+    builtin_specs()
+        .into_iter()
+        .find(|spec| spec.name == name)
+        .unwrap_or_else(|| panic!("no built-in tool `{name}`"))
+}
+
+/// The spec of every built-in tool, from a toolbox with every provider on.
 #[allow(
     clippy::disallowed_methods,
     reason = "the test writes its skill directly"
 )]
-fn builtin_spec(name: &str) -> ToolSpec {
+pub(crate) fn builtin_specs() -> Vec<ToolSpec> {
     let root = tempfile::tempdir().expect("temp dir");
     let (workspace, data, skills) = (
         root.path().join("workspace"),
@@ -357,12 +365,7 @@ fn builtin_spec(name: &str) -> ToolSpec {
     let equipment = toolbox
         .equip(&jail, crate::Limits::default())
         .expect("every provider equips");
-    equipment
-        .registry
-        .get(name)
-        .unwrap_or_else(|| panic!("no built-in tool `{name}`"))
-        .spec()
-        .clone()
+    equipment.registry.specs().cloned().collect()
 }
 
 mod tests {

@@ -67,6 +67,7 @@ mod args_check;
 mod blocking;
 pub mod docs;
 mod files;
+mod inputs;
 pub mod memory;
 mod provider;
 mod search;
@@ -82,6 +83,7 @@ pub use memory::{MemoryProvider, MemorySettings};
 pub use shell::{ShellProvider, ShellSettings};
 pub use skills::{SkillsProvider, SkillsSettings};
 
+pub use inputs::{InputSource, OWN_REPORTS, input_of};
 pub use search::{SearchLimits, search_tool};
 
 pub use files::{

@@ -22,6 +22,7 @@ mod mcp_tools;
 mod memory;
 mod models;
 mod pipe;
+mod provenance;
 mod revert;
 mod run;
 mod schedules;

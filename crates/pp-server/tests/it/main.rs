@@ -23,6 +23,7 @@ mod mcp;
 mod memory;
 mod not_configured;
 mod openapi;
+mod provenance;
 mod schedules;
 mod security;
 mod sessions;
