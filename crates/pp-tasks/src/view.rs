@@ -264,8 +264,9 @@ impl TaskService {
         let log = self.changes();
         let mut views = Vec::with_capacity(pairs.len());
         for ((approval, task), precheck) in pairs.into_iter().zip(prechecks) {
+            // The deprecated `current` stays a single card's, as before: a row's
+            // precheck has no diff to derive it from.
             let mut view = view_of(&log, approval, task).await;
-            view.current = precheck.as_ref().map(CurrentTarget::of);
             view.precheck = precheck;
             views.push(view);
         }

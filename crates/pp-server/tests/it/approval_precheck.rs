@@ -55,6 +55,8 @@ async fn a_card_says_when_its_target_changed_and_diffs_against_the_current_file(
         row["precheck"]["fingerprint"],
         card.json["precheck"]["fingerprint"]
     );
+    // The deprecated `current` stays on the single card only, as before.
+    assert_eq!(row.get("current"), None);
 }
 
 #[tokio::test]
