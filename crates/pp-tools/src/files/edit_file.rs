@@ -173,6 +173,7 @@ impl EditFile {
             // otherwise the call fails for the reason the tool gives.
             Err(output) if self.changes_nothing(arguments) => {
                 preview.no_change = true;
+                preview.diff = Some(String::new());
                 preview.notice = Some(match output {
                     ToolOutput::Error { message } => message,
                     _ => "nothing to change".to_owned(),

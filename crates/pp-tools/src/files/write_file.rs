@@ -141,6 +141,8 @@ impl WriteFile {
         match self.jail.read(path, self.limits.max_read_bytes) {
             Ok(old) if !old.truncated && old.bytes == content.as_bytes() => {
                 preview.no_change = true;
+                // An empty diff: the card's "no change on disk".
+                preview.diff = Some(String::new());
                 preview.scope = Some(EffectScope::Edit);
                 (preview.added, preview.removed) = (Some(0), Some(0));
                 preview.notice = Some(format!("`{path}` already holds exactly this content"));
@@ -239,8 +241,8 @@ mod tests {
         let same = tool.preview_of(&arguments).unwrap();
         assert!(same.no_change);
         assert_eq!(
-            (same.diff, same.added, same.removed, same.label),
-            (None, Some(0), Some(0), WriteLabel::Overwrite)
+            (same.diff.as_deref(), same.added, same.removed, same.label),
+            (Some(""), Some(0), Some(0), WriteLabel::Overwrite)
         );
         let other = tool
             .preview_of(&json!({"path": "a.txt", "content": "hello"}))

@@ -201,6 +201,7 @@ impl MemoryWrite {
                 let after = mode.apply(&before.content, content);
                 if exists && after == before.content {
                     preview.no_change = true;
+                    preview.diff = Some(String::new());
                     preview.notice = Some(format!("{MEMORY_FILE} already holds exactly this"));
                     (preview.added, preview.removed) = (Some(0), Some(0));
                 } else if exists {

@@ -223,8 +223,8 @@ fn replacing_a_text_with_itself_changes_nothing() {
         .expect("a preview");
     assert!(same.no_change);
     assert_eq!(
-        (same.will_fail, same.added, same.removed),
-        (None, Some(0), Some(0))
+        (same.will_fail, same.diff.as_deref(), same.added, same.removed),
+        (None, Some(""), Some(0), Some(0))
     );
 }
 
