@@ -78,8 +78,9 @@ async function refreshCount() {
     return;
   }
   try {
-    const data = await api("/api/approvals?state=pending&limit=1000");
-    const count = data.approvals.length;
+    // The count alone (issue 27): no card is read or sent for the badge.
+    const data = await api("/api/approvals/count");
+    const count = data.pending;
     countBadge.textContent = String(count);
     countBadge.dataset.count = String(count);
     countBadge.hidden = count === 0;

@@ -223,7 +223,12 @@ fn replacing_a_text_with_itself_changes_nothing() {
         .expect("a preview");
     assert!(same.no_change);
     assert_eq!(
-        (same.will_fail, same.diff.as_deref(), same.added, same.removed),
+        (
+            same.will_fail,
+            same.diff.as_deref(),
+            same.added,
+            same.removed
+        ),
         (None, Some(""), Some(0), Some(0))
     );
 }
