@@ -17,6 +17,7 @@
 
 mod agent;
 mod budget;
+mod changeset;
 mod context;
 mod invocation;
 mod model;
@@ -28,12 +29,13 @@ mod tool;
 
 pub use agent::{Agent, Limits, NOT_RUN_MESSAGE, check_edit};
 pub use budget::estimate_next_call;
+pub use changeset::{AFTER_EARLIER_MESSAGE, BeforeApprovedCall, same_or_beneath};
 pub use context::{Trimmed, estimate_tokens, trim_to_window};
 pub use invocation::{InFlight, Interrupt, ToolContext};
 pub use model::{
     BoxFuture, Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolDefinition,
 };
-pub use outcome::{Outcome, Resolution, ResumeError};
+pub use outcome::{DecisionProblem, Outcome, Resolution, ResumeError};
 pub use prompt::{PromptContext, system_prompt};
 pub use sink::{EventLog, EventSink, NoEvents};
 pub use tool::{RegistryError, Tool, ToolRegistry};
