@@ -1,14 +1,16 @@
 //! The loop itself: model turn → tool calls through the policy → next turn.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use pp_types::{
     CHECKPOINT_VERSION, Checkpoint, Decision, Denial, Event, EventKind, FailureReason, Message,
-    PendingCall, Policy, ResolutionKind, ToolCall, ToolOutput,
+    OLDEST_CHECKPOINT_VERSION, PendingCall, Policy, ResolutionKind, ToolCall, ToolOutput,
 };
 use serde_json::Value;
 
-use crate::outcome::{Outcome, Resolution, ResumeError};
+use crate::changeset::{AFTER_EARLIER_MESSAGE, BeforeApprovedCall, same_or_beneath};
+use crate::outcome::{DecisionProblem, Outcome, Resolution, ResumeError};
 use crate::{
     EventSink, Model, ModelRequest, Tool, ToolContext, ToolRegistry, estimate_next_call,
     estimate_tokens, trim_to_window,
@@ -41,7 +43,9 @@ impl Default for Limits {
     }
 }
 
-/// Text given to the model for calls after one that waits for approval.
+/// Text given to the model, on resume, for a call after one that waited for approval
+/// that is not run: every later call of a version-1 checkpoint, and a later call the
+/// policy allowed at suspension but would now ask about.
 pub const NOT_RUN_MESSAGE: &str =
     "not run: an earlier call was waiting for approval; ask again if it is still needed";
 
@@ -49,6 +53,25 @@ pub const NOT_RUN_MESSAGE: &str =
 ///
 /// Built fresh for every run and every resume: the tools (and the jail inside them) and
 /// the policy are the caller's newly built values, never state kept from an earlier run.
+///
+/// # One turn's calls
+///
+/// The calls of a model turn are handled in the model's order: each is announced
+/// (`tool_call`), then answered with an error (unknown tool, arguments that are not JSON
+/// or fail the schema), denied (`tool_denied`; the denial cap ends the run with
+/// `policy_violation`), run (the policy allows it) — until the first call the policy
+/// asks about. Then the loop looks at all the turn's remaining calls before it suspends
+/// (the changeset):
+/// - each is announced once; errors and denials are answered at once, as above;
+/// - a call the policy allows is not run yet: it waits in
+///   [`Checkpoint::later_calls`] and runs after the decisions, in the model's order;
+/// - a call the policy asks about joins the changeset ([`Checkpoint::more_pending`],
+///   with its preview), unless its target ([`Tool::target`]) is the same as, or lies
+///   beneath ([`crate::same_or_beneath`]), the target of an earlier call of the
+///   changeset: then it is answered [`AFTER_EARLIER_MESSAGE`] at once.
+///
+/// The run then suspends with one `approval_required` event per pending call, in the
+/// model's order; [`Agent::resume_all`] continues it.
 pub struct Agent<'a> {
     model: &'a dyn Model,
     tools: &'a ToolRegistry,
@@ -58,6 +81,8 @@ pub struct Agent<'a> {
     context: ToolContext,
     /// Tokens the task used in earlier segments that left no checkpoint to count them.
     tokens_before: u64,
+    /// Checks each approved call right before it runs (none: every approved call runs).
+    before_approved: Option<Arc<dyn BeforeApprovedCall>>,
 }
 
 /// Mutable state of one run segment.
@@ -81,6 +106,38 @@ enum CallResult {
     PolicyViolation,
 }
 
+/// What the gate made of a call before anything ran.
+enum Gated {
+    /// The call was answered (unknown tool, bad arguments, denial); go on.
+    Answered,
+    /// A denial reached the denial cap.
+    PolicyViolation,
+    /// The policy allows the call: its tool and parsed arguments.
+    Allow(Arc<dyn Tool>, Value),
+    /// The policy asks a person: the call's tool and parsed arguments.
+    Ask(Arc<dyn Tool>, Value),
+}
+
+/// One call still to be handled on resume.
+enum Planned<'c> {
+    /// A pending call with the person's decision.
+    Decided {
+        pending: &'c PendingCall,
+        tool: Arc<dyn Tool>,
+        resolution: Resolution,
+    },
+    /// A later call of a version-1 checkpoint: answered [`NOT_RUN_MESSAGE`].
+    NotRun(&'c ToolCall),
+    /// A later call the policy allowed at suspension: gated again and run.
+    Later(&'c ToolCall),
+}
+
+/// Why the decisions could not be matched to the checkpoint's calls.
+enum PlanError {
+    Decisions(DecisionProblem),
+    UnknownTool(String),
+}
+
 impl<'a> Agent<'a> {
     /// A loop over `model` and `tools`, checking every call with `policy` and reporting
     /// events to `sink`, with default [`Limits`].
@@ -98,7 +155,15 @@ impl<'a> Agent<'a> {
             limits: Limits::default(),
             context: ToolContext::default(),
             tokens_before: 0,
+            before_approved: None,
         }
+    }
+
+    /// Sets the hook that checks each approved call right before it runs (see
+    /// [`BeforeApprovedCall`] for exactly when); without one every approved call runs.
+    pub fn with_before_approved_call(mut self, hook: Arc<dyn BeforeApprovedCall>) -> Self {
+        self.before_approved = Some(hook);
+        self
     }
 
     /// Starts the token count of [`Agent::start`] and [`Agent::run`] at `tokens`: what
@@ -158,28 +223,90 @@ impl<'a> Agent<'a> {
             .await
     }
 
-    /// Continues a suspended run after a person's decision.
+    /// Continues a suspended run after a person's decision on its one pending call.
     ///
-    /// Approve runs exactly the pending call (edited arguments are validated and checked
-    /// by the policy again; a refused edit returns [`ResumeError::InvalidEdit`] and runs
-    /// nothing). Reject tells the model. Calls after the pending one in the same turn are
-    /// answered "not run". The loop then continues at `step + 1`.
+    /// [`Agent::resume_all`] with one decision, for `checkpoint.pending`. A checkpoint
+    /// whose changeset holds more calls ([`Checkpoint::more_pending`]) needs
+    /// [`Agent::resume_all`]: here it is refused with [`ResumeError::Decisions`]
+    /// ([`DecisionProblem::Missing`]) and nothing runs.
     pub async fn resume(
         &self,
         checkpoint: Checkpoint,
         resolution: Resolution,
     ) -> Result<Outcome, ResumeError> {
-        if checkpoint.version != CHECKPOINT_VERSION {
+        let call_id = checkpoint.pending.call.id.clone();
+        self.resume_all(checkpoint, vec![(call_id, resolution)])
+            .await
+    }
+
+    /// Continues a suspended run once every call of its changeset is decided.
+    ///
+    /// `decisions` pairs a call id with its [`Resolution`]; every pending call
+    /// ([`Checkpoint::pending_calls`]) needs exactly one. Before anything runs, the
+    /// resume refuses, handing the checkpoint back untouched:
+    /// - a checkpoint of an unsupported version ([`ResumeError::UnsupportedVersion`]) or
+    ///   one that contradicts itself ([`ResumeError::InvalidCheckpoint`]);
+    /// - decisions that do not match the pending calls one to one
+    ///   ([`ResumeError::Decisions`]: a pending call without one, one for a call that is
+    ///   not pending, two for the same call);
+    /// - a pending call whose tool is not in the registry ([`ResumeError::UnknownTool`]);
+    /// - edited arguments of any approved call that fail the tool's schema or the policy
+    ///   ([`ResumeError::InvalidEdit`], after an `approval_edit_rejected` event; the
+    ///   first such call in the model's order is named). So nothing of a changeset runs
+    ///   when one of its edits is invalid.
+    ///
+    /// Then the turn's remaining calls are handled in the model's order: `pending`, then
+    /// [`Checkpoint::later_calls`].
+    /// - A pending call gets its `approval_resolved` event. Approved, its arguments (the
+    ///   edited ones, if any; the event then carries them, their preview and the editor)
+    ///   are checked by the fresh policy (a denial answers it as denied), then by the
+    ///   [`BeforeApprovedCall`] hook if one is set (an `Err` answers it with the message,
+    ///   unrun), and it runs; the model's result of an edited call starts with a note of
+    ///   what the person changed. Rejected, the model is told so (with the reason);
+    ///   stale, it gets the stale message.
+    /// - In a version-2 checkpoint, any other later call (one the policy allowed at
+    ///   suspension) goes through the fresh policy like any call and runs if allowed; if
+    ///   the policy would now ask, it is answered [`NOT_RUN_MESSAGE`] instead of
+    ///   suspending again. In a version-1 checkpoint every later call is answered
+    ///   [`NOT_RUN_MESSAGE`].
+    /// - When the denial cap is reached, the calls after it are answered "not run" (a
+    ///   pending one still gets its `approval_resolved` event) and the run fails with
+    ///   `policy_violation`.
+    ///
+    /// The answers to the turn's calls are then put in the model's order in the
+    /// conversation (calls answered at suspension came first) and the loop continues
+    /// at `step + 1`.
+    pub async fn resume_all(
+        &self,
+        checkpoint: Checkpoint,
+        decisions: Vec<(String, Resolution)>,
+    ) -> Result<Outcome, ResumeError> {
+        if !(OLDEST_CHECKPOINT_VERSION..=CHECKPOINT_VERSION).contains(&checkpoint.version) {
             return Err(ResumeError::UnsupportedVersion {
                 found: checkpoint.version,
                 expected: CHECKPOINT_VERSION,
             });
         }
-        let Some(tool) = self.tools.get(&checkpoint.pending.call.name).cloned() else {
-            return Err(ResumeError::UnknownTool {
-                name: checkpoint.pending.call.name.clone(),
+        if let Err(message) = check_shape(&checkpoint) {
+            return Err(ResumeError::InvalidCheckpoint {
+                message,
                 checkpoint: Box::new(checkpoint),
             });
+        }
+        let plan = match self.plan(&checkpoint, decisions) {
+            Ok(plan) => plan,
+            Err(PlanError::Decisions(problem)) => {
+                return Err(ResumeError::Decisions {
+                    problem,
+                    checkpoint: Box::new(checkpoint),
+                });
+            }
+            Err(PlanError::UnknownTool(name)) => {
+                return Err(ResumeError::UnknownTool {
+                    name,
+                    checkpoint: Box::new(checkpoint),
+                });
+            }
         };
         let mut state = RunState {
             messages: checkpoint.messages.clone(),
@@ -189,32 +316,135 @@ impl<'a> Agent<'a> {
             last_usage: checkpoint.last_usage,
             events: Vec::new(),
         };
-        let call = checkpoint.pending.call.clone();
-        let answered = match resolution {
+        // Every edit is checked before anything runs: one refused edit stops the whole
+        // changeset.
+        let refused = plan.iter().find_map(|planned| match planned {
+            Planned::Decided {
+                pending,
+                tool,
+                resolution:
+                    Resolution::Approve {
+                        edited_arguments: Some(arguments),
+                        ..
+                    },
+            } => check_edit(tool.as_ref(), self.policy, arguments)
+                .err()
+                .map(|message| (pending.call.id.clone(), message)),
+            _ => None,
+        });
+        if let Some((call_id, message)) = refused {
+            self.emit(
+                &mut state,
+                EventKind::ApprovalEditRejected {
+                    call_id: call_id.clone(),
+                    message: message.clone(),
+                },
+            );
+            return Err(ResumeError::InvalidEdit {
+                call_id,
+                message,
+                checkpoint: Box::new(checkpoint),
+            });
+        }
+        let mut stopped = false;
+        for planned in plan {
+            let result = match planned {
+                Planned::Decided {
+                    pending,
+                    tool,
+                    resolution,
+                } => {
+                    self.resolve_pending(&mut state, pending, tool.as_ref(), resolution, stopped)
+                        .await
+                }
+                Planned::NotRun(call) => {
+                    self.announce(&mut state, call);
+                    self.answer_error(&mut state, call, NOT_RUN_MESSAGE.to_owned());
+                    CallResult::Answered
+                }
+                Planned::Later(call) if stopped => {
+                    let message = stopped_message(&state);
+                    self.answer_error(&mut state, call, message);
+                    CallResult::Answered
+                }
+                Planned::Later(call) => self.run_later(&mut state, call).await,
+            };
+            if matches!(result, CallResult::PolicyViolation) {
+                stopped = true;
+            }
+        }
+        order_turn_answers(&mut state.messages);
+        if stopped {
+            return Ok(self.policy_violation(state));
+        }
+        state.step += 1;
+        Ok(self.drive(state).await)
+    }
+
+    /// The turn's remaining calls of `checkpoint` in the model's order, each pending one
+    /// with its decision and tool.
+    fn plan<'c>(
+        &self,
+        checkpoint: &'c Checkpoint,
+        decisions: Vec<(String, Resolution)>,
+    ) -> Result<Vec<Planned<'c>>, PlanError> {
+        let ids = checkpoint.pending_ids();
+        let mut decided: HashMap<String, Resolution> = HashMap::with_capacity(decisions.len());
+        for (call_id, resolution) in decisions {
+            if !ids.contains(&call_id.as_str()) {
+                return Err(PlanError::Decisions(DecisionProblem::Unknown { call_id }));
+            }
+            if decided.contains_key(&call_id) {
+                return Err(PlanError::Decisions(DecisionProblem::Duplicate { call_id }));
+            }
+            decided.insert(call_id, resolution);
+        }
+        let calls = std::iter::once(&checkpoint.pending.call).chain(&checkpoint.later_calls);
+        let mut plan = Vec::with_capacity(checkpoint.later_calls.len() + 1);
+        for call in calls {
+            let planned = match checkpoint.pending_call(&call.id) {
+                Some(pending) => {
+                    let Some(resolution) = decided.remove(&call.id) else {
+                        return Err(PlanError::Decisions(DecisionProblem::Missing {
+                            call_id: call.id.clone(),
+                        }));
+                    };
+                    let Some(tool) = self.tools.get(&pending.call.name) else {
+                        return Err(PlanError::UnknownTool(pending.call.name.clone()));
+                    };
+                    Planned::Decided {
+                        pending,
+                        tool: Arc::clone(tool),
+                        resolution,
+                    }
+                }
+                None if checkpoint.version == 1 => Planned::NotRun(call),
+                None => Planned::Later(call),
+            };
+            plan.push(planned);
+        }
+        Ok(plan)
+    }
+
+    /// Carries out a person's decision on `pending` (see [`Agent::resume_all`]); when
+    /// `stopped` (the denial cap was reached), an approved call is answered unrun.
+    async fn resolve_pending(
+        &self,
+        state: &mut RunState,
+        pending: &PendingCall,
+        tool: &dyn Tool,
+        resolution: Resolution,
+        stopped: bool,
+    ) -> CallResult {
+        let call = &pending.call;
+        match resolution {
             Resolution::Approve {
                 edited_arguments,
                 edited_by,
             } => {
+                // Edited arguments were checked (schema and policy) before anything ran.
                 let edited = edited_arguments.is_some();
-                let arguments = match edited_arguments {
-                    Some(arguments) => {
-                        if let Err(message) = check_edit(tool.as_ref(), self.policy, &arguments) {
-                            self.emit(
-                                &mut state,
-                                EventKind::ApprovalEditRejected {
-                                    call_id: call.id.clone(),
-                                    message: message.clone(),
-                                },
-                            );
-                            return Err(ResumeError::InvalidEdit {
-                                message,
-                                checkpoint: Box::new(checkpoint),
-                            });
-                        }
-                        arguments
-                    }
-                    None => checkpoint.pending.arguments.clone(),
-                };
+                let arguments = edited_arguments.unwrap_or_else(|| pending.arguments.clone());
                 // An edited call is recorded as what runs: its arguments, and its effect
                 // described right before it runs.
                 let preview = if edited {
@@ -223,7 +453,7 @@ impl<'a> Agent<'a> {
                     None
                 };
                 self.emit(
-                    &mut state,
+                    state,
                     EventKind::ApprovalResolved {
                         call_id: call.id.clone(),
                         decision: ResolutionKind::Approved,
@@ -234,27 +464,32 @@ impl<'a> Agent<'a> {
                         edited_by: if edited { edited_by } else { None },
                     },
                 );
+                if stopped {
+                    let message = stopped_message(state);
+                    self.answer_error(state, call, message);
+                    return CallResult::Answered;
+                }
                 // The model is told the person changed its call, and how.
-                let note = edited.then(|| describe_edit(&checkpoint.pending.arguments, &arguments));
+                let note = edited.then(|| describe_edit(&pending.arguments, &arguments));
                 // The approval covers this one call; the freshly built policy still
                 // checks its paths (the tree may have changed while we waited).
                 match self.policy.evaluate(tool.spec(), &arguments) {
-                    Decision::Deny(denial) => self.deny(&mut state, &call, &denial),
+                    Decision::Deny(denial) => self.deny(state, call, &denial),
                     Decision::Allow | Decision::Ask { .. } => {
-                        self.execute_noted(
-                            &mut state,
-                            &call,
-                            tool.as_ref(),
-                            &arguments,
-                            note.as_deref(),
-                        )
-                        .await
+                        if let Some(hook) = &self.before_approved
+                            && let Err(message) = hook.check(&call.id, &arguments).await
+                        {
+                            self.answer_error(state, call, message);
+                            return CallResult::Answered;
+                        }
+                        self.execute_noted(state, call, tool, &arguments, note.as_deref())
+                            .await
                     }
                 }
             }
             Resolution::Stale { message } => {
                 self.emit(
-                    &mut state,
+                    state,
                     EventKind::ApprovalResolved {
                         call_id: call.id.clone(),
                         decision: ResolutionKind::Stale,
@@ -265,12 +500,12 @@ impl<'a> Agent<'a> {
                         edited_by: None,
                     },
                 );
-                self.answer_error(&mut state, &call, message);
+                self.answer_error(state, call, message);
                 CallResult::Answered
             }
             Resolution::Reject { reason } => {
                 self.emit(
-                    &mut state,
+                    state,
                     EventKind::ApprovalResolved {
                         call_id: call.id.clone(),
                         decision: ResolutionKind::Rejected,
@@ -287,19 +522,25 @@ impl<'a> Agent<'a> {
                     }
                     _ => "rejected by the operator".to_owned(),
                 };
-                self.answer_error(&mut state, &call, message);
+                self.answer_error(state, call, message);
                 CallResult::Answered
             }
-        };
-        for later in &checkpoint.later_calls {
-            self.announce(&mut state, later);
-            self.answer_error(&mut state, later, NOT_RUN_MESSAGE.to_owned());
         }
-        match answered {
-            CallResult::PolicyViolation => Ok(self.policy_violation(state)),
-            CallResult::Answered | CallResult::Suspend(_) => {
-                state.step += 1;
-                Ok(self.drive(state).await)
+    }
+
+    /// A later call of a changeset's turn that the policy allowed at suspension (already
+    /// announced then): the fresh policy decides again; a call it would now ask for is
+    /// answered [`NOT_RUN_MESSAGE`] rather than suspending again.
+    async fn run_later(&self, state: &mut RunState, call: &ToolCall) -> CallResult {
+        match self.gate(state, call) {
+            Gated::Answered => CallResult::Answered,
+            Gated::PolicyViolation => CallResult::PolicyViolation,
+            Gated::Allow(tool, arguments) => {
+                self.execute(state, call, tool.as_ref(), &arguments).await
+            }
+            Gated::Ask(..) => {
+                self.answer_error(state, call, NOT_RUN_MESSAGE.to_owned());
+                CallResult::Answered
             }
         }
     }
@@ -394,8 +635,8 @@ impl<'a> Agent<'a> {
                     CallResult::Answered => {}
                     CallResult::PolicyViolation => return self.policy_violation(state),
                     CallResult::Suspend(pending) => {
-                        let later_calls = calls.get(index + 1..).unwrap_or_default().to_vec();
-                        return self.suspend(state, *pending, later_calls);
+                        let rest = calls.get(index + 1..).unwrap_or_default();
+                        return self.suspend_turn(state, *pending, rest).await;
                     }
                 }
             }
@@ -437,6 +678,21 @@ impl<'a> Agent<'a> {
 
     async fn handle_call(&self, state: &mut RunState, call: &ToolCall) -> CallResult {
         self.announce(state, call);
+        match self.gate(state, call) {
+            Gated::Answered => CallResult::Answered,
+            Gated::PolicyViolation => CallResult::PolicyViolation,
+            Gated::Allow(tool, arguments) => {
+                self.execute(state, call, tool.as_ref(), &arguments).await
+            }
+            Gated::Ask(tool, arguments) => CallResult::Suspend(Box::new(
+                self.pending_call(call, tool.as_ref(), arguments).await,
+            )),
+        }
+    }
+
+    /// Looks the call's tool up, parses and validates its arguments and asks the policy;
+    /// answers the call itself when it cannot run (unknown tool, bad arguments, denial).
+    fn gate(&self, state: &mut RunState, call: &ToolCall) -> Gated {
         let Some(tool) = self.tools.get(&call.name).map(Arc::clone) else {
             let known: Vec<&str> = self.tools.specs().map(|spec| spec.name.as_str()).collect();
             let message = format!(
@@ -445,37 +701,93 @@ impl<'a> Agent<'a> {
                 known.join(", ")
             );
             self.answer_error(state, call, message);
-            return CallResult::Answered;
+            return Gated::Answered;
         };
         let arguments = match parse_arguments(&call.arguments) {
             Ok(arguments) => arguments,
             Err(message) => {
                 self.answer_error(state, call, message);
-                return CallResult::Answered;
+                return Gated::Answered;
             }
         };
         if let Err(message) = tool.validate(&arguments) {
             self.answer_error(state, call, format!("invalid arguments: {message}"));
-            return CallResult::Answered;
+            return Gated::Answered;
         }
         match self.policy.evaluate(tool.spec(), &arguments) {
-            Decision::Allow => self.execute(state, call, tool.as_ref(), &arguments).await,
-            Decision::Deny(denial) => self.deny(state, call, &denial),
-            Decision::Ask { .. } => {
-                let spec = tool.spec();
-                CallResult::Suspend(Box::new(PendingCall {
-                    call: call.clone(),
-                    preview: tool.preview(&self.context, &arguments).await,
-                    arguments,
-                    capability: spec
-                        .capability
-                        .as_ref()
-                        .map(|capability| capability.as_str().to_owned())
-                        .unwrap_or_default(),
-                    risk: spec.risk,
-                }))
+            Decision::Allow => Gated::Allow(tool, arguments),
+            Decision::Deny(denial) => match self.deny(state, call, &denial) {
+                CallResult::PolicyViolation => Gated::PolicyViolation,
+                CallResult::Answered | CallResult::Suspend(_) => Gated::Answered,
+            },
+            Decision::Ask { .. } => Gated::Ask(tool, arguments),
+        }
+    }
+
+    /// The pending call for a call the policy asks about, with its preview.
+    async fn pending_call(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        arguments: Value,
+    ) -> PendingCall {
+        let spec = tool.spec();
+        PendingCall {
+            call: call.clone(),
+            preview: tool.preview(&self.context, &arguments).await,
+            arguments,
+            capability: spec
+                .capability
+                .as_ref()
+                .map(|capability| capability.as_str().to_owned())
+                .unwrap_or_default(),
+            risk: spec.risk,
+        }
+    }
+
+    /// Suspends the turn at its first call that needs approval, `first`, after going
+    /// through the turn's `rest` (see [`Agent`]'s changeset rules): each is announced;
+    /// unknown, unparsable, invalid and denied calls are answered now; allowed ones wait
+    /// in `later_calls`; calls that need approval join the changeset, or are answered
+    /// [`AFTER_EARLIER_MESSAGE`] when their target is the same as, or lies beneath, an
+    /// earlier pending call's target.
+    async fn suspend_turn(
+        &self,
+        mut state: RunState,
+        first: PendingCall,
+        rest: &[ToolCall],
+    ) -> Outcome {
+        let mut targets: Vec<String> = self
+            .tools
+            .get(&first.call.name)
+            .and_then(|tool| tool.target(&first.arguments))
+            .into_iter()
+            .collect();
+        let mut more_pending = Vec::new();
+        let mut later_calls = Vec::new();
+        for call in rest {
+            self.announce(&mut state, call);
+            match self.gate(&mut state, call) {
+                Gated::Answered => {}
+                Gated::PolicyViolation => return self.policy_violation(state),
+                Gated::Allow(..) => later_calls.push(call.clone()),
+                Gated::Ask(tool, arguments) => {
+                    let target = tool.target(&arguments);
+                    if let Some(target) = &target
+                        && targets
+                            .iter()
+                            .any(|earlier| same_or_beneath(target, earlier))
+                    {
+                        self.answer_error(&mut state, call, AFTER_EARLIER_MESSAGE.to_owned());
+                        continue;
+                    }
+                    targets.extend(target);
+                    later_calls.push(call.clone());
+                    more_pending.push(self.pending_call(call, tool.as_ref(), arguments).await);
+                }
             }
         }
+        self.suspend(state, first, more_pending, later_calls)
     }
 
     async fn execute(
@@ -563,12 +875,16 @@ impl<'a> Agent<'a> {
         &self,
         mut state: RunState,
         pending: PendingCall,
+        more_pending: Vec<PendingCall>,
         later_calls: Vec<ToolCall>,
     ) -> Outcome {
-        self.emit(&mut state, EventKind::approval_required(&pending));
+        for call in std::iter::once(&pending).chain(&more_pending) {
+            self.emit(&mut state, EventKind::approval_required(call));
+        }
         Outcome::Suspended(Box::new(Checkpoint {
             version: CHECKPOINT_VERSION,
             pending,
+            more_pending,
             later_calls,
             messages: state.messages,
             step: state.step,
@@ -631,6 +947,71 @@ pub fn check_edit(tool: &dyn Tool, policy: &dyn Policy, arguments: &Value) -> Re
         Decision::Deny(denial) => Err(format!("denied by policy: {denial}")),
         Decision::Allow | Decision::Ask { .. } => Ok(()),
     }
+}
+
+/// Whether `checkpoint` is one a resume can follow: a version-1 checkpoint has no
+/// `more_pending`; the turn's remaining calls (`pending`, then `later_calls`) have
+/// distinct ids; every `more_pending` call is among `later_calls`.
+fn check_shape(checkpoint: &Checkpoint) -> Result<(), String> {
+    if checkpoint.version == 1 && !checkpoint.more_pending.is_empty() {
+        return Err("a version-1 checkpoint has more than one pending call".to_owned());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for call in std::iter::once(&checkpoint.pending.call).chain(&checkpoint.later_calls) {
+        if !seen.insert(call.id.as_str()) {
+            return Err(format!("call `{}` appears twice", call.id));
+        }
+    }
+    for pending in &checkpoint.more_pending {
+        if !checkpoint
+            .later_calls
+            .iter()
+            .any(|call| call.id == pending.call.id)
+        {
+            return Err(format!(
+                "pending call `{}` is not among the later calls",
+                pending.call.id
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the model is told for a call left unrun because the denial cap ended the run.
+fn stopped_message(state: &RunState) -> String {
+    format!(
+        "not run: the task was stopped after {} denied calls",
+        state.denials
+    )
+}
+
+/// Puts the answers after the last assistant turn in the order of its calls (answers
+/// given at suspension came before those given on resume). Stable; does nothing if
+/// anything but tool answers follows the turn.
+fn order_turn_answers(messages: &mut [Message]) {
+    let Some(turn) = messages
+        .iter()
+        .rposition(|message| matches!(message, Message::Assistant { .. }))
+    else {
+        return;
+    };
+    let (head, answers) = messages.split_at_mut(turn + 1);
+    let Some(Message::Assistant { tool_calls, .. }) = head.last() else {
+        return;
+    };
+    if !answers
+        .iter()
+        .all(|message| matches!(message, Message::Tool { .. }))
+    {
+        return;
+    }
+    answers.sort_by_key(|message| match message {
+        Message::Tool { tool_call_id, .. } => tool_calls
+            .iter()
+            .position(|call| &call.id == tool_call_id)
+            .unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    });
 }
 
 /// Gives every call an id no earlier call in the conversation (or in this turn) has:

@@ -79,23 +79,69 @@ pub enum Resolution {
     },
 }
 
-/// Why a checkpoint could not be resumed. The checkpoint is handed back untouched so the
-/// approval can stay pending.
+/// Why the decisions given to [`crate::Agent::resume_all`] do not match the
+/// checkpoint's pending calls one to one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecisionProblem {
+    /// A pending call got no decision.
+    #[error("pending call `{call_id}` has no decision")]
+    Missing {
+        /// The pending call's id.
+        call_id: String,
+    },
+    /// A decision names a call that is not waiting for one.
+    #[error("call `{call_id}` is not waiting for a decision")]
+    Unknown {
+        /// The id the decision named.
+        call_id: String,
+    },
+    /// A pending call got more than one decision.
+    #[error("pending call `{call_id}` was decided more than once")]
+    Duplicate {
+        /// The pending call's id.
+        call_id: String,
+    },
+}
+
+/// Why a checkpoint could not be resumed. Nothing ran; the checkpoint is handed back
+/// untouched (where there is one to hand back) so the approvals can stay pending.
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
-    /// Edited arguments failed the tool's schema or the gate; nothing ran.
+    /// Edited arguments of an approved call failed the tool's schema or the gate; nothing
+    /// of the changeset ran.
     #[error("edited arguments refused: {message}")]
     InvalidEdit {
+        /// The id of the call whose edit was refused (the first one, in the model's
+        /// order, when several were).
+        call_id: String,
         /// Why the edit was refused.
         message: String,
         /// The untouched checkpoint.
         checkpoint: Box<Checkpoint>,
     },
-    /// The pending call's tool is not in this run's registry.
+    /// The decisions do not match the pending calls one to one (one missing, one for a
+    /// call that is not pending, or two for the same call); nothing ran.
+    #[error("decisions refused: {problem}")]
+    Decisions {
+        /// What is wrong with them.
+        problem: DecisionProblem,
+        /// The untouched checkpoint.
+        checkpoint: Box<Checkpoint>,
+    },
+    /// A pending call's tool is not in this run's registry.
     #[error("tool `{name}` of the pending call is not available")]
     UnknownTool {
         /// The tool's name.
         name: String,
+        /// The untouched checkpoint.
+        checkpoint: Box<Checkpoint>,
+    },
+    /// The checkpoint contradicts itself (a `more_pending` call missing from
+    /// `later_calls`, a call id twice, `more_pending` in a version-1 checkpoint).
+    #[error("the checkpoint is inconsistent: {message}")]
+    InvalidCheckpoint {
+        /// What is wrong with it.
+        message: String,
         /// The untouched checkpoint.
         checkpoint: Box<Checkpoint>,
     },
@@ -104,7 +150,8 @@ pub enum ResumeError {
     UnsupportedVersion {
         /// The version found.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads (it reads every version from
+        /// [`pp_types::OLDEST_CHECKPOINT_VERSION`] to this one).
         expected: u32,
     },
 }

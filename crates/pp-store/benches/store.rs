@@ -252,6 +252,7 @@ fn new_approval() -> NewApproval {
             risk: Risk::High,
             preview: None,
         },
+        more_pending: Vec::new(),
         later_calls: Vec::new(),
         messages: vec![
             Message::system("You are PocketPilot.".repeat(40)),

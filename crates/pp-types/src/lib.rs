@@ -35,7 +35,7 @@ mod wire;
 pub use audit::AuditAction;
 pub use capability::{Capability, Risk};
 pub use change::{Change, ChangeCounts, ChangeKind, ChangeRoot, FileMode, FileOp, Prior, Snapshot};
-pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, PendingCall};
+pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, OLDEST_CHECKPOINT_VERSION, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};
 pub use event::{Event, EventKind, EventType, FailureReason, ResolutionKind};
 pub use mcp::{McpCallPreview, McpReport, McpServerReport, McpToolReport, McpUnregistered};

@@ -182,7 +182,8 @@ impl Tool for RecordingTool {
     }
 }
 
-/// A policy by action word: read → allow, write → ask, paths starting `/` or `..` → deny.
+/// A policy by action word: read → allow, write and delete → ask, paths starting `/` or
+/// `..` → deny.
 pub(crate) fn fake_policy(spec: &ToolSpec, arguments: &Value) -> Decision {
     for param in &spec.path_params {
         if let Some(path) = arguments.get(param).and_then(Value::as_str)
@@ -196,7 +197,7 @@ pub(crate) fn fake_policy(spec: &ToolSpec, arguments: &Value) -> Decision {
     }
     match spec.capability.as_ref().and_then(Capability::action) {
         Some("read") => Decision::Allow,
-        Some(action @ "write") => Decision::Ask {
+        Some(action @ ("write" | "delete")) => Decision::Ask {
             action: action.into(),
         },
         _ => Decision::Deny(Denial::new(

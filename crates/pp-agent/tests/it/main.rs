@@ -6,6 +6,7 @@
 )]
 
 mod budget_tests;
+mod changeset_tests;
 mod fakes;
 mod loop_tests;
 mod props;

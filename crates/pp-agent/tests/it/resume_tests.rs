@@ -1,6 +1,6 @@
 //! Suspension before side effects, and every way of resuming.
 
-use pp_agent::{Agent, Limits, NOT_RUN_MESSAGE, Outcome, Resolution, ResumeError};
+use pp_agent::{Agent, Limits, Outcome, Resolution, ResumeError};
 use pp_types::{Checkpoint, Decision, Denial, DenyRule, Message, ToolSpec};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -70,7 +70,7 @@ async fn a_write_suspends_before_any_side_effect() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn approve_runs_exactly_that_call_and_the_next_write_asks_again() {
+async fn approve_runs_that_call_then_the_later_read_and_the_next_write_asks_again() {
     let harness = Harness::new();
     let model = QueueModel::new(vec![
         calls(
@@ -83,6 +83,10 @@ async fn approve_runs_exactly_that_call_and_the_next_write_asks_again() {
         calls(1, &[("write_thing", r#"{"path":"b.txt","content":"2"}"#)]),
     ]);
     let checkpoint = suspended(&harness, &model).await;
+    assert!(
+        harness.read.executions().is_empty(),
+        "a read after the call that asks waits for the decision"
+    );
     let outcome = resume(&harness, &model, checkpoint, approve())
         .await
         .unwrap();
@@ -90,9 +94,10 @@ async fn approve_runs_exactly_that_call_and_the_next_write_asks_again() {
         harness.write.executions(),
         vec![json!({"path": "a.txt", "content": "1"})]
     );
-    assert!(
-        harness.read.executions().is_empty(),
-        "the later call is not run"
+    assert_eq!(
+        harness.read.executions(),
+        vec![json!({"path": "r"})],
+        "the later read runs after the decision"
     );
     let Outcome::Suspended(second) = outcome else {
         panic!("second write must ask")
@@ -101,10 +106,7 @@ async fn approve_runs_exactly_that_call_and_the_next_write_asks_again() {
     assert_eq!(second.pending.arguments["path"], "b.txt");
     let messages = &model.requests()[1].messages;
     assert_eq!(messages[3], Message::tool("c0_0", "ok a.txt"));
-    assert_eq!(
-        messages[4],
-        Message::tool("c0_1", format!("error: {NOT_RUN_MESSAGE}"))
-    );
+    assert_eq!(messages[4], Message::tool("c0_1", "ok r"));
     assert_eq!(harness.write.executions().len(), 1);
 }
 

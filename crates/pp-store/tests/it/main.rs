@@ -155,6 +155,7 @@ fn checkpoint() -> Checkpoint {
                 ..Default::default()
             }),
         },
+        more_pending: Vec::new(),
         later_calls: vec![later.clone()],
         messages: vec![
             Message::system("You are PocketPilot. Ünïcode ✓"),
