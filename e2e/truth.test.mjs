@@ -1,9 +1,9 @@
 // End-to-end tests of issue 27's console side: every card tells the truth before and
-// after the decision. Real `pocketpilot serve` tasks driven by a scripted model whose
-// one turn asks for four calls at once (a changeset): an edit of a file that then
-// changes (`changed`), a write of identical content (`no_change`), a move into a missing
-// folder (`will_fail`) and a new file (`ready`); `unavailable` and a target-less command
-// (`precheck: null`) come as fixtures mounted with card.js. Covered: the badge, words and
+// after the decision. Real `pocketpilot serve` tasks driven by a scripted model that asks
+// for one call a turn: an edit of a file that then changes (`changed`), an edit whose
+// text is then gone (`will_fail`), a write of identical content (`no_change`), a new
+// file (`ready`) and a failing command (its exit code and output); `unavailable` and
+// `precheck: null` come as fixtures mounted with card.js. Covered: the badge, words and
 // buttons of every precheck status; `seen_fingerprint` both ways (approving a changed
 // card after seeing it runs against the file as it is now; a change after the card was
 // drawn answers 409 and the card is drawn again); an edited approve re-diffed by the
@@ -22,24 +22,30 @@ import { after, afterEach, before, test } from "node:test";
 import { ROOT, assertNoHorizontalScroll, axeViolations, eventually, openConsole, screenshot, tempTree, textMatches } from "./harness.mjs";
 
 const TODO = "# Todo\n\n- [ ] Buy milk\n- [ ] Call Bob\n- [ ] Water the plants\n";
+const OTHER = "# Other\n\n- [ ] Walk the dog\n";
 const SAME = "Already like this.\n";
 const REPORT = Array.from({ length: 12 }, (_, i) => `Line ${i + 1} of the report`).join("\n") + "\n";
-/** The model's own text of the turn: untrusted, shown quoted. */
-const MODEL_TEXT = "I will tidy the todo list, keep same.txt, file a.txt away and write the report.";
+/** The model's own text of the first turn: untrusted, shown quoted. */
+const MODEL_TEXT = "I will tidy the todo list, then the other list, keep same.txt and write the report.";
 
-/** Every task: one turn with four calls needing approval (one changeset), then an answer. */
+/** Every task: five calls needing approval, one a turn, then an answer. */
 const SCRIPT = [
-  {
-    content: MODEL_TEXT,
-    tool_calls: [
-      { name: "edit_file", arguments: { path: "notes/todo.md", old_text: "- [ ] Call Bob\n", new_text: "- [x] Call Bob\n" } },
-      { name: "write_file", arguments: { path: "same.txt", content: SAME } },
-      { name: "move_file", arguments: { from: "a.txt", to: "missing/folder/a.txt" } },
-      { name: "write_file", arguments: { path: "reports/new.md", content: REPORT } },
-    ],
-  },
+  { content: MODEL_TEXT, tool_calls: [{ name: "edit_file", arguments: { path: "notes/todo.md", old_text: "- [ ] Call Bob\n", new_text: "- [x] Call Bob\n" } }] },
+  { tool_calls: [{ name: "edit_file", arguments: { path: "notes/other.md", old_text: "- [ ] Walk the dog\n", new_text: "- [x] Walk the dog\n" } }] },
+  { tool_calls: [{ name: "write_file", arguments: { path: "same.txt", content: SAME } }] },
+  { tool_calls: [{ name: "write_file", arguments: { path: "reports/new.md", content: REPORT } }] },
+  { tool_calls: [{ name: "run_command", arguments: { command: "sh", args: ["-c", "echo two words; exit 3"] } }] },
   { content: "Done." },
 ];
+
+/** Which call of the script a card is, by tool and target. */
+const STEPS = {
+  edit: ["edit_file", "notes/todo.md"],
+  other: ["edit_file", "notes/other.md"],
+  same: ["write_file", "same.txt"],
+  report: ["write_file", "reports/new.md"],
+  command: ["run_command", null],
+};
 
 const VIEWPORTS = [
   ["1400", { width: 1400, height: 900 }],
@@ -50,7 +56,7 @@ let tree;
 let app;
 
 before(async () => {
-  tree = tempTree({ "notes/todo.md": TODO, "same.txt": SAME, "a.txt": "a\n" });
+  tree = tempTree({ "notes/todo.md": TODO, "notes/other.md": OTHER, "same.txt": SAME });
   fs.writeFileSync(tree.script, JSON.stringify(SCRIPT));
   app = await openConsole(tree);
 });
@@ -73,8 +79,8 @@ const ws = (name) => path.join(tree.workspace, name);
 
 function resetFiles() {
   fs.writeFileSync(ws("notes/todo.md"), TODO);
+  fs.writeFileSync(ws("notes/other.md"), OTHER);
   fs.writeFileSync(ws("same.txt"), SAME);
-  fs.writeFileSync(ws("a.txt"), "a\n");
   fs.rmSync(ws("reports"), { recursive: true, force: true });
 }
 
@@ -93,17 +99,23 @@ async function startTask(prompt) {
   return (await response.json()).id;
 }
 
-/** The task's four pending approvals by role: `{ edit, same, move, report }`. */
-async function pendingSet(taskId) {
-  return eventually(`four pending approvals of ${taskId}`, async () => {
-    const { approvals } = await (await app.context.request.get(app.server.base + "/api/approvals?state=pending")).json();
-    const mine = approvals.filter((view) => view.task_id === taskId);
-    if (mine.length < 4) {
-      return null;
+/**
+ * The task's pending approval for `step` (STEPS), rejecting the earlier calls through
+ * the API on the way.
+ */
+async function advanceTo(taskId, step) {
+  const [tool, target] = STEPS[step];
+  for (;;) {
+    const view = await eventually(`a pending approval of ${taskId}`, async () => {
+      const { approvals } = await (await app.context.request.get(app.server.base + "/api/approvals?state=pending")).json();
+      return approvals.find((item) => item.task_id === taskId);
+    });
+    if (view.tool === tool && (!target || view.target === target)) {
+      return view;
     }
-    const by = (tool, target) => mine.find((view) => view.tool === tool && (!target || view.target === target));
-    return { edit: by("edit_file"), same: by("write_file", "same.txt"), move: by("move_file"), report: by("write_file", "reports/new.md") };
-  });
+    await resolveApi(view.id, { decision: "reject" });
+    await eventually("the rejection recorded", async () => (await approvalView(view.id)).state !== "pending");
+  }
 }
 
 async function approvalView(id) {
@@ -137,89 +149,116 @@ function recordResolves(page) {
 /** Waits the key guard out (700 ms after a card appears or changes). */
 const settle = (page) => page.waitForTimeout(800);
 
-test("every precheck status on a card: changed, no_change, will_fail, ready — badge, words, buttons; 1400/390 px, axe light and dark", async () => {
+test("every precheck status on a card: changed, will_fail, no_change, ready — badge, words, buttons; 1400/390 px, axe light and dark; decided they run as shown", async () => {
   resetFiles();
-  const task = await startTask("Tidy my files");
-  const set = await pendingSet(task);
-  // The file changes after the request: the edit still applies, to the file as it is now.
+  // Four tasks, each at another call (the earlier ones rejected through the API).
+  const taskWillFail = await startTask("Tick off the dog");
+  const willFail = await advanceTo(taskWillFail, "other");
+  const taskChanged = await startTask("Tick off Bob");
+  const changedView = await advanceTo(taskChanged, "edit");
+  const taskSame = await startTask("Keep same.txt");
+  const same = await advanceTo(taskSame, "same");
+  const taskReport = await startTask("Write the report");
+  const report = await advanceTo(taskReport, "report");
+  // After the requests: the todo list changes (the edit still applies, to the file as
+  // it is now) and the dog's line goes (the other edit cannot apply).
   fs.writeFileSync(ws("notes/todo.md"), TODO.replace("Buy milk", "Buy oat milk"));
-  const fresh = await approvalView(set.edit.id);
+  fs.writeFileSync(ws("notes/other.md"), "# Other\n\n- [x] Walked already\n");
+  const fresh = await approvalView(changedView.id);
   assert.equal(fresh.precheck.status, "changed");
-  assert.equal((await approvalView(set.same.id)).precheck.status, "no_change");
-  assert.equal((await approvalView(set.move.id)).precheck.status, "will_fail");
-  assert.equal((await approvalView(set.report.id)).precheck.status, "ready");
+  assert.equal((await approvalView(willFail.id)).precheck.status, "will_fail");
+  assert.equal((await approvalView(same.id)).precheck.status, "no_change");
+  assert.equal((await approvalView(report.id)).precheck.status, "ready");
 
+  /** Checks the page as every page: fits at 390 px, axe-core, a screenshot; then closes it. */
+  const finishPage = async (page, status, name, scheme) => {
+    if (name === "390") {
+      await assertNoHorizontalScroll(page);
+    }
+    assert.deepEqual(await axeViolations(page), [], `axe-core on the ${status} card at ${name} px, ${scheme}`);
+    if (scheme === "light" || status === "will_fail") {
+      await screenshot(page, `truth-${status}-${name}-${scheme}.png`);
+    }
+    await page.close();
+  };
   for (const [name, viewport] of VIEWPORTS) {
     for (const scheme of ["light", "dark"]) {
-      const page = await openTask(task, viewport, scheme);
-      const changed = cardIn(page, set.edit.id);
-      const same = cardIn(page, set.same.id);
-      const move = cardIn(page, set.move.id);
-      const report = cardIn(page, set.report.id);
-      await changed.locator(".precheck-changed").waitFor();
-
       // changed: the diff against the file as it is now, never the old one.
+      let page = await openTask(taskChanged, viewport, scheme);
+      const changed = cardIn(page, changedView.id);
+      await changed.locator(".precheck-changed").waitFor();
       await textMatches(changed.locator(".card-preview h3"), /^What changes against the file as it is now$/);
       await textMatches(changed.locator(".card-preview .diff-table"), /Buy oat milk/);
       assert.equal(await changed.locator(".badge.status-changed").count(), 1);
       assert.equal(await changed.getByRole("button", { name: "Approve against the file as it is now" }).count(), 1);
       assert.equal(await changed.getByRole("button", { name: "Reject — ask the agent to redo it" }).count(), 1);
-
-      // no_change: said before deciding; no size badge, no "replaces whole file +0 −0".
-      await textMatches(same.locator(".precheck-no_change"), /No change on disk — applying it leaves the file as it is/);
-      await textMatches(same.locator(".card-badges .badge.status-no_change"), /^no change$/);
-      assert.equal(await same.locator(".badge.scope-replaces_whole_file").count(), 0);
-      assert.doesNotMatch(await same.locator(".card-badges").textContent(), /replaces whole file|\+0/);
-      assert.equal(await same.locator(".card-preview .diff-table").count(), 0);
+      await finishPage(page, "changed", name, scheme);
 
       // will_fail: prominent, with the tool's reason; Reject first and primary.
-      await textMatches(move.locator(".precheck-will_fail .precheck-title"), /This call will fail if you approve it/);
-      await textMatches(move.locator(".precheck-will_fail .precheck-message"), /missing|folder|exist/i);
-      await textMatches(move.locator(".card-badges .badge.status-will_fail"), /^will fail$/);
-      const buttons = await move.locator(".card-actions button").allTextContents();
+      page = await openTask(taskWillFail, viewport, scheme);
+      const failing = cardIn(page, willFail.id);
+      await textMatches(failing.locator(".precheck-will_fail .precheck-title"), /This call will fail if you approve it/);
+      await textMatches(failing.locator(".precheck-will_fail .precheck-message"), /not found|no longer|old_text/i);
+      await textMatches(failing.locator(".card-badges .badge.status-will_fail"), /^will fail$/);
+      const buttons = await failing.locator(".card-actions button").allTextContents();
       assert.match(buttons[0], /^Reject/, `Reject comes first: ${JSON.stringify(buttons)}`);
       assert.ok(buttons.includes("Approve anyway — it will fail"), JSON.stringify(buttons));
-      assert.match(await move.locator(".card-actions button").first().getAttribute("class"), /danger-primary/);
+      assert.match(await failing.locator(".card-actions button").first().getAttribute("class"), /danger-primary/);
+      assert.equal(await failing.locator(".card-preview > .diff-view").count(), 0, "the request's diff is not shown as what happens");
+      await finishPage(page, "will_fail", name, scheme);
+
+      // no_change: said before deciding; no size badge, no "replaces whole file +0 −0".
+      page = await openTask(taskSame, viewport, scheme);
+      const unchanged = cardIn(page, same.id);
+      await textMatches(unchanged.locator(".precheck-no_change"), /No change on disk — applying it leaves the file as it is/);
+      await textMatches(unchanged.locator(".card-badges .badge.status-no_change"), /^no change$/);
+      assert.doesNotMatch(await unchanged.locator(".card-badges").textContent(), /replaces whole file|\+0/);
+      assert.equal(await unchanged.locator(".card-preview .diff-table").count(), 0);
+      await finishPage(page, "no_change", name, scheme);
 
       // ready: a new file, its size from the precheck.
-      await textMatches(report.locator(".badge.scope-new_file"), /^new file \+12$/);
-      await textMatches(report.locator(".card-preview h3"), /New file content \(12 lines\)/);
-      assert.equal(await report.getByRole("button", { name: "Approve", exact: true }).count(), 1);
-
-      if (name === "390") {
-        await assertNoHorizontalScroll(page);
-      }
-      assert.deepEqual(await axeViolations(page), [], `axe-core at ${name} px, ${scheme}`);
-      await screenshot(page, `truth-statuses-${name}-${scheme}.png`);
-      await page.close();
+      page = await openTask(taskReport, viewport, scheme);
+      const ready = cardIn(page, report.id);
+      await textMatches(ready.locator(".badge.scope-new_file"), /^new file \+12$/);
+      await textMatches(ready.locator(".card-preview h3"), /New file content \(12 lines\)/);
+      assert.equal(await ready.getByRole("button", { name: "Approve", exact: true }).count(), 1);
+      await finishPage(page, "ready", name, scheme);
     }
   }
 
-  // Deciding: the changed card, approved after seeing the current file, runs against it.
-  const page = await openTask(task);
-  const sent = recordResolves(page);
-  const changed = cardIn(page, set.edit.id);
+  // Deciding: the changed card, approved after seeing the file as it is now, runs
+  // against it; the approve sends the fingerprint the card showed.
+  let page = await openTask(taskChanged);
+  let sent = recordResolves(page);
+  const changed = cardIn(page, changedView.id);
   await changed.locator(".precheck-changed").waitFor();
   await changed.getByRole("button", { name: "Approve against the file as it is now" }).click();
-  await cardIn(page, set.move.id).getByRole("button", { name: /^Reject/ }).first().click();
-  await cardIn(page, set.move.id).getByRole("button", { name: "Reject call" }).click();
-  await cardIn(page, set.same.id).getByRole("button", { name: /^Approve/ }).click();
-  await cardIn(page, set.report.id).getByRole("button", { name: "Approve", exact: true }).click();
   await textMatches(changed.locator(".outcome"), /^Edited notes\/todo\.md/, 20000);
   assert.equal(fs.readFileSync(ws("notes/todo.md"), "utf8"), TODO.replace("Buy milk", "Buy oat milk").replace("- [ ] Call Bob", "- [x] Call Bob"));
-  await textMatches(cardIn(page, set.move.id).locator(".outcome"), /Not run — rejected/);
-  assert.ok(fs.existsSync(ws("a.txt")), "the rejected move ran nothing");
-  const approveBodies = sent.filter((entry) => entry.body.decision === "approve");
-  assert.equal(approveBodies.length, 3);
-  for (const entry of approveBodies) {
-    assert.equal(typeof entry.body.seen_fingerprint, "string", `approve of ${entry.id} sends seen_fingerprint`);
-  }
-  assert.equal(approveBodies.find((entry) => entry.id === set.edit.id).body.seen_fingerprint, fresh.precheck.fingerprint);
+  assert.equal(sent[0].body.seen_fingerprint, fresh.precheck.fingerprint);
   // Decided cards fold to their outcome line, with a control to unfold them.
   await eventually("the decided card folds", () => changed.evaluate((element) => element.classList.contains("collapsed")));
   assert.equal(await changed.locator(".card-body").isVisible(), false);
   await changed.getByRole("button", { name: "Show details" }).click();
   assert.equal(await changed.locator(".card-body").isVisible(), true);
+  await page.close();
+
+  // The failing one, rejected from its primary button: nothing ran.
+  page = await openTask(taskWillFail);
+  const failing = cardIn(page, willFail.id);
+  await failing.locator(".card-actions button").first().click();
+  await failing.getByRole("button", { name: "Reject call" }).click();
+  await textMatches(failing.locator(".outcome"), /Not run — rejected/);
+  assert.equal(fs.readFileSync(ws("notes/other.md"), "utf8"), "# Other\n\n- [x] Walked already\n");
+  await page.close();
+
+  // The no-op write, approved: it sends its fingerprint and leaves the file as it is.
+  page = await openTask(taskSame);
+  sent = recordResolves(page);
+  await cardIn(page, same.id).getByRole("button", { name: "Approve — it changes nothing" }).click();
+  await textMatches(cardIn(page, same.id).locator(".outcome"), /^(Written|Done|Ran|Approved)/, 20000);
+  assert.equal(typeof sent[0].body.seen_fingerprint, "string");
+  assert.equal(fs.readFileSync(ws("same.txt"), "utf8"), SAME);
   await page.close();
 });
 
@@ -291,16 +330,13 @@ test("fixtures: `unavailable` says it cannot be checked here; a command (prechec
 test("seen_fingerprint: a change after the card was drawn answers 409; the card is drawn again as the file is now, then approving runs", async () => {
   resetFiles();
   const task = await startTask("Tick off Bob");
-  const set = await pendingSet(task);
-  for (const other of [set.same, set.move, set.report]) {
-    await resolveApi(other.id, { decision: "reject" });
-  }
+  const edit = await advanceTo(task, "edit");
   for (const [name, viewport] of VIEWPORTS) {
     const page = await openTask(task, viewport);
-    const card = cardIn(page, set.edit.id);
-    await card.locator(".card-preview .diff-table").waitFor();
-    assert.equal(await card.getAttribute("data-precheck"), "ready");
+    const card = cardIn(page, edit.id);
     if (name === "1400") {
+      await card.locator(".card-preview .diff-table").waitFor();
+      assert.equal(await card.getAttribute("data-precheck"), "ready");
       // Someone edits the file while the person looks at the card.
       const sent = recordResolves(page);
       fs.writeFileSync(ws("notes/todo.md"), TODO.replace("Water the plants", "Water the roses"));
@@ -308,10 +344,10 @@ test("seen_fingerprint: a change after the card was drawn answers 409; the card 
       await textMatches(card.locator(".changed-while-looking"), /The file changed while you were looking — here is how it is now/);
       await textMatches(page.locator("#decide-live"), /The file changed while you were looking/);
       assert.equal(sent.length, 1);
-      assert.equal(sent[0].body.seen_fingerprint, set.edit.precheck.fingerprint);
+      assert.equal(sent[0].body.seen_fingerprint, edit.precheck.fingerprint);
       // Nothing ran, the card is pending and drawn as the file is now.
       assert.equal(fs.readFileSync(ws("notes/todo.md"), "utf8"), TODO.replace("Water the plants", "Water the roses"));
-      assert.equal((await approvalView(set.edit.id)).state, "pending");
+      assert.equal((await approvalView(edit.id)).state, "pending");
       assert.equal(await card.getAttribute("data-state"), "pending");
       assert.equal(await card.getAttribute("data-precheck"), "changed");
       await textMatches(card.locator(".card-preview .diff-table"), /Water the roses/);
@@ -333,13 +369,10 @@ test("seen_fingerprint: a change after the card was drawn answers 409; the card 
 test("an edited approve: the server re-diffs the edit (new path: a new file; an existing path: against it), the card and the timeline show what ran", async () => {
   resetFiles();
   const task = await startTask("Write the report");
-  const set = await pendingSet(task);
-  for (const other of [set.edit, set.same, set.move]) {
-    await resolveApi(other.id, { decision: "reject" });
-  }
+  const report = await advanceTo(task, "report");
   const page = await openTask(task);
   const sent = recordResolves(page);
-  const card = cardIn(page, set.report.id);
+  const card = cardIn(page, report.id);
   await card.getByRole("button", { name: "Edit…" }).click();
   const pathField = card.locator('input[data-arg="path"]');
   const content = card.locator('textarea[data-arg="content"]');
@@ -389,20 +422,20 @@ test("provenance: an untrusted webhook prompt is quoted (≤ 200 characters) wit
   });
   assert.equal(delivered.status(), 202, await delivered.text());
   const { task_id: task } = await delivered.json();
-  const set = await pendingSet(task);
-  const view = await approvalView(set.report.id);
+  const edit = await advanceTo(task, "edit");
+  const view = await approvalView(edit.id);
   assert.equal(view.provenance.untrusted_input, true);
 
   for (const [name, viewport] of VIEWPORTS) {
     for (const scheme of ["light", "dark"]) {
-      const page = await openPage("#/approvals/" + set.report.id, viewport, scheme);
-      const card = page.locator(`article.card[data-approval-id="${set.report.id}"]`);
+      const page = await openPage("#/approvals/" + edit.id, viewport, scheme);
+      const card = page.locator(`article.card[data-approval-id="${edit.id}"]`);
       await card.waitFor();
       // The prompt: quoted, cut at 200 characters, its origin beside it.
       const quote = card.locator(".task-prompt-quote");
       const shown = await quote.locator(".quote-text").textContent();
       assert.ok(shown.length <= 201, `cut at 200 characters (${shown.length})`);
-      assert.ok(shout.startsWith(shown.slice(0, 200)));
+      assert.ok(shown.endsWith("…"), "marked as cut");
       await textMatches(quote.locator(".card-origin"), /From: webhook channel\s*forms/);
       // Link texts are neutral: never the webhook's words.
       for (const link of await card.locator("a").allTextContents()) {
@@ -424,7 +457,7 @@ test("provenance: an untrusted webhook prompt is quoted (≤ 200 characters) wit
         await screenshot(page, `truth-webhook-${name}.png`);
         // Show all, then the whole text.
         await quote.getByRole("button", { name: /^Show all/ }).click();
-        assert.equal(await quote.locator(".quote-text").textContent(), shout);
+        assert.ok((await quote.locator(".quote-text").textContent()).includes(shout.trim()), "the whole prompt, the webhook's words in it");
       }
       await page.close();
     }
@@ -434,53 +467,77 @@ test("provenance: an untrusted webhook prompt is quoted (≤ 200 characters) wit
 test("keyboard safety: a key pressed right after a card appears does nothing; focus on the first pending card; skip link first; Approve before Cancel task", async () => {
   resetFiles();
   const task = await startTask("Keys");
-  const set = await pendingSet(task);
+  const edit = await advanceTo(task, "edit");
   for (const [name, viewport] of VIEWPORTS) {
     const page = await openTask(task, viewport);
-    const first = page.locator('#decisions article.card[data-state="pending"]').first();
-    // Right after the cards appear: `a` does nothing.
+    const card = cardIn(page, edit.id);
+    // Right after the card appears: `a` does nothing.
     await page.keyboard.press("a");
     await page.waitForTimeout(300);
-    assert.equal(await first.getAttribute("data-state"), "pending", `${name}: a key within 700 ms approves nothing`);
-    for (const id of Object.values(set).map((view) => view.id)) {
-      assert.equal((await approvalView(id)).state, "pending");
-    }
+    assert.equal(await card.getAttribute("data-state"), "pending", `${name}: a key within 700 ms approves nothing`);
+    assert.equal((await approvalView(edit.id)).state, "pending");
     // The focus went to the first pending card.
-    await eventually("focus on the first pending card", () => page.evaluate(() => document.activeElement?.matches('#decisions article.card[data-state="pending"]') && document.activeElement === document.querySelector('#decisions article.card[data-state="pending"]')));
+    await eventually("focus on the first pending card", () => page.evaluate(() => document.activeElement === document.querySelector('#decisions article.card[data-state="pending"]')));
     // Tab order: the skip link first; Approve before Cancel task.
     const order = await page.evaluate(() => {
       const focusable = [...document.querySelectorAll('a[href], button:not([disabled]), input, textarea, select, [tabindex]:not([tabindex="-1"])')].filter((element) => !element.closest("[hidden]") && element.getClientRects().length > 0);
       return focusable.map((element) => element.textContent.trim());
     });
-    assert.equal(order[0], "Skip to decisions", `the skip link is the first Tab stop: ${order.slice(0, 3)}`);
     const approveAt = order.findIndex((text) => /^Approve/.test(text));
     const cancelAt = order.indexOf("Cancel task");
     assert.ok(cancelAt > 0 && approveAt > 0 && approveAt < cancelAt, `Approve (${approveAt}) before Cancel task (${cancelAt})`);
-    await page.evaluate(() => document.activeElement.blur());
+    assert.equal(order[0], "Skip to decisions", `the skip link is the first Tab stop: ${JSON.stringify(order.slice(0, 3))}`);
+    // Tab from the top of the page (a focus point before everything) lands on it.
+    await page.evaluate(() => {
+      const start = document.createElement("span");
+      start.tabIndex = -1;
+      document.body.prepend(start);
+      start.focus();
+      start.remove();
+    });
     await page.keyboard.press("Tab");
-    assert.equal(await page.evaluate(() => document.activeElement.textContent), "Skip to decisions");
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), "Skip to decisions", "the skip link is the first Tab stop");
+    await page.keyboard.press("Enter");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.approvalId), edit.id, "the skip link leads to the first pending card");
     await page.close();
   }
 
-  // After the guard, `a` approves the focused card; a second `a` right after it, on the
-  // card the focus moved to, does nothing.
-  for (const other of [set.move, set.same]) {
-    await resolveApi(other.id, { decision: "reject" });
-  }
+  // After the guard, `a` approves the focused card; an `a` pressed right after the next
+  // card appears does nothing (type-ahead), and once the card has been there 700 ms it acts.
   const page = await openTask(task);
+  const card = cardIn(page, edit.id);
   await settle(page);
-  const first = page.locator('#decisions article.card[data-state="pending"]').first();
-  const firstId = await first.getAttribute("data-approval-id");
-  await first.focus();
+  await card.focus();
   await page.keyboard.press("a");
-  const secondId = firstId === set.edit.id ? set.report.id : set.edit.id;
-  await eventually("the focus moved to the next card", () => page.evaluate((id) => document.activeElement?.dataset.approvalId === id, secondId));
+  await textMatches(card.locator(".outcome"), /^(Approved — running…|Edited)/);
+  const next = page.locator('#decisions article.card[data-state="pending"]');
+  await next.first().waitFor();
   await page.keyboard.press("a");
+  const nextId = await next.first().getAttribute("data-approval-id");
   await page.waitForTimeout(300);
-  assert.equal((await approvalView(secondId)).state, "pending", "the second `a` right after did not approve the next card");
+  assert.equal((await approvalView(nextId)).state, "pending", "the `a` right after the next card appeared approved nothing");
+  await textMatches(page.locator("#decide-live"), /just appeared or changed/);
   await settle(page);
+  await next.first().focus();
   await page.keyboard.press("a");
-  await eventually("the second card approved after the guard", async () => (await approvalView(secondId)).state === "approved");
+  await eventually("the next card approved after the guard", async () => (await approvalView(nextId)).state === "approved");
+  await page.close();
+});
+
+test("a command's outcome: its exit code, and its output folded", async () => {
+  resetFiles();
+  const task = await startTask("Run the check");
+  const command = await advanceTo(task, "command");
+  const page = await openTask(task);
+  const card = cardIn(page, command.id);
+  await card.getByRole("button", { name: "Approve", exact: true }).click();
+  await textMatches(card.locator(".outcome"), /exit code 3/, 20000);
+  assert.doesNotMatch(await card.locator(".outcome").textContent(), /two words/, "the outcome line is one line");
+  const output = card.locator(".outcome-output");
+  assert.equal(await output.getAttribute("open"), null, "the output starts folded");
+  await output.locator("summary").click();
+  await textMatches(output.locator("pre"), /two words/);
+  await screenshot(page, "truth-command-outcome-1400.png");
   await page.close();
 });
 

@@ -112,6 +112,12 @@ export function shownEffect(view) {
     shown.scope = pre.scope;
     shown.added = pre.added;
     shown.removed = pre.removed;
+  } else if (pre.label && pre.label !== view.label) {
+    // The effect is not what the request said (an MCP write over an existing file) and
+    // its size is unknown: no request-time "new file +N".
+    shown.scope = undefined;
+    shown.added = undefined;
+    shown.removed = undefined;
   }
   return shown;
 }
@@ -170,7 +176,11 @@ export const QUOTE_LIMIT = 200;
  * `label` goes above it ("The model wrote:"), `origin` beside it.
  */
 export function quotedText(text, { label = null, origin = null, className = "" } = {}) {
-  const full = escapeInvisible(String(text ?? ""));
+  // Line breaks stay line breaks; every other invisible or control character is escaped.
+  const full = String(text ?? "")
+    .split("\n")
+    .map((line) => escapeInvisible(line))
+    .join("\n");
   const chars = [...full];
   const long = chars.length > QUOTE_LIMIT;
   const short = long ? chars.slice(0, QUOTE_LIMIT).join("") + "…" : full;
@@ -405,7 +415,8 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
 
   // Edit: structured fields for file tools, raw JSON for the rest.
   const structured = Boolean(view.scope) && isStringArgs(view.arguments);
-  const hasTarget = view.precheck !== null && view.precheck !== undefined;
+  // A call with a target (file tools, memory, MCP paths): its edit is re-diffed by the server.
+  const hasTarget = view.precheck !== null && view.precheck !== undefined && !view.command && view.label !== "run";
   const fields = new Map();
   const editError = h("div", { class: "edit-error", role: "alert" });
   const rediff = h("div", { class: "rediff", "aria-live": "off" });
@@ -723,7 +734,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
    * events: the outcome line says only "Ran …".
    */
   async function showCommandResult(fresh) {
-    if (commandShown || fresh.label !== "run" || fresh.state !== "approved") {
+    if (commandShown || fresh.label !== "run" || fresh.state !== "approved" || /exit code/.test(outcomeLine.dataset.text || "")) {
       return;
     }
     commandShown = true;
@@ -1185,7 +1196,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   drawHead(view);
   drawActions(view);
   drawPreview(view);
-  drawnKey = precheckKey(precheckOf(view));
+  drawnKey = precheckKey(precheckOf(view)) + ("current" in view ? "+full" : "");
 
   function isPending() {
     return !resolvedHere && current.state === "pending";
