@@ -242,7 +242,9 @@ export function provenanceBlock(provenance) {
     return null;
   }
   const inputs = Array.isArray(provenance.inputs) ? provenance.inputs : [];
-  if (!provenance.model_text && !inputs.length) {
+  // Only the person's own prompt or message, and no text of the model's: nothing to add.
+  const onlyOwn = inputs.every((input) => !input.untrusted) && inputs.length <= 1 && !provenance.more;
+  if (!provenance.model_text && onlyOwn) {
     return null;
   }
   return h(
@@ -1101,7 +1103,10 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
         parts.push(h("p", { class: "muted", text: "Reading the file as it is now…" }));
       }
     } else {
-      parts.push(...requestedPreview(fresh, shown, content, true));
+      // ready (or no precheck): the precheck's diff when it has one (an MCP write whose
+      // request looked like a new file, over a file that exists), else the request's.
+      const now = pre && typeof pre.diff === "string" && pre.diff ? { ...fresh, diff: pre.diff } : fresh;
+      parts.push(...requestedPreview(now, shown, content, true));
     }
     replace(previewSlot, parts);
     guardKeys();
