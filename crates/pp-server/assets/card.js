@@ -1016,17 +1016,21 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     if (hasTarget) {
       const key = JSON.stringify(value);
       if (editCheck.key !== key) {
-        // Not checked yet (typed just now): check it and show it; the person approves
-        // what they see.
+        // Not checked yet (typed just now): check it first. A call that will fail is
+        // shown, not sent; otherwise it goes with the fingerprint of that check (a change
+        // after it still answers 409 and the card is drawn again).
         recheck.cancel();
         setBusy(true);
         await checkEdit();
         setBusy(false);
-        if (editCheck.key === key && editCheck.precheck !== undefined) {
-          replace(editError, notice("info", "Checked the edited call against the file as it is now: look at what it changes, then approve again."));
-          approveEditedButton.focus();
+        if (editCheck.key !== key || !isPending()) {
+          return;
         }
-        return;
+        if (editCheck.precheck && editCheck.precheck.status === "will_fail") {
+          replace(editError, notice("error", "Not approved: the edited call will fail (see above). Change it, or go back."));
+          approveEditedButton.focus();
+          return;
+        }
       }
       if (editCheck.error) {
         if (editCheck.error.status === 422) {

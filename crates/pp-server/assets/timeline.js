@@ -371,10 +371,6 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
             ranPart(stored),
           ),
         );
-        if (stored.arguments && stored.decision === "approved") {
-          // The line's one-line summary names what ran, not what the model asked for.
-          line.summaryText.textContent = "edited: " + argumentsSummary(stored.arguments);
-        }
         setStatus(line, stored.decision === "approved" ? "approved" : stored.decision);
         if (line.card && line.card.isPending() && line.approvalId) {
           // Decided elsewhere (the panel above, another tab): the inline card says so.
