@@ -255,7 +255,7 @@ test("every precheck status on a card: changed, will_fail, no_change, ready — 
   // The no-op write, approved: it sends its fingerprint and leaves the file as it is.
   page = await openTask(taskSame);
   sent = recordResolves(page);
-  await cardIn(page, same.id).getByRole("button", { name: "Approve — it changes nothing" }).click();
+  await cardIn(page, same.id).getByRole("button", { name: "Approve", exact: true }).click();
   await textMatches(cardIn(page, same.id).locator(".outcome"), /^(Written|Done|Ran|Approved)/, 20000);
   assert.equal(typeof sent[0].body.seen_fingerprint, "string");
   assert.equal(fs.readFileSync(ws("same.txt"), "utf8"), SAME);

@@ -566,9 +566,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
         ? "Approve anyway — it will fail"
         : state === "changed"
           ? "Approve against the file as it is now"
-          : state === "no_change"
-            ? "Approve — it changes nothing"
-            : "Approve";
+          : "Approve";
     rejectButton.textContent = state === "changed" ? "Reject — ask the agent to redo it" : state === "will_fail" ? "Reject — tell the agent it fails…" : "Reject…";
     approveButton.className = "button approve " + (state === "will_fail" ? "ghost approve-anyway" : "primary");
     rejectButton.className = "button reject " + (state === "will_fail" ? "danger-primary" : "danger");
