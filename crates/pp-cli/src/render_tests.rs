@@ -49,6 +49,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
     ApprovalView {
         id: "ap-1".to_owned(),
         task_id: pp_types::TaskId("t-1".to_owned()),
+        changeset_id: None,
         prompt: "tidy\nup".to_owned(),
         created_by: None,
         origin: None,

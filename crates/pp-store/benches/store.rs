@@ -131,13 +131,13 @@ async fn run(url: StoreUrl, dir: &std::path::Path) {
         let (approval, _) = store
             .suspend(
                 &task.id,
-                new_approval(),
+                vec![new_approval()],
                 TaskChange::to(TaskState::WaitingApproval),
             )
             .await
             .unwrap();
         suspend_times.push(start.elapsed());
-        approvals.push(approval.id);
+        approvals.extend(approval.into_iter().map(|approval| approval.id));
     }
     let mut resolve_times = Vec::with_capacity(RESOLVES);
     for id in &approvals {
@@ -278,6 +278,8 @@ fn new_approval() -> NewApproval {
         target: Some("notes/summary.md".into()),
         arguments,
         fingerprint: Some("absent".into()),
+        call_id: checkpoint.pending.call.id.clone(),
+        changeset_id: None,
         checkpoint,
         revertible: None,
     }

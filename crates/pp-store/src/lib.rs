@@ -83,13 +83,18 @@ pub use error::{Error, Result};
 pub use sqlite::SCHEMA_VERSION;
 pub use store::Store;
 pub use types::{
-    ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Channel, ChannelChange,
-    ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired,
-    LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel, NewChatSession, NewModelCall,
-    NewSchedule, NewTask, NewWorker, Overlap, PruneReport, Resolve, Schedule, ScheduleEvent,
-    ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter, USER_TOKEN_PREFIX, WorkerRecord,
+    ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Changeset, Channel,
+    ChannelChange, ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus,
+    FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel,
+    NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, Overlap, PruneReport, Resolve,
+    Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter,
+    USER_TOKEN_PREFIX, WorkerRecord,
 };
 pub use url::StoreUrl;
+
+/// The reason an approved call of a changeset ends with when its task is cancelled
+/// before the changeset's last decision: it never ran.
+pub const NOT_RUN_CANCELLED: &str = "Not run — task cancelled";
 
 #[cfg(test)]
 mod tests {

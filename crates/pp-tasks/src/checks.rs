@@ -2,7 +2,7 @@
 //! again right before the call executes (the run may have waited for a worker, and the
 //! tree may have changed since). Both paths call [`assess`]; nothing else decides this.
 
-use pp_agent::{ToolContext, check_edit};
+use pp_agent::{ToolContext, ToolRegistry, check_edit};
 use pp_types::ApprovalRecord;
 use serde_json::Value;
 
@@ -65,7 +65,7 @@ pub(crate) async fn assess(
         }
         None => segment,
     };
-    let verdict = stale_check(&segment, approval, edited, context, moment).await;
+    let verdict = stale_check(&segment.registry, approval, edited, context, moment).await;
     Ok((segment, verdict))
 }
 
@@ -89,14 +89,30 @@ pub(crate) async fn validate_edit(
     Ok((segment, verdict.map_err(Refusal::InvalidEdit)))
 }
 
+/// The check repeated right before an approved call runs: the target must still have
+/// the fingerprint stored with the approval (which the decision may have replaced).
+/// `Err` says why the call must not run.
+pub(crate) async fn recheck(
+    registry: &ToolRegistry,
+    approval: &ApprovalRecord,
+    edited: Option<&Value>,
+    context: &ToolContext,
+) -> std::result::Result<(), String> {
+    match stale_check(registry, approval, edited, context, Moment::BeforeRun).await {
+        Ok(_) => Ok(()),
+        Err(Refusal::InvalidEdit(message) | Refusal::Stale(message))
+        | Err(Refusal::ChangedSinceSeen(message)) => Err(message),
+    }
+}
+
 async fn stale_check(
-    segment: &Segment,
+    registry: &ToolRegistry,
     approval: &ApprovalRecord,
     edited: Option<&Value>,
     context: &ToolContext,
     moment: Moment<'_>,
 ) -> std::result::Result<Option<String>, Refusal> {
-    let tool = segment.registry.get(&approval.tool);
+    let tool = registry.get(&approval.tool);
     let executed = edited.unwrap_or(&approval.arguments);
     let now = match tool {
         Some(tool) => tool.target_state(context, executed).await,
@@ -135,5 +151,14 @@ async fn stale_check(
 
 /// The target of a call for the audit ledger, as the tool names it.
 pub(crate) fn target_of(segment: &Segment, tool: &str, arguments: &Value) -> Option<String> {
-    segment.registry.get(tool)?.target(arguments)
+    target_of_in(&segment.registry, tool, arguments)
+}
+
+/// [`target_of`] with the tools of `registry`.
+pub(crate) fn target_of_in(
+    registry: &ToolRegistry,
+    tool: &str,
+    arguments: &Value,
+) -> Option<String> {
+    registry.get(tool)?.target(arguments)
 }

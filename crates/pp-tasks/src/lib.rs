@@ -47,6 +47,7 @@ mod access;
 mod admin;
 mod blocking;
 mod changelog;
+mod changeset;
 mod checks;
 mod client;
 mod conversation;
@@ -71,6 +72,7 @@ mod workers;
 
 pub use access::{Action, Caller};
 pub use changelog::{ChangeLog, Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
+pub use changeset::{ChangesetDecision, ChangesetView, DecisionResult, DecisionStatus};
 pub use client::link::{ClientLink, TaskShare};
 pub use client::{CallReply, ClientSession, ClientSettings, Waiting};
 pub use conversation::SUMMARY_INSTRUCTION;

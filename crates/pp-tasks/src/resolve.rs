@@ -4,8 +4,8 @@
 use pp_agent::{Resolution, ToolContext};
 use pp_store::Resolve;
 use pp_types::{
-    Actor, ApprovalId, ApprovalState, AuditAction, Event, EventKind, NewAudit, TaskRecord,
-    TaskState,
+    Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditAction, Event, EventKind, NewAudit,
+    TaskRecord, TaskState,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -124,12 +124,9 @@ impl TaskService {
         let mut built = None;
         let mut fingerprint = None;
         let mut edited_preview = None;
-        let (state, resolution, action, reason, target) = match request.decision {
+        let (state, action, reason, target) = match request.decision {
             Decision::Reject => (
                 ApprovalState::Rejected,
-                Resolution::Reject {
-                    reason: request.reason.clone(),
-                },
                 AuditAction::ApprovalRejected,
                 request.reason.clone(),
                 approval.target.clone(),
@@ -153,7 +150,7 @@ impl TaskService {
                         let event = Event {
                             step: approval.checkpoint.step,
                             kind: EventKind::ApprovalEditRejected {
-                                call_id: approval.checkpoint.pending.call.id.clone(),
+                                call_id: approval.call_id.clone(),
                                 message: message.clone(),
                             },
                         };
@@ -165,9 +162,6 @@ impl TaskService {
                     }
                     Err(Refusal::Stale(message)) => (
                         ApprovalState::Stale,
-                        Resolution::Stale {
-                            message: message.clone(),
-                        },
                         AuditAction::ApprovalStale,
                         Some(message),
                         target,
@@ -182,13 +176,6 @@ impl TaskService {
                         }
                         (
                             ApprovalState::Approved,
-                            Resolution::Approve {
-                                edited_arguments: request.edited_arguments.clone(),
-                                edited_by: request.edited_arguments.as_ref().map(|_| {
-                                    user.clone()
-                                        .unwrap_or_else(|| request.actor.as_str().to_owned())
-                                }),
-                            },
                             AuditAction::ApprovalApproved,
                             None,
                             target,
@@ -240,11 +227,23 @@ impl TaskService {
             }
             Err(other) => return Err(Error::from_store(other)),
         };
+        // Other calls of its changeset still wait for a decision: nothing runs yet.
+        if task.state != TaskState::Running {
+            return Ok(task);
+        }
+        let approvals = match &approval.changeset_id {
+            Some(changeset) => shared.store.changeset(changeset).await?.approvals,
+            None => vec![approval],
+        };
+        let decisions = approvals
+            .iter()
+            .map(|approval| (approval.call_id.clone(), decided(approval)))
+            .collect();
         let finished = self.spawn_segment(
             task.clone(),
             Start::Resume {
-                approval: Box::new(approval),
-                resolution,
+                approvals,
+                decisions,
                 segment: built.map(Box::new),
             },
         );
@@ -255,6 +254,34 @@ impl TaskService {
             };
         }
         Ok(task)
+    }
+}
+
+/// What the agent is told of a decided approval's call: approve (with the edited
+/// arguments and who edited them), reject or stale, as stored.
+fn decided(approval: &ApprovalRecord) -> Resolution {
+    match approval.state {
+        ApprovalState::Approved => Resolution::Approve {
+            edited_arguments: approval.edited_arguments.clone(),
+            edited_by: approval.edited_arguments.as_ref().map(|_| {
+                approval.resolved_by_user.clone().unwrap_or_else(|| {
+                    approval
+                        .resolved_by
+                        .map_or("operator", |actor| actor.as_str())
+                        .to_owned()
+                })
+            }),
+        },
+        ApprovalState::Stale => Resolution::Stale {
+            message: approval.reason.clone().unwrap_or_default(),
+        },
+        ApprovalState::Rejected => Resolution::Reject {
+            reason: approval.reason.clone(),
+        },
+        // Not reached (the changeset's last decision is what resumes it); never runs.
+        ApprovalState::Pending | ApprovalState::Cancelled => Resolution::Reject {
+            reason: Some("the call was not decided".to_owned()),
+        },
     }
 }
 

@@ -3,18 +3,22 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pp_agent::{Agent, Interrupt, Outcome, Resolution, ResumeError, ToolContext};
+use pp_agent::{
+    Agent, BeforeApprovedCall, BoxFuture, Interrupt, Outcome, Resolution, ResumeError, ToolContext,
+    ToolRegistry,
+};
 use pp_store::{NewApproval, TaskChange};
 use pp_types::{
     ApprovalRecord, AuditAction, Checkpoint, Event, EventKind, FailureReason, NewAudit, TaskRecord,
     TaskState,
 };
+use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::checks::{Moment, Refusal, assess, target_of};
+use crate::checks::{recheck, target_of, target_of_in};
 use crate::conversation;
 use crate::error::{Error, Result};
-use crate::keep::{Kept, keep, measure};
+use crate::keep::{keep, measure};
 use crate::model::TaskModel;
 use crate::segment::{Segment, arguments_hash};
 use crate::shared::{Cancellation, Shared};
@@ -24,14 +28,15 @@ use crate::sink::{Pricing, QueueingSink, StoreSink, Watched, ends_segment};
 pub(crate) enum Start {
     /// From the prompt (a new task, or a retry with no checkpoint to return to).
     Fresh,
-    /// From an approval's checkpoint, with the person's decision.
+    /// From a changeset's checkpoint, once every call of it is decided.
     Resume {
-        /// The approval just resolved.
-        approval: Box<ApprovalRecord>,
-        /// What to do with its call.
-        resolution: Resolution,
-        /// The segment built when the person decided (to check the call), which runs
-        /// it too; `None`: the run builds its own.
+        /// The changeset's approvals, in the model's order, each as decided (the
+        /// checkpoint to resume from is theirs; every one carries the same).
+        approvals: Vec<ApprovalRecord>,
+        /// What to do with each approval's call: `(call_id, resolution)`.
+        decisions: Vec<(String, Resolution)>,
+        /// The segment built when the last person decided (to check the call), which
+        /// runs the calls too; `None`: the run builds its own.
         segment: Option<Box<Segment>>,
     },
 }
@@ -89,14 +94,14 @@ async fn drive(
     let root = shared.workspace_root(task)?;
     let (segment, start) = match start {
         Start::Resume {
-            approval,
-            resolution,
+            approvals,
+            decisions,
             segment: Some(segment),
         } => (
             *segment,
             Start::Resume {
-                approval,
-                resolution,
+                approvals,
+                decisions,
                 segment: None,
             },
         ),
@@ -115,31 +120,9 @@ async fn drive(
         task.clone()
     };
     let _heartbeat = Heartbeat::start(shared, &task.id);
-    let (segment, start, kept) = before_approved_call(shared, segment, start, &root).await?;
-    let watched = match &start {
-        Start::Resume {
-            approval,
-            resolution: Resolution::Approve {
-                edited_arguments, ..
-            },
-            ..
-        } => {
-            let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
-            Some(Watched {
-                call_id: approval.checkpoint.pending.call.id.clone(),
-                approval_id: approval.id.clone(),
-                target: target_of(&segment, &approval.tool, executed)
-                    .or_else(|| approval.target.clone()),
-                arguments_hash: arguments_hash(executed),
-                kept,
-            })
-        }
-        Start::Resume { .. } | Start::Fresh => None,
-    };
     let sink = StoreSink::new(
         shared.store.clone(),
         task.id.clone(),
-        watched,
         shared.observer.clone(),
         Pricing {
             model: model.as_model().name(),
@@ -157,7 +140,7 @@ async fn drive(
     )
     .with_actor(task.created_by);
     let interrupt = context.interrupt.clone();
-    let agent = Agent::new(
+    let mut agent = Agent::new(
         model.as_model(),
         &segment.registry,
         &segment.gate,
@@ -168,6 +151,15 @@ async fn drive(
     // A start from the prompt (a retry) counts what earlier attempts used; a resume
     // counts from its checkpoint.
     .with_tokens_used(current.usage.total_tokens);
+    if let Start::Resume { approvals, .. } = &start {
+        agent = agent.with_before_approved_call(Arc::new(BeforeRun {
+            shared: Arc::clone(shared),
+            registry: segment.registry.clone(),
+            workspace_path: root.clone(),
+            approvals: approvals.clone(),
+            sink: Arc::clone(&sink),
+        }));
+    }
 
     // A chat session's turn starts with the session's history (and stores its own
     // messages when it ends, for the turns after it).
@@ -205,13 +197,16 @@ async fn drive(
                 }
             },
             Start::Resume {
-                approval,
-                resolution,
+                mut approvals,
+                decisions,
                 ..
-            } => match agent.resume(approval.checkpoint, resolution).await {
-                Ok(outcome) => Ended::Outcome(outcome),
-                Err(ResumeError::InvalidEdit { message, .. }) => Ended::ResumeFailed(message),
-                Err(error) => Ended::ResumeFailed(error.to_string()),
+            } => match approvals.pop() {
+                None => Ended::ResumeFailed("a changeset with no approvals".to_owned()),
+                Some(approval) => match agent.resume_all(approval.checkpoint, decisions).await {
+                    Ok(outcome) => Ended::Outcome(outcome),
+                    Err(ResumeError::InvalidEdit { message, .. }) => Ended::ResumeFailed(message),
+                    Err(error) => Ended::ResumeFailed(error.to_string()),
+                },
             },
         }
     };
@@ -261,36 +256,24 @@ async fn drive(
             finish(shared, task, change).await
         }
         Ended::Outcome(Outcome::Suspended(checkpoint)) => {
-            let target = checkpoint
-                .pending
-                .preview
-                .as_ref()
-                .map(|preview| preview.target.clone())
-                .or_else(|| {
-                    target_of(
-                        &segment,
-                        &checkpoint.pending.call.name,
-                        &checkpoint.pending.arguments,
-                    )
-                });
-            let pending = &checkpoint.pending;
-            let revertible = measure(
-                shared.settings.revert.max_bytes,
-                &segment,
-                &task.id,
-                &pending.call.name,
-                &pending.arguments,
-            )
-            .await;
-            suspend(
-                shared,
-                task,
-                *checkpoint,
-                (target, revertible),
-                elapsed,
-                position,
-            )
-            .await
+            let mut calls = Vec::new();
+            for pending in checkpoint.pending_calls() {
+                let target = pending
+                    .preview
+                    .as_ref()
+                    .map(|preview| preview.target.clone())
+                    .or_else(|| target_of(&segment, &pending.call.name, &pending.arguments));
+                let revertible = measure(
+                    shared.settings.revert.max_bytes,
+                    &segment,
+                    &task.id,
+                    &pending.call.name,
+                    &pending.arguments,
+                )
+                .await;
+                calls.push((pending.call.id.clone(), target, revertible));
+            }
+            suspend(shared, task, *checkpoint, calls, elapsed, position).await
         }
         Ended::ResumeFailed(message) => {
             let change = failed_change(FailureReason::Internal, message, elapsed, position);
@@ -397,118 +380,102 @@ impl Drop for Heartbeat {
     }
 }
 
-/// Repeats the pre-execution checks right before an approved call runs ([`assess`]): the
-/// run may have waited for a worker, and the file may have changed after the decision. A
-/// changed target turns the approval `stale` (audited) and the call is not run; an edit
-/// the fresh gate now refuses ends the run without running it.
+/// Repeats the pre-execution checks right before each approved call of a changeset runs
+/// (the agent's [`BeforeApprovedCall`] hook): the run may have waited for a worker, and
+/// the file may have changed after the decision, or while earlier calls of the turn ran.
+/// A changed target turns the approval `stale` (audited) and the call is not run.
 ///
-/// A call that will run first has its snapshot kept ([`keep`]), before
-/// the `tool_started` row and the side effect; the kept snapshot is returned for the
-/// sink to record with the call's outcome.
-async fn before_approved_call(
-    shared: &Arc<Shared>,
-    segment: Segment,
-    start: Start,
-    workspace_path: &str,
-) -> Result<(Segment, Start, Option<Kept>)> {
-    let Start::Resume {
-        approval,
-        resolution:
-            Resolution::Approve {
-                edited_arguments,
-                edited_by,
-            },
-        ..
-    } = start
-    else {
-        return Ok((segment, start, None));
-    };
-    let context = ToolContext::for_task(approval.task_id.as_str(), None);
-    let (segment, verdict) = assess(
-        segment,
-        &approval,
-        edited_arguments.as_ref(),
-        &context,
-        Moment::BeforeRun,
-    )
-    .await?;
-    let message = match verdict {
-        // The call will run: say so in the ledger before the side effect, so a crash
-        // between the effect and its recorded result still leaves a trace.
-        Ok(_) => {
-            let executed = edited_arguments.as_ref().unwrap_or(&approval.arguments);
-            let kept = keep(
-                &shared.settings,
-                shared.data_dir(),
-                &segment,
-                &approval,
-                workspace_path,
-                executed,
-            )
-            .await?;
-            let started = NewAudit {
-                actor: Some(pp_types::Actor::Agent),
-                task_id: Some(approval.task_id.clone()),
-                approval_id: Some(approval.id.clone()),
-                tool: Some(approval.tool.clone()),
-                target: target_of(&segment, &approval.tool, executed)
-                    .or_else(|| approval.target.clone()),
-                arguments_hash: Some(arguments_hash(executed)),
-                ..NewAudit::new(AuditAction::ToolStarted)
+/// A call that will run has its snapshot kept ([`keep`]) and a `tool_started` row
+/// written, before the side effect (so a crash between the effect and its recorded
+/// result still leaves a trace); the sink records the kept snapshot with the call's
+/// outcome.
+struct BeforeRun {
+    shared: Arc<Shared>,
+    registry: ToolRegistry,
+    workspace_path: String,
+    approvals: Vec<ApprovalRecord>,
+    sink: Arc<StoreSink>,
+}
+
+impl BeforeApprovedCall for BeforeRun {
+    fn check<'a>(
+        &'a self,
+        call_id: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, std::result::Result<(), String>> {
+        Box::pin(async move {
+            let Some(approval) = self.approvals.iter().find(|a| a.call_id == call_id) else {
+                return Err(format!("not run: call `{call_id}` has no approval"));
             };
-            shared.store.append_audit(started).await?;
-            return Ok((
-                segment,
-                Start::Resume {
+            self.check_approval(approval, arguments).await
+        })
+    }
+}
+
+impl BeforeRun {
+    async fn check_approval(
+        &self,
+        approval: &ApprovalRecord,
+        executed: &Value,
+    ) -> std::result::Result<(), String> {
+        let shared = &self.shared;
+        let context = ToolContext::for_task(approval.task_id.as_str(), None);
+        let edited = approval.edited_arguments.as_ref();
+        let verdict = recheck(&self.registry, approval, edited, &context).await;
+        let target = target_of_in(&self.registry, &approval.tool, executed)
+            .or_else(|| approval.target.clone());
+        let message = match verdict {
+            Ok(()) => {
+                let kept = keep(
+                    &shared.settings,
+                    shared.data_dir(),
+                    &self.registry,
                     approval,
-                    resolution: Resolution::Approve {
-                        edited_arguments,
-                        edited_by,
-                    },
-                    segment: None,
-                },
-                Some(kept),
-            ));
-        }
-        // An edit the gate refuses now is refused again by the loop's own check, which
-        // ends the run without running anything.
-        Err(Refusal::InvalidEdit(_)) => {
-            return Ok((
-                segment,
-                Start::Resume {
-                    approval,
-                    resolution: Resolution::Approve {
-                        edited_arguments,
-                        edited_by,
-                    },
-                    segment: None,
-                },
-                None,
-            ));
-        }
-        Err(Refusal::Stale(message) | Refusal::ChangedSinceSeen(message)) => message,
-    };
-    let audit = NewAudit {
-        actor: approval.resolved_by,
-        task_id: Some(approval.task_id.clone()),
-        tool: Some(approval.tool.clone()),
-        target: approval.target.clone(),
-        detail: Some(format!(
-            "{message} (changed after the decision, before the call ran)"
-        )),
-        ..NewAudit::new(AuditAction::ApprovalStale)
-    };
-    // If the row is no longer `approved` something else decided; the call still does not run.
-    let _ = shared.store.mark_stale(&approval.id, &message, audit).await;
-    Ok((
-        segment,
-        Start::Resume {
-            approval,
-            resolution: Resolution::Stale { message },
-            segment: None,
-        },
-        None,
-    ))
+                    &self.workspace_path,
+                    executed,
+                )
+                .await
+                .map_err(|error| format!("not run: {error}"))?;
+                let started = NewAudit {
+                    actor: Some(pp_types::Actor::Agent),
+                    task_id: Some(approval.task_id.clone()),
+                    approval_id: Some(approval.id.clone()),
+                    tool: Some(approval.tool.clone()),
+                    target: target.clone(),
+                    arguments_hash: Some(arguments_hash(executed)),
+                    ..NewAudit::new(AuditAction::ToolStarted)
+                };
+                shared
+                    .store
+                    .append_audit(started)
+                    .await
+                    .map_err(|error| format!("not run: {error}"))?;
+                self.sink.watch(Watched {
+                    call_id: approval.call_id.clone(),
+                    approval_id: approval.id.clone(),
+                    target,
+                    arguments_hash: arguments_hash(executed),
+                    kept: Some(kept),
+                });
+                return Ok(());
+            }
+            Err(message) => message,
+        };
+        let audit = NewAudit {
+            actor: approval.resolved_by,
+            task_id: Some(approval.task_id.clone()),
+            tool: Some(approval.tool.clone()),
+            target: approval.target.clone(),
+            detail: Some(format!(
+                "{message} (changed after the decision, before the call ran)"
+            )),
+            ..NewAudit::new(AuditAction::ApprovalStale)
+        };
+        // If the row is no longer `approved` something else decided; the call still does
+        // not run.
+        let _ = shared.store.mark_stale(&approval.id, &message, audit).await;
+        Err(message)
+    }
 }
 
 /// Stores the checkpoint as a pending approval and the task as waiting, in one
@@ -517,7 +484,7 @@ async fn suspend(
     shared: &Arc<Shared>,
     task: &TaskRecord,
     checkpoint: Checkpoint,
-    (target, revertible): (Option<String>, Option<bool>),
+    calls: Vec<(String, Option<String>, Option<bool>)>,
     elapsed: u64,
     position: Option<u64>,
 ) -> Result<TaskRecord> {
@@ -525,10 +492,15 @@ async fn suspend(
     change.events = closing_events(&checkpoint.events);
     change.add_running_ms = elapsed;
     change.script_position = position;
-    let approval = new_approval(checkpoint, target, revertible);
+    let approvals = calls
+        .into_iter()
+        .map(|(call_id, target, revertible)| {
+            new_approval(checkpoint.clone(), &call_id, target, revertible)
+        })
+        .collect();
     // The task is read after the suspend: the transaction moved it, so this read sees
     // it waiting (or whatever a later change made of it, which is as good).
-    let suspended = match shared.store.suspend(&task.id, approval, change).await {
+    let suspended = match shared.store.suspend(&task.id, approvals, change).await {
         Ok(_) => shared.store.task(&task.id).await,
         Err(error) => Err(error),
     };
@@ -539,15 +511,19 @@ async fn suspend(
     }
 }
 
-/// The approval row for a checkpoint; `target` is what the stale check and the audit
+/// The approval row for the pending call `call_id` of `checkpoint` (which every approval
+/// of its changeset carries whole); `target` is what the stale check and the audit
 /// name (the preview's target, or the tool's first path parameter); `revertible`
 /// whether what the call would replace can be kept (`None`: no file effect).
 pub(crate) fn new_approval(
     checkpoint: Checkpoint,
+    call_id: &str,
     target: Option<String>,
     revertible: Option<bool>,
 ) -> NewApproval {
-    let pending = &checkpoint.pending;
+    let pending = checkpoint
+        .pending_call(call_id)
+        .unwrap_or(&checkpoint.pending);
     NewApproval {
         tool: pending.call.name.clone(),
         capability: pending.capability.clone(),
@@ -559,6 +535,8 @@ pub(crate) fn new_approval(
             .preview
             .as_ref()
             .map(|preview| preview.fingerprint.clone()),
+        call_id: pending.call.id.clone(),
+        changeset_id: None,
         checkpoint,
         revertible,
     }

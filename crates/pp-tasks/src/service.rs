@@ -550,8 +550,16 @@ async fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
     // Ask again only for an approved call whose outcome never reached the ledger; one
     // that ran (its result is recorded) is never offered for approval a second time.
     let unfinished = last.filter(|a| a.state == ApprovalState::Approved);
+    // A changeset of several calls is not asked again call by call (some of its calls
+    // may have run, and the model must see every result of its turn): the task starts
+    // again from the prompt, and every side effect is asked for again.
     let unfinished = match unfinished {
-        Some(approval) if store.approved_call_pending(id).await? => Some(approval),
+        Some(approval)
+            if approval.checkpoint.more_pending.is_empty()
+                && store.approved_call_pending(id).await? =>
+        {
+            Some(approval)
+        }
         _ => None,
     };
     if let Some(approval) = unfinished {
@@ -576,7 +584,12 @@ async fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
             .reopen_approval(
                 id,
                 &[TaskState::Interrupted],
-                new_approval(checkpoint, approval.target.clone(), approval.revertible),
+                new_approval(
+                    checkpoint,
+                    &approval.call_id,
+                    approval.target.clone(),
+                    approval.revertible,
+                ),
                 events,
             )
             .await?;

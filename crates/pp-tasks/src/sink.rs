@@ -41,9 +41,10 @@ pub(crate) struct Watched {
 pub(crate) struct StoreSink {
     store: Store,
     task: TaskId,
-    /// Taken by the first outcome of the approved call, so no later event (whatever id
-    /// the model gives it) can be recorded under the approval.
-    watched: Mutex<Option<Watched>>,
+    /// The approved calls about to run (added by the before-run check, one by one); each
+    /// is taken by the first outcome of its call, so no later event (whatever id the
+    /// model gives it) can be recorded under the approval.
+    watched: Mutex<Vec<Watched>>,
     observer: Option<Arc<dyn EventSink>>,
     /// The first store error, reported by the runner after the segment.
     failure: Mutex<Option<String>>,
@@ -96,14 +97,13 @@ impl StoreSink {
     pub(crate) fn new(
         store: Store,
         task: TaskId,
-        watched: Option<Watched>,
         observer: Option<Arc<dyn EventSink>>,
         pricing: Pricing,
     ) -> Arc<Self> {
         Arc::new(Self {
             store,
             task,
-            watched: Mutex::new(watched),
+            watched: Mutex::new(Vec::new()),
             observer,
             failure: Mutex::new(None),
             queue: Mutex::new(Queue::default()),
@@ -232,14 +232,18 @@ impl StoreSink {
         (Some(entry), kept)
     }
 
-    /// The approved call's details, once, for the first outcome carrying its id.
+    /// Records that the approved call `watched` is about to run.
+    pub(crate) fn watch(&self, watched: Watched) {
+        if let Ok(mut all) = self.watched.lock() {
+            all.push(watched);
+        }
+    }
+
+    /// An approved call's details, once, for the first outcome carrying its id.
     fn take_watched(&self, call_id: &str) -> Option<Watched> {
         let mut watched = self.watched.lock().ok()?;
-        if watched.as_ref().is_some_and(|w| w.call_id == call_id) {
-            watched.take()
-        } else {
-            None
-        }
+        let index = watched.iter().position(|w| w.call_id == call_id)?;
+        Some(watched.swap_remove(index))
     }
 }
 

@@ -55,6 +55,11 @@ pub struct ApprovalView {
     pub id: String,
     /// The task it belongs to.
     pub task_id: TaskId,
+    /// The changeset it belongs to: the approval-needing calls of one model turn,
+    /// decided together (`GET /api/changesets/{id}`); absent on approvals requested
+    /// before changesets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changeset_id: Option<String>,
     /// The task's prompt.
     pub prompt: String,
     /// Who started the task (`operator`, `scheduler`, `webhook`, `mcp_client`).
@@ -166,7 +171,7 @@ pub struct ApprovalView {
 impl ApprovalView {
     /// Builds the view of `approval` for a task with `prompt`.
     pub fn new(approval: ApprovalRecord, prompt: String) -> Self {
-        let preview = approval.checkpoint.pending.preview.clone();
+        let preview = approval.call().preview.clone();
         let edited = approval
             .edited_arguments
             .as_ref()
@@ -181,6 +186,7 @@ impl ApprovalView {
         Self {
             id: approval.id.to_string(),
             task_id: approval.task_id,
+            changeset_id: approval.changeset_id.clone(),
             prompt,
             created_by: None,
             origin: None,
@@ -224,11 +230,7 @@ impl ApprovalView {
             revertible: approval.revertible,
             outcome: None,
             // Without the task: who wrote the prompt is unknown ([`view_of`] knows).
-            provenance: Provenance::of(
-                &approval.checkpoint.messages,
-                &approval.checkpoint.pending.call.id,
-                None,
-            ),
+            provenance: Provenance::of(&approval.checkpoint.messages, &approval.call_id, None),
         }
     }
 }
@@ -336,7 +338,7 @@ async fn view_of(
     let outcome = outcome_of(log, &approval, task.as_ref()).await;
     let provenance = Provenance::of(
         &approval.checkpoint.messages,
-        &approval.checkpoint.pending.call.id,
+        &approval.call_id,
         task.as_ref(),
     );
     let (prompt, created_by, origin) = match task {

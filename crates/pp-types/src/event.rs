@@ -109,6 +109,10 @@ crate::wire_enum! {
             /// approval row holds the checkpoint to resume from).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             approval_id: Option<String>,
+            /// The changeset the approval belongs to (the turn's approval-needing calls,
+            /// decided together), filled in with `approval_id`.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            changeset_id: Option<String>,
             /// The call id.
             call_id: String,
             /// The tool's name.
@@ -216,6 +220,7 @@ impl EventKind {
     pub fn approval_required(pending: &crate::PendingCall) -> Self {
         Self::ApprovalRequired {
             approval_id: None,
+            changeset_id: None,
             call_id: pending.call.id.clone(),
             name: pending.call.name.clone(),
             capability: pending.capability.clone(),

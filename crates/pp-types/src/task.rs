@@ -198,8 +198,16 @@ pub struct ApprovalRecord {
     /// What the person was shown of the target (the jail's fingerprint: `absent`, or metadata plus a content hash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
-    /// Everything needed to continue the task.
+    /// Everything needed to continue the task (the whole changeset's: every approval of
+    /// a changeset carries the same checkpoint).
     pub checkpoint: Checkpoint,
+    /// The id of the call this approval decides, one of the checkpoint's pending calls
+    /// (for rows stored before changesets: the checkpoint's `pending` call).
+    pub call_id: String,
+    /// The changeset this approval belongs to: the approval-needing calls of one model
+    /// turn, decided together (`None` on rows stored before changesets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changeset_id: Option<String>,
     /// When it was requested.
     pub created_at: Timestamp,
     /// When it was resolved.
@@ -226,6 +234,16 @@ pub struct ApprovalRecord {
     /// without a file effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revertible: Option<bool>,
+}
+
+impl ApprovalRecord {
+    /// The pending call this approval decides: the checkpoint's call with
+    /// [`ApprovalRecord::call_id`] (its `pending` call if none has that id).
+    pub fn call(&self) -> &crate::PendingCall {
+        self.checkpoint
+            .pending_call(&self.call_id)
+            .unwrap_or(&self.checkpoint.pending)
+    }
 }
 
 /// An event as stored: the global sequence number serves as SSE `Last-Event-ID` for both

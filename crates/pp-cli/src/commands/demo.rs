@@ -125,7 +125,7 @@ async fn settle(
             .approvals_for_task(&task.id)
             .await?
             .into_iter()
-            .rfind(|approval| approval.state == ApprovalState::Pending)
+            .find(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits but has no pending approval")?;
         let view = service.approval_view(&pending.id).await?;
         live.pause();

@@ -169,7 +169,7 @@ pub(crate) async fn follow(
             .approvals_for_task(&record.id)
             .await?
             .into_iter()
-            .rfind(|approval| approval.state == ApprovalState::Pending)
+            .find(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
         let mut view = service.approval_view_checked(&pending.id).await?;
         ui.live.pause();

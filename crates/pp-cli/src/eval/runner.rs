@@ -257,7 +257,7 @@ async fn execute_service(
             .approvals_for_task(&task.id)
             .await?
             .into_iter()
-            .rfind(|approval| approval.state == ApprovalState::Pending)
+            .find(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits but has no pending approval")?;
         let request = match resolution(entry, outside)? {
             Resolution::Approve {

@@ -24,7 +24,7 @@ pub(crate) struct ListQuery {
 #[derive(Debug, Deserialize)]
 pub(crate) struct ResolveQuery {
     #[serde(default)]
-    wait: bool,
+    pub(crate) wait: bool,
 }
 
 /// `POST /api/approvals/{id}/resolve` body.
@@ -104,7 +104,7 @@ pub(crate) async fn show(
 
 /// A card for a caller who sees the task but no longer has its workspace: the target as
 /// it is now is not theirs to read.
-fn not_granted(view: &mut ApprovalView) {
+pub(crate) fn not_granted(view: &mut ApprovalView) {
     if view.precheck.is_some() {
         view.precheck = Some(Precheck::unavailable(
             "the task's workspace is not granted to you: its files cannot be checked".into(),

@@ -22,6 +22,7 @@ use crate::{auth, security};
 pub(crate) mod approvals;
 pub(crate) mod audit;
 pub(crate) mod changes;
+pub(crate) mod changesets;
 pub(crate) mod channels;
 pub(crate) mod console;
 pub(crate) mod events;
@@ -148,6 +149,8 @@ pub(crate) fn table() -> Vec<Route> {
         route("GET", "/api/approvals/{id}", Tasks, get(approvals::show)),
         route("POST", "/api/approvals/{id}/precheck", Tasks, post(approvals::precheck)),
         route("POST", "/api/approvals/{id}/resolve", Decide, post(approvals::resolve)),
+        route("GET", "/api/changesets/{id}", Tasks, get(changesets::show)),
+        route("POST", "/api/changesets/{id}/resolve", Decide, post(changesets::resolve)),
         route("POST", "/api/sessions", Sessions, post(sessions::create)),
         route("GET", "/api/sessions", Sessions, get(sessions::list)),
         route("GET", "/api/sessions/{id}", Sessions, get(sessions::show)),

@@ -14,6 +14,7 @@ mod auth;
 mod bad_input;
 mod cancel;
 mod changes;
+mod changesets;
 mod channels;
 mod console_names;
 mod events;

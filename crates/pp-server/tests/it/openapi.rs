@@ -400,6 +400,11 @@ fn the_document_enums_are_the_rust_names() {
     assert_eq!(names(&approval["label"]), WriteLabel::NAMES);
     assert_eq!(names(&approval["scope"]), EffectScope::NAMES);
     assert_eq!(names(&schemas["Me"]["properties"]["role"]), Role::NAMES);
+    let result = &schemas["ChangesetResolveResult"]["properties"]["results"]["items"];
+    assert_eq!(
+        names(&result["properties"]["status"]),
+        pp_tasks::DecisionStatus::NAMES
+    );
     // The document's `Actor` predates `mcp_client`; every name it lists is still one.
     for actor in names(&schemas["Actor"]) {
         assert!(pp_types::Actor::parse(&actor).is_some(), "Actor {actor}");

@@ -749,10 +749,19 @@ async fn a_revoked_grant_stops_every_action_at_once() {
             } else {
                 (theirs.id.to_string(), their_approval.clone())
             };
+            let changeset = team
+                .service
+                .approval_view(&pp_types::ApprovalId(approval.clone()))
+                .await
+                .unwrap()
+                .changeset_id
+                .unwrap();
             let id = if path.starts_with("/api/tasks/") {
                 task
             } else if path.starts_with("/api/approvals/") {
-                approval
+                approval.clone()
+            } else if path.starts_with("/api/changesets/") {
+                changeset
             } else if path.starts_with("/api/sessions/") {
                 sessions[user].clone()
             } else if path.starts_with("/api/changes/") {
@@ -768,6 +777,9 @@ async fn a_revoked_grant_stops_every_action_at_once() {
                 "/api/tasks" => json!({"prompt": "more", "workspace": "main"}),
                 "/api/sessions" => json!({"workspace": "main"}),
                 _ if path.ends_with("/messages") => message.clone(),
+                _ if path.starts_with("/api/changesets/") => {
+                    json!({"decisions": [{"approval_id": approval, "decision": "approve"}]})
+                }
                 _ if path.ends_with("/resolve") => approve.clone(),
                 _ => json!({}),
             };
@@ -812,4 +824,93 @@ async fn a_revoked_grant_stops_every_action_at_once() {
         .await;
     resolved.expect(200, None);
     assert_eq!(resolved.json["state"], "completed");
+}
+
+#[tokio::test]
+async fn changesets_follow_the_matrix_of_the_single_card_and_its_resolve() {
+    let team = Team::new().await;
+    let (elsewhere, on_other) = team.waiting_task("olga", "other").await;
+    let (here, on_main) = team.waiting_task("max", "main").await;
+    let changeset_of = |approval: &str| {
+        let service = team.service.clone();
+        let approval = pp_types::ApprovalId(approval.to_owned());
+        async move {
+            service
+                .approval_view(&approval)
+                .await
+                .unwrap()
+                .changeset_id
+                .expect("every suspension makes a changeset")
+        }
+    };
+    let (other_set, main_set) = (changeset_of(&on_other).await, changeset_of(&on_main).await);
+    let approve =
+        |approval: &str| json!({"decisions": [{"approval_id": approval, "decision": "approve"}]});
+
+    // An approver of another workspace neither sees nor decides it.
+    team.call(
+        "abe",
+        Method::GET,
+        &format!("/api/changesets/{other_set}"),
+        None,
+    )
+    .await
+    .expect(404, Some("not_found"));
+    team.call(
+        "abe",
+        Method::POST,
+        &format!("/api/changesets/{other_set}/resolve"),
+        Some(&approve(&on_other)),
+    )
+    .await
+    .expect(403, Some("forbidden"));
+    assert_eq!(
+        team.service.task(&elsewhere.id).await.unwrap().state,
+        TaskState::WaitingApproval
+    );
+    // Members and viewers may not decide, whoever's task it is.
+    for user in ["mia", "max", "vic"] {
+        team.call(
+            user,
+            Method::POST,
+            &format!("/api/changesets/{main_set}/resolve"),
+            Some(&approve(&on_main)),
+        )
+        .await
+        .expect(403, Some("forbidden"));
+    }
+    // The task's member sees the review; the approver of its workspace decides it.
+    let review = team
+        .call(
+            "max",
+            Method::GET,
+            &format!("/api/changesets/{main_set}"),
+            None,
+        )
+        .await;
+    review.expect(200, None);
+    assert_eq!(review.json["approvals"][0]["id"], on_main.as_str());
+    let decided = team
+        .call(
+            "abe",
+            Method::POST,
+            &format!("/api/changesets/{main_set}/resolve?wait=true"),
+            Some(&approve(&on_main)),
+        )
+        .await;
+    decided.expect(200, None);
+    assert_eq!(decided.json["results"][0]["status"], "accepted");
+    assert_eq!(
+        team.service.task(&here.id).await.unwrap().state,
+        TaskState::Completed
+    );
+    let card = team
+        .call(
+            "abe",
+            Method::GET,
+            &format!("/api/approvals/{on_main}"),
+            None,
+        )
+        .await;
+    assert_eq!(card.json["resolved_by_user"], "abe");
 }

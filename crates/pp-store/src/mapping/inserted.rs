@@ -53,6 +53,8 @@ pub(crate) fn approval(
         arguments: new.arguments,
         fingerprint: new.fingerprint,
         checkpoint: new.checkpoint,
+        call_id: new.call_id,
+        changeset_id: new.changeset_id,
         created_at: now,
         resolved_at: None,
         resolved_by: None,
@@ -95,15 +97,50 @@ pub(crate) fn audit(id: i64, entry: NewAudit, at: Timestamp, actor: Actor) -> Au
     }
 }
 
+/// New ids for approvals stored together as changeset `changeset` at `now`, each
+/// approval marked as part of it.
+pub(crate) fn in_changeset(
+    news: Vec<NewApproval>,
+    changeset: &str,
+    now: Timestamp,
+) -> crate::error::Result<Vec<(ApprovalId, NewApproval)>> {
+    news.into_iter()
+        .map(|new| {
+            let id = ApprovalId(crate::ids::new_id("a_", now)?);
+            let new = NewApproval {
+                changeset_id: Some(changeset.to_owned()),
+                ..new
+            };
+            Ok((id, new))
+        })
+        .collect()
+}
+
 /// Fills `id` into `approval_required` events that do not name their approval yet.
-pub(crate) fn with_approval_id(mut events: Vec<Event>, id: &ApprovalId) -> Vec<Event> {
+pub(crate) fn with_approval_id(events: Vec<Event>, id: &ApprovalId) -> Vec<Event> {
+    with_approval_ids(events, &[], |_| Some(id))
+}
+
+/// Fills each `approval_required` event that does not name its approval yet with the
+/// approval `approval_for` gives for its call id, and `changeset` (if any).
+pub(crate) fn with_approval_ids<'a>(
+    mut events: Vec<Event>,
+    changeset: &[&str],
+    approval_for: impl Fn(&str) -> Option<&'a ApprovalId>,
+) -> Vec<Event> {
     for event in &mut events {
         if let EventKind::ApprovalRequired {
             approval_id: approval_id @ None,
+            changeset_id,
+            call_id,
             ..
         } = &mut event.kind
+            && let Some(id) = approval_for(call_id)
         {
             *approval_id = Some(id.to_string());
+            if let Some(changeset) = changeset.first() {
+                *changeset_id = Some((*changeset).to_owned());
+            }
         }
     }
     events

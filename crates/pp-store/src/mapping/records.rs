@@ -132,6 +132,8 @@ pub(crate) struct RawApproval {
     revertible: Option<bool>,
     resolved_by_user: Option<String>,
     edited_preview: Option<String>,
+    call_id: Option<String>,
+    changeset_id: Option<String>,
 }
 
 impl FromColumns for RawApproval {
@@ -156,6 +158,8 @@ impl FromColumns for RawApproval {
             revertible: columns.flag_opt()?,
             resolved_by_user: columns.text_opt()?,
             edited_preview: columns.text_opt()?,
+            call_id: columns.text_opt()?,
+            changeset_id: columns.text_opt()?,
         })
     }
 }
@@ -171,7 +175,11 @@ impl RawApproval {
         let risk = decoder.name("risk", self.risk)?;
         let label = decoder.name_opt("label", self.label)?;
         let arguments = decoder.json("arguments", &self.arguments)?;
-        let checkpoint = decoder.json("checkpoint", &self.checkpoint)?;
+        let checkpoint: pp_types::Checkpoint = decoder.json("checkpoint", &self.checkpoint)?;
+        // Rows stored before changesets decide the checkpoint's `pending` call.
+        let call_id = self
+            .call_id
+            .unwrap_or_else(|| checkpoint.pending.call.id.clone());
         let resolved_by = decoder.name_opt("resolved_by", self.resolved_by)?;
         let edited_arguments =
             decoder.json_opt("edited_arguments", self.edited_arguments.as_deref())?;
@@ -188,6 +196,8 @@ impl RawApproval {
             arguments,
             fingerprint: self.fingerprint,
             checkpoint,
+            call_id,
+            changeset_id: self.changeset_id,
             created_at: Timestamp::from_millis(self.created_at),
             resolved_at: self.resolved_at.map(Timestamp::from_millis),
             resolved_by,

@@ -15,29 +15,83 @@ use super::{PgStore, audit, events, execute, query, query_opt, tasks};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{self, encode, encode_opt, inserted, limit as row_limit, name_of};
-use crate::types::{NewApproval, Resolve, TaskChange};
+use crate::types::{Changeset, NewApproval, Resolve, TaskChange};
 
 impl PgStore {
-    /// Suspends a running task: the task moves `Running → change.to`, a `pending`
-    /// approval is inserted and `change.events` appended (with the approval's id filled
-    /// into `approval_required` events), in one transaction.
+    /// Suspends a running task: the task moves `Running → change.to`, the `news` are
+    /// inserted `pending` as one new changeset and `change.events` appended (with the
+    /// approval and changeset ids filled into `approval_required` events), in one
+    /// transaction.
     pub(crate) async fn suspend(
         &self,
         task: &TaskId,
-        new: NewApproval,
+        news: Vec<NewApproval>,
         mut change: TaskChange,
-    ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
+    ) -> Result<(Vec<ApprovalRecord>, Vec<StoredEvent>)> {
         let now = self.now();
-        let id = ApprovalId(ids::new_id("a_", now)?);
-        let new_events = inserted::with_approval_id(std::mem::take(&mut change.events), &id);
+        let changeset = ids::new_id("cs_", now)?;
+        let news = inserted::in_changeset(news, &changeset, now)?;
+        let new_events = inserted::with_approval_ids(
+            std::mem::take(&mut change.events),
+            &[changeset.as_str()],
+            |call| {
+                news.iter()
+                    .find(|(_, new)| new.call_id == call)
+                    .map(|(id, _)| id)
+            },
+        );
+        let size = i32::try_from(news.len()).unwrap_or(i32::MAX);
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
         let task_record =
             tasks::change_state(&transaction, task, &[TaskState::Running], &change, now).await?;
-        let approval = insert(&transaction, &id, task, new, now).await?;
+        execute(
+            &transaction,
+            "INSERT INTO changesets (id, task_id, size, pending, created_at) \
+             VALUES ($1, $2, $3, $3, $4)",
+            &[&changeset, &task.as_str(), &size, &now.as_millis()],
+        )
+        .await?;
+        let mut approvals = Vec::with_capacity(news.len());
+        for (id, new) in news {
+            approvals.push(insert(&transaction, &id, task, new, now).await?);
+        }
         let stored = events::insert(&transaction, task, new_events, task_record.updated_at).await?;
         transaction.commit().await?;
-        Ok((approval, stored))
+        Ok((approvals, stored))
+    }
+
+    /// A changeset with its approvals in the model's order; [`Error::NotFound`] if there
+    /// is none with this id.
+    pub(crate) async fn changeset(&self, id: &str) -> Result<Changeset> {
+        let client = self.client().await?;
+        let row = query_opt(
+            &client,
+            "SELECT task_id, size, pending, created_at FROM changesets WHERE id = $1",
+            &[&id],
+        )
+        .await?
+        .ok_or_else(|| Error::not_found("changeset", id))?;
+        let task_id: String = row.try_get(0)?;
+        let size: i32 = row.try_get(1)?;
+        let pending: i32 = row.try_get(2)?;
+        let created_at: i64 = row.try_get(3)?;
+        let found = query(
+            &client,
+            &format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE changeset_id = $1 ORDER BY ord"
+            ),
+            &[&id],
+        )
+        .await?;
+        Ok(Changeset {
+            id: id.to_owned(),
+            task_id: TaskId(task_id),
+            size: u32::try_from(size).unwrap_or(0),
+            pending: u32::try_from(pending).unwrap_or(0),
+            created_at: Timestamp::from_millis(created_at),
+            approvals: rows::all(&found, rows::approval)?,
+        })
     }
 
     /// One approval; [`Error::NotFound`] if there is none with this id.
@@ -103,8 +157,9 @@ impl PgStore {
 
     /// Records a decision, all or nothing, in one transaction: the approval moves
     /// `pending → resolve.state` ([`Error::AlreadyResolved`] if it is not pending), the
-    /// audit row is appended, the task moves `WaitingApproval → resolve.task_to`
-    /// ([`Error::Conflict`] if it is not waiting) and `resolve.events` are appended.
+    /// audit row is appended, the changeset's pending count goes down and the last
+    /// decision moves the task `WaitingApproval → resolve.task_to` ([`Error::Conflict`]
+    /// if it is not waiting) and `resolve.events` are appended.
     pub(crate) async fn resolve(
         &self,
         id: &ApprovalId,
@@ -164,15 +219,28 @@ impl PgStore {
             ..resolve.audit
         };
         audit::insert(&transaction, audit_row, now).await?;
-        let change = TaskChange::to(resolve.task_to);
-        let task = tasks::change_state(
-            &transaction,
-            &task_id,
-            &[TaskState::WaitingApproval],
-            &change,
-            now,
-        )
-        .await?;
+        let task = if last_of_changeset(&transaction, id).await? {
+            let change = TaskChange::to(resolve.task_to);
+            tasks::change_state(
+                &transaction,
+                &task_id,
+                &[TaskState::WaitingApproval],
+                &change,
+                now,
+            )
+            .await?
+        } else {
+            // Other calls of the changeset still wait: the task keeps waiting.
+            let task = tasks::load(&transaction, &task_id).await?;
+            if task.state != TaskState::WaitingApproval {
+                return Err(Error::Conflict {
+                    id: task_id.to_string(),
+                    current: task.state,
+                    expected: vec![TaskState::WaitingApproval],
+                });
+            }
+            task
+        };
         events::insert(&transaction, &task_id, resolve.events, now).await?;
         let approval = load(&transaction, id).await?;
         transaction.commit().await?;
@@ -255,8 +323,9 @@ async fn insert(
     execute(
         db,
         "INSERT INTO approvals (id, task_id, state, tool, capability, risk, label, \
-         target, arguments, fingerprint, checkpoint, created_at, revertible) \
-         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         target, arguments, fingerprint, checkpoint, created_at, revertible, call_id, \
+         changeset_id) \
+         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         &[
             &id.as_str(),
             &task.as_str(),
@@ -270,10 +339,41 @@ async fn insert(
             &encode("checkpoint", &new.checkpoint)?,
             &now.as_millis(),
             &new.revertible,
+            &new.call_id,
+            &new.changeset_id,
         ],
     )
     .await?;
     Ok(inserted::approval(id, task, new, now))
+}
+
+/// Counts a decision on approval `id` against its changeset (a compare-and-set on the
+/// changeset's pending count, under its row's lock, inside the caller's transaction):
+/// whether it was the last one waiting. An approval stored before changesets is alone.
+async fn last_of_changeset(db: &impl GenericClient, id: &ApprovalId) -> Result<bool> {
+    let row = query_opt(
+        db,
+        "SELECT changeset_id FROM approvals WHERE id = $1",
+        &[&id.as_str()],
+    )
+    .await?;
+    let Some(changeset) = row
+        .map(|row| row.try_get::<_, Option<String>>(0))
+        .transpose()?
+        .flatten()
+    else {
+        return Ok(true);
+    };
+    let remaining = query_opt(
+        db,
+        "UPDATE changesets SET pending = pending - 1 WHERE id = $1 AND pending > 0 \
+         RETURNING pending",
+        &[&changeset],
+    )
+    .await?
+    .map(|row| row.try_get::<_, i32>(0))
+    .transpose()?;
+    Ok(remaining.is_none_or(|remaining| remaining == 0))
 }
 
 /// Reads one approval.

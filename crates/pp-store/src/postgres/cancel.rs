@@ -11,7 +11,8 @@ use crate::types::TaskChange;
 
 impl PgStore {
     /// Cancels a task in one of `from`, in one transaction: applies `change`, cancels its
-    /// pending approvals, appends `change.events` and `audit`.
+    /// pending approvals (and a waiting changeset's approved ones), appends
+    /// `change.events` and `audit`.
     /// [`Error::ApprovedCallPending`] while a running task's approved call has no
     /// outcome yet; other states outside `from` are [`Error::Conflict`].
     pub(crate) async fn cancel_task(
@@ -36,6 +37,16 @@ impl PgStore {
             "UPDATE approvals SET state = 'cancelled', resolved_at = $2, reason = $3 \
              WHERE task_id = $1 AND state = 'pending'",
             &[&id.as_str(), &task.updated_at.as_millis(), &reason],
+        )
+        .await?;
+        // Calls already approved in a changeset still waiting for other decisions never
+        // ran: they end cancelled too, saying so.
+        execute(
+            &transaction,
+            "UPDATE approvals SET state = 'cancelled', reason = $2 \
+             WHERE task_id = $1 AND state = 'approved' AND changeset_id IN \
+             (SELECT id FROM changesets WHERE task_id = $1 AND pending > 0)",
+            &[&id.as_str(), &crate::NOT_RUN_CANCELLED],
         )
         .await?;
         events::insert(&transaction, id, change.events, task.updated_at).await?;

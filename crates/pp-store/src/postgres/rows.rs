@@ -81,7 +81,8 @@ pub(crate) fn task(row: &Row) -> Result<TaskRecord> {
 /// The columns [`crate::mapping::RawApproval`] reads, in order.
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_id, state, tool, capability, risk, \
      label, target, arguments, fingerprint, checkpoint, created_at, resolved_at, \
-     resolved_by, reason, edited_arguments, revertible, resolved_by_user, edited_preview";
+     resolved_by, reason, edited_arguments, revertible, resolved_by_user, edited_preview, \
+     call_id, changeset_id";
 
 /// Decodes a row selected with [`APPROVAL_COLUMNS`].
 pub(crate) fn approval(row: &Row) -> Result<ApprovalRecord> {

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0003_users.sql"),
     include_str!("../../migrations/postgres/0004_change_modes.sql"),
     include_str!("../../migrations/postgres/0005_edited_preview.sql"),
+    include_str!("../../migrations/postgres/0006_changesets.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

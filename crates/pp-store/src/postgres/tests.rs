@@ -152,6 +152,8 @@ fn new_approval() -> NewApproval {
         arguments: json!({"path": "a.md"}),
         fingerprint: Some("absent".into()),
         checkpoint: checkpoint(),
+        call_id: "call_1".into(),
+        changeset_id: None,
         revertible: Some(true),
     }
 }
@@ -161,6 +163,7 @@ fn approval_required() -> Event {
         step: 1,
         kind: EventKind::ApprovalRequired {
             approval_id: None,
+            changeset_id: None,
             call_id: "call_1".into(),
             name: "write_file".into(),
             capability: "file:write".into(),
@@ -473,7 +476,7 @@ async fn every_method_works_on_postgres() {
     let (approval, events) = store
         .suspend(
             &task.id,
-            new_approval(),
+            vec![new_approval()],
             TaskChange {
                 add_running_ms: 40,
                 events: vec![approval_required()],
@@ -481,6 +484,7 @@ async fn every_method_works_on_postgres() {
             },
         )
         .await
+        .map(|(mut approvals, events)| (approvals.remove(0), events))
         .unwrap();
     assert!(matches!(
         &events[0].event.kind,

@@ -12,7 +12,7 @@ use super::{SqliteStore as Store, audit, events};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{self, RawApproval, inserted};
-use crate::types::{NewApproval, Resolve, TaskChange};
+use crate::types::{Changeset, NewApproval, Resolve, TaskChange};
 
 impl Store {
     /// Suspends a running task: in one transaction, the task moves `Running →
@@ -26,18 +26,80 @@ impl Store {
     pub(crate) fn suspend(
         &self,
         task: &TaskId,
-        new: NewApproval,
+        news: Vec<NewApproval>,
         mut change: TaskChange,
-    ) -> Result<(ApprovalRecord, Vec<StoredEvent>)> {
+    ) -> Result<(Vec<ApprovalRecord>, Vec<StoredEvent>)> {
         let now = self.now();
-        let id = ApprovalId(ids::new_id("a_", now)?);
-        let new_events = inserted::with_approval_id(std::mem::take(&mut change.events), &id);
+        let changeset = ids::new_id("cs_", now)?;
+        let news = inserted::in_changeset(news, &changeset, now)?;
+        let new_events = inserted::with_approval_ids(
+            std::mem::take(&mut change.events),
+            &[changeset.as_str()],
+            |call| {
+                news.iter()
+                    .find(|(_, new)| new.call_id == call)
+                    .map(|(id, _)| id)
+            },
+        );
         self.write(|transaction| {
             let task_record =
                 tasks::change_state(transaction, task, &[TaskState::Running], &change, now)?;
-            let approval = insert(transaction, &id, task, new, now)?;
+            transaction
+                .prepare_cached(
+                    "INSERT INTO changesets (id, task_id, size, pending, created_at) \
+                     VALUES (?1, ?2, ?3, ?3, ?4)",
+                )?
+                .execute(params![
+                    changeset,
+                    task.as_str(),
+                    i64::try_from(news.len()).unwrap_or(i64::MAX),
+                    now.as_millis()
+                ])?;
+            let approvals = news
+                .iter()
+                .map(|(id, new)| insert(transaction, id, task, new.clone(), now))
+                .collect::<Result<Vec<_>>>()?;
             let stored = events::insert(transaction, task, new_events, task_record.updated_at)?;
-            Ok((approval, stored))
+            Ok((approvals, stored))
+        })
+    }
+
+    /// A changeset with its approvals in the model's order; [`Error::NotFound`] if there
+    /// is none with this id.
+    pub(crate) fn changeset(&self, id: &str) -> Result<Changeset> {
+        self.read(|connection| {
+            let (task_id, size, pending, created_at) = connection
+                .prepare_cached(
+                    "SELECT task_id, size, pending, created_at FROM changesets WHERE id = ?1",
+                )?
+                .query_row([id], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, i64>(2)?,
+                        row.get::<_, i64>(3)?,
+                    ))
+                })
+                .optional()?
+                .ok_or_else(|| Error::not_found("changeset", id))?;
+            let raw = connection
+                .prepare_cached(&format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE changeset_id = ?1 \
+                     ORDER BY rowid"
+                ))?
+                .query_map([id], rows::raw::<RawApproval>)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(Changeset {
+                id: id.to_owned(),
+                task_id: TaskId(task_id),
+                size: u32::try_from(size).unwrap_or(0),
+                pending: u32::try_from(pending).unwrap_or(0),
+                created_at: Timestamp::from_millis(created_at),
+                approvals: raw
+                    .into_iter()
+                    .map(RawApproval::decode)
+                    .collect::<Result<_>>()?,
+            })
         })
     }
 
@@ -156,14 +218,27 @@ impl Store {
                 ..resolve.audit
             };
             audit::insert(transaction, audit_row, now)?;
-            let change = TaskChange::to(resolve.task_to);
-            let task = tasks::change_state(
-                transaction,
-                &task_id,
-                &[TaskState::WaitingApproval],
-                &change,
-                now,
-            )?;
+            let task = if last_of_changeset(transaction, id)? {
+                let change = TaskChange::to(resolve.task_to);
+                tasks::change_state(
+                    transaction,
+                    &task_id,
+                    &[TaskState::WaitingApproval],
+                    &change,
+                    now,
+                )?
+            } else {
+                // Other calls of the changeset still wait: the task keeps waiting.
+                let task = tasks::load(transaction, &task_id)?;
+                if task.state != TaskState::WaitingApproval {
+                    return Err(Error::Conflict {
+                        id: task_id.to_string(),
+                        current: task.state,
+                        expected: vec![TaskState::WaitingApproval],
+                    });
+                }
+                task
+            };
             events::insert(transaction, &task_id, resolve.events, now)?;
             Ok((load(transaction, id)?, task))
         })
@@ -243,8 +318,9 @@ fn insert(
     connection
         .prepare_cached(
             "INSERT INTO approvals (id, task_id, state, tool, capability, risk, label, \
-             target, arguments, fingerprint, checkpoint, created_at, revertible) \
-             VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             target, arguments, fingerprint, checkpoint, created_at, revertible, call_id, \
+             changeset_id) \
+             VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         )?
         .execute(params![
             id.as_str(),
@@ -259,8 +335,30 @@ fn insert(
             mapping::encode("checkpoint", &new.checkpoint)?,
             now.as_millis(),
             new.revertible,
+            new.call_id,
+            new.changeset_id,
         ])?;
     Ok(inserted::approval(id, task, new, now))
+}
+
+/// Counts a decision on approval `id` against its changeset (a compare-and-set on the
+/// changeset's pending count, inside the caller's transaction): whether it was the last
+/// one waiting. An approval stored before changesets is alone, so always the last.
+fn last_of_changeset(connection: &Connection, id: &ApprovalId) -> Result<bool> {
+    let changeset: Option<String> = connection
+        .prepare_cached("SELECT changeset_id FROM approvals WHERE id = ?1")?
+        .query_row([id.as_str()], |row| row.get(0))?;
+    let Some(changeset) = changeset else {
+        return Ok(true);
+    };
+    let remaining: Option<i64> = connection
+        .prepare_cached(
+            "UPDATE changesets SET pending = pending - 1 WHERE id = ?1 AND pending > 0 \
+             RETURNING pending",
+        )?
+        .query_row([changeset.as_str()], |row| row.get(0))
+        .optional()?;
+    Ok(remaining.is_none_or(|remaining| remaining == 0))
 }
 
 /// Reads one approval.

@@ -41,6 +41,15 @@ impl Store {
                      WHERE task_id = ?1 AND state = 'pending'",
                 )?
                 .execute(params![id.as_str(), task.updated_at.as_millis(), reason])?;
+            // Calls already approved in a changeset still waiting for other decisions
+            // never ran: they end cancelled too, saying so.
+            transaction
+                .prepare_cached(
+                    "UPDATE approvals SET state = 'cancelled', reason = ?2 \
+                     WHERE task_id = ?1 AND state = 'approved' AND changeset_id IN \
+                     (SELECT id FROM changesets WHERE task_id = ?1 AND pending > 0)",
+                )?
+                .execute(params![id.as_str(), crate::NOT_RUN_CANCELLED])?;
             events::insert(transaction, id, change.events, task.updated_at)?;
             let audit = NewAudit {
                 task_id: Some(id.clone()),

@@ -71,7 +71,8 @@ pub(crate) const TASK_COLUMN_COUNT: usize = 19;
 /// The columns [`crate::mapping::RawApproval`] reads, in order.
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_id, state, tool, capability, risk, \
      label, target, arguments, fingerprint, checkpoint, created_at, resolved_at, \
-     resolved_by, reason, edited_arguments, revertible, resolved_by_user, edited_preview";
+     resolved_by, reason, edited_arguments, revertible, resolved_by_user, edited_preview, \
+     call_id, changeset_id";
 
 /// The columns [`crate::mapping::RawEvent`] reads, in order.
 pub(crate) const EVENT_COLUMNS: &str = "seq, task_id, at, payload";

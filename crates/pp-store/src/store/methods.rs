@@ -21,10 +21,11 @@ use pp_types::{
 use super::{Backend, Store};
 use crate::error::Result;
 use crate::types::{
-    AuditFilter, ChangeRow, Channel, ChannelChange, ChatSession, ChatTurn, DeliveryRecord,
-    DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange,
-    NewChannel, NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, PruneReport,
-    Resolve, Schedule, ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter, WorkerRecord,
+    AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
+    DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval,
+    NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker,
+    PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter,
+    WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).
@@ -84,13 +85,19 @@ macro_rules! lent {
 store_methods! {
     /// Suspends a running task: in one transaction, the task moves `Running →
     /// change.to` (normally `WaitingApproval`; [`crate::Error::Conflict`] if it is not running)
-    /// with `change`'s other fields applied and `change.events` appended as given, and a
-    /// `pending` approval is inserted.
+    /// with `change`'s other fields applied and `change.events` appended as given, and the
+    /// `news` are inserted `pending`, together one new changeset (in the given order: the
+    /// model's), whose pending count is their number.
     ///
-    /// The caller cannot know the approval's id in advance: the store fills it into
-    /// every `approval_required` event of `change.events` whose `approval_id` is `None`
-    /// (the returned events show it); other events are stored as given.
-    fn suspend(task: &TaskId => owned, new: NewApproval, change: TaskChange) -> (ApprovalRecord, Vec<StoredEvent>);
+    /// The caller cannot know the ids in advance: the store fills the approval id and
+    /// the changeset id into every `approval_required` event of `change.events` whose
+    /// `approval_id` is `None` and whose `call_id` is an approval's (the returned events
+    /// show them); other events are stored as given.
+    fn suspend(task: &TaskId => owned, news: Vec<NewApproval>, change: TaskChange) -> (Vec<ApprovalRecord>, Vec<StoredEvent>);
+
+    /// A changeset with its approvals in the model's order; [`crate::Error::NotFound`]
+    /// if there is none with this id.
+    fn changeset(id: &str => owned) -> Changeset;
 
     /// One approval; [`crate::Error::NotFound`] if there is none with this id.
     fn approval(id: &ApprovalId => owned) -> ApprovalRecord;
@@ -111,8 +118,11 @@ store_methods! {
     ///   `resolved_by`, `reason` and `edited_arguments` (and `resolved_by_user`: the
     ///   audit row's `user`);
     /// - the audit row is appended;
-    /// - the task moves `WaitingApproval → resolve.task_to` ([`crate::Error::Conflict`] if it is
-    ///   not waiting);
+    /// - for an approval of a changeset, the changeset's pending count goes down by one
+    ///   (a compare-and-set under the row's lock); the decision that takes it to 0 — or
+    ///   on an approval stored before changesets, every decision — moves the task
+    ///   `WaitingApproval → resolve.task_to`, the others leave it waiting
+    ///   ([`crate::Error::Conflict`] if it is not waiting);
     /// - `resolve.events` are appended.
     fn resolve(id: &ApprovalId => owned, resolve: Resolve) -> (ApprovalRecord, TaskRecord);
 
@@ -134,7 +144,9 @@ store_methods! {
     fn list_audit(filter: &AuditFilter => owned) -> Vec<AuditEntry>;
 
     /// Cancels a task in one of `from`, in one transaction: applies `change` (whose `to`
-    /// must be `cancelled`), cancels its pending approvals, appends `change.events` and
+    /// must be `cancelled`), cancels its pending approvals (and the approved ones of a
+    /// changeset still waiting for other decisions, with the reason
+    /// [`crate::NOT_RUN_CANCELLED`]: they never ran), appends `change.events` and
     /// `audit`. The audit row exists exactly when the cancel happened.
     ///
     /// A `running` task whose approved call has not produced its outcome yet is refused

@@ -1,7 +1,10 @@
 //! What an approval is stored with, and a decision on it ([`crate::Store::suspend`],
 //! [`crate::Store::resolve`]).
 
-use pp_types::{Actor, ApprovalState, Checkpoint, Event, NewAudit, Risk, TaskState, WriteLabel};
+use pp_types::{
+    Actor, ApprovalRecord, ApprovalState, Checkpoint, Event, NewAudit, Risk, TaskId, TaskState,
+    Timestamp, WriteLabel,
+};
 use serde_json::Value;
 
 /// An approval request to store (it starts `pending`).
@@ -21,11 +24,34 @@ pub struct NewApproval {
     pub arguments: Value,
     /// What the person is shown of the target (the jail's fingerprint: `absent`, or metadata plus a content hash).
     pub fingerprint: Option<String>,
-    /// Everything needed to continue the task.
+    /// Everything needed to continue the task (the whole changeset's).
     pub checkpoint: Checkpoint,
+    /// The id of the checkpoint's pending call this approval decides.
+    pub call_id: String,
+    /// The changeset it joins: set by [`crate::Store::suspend`] (which makes one for the
+    /// approvals it inserts together); `None` elsewhere.
+    pub changeset_id: Option<String>,
     /// Whether what the call would replace can be kept for a revert; `None` for tools
     /// without a file effect.
     pub revertible: Option<bool>,
+}
+
+/// The approval-needing calls of one model turn, decided together
+/// ([`crate::Store::changeset`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changeset {
+    /// The id (`cs_…`).
+    pub id: String,
+    /// The suspended task.
+    pub task_id: TaskId,
+    /// How many approvals it has.
+    pub size: u32,
+    /// How many of them still wait for a decision.
+    pub pending: u32,
+    /// When it was stored.
+    pub created_at: Timestamp,
+    /// Its approvals, in the model's order.
+    pub approvals: Vec<ApprovalRecord>,
 }
 
 /// A person's decision on a pending approval, applied by [`crate::Store::resolve`].

@@ -15,7 +15,7 @@ mod tasks;
 mod users;
 mod workers;
 
-pub use approvals::{NewApproval, Resolve};
+pub use approvals::{Changeset, NewApproval, Resolve};
 pub use audit::AuditFilter;
 pub use changes::{Before, ChangeRow, ChangeState, NewChange};
 pub use channels::{

@@ -7,10 +7,16 @@ use serde_json::json;
 
 use crate::{TestDb, approval_required, approve, checkpoint, new_approval, suspend_change};
 
-fn approval_required_for(id: &pp_types::ApprovalId) -> pp_types::Event {
+fn approval_required_for(approval: &pp_types::ApprovalRecord) -> pp_types::Event {
     let mut event = approval_required();
-    if let pp_types::EventKind::ApprovalRequired { approval_id, .. } = &mut event.kind {
-        *approval_id = Some(id.to_string());
+    if let pp_types::EventKind::ApprovalRequired {
+        approval_id,
+        changeset_id,
+        ..
+    } = &mut event.kind
+    {
+        *approval_id = Some(approval.id.to_string());
+        changeset_id.clone_from(&approval.changeset_id);
     }
     event
 }
@@ -36,15 +42,18 @@ async fn suspend_stores_the_checkpoint_and_resolve_resumes_the_task(db: TestDb) 
 
     let (approval, stored) = db
         .store
-        .suspend(&task.id, new_approval(), suspend_change())
+        .suspend(&task.id, vec![new_approval()], suspend_change())
         .await
+        .map(|(mut approvals, events)| (approvals.remove(0), events))
         .unwrap();
     assert!(approval.id.as_str().starts_with("a_"));
     assert_eq!(approval.state, ApprovalState::Pending);
     assert_eq!(approval.task_id, task.id);
     assert_eq!(stored.len(), 1);
     // The store names the new approval in the approval_required event.
-    assert_eq!(stored[0].event, approval_required_for(&approval.id));
+    assert!(approval.changeset_id.as_deref().unwrap().starts_with("cs_"));
+    assert_eq!(approval.call_id, "call_1");
+    assert_eq!(stored[0].event, approval_required_for(&approval));
     assert_eq!(db.store.task_events(&task.id, 0).await.unwrap(), stored);
 
     // The checkpoint survives the database (and a reopen) exactly.
@@ -122,7 +131,7 @@ async fn suspend_needs_a_running_task(db: TestDb) {
     let task = db.create("x").await;
     let error = db
         .store
-        .suspend(&task.id, new_approval(), suspend_change())
+        .suspend(&task.id, vec![new_approval()], suspend_change())
         .await
         .unwrap_err();
     assert!(matches!(
@@ -259,8 +268,9 @@ async fn approvals_list_newest_first_and_per_task_oldest_first(db: TestDb) {
     db.store.resolve(&first.id, approve()).await.unwrap();
     let (third, _) = db
         .store
-        .suspend(&task_a.id, new_approval(), suspend_change())
+        .suspend(&task_a.id, vec![new_approval()], suspend_change())
         .await
+        .map(|(mut approvals, events)| (approvals.remove(0), events))
         .unwrap();
 
     let all: Vec<_> = db
@@ -359,7 +369,7 @@ async fn reopen_approval_retries_an_interrupted_task_from_an_old_checkpoint(db: 
         .unwrap()
         .pop()
         .unwrap();
-    assert_eq!(last.event, approval_required_for(&reopened.id));
+    assert_eq!(last.event, approval_required_for(&reopened));
 
     // And it can be resolved like any other.
     let (_, running) = db.store.resolve(&reopened.id, approve()).await.unwrap();

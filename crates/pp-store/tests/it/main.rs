@@ -18,6 +18,7 @@ mod backend;
 mod approvals;
 mod audit;
 mod changes;
+mod changesets;
 mod channels;
 mod chat;
 mod concurrency;
@@ -64,8 +65,9 @@ impl TestDb {
             .unwrap();
         let (approval, _) = self
             .store
-            .suspend(&task.id, new_approval(), suspend_change())
+            .suspend(&task.id, vec![new_approval()], suspend_change())
             .await
+            .map(|(mut approvals, events)| (approvals.remove(0), events))
             .unwrap();
         (self.store.task(&task.id).await.unwrap(), approval)
     }
@@ -194,6 +196,8 @@ fn new_approval() -> NewApproval {
         target: Some("notes/summary.md".into()),
         arguments: checkpoint.pending.arguments.clone(),
         fingerprint: Some("absent".into()),
+        call_id: checkpoint.pending.call.id.clone(),
+        changeset_id: None,
         checkpoint,
         revertible: Some(true),
     }
@@ -205,6 +209,7 @@ fn approval_required() -> Event {
         1,
         EventKind::ApprovalRequired {
             approval_id: None,
+            changeset_id: None,
             call_id: "call_1".into(),
             name: "write_file".into(),
             capability: "file:write".into(),

@@ -23,7 +23,7 @@ pub(super) async fn decision(
     let approval = store.approvals_for_task(task).await.map(|approvals| {
         approvals
             .into_iter()
-            .find(|approval| approval.checkpoint.pending.call.id == call_id)
+            .find(|approval| approval.call_id == call_id)
     });
     let approval = match approval {
         Ok(Some(approval)) => approval,

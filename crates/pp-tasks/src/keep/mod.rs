@@ -78,13 +78,13 @@ pub(crate) async fn measure(
 pub(crate) async fn keep(
     settings: &TaskSettings,
     data_dir: Option<PathBuf>,
-    segment: &Segment,
+    registry: &pp_agent::ToolRegistry,
     approval: &ApprovalRecord,
     workspace_path: &str,
     arguments: &Value,
 ) -> Result<Kept> {
     let max_bytes = settings.revert.max_bytes;
-    let snapshots = match segment.registry.get(&approval.tool) {
+    let snapshots = match registry.get(&approval.tool) {
         Some(tool) => {
             let context = ToolContext::for_task(approval.task_id.as_str(), None);
             tool.snapshot(&context, arguments, max_bytes).await

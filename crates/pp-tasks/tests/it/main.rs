@@ -7,6 +7,7 @@
 )]
 
 mod changes;
+mod changesets;
 mod client;
 mod edited;
 mod file_ops;
