@@ -335,6 +335,8 @@ test("seen_fingerprint: a change after the card was drawn answers 409; the card 
     const page = await openTask(task, viewport);
     const card = cardIn(page, edit.id);
     if (name === "1400") {
+      // The card as read by itself (a list row has no diff): then the file changes.
+      await page.locator(`#decisions article.card[data-approval-id="${edit.id}"][data-read="full"]`).waitFor();
       await card.locator(".card-preview .diff-table").waitFor();
       assert.equal(await card.getAttribute("data-precheck"), "ready");
       // Someone edits the file while the person looks at the card.
@@ -539,6 +541,22 @@ test("a command's outcome: its exit code, and its output folded", async () => {
   await textMatches(output.locator("pre"), /two words/);
   await screenshot(page, "truth-command-outcome-1400.png");
   await page.close();
+
+  // A command that succeeds (edited in the raw JSON editor): "Ran …", then exit code 0
+  // from the call's result, and the output folded.
+  const second = await startTask("Run the check again");
+  const again = await advanceTo(second, "command");
+  const other = await openTask(second);
+  const card2 = cardIn(other, again.id);
+  await card2.getByRole("button", { name: "Edit arguments…" }).click();
+  await card2.locator("textarea.json-editor").fill(JSON.stringify({ command: "sh", args: ["-c", "echo all fine"] }));
+  await card2.getByRole("button", { name: "Approve edited call" }).click();
+  await textMatches(card2.locator(".outcome"), /^Ran/, 20000);
+  await textMatches(card2.locator(".command-exit"), /^Exit code 0/);
+  await textMatches(card2.locator(".edited-mark"), /Edited by operator before approving/);
+  await card2.locator(".command-result .outcome-output summary").click();
+  await textMatches(card2.locator(".command-result .outcome-output pre"), /all fine/);
+  await other.close();
 });
 
 test("the card modules build their DOM without innerHTML", () => {

@@ -752,7 +752,12 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
       return;
     }
     const text = result.type === "tool_result" ? (typeof result.content === "string" ? result.content : prettyJson(result.content)) : String(result.message || "");
-    const [headline, rest] = splitOutcome(text.replace(/^Failed: /, ""));
+    // The result may start with a note ("[the person edited this call …]"): the headline
+    // is the line that says how the command ended.
+    const lines = text.replace(/^Failed: /, "").split("\n");
+    const at = Math.max(0, lines.findIndex((line) => /^(exit code|killed)/.test(line)));
+    const headline = lines[at];
+    const rest = lines.slice(at + 1).join("\n");
     const exit = /exit code (-?\d+)/.exec(headline);
     outcomeLine.append(
       h(
@@ -1204,6 +1209,9 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   drawActions(view);
   drawPreview(view);
   drawnKey = precheckKey(precheckOf(view)) + ("current" in view ? "+full" : "");
+  if ("current" in view) {
+    element.dataset.read = "full";
+  }
 
   function isPending() {
     return !resolvedHere && current.state === "pending";
@@ -1212,6 +1220,10 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
   function update(fresh) {
     if (fresh.state === "pending") {
       current = fresh;
+      if ("current" in fresh) {
+        // Drawn from the card itself (not a list row): the precheck has its diff.
+        element.dataset.read = "full";
+      }
       const key = precheckKey(precheckOf(fresh)) + ("current" in fresh ? "+full" : "");
       if (key !== drawnKey) {
         drawnKey = key;
@@ -1269,10 +1281,32 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
 }
 
 /**
+ * A page focuses its heading once it is on screen (app.js), which may be after its cards
+ * appeared: then the first pending card takes the focus back.
+ */
+let headingWatch = false;
+function watchHeadingFocus() {
+  if (headingWatch) {
+    return;
+  }
+  headingWatch = true;
+  document.addEventListener("focusin", (event) => {
+    const target = event.target;
+    if (target instanceof HTMLElement && target.matches("#view h1[tabindex='-1']")) {
+      const first = document.querySelector('main article.card[data-state="pending"]');
+      if (first) {
+        requestAnimationFrame(() => claimFocus(first));
+      }
+    }
+  });
+}
+
+/**
  * Moves the focus to the first pending card of the page when the focus is nowhere in
  * particular (the page, its main region, or the page heading a navigation focused).
  */
 function claimFocus(element) {
+  watchHeadingFocus();
   if (!element.isConnected) {
     return;
   }
