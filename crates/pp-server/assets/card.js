@@ -1311,15 +1311,22 @@ function claimFocus(element) {
     return;
   }
   const active = document.activeElement;
+  if (active && active.matches("[data-focus-heading]")) {
+    // A decision just moved the focus to a card list's heading: that list gives it to
+    // its next card itself (decisions.js), not to an inline copy elsewhere on the page.
+    return;
+  }
   const idle =
     !active ||
     active === document.body ||
     active.id === "view" ||
-    (active.matches("h1[tabindex='-1'], [data-focus-heading]") && !active.closest("article.card"));
+    (active.matches("h1[tabindex='-1']") && !active.closest("article.card"));
   if (!idle) {
     return;
   }
-  const first = [...document.querySelectorAll('main article.card[data-state="pending"]')].find((card) => card.offsetParent !== null);
+  // A card list (the decisions panel, the inbox) before an inline copy in a timeline.
+  const visible = (selector) => [...document.querySelectorAll(selector)].find((card) => card.offsetParent !== null);
+  const first = visible('main [data-card-list] article.card[data-state="pending"]') || visible('main article.card[data-state="pending"]');
   if (first) {
     cardFor(first)?.guardKeys();
     first.focus({ preventScroll: true });
