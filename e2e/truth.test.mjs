@@ -353,6 +353,10 @@ test("seen_fingerprint: a change after the card was drawn answers 409; the card 
       assert.equal(await card.getAttribute("data-state"), "pending");
       assert.equal(await card.getAttribute("data-precheck"), "changed");
       await textMatches(card.locator(".card-preview .diff-table"), /Water the roses/);
+      // The inline copy of the same card in the timeline shows the same, not the old diff.
+      const copy = page.locator(`.timeline article.card[data-approval-id="${edit.id}"]`);
+      await textMatches(copy.locator(".card-preview .diff-table"), /Water the roses/);
+      assert.equal(await copy.getAttribute("data-precheck"), "changed");
       await screenshot(page, "truth-changed-while-looking-1400.png");
       // Decide again: it runs against the file as it is now.
       await card.getByRole("button", { name: "Approve against the file as it is now" }).click();

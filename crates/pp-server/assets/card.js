@@ -284,6 +284,13 @@ export const KEY_GUARD_MS = 700;
 /** Cards on the page by element, for the keyboard (keys.js). */
 const CARDS = new WeakMap();
 
+/**
+ * Every card on the page by approval id: a card that learns the target's new state (a
+ * 409 redraw, a fresh read) passes it to the other copies of the same approval (the task
+ * page shows a card in its panel and inline in the timeline), so no copy shows an old diff.
+ */
+const COPIES = new Map();
+
 /** The card API of an `article.card` element (undefined for anything else). */
 export function cardFor(element) {
   return CARDS.get(element);
@@ -1230,6 +1237,11 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
         drawHead(fresh);
         drawActions(fresh);
         drawPreview(fresh);
+        for (const copy of COPIES.get(id) || []) {
+          if (copy !== api_ && copy.element.isConnected && copy.isPending()) {
+            copy.update(fresh);
+          }
+        }
       }
       return;
     }
@@ -1257,9 +1269,21 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     dispose() {
       follower?.stop();
       recheck.cancel();
+      COPIES.get(id)?.delete(api_);
     },
   };
   CARDS.set(element, api_);
+  if (!COPIES.has(id)) {
+    COPIES.set(id, new Set());
+  }
+  const copies = COPIES.get(id);
+  for (const copy of [...copies]) {
+    if (!copy.element.isConnected) {
+      // A card of a page left without dispose: forget it.
+      copies.delete(copy);
+    }
+  }
+  copies.add(api_);
 
   if (view.state !== "pending") {
     // Shown already decided (the inbox's other filters, chat history): follow only a
