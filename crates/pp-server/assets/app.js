@@ -1,7 +1,7 @@
 // The PocketPilot console: the shell (navigation, login page, live approval count) and
 // the hash router. Each page lives in its own module and renders into <main>.
 //
-// Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/files, #/preview?path=,
+// Routes: #/tasks, #/tasks/ID, #/approvals, #/approvals/ID, #/changesets/ID, #/files, #/preview?path=,
 // #/audit, #/chat, #/chat/ID, #/skills, #/skills/NAME, #/memory, #/mcp, #/schedules,
 // #/channels.
 // No inline scripts or styles anywhere: the Content-Security-Policy forbids them.
@@ -11,6 +11,7 @@ import { debounce, h, replace } from "./dom.js";
 import { renderTaskList } from "./tasks.js";
 import { renderTask } from "./taskpage.js";
 import { renderInbox, renderApproval } from "./approvals.js";
+import { renderChangeset } from "./changeset.js";
 import { renderFiles } from "./files.js";
 import { renderPreview } from "./preview.js";
 import { renderAudit } from "./audit.js";
@@ -45,6 +46,7 @@ const ROUTES = [
   { pattern: /^\/tasks\/([^/?]+)$/, name: "tasks", render: renderTask },
   { pattern: /^\/approvals\/?$/, name: "approvals", render: renderInbox },
   { pattern: /^\/approvals\/([^/?]+)$/, name: "approvals", render: renderApproval },
+  { pattern: /^\/changesets\/([^/?]+)$/, name: "approvals", render: renderChangeset },
   { pattern: /^\/files\/?$/, name: "files", render: renderFiles },
   { pattern: /^\/preview\/?$/, name: "files", render: renderPreview },
   { pattern: /^\/audit\/?$/, name: "audit", render: renderAudit },

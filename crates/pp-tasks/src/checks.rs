@@ -134,11 +134,9 @@ async fn stale_check(
     };
     if let (Moment::Decision { .. }, Some(tool), Some(_), Some(now)) =
         (moment, tool, edited, now.as_ref())
+        && !same_target(tool.as_ref(), approval, now, context).await
     {
-        let original = tool.target_state(context, &approval.arguments).await;
-        if original.is_none_or(|original| original.identity != now.identity) {
-            return Ok(Some(now.fingerprint.clone()));
-        }
+        return Ok(Some(now.fingerprint.clone()));
     }
     if now.as_ref().is_some_and(|now| &now.fingerprint == shown) {
         return Ok(None);
@@ -147,6 +145,20 @@ async fn stale_check(
         "not run: `{target}` changed after the approval was requested, so the person \
          approved a version they never saw; read it again and ask again if still needed"
     )))
+}
+
+/// Whether `now` (the target state of an edit of `approval`'s call) is the state of the
+/// target the call designated as asked: an edit that points the call elsewhere has
+/// nothing to compare with the fingerprint the card first showed.
+pub(crate) async fn same_target(
+    tool: &dyn pp_agent::Tool,
+    approval: &ApprovalRecord,
+    now: &pp_types::TargetState,
+    context: &ToolContext,
+) -> bool {
+    tool.target_state(context, &approval.arguments)
+        .await
+        .is_some_and(|original| original.identity == now.identity)
 }
 
 /// The target of a call for the audit ledger, as the tool names it.

@@ -10,7 +10,7 @@ use pp_types::{ApprovalId, ApprovalRecord, ApprovalState, EffectPreview, EffectS
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::checks::{Refusal, validate_edit};
+use crate::checks::{Refusal, same_target, validate_edit};
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 use crate::service::TaskService;
@@ -71,11 +71,11 @@ pub struct Precheck {
 }
 
 impl Precheck {
-    /// A precheck that cannot be made (here, or for this caller), with why.
-    pub fn unavailable(message: String) -> Self {
+    /// A precheck with only a status and why: nothing about the target is known.
+    fn bare(status: PrecheckStatus, message: Option<String>) -> Self {
         Self {
-            status: PrecheckStatus::Unavailable,
-            message: Some(message),
+            status,
+            message,
             fingerprint: None,
             diff: None,
             content: None,
@@ -86,21 +86,22 @@ impl Precheck {
         }
     }
 
+    /// A precheck that cannot be made (here, or for this caller), with why.
+    pub fn unavailable(message: String) -> Self {
+        Self::bare(PrecheckStatus::Unavailable, Some(message))
+    }
+
+    /// A call that cannot apply, with why (nothing about the target is known).
+    fn will_fail(message: String) -> Self {
+        Self::bare(PrecheckStatus::WillFail, Some(message))
+    }
+
     /// The row form for the inbox list: everything but the diff and the content.
     pub fn summary(mut self) -> Self {
         self.diff = None;
         self.content = None;
         self
     }
-}
-
-/// What the precheck compares with: the fingerprint the card first showed, when the
-/// checked arguments still designate the same target.
-enum Baseline<'a> {
-    /// Compare with this fingerprint.
-    Shown(&'a str),
-    /// Nothing to compare with (an edit that points elsewhere, a card without one).
-    None,
 }
 
 /// Prechecks `arguments` (the call's, or a person's edit of them) of `approval` with
@@ -113,41 +114,31 @@ pub(crate) async fn precheck_call(
 ) -> Option<Precheck> {
     let Some(tool) = segment.registry.get(&approval.tool) else {
         // Approving could only end "not run": say so on the card.
-        return Some(Precheck {
-            status: PrecheckStatus::WillFail,
-            message: Some(format!(
-                "the tool `{}` is not available any more (was its MCP server removed from \
-                 the config?); approving cannot run it",
-                approval.tool
-            )),
-            ..Precheck::unavailable(String::new())
-        });
+        return Some(Precheck::will_fail(format!(
+            "the tool `{}` is not available any more (was its MCP server removed from the \
+             config?); approving cannot run it",
+            approval.tool
+        )));
     };
     let tool = tool.as_ref();
     let (state, preview) = consistent_read(tool, arguments, context).await?;
-    let baseline = match approval.fingerprint.as_deref() {
-        None => Baseline::None,
-        Some(shown) if arguments == &approval.arguments => Baseline::Shown(shown),
-        Some(shown) => match tool.target_state(context, &approval.arguments).await {
-            Some(original) if original.identity == state.identity => Baseline::Shown(shown),
-            _ => Baseline::None,
-        },
+    // Compared with the fingerprint the card first showed, when the checked arguments
+    // still designate the same target (an edit pointing elsewhere has nothing to compare).
+    let changed = match approval.fingerprint.as_deref() {
+        None => false,
+        Some(shown) if arguments == &approval.arguments => shown != state.fingerprint,
+        Some(shown) => {
+            same_target(tool, approval, &state, context).await && shown != state.fingerprint
+        }
     };
-    let changed = matches!(baseline, Baseline::Shown(shown) if shown != state.fingerprint);
+    let status = if changed {
+        PrecheckStatus::Changed
+    } else {
+        PrecheckStatus::Ready
+    };
     let mut precheck = Precheck {
-        status: if changed {
-            PrecheckStatus::Changed
-        } else {
-            PrecheckStatus::Ready
-        },
-        message: None,
         fingerprint: Some(state.fingerprint),
-        diff: None,
-        content: None,
-        label: None,
-        scope: None,
-        added: None,
-        removed: None,
+        ..Precheck::bare(status, None)
     };
     let Some(preview) = preview else {
         precheck.message = Some("what the call would change cannot be described now".into());

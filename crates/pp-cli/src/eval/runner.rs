@@ -175,15 +175,28 @@ async fn execute(case: &Case, workspace: &Path, outside: &Path) -> anyhow::Resul
 
     let mut approvals = case.approvals.iter();
     while let Outcome::Suspended(checkpoint) = outcome {
-        let Some(entry) = approvals.next() else {
+        // One decision per call of the changeset, in the model's order, as the service
+        // asks for them; a case that runs out of decisions ends waiting.
+        let ids: Vec<String> = checkpoint
+            .pending_ids()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let mut decisions = Vec::with_capacity(ids.len());
+        for id in ids {
+            match approvals.next() {
+                Some(entry) => decisions.push((id, resolution(entry, outside)?)),
+                None => break,
+            }
+        }
+        if decisions.len() < checkpoint.pending_ids().len() {
             outcome = Outcome::Suspended(checkpoint);
             break;
-        };
-        let resolution = resolution(entry, outside)?;
+        }
         // Every resume gets a fresh jail, tools and gate.
         let segment = build_segment(workspace, &toolbox).await?;
         let agent = Agent::new(&model, &segment.registry, &segment.gate, &log).with_limits(limits);
-        outcome = match agent.resume(*checkpoint, resolution).await {
+        outcome = match agent.resume_all(*checkpoint, decisions).await {
             Ok(outcome) => outcome,
             Err(ResumeError::InvalidEdit { checkpoint, .. }) => Outcome::Suspended(checkpoint),
             Err(error) => return Err(error.into()),
