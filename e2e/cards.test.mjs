@@ -271,6 +271,55 @@ test("390 px and 1400 px (and dark mode): the fixture cards and change rows fit,
   await dark.close();
 });
 
+test("an MCP write over an existing file: the precheck's label and diff, never “New file content”", async () => {
+  const mcp = { server: "files", tool: "write_file", action: "write" };
+  const views = [
+    // The request looked like a new file; the precheck says the file exists: its diff.
+    fixture("ap_mcp_diff", "mcp__files__write_file", "file:write", {
+      target: "notes/plan.md",
+      mcp,
+      scope: "new_file",
+      added: 2,
+      content: "# Plan\nShip it\n",
+      arguments: { path: "notes/plan.md", content: "# Plan\nShip it\n" },
+      precheck: { status: "ready", message: null, fingerprint: "fp1", diff: "@@ -1,2 +1,2 @@\n # Plan\n-Draft\n+Ship it\n", label: "overwrite", scope: "replaces_whole_file", added: 1, removed: 1 },
+      current: { changed: false, diff: null },
+    }),
+    // No diff possible: still named as replacing the existing file.
+    fixture("ap_mcp_nodiff", "mcp__files__write_file", "file:write", {
+      target: "notes/plan.md",
+      mcp,
+      scope: "new_file",
+      content: "# Plan\n",
+      arguments: { path: "notes/plan.md", content: "# Plan\n" },
+      precheck: { status: "ready", message: null, fingerprint: "fp2", diff: null, label: "overwrite" },
+      current: { changed: false, diff: null },
+    }),
+  ];
+  const page = await app.context.newPage();
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(app.server.base + "/#/approvals");
+  await page.locator("#view .page").first().waitFor();
+  await page.evaluate(async (list) => {
+    const { approvalCard } = await import("/assets/card.js");
+    const section = document.createElement("section");
+    section.setAttribute("aria-label", "fixture cards");
+    for (const view of list) {
+      section.append(approvalCard(view, { linkToTask: false }).element);
+    }
+    document.querySelector("#view .page").prepend(section);
+  }, views);
+  const withDiff = card(page, "ap_mcp_diff");
+  assert.equal(await withDiff.locator(".card-preview h3").textContent(), "What changes on disk");
+  assert.equal(await withDiff.locator(".badge.scope-replaces_whole_file").textContent(), "replaces whole file +1 −1");
+  assert.doesNotMatch(await withDiff.textContent(), /New file content|new file \+/);
+  const noDiff = card(page, "ap_mcp_nodiff");
+  assert.match(await noDiff.locator(".card-preview h3").textContent(), /replaces the existing file/);
+  assert.doesNotMatch(await noDiff.textContent(), /New file content/);
+  assert.deepEqual(await axeViolations(page), []);
+  await page.close();
+});
+
 test("the new console modules build their DOM without innerHTML", () => {
   for (const file of ["card.js", "effects.js", "changes.js"]) {
     const source = fs.readFileSync(path.join(ROOT, "crates/pp-server/assets", file), "utf8");

@@ -82,6 +82,14 @@ test("chat: start a session, a turn waits for approval, approve inline, see the 
   await screenshot(page, "chat-waiting.png");
   await card.locator("button.approve").click();
   await textMatches(card.locator(".outcome"), /^(Approved — running…|Written|Done)/);
+  // Decided, the card folds to its outcome line (one message must not make a long page),
+  // with a control to unfold it.
+  await eventually("the decided card folds", () => card.evaluate((element) => element.classList.contains("collapsed")));
+  const foldedHeight = (await card.boundingBox()).height;
+  assert.ok(foldedHeight < 260, `the folded card is short (${foldedHeight}px)`);
+  await card.getByRole("button", { name: "Show details" }).click();
+  assert.ok((await card.locator(".card-body").isVisible()) && (await card.boundingBox()).height > foldedHeight);
+  await card.getByRole("button", { name: "Hide details" }).click();
   await textMatches(turn.locator(".bubble-model"), new RegExp(ANSWER));
   await eventually("the send box to open again", async () => !(await page.locator("#chat-message").isDisabled()));
   assert.equal(fs.readFileSync(path.join(tree.workspace, "notes.txt"), "utf8"), PROPOSED);

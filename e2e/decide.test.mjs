@@ -1,6 +1,6 @@
 // End-to-end tests of deciding in the console (issue 11): the one approval card with
 // size badges, review-grade diffs, truthful outcomes (the stale scenario), structured
-// edits with a live re-diff, the decisions panel of a task page, keyboard decisions,
+// edits with a live re-diff (the server's, issue 27), the decisions panel of a task page, keyboard decisions,
 // notifications, 390 px and axe-core. Run with `node --test decide.test.mjs` after
 // `cargo build -p pp-cli`. Screenshots land in target/e2e-screenshots/decide-*.png.
 
@@ -152,7 +152,7 @@ test("diff: a deleted `--` line and an added `++` line are a deletion and an add
   await cancelTask(task);
 });
 
-test("stale: the file changes after the request; the card warns, and approving ends “Not run — the file changed since you saw it”", async () => {
+test("stale: a card drawn after the file changed says so and, approved, runs against the file as it is now; a change after the card was drawn answers 409 and redraws it", async () => {
   fs.writeFileSync(todoPath(), TODO);
   const task = await startTask("Update my todo list");
   const view = await pendingFor(task, "edit_file");
@@ -162,16 +162,27 @@ test("stale: the file changes after the request; the card warns, and approving e
   const card = page.locator(`article.card[data-approval-id="${view.id}"]`);
   await card.waitFor();
   const fresh = await approvalView(view.id);
-  assert.equal(fresh.current.changed, true, "the server saw the change");
-  await textMatches(card.locator(".current-warning"), /This file changed since the request — diff against the current file shown/);
+  assert.equal(fresh.precheck.status, "changed", "the server saw the change");
+  await textMatches(card.locator(".current-warning"), /The file changed since the agent asked/);
   // The diff shown is the one against the file as it is now ("oat milk" is context).
+  await textMatches(card.locator(".card-preview h3"), /^What changes against the file as it is now$/);
   await textMatches(card.locator(".diff-table"), /Buy oat milk/);
   await screenshot(page, "decide-stale-warning.png");
-  await card.getByRole("button", { name: "Approve", exact: true }).click();
-  await textMatches(card.locator(".outcome"), /Not run — the file changed since you saw it/);
-  assert.notEqual(await card.locator(".outcome").getAttribute("class"), null);
-  assert.doesNotMatch(await card.textContent(), /You approved this call/);
-  assert.equal(fs.readFileSync(todoPath(), "utf8"), TODO.replace("Buy milk", "Buy oat milk"), "nothing was written");
+  // Then it changes again while the person looks: the approve answers 409, nothing runs,
+  // and the card shows the file as it is now.
+  fs.writeFileSync(todoPath(), TODO.replace("Buy milk", "Buy soy milk"));
+  await card.getByRole("button", { name: "Approve against the file as it is now" }).click();
+  await textMatches(card.locator(".card-status"), /The file changed while you were looking — here is how it is now/);
+  await textMatches(card.locator(".diff-table"), /Buy soy milk/);
+  assert.equal(await card.getAttribute("data-state"), "pending");
+  assert.equal(fs.readFileSync(todoPath(), "utf8"), TODO.replace("Buy milk", "Buy soy milk"), "nothing was written");
+  // Approved after seeing the current state, the call runs against it.
+  await card.getByRole("button", { name: "Approve against the file as it is now" }).click();
+  await textMatches(card.locator(".outcome"), /^Edited notes\/todo\.md/, 20000);
+  assert.doesNotMatch(await card.textContent(), /You approved this call|Not run/);
+  const written = fs.readFileSync(todoPath(), "utf8");
+  assert.match(written, /Buy soy milk/);
+  assert.match(written, /\+\+ new note/);
   await page.close();
   await cancelTask(task);
 });
@@ -198,7 +209,7 @@ test("decisions panel on the task page: approve inline, the outcome is what was 
   await next.first().waitFor();
   await textMatches(next.first().locator(".card-title"), /write_file/);
   await eventually("the new card has the focus", () => page.evaluate(() => document.activeElement?.matches('#decisions article.card[data-state="pending"]')));
-  await textMatches(next.first().locator("h3"), /New file content \(12 lines\)/);
+  await textMatches(next.first().locator(".card-preview h3"), /New file content \(12 lines\)/);
   // The whole new content is on screen (no collapsed "Content (12 lines…)").
   assert.equal(await next.first().locator(".diff-row.diff-add").count(), 12);
   assert.equal(await next.first().locator("details.long").count(), 0);
@@ -226,6 +237,8 @@ test("keyboard only: e edits with a live re-diff, Esc closes, a approves, r reje
     await page.keyboard.press("j");
   }
   assert.equal(await page.evaluate(() => document.activeElement.dataset.approvalId), view.id);
+  // Decision keys wait 700 ms after a card appears or gets the focus (type-ahead).
+  await page.waitForTimeout(800);
   await page.keyboard.press("e");
   await card.locator(".edit-panel").waitFor();
   // The structured editor: the focus is in the new text; typing (an `a` included)
@@ -234,7 +247,8 @@ test("keyboard only: e edits with a live re-diff, Esc closes, a approves, r reje
   assert.equal(await newText.evaluate((element) => element === document.activeElement), true);
   await page.keyboard.press("Control+a");
   await page.keyboard.type("- [x] Call Bob\n++ newer note a\n");
-  await textMatches(card.locator(".rediff .rediff-summary"), /\+2 −2 lines/);
+  // The re-diff is the server's (POST …/precheck): against the file as it is now.
+  await textMatches(card.locator(".rediff .rediff-summary"), /^Against the file as it is now: \+2 −2 lines\.$/);
   const added = await card.locator(".rediff .diff-row.diff-add .diff-code").allTextContents();
   assert.ok(added.includes("+++ newer note a"), JSON.stringify(added));
   assert.equal(await card.locator(".edit-panel").isVisible(), true, "typing an `a` in a field approves nothing");
@@ -252,6 +266,7 @@ test("keyboard only: e edits with a live re-diff, Esc closes, a approves, r reje
     page.evaluate(() => document.activeElement?.matches('article.card[data-state="pending"], [data-focus-heading]')),
   );
   await second.focus();
+  await page.waitForTimeout(800);
   await page.keyboard.press("r");
   await page.keyboard.type("Not now");
   await page.keyboard.press("Enter");
@@ -276,7 +291,7 @@ test("structured edit: path and content fields, live re-diff, a refusal that goe
   const content = card.locator('textarea[data-arg="content"]');
   assert.equal(await content.inputValue(), REPORT);
   await content.fill("# Summary\n\nAll done.\n");
-  await textMatches(card.locator(".rediff .rediff-summary"), /Against an empty \(new\) file: \+3 −0 lines/);
+  await textMatches(card.locator(".rediff .rediff-summary"), /^Creates a new file: \+3 lines\.$/);
   // An escape out of the workspace: the server refuses, the error is shown…
   await pathField.fill("../outside.md");
   await card.getByRole("button", { name: "Approve edited call" }).click();

@@ -1,7 +1,13 @@
 // Keyboard decisions on any page with approval cards: a approve, r reject, e edit,
 // Esc close the open panel, j / k next / previous card. Keys act on the card that has
 // the focus (or holds it), else on the first pending card; they are off while typing in
-// a field (except Esc). A "Skip to decisions" link leads to the first pending card.
+// a field (except Esc). A "Skip to decisions" link leads to the first pending card; it
+// is the page's first Tab stop (index.html has it first in <body>).
+//
+// Type-ahead (issue 27): a decision key (a, r, e) does nothing for 700 ms after the card
+// it would act on appeared, changed (a redraw, a new precheck) or got the focus after
+// the previous decision: a second `a` pressed right after a new card appeared must not
+// approve a card the person has not seen.
 
 import { h } from "./dom.js";
 import { cardFor, announce } from "./card.js";
@@ -33,6 +39,7 @@ function focusedCard() {
 export function focusFirstDecision() {
   const first = pendingCards()[0];
   if (first) {
+    cardFor(first)?.guardKeys();
     first.focus();
     first.scrollIntoView({ block: "start" });
   } else {
@@ -41,13 +48,15 @@ export function focusFirstDecision() {
 }
 
 export function installKeys() {
-  const skip = h("a", { href: "#decisions", class: "skip-link", text: "Skip to decisions" });
+  const skip = document.querySelector("a.skip-link") || h("a", { href: "#decisions", class: "skip-link", text: "Skip to decisions" });
   skip.addEventListener("click", (event) => {
     // The hash is the router's: focus instead of navigating.
     event.preventDefault();
     focusFirstDecision();
   });
-  document.body.prepend(skip);
+  if (document.body.firstElementChild !== skip) {
+    document.body.prepend(skip);
+  }
 
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) {
@@ -77,6 +86,9 @@ export function installKeys() {
       event.preventDefault();
       const at = own ? cards.indexOf(own) : -1;
       const next = key === "j" ? cards[Math.min(cards.length - 1, at + 1)] : cards[Math.max(0, at === -1 ? 0 : at - 1)];
+      if (next !== own) {
+        cardFor(next)?.guardKeys();
+      }
       next.focus();
       next.scrollIntoView({ block: "nearest" });
       return;
@@ -89,6 +101,10 @@ export function installKeys() {
       return;
     }
     event.preventDefault();
+    if (!card.keysReady()) {
+      announce("Not done: this card just appeared or changed. Look at it, then press the key again.");
+      return;
+    }
     if (key === "a") {
       card.approve();
     } else if (key === "r") {

@@ -208,8 +208,8 @@ export function renderTask(container, id, context) {
   replace(
     container,
     header,
-    h("div", { class: "toolbar" }, actions, status),
     decisionsSlot,
+    h("div", { class: "toolbar" }, actions, status),
     h(
       "section",
       { class: "panel", "aria-labelledby": "timeline-title" },

@@ -8,6 +8,7 @@ import { resolvesTo, visibleCode } from "./visible.js";
 import { argumentsList, argumentsSummary } from "./format.js";
 import { api } from "./api.js";
 import { labelWords } from "./effects.js";
+import { renderDiffView, renderNewContent } from "./diff.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
@@ -26,6 +27,31 @@ function row(stored, kind, title, ...body) {
       h("span", { class: "event-meta" }, `step ${stored.step + 1} · `, timeElement(stored.at, true)),
     ),
     body.length ? h("div", { class: "event-body" }, body) : null,
+  );
+}
+
+/**
+ * What ran, for an approval approved with edited arguments (issue 27): the
+ * `approval_resolved` event carries `arguments` (what ran), `preview` (its effect) and
+ * `edited_by`. The call's first line still shows the model's request; this is the call
+ * that ran. Null for an unedited decision.
+ */
+function ranPart(stored) {
+  if (stored.decision !== "approved" || !(stored.edited || stored.arguments)) {
+    return null;
+  }
+  const preview = stored.preview || {};
+  const by = stored.edited_by || "the approver";
+  return h(
+    "div",
+    { class: "ran-edited" },
+    h("p", { class: "edited-mark" }, `What ran — edited by ${by} before approving`, preview.target ? [": ", visibleCode(preview.target, "target")] : null),
+    stored.arguments ? argumentsList(stored.arguments) : null,
+    typeof preview.diff === "string" && preview.diff
+      ? renderDiffView({ text: preview.diff }, { label: "diff of the call that ran", toggle: false })
+      : typeof preview.content === "string"
+        ? renderNewContent(preview.content, "content of the call that ran")
+        : null,
   );
 }
 
@@ -115,6 +141,7 @@ export function eventRow(stored) {
         "resolved-" + decision,
         words[decision] || `Resolved: ${decision}`,
         stored.reason ? h("p", {}, "Reason: ", h("q", { text: stored.reason })) : null,
+        ranPart(stored),
       );
     }
     case "approval_edit_rejected":
@@ -341,6 +368,7 @@ export function compactTimeline({ approvalCard, onChange = () => {}, onResolved 
             "resolved",
             h("p", { class: "resolution resolved-" + stored.decision, text: words[stored.decision] || `Resolved: ${stored.decision}` }),
             stored.reason ? h("p", {}, "Reason: ", h("q", { text: stored.reason })) : null,
+            ranPart(stored),
           ),
         );
         setStatus(line, stored.decision === "approved" ? "approved" : stored.decision);
