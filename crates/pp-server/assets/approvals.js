@@ -117,7 +117,10 @@ function inboxRow(view, { onResolved }) {
     toggle.setAttribute("aria-expanded", "true");
     slot.hidden = false;
     element.classList.add("open");
-    if (card || loading) {
+    if (card) {
+      return card;
+    }
+    if (loading) {
       return loading;
     }
     replace(slot, h("p", { class: "muted small", text: "Loading the card…" }));
@@ -126,9 +129,9 @@ function inboxRow(view, { onResolved }) {
         const full = await api("/api/approvals/" + encodeURIComponent(view.id));
         card = approvalCard(full, {
           onResolved: () => onResolved(row),
-          focusNext: false,
         });
         replace(slot, card.element);
+        return card;
       } catch (error) {
         replace(slot, notice("error", error.status === 404 ? "This approval is gone." : "Cannot load the card: " + error.message));
       } finally {
@@ -200,7 +203,7 @@ export function renderInbox(container, _id, context) {
   select.addEventListener("change", () => {
     location.hash = hashLink("/approvals", { state: select.value === "pending" ? "" : select.value });
   });
-  const list = h("div", { class: "inbox", "data-inbox": "" }, h("p", { class: "muted placeholder", text: "Loading approvals…" }));
+  const list = h("div", { class: "inbox", "data-inbox": "", "data-card-list": "" }, h("p", { class: "muted placeholder", text: "Loading approvals…" }));
   const summary = h("p", { class: "muted inbox-summary", role: "status" });
   /** Rows on screen by approval id. */
   const rows = new Map();
@@ -209,8 +212,11 @@ export function renderInbox(container, _id, context) {
 
   const pendingRows = () => [...rows.values()].filter((row) => row.isPending());
 
-  /** Opens the first pending row when no pending card is open (the triage flow). */
-  const openNext = () => {
+  /**
+   * Opens the first pending row when no pending card is open (the triage flow); with
+   * `focus`, its card takes the focus unless the person has moved it somewhere else.
+   */
+  const openNext = async (focus = false) => {
     if (filter !== "pending") {
       return;
     }
@@ -220,7 +226,15 @@ export function renderInbox(container, _id, context) {
     }
     const ordered = [...list.querySelectorAll(".inbox-row")].map((element) => rows.get(element.dataset.approvalId));
     const next = ordered.find((row) => row && row.isPending() && !row.isOpen());
-    next?.open();
+    if (!next) {
+      return;
+    }
+    const card = await next.open();
+    const active = document.activeElement;
+    const idle = !active || active === document.body || active.matches("[data-focus-heading], article.card:not([data-state='pending'])");
+    if (focus && card && idle && card.element.isConnected) {
+      card.element.focus();
+    }
   };
 
   const setSummary = () => {
@@ -314,9 +328,7 @@ export function renderInbox(container, _id, context) {
             onResolved: () => {
               context.refreshCount();
               setSummary();
-              if (!touched || filter === "pending") {
-                openNext();
-              }
+              openNext(true);
             },
           }),
         );
@@ -365,7 +377,7 @@ export function renderInbox(container, _id, context) {
     }
     setSummary();
     if (!touched) {
-      openNext();
+      openNext(true);
     }
   };
   const reload = debounce(load, 150);
