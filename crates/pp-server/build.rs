@@ -68,8 +68,10 @@ fn etag(bytes: &[u8]) -> String {
 /// `bytes` gzip-compressed at the best level (once per build, so the time is spent here
 /// and never per request).
 fn gzip(bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut encoder =
-        flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 3), flate2::Compression::best());
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 3),
+        flate2::Compression::best(),
+    );
     encoder.write_all(bytes).ok()?;
     encoder.finish().ok()
 }
