@@ -209,6 +209,8 @@ export function renderInbox(container, _id, context) {
   const rows = new Map();
   /** Whether the person opened or closed a row (then nothing opens by itself on load). */
   let touched = false;
+  /** The layout on screen (task, changeset and approval ids in order). */
+  let laidOut = "";
 
   const pendingRows = () => [...rows.values()].filter((row) => row.isPending());
 
@@ -305,7 +307,7 @@ export function renderInbox(container, _id, context) {
     return sections;
   };
 
-  const load = async () => {
+  const loadOnce = async () => {
     let data;
     try {
       data = await api("/api/approvals" + query({ state: filter, limit: 200 }));
@@ -362,8 +364,8 @@ export function renderInbox(container, _id, context) {
     }
     // Groups ordered by their newest request, newest first (the list's own order).
     shown.sort((a, b) => String(b.created_at).localeCompare(String(a.created_at)));
-    const sections = layout(shown);
-    if (sections.length === 0) {
+    if (shown.length === 0) {
+      laidOut = "";
       replace(
         list,
         h("p", {
@@ -372,12 +374,41 @@ export function renderInbox(container, _id, context) {
         }),
       );
     } else {
-      // Moving an element keeps its state (an open card, its focus, a half-typed edit).
-      replace(list, sections);
+      // Lay the rows out again only when the layout changed: moving an element out of the
+      // page and back takes its focus (a half-typed reason, a focused card).
+      const signature = shown.map((view) => `${view.task_id}/${view.changeset_id || ""}/${view.id}`).join(",");
+      if (signature !== laidOut || !list.querySelector(".inbox-group")) {
+        laidOut = signature;
+        const active = document.activeElement;
+        const inside = active instanceof HTMLElement && list.contains(active) ? active : null;
+        replace(list, layout(shown));
+        if (inside && inside.isConnected && document.activeElement !== inside) {
+          inside.focus({ preventScroll: true });
+        }
+      }
     }
     setSummary();
     if (!touched) {
       openNext(true);
+    }
+  };
+  /** One read at a time: a read asked for meanwhile runs once the current one is done. */
+  let busy = false;
+  let again = false;
+  const load = async () => {
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    try {
+      await loadOnce();
+    } finally {
+      busy = false;
+      if (again) {
+        again = false;
+        load();
+      }
     }
   };
   const reload = debounce(load, 150);
