@@ -1,7 +1,8 @@
 // End-to-end test of the console's channels page: create a channel (its secret shown
 // once, with a copy button), deliver with the CLI's `channels test`, see the delivery in
-// the log, approve the write it asks for from the approvals badge (nothing on disk
-// before), disable, rotate and remove; accessible (axe-core) and usable at 390 px.
+// the log appear live (no reload: accepted ones through the event stream, refused ones
+// through the polling), approve the write it asks for from the approvals badge (nothing
+// on disk before), disable, rotate and remove; accessible (axe-core) and usable at 390 px.
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -81,8 +82,7 @@ test("channels: create with the secret once, deliver with the CLI, see it, appro
   await eventually("the badge counts the webhook's write", async () => (await badgeCount(page)) === 1);
   assert.equal(fs.existsSync(path.join(tree.workspace, "form.txt")), false, "nothing written before approval");
 
-  await page.reload();
-  await panel.waitFor();
+  // The log is live: the accepted delivery shows up without a reload.
   const row = panel.locator('tr[data-status="accepted"]');
   await row.waitFor();
   await textMatches(row, new RegExp(response.task_id));
@@ -105,6 +105,9 @@ test("channels: create with the secret once, deliver with the CLI, see it, appro
   await textMatches(panel.locator("h2"), /disabled/);
   const refused = cli(tree, ["channels", "test", "forms", "--json", "--url", server.base]);
   assert.equal(JSON.parse(refused.stdout).status, 401);
+  // A refused delivery starts no task (no event): the polling brings it in, no reload.
+  await panel.locator('tr[data-status="refused"]').waitFor({ timeout: 20000 });
+  await textMatches(panel.locator('tr[data-status="refused"]').first(), /disabled/i);
 
   // Rotate shows a new secret once; remove empties the page.
   page.once("dialog", (dialog) => dialog.accept());

@@ -181,6 +181,11 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
 
   // The inbox: both cards, newest first, with the overwrite label, high risk and diff.
   await page.getByRole("link", { name: /Approvals/ }).click();
+  // The triage inbox (issue 27) opens the first row by itself: open the other one too.
+  await eventually("two rows", async () => (await page.locator(".inbox-row").count()) === 2);
+  for (const row of await page.locator('.inbox-open[aria-expanded="false"]').all()) {
+    await row.click();
+  }
   const cards = page.locator("article.card");
   await eventually("two cards", async () => (await cards.count()) === 2);
   assert.equal(await cards.nth(0).getAttribute("data-task-id"), second, "newest first");
@@ -251,6 +256,8 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   // The inbox's history shows who decided and why.
   await page.selectOption("#approval-filter", "rejected");
   await page.waitForURL(/#\/approvals\?state=rejected/);
+  // A history row opens its card (issue 27's triage inbox).
+  await page.locator(`.inbox-row[data-task-id="${second}"] .inbox-open`).click();
   await textMatches(
     page.locator(`article.card[data-task-id="${second}"] .resolution`),
     /Rejected by operator at .*reason: “Not today: keep the old plan”/,

@@ -1,7 +1,8 @@
 // The readable console (issue 11): the compact timeline of a task page, the Changes on
 // disk panel with Revert, task search and filters, file previews, the upload-over-an-
 // existing-file prompt, the audit table with logins folded, dark mode, recovery after a
-// server restart, and every page at 390 px (no horizontal scroll, axe-core clean).
+// server restart, and every page at 390 and 1400 px (no horizontal scroll, axe-core clean
+// in light and dark mode, the phone's top bar one row of at most 64 px).
 // Screenshots land in target/e2e-screenshots/ (the docs' console-*.png come from here).
 
 import assert from "node:assert/strict";
@@ -168,6 +169,10 @@ test("compact timeline: one line per tool call, model rows behind a toggle, the 
   firstTask = await runTask(page, "Write a report from notes.md and tick the first todo");
   const timeline = page.locator(".timeline");
   await textMatches(timeline.locator('[data-type="task_completed"]'), new RegExp(FINAL.replace(/\./g, "\\.")));
+  // The answer's claims (report.md written, todo.md ticked) are both in the change log.
+  const check = timeline.locator('[data-type="task_completed"] .claims-check');
+  await textMatches(check, /Checked: every file the answer says it wrote is in the change log \(2\)/);
+  assert.deepEqual(await check.locator(".claim-ok code").allTextContents(), ["report.md", "todo.md"]);
 
   // Four calls, four lines, each with its result folded in.
   const lines = timeline.locator("li.call-line");
@@ -450,7 +455,7 @@ async function everyPage() {
   ];
 }
 
-test("every page at 390×844 and 1400×900: no horizontal scroll, axe-core finds nothing serious", async () => {
+test("every page at 390×844 and 1400×900: no horizontal scroll, top bar ≤ 64 px on the phone, axe-core finds nothing serious (light and dark)", async () => {
   const pages = await everyPage();
   const page = await context.newPage();
   opened.push(page);
@@ -461,8 +466,16 @@ test("every page at 390×844 and 1400×900: no horizontal scroll, axe-core finds
       await page.locator(ready).first().waitFor();
       const overflow = await horizontalOverflow(page);
       assert.ok(overflow <= 0, `${name} at ${viewport.width}px scrolls sideways by ${overflow}px`);
+      if (viewport.width === 390) {
+        // The sticky top bar is one row on a phone (issue 27: it was 182 px).
+        const bar = await page.evaluate(() => document.querySelector(".topbar").getBoundingClientRect().height);
+        assert.ok(bar <= 64, `${name} at 390px: top bar ${bar}px high`);
+      }
       assert.deepEqual(await axeViolations(page), [], `${name} at ${viewport.width}px`);
       await screenshot(page, `readable-${name}-${viewport.width}.png`);
+      await page.emulateMedia({ colorScheme: "dark" });
+      assert.deepEqual(await axeViolations(page), [], `${name} at ${viewport.width}px, dark`);
+      await page.emulateMedia({ colorScheme: "light" });
     }
   }
   await page.close();

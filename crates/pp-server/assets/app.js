@@ -23,6 +23,7 @@ import { renderSchedules } from "./schedules.js";
 import { renderChannels } from "./channels.js";
 import { installDecide } from "./keys.js";
 import { loadMe } from "./me.js";
+import { renderCodeSpans } from "./markdown.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -153,6 +154,7 @@ function showLogin() {
   leavePage();
   stopGlobalStream();
   nav.hidden = true;
+  menuButton.hidden = true;
   logoutButton.hidden = true;
   connection.hidden = true;
   document.title = "PocketPilot: log in";
@@ -208,6 +210,38 @@ function markNavigation(name) {
   }
 }
 
+// Code spans in the model's words: every message and final answer that a page shows
+// (timeline, chat) gets its `backticks` as <code>, built with DOM APIs (markdown.js).
+const CODE_SPAN_TEXT = ".message-text, .final-text";
+new MutationObserver(() => {
+  for (const element of view.querySelectorAll(CODE_SPAN_TEXT)) {
+    if (!element.hasAttribute("data-code-spans")) {
+      element.setAttribute("data-code-spans", "");
+      renderCodeSpans(element);
+    }
+  }
+}).observe(view, { childList: true, subtree: true });
+
+// The phone's top bar: one row (the brand, Approvals with its count, "Menu"); the other
+// sections, notifications and logging out open under "Menu". Wider windows show it all.
+const topbar = document.querySelector(".topbar");
+const menuButton = h("button", {
+  type: "button",
+  id: "nav-toggle",
+  class: "nav-toggle",
+  hidden: true,
+  "aria-expanded": "false",
+  "aria-controls": "nav",
+  text: "Menu",
+});
+const setMenu = (open) => {
+  topbar.classList.toggle("nav-open", open);
+  menuButton.setAttribute("aria-expanded", String(open));
+  menuButton.textContent = open ? "Close menu" : "Menu";
+};
+menuButton.addEventListener("click", () => setMenu(!topbar.classList.contains("nav-open")));
+topbar.append(menuButton);
+
 /** Stops waiting for the new page's heading (see `focusHeading`). */
 let stopFocusWatch = () => {};
 
@@ -256,6 +290,7 @@ function route() {
     return;
   }
   leavePage();
+  setMenu(false);
   const match = ROUTES.map((candidate) => ({ candidate, found: candidate.pattern.exec(path) })).find(
     ({ found }) => found,
   );
@@ -303,6 +338,7 @@ async function start() {
   who.textContent = me.user ? `${me.user} (${me.role})` : "";
   who.hidden = !me.user;
   nav.hidden = false;
+  menuButton.hidden = false;
   logoutButton.hidden = false;
   startGlobalStream();
   refreshCount();

@@ -6,7 +6,7 @@
 // and read its delivery log (accepted with the task, refused with why, rate limited).
 
 import { api } from "./api.js";
-import { h, notice, replace, timeElement } from "./dom.js";
+import { debounce, h, notice, replace, timeElement } from "./dom.js";
 
 /** The secret panel: shown once, after creation or rotation. @param {any} answer */
 function secretPanel(answer) {
@@ -55,13 +55,21 @@ function deliveryRow(row) {
   );
 }
 
-/** The delivery log of `name`, loaded into `target`. */
+/**
+ * The delivery log of `name`, loaded into `target`; the table is replaced only when the
+ * log changed (a live refresh keeps the page still otherwise). Resolves to whether it did.
+ */
 async function loadDeliveries(name, target) {
   try {
     const answer = await api("/api/channels/" + encodeURIComponent(name) + "/deliveries?limit=20");
+    const key = answer.deliveries.map((row) => `${row.id}:${row.status}`).join(",");
+    if (target.dataset.log === key) {
+      return false;
+    }
+    target.dataset.log = key;
     if (answer.deliveries.length === 0) {
       replace(target, h("p", { class: "muted small", text: "No deliveries yet." }));
-      return;
+      return true;
     }
     replace(
       target,
@@ -73,10 +81,17 @@ async function loadDeliveries(name, target) {
         h("tbody", {}, answer.deliveries.map(deliveryRow)),
       ),
     );
+    return true;
   } catch (error) {
+    delete target.dataset.log;
     replace(target, notice("error", "Cannot read the delivery log: " + error.message));
+    return false;
   }
 }
+
+/** How often the delivery logs are read again: from the first delay, doubling while nothing changes. */
+const POLL_FIRST = 3000;
+const POLL_MAX = 15000;
 
 /** @param {HTMLElement} container */
 export function renderChannels(container) {
@@ -110,6 +125,8 @@ export function renderChannels(container) {
         replace(secretSlot, secretPanel(answer));
       }
       await refresh();
+      // Something was just done here: deliveries may follow soon (a test post, say).
+      soon();
     } catch (error) {
       replace(status, notice("error", error.message));
     }
@@ -199,5 +216,48 @@ export function renderChannels(container) {
     list,
   );
   refresh();
-  return null;
+
+  // The delivery logs are live: an accepted delivery starts a task (its event comes on
+  // the shell's stream, and the logs are read again at once); a refused one leaves no
+  // event, so the logs are also polled, backing off while nothing changes.
+  let delay = POLL_FIRST;
+  let timer = null;
+  let stopped = false;
+  const refreshLogs = async () => {
+    let changed = false;
+    for (const panel of list.querySelectorAll("section.channel")) {
+      const log = panel.querySelector(".delivery-log");
+      if (log && panel.dataset.channel) {
+        changed = (await loadDeliveries(panel.dataset.channel, log)) || changed;
+      }
+    }
+    return changed;
+  };
+  const poll = async () => {
+    clearTimeout(timer);
+    const changed = document.hidden ? false : await refreshLogs();
+    if (stopped) {
+      return;
+    }
+    delay = changed ? POLL_FIRST : Math.min(delay * 2, POLL_MAX);
+    timer = setTimeout(poll, delay);
+  };
+  const soon = debounce(() => {
+    delay = POLL_FIRST;
+    poll();
+  }, 200);
+  timer = setTimeout(poll, delay);
+  return {
+    onEvent(stored) {
+      if (stored.type === "task_started") {
+        soon();
+      }
+    },
+    resync: soon,
+    cleanup() {
+      stopped = true;
+      clearTimeout(timer);
+      soon.cancel();
+    },
+  };
 }

@@ -540,7 +540,7 @@ function rowsFor(lines, mode) {
 function gapRow(mode, text, onExpand) {
   const cell = h("td", { class: "diff-gap-cell", colspan: mode === "split" ? 4 : 3 });
   if (onExpand) {
-    cell.append(h("button", { type: "button", class: "link-button diff-expand", onclick: onExpand, text }));
+    cell.append(h("button", { type: "button", class: "diff-expand", onclick: onExpand, text }));
   } else {
     cell.append(h("span", { text }));
   }

@@ -175,3 +175,97 @@ export function readText(buffer) {
     return null;
   }
 }
+
+/** The longest untrusted prompt shown before "Show all". */
+export const QUOTE_LIMIT = 200;
+
+/** Who can start a task without a person, in the words the pages use beside a quote. */
+export const ORIGIN_WORDS = {
+  operator: "You",
+  scheduler: "Schedule",
+  webhook: "Webhook",
+  mcp_client: "MCP client",
+};
+
+/**
+ * Whether a task's prompt came from somewhere other than the person (a webhook, a
+ * schedule, an MCP client): such text is shown quoted, never as a headline or link text.
+ * @param {{created_by?: string | null}} task
+ * @returns {boolean}
+ */
+export function untrustedPrompt(task) {
+  return Boolean(task.created_by) && task.created_by !== "operator";
+}
+
+/**
+ * "Webhook", "Schedule", "MCP client" or "You" for `created_by`, and the origin's name.
+ * @param {{created_by?: string | null, origin?: string | null}} task
+ * @returns {HTMLElement}
+ */
+export function originTag(task) {
+  const who = ORIGIN_WORDS[task.created_by || "operator"] || String(task.created_by);
+  return h(
+    "span",
+    { class: "origin-tag", dataset: { createdBy: task.created_by || "operator" } },
+    h("span", { class: "origin-kind", text: who }),
+    task.origin ? [" ", visibleCode(task.origin, "origin")] : null,
+  );
+}
+
+/**
+ * The first `limit` characters of `text` (whole code points), and whether it was cut.
+ * @param {string} text
+ * @param {number} [limit]
+ * @returns {{ head: string, cut: boolean, length: number }}
+ */
+export function cutText(text, limit = QUOTE_LIMIT) {
+  const chars = Array.from(text);
+  return { head: chars.slice(0, limit).join(""), cut: chars.length > limit, length: chars.length };
+}
+
+/**
+ * An untrusted prompt as a quotation: its origin beside it ("From webhook `ci`"), the
+ * text (invisible characters made visible) cut at {@link QUOTE_LIMIT} characters with a
+ * "Show all N characters" button. Built with DOM APIs only.
+ * @param {{prompt?: string, created_by?: string | null, origin?: string | null}} task
+ * @param {{ limit?: number }} [options]
+ * @returns {HTMLElement}
+ */
+export function quotedPrompt(task, { limit = QUOTE_LIMIT } = {}) {
+  const text = escapeInvisible(task.prompt || "");
+  const { head, cut, length } = cutText(text, limit);
+  const quote = h("q", { class: "untrusted-text", text: cut ? head + "…" : head });
+  const parts = [h("span", { class: "quoted-from" }, "From ", originTag(task), ": "), quote];
+  if (cut) {
+    const toggle = h("button", {
+      type: "button",
+      class: "text-button quote-toggle",
+      "aria-expanded": "false",
+      text: `Show all ${length} characters`,
+    });
+    toggle.addEventListener("click", () => {
+      const open = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", String(open));
+      quote.textContent = open ? text : head + "…";
+      toggle.textContent = open ? "Show less" : `Show all ${length} characters`;
+    });
+    parts.push(" ", toggle);
+  }
+  return h("p", { class: "quoted-prompt", dataset: { createdBy: task.created_by || "" } }, parts);
+}
+
+/**
+ * The words that stand for a task where its prompt may not (headline, link text):
+ * "Task from webhook ci" for an untrusted prompt, the prompt itself for the person's.
+ * @param {{prompt?: string, created_by?: string | null, origin?: string | null}} task
+ * @returns {string}
+ */
+export function taskTitle(task) {
+  if (!untrustedPrompt(task)) {
+    return task.prompt || "(no prompt)";
+  }
+  const who = (ORIGIN_WORDS[task.created_by || ""] || String(task.created_by)).toLowerCase().replace(/^mcp/, "MCP");
+  // Channel and schedule names are the operator's; an MCP client names itself.
+  const named = task.origin && (task.created_by === "webhook" || task.created_by === "scheduler");
+  return `Task from ${who}${named ? " " + escapeInvisible(String(task.origin)) : ""}`;
+}

@@ -152,3 +152,43 @@ export function renderMarkdown(source) {
   flushParagraph();
   return root;
 }
+
+/**
+ * Plain text with its `code spans` as `<code>` elements (nothing else is interpreted:
+ * a model's `*` and `_` stay as they are). Built with DOM APIs only.
+ * @param {string} text
+ * @returns {(Node | string)[]}
+ */
+export function codeSpans(text) {
+  /** @type {(Node | string)[]} */
+  const out = [];
+  const pattern = /`([^`\n]+)`/g;
+  let at = 0;
+  for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
+    if (match.index > at) {
+      out.push(text.slice(at, match.index));
+    }
+    out.push(h("code", { class: "code-span", text: match[1] }));
+    at = match.index + match[0].length;
+  }
+  if (at < text.length) {
+    out.push(text.slice(at));
+  }
+  return out;
+}
+
+/**
+ * Turns the code spans of a text-only element (a model message, a final answer) into
+ * `<code>` in place; an element that already has child elements is left alone. Returns
+ * whether it changed anything.
+ * @param {Element} element
+ * @returns {boolean}
+ */
+export function renderCodeSpans(element) {
+  const text = element.textContent || "";
+  if (element.childElementCount > 0 || !/`[^`\n]+`/.test(text)) {
+    return false;
+  }
+  element.replaceChildren(...codeSpans(text));
+  return true;
+}

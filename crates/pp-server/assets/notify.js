@@ -1,10 +1,14 @@
 // New-approval alerts: the pending count in the tab title and as a badge on the
 // favicon, and — once the person allows it — a browser notification for each new
-// pending approval. Driven by the navigation's approval count (#approval-count, which
-// app.js refreshes from the all-tasks event stream), so no second stream is opened.
+// pending approval. The count is the navigation's (#approval-count, which app.js reads
+// from `GET /api/approvals/count`); the notifications come from the `approval_required`
+// events of the shell's all-tasks stream (api.js `onAllEvents`). No pending card is
+// downloaded for either: a notification reads only its task (for the prompt, and only
+// when the person wrote it — a webhook's or schedule's text is never put in one).
 
-import { api } from "./api.js";
+import { api, onAllEvents } from "./api.js";
 import { h } from "./dom.js";
+import { taskTitle, untrustedPrompt } from "./format.js";
 
 const BASE_TITLE = "PocketPilot";
 
@@ -95,44 +99,40 @@ export function installNotifications() {
   if (!badge) {
     return;
   }
-  /** Pending approval ids already known (announced or there at start). */
-  let known = null;
+  /** Approvals already notified (an event is delivered once, but a resync may repeat). */
+  const notified = new Set();
 
-  const check = async () => {
-    let data;
+  const notify = async (stored) => {
+    const id = stored.approval_id;
+    if (!id || notified.has(id) || !supported() || Notification.permission !== "granted") {
+      return;
+    }
+    notified.add(id);
+    const target = stored.preview?.target;
+    let about = "";
     try {
-      data = await api("/api/approvals?state=pending&limit=1000");
+      const task = await api("/api/tasks/" + encodeURIComponent(stored.task_id));
+      about = untrustedPrompt(task) ? taskTitle(task) : task.prompt || "";
     } catch {
-      return;
+      // The call alone still says enough.
     }
-    const fresh = data.approvals.filter((view) => !known || !known.has(view.id));
-    const first = known === null;
-    known = new Set(data.approvals.map((view) => view.id));
-    if (first || !supported() || Notification.permission !== "granted") {
-      return;
-    }
-    for (const view of fresh) {
-      const notification = new Notification("PocketPilot: a call needs your decision", {
-        body: `${view.tool}${view.target ? " " + view.target : ""} — ${view.prompt}`,
-        tag: view.id,
-      });
-      notification.addEventListener("click", () => {
-        window.focus();
-        location.hash = "#/tasks/" + encodeURIComponent(view.task_id);
-        notification.close();
-      });
-    }
+    const notification = new Notification("PocketPilot: a call needs your decision", {
+      body: `${stored.name}${target ? " " + target : ""}${about ? " — " + about : ""}`,
+      tag: id,
+    });
+    notification.addEventListener("click", () => {
+      window.focus();
+      location.hash = "#/approvals/" + encodeURIComponent(id);
+      notification.close();
+    });
   };
+  onAllEvents((stored) => {
+    if (stored.type === "approval_required") {
+      notify(stored);
+    }
+  });
 
-  let lastCount = 0;
-  const observe = () => {
-    const count = Number(badge.dataset.count || "0");
-    showCount(count);
-    if (known === null || count > lastCount || count !== known.size) {
-      check();
-    }
-    lastCount = count;
-  };
+  const observe = () => showCount(Number(badge.dataset.count || "0"));
   new MutationObserver(observe).observe(badge, { attributes: true, attributeFilter: ["data-count"], childList: true });
   // Titles set elsewhere (the login page, app.js) keep the count in front.
   new MutationObserver(() => {

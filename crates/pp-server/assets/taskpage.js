@@ -15,6 +15,8 @@ import { compactTimeline } from "./timeline.js";
 import { changesPanel } from "./changes.js";
 import { modelName } from "./health.js";
 import { visibleCode } from "./visible.js";
+import { quotedPrompt, taskTitle, untrustedPrompt } from "./format.js";
+import { checkClaims, claimsPanel } from "./results.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
@@ -78,7 +80,11 @@ export function renderTask(container, id, context) {
     replace(
       header,
       h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "← Tasks" })),
-      h("h1", { class: "task-prompt", tabindex: "-1", text: task.prompt }),
+      // The person's own prompt is the headline; a webhook's, schedule's or MCP
+      // client's is not: the headline names the origin and the text follows, quoted.
+      untrustedPrompt(task)
+        ? [h("h1", { class: "task-title untrusted", tabindex: "-1", text: taskTitle(task) }), quotedPrompt(task)]
+        : h("h1", { class: "task-prompt", tabindex: "-1", text: task.prompt }),
       h(
         "p",
         { class: "task-facts" },
@@ -174,6 +180,25 @@ export function renderTask(container, id, context) {
   const cancel = () => act("cancel", "The task was cancelled.");
   const retry = () => act("retry", "The task continues.");
 
+  /**
+   * Puts the answer check under the final answer of `stored` (a `task_completed`
+   * event): the files the answer says it wrote, each against the task's change log.
+   */
+  const checkAnswer = async (stored) => {
+    let changesLog = [];
+    try {
+      changesLog = (await api(`/api/tasks/${encodeURIComponent(id)}/changes`)).changes || [];
+    } catch {
+      return;
+    }
+    const row = timeline.element.querySelector(`[data-seq="${stored.seq}"]`);
+    if (!row || row.querySelector(".claims-check")) {
+      return;
+    }
+    const panel = claimsPanel(checkClaims(stored.final || "", changesLog));
+    (row.querySelector(".event-body") || row).append(panel);
+  };
+
   const stream = followEvents(`/api/tasks/${encodeURIComponent(id)}/events`, {
     onEvent(stored) {
       if (seen.has(stored.seq)) {
@@ -181,6 +206,9 @@ export function renderTask(container, id, context) {
       }
       seen.add(stored.seq);
       timeline.add(stored);
+      if (stored.type === "task_completed") {
+        checkAnswer(stored);
+      }
       if (stored.type !== "model_request") {
         refreshTask();
       }

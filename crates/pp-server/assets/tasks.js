@@ -5,6 +5,7 @@
 import { api, query } from "./api.js";
 import { STARTED_BY, STATE_LABELS, debounce, h, hashLink, hashQuery, notice, replace, stateBadge, timeElement } from "./dom.js";
 import { countsText } from "./changes.js";
+import { quotedPrompt, taskTitle, untrustedPrompt } from "./format.js";
 
 const TASK_STATES = [
   "queued",
@@ -124,7 +125,10 @@ function taskRow(task) {
     h(
       "td",
       { "data-label": "Task", class: "prompt-cell" },
-      h("a", { href: "#/tasks/" + encodeURIComponent(task.id), text: task.prompt || "(no prompt)" }),
+      // A prompt from a webhook, a schedule or an MCP client is never link text: the
+      // link names where the task came from, the text follows quoted (cut, expandable).
+      h("a", { href: "#/tasks/" + encodeURIComponent(task.id), class: untrustedPrompt(task) ? "task-link untrusted" : "task-link", text: taskTitle(task) }),
+      untrustedPrompt(task) ? quotedPrompt(task) : null,
       task.error ? h("div", { class: "muted small", text: task.error }) : null,
     ),
     h("td", { "data-label": "Changes", class: "changes-cell" }, counts ? h("span", { class: "change-counts", text: counts }) : h("span", { class: "muted", text: task.changes ? "none" : "" })),

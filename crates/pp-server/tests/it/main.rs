@@ -9,6 +9,7 @@
 
 mod approval_precheck;
 mod approvals;
+mod assets;
 mod audit;
 mod auth;
 mod bad_input;
