@@ -57,7 +57,13 @@ test("a turn's three writes are one review; Approve all sends each card's finger
 
   const page = await app.context.newPage();
   await page.setViewportSize({ width: 1400, height: 900 });
-  await page.goto(`${app.server.base}/#/changesets/${changeset}`);
+  // The inbox groups the turn's three rows and links to the review.
+  await page.goto(`${app.server.base}/#/approvals`);
+  const group = page.locator(`.inbox-changeset[data-changeset-id="${changeset}"]`);
+  await group.waitFor();
+  assert.equal(await group.locator(".inbox-row").count(), 3);
+  await group.getByRole("link", { name: "Review all 3 together" }).click();
+  await page.waitForURL(new RegExp(`#/changesets/${changeset}$`));
   await page.getByRole("heading", { name: "Review the changes together" }).waitFor();
   const cards = page.locator("article.card");
   await eventually("three cards", async () => (await cards.count()) === 3);

@@ -189,11 +189,12 @@ test("inbox: one compact row per call, grouped by task, origin, tool, target, pr
   const plan = await nextPending(person.id, seen);
   await rowSays(page, plan, "ready", /^Ready$/);
   await resolve(plan, "reject");
-  // Calls of one model turn that carry a changeset id sit together (when the API sends it).
+  // Every call of a turn carries its changeset; a lone one is an ordinary row (several
+  // calls of one turn sit together under "Review all N together": changeset.test.mjs).
   const rows = (await (await app.context.request.get(app.server.base + "/api/approvals?state=pending")).json()).approvals;
-  if (rows.some((view) => view.changeset_id)) {
-    await page.locator(".inbox-changeset .inbox-row").first().waitFor();
-  }
+  assert.ok(rows.length > 0 && rows.every((view) => view.changeset_id), "every row names its changeset");
+  assert.equal(new Set(rows.map((view) => view.changeset_id)).size, rows.length, "one call per turn here");
+  assert.equal(await page.locator(".inbox-changeset").count(), 0, "no group for a lone call");
 
   for (const [name, viewport] of [
     ["1400", { width: 1400, height: 900 }],

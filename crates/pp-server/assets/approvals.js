@@ -283,13 +283,21 @@ export function renderInbox(container, _id, context) {
       for (const item of items) {
         if (item.element) {
           body.append(item.element);
+        } else if (item.list.children.length === 1) {
+          // A lone call of its turn is an ordinary row.
+          body.append(item.list.firstElementChild);
         } else {
           const count = item.list.children.length;
           body.append(
             h(
               "li",
               { class: "inbox-changeset", dataset: { changesetId: item.changeset } },
-              h("p", { class: "inbox-changeset-head small", text: `Changeset: ${count} call${count === 1 ? "" : "s"} from one model turn` }),
+              h(
+                "p",
+                { class: "inbox-changeset-head small" },
+                `${count} calls from one model turn · `,
+                h("a", { href: "#/changesets/" + encodeURIComponent(item.changeset), text: `Review all ${count} together` }),
+              ),
               item.list,
             ),
           );

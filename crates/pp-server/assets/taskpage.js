@@ -76,14 +76,19 @@ export function renderTask(container, id, context) {
   // "Needs your decision" (decide's panel; it follows the task's events itself).
   const decisions = renderDecisions(decisionsSlot, id, context) || {};
 
+  // Built once: a live redraw of the header keeps the person's "Show all" as it was.
+  let quotedElement = null;
   const renderHeader = () => {
+    if (untrustedPrompt(task) && !quotedElement) {
+      quotedElement = quotedPrompt(task);
+    }
     replace(
       header,
       h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "← Tasks" })),
       // The person's own prompt is the headline; a webhook's, schedule's or MCP
       // client's is not: the headline names the origin and the text follows, quoted.
       untrustedPrompt(task)
-        ? [h("h1", { class: "task-title untrusted", tabindex: "-1", text: taskTitle(task) }), quotedPrompt(task)]
+        ? [h("h1", { class: "task-title untrusted", tabindex: "-1", text: taskTitle(task) }), quotedElement]
         : h("h1", { class: "task-prompt", tabindex: "-1", text: task.prompt }),
       h(
         "p",
