@@ -73,12 +73,14 @@ async function startTask(prompt) {
   return (await response.json()).id;
 }
 
+/** The full card (the list's rows are for triage) of `taskId`'s pending `tool` call. */
 async function pendingFor(taskId, tool) {
-  return eventually(`a pending ${tool} approval for ${taskId}`, async () => {
+  const row = await eventually(`a pending ${tool} approval for ${taskId}`, async () => {
     const response = await app.context.request.get(app.server.base + "/api/approvals?state=pending");
     const { approvals } = await response.json();
     return approvals.find((view) => view.task_id === taskId && view.tool === tool);
   });
+  return (await app.context.request.get(`${app.server.base}/api/approvals/${row.id}`)).json();
 }
 
 async function approvalView(id) {

@@ -53,12 +53,14 @@ after(async () => {
   await app?.close();
 });
 
+/** The full card (the list's rows are for triage) of `taskId`'s pending `tool` call. */
 async function pendingFor(taskId, tool) {
-  return eventually(`a pending ${tool} approval for ${taskId}`, async () => {
+  const row = await eventually(`a pending ${tool} approval for ${taskId}`, async () => {
     const response = await app.context.request.get(app.server.base + "/api/approvals?state=pending");
     const { approvals } = await response.json();
     return approvals.find((view) => view.task_id === taskId && view.tool === tool);
   });
+  return (await app.context.request.get(`${app.server.base}/api/approvals/${row.id}`)).json();
 }
 
 test("a rename approved on its card moves the file; the command card shows argv, script, cwd, limits; a delete approved and reverted; Changes on disk lists both", async () => {

@@ -168,6 +168,12 @@ test("inbox: one compact row per call, grouped by task, origin, tool, target, pr
     api.join("\n"),
   );
   assert.equal(api.filter((url) => /\/api\/approvals\/(?!count)[^/?]+$/.test(url)).length, 2, api.join("\n"));
+  // The list's rows are for triage: two pending writes of the same 180 KB text list in a
+  // few kilobytes (their arguments, content and diffs stay on the cards).
+  const listed = await (await app.context.request.get(app.server.base + "/api/approvals?state=pending")).text();
+  assert.ok(BIG.length > 150_000, "the fixture is big");
+  assert.ok(listed.length < 8_000, `the list is ${listed.length} bytes`);
+  assert.ok(!listed.includes("padded to be long"), "no row carries the content");
   await screenshot(page, "inbox-1400.png");
 
   // Live, through the person's task: approving its new file leaves the webhook's write of

@@ -467,6 +467,15 @@ test("provenance: an untrusted webhook prompt is quoted (≤ 200 characters) wit
       }
       await page.close();
     }
+    // The task page's timeline: its "Task started" row quotes the prompt cut at 200 too.
+    const taskPage = await openTask(task, viewport);
+    const started = taskPage.locator('.timeline li[data-type="task_started"]');
+    const quoted = await started.locator(".quote-text").textContent();
+    assert.ok(quoted.length <= 201 && quoted.endsWith("…"), `timeline quote cut at 200 (${quoted.length})`);
+    if (name === "390") {
+      await assertNoHorizontalScroll(taskPage);
+    }
+    await taskPage.close();
   }
 });
 

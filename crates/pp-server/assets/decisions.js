@@ -52,10 +52,20 @@ export function renderDecisions(container, taskId, context = {}) {
     } catch {
       return;
     }
-    const mine = data.approvals.filter((view) => view.task_id === taskId).reverse();
-    const ids = new Set(mine.map((view) => view.id));
-    for (const view of mine) {
-      if (!cards.has(view.id)) {
+    const mine = data.approvals.filter((row) => row.task_id === taskId).reverse();
+    const ids = new Set(mine.map((row) => row.id));
+    for (const row of mine) {
+      if (!cards.has(row.id)) {
+        // The list's rows are for triage; a card is drawn from the full card.
+        let view;
+        try {
+          view = await api("/api/approvals/" + encodeURIComponent(row.id));
+        } catch {
+          continue; // Decided or gone meanwhile: the next event tries again.
+        }
+        if (cards.has(view.id)) {
+          continue;
+        }
         const card = approvalCard(view, {
           linkToTask: false,
           onResolved: () => {

@@ -9,6 +9,7 @@ import { argumentsList, argumentsSummary } from "./format.js";
 import { api } from "./api.js";
 import { labelWords } from "./effects.js";
 import { renderDiffView, renderNewContent } from "./diff.js";
+import { quotedText } from "./card.js";
 
 const ACTIVE = new Set(["queued", "running", "waiting_approval"]);
 const RETRYABLE = new Set(["interrupted"]);
@@ -63,7 +64,8 @@ function describeArguments(args) {
 export function eventRow(stored) {
   switch (stored.type) {
     case "task_started":
-      return row(stored, "start", "Task started", h("p", { class: "quote", text: stored.prompt }));
+      // Quoted and cut like every prompt (it may have come from a webhook).
+      return row(stored, "start", "Task started", quotedText(stored.prompt, { className: "quote" }));
     case "model_request":
       return row(
         stored,

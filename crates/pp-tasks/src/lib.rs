@@ -86,7 +86,7 @@ pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use settings::{RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces};
 pub use task_search::TasksPage;
-pub use view::{ApprovalView, CurrentTarget, EditedCall};
+pub use view::{ApprovalRow, ApprovalView, CurrentTarget, EditedCall};
 
 /// The store's query inputs the server builds (it depends on no store crate): the task
 /// list's filter and the audit ledger's.

@@ -122,6 +122,11 @@ pub(crate) async fn precheck_call(
     };
     let tool = tool.as_ref();
     let (state, preview) = consistent_read(tool, arguments, context).await?;
+    // A command has no target that could change under the person's feet: nothing to
+    // check, unless it is certain to fail (its working folder is not there).
+    if let Some(preview) = preview.as_ref().filter(|preview| preview.command.is_some()) {
+        return preview.will_fail.clone().map(Precheck::will_fail);
+    }
     // Compared with the fingerprint the card first showed, when the checked arguments
     // still designate the same target (an edit pointing elsewhere has nothing to compare).
     let changed = match approval.fingerprint.as_deref() {

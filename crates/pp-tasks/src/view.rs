@@ -168,6 +168,116 @@ pub struct ApprovalView {
     pub provenance: Provenance,
 }
 
+/// An approval as a row of the inbox list (`GET /api/approvals`): what a person needs to
+/// triage it — origin, tool, target, precheck status, age, outcome — without the call's
+/// arguments, diff, content or provenance, which the card (`GET /api/approvals/{id}`)
+/// carries. Two pending writes of a few hundred kilobytes make a list of a few hundred
+/// bytes, not of their content twice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRow {
+    /// The approval's id.
+    pub id: String,
+    /// The task it belongs to.
+    pub task_id: TaskId,
+    /// The changeset it belongs to, as on the card.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changeset_id: Option<String>,
+    /// The task's prompt (shown quoted, cut, when untrusted).
+    pub prompt: String,
+    /// Who started the task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<Actor>,
+    /// Which schedule, webhook channel or MCP client started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// Pending, approved, rejected, stale or cancelled.
+    pub state: ApprovalState,
+    /// The tool.
+    pub tool: String,
+    /// Its capability.
+    pub capability: String,
+    /// Its risk.
+    pub risk: Risk,
+    /// Create, overwrite, move, …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<WriteLabel>,
+    /// The target path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// `move_file`: the destination as the model wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// New file, edit, or whole-file replacement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<EffectScope>,
+    /// Lines the call adds, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<u32>,
+    /// Lines the call removes, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<u32>,
+    /// The precheck's summary (no diff, no content) while pending; `null` for a tool
+    /// that reports no target, and once decided.
+    pub precheck: Option<Precheck>,
+    /// Whether the call follows untrusted input (the card's provenance says which).
+    pub untrusted_input: bool,
+    /// Whether it was approved with edited arguments.
+    pub edited: bool,
+    /// Whether the change can be undone, as on the card.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revertible: Option<bool>,
+    /// When it was requested.
+    pub created_at: Timestamp,
+    /// When it was resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<Timestamp>,
+    /// Who resolved it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<Actor>,
+    /// The team user who resolved it (team mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_by_user: Option<String>,
+    /// The reason (rejections, stale approvals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What really happened to the call; absent while pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+}
+
+impl From<ApprovalView> for ApprovalRow {
+    fn from(view: ApprovalView) -> Self {
+        Self {
+            id: view.id,
+            task_id: view.task_id,
+            changeset_id: view.changeset_id,
+            prompt: view.prompt,
+            created_by: view.created_by,
+            origin: view.origin,
+            state: view.state,
+            tool: view.tool,
+            capability: view.capability,
+            risk: view.risk,
+            label: view.label,
+            target: view.target,
+            destination: view.destination,
+            scope: view.scope,
+            added: view.added,
+            removed: view.removed,
+            precheck: view.precheck.map(Precheck::summary),
+            untrusted_input: view.provenance.untrusted_input,
+            edited: view.edited.is_some(),
+            revertible: view.revertible,
+            created_at: view.created_at,
+            resolved_at: view.resolved_at,
+            resolved_by: view.resolved_by,
+            resolved_by_user: view.resolved_by_user,
+            reason: view.reason,
+            outcome: view.outcome,
+        }
+    }
+}
+
 impl ApprovalView {
     /// Builds the view of `approval` for a task with `prompt`.
     pub fn new(approval: ApprovalRecord, prompt: String) -> Self {

@@ -233,3 +233,30 @@ fn a_cwd_outside_the_workspace_is_denied_before_any_card() {
         assert!(stderr.contains("denied"), "{stderr}");
     }
 }
+
+/// A command has no target to pre-check (`precheck` is null), unless it is certain to
+/// fail: a working folder that is not there is said before anyone decides.
+#[test]
+fn a_command_card_is_prechecked_only_for_what_would_fail() {
+    let tree = TempTree::new();
+    tree.file("data.txt", "a\n");
+    let show = |id: &str| {
+        let (code, stdout, stderr) = approvals(&tree, &["show", id, "--json"]);
+        assert_eq!(code, Some(0), "{stderr}");
+        serde_json::from_str::<Value>(&stdout).unwrap()
+    };
+    let plain = pending_run(&tree, &json!({"command": "cat", "args": ["data.txt"]}));
+    let card = show(plain["approval_id"].as_str().unwrap());
+    assert_eq!(card["precheck"], Value::Null, "{card}");
+
+    let nowhere = pending_run(
+        &tree,
+        &json!({"command": "cat", "args": ["data.txt"], "cwd": "gone"}),
+    );
+    let card = show(nowhere["approval_id"].as_str().unwrap());
+    assert_eq!(card["precheck"]["status"], "will_fail", "{card}");
+    assert_eq!(
+        card["precheck"]["message"],
+        "the working directory `gone` does not exist"
+    );
+}

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use pp_tasks::{ApprovalView, Decision, Precheck, ResolveRequest};
+use pp_tasks::{ApprovalRow, ApprovalView, Decision, Precheck, ResolveRequest};
 use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -48,7 +48,8 @@ pub(crate) struct PrecheckBody {
     edited_arguments: Option<Value>,
 }
 
-/// Approval cards in `?state=` (pending by default), newest first.
+/// Approval rows ([`ApprovalRow`]: no arguments, diff or content — the card has them) in
+/// `?state=` (pending by default), newest first.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -64,22 +65,22 @@ pub(crate) async fn list(
         })?),
     };
     let limit = limit(query.limit, 100, 1000)?;
-    let mut approvals = state
+    let views = state
         .service()
         .approval_views_checked(filter, limit)
         .await?;
+    let mut approvals: Vec<ApprovalRow> = Vec::with_capacity(views.len());
     let mut visibility = Visibility::new(caller);
-    if !visibility.sees_all() {
-        let mut visible = Vec::with_capacity(approvals.len());
-        for mut approval in approvals {
-            if visibility.sees(&state, &approval.task_id).await {
-                if !visibility.reads_workspace(&state, &approval.task_id).await {
-                    not_granted(&mut approval);
-                }
-                visible.push(approval);
+    for mut view in views {
+        if !visibility.sees_all() {
+            if !visibility.sees(&state, &view.task_id).await {
+                continue;
+            }
+            if !visibility.reads_workspace(&state, &view.task_id).await {
+                not_granted(&mut view);
             }
         }
-        approvals = visible;
+        approvals.push(view.into());
     }
     Ok(Json(json!({ "approvals": approvals })))
 }

@@ -47,6 +47,21 @@ async fn the_whole_approval_flow_through_the_api() {
     let approvals = inbox.json["approvals"].as_array().unwrap();
     assert_eq!(approvals.len(), 1);
     let id = approvals[0]["id"].as_str().unwrap().to_owned();
+    // A row is for triage: what and where, not the call's content (the card has it).
+    let row = &approvals[0];
+    assert_eq!(
+        (&row["tool"], &row["target"], &row["label"], &row["state"]),
+        (
+            &json!("write_file"),
+            &json!("notes/out.txt"),
+            &json!("create"),
+            &json!("pending")
+        )
+    );
+    assert_eq!(row["precheck"]["status"], "ready");
+    for heavy in ["arguments", "content", "diff", "provenance", "checkpoint"] {
+        assert_eq!(row.get(heavy), None, "a row carries no `{heavy}`: {row}");
+    }
 
     let card = app.call(Method::GET, &format!("/api/approvals/{id}")).await;
     card.expect(200, None);

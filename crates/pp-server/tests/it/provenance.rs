@@ -84,7 +84,9 @@ async fn a_webhooks_write_after_a_file_read_follows_untrusted_input() {
         "untrusted_input": true,
     });
     assert_eq!(card["provenance"], expected);
-    assert_eq!(row["provenance"], expected);
+    // The inbox row says only that it follows untrusted input; the card says which.
+    assert_eq!(row["untrusted_input"], true);
+    assert_eq!(row.get("provenance"), None);
     assert_eq!(card["tool"], "write_file");
 }
 
@@ -100,7 +102,7 @@ async fn an_operators_prompt_is_a_trusted_prompt() {
         "untrusted_input": false,
     });
     assert_eq!(card["provenance"], expected);
-    assert_eq!(row["provenance"], expected);
+    assert_eq!(row["untrusted_input"], false);
 }
 
 /// The document's `kind` enum is the Rust enum's names.

@@ -226,6 +226,28 @@ async fn calls_certain_to_fail_say_why() {
     .await;
     assert_eq!(moved.status, PrecheckStatus::WillFail);
     assert!(moved.message.is_some());
+    // A move into a folder that is not there: still described, and said to fail.
+    let (_, nowhere) = precheck_of(
+        &fixture,
+        call_then_done(
+            "move_file",
+            &json!({"from": "a.txt", "to": "missing/dir/a.txt"}),
+        ),
+    )
+    .await;
+    assert_eq!(nowhere.status, PrecheckStatus::WillFail, "{nowhere:?}");
+    assert!(
+        nowhere.message.as_deref().unwrap().contains("missing"),
+        "{nowhere:?}"
+    );
+    assert!(nowhere.fingerprint.is_some(), "{nowhere:?}");
+    // A delete in a folder that is not there.
+    let (_, orphan) = precheck_of(
+        &fixture,
+        call_then_done("delete_file", &json!({"path": "missing/a.txt"})),
+    )
+    .await;
+    assert_eq!(orphan.status, PrecheckStatus::WillFail, "{orphan:?}");
     // A delete of nothing.
     let (_, deleted) = precheck_of(
         &fixture,

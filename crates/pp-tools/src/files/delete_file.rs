@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use super::Limits;
 use super::common::{jail_error, respond};
 use super::entries::{
-    entry_snapshot, first_lines, is_empty_folder, resolved_entry, unless_stopped,
+    entry_fingerprint, entry_snapshot, first_lines, is_empty_folder, resolved_entry, unless_stopped,
 };
 use crate::args::parse;
 use crate::blocking::SyncTool;
@@ -125,10 +125,7 @@ impl DeleteFile {
 
     fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
         let Arguments { path } = parse(arguments).ok()?;
-        let fingerprint = self
-            .jail
-            .fingerprint_entry(path, self.limits.hash_max_bytes)
-            .ok()?;
+        let fingerprint = entry_fingerprint(&self.jail, path, self.limits.hash_max_bytes)?;
         let mut preview = EffectPreview {
             target: path.to_owned(),
             label: WriteLabel::Delete,
@@ -186,10 +183,8 @@ impl SyncTool for DeleteFile {
         let Arguments { path } = parse(arguments).ok()?;
         Some(TargetState {
             identity: resolved_entry(&self.jail, path).unwrap_or_else(|| path.to_owned()),
-            fingerprint: self
-                .jail
-                .fingerprint_entry(path, self.limits.hash_max_bytes)
-                .unwrap_or_else(|error| format!("unavailable: {error}")),
+            fingerprint: entry_fingerprint(&self.jail, path, self.limits.hash_max_bytes)
+                .unwrap_or_else(|| "unavailable".to_owned()),
         })
     }
 

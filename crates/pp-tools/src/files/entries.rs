@@ -21,6 +21,18 @@ pub(crate) fn resolved_entry(jail: &Jail, path: &str) -> Option<String> {
         .map(|probe| probe.resolved.to_string_lossy().into_owned())
 }
 
+/// The card's and the stale check's fingerprint of the entry at `path`: where its
+/// folder is missing (or is not a folder), that state, so a card of a call that would
+/// fail there can still be described and checked; `None` when the jail refuses the path.
+pub(crate) fn entry_fingerprint(jail: &Jail, path: &str, hash_max_bytes: u64) -> Option<String> {
+    match jail.fingerprint_entry(path, hash_max_bytes) {
+        Ok(fingerprint) => Some(fingerprint),
+        Err(JailError::NotFound { .. }) => Some("no folder".to_owned()),
+        Err(JailError::NotADirectory { .. }) => Some("not under a folder".to_owned()),
+        Err(_) => None,
+    }
+}
+
 /// What the entry `path` holds now, for a revert: nothing, an empty folder, a file's
 /// content up to `keep_up_to` bytes (its size beyond), or — a link or a special file —
 /// not keepable.

@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 
 use super::Limits;
 use super::common::{jail_error, respond};
-use super::entries::{entry_prior, resolved_entry, unless_stopped};
+use super::entries::{entry_fingerprint, entry_prior, resolved_entry, unless_stopped};
 use crate::args::parse;
 use crate::blocking::SyncTool;
 
@@ -197,8 +197,8 @@ impl MoveFile {
     /// Both paths' entry fingerprints: the card's and the stale check's.
     fn fingerprint(&self, from: &str, to: &str) -> Option<String> {
         let hash_max = self.limits.hash_max_bytes;
-        let from = self.jail.fingerprint_entry(from, hash_max).ok()?;
-        let to = self.jail.fingerprint_entry(to, hash_max).ok()?;
+        let from = entry_fingerprint(&self.jail, from, hash_max)?;
+        let to = entry_fingerprint(&self.jail, to, hash_max)?;
         Some(format!("from: {from}; to: {to}"))
     }
 

@@ -219,16 +219,30 @@ impl RunCommand {
         Ok(relative.to_string_lossy().into_owned())
     }
 
+    /// Whether the working directory `relative` (`cwd` as written) is there: the run's
+    /// check, and the card's "will fail" before anyone decides.
+    fn cwd_exists(&self, cwd: &str, relative: &str) -> Result<(), ToolOutput> {
+        let path = if relative.is_empty() { "." } else { relative };
+        if self.jail.exists(path).map_err(|error| jail_error(&error))? {
+            Ok(())
+        } else {
+            Err(ToolOutput::error(format!(
+                "the working directory `{cwd}` does not exist"
+            )))
+        }
+    }
+
     fn preview_of(&self, arguments: &Value) -> Option<EffectPreview> {
         let call = Self::read(arguments).ok()?;
         let cwd = self.cwd(call.cwd).ok()?;
+        let missing = self.cwd_exists(call.cwd, &cwd).err();
         let confined = self.settings.confined();
         let notice = (!confined).then(|| {
             "NOT confined: this system has no Landlock, so the command can read and change \
              every file this user can, and use the network"
                 .to_owned()
         });
-        Some(EffectPreview {
+        let mut preview = EffectPreview {
             target: call.argv[0].clone(),
             label: WriteLabel::Run,
             notice,
@@ -243,23 +257,18 @@ impl RunCommand {
                 containment: Some(self.settings.containment.processes().to_owned()),
             }),
             ..EffectPreview::default()
-        })
+        };
+        if let Some(output) = missing {
+            preview.failing(&output);
+        }
+        Some(preview)
     }
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
         let call = Self::read(arguments)?;
         let relative = self.cwd(call.cwd)?;
         let workspace = self.jail.root();
-        if !self
-            .jail
-            .exists(if relative.is_empty() { "." } else { &relative })
-            .map_err(|error| jail_error(&error))?
-        {
-            return Err(ToolOutput::error(format!(
-                "the working directory `{}` does not exist",
-                call.cwd
-            )));
-        }
+        self.cwd_exists(call.cwd, &relative)?;
         if context.should_stop() {
             return Err(ToolOutput::error(
                 "not run: the task was cancelled or ran out of time",
