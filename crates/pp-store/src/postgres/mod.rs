@@ -89,6 +89,47 @@ impl Drop for PgStore {
     }
 }
 
+/// `error` and its causes ("error performing TLS handshake: server does not support
+/// TLS"), each said once.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// What to do when a connection fails because the TLS modes of the URL and the server do
+/// not match (`error` is the driver's text), or nothing when that is not why.
+fn tls_hint(error: &str, ssl_mode: tokio_postgres::config::SslMode) -> &'static str {
+    use tokio_postgres::config::SslMode;
+    let lower = error.to_ascii_lowercase();
+    if ssl_mode == SslMode::Require && lower.contains("does not support tls") {
+        " (the URL says sslmode=require, but this server does not offer TLS: turn on `ssl` \
+         in its postgresql.conf, or use sslmode=prefer or sslmode=disable on a private \
+         network or a Unix socket; docs/team.md, \"TLS modes\")"
+    } else if ssl_mode == SslMode::Require
+        && (lower.contains("tls") || lower.contains("certificate"))
+    {
+        " (the URL says sslmode=require and the TLS handshake failed: the server's \
+         certificate must be trusted by the system's roots or the file SSL_CERT_FILE names, \
+         and be issued for the host name in the URL; docs/team.md, \"TLS modes\")"
+    } else if ssl_mode != SslMode::Require
+        && (lower.contains("no encryption") || lower.contains("ssl off"))
+    {
+        " (this server accepts only TLS connections: add sslmode=require to the URL; \
+         docs/team.md, \"TLS modes\")"
+    } else {
+        ""
+    }
+}
+
 impl PgStore {
     /// Connects to `url`, applies missing migrations, starts listening for event
     /// notifications and returns the store. `sslmode=require` connects over verified
@@ -138,10 +179,12 @@ impl PgStore {
             .max_size(POOL_SIZE)
             .build()
             .map_err(|error| Error::Postgres(format!("cannot build the pool: {error}")))?;
-        let mut client = pool
-            .get()
-            .await
-            .map_err(|error| Error::Postgres(format!("cannot connect to {shown}: {error}")))?;
+        let ssl_mode = config.get_ssl_mode();
+        let mut client = pool.get().await.map_err(|error| {
+            let error = with_causes(&error);
+            let hint = tls_hint(&error, ssl_mode);
+            Error::Postgres(format!("cannot connect to {shown}: {error}{hint}"))
+        })?;
         schema::migrate(&mut client).await?;
         drop(client);
         let (newest_seq, listener) = listener::spawn(config, tls);

@@ -373,6 +373,27 @@ async fn sslmode_require_never_falls_back_to_a_plain_connection() {
         .await
         .unwrap_err();
     assert!(matches!(error, crate::Error::Postgres(_)), "{error}");
+    // The message says what to change, not only "error performing TLS handshake".
+    let message = error.to_string();
+    assert!(
+        message.contains("this server does not offer TLS") && message.contains("sslmode=prefer"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_tls_mismatch_says_what_to_change() {
+    use tokio_postgres::config::SslMode;
+    let plain = "error performing TLS handshake: server does not support TLS";
+    assert!(super::tls_hint(plain, SslMode::Require).contains("does not offer TLS"));
+    let untrusted = "error performing TLS handshake: invalid peer certificate: UnknownIssuer";
+    assert!(super::tls_hint(untrusted, SslMode::Require).contains("SSL_CERT_FILE"));
+    let only_tls = "db error: FATAL: no pg_hba.conf entry for host \"127.0.0.1\", user \"p\", \
+                    database \"p\", no encryption";
+    assert!(super::tls_hint(only_tls, SslMode::Prefer).contains("sslmode=require"));
+    assert!(super::tls_hint(only_tls, SslMode::Disable).contains("sslmode=require"));
+    assert_eq!(super::tls_hint("connection refused", SslMode::Require), "");
+    assert_eq!(super::tls_hint(plain, SslMode::Prefer), "");
 }
 
 /// A server with TLS (`PP_TEST_POSTGRES_TLS_URL`, with `sslmode=require`; its
