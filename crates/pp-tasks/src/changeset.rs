@@ -80,9 +80,21 @@ impl TaskService {
     /// The changeset `id` with its cards; [`Error::NotFound`] for an unknown id.
     pub async fn changeset_view(&self, id: &str) -> Result<ChangesetView> {
         let changeset = self.inner.store.changeset(id).await?;
-        let mut approvals = Vec::with_capacity(changeset.approvals.len());
-        for approval in &changeset.approvals {
-            approvals.push(self.approval_view_checked(&approval.id).await?);
+        // One read of the task and one segment for every card of the set.
+        let task = self.inner.store.task(&changeset.task_id).await.ok();
+        let pairs: Vec<_> = changeset
+            .approvals
+            .into_iter()
+            .map(|approval| (approval, task.clone()))
+            .collect();
+        let prechecks = self.precheck_rows(&pairs, true).await;
+        let log = self.changes();
+        let mut approvals = Vec::with_capacity(pairs.len());
+        for ((approval, task), precheck) in pairs.into_iter().zip(prechecks) {
+            let mut view = crate::view::view_of(&log, approval, task).await;
+            view.current = precheck.as_ref().map(crate::view::CurrentTarget::of);
+            view.precheck = precheck;
+            approvals.push(view);
         }
         Ok(ChangesetView {
             id: changeset.id,

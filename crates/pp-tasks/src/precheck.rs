@@ -241,11 +241,13 @@ impl TaskService {
         Ok(precheck_call(&segment, &approval, arguments, &context).await)
     }
 
-    /// The list rows' prechecks (no diffs) of `approvals`, pending ones only: one
-    /// segment per workspace, not per card.
+    /// The prechecks of `approvals`, pending ones only: one segment per workspace, not
+    /// per card. `full`: with diffs and content (a changeset's cards); otherwise the
+    /// list rows' summaries.
     pub(crate) async fn precheck_rows(
         &self,
         approvals: &[(ApprovalRecord, Option<pp_types::TaskRecord>)],
+        full: bool,
     ) -> Vec<Option<Precheck>> {
         let shared = &self.inner.shared;
         let mut segments: HashMap<String, std::result::Result<Segment, String>> = HashMap::new();
@@ -276,9 +278,13 @@ impl TaskService {
                 Some(Ok(segment)) => {
                     let context =
                         ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
-                    precheck_call(segment, approval, &approval.arguments, &context)
-                        .await
-                        .map(Precheck::summary)
+                    let precheck =
+                        precheck_call(segment, approval, &approval.arguments, &context).await;
+                    if full {
+                        precheck
+                    } else {
+                        precheck.map(Precheck::summary)
+                    }
                 }
                 Some(Err(message)) => Some(Precheck::unavailable(message.clone())),
                 None => None,

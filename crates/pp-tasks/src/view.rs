@@ -26,7 +26,7 @@ pub struct CurrentTarget {
 
 impl CurrentTarget {
     /// The deprecated `current` field of a card whose precheck is `precheck`.
-    fn of(precheck: &Precheck) -> Self {
+    pub(crate) fn of(precheck: &Precheck) -> Self {
         let changed = precheck.status == PrecheckStatus::Changed;
         Self {
             changed,
@@ -372,7 +372,7 @@ impl TaskService {
                 (approval, task)
             })
             .collect();
-        let prechecks = self.precheck_rows(&pairs).await;
+        let prechecks = self.precheck_rows(&pairs, false).await;
         let log = self.changes();
         let mut views = Vec::with_capacity(pairs.len());
         for ((approval, task), precheck) in pairs.into_iter().zip(prechecks) {
@@ -440,7 +440,7 @@ impl TaskService {
 
 /// The card of `approval`: its task's prompt and origin (`task`, read before), and its
 /// outcome. A store read that fails leaves those parts empty rather than failing the card.
-async fn view_of(
+pub(crate) async fn view_of(
     log: &ChangeLog,
     approval: ApprovalRecord,
     task: Option<TaskRecord>,
