@@ -131,6 +131,62 @@ impl PgStore {
         Ok((user, token, count(ended)))
     }
 
+    /// Removes the user, in one transaction: their row (so their token stops working),
+    /// their grants and their console logins. Their tasks, approvals and audit rows stay,
+    /// naming them. [`Error::LastOwner`] for the only owner. Returns the user as they
+    /// were and how many logins ended.
+    pub(crate) async fn remove_user(&self, name: &str) -> Result<(UserRecord, usize)> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        let owners = lock_owners(&transaction).await?;
+        lock(&transaction, name).await?;
+        let user = load(&transaction, name).await?;
+        if user.role == Role::Owner && owners <= 1 {
+            return Err(Error::LastOwner {
+                name: name.to_owned(),
+            });
+        }
+        let ended = execute(
+            &transaction,
+            "DELETE FROM console_logins WHERE user_name = $1",
+            &[&name],
+        )
+        .await?;
+        execute(
+            &transaction,
+            "DELETE FROM user_grants WHERE user_name = $1",
+            &[&name],
+        )
+        .await?;
+        execute(&transaction, "DELETE FROM users WHERE name = $1", &[&name]).await?;
+        transaction.commit().await?;
+        Ok((user, count(ended)))
+    }
+
+    /// Gives the user `role`; [`Error::LastOwner`] when that would leave no owner.
+    /// Returns the user as they are now and their role before.
+    pub(crate) async fn set_user_role(&self, name: &str, role: Role) -> Result<(UserRecord, Role)> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        let owners = lock_owners(&transaction).await?;
+        lock(&transaction, name).await?;
+        let before = load(&transaction, name).await?.role;
+        if before == Role::Owner && role != Role::Owner && owners <= 1 {
+            return Err(Error::LastOwner {
+                name: name.to_owned(),
+            });
+        }
+        execute(
+            &transaction,
+            "UPDATE users SET role = $2 WHERE name = $1",
+            &[&name, &role.as_str()],
+        )
+        .await?;
+        let user = load(&transaction, name).await?;
+        transaction.commit().await?;
+        Ok((user, before))
+    }
+
     /// The user whose token is `token`, if any.
     pub(crate) async fn user_by_token(&self, token: &str) -> Result<Option<UserRecord>> {
         if !token.starts_with(USER_TOKEN_PREFIX) {
@@ -210,21 +266,35 @@ impl PgStore {
     }
 
     /// Records `user` as the creator of task `id` when none is recorded yet (a chat
-    /// turn's task, created by the session code that knows no users).
+    /// turn's task, created by the session code that knows no users), on the task and
+    /// its `task_created` audit row.
     pub(crate) async fn set_task_user(&self, id: &TaskId, user: &str) -> Result<()> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
         execute(
-            &self.client().await?,
+            &transaction,
             "UPDATE tasks SET created_by_user = $2 WHERE id = $1 AND created_by_user IS NULL",
             &[&id.as_str(), &user],
         )
         .await?;
+        execute(
+            &transaction,
+            "UPDATE audit SET user_name = $2 \
+             WHERE task_id = $1 AND action = 'task_created' AND user_name IS NULL",
+            &[&id.as_str(), &user],
+        )
+        .await?;
+        transaction.commit().await?;
         Ok(())
     }
 
-    /// Records the team user who created the chat session `id`.
+    /// Records the team user who created the chat session `id`, on the session and its
+    /// `session_created` audit row.
     pub(crate) async fn set_chat_session_user(&self, id: &str, user: &str) -> Result<()> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
         let changed = execute(
-            &self.client().await?,
+            &transaction,
             "UPDATE chat_sessions SET created_by_user = $2 WHERE id = $1",
             &[&id, &user],
         )
@@ -232,6 +302,14 @@ impl PgStore {
         if changed == 0 {
             return Err(session_not_found(id));
         }
+        execute(
+            &transaction,
+            "UPDATE audit SET user_name = $2 \
+             WHERE target = $1 AND action = 'session_created' AND user_name IS NULL",
+            &[&id, &user],
+        )
+        .await?;
+        transaction.commit().await?;
         Ok(())
     }
 
@@ -294,6 +372,19 @@ async fn lock(db: &impl GenericClient, name: &str) -> Result<()> {
     .await?
     .map(|_| ())
     .ok_or_else(|| Error::not_found("user", name))
+}
+
+/// Locks every owner's row for the rest of the transaction (in name order, so two
+/// removals or demotions wait for each other instead of both seeing two owners) and
+/// counts them.
+async fn lock_owners(db: &impl GenericClient) -> Result<usize> {
+    let rows = query(
+        db,
+        "SELECT name FROM users WHERE role = 'owner' ORDER BY name FOR UPDATE",
+        &[],
+    )
+    .await?;
+    Ok(rows.len())
 }
 
 fn session_not_found(id: &str) -> Error {

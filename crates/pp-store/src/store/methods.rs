@@ -435,6 +435,16 @@ store_methods! {
     /// and how many logins ended.
     fn rotate_user_token(name: &str => owned) -> (UserRecord, String, usize);
 
+    /// Removes the user, in one transaction: their row (so their token stops working),
+    /// their grants and their console logins. Their tasks, approvals and audit rows stay,
+    /// naming them. [`crate::Error::LastOwner`] for the only owner. Returns the user as
+    /// they were and how many logins ended.
+    fn remove_user(name: &str => owned) -> (UserRecord, usize);
+
+    /// Gives the user `role`; [`crate::Error::LastOwner`] when that would leave no
+    /// owner. Returns the user as they are now and their role before.
+    fn set_user_role(name: &str => owned, role: Role) -> (UserRecord, Role);
+
     /// The user whose token is `token`, if any.
     fn user_by_token(token: &str => owned) -> Option<UserRecord>;
 
@@ -450,10 +460,12 @@ store_methods! {
     fn create_task_as(new: NewTask, user: Option<&str> => owned_str) -> TaskRecord;
 
     /// Records `user` as the creator of task `id` when none is recorded yet (a chat
-    /// turn's task, created by the session code that knows no users).
+    /// turn's task, created by the session code that knows no users), on the task and
+    /// its `task_created` audit row.
     fn set_task_user(id: &TaskId => owned, user: &str => owned) -> ();
 
-    /// Records the team user who created the chat session `id`.
+    /// Records the team user who created the chat session `id`, on the session and its
+    /// `session_created` audit row.
     fn set_chat_session_user(id: &str => owned, user: &str => owned) -> ();
 
     /// The team user who created the chat session `id` (`None`: none recorded);

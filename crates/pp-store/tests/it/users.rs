@@ -288,6 +288,15 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
         Some("mia"),
         "a recorded creator is kept"
     );
+    // The turn's `task_created` row names the user too (it was written before the user
+    // was known), and a later call does not rename it.
+    let created = db
+        .store
+        .list_audit(audit_of(task.id.clone(), "task_created"))
+        .await
+        .unwrap();
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].user.as_deref(), Some("mia"));
     // An unknown task is a no-op, as on SQLite.
     db.store
         .set_task_user(&TaskId("t_missing".into()), "mia")
@@ -308,6 +317,16 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
         .set_chat_session_user(&session.id, "mia")
         .await
         .unwrap();
+    let created = db
+        .store
+        .list_audit(AuditFilter {
+            action: Some("session_created".into()),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].user.as_deref(), Some("mia"));
     assert_eq!(
         db.open_again()
             .await
@@ -331,6 +350,127 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
             ..
         })
     ));
+}
+
+both!(removing_a_user_ends_their_logins_and_keeps_their_tasks);
+async fn removing_a_user_ends_their_logins_and_keeps_their_tasks(db: TestDb) {
+    db.store.add_user("olga", Role::Owner).await.unwrap();
+    let (_, token) = db.store.add_user("mia", Role::Member).await.unwrap();
+    db.store.grant_workspace("mia", "finance").await.unwrap();
+    let login = db
+        .store
+        .create_user_login("mia", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let olga_login = db
+        .store
+        .create_user_login("olga", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let task = db
+        .store
+        .create_task_as(new_task("mia's task"), Some("mia"))
+        .await
+        .unwrap();
+
+    let (removed, ended) = db.store.remove_user("mia").await.unwrap();
+    assert_eq!(removed.name, "mia");
+    assert_eq!(removed.workspaces, ["finance"], "the user as they were");
+    assert_eq!(ended, 1);
+    assert!(matches!(
+        db.store.user("mia").await,
+        Err(Error::NotFound { what: "user", .. })
+    ));
+    assert_eq!(db.store.user_by_token(&token).await.unwrap(), None);
+    assert_eq!(db.store.login_owner(&login).await.unwrap(), None);
+    assert_eq!(
+        db.store.login_owner(&olga_login).await.unwrap(),
+        Some(LoginOwner::User("olga".into())),
+        "other users' logins stay"
+    );
+    assert!(
+        db.raw_texts("SELECT workspace FROM user_grants WHERE user_name = 'mia'")
+            .await
+            .is_empty()
+    );
+    // Their task and its audit row stay, naming them.
+    let kept = db.store.task(&task.id).await.unwrap();
+    assert_eq!(kept.created_by_user.as_deref(), Some("mia"));
+    let rows = db
+        .store
+        .list_audit(audit_of(task.id.clone(), "task_created"))
+        .await
+        .unwrap();
+    assert_eq!(rows[0].user.as_deref(), Some("mia"));
+    assert!(matches!(
+        db.store.remove_user("mia").await,
+        Err(Error::NotFound { what: "user", .. })
+    ));
+    // A name freed by a removal can be added again, with a new token.
+    let (_, again) = db.store.add_user("mia", Role::Viewer).await.unwrap();
+    assert_ne!(again, token);
+}
+
+both!(the_last_owner_is_neither_removed_nor_demoted);
+async fn the_last_owner_is_neither_removed_nor_demoted(db: TestDb) {
+    db.store.add_user("olga", Role::Owner).await.unwrap();
+    db.store.add_user("abe", Role::Approver).await.unwrap();
+    assert!(matches!(
+        db.store.remove_user("olga").await,
+        Err(Error::LastOwner { name }) if name == "olga"
+    ));
+    assert!(matches!(
+        db.store.set_user_role("olga", Role::Approver).await,
+        Err(Error::LastOwner { .. })
+    ));
+    assert_eq!(db.store.user("olga").await.unwrap().role, Role::Owner);
+    // Owner to owner changes nothing and is allowed.
+    let (same, before) = db.store.set_user_role("olga", Role::Owner).await.unwrap();
+    assert_eq!((same.role, before), (Role::Owner, Role::Owner));
+
+    let (abe, before) = db.store.set_user_role("abe", Role::Owner).await.unwrap();
+    assert_eq!((abe.role, before), (Role::Owner, Role::Approver));
+    let (olga, before) = db.store.set_user_role("olga", Role::Viewer).await.unwrap();
+    assert_eq!((olga.role, before), (Role::Viewer, Role::Owner));
+    assert_eq!(
+        db.open_again().await.user("olga").await.unwrap().role,
+        Role::Viewer
+    );
+    assert!(matches!(
+        db.store.remove_user("abe").await,
+        Err(Error::LastOwner { .. })
+    ));
+    db.store.remove_user("olga").await.unwrap();
+    assert!(matches!(
+        db.store.set_user_role("nobody", Role::Member).await,
+        Err(Error::NotFound { what: "user", .. })
+    ));
+}
+
+both!(two_owners_demoting_each_other_at_once_leave_one_owner);
+async fn two_owners_demoting_each_other_at_once_leave_one_owner(db: TestDb) {
+    db.store.add_user("olga", Role::Owner).await.unwrap();
+    db.store.add_user("otto", Role::Owner).await.unwrap();
+    let stores = vec![db.open_again().await, db.open_again().await];
+    let outcomes = race(stores, |index, store| async move {
+        let name = if index == 0 { "olga" } else { "otto" };
+        store.set_user_role(name, Role::Member).await
+    })
+    .await;
+    let refused = outcomes
+        .iter()
+        .filter(|outcome| matches!(outcome, Err(Error::LastOwner { .. })))
+        .count();
+    assert_eq!(refused, 1, "{outcomes:?}");
+    let owners = db
+        .store
+        .users()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|user| user.role == Role::Owner)
+        .count();
+    assert_eq!(owners, 1);
 }
 
 both!(eight_processes_adding_one_name_add_it_once);
