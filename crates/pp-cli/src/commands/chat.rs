@@ -254,7 +254,7 @@ impl Chat {
     async fn turn(&mut self, message: &str) -> anyhow::Result<Next> {
         let started = Instant::now();
         let service = &self.app.service;
-        let sessions = self.app.sessions();
+        let sessions = self.app.sessions().as_user(self.caller.user.as_deref());
         let session = match &self.session {
             Some(id) => id.clone(),
             None => {
@@ -269,9 +269,6 @@ impl Chat {
                         actor: Actor::Operator,
                     })
                     .await?;
-                if let Some(user) = &self.caller.user {
-                    sessions.set_session_user(&record.id, user).await?;
-                }
                 errln!("session {}", one_line(&record.id));
                 self.session = Some(record.id.clone());
                 self.print_session_line()?;
@@ -305,9 +302,6 @@ impl Chat {
             }
             Err(error) => return Err(error.into()),
         };
-        if let Some(user) = &self.caller.user {
-            service.set_task_user(&task.id, user).await?;
-        }
         set(&self.current, Some(task.id.clone()));
         let feed = self.json.then(|| JsonFeed::start(service, &task.id));
         let ui = Ui {

@@ -266,35 +266,21 @@ impl PgStore {
     }
 
     /// Records `user` as the creator of task `id` when none is recorded yet (a chat
-    /// turn's task, created by the session code that knows no users), on the task and
-    /// its `task_created` audit row.
+    /// turn's task, created by the session code that knows no users).
     pub(crate) async fn set_task_user(&self, id: &TaskId, user: &str) -> Result<()> {
-        let mut client = self.client().await?;
-        let transaction = client.transaction().await?;
         execute(
-            &transaction,
+            &self.client().await?,
             "UPDATE tasks SET created_by_user = $2 WHERE id = $1 AND created_by_user IS NULL",
             &[&id.as_str(), &user],
         )
         .await?;
-        execute(
-            &transaction,
-            "UPDATE audit SET user_name = $2 \
-             WHERE task_id = $1 AND action = 'task_created' AND user_name IS NULL",
-            &[&id.as_str(), &user],
-        )
-        .await?;
-        transaction.commit().await?;
         Ok(())
     }
 
-    /// Records the team user who created the chat session `id`, on the session and its
-    /// `session_created` audit row.
+    /// Records the team user who created the chat session `id`.
     pub(crate) async fn set_chat_session_user(&self, id: &str, user: &str) -> Result<()> {
-        let mut client = self.client().await?;
-        let transaction = client.transaction().await?;
         let changed = execute(
-            &transaction,
+            &self.client().await?,
             "UPDATE chat_sessions SET created_by_user = $2 WHERE id = $1",
             &[&id, &user],
         )
@@ -302,14 +288,6 @@ impl PgStore {
         if changed == 0 {
             return Err(session_not_found(id));
         }
-        execute(
-            &transaction,
-            "UPDATE audit SET user_name = $2 \
-             WHERE target = $1 AND action = 'session_created' AND user_name IS NULL",
-            &[&id, &user],
-        )
-        .await?;
-        transaction.commit().await?;
         Ok(())
     }
 

@@ -215,8 +215,7 @@ impl Store {
     }
 
     /// Records `user` as the creator of task `id` when none is recorded yet (a chat
-    /// turn's task, created by the session code that knows no users), on the task and
-    /// its `task_created` audit row.
+    /// turn's task, created by the session code that knows no users).
     pub(crate) fn set_task_user(&self, id: &pp_types::TaskId, user: &str) -> Result<()> {
         self.write(|transaction| {
             transaction
@@ -225,18 +224,11 @@ impl Store {
                      WHERE id = ?1 AND created_by_user IS NULL",
                 )?
                 .execute(params![id.as_str(), user])?;
-            transaction
-                .prepare_cached(
-                    "UPDATE audit SET user_name = ?2 \
-                     WHERE task_id = ?1 AND action = 'task_created' AND user_name IS NULL",
-                )?
-                .execute(params![id.as_str(), user])?;
             Ok(())
         })
     }
 
-    /// Records the team user who created the chat session `id`, on the session and its
-    /// `session_created` audit row.
+    /// Records the team user who created the chat session `id`.
     pub(crate) fn set_chat_session_user(&self, id: &str, user: &str) -> Result<()> {
         self.write(|transaction| {
             let changed = transaction
@@ -248,12 +240,6 @@ impl Store {
                     id: id.to_owned(),
                 });
             }
-            transaction
-                .prepare_cached(
-                    "UPDATE audit SET user_name = ?2 \
-                     WHERE target = ?1 AND action = 'session_created' AND user_name IS NULL",
-                )?
-                .execute(params![id, user])?;
             Ok(())
         })
     }

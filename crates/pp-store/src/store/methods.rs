@@ -225,8 +225,9 @@ store_methods! {
     /// purged on the way.
     fn claim_signature(key: &str => owned, expires_at: Timestamp) -> bool;
 
-    /// Creates an empty chat session.
-    fn create_chat_session(new: NewChatSession) -> ChatSession;
+    /// Creates an empty chat session, recording the team `user` who created it (team
+    /// mode) on it and its `session_created` audit row.
+    fn create_chat_session(new: NewChatSession, user: Option<&str> => owned_str) -> ChatSession;
 
     /// The `limit` most recently active chat sessions (`updated_at`), newest first.
     fn chat_sessions(limit: usize) -> Vec<ChatSession>;
@@ -240,8 +241,9 @@ store_methods! {
     /// Adds a turn: creates its `queued` task (with the `task_created` audit row) and the
     /// turn row in one transaction. [`crate::Error::SessionBusy`] while the latest turn is
     /// still `queued`, `running` or `waiting_approval`; [`crate::Error::NotFound`] for an
-    /// unknown session.
-    fn add_chat_turn(session: &str => owned, new: NewTask) -> ChatTurn;
+    /// unknown session. The team `user` who sent it (team mode) is recorded on the task
+    /// and its `task_created` row.
+    fn add_chat_turn(session: &str => owned, new: NewTask, user: Option<&str> => owned_str) -> ChatTurn;
 
     /// The session and turn index of `task`, if it is a turn of a chat session.
     fn turn_of_task(task: &TaskId => owned) -> Option<(String, u32)>;
@@ -255,7 +257,7 @@ store_methods! {
 
     /// Deletes the session and its turn rows (their tasks, events and audit rows stay).
     /// [`crate::Error::SessionBusy`] while a turn is active; [`crate::Error::NotFound`] if unknown.
-    fn delete_chat_session(session: &str => owned) -> ();
+    fn delete_chat_session(session: &str => owned, user: Option<&str> => owned_str) -> ();
 
     /// Appends `events` to `task` in one transaction and returns them with their sequence
     /// numbers ([`crate::Error::NotFound`] if the task does not exist).
@@ -460,12 +462,10 @@ store_methods! {
     fn create_task_as(new: NewTask, user: Option<&str> => owned_str) -> TaskRecord;
 
     /// Records `user` as the creator of task `id` when none is recorded yet (a chat
-    /// turn's task, created by the session code that knows no users), on the task and
-    /// its `task_created` audit row.
+    /// turn's task, created by the session code that knows no users).
     fn set_task_user(id: &TaskId => owned, user: &str => owned) -> ();
 
-    /// Records the team user who created the chat session `id`, on the session and its
-    /// `session_created` audit row.
+    /// Records the team user who created the chat session `id`.
     fn set_chat_session_user(id: &str => owned, user: &str => owned) -> ();
 
     /// The team user who created the chat session `id` (`None`: none recorded);

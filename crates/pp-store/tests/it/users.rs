@@ -288,15 +288,6 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
         Some("mia"),
         "a recorded creator is kept"
     );
-    // The turn's `task_created` row names the user too (it was written before the user
-    // was known), and a later call does not rename it.
-    let created = db
-        .store
-        .list_audit(audit_of(task.id.clone(), "task_created"))
-        .await
-        .unwrap();
-    assert_eq!(created.len(), 1);
-    assert_eq!(created[0].user.as_deref(), Some("mia"));
     // An unknown task is a no-op, as on SQLite.
     db.store
         .set_task_user(&TaskId("t_missing".into()), "mia")
@@ -305,11 +296,14 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
 
     let session = db
         .store
-        .create_chat_session(NewChatSession {
-            title: None,
-            workspace: "home".into(),
-            created_by: Actor::Operator,
-        })
+        .create_chat_session(
+            NewChatSession {
+                title: None,
+                workspace: "home".into(),
+                created_by: Actor::Operator,
+            },
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(db.store.chat_session_user(&session.id).await.unwrap(), None);
@@ -317,16 +311,6 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
         .set_chat_session_user(&session.id, "mia")
         .await
         .unwrap();
-    let created = db
-        .store
-        .list_audit(AuditFilter {
-            action: Some("session_created".into()),
-            ..AuditFilter::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(created.len(), 1);
-    assert_eq!(created[0].user.as_deref(), Some("mia"));
     assert_eq!(
         db.open_again()
             .await
@@ -350,6 +334,75 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
             ..
         })
     ));
+}
+
+both!(a_session_its_turns_and_its_deletion_name_their_user_in_the_ledger);
+async fn a_session_its_turns_and_its_deletion_name_their_user_in_the_ledger(db: TestDb) {
+    let rows = |action: &'static str| {
+        let store = db.store.clone();
+        async move {
+            store
+                .list_audit(&AuditFilter {
+                    action: Some(action.into()),
+                    ..AuditFilter::default()
+                })
+                .await
+                .unwrap()
+        }
+    };
+    let session = db
+        .store
+        .create_chat_session(
+            NewChatSession {
+                title: None,
+                workspace: "home".into(),
+                created_by: Actor::Operator,
+            },
+            Some("mia"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        db.store
+            .chat_session_user(&session.id)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("mia")
+    );
+    let created = rows("session_created").await;
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].user.as_deref(), Some("mia"));
+
+    let turn = db
+        .store
+        .add_chat_turn(&session.id, new_task("hello"), Some("mia"))
+        .await
+        .unwrap();
+    assert_eq!(turn.task.created_by_user.as_deref(), Some("mia"));
+    let task_rows = db
+        .store
+        .list_audit(&audit_of(turn.task.id.clone(), "task_created"))
+        .await
+        .unwrap();
+    assert_eq!(task_rows.len(), 1);
+    assert_eq!(task_rows[0].user.as_deref(), Some("mia"));
+
+    db.store
+        .transition(
+            &turn.task.id,
+            &[pp_types::TaskState::Queued],
+            pp_store::TaskChange::to(pp_types::TaskState::Cancelled),
+        )
+        .await
+        .unwrap();
+    db.store
+        .delete_chat_session(&session.id, Some("olga"))
+        .await
+        .unwrap();
+    let deleted = rows("session_deleted").await;
+    assert_eq!(deleted.len(), 1);
+    assert_eq!(deleted[0].user.as_deref(), Some("olga"));
 }
 
 both!(removing_a_user_ends_their_logins_and_keeps_their_tasks);
@@ -398,7 +451,7 @@ async fn removing_a_user_ends_their_logins_and_keeps_their_tasks(db: TestDb) {
     assert_eq!(kept.created_by_user.as_deref(), Some("mia"));
     let rows = db
         .store
-        .list_audit(audit_of(task.id.clone(), "task_created"))
+        .list_audit(&audit_of(task.id.clone(), "task_created"))
         .await
         .unwrap();
     assert_eq!(rows[0].user.as_deref(), Some("mia"));
