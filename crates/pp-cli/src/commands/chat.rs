@@ -82,7 +82,11 @@ pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Resul
     if interactive {
         errln!("{COMMANDS}");
     }
-    let watcher = interrupt_watcher(chat.app.service.clone(), Arc::clone(&chat.current));
+    let watcher = interrupt_watcher(
+        chat.app.service.clone(),
+        Arc::clone(&chat.current),
+        chat.caller.clone(),
+    );
     let code = chat.converse(interactive).await;
     watcher.abort();
     code
@@ -346,10 +350,12 @@ fn set(slot: &Mutex<Option<TaskId>>, value: Option<TaskId>) {
 }
 
 /// Ctrl+C while a turn runs (the terminal is not in raw mode then, so it arrives as
-/// SIGINT) cancels that turn; at any other time it ends the program as usual.
+/// SIGINT) cancels that turn (audited as `caller`); at any other time it ends the
+/// program as usual.
 fn interrupt_watcher(
     service: TaskService,
     current: Arc<Mutex<Option<TaskId>>>,
+    caller: pp_tasks::Caller,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -363,7 +369,7 @@ fn interrupt_watcher(
             match turn {
                 Some(task) => {
                     errln!("\ninterrupted: cancelling this turn…");
-                    if let Err(error) = service.cancel(&task).await {
+                    if let Err(error) = service.cancel_as(&task, &caller).await {
                         errln!("{error}");
                     }
                 }
