@@ -772,3 +772,110 @@ fn users_list_columns_are_aligned() {
     assert!(grants.iter().all(|at| *at == grants[0]), "{listed}");
     assert_eq!(lines[1], "bartholomew  approver  -");
 }
+
+/// Item 4: commands that act for a person in team mode name them in the ledger (a
+/// cancel, the memory, schedules); schedules are audited in single-user mode too, as
+/// the operator.
+#[test]
+fn cli_actions_name_their_user_and_schedules_are_audited() {
+    let tree = TempTree::new();
+    let (home, config, tokens) = team(&tree);
+    let id = pending_write(&tree, &home, "c.txt");
+    let store = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
+    let task = store
+        .approval(&pp_types::ApprovalId(id))
+        .wait()
+        .unwrap()
+        .task_id;
+    let olga = Some(tokens["olga"].as_str());
+    for args in [
+        &["tasks", "cancel", task.as_str(), "--user", "olga"][..],
+        &[
+            "schedules",
+            "add",
+            "--name",
+            "daily",
+            "--cron",
+            "0 9 * * *",
+            "--prompt",
+            "report",
+            "--user",
+            "olga",
+        ],
+        &["schedules", "disable", "daily", "--user", "olga"],
+        &["schedules", "remove", "daily", "--user", "olga"],
+    ] {
+        let (code, stderr) = acting(&home, &config, olga, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    }
+    let mut memory = pocketpilot_in(&home);
+    memory
+        .arg("--config")
+        .arg(&config)
+        .args(["memory", "set", "@-", "--user", "olga"])
+        .env("POCKETPILOT_TOKEN", &tokens["olga"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = memory.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"remember\n").unwrap();
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{:?}", text(&output));
+    for action in [
+        "task_cancelled",
+        "schedule_created",
+        "schedule_updated",
+        "schedule_removed",
+        "memory_updated",
+    ] {
+        let rows = audit_rows(&home, action);
+        assert_eq!(rows.len(), 1, "{action}: {rows:?}");
+        assert_eq!(rows[0].0.as_deref(), Some("olga"), "{action}");
+    }
+    assert_eq!(
+        audit_rows(&home, "schedule_created")[0].1.as_deref(),
+        Some("daily")
+    );
+
+    // Single-user mode: the operator's schedule changes are audited, naming no user.
+    let single = tree.base().join("single");
+    let config = tree.base().join("single.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[workspace]]\nname = \"main\"\npath = {:?}\ndefault = true\n",
+            tree.workspace().display().to_string()
+        ),
+    )
+    .unwrap();
+    for args in [
+        &[
+            "schedules",
+            "add",
+            "--name",
+            "weekly",
+            "--cron",
+            "0 9 * * 1",
+            "--prompt",
+            "sum up",
+        ][..],
+        &["schedules", "edit", "weekly", "--prompt", "sum it up"],
+        &["schedules", "run", "weekly"],
+        &["schedules", "remove", "weekly"],
+    ] {
+        let (code, stderr) = acting(&single, &config, None, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    }
+    for action in [
+        "schedule_created",
+        "schedule_updated",
+        "schedule_run",
+        "schedule_removed",
+    ] {
+        let rows = audit_rows(&single, action);
+        assert_eq!(rows.len(), 1, "{action}: {rows:?}");
+        assert_eq!(rows[0].0, None, "{action}");
+        assert_eq!(rows[0].1.as_deref(), Some("weekly"), "{action}");
+    }
+}
