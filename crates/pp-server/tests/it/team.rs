@@ -1119,3 +1119,33 @@ async fn every_action_through_the_api_names_its_user() {
         turn_rows.json
     );
 }
+
+/// Item 7: in team mode the 401 (API) and the refused login page say how a team user
+/// logs in, never "the login link" `serve` prints (which team mode does not use).
+#[tokio::test]
+async fn team_mode_401_says_how_a_user_logs_in() {
+    let team = Team::new().await;
+    for authorization in ["Bearer ppu_0000", "Bearer not-a-token"] {
+        let reply = team
+            .call_with(authorization, Method::GET, "/api/tasks", None)
+            .await;
+        reply.expect(401, Some("unauthorized"));
+        let message = reply.json["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("login link"), "{message}");
+        assert!(message.contains("/login?token=<user token>"), "{message}");
+        assert!(message.contains("users rotate"), "{message}");
+    }
+    let page = team
+        .call_with("", Method::GET, "/login?token=ppu_0000", None)
+        .await;
+    assert_eq!(page.status.as_u16(), 401);
+    let text = String::from_utf8_lossy(&page.bytes);
+    assert!(!text.contains("login link"), "{text}");
+    assert!(text.contains("users rotate"), "{text}");
+
+    // A removed user's token is refused the same way.
+    let removed = team.users.remove("vic").await.unwrap();
+    assert_eq!(removed.user.name, "vic");
+    let reply = team.call("vic", Method::GET, "/api/tasks", None).await;
+    reply.expect(401, Some("unauthorized"));
+}
