@@ -25,6 +25,9 @@ use serde_json::Value;
 pub struct Sessions {
     service: TaskService,
     store: Store,
+    /// The team user who acts (team mode), recorded on the sessions and turns created
+    /// and the audit rows of creating and deleting them; `None`: the operator.
+    user: Option<String>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -115,7 +118,23 @@ impl Sessions {
     /// The chat sessions in `store`, the one `service` runs on (whose workspaces a
     /// session names and whose workers run its turns).
     pub fn new(service: TaskService, store: Store) -> Self {
-        Self { service, store }
+        Self {
+            service,
+            store,
+            user: None,
+        }
+    }
+
+    /// The same sessions, acting for the team user `user` (team mode: recorded on the
+    /// sessions and turns created and on the audit rows of creating and deleting them;
+    /// `None`: the operator).
+    #[must_use]
+    pub fn as_user(&self, user: Option<&str>) -> Self {
+        Self {
+            service: self.service.clone(),
+            store: self.store.clone(),
+            user: user.map(str::to_owned),
+        }
     }
 
     /// Creates an empty session in `request.workspace` (the default when `None`;
@@ -140,7 +159,10 @@ impl Sessions {
             workspace: workspace.name.clone(),
             created_by: request.actor,
         };
-        let session = self.store.create_chat_session(new).await?;
+        let session = self
+            .store
+            .create_chat_session(new, self.user.as_deref())
+            .await?;
         Ok(session.into())
     }
 
@@ -198,7 +220,10 @@ impl Sessions {
             origin: None,
             script,
         };
-        let turn = self.store.add_chat_turn(id, new).await?;
+        let turn = self
+            .store
+            .add_chat_turn(id, new, self.user.as_deref())
+            .await?;
         self.service.wake_workers();
         Ok(turn.task)
     }
@@ -207,7 +232,10 @@ impl Sessions {
     /// rows stay. Refuses with [`Error::SessionBusy`] while a turn is active (cancel it
     /// first); [`Error::NotFound`] for an unknown session.
     pub async fn delete_session(&self, id: &str) -> Result<()> {
-        Ok(self.store.delete_chat_session(id).await?)
+        Ok(self
+            .store
+            .delete_chat_session(id, self.user.as_deref())
+            .await?)
     }
 
     /// Records the team user who created the chat session `id`.

@@ -237,7 +237,7 @@ enum Command {
         command: TokenCommand,
     },
     /// Team users and roles (docs/team.md): `add NAME --role ROLE`, `list`, `grant`,
-    /// `revoke`, `rotate`.
+    /// `revoke`, `rotate`, `remove`, `role NAME ROLE`.
     Users {
         #[command(subcommand)]
         command: UsersCommand,

@@ -43,6 +43,16 @@ impl MemoryService {
         }
     }
 
+    /// The same service, its audit rows naming the team user `user` (team mode: who
+    /// changes the memory; `None`: the operator).
+    #[must_use]
+    pub fn as_user(&self, user: Option<&str>) -> Self {
+        Self {
+            settings: Arc::clone(&self.settings),
+            audit: self.audit.as_user(user),
+        }
+    }
+
     /// Where the memory lives.
     pub fn settings(&self) -> &MemorySettings {
         &self.settings

@@ -90,6 +90,16 @@ impl SkillsService {
         }
     }
 
+    /// The same service, its audit rows naming the team user `user` (team mode: who
+    /// changes the skills; `None`: the operator).
+    #[must_use]
+    pub fn as_user(&self, user: Option<&str>) -> Self {
+        Self {
+            settings: Arc::clone(&self.settings),
+            audit: self.audit.as_user(user),
+        }
+    }
+
     /// Where skills live.
     pub fn settings(&self) -> &SkillsSettings {
         &self.settings

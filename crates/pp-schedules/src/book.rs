@@ -2,7 +2,8 @@
 //! store's clock, and nothing else. Tasks are reached through the task service; the two
 //! store calls here that create one ([`ScheduleBook::fire`], [`ScheduleBook::run_now`])
 //! do so in the same transaction as the schedule's own row, which is what makes each
-//! occurrence fire once across processes.
+//! occurrence fire once across processes. A person's changes to the schedules are
+//! audited through it too ([`ScheduleBook::audit`]).
 
 use pp_store::{
     FireOccurrence, Fired, NewSchedule, NewTask, Result, Schedule, ScheduleEvent, ScheduleSpec,
@@ -23,6 +24,11 @@ impl ScheduleBook {
     /// Now, on the store's clock (a [`pp_types::ManualClock`] in tests).
     pub(crate) fn now(&self) -> Timestamp {
         self.0.clock().now()
+    }
+
+    /// Appends the audit row of a person's change to a schedule.
+    pub(crate) async fn audit(&self, entry: pp_types::NewAudit) -> Result<()> {
+        self.0.append_audit(entry).await.map(|_| ())
     }
 
     /// Stores a new schedule.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use pp_store::{NewSchedule, NewTask, Overlap, Schedule, ScheduleEvent, ScheduleEventKind};
 use pp_store::{ScheduleSpec, Store};
 use pp_tasks::TaskService;
-use pp_types::{Actor, TaskRecord, Timestamp};
+use pp_types::{Actor, AuditAction, NewAudit, TaskRecord, Timestamp};
 
 use crate::book::ScheduleBook;
 use crate::error::{Result, SchedulerError};
@@ -47,6 +47,8 @@ pub struct Scheduler {
     book: ScheduleBook,
     /// A script every created task carries (`pocketpilot serve --script FILE`).
     script: Option<serde_json::Value>,
+    /// The team user the audit rows of changes name (team mode; `None`: the operator).
+    user: Option<String>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -63,7 +65,41 @@ impl Scheduler {
             tasks,
             book: ScheduleBook::new(store),
             script: None,
+            user: None,
         }
+    }
+
+    /// The same scheduler, its audit rows (`schedule_created`, `schedule_updated`,
+    /// `schedule_removed`, `schedule_run`) naming the team user `user` (team mode: who
+    /// acts; `None`: the operator).
+    #[must_use]
+    pub fn as_user(&self, user: Option<&str>) -> Self {
+        Self {
+            user: user.map(str::to_owned),
+            ..self.clone()
+        }
+    }
+
+    /// Appends the audit row of a person's change to `schedule`.
+    async fn audit(
+        &self,
+        action: AuditAction,
+        actor: Actor,
+        schedule: &Schedule,
+        detail: String,
+        task: Option<&TaskRecord>,
+    ) -> Result<()> {
+        self.book
+            .audit(NewAudit {
+                actor: Some(actor),
+                task_id: task.map(|task| task.id.clone()),
+                target: Some(schedule.spec.name.clone()),
+                detail: Some(detail),
+                user: self.user.clone(),
+                ..NewAudit::new(action)
+            })
+            .await?;
+        Ok(())
     }
 
     /// The same scheduler, attaching `script` to every task it creates (as `pocketpilot
@@ -117,7 +153,17 @@ impl Scheduler {
             enabled: request.enabled,
             created_by: actor,
         };
-        Ok(self.book.create(&new).await?)
+        let schedule = self.book.create(&new).await?;
+        let detail = format!(
+            "{} `{}` in workspace `{}`{}",
+            schedule.id,
+            schedule.spec.cron,
+            schedule.spec.workspace,
+            if schedule.enabled { "" } else { " (disabled)" }
+        );
+        self.audit(AuditAction::ScheduleCreated, actor, &schedule, detail, None)
+            .await?;
+        Ok(schedule)
     }
 
     /// Replaces a schedule's definition (found by id or name); its next occurrence is
@@ -126,7 +172,20 @@ impl Scheduler {
         let current = self.find(id_or_name).await?;
         let (spec, timetable) = self.validate(request)?;
         let next = timetable.next_after(self.now());
-        Ok(self.book.update(&current.id, &spec, next).await?)
+        let schedule = self.book.update(&current.id, &spec, next).await?;
+        let detail = format!(
+            "{} edited: `{}` in workspace `{}`",
+            schedule.id, schedule.spec.cron, schedule.spec.workspace
+        );
+        self.audit(
+            AuditAction::ScheduleUpdated,
+            Actor::Operator,
+            &schedule,
+            detail,
+            None,
+        )
+        .await?;
+        Ok(schedule)
     }
 
     /// Enables (from the next occurrence after now: nothing missed while disabled is
@@ -135,7 +194,21 @@ impl Scheduler {
         let current = self.find(id_or_name).await?;
         let timetable = Timetable::parse(&current.spec.cron, &current.spec.time_zone)?;
         let next = timetable.next_after(self.now());
-        Ok(self.book.set_enabled(&current.id, enabled, next).await?)
+        let schedule = self.book.set_enabled(&current.id, enabled, next).await?;
+        let detail = format!(
+            "{} {}",
+            schedule.id,
+            if enabled { "enabled" } else { "disabled" }
+        );
+        self.audit(
+            AuditAction::ScheduleUpdated,
+            Actor::Operator,
+            &schedule,
+            detail,
+            None,
+        )
+        .await?;
+        Ok(schedule)
     }
 
     /// Fires a schedule now at a person's request (`actor`, recorded in its history):
@@ -163,13 +236,31 @@ impl Scheduler {
         };
         let task = self.book.run_now(&current.id, task, actor).await?;
         self.tasks.wake_workers();
+        let detail = format!("{} run now: task {}", current.id, task.id);
+        self.audit(
+            AuditAction::ScheduleRun,
+            actor,
+            &current,
+            detail,
+            Some(&task),
+        )
+        .await?;
         Ok(task)
     }
 
     /// Removes a schedule and its history (its tasks stay).
     pub async fn remove(&self, id_or_name: &str) -> Result<()> {
         let current = self.find(id_or_name).await?;
-        Ok(self.book.delete(&current.id).await?)
+        self.book.delete(&current.id).await?;
+        let detail = format!("{} removed (its tasks stay)", current.id);
+        self.audit(
+            AuditAction::ScheduleRemoved,
+            Actor::Operator,
+            &current,
+            detail,
+            None,
+        )
+        .await
     }
 
     /// One schedule, by id or name.

@@ -148,8 +148,53 @@ function leavePage() {
   page = null;
 }
 
-/** The page for a browser without a (valid) session. */
-function showLogin() {
+/**
+ * Whether this server is in team mode, as far as the console knows: a 401 says so ("team
+ * mode: …"), and so does a logged-in user's name. Team mode logs in with the user's own
+ * token, not with the link `pocketpilot serve` prints.
+ */
+let teamServer = false;
+
+/** The login page's steps for a team user (team mode). */
+function teamLoginSteps() {
+  return [
+    h("p", {
+      text: "This browser is not logged in, or its session has expired. This is a team server: you log in with your own user token.",
+    }),
+    h(
+      "ol",
+      {},
+      h(
+        "li",
+        {},
+        "Find your user token (",
+        h("code", { text: "ppu_…" }),
+        "): ",
+        h("code", { text: "pocketpilot users add" }),
+        " or ",
+        h("code", { text: "pocketpilot users rotate" }),
+        " printed it once, for you.",
+      ),
+      h(
+        "li",
+        {},
+        "Open ",
+        h("code", { class: "nowrap-ok", text: "/login?token=<your user token>" }),
+        " on this server in this browser.",
+      ),
+    ),
+    h("p", {
+      class: "muted",
+      text: "Lost it, or it stopped working (rotated, or your user was removed)? Ask an owner: `pocketpilot users rotate NAME` prints a new one.",
+    }),
+  ];
+}
+
+/** The page for a browser without a (valid) session; `error` is the 401, if any. */
+function showLogin(error) {
+  if (error && typeof error.message === "string" && error.message.startsWith("team mode:")) {
+    teamServer = true;
+  }
   loggedIn = false;
   leavePage();
   stopGlobalStream();
@@ -164,25 +209,29 @@ function showLogin() {
       "section",
       { class: "login panel", "aria-labelledby": "login-title" },
       h("h1", { id: "login-title", text: "Log in to PocketPilot" }),
-      h("p", {
-        text: "This browser is not logged in, or its session has expired. The console opens with a login link that only the person at this computer can see.",
-      }),
-      h(
-        "ol",
-        {},
-        h("li", {}, "In a terminal, run ", h("code", { text: "pocketpilot serve" }), "."),
-        h(
-          "li",
-          {},
-          "It prints a line like ",
-          h("code", { class: "nowrap-ok", text: "PocketPilot console: http://127.0.0.1:PORT/login?token=…" }),
-          ". Open that link in this browser.",
-        ),
-      ),
-      h("p", {
-        class: "muted",
-        text: "The server prints the link once, when it starts: scroll back in its terminal, or stop and start it again. After `pocketpilot token rotate`, restart the server and use the new link.",
-      }),
+      ...(teamServer
+        ? teamLoginSteps()
+        : [
+            h("p", {
+              text: "This browser is not logged in, or its session has expired. The console opens with a login link that only the person at this computer can see.",
+            }),
+            h(
+              "ol",
+              {},
+              h("li", {}, "In a terminal, run ", h("code", { text: "pocketpilot serve" }), "."),
+              h(
+                "li",
+                {},
+                "It prints a line like ",
+                h("code", { class: "nowrap-ok", text: "PocketPilot console: http://127.0.0.1:PORT/login?token=…" }),
+                ". Open that link in this browser.",
+              ),
+            ),
+            h("p", {
+              class: "muted",
+              text: "The server prints the link once, when it starts: scroll back in its terminal, or stop and start it again. After `pocketpilot token rotate`, restart the server and use the new link.",
+            }),
+          ]),
       h("button", { type: "button", class: "button", onclick: start, text: "I have logged in — try again" }),
     ),
   );
@@ -336,6 +385,9 @@ async function start() {
   // Team mode: show who is logged in (single-user mode has no user name).
   const me = await loadMe();
   who.textContent = me.user ? `${me.user} (${me.role})` : "";
+  if (me.user) {
+    teamServer = true;
+  }
   who.hidden = !me.user;
   nav.hidden = false;
   menuButton.hidden = false;
@@ -345,9 +397,9 @@ async function start() {
   route();
 }
 
-onUnauthorized(() => {
+onUnauthorized((error) => {
   if (loggedIn || !view.querySelector(".login")) {
-    showLogin();
+    showLogin(error);
   }
 });
 installDecide();

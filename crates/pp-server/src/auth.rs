@@ -93,6 +93,7 @@ pub(crate) async fn require_auth(
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
+        None if state.settings().team => ApiError::TeamUnauthorized.into_response(),
         None => ApiError::Unauthorized.into_response(),
     }
 }

@@ -18,6 +18,9 @@ pub enum ApiError {
     BadRequest(String),
     /// No valid token or session: `401 unauthorized`.
     Unauthorized,
+    /// Team mode: no valid user token or session (or the user was removed): `401
+    /// unauthorized`, saying how a team user logs in.
+    TeamUnauthorized,
     /// A foreign Host or Origin, or a path the jail refuses: `403 forbidden`.
     Forbidden(String),
     /// Unknown task, approval, workspace, file or route: `404 not_found`.
@@ -146,7 +149,9 @@ impl ApiError {
     pub fn status_and_code(&self) -> (StatusCode, ErrorCode) {
         match self {
             Self::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
-            Self::Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            Self::Unauthorized | Self::TeamUnauthorized => {
+                (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized)
+            }
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed),
@@ -206,6 +211,13 @@ impl ApiError {
                                    session is required; run `pocketpilot serve` and open the \
                                    login link it prints"
                 .into(),
+            Self::TeamUnauthorized => "team mode: a valid user token is required; API \
+                                       clients send `Authorization: Bearer <user token>`, \
+                                       people log in to the console by opening \
+                                       `/login?token=<user token>` (the token `pocketpilot \
+                                       users add` or `users rotate` printed; an owner gives \
+                                       you a new one)"
+                .into(),
             Self::MethodNotAllowed => "this route does not accept that method".into(),
             Self::DeliveryRefused => "the delivery was not accepted".into(),
             Self::RateLimited => "too many deliveries to this channel; try again later".into(),
@@ -244,7 +256,7 @@ impl IntoResponse for ApiError {
             Self::Internal(detail) => {
                 response.extensions_mut().insert(InternalDetail(detail));
             }
-            Self::Unauthorized => {
+            Self::Unauthorized | Self::TeamUnauthorized => {
                 response
                     .headers_mut()
                     .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -267,7 +279,8 @@ impl From<pp_tasks::Error> for ApiError {
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
             Error::Forbidden(message) => Self::Forbidden(message),
-            Error::Unauthorized(_) => Self::Unauthorized,
+            // Only a team user's token or standing is ever refused this way.
+            Error::Unauthorized(_) => Self::TeamUnauthorized,
             Error::Store(_) if error.is_conflict() => Self::InvalidState(error.to_string()),
             Error::Memory(error) => error.into(),
             Error::Store(_)

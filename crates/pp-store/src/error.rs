@@ -68,6 +68,15 @@ pub enum Error {
         /// The name asked for.
         name: String,
     },
+    /// Removing or demoting this user would leave the team without an owner.
+    #[error(
+        "`{name}` is the last owner: a team needs one (make another user owner first with \
+         `pocketpilot users role NAME owner`)"
+    )]
+    LastOwner {
+        /// The user.
+        name: String,
+    },
     /// A resolution asked for a state that is not a decision (`pending`).
     #[error("approval {id} cannot be resolved as {}", state.as_str())]
     InvalidResolution {

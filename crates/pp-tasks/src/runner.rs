@@ -300,7 +300,7 @@ async fn drive(
             change.events = vec![event];
             change.add_running_ms = elapsed;
             change.script_position = position;
-            let audit = cancel_audit(&task.id);
+            let audit = cancel_audit(&task.id, cancel.by());
             match shared
                 .store
                 .cancel_task(&task.id, &[TaskState::Running], change, audit)
@@ -313,13 +313,14 @@ async fn drive(
     }
 }
 
-/// The audit row of a cancellation the operator asked for; written in the same
-/// transaction as the state change, so the ledger never records a cancel that did not
-/// happen.
-pub(crate) fn cancel_audit(task: &pp_types::TaskId) -> NewAudit {
+/// The audit row of a cancellation the operator (or the team user `user`) asked for;
+/// written in the same transaction as the state change, so the ledger never records a
+/// cancel that did not happen.
+pub(crate) fn cancel_audit(task: &pp_types::TaskId, user: Option<String>) -> NewAudit {
     NewAudit {
         actor: Some(pp_types::Actor::Operator),
         task_id: Some(task.clone()),
+        user,
         ..NewAudit::new(AuditAction::TaskCancelled)
     }
 }

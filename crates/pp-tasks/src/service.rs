@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::{TryAcquireError, oneshot};
 use tokio::task::JoinSet;
 
+use crate::access::Caller;
 use crate::error::{Error, Result};
 use crate::model::ModelSource;
 use crate::runner::{Start, cancel_audit, new_approval, run_segment};
@@ -377,6 +378,13 @@ impl TaskService {
     /// the transaction that cancels, so the ledger never records a cancel that did not
     /// happen.
     pub async fn cancel(&self, id: &TaskId) -> Result<TaskRecord> {
+        self.cancel_as(id, &Caller::operator()).await
+    }
+
+    /// [`TaskService::cancel`] for `caller`, whose team user the audit row names
+    /// (whether they may is the caller's check: [`TaskService::authorize`]).
+    pub async fn cancel_as(&self, id: &TaskId, caller: &Caller) -> Result<TaskRecord> {
+        let by = caller.user.as_deref();
         let refused = |state| Error::InvalidState {
             id: id.to_string(),
             state,
@@ -390,7 +398,7 @@ impl TaskService {
             if self.inner.store.approved_call_pending(id).await? {
                 return Err(refused(TaskState::Running));
             }
-            if self.inner.signal_cancel(id) {
+            if self.inner.signal_cancel(id, by) {
                 // Our own worker stores the cancellation once the running call has
                 // stopped: wait for it a while, then say it is under way.
                 let current = self.wait_until_not_running(id).await?;
@@ -420,7 +428,7 @@ impl TaskService {
         match self
             .inner
             .store
-            .cancel_task(id, &from, change, cancel_audit(id))
+            .cancel_task(id, &from, change, cancel_audit(id, by.map(str::to_owned)))
             .await
         {
             Ok(record) => Ok(record),
@@ -453,7 +461,13 @@ impl TaskService {
     /// blind); otherwise the task starts again from its prompt (reads are safe to repeat
     /// and every write still asks).
     pub async fn retry(&self, id: &TaskId) -> Result<TaskRecord> {
-        let record = retry_in(&self.inner.store, id)
+        self.retry_as(id, &Caller::operator()).await
+    }
+
+    /// [`TaskService::retry`] for `caller`, whose team user the audit row names
+    /// (whether they may is the caller's check: [`TaskService::authorize`]).
+    pub async fn retry_as(&self, id: &TaskId, caller: &Caller) -> Result<TaskRecord> {
+        let record = retry_in(&self.inner.store, id, caller.user.as_deref())
             .await
             .map_err(Error::from_store)
             .map_err(|error| match error {
@@ -531,7 +545,7 @@ impl TaskService {
 /// [`pp_store::Error::Conflict`]. Several calls, not one transaction: the compare-and-set
 /// of `reopen_approval` / `transition` (from `interrupted` only) is what makes a racing
 /// second retry lose.
-async fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
+async fn retry_in(store: &Store, id: &TaskId, user: Option<&str>) -> pp_store::Result<TaskRecord> {
     let task = store.task(id).await?;
     if task.state != TaskState::Interrupted {
         return Err(pp_store::Error::Conflict {
@@ -545,6 +559,7 @@ async fn retry_in(store: &Store, id: &TaskId) -> pp_store::Result<TaskRecord> {
         actor: Some(Actor::Operator),
         task_id: Some(id.clone()),
         detail: Some(detail.to_owned()),
+        user: user.map(str::to_owned),
         ..NewAudit::new(AuditAction::TaskRetried)
     };
     // Ask again only for an approved call whose outcome never reached the ledger; one

@@ -81,12 +81,22 @@ pub(crate) struct Cancellation {
     flag: AtomicBool,
     /// Wakes a running segment.
     notify: Notify,
+    /// The team user who asked for the cancel (for its audit row), if any.
+    by: std::sync::Mutex<Option<String>>,
 }
 
 impl Cancellation {
-    fn cancel(&self) {
+    fn cancel(&self, by: Option<String>) {
+        if let Ok(mut slot) = self.by.lock() {
+            *slot = by;
+        }
         self.flag.store(true, Ordering::SeqCst);
         self.notify.notify_one();
+    }
+
+    /// The team user who asked for the cancel, if any.
+    pub(crate) fn by(&self) -> Option<String> {
+        self.by.lock().ok().and_then(|by| by.clone())
     }
 
     /// Whether the run was cancelled.
@@ -195,13 +205,14 @@ impl Shared {
             .unwrap_or(false)
     }
 
-    /// Signals the run of `task` in this process; `false` when none runs here.
-    pub(crate) fn signal_cancel(&self, task: &TaskId) -> bool {
+    /// Signals the run of `task` in this process, asked for by the team user `by` (if
+    /// any); `false` when none runs here.
+    pub(crate) fn signal_cancel(&self, task: &TaskId, by: Option<&str>) -> bool {
         self.cancellations
             .lock()
             .ok()
             .and_then(|map| map.get(task).cloned())
-            .map(|cancellation| cancellation.cancel())
+            .map(|cancellation| cancellation.cancel(by.map(str::to_owned)))
             .is_some()
     }
 }

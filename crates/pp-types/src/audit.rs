@@ -44,6 +44,26 @@ crate::wire_enum! {
         SessionDeleted => "session_deleted",
         /// The operator reverted a change an approved call made (the change log's `reverted`).
         ChangeReverted => "change_reverted",
+        /// A person created a schedule (its name is the row's `target`).
+        ScheduleCreated => "schedule_created",
+        /// A person changed a schedule (paused, resumed or edited it).
+        ScheduleUpdated => "schedule_updated",
+        /// A person removed a schedule.
+        ScheduleRemoved => "schedule_removed",
+        /// A person ran a schedule now (`schedules run`, "Run now"); its task has the row.
+        ScheduleRun => "schedule_run",
+        /// A team user was added (the row's `target` is the user's name, `detail` the role).
+        UserAdded => "user_added",
+        /// A team user was removed: their logins ended; their tasks and audit rows stay.
+        UserRemoved => "user_removed",
+        /// A team user's role was changed (`detail`: `old → new`).
+        UserRoleChanged => "user_role_changed",
+        /// A workspace was granted to a team user (`detail`: the workspace).
+        UserGranted => "user_granted",
+        /// A workspace was taken back from a team user (`detail`: the workspace).
+        UserRevoked => "user_revoked",
+        /// A team user was given a new token (their old token and logins ended).
+        UserTokenRotated => "user_token_rotated",
     }
 }
 

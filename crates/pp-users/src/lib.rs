@@ -8,12 +8,17 @@
 //! which routes a role may use is the server's role matrix. This crate only keeps the
 //! users and checks their names, roles and workspaces. `pocketpilot serve` builds one
 //! [`Users`] for the API; the CLI's `users` and `token` commands build their own.
+//!
+//! Every change to the users is audited (`user_added`, `user_removed`,
+//! `user_role_changed`, `user_granted`, `user_revoked`, `user_token_rotated`; the row's
+//! `target` is the user changed) as whoever [`Users::acting_as`] names: the operator by
+//! default, a team user when the CLI's `--user` names one.
 
 use std::time::Duration;
 
 use pp_store::Store;
-use pp_tasks::{Error, Result, TaskService};
-use pp_types::{Role, UserRecord, valid_user_name};
+use pp_tasks::{Caller, Error, Result, TaskService};
+use pp_types::{Actor, AuditAction, NewAudit, Role, UserRecord, valid_user_name};
 
 pub use pp_store::LoginOwner;
 
@@ -53,8 +58,20 @@ pub fn parse_role(text: &str) -> Result<Role> {
 #[derive(Clone)]
 pub struct Users {
     service: TaskService,
-    /// The store: only its calls on users, grants, tokens and console logins are made.
+    /// The store: only its calls on users, grants, tokens and console logins (and their
+    /// audit rows) are made.
     store: Store,
+    /// The team user the audit rows name (`None`: the operator).
+    acting: Option<String>,
+}
+
+/// A user removed: who they were and how many of their console logins ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removed {
+    /// The user as they were.
+    pub user: UserRecord,
+    /// How many of the user's console logins ended.
+    pub logins_ended: usize,
 }
 
 impl std::fmt::Debug for Users {
@@ -67,7 +84,36 @@ impl Users {
     /// The team's users and the console's logins in `store`, the one `service` runs on
     /// (whose workspaces a grant must name).
     pub fn new(service: TaskService, store: Store) -> Self {
-        Self { service, store }
+        Self {
+            service,
+            store,
+            acting: None,
+        }
+    }
+
+    /// The same users, with changes audited as `caller` (the operator, or the team user
+    /// the CLI's `--user` proved). Whether `caller` may change users is the front end's
+    /// check.
+    #[must_use]
+    pub fn acting_as(&self, caller: &Caller) -> Self {
+        Self {
+            acting: caller.user.clone(),
+            ..self.clone()
+        }
+    }
+
+    /// Appends the audit row of a change to the user `name`.
+    async fn audit(&self, action: AuditAction, name: &str, detail: Option<String>) -> Result<()> {
+        self.store
+            .append_audit(NewAudit {
+                actor: Some(Actor::Operator),
+                target: Some(name.to_owned()),
+                detail,
+                user: self.acting.clone(),
+                ..NewAudit::new(action)
+            })
+            .await?;
+        Ok(())
     }
 
     /// Adds a user with a fresh token (shown once: only its SHA-256 is stored).
@@ -75,11 +121,15 @@ impl Users {
         check_name(name)?;
         let added = self.store.add_user(name, role).await;
         match added {
-            Ok((user, token)) => Ok(IssuedToken {
-                user,
-                token,
-                logins_ended: 0,
-            }),
+            Ok((user, token)) => {
+                self.audit(AuditAction::UserAdded, name, Some(format!("role {role}")))
+                    .await?;
+                Ok(IssuedToken {
+                    user,
+                    token,
+                    logins_ended: 0,
+                })
+            }
             Err(pp_store::Error::NameTaken { name, .. }) => Err(Error::BadRequest(format!(
                 "a user named `{name}` already exists"
             ))),
@@ -106,7 +156,10 @@ impl Users {
                 id: workspace.to_owned(),
             });
         }
-        Ok(self.store.grant_workspace(name, workspace).await?)
+        let user = self.store.grant_workspace(name, workspace).await?;
+        self.audit(AuditAction::UserGranted, name, Some(workspace.to_owned()))
+            .await?;
+        Ok(user)
     }
 
     /// Takes a workspace back ([`Error::NotFound`] for an unknown user, or a workspace
@@ -120,6 +173,8 @@ impl Users {
                 id: workspace.to_owned(),
             });
         }
+        self.audit(AuditAction::UserRevoked, name, Some(workspace.to_owned()))
+            .await?;
         Ok(user)
     }
 
@@ -127,11 +182,51 @@ impl Users {
     /// old token stops working at once.
     pub async fn rotate_token(&self, name: &str) -> Result<IssuedToken> {
         let (user, token, logins_ended) = self.store.rotate_user_token(name).await?;
+        self.audit(
+            AuditAction::UserTokenRotated,
+            name,
+            Some(format!("{logins_ended} console login(s) ended")),
+        )
+        .await?;
         Ok(IssuedToken {
             user,
             token,
             logins_ended,
         })
+    }
+
+    /// Removes a user: their token stops working and their console logins end at once;
+    /// their tasks, approvals and audit rows stay. [`Error::NotFound`] for an unknown
+    /// user; the last owner is refused with [`pp_store::Error::LastOwner`] (as
+    /// [`Error::Store`]).
+    pub async fn remove(&self, name: &str) -> Result<Removed> {
+        let (user, logins_ended) = self.store.remove_user(name).await?;
+        self.audit(
+            AuditAction::UserRemoved,
+            name,
+            Some(format!(
+                "role {}; {logins_ended} console login(s) ended",
+                user.role
+            )),
+        )
+        .await?;
+        Ok(Removed { user, logins_ended })
+    }
+
+    /// Gives a user another role (their grants stay); returns the user and their role
+    /// before. [`Error::NotFound`] for an unknown user; demoting the last owner is
+    /// refused with [`pp_store::Error::LastOwner`] (as [`Error::Store`]).
+    pub async fn set_role(&self, name: &str, role: Role) -> Result<(UserRecord, Role)> {
+        let (user, before) = self.store.set_user_role(name, role).await?;
+        if before != role {
+            self.audit(
+                AuditAction::UserRoleChanged,
+                name,
+                Some(format!("{before} → {role}")),
+            )
+            .await?;
+        }
+        Ok((user, before))
     }
 
     /// The user whose token is `token`, if any.

@@ -20,7 +20,7 @@ const PRUNE_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
 /// A PostgreSQL database is backed up with `pg_dump` (usage error, exit code 2).
 pub(crate) async fn backup(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
     let config = Config::load(flags)?;
-    let database = sqlite_file(&config, "back up", "pg_dump")?;
+    let database = sqlite_file(&config, "back it up with pg_dump")?;
     let file = absolute_path(file)?;
     if !exists(&database) {
         return Err(Exit::usage(format!("there is no database at {}", database.display())).into());
@@ -39,7 +39,7 @@ pub(crate) async fn backup(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
 /// database is refused (exit code 2) and nothing changes.
 pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
     let config = Config::load(flags)?;
-    let database = sqlite_file(&config, "restore", "pg_restore")?;
+    let database = sqlite_file(&config, "restore it with pg_restore")?;
     let file = absolute_path(file)?;
     home::ensure(&config.home)?;
     // Held until the restored database has been opened once (and migrated).
@@ -72,13 +72,13 @@ pub(crate) async fn restore(flags: &Flags, file: &Path) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// The SQLite database file `backup`/`restore` work on; a usage error naming `tool` on
-/// a PostgreSQL database.
-fn sqlite_file(config: &Config, action: &str, tool: &str) -> anyhow::Result<PathBuf> {
+/// The SQLite database file `backup`/`restore` work on; on a PostgreSQL database a usage
+/// error saying what to do `instead` ("back it up with pg_dump").
+fn sqlite_file(config: &Config, instead: &str) -> anyhow::Result<PathBuf> {
     match &config.store_url {
         StoreUrl::Sqlite(path) => Ok(path.clone()),
         StoreUrl::Postgres(_) => Err(Exit::usage(format!(
-            "the database is PostgreSQL ({}): {action} it with {tool} (docs/team.md)",
+            "the database is PostgreSQL ({}): {instead} (docs/team.md)",
             config.store_url
         ))
         .into()),

@@ -82,7 +82,11 @@ pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Resul
     if interactive {
         errln!("{COMMANDS}");
     }
-    let watcher = interrupt_watcher(chat.app.service.clone(), Arc::clone(&chat.current));
+    let watcher = interrupt_watcher(
+        chat.app.service.clone(),
+        Arc::clone(&chat.current),
+        chat.caller.clone(),
+    );
     let code = chat.converse(interactive).await;
     watcher.abort();
     code
@@ -254,7 +258,7 @@ impl Chat {
     async fn turn(&mut self, message: &str) -> anyhow::Result<Next> {
         let started = Instant::now();
         let service = &self.app.service;
-        let sessions = self.app.sessions();
+        let sessions = self.app.sessions().as_user(self.caller.user.as_deref());
         let session = match &self.session {
             Some(id) => id.clone(),
             None => {
@@ -269,9 +273,6 @@ impl Chat {
                         actor: Actor::Operator,
                     })
                     .await?;
-                if let Some(user) = &self.caller.user {
-                    sessions.set_session_user(&record.id, user).await?;
-                }
                 errln!("session {}", one_line(&record.id));
                 self.session = Some(record.id.clone());
                 self.print_session_line()?;
@@ -305,9 +306,6 @@ impl Chat {
             }
             Err(error) => return Err(error.into()),
         };
-        if let Some(user) = &self.caller.user {
-            service.set_task_user(&task.id, user).await?;
-        }
         set(&self.current, Some(task.id.clone()));
         let feed = self.json.then(|| JsonFeed::start(service, &task.id));
         let ui = Ui {
@@ -352,10 +350,12 @@ fn set(slot: &Mutex<Option<TaskId>>, value: Option<TaskId>) {
 }
 
 /// Ctrl+C while a turn runs (the terminal is not in raw mode then, so it arrives as
-/// SIGINT) cancels that turn; at any other time it ends the program as usual.
+/// SIGINT) cancels that turn (audited as `caller`); at any other time it ends the
+/// program as usual.
 fn interrupt_watcher(
     service: TaskService,
     current: Arc<Mutex<Option<TaskId>>>,
+    caller: pp_tasks::Caller,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -369,7 +369,7 @@ fn interrupt_watcher(
             match turn {
                 Some(task) => {
                     errln!("\ninterrupted: cancelling this turn…");
-                    if let Err(error) = service.cancel(&task).await {
+                    if let Err(error) = service.cancel_as(&task, &caller).await {
                         errln!("{error}");
                     }
                 }

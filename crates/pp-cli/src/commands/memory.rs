@@ -70,11 +70,16 @@ pub(crate) async fn run(flags: &Flags, command: MemoryCommand) -> anyhow::Result
             }
         }
         MemoryCommand::Edit { who } => {
-            acting::owner_only(&who, app.config.team, &app.service, "change the memory").await?;
-            edit(&memory).await?;
+            let caller =
+                acting::owner_only(&who, app.config.team, &app.service, "change the memory")
+                    .await?;
+            edit(&memory.as_user(caller.user.as_deref())).await?;
         }
         MemoryCommand::Set { source, who } => {
-            acting::owner_only(&who, app.config.team, &app.service, "change the memory").await?;
+            let caller =
+                acting::owner_only(&who, app.config.team, &app.service, "change the memory")
+                    .await?;
+            let memory = memory.as_user(caller.user.as_deref());
             let content = read_source(&source)?;
             let before = memory.get().await?;
             let after = memory.put_if_version(&before.version, content).await?;

@@ -30,7 +30,7 @@ pub(crate) async fn run(
     let refusal = match app
         .service
         .changes()
-        .revert(&ChangeId(id.clone()), Actor::Operator)
+        .revert_as(&ChangeId(id.clone()), Actor::Operator, &caller)
         .await?
     {
         Ok(change) => {

@@ -207,7 +207,7 @@ pub(crate) async fn follow(
                 Answer::Interrupted if ui.interrupt == OnInterrupt::CancelTask => {
                     errln!("\ninterrupted: nothing was run; cancelling this turn.");
                     acting::authorize(service, &ui.caller, Action::Cancel(&record)).await?;
-                    match service.cancel(&record.id).await {
+                    match service.cancel_as(&record.id, &ui.caller).await {
                         Ok(cancelled) => break cancelled,
                         // Resolved elsewhere first: follow the task as it is now.
                         Err(pp_tasks::Error::InvalidState { .. }) => {

@@ -176,10 +176,14 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
         _ => None,
     };
     let (app, workspace) = open(flags, workspace_arg.as_deref()).await?;
+    let mut user = None;
     if let Some(who) = command.who() {
-        acting::owner_only(who, app.config.team, &app.service, "change schedules").await?;
+        user = acting::owner_only(who, app.config.team, &app.service, "change schedules")
+            .await?
+            .user;
     }
-    let scheduler = Scheduler::new(app.service.clone(), app.store.clone());
+    // Changes are audited as the operator, or in team mode as the `--user` who made them.
+    let scheduler = Scheduler::new(app.service.clone(), app.store.clone()).as_user(user.as_deref());
     match command {
         SchedulesCommand::List { json } => {
             let schedules = scheduler.list().await?;

@@ -77,7 +77,7 @@ pub(crate) async fn run(flags: &Flags, command: SessionsCommand) -> anyhow::Resu
                 acting::authorize(service, &caller, Action::OwnSession { id: &id, creator })
                     .await?;
             }
-            delete(&sessions, &id).await
+            delete(&sessions.as_user(caller.user.as_deref()), &id).await
         }
     }
 }

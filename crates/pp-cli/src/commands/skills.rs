@@ -101,17 +101,21 @@ pub(crate) async fn run(flags: &Flags, command: SkillsCommand) -> anyhow::Result
             }
         }
         SkillsCommand::Add { dir, who } => {
-            acting::owner_only(&who, app.config.team, &app.service, "change the skills").await?;
+            let caller =
+                acting::owner_only(&who, app.config.team, &app.service, "change the skills")
+                    .await?;
             let dir = absolute_path(&dir)?;
-            let (name, skipped) = skills.install(dir).await?;
+            let (name, skipped) = skills.as_user(caller.user.as_deref()).install(dir).await?;
             for link in skipped {
                 errln!("not copied (a link or special file): {}", one_line(&link));
             }
             outln!("added skill {name}")?;
         }
         SkillsCommand::Remove { name, who } => {
-            acting::owner_only(&who, app.config.team, &app.service, "change the skills").await?;
-            skills.remove(&name).await?;
+            let caller =
+                acting::owner_only(&who, app.config.team, &app.service, "change the skills")
+                    .await?;
+            skills.as_user(caller.user.as_deref()).remove(&name).await?;
             outln!("removed skill {}", one_line(&name))?;
         }
     }

@@ -182,7 +182,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
             let caller = who.caller(app.config.team, service).await?;
             let stored = service.task(&TaskId(id)).await?;
             acting::authorize(service, &caller, Action::Cancel(&stored)).await?;
-            let task = app.service.cancel(&stored.id).await?;
+            let task = app.service.cancel_as(&stored.id, &caller).await?;
             // Cancelled, or under way (still running): both accepted, exit 0.
             outln!("{}", cancel_output(&task, json)?)?;
         }
@@ -195,7 +195,7 @@ pub(crate) async fn run(flags: &Flags, command: TasksCommand) -> anyhow::Result<
                 name: stored.workspace,
                 path: stored.workspace_path.into(),
             })?;
-            let task = app.service.retry(&id).await?;
+            let task = app.service.retry_as(&id, &caller).await?;
             print_task(&task, json)?;
         }
     }

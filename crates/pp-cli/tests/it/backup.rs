@@ -234,3 +234,35 @@ fn serve_with_retain_days_prunes_old_history_at_start() {
     drop(server);
     assert_eq!(prompts(&home), ["long ago", "new"]);
 }
+
+/// Item 7: on a PostgreSQL store `backup` and `restore` say, in plain words, which tool
+/// to use instead ("back it up with pg_dump", never "back up it").
+#[test]
+fn on_postgres_backup_and_restore_name_the_tool_to_use() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = tree.base().join("pg.toml");
+    std::fs::write(
+        &config,
+        "[store]\nurl = \"postgres://pp@127.0.0.1:1/pocketpilot\"\n",
+    )
+    .unwrap();
+    let copy = tree.base().join("copy.db");
+    for (command, says) in [
+        ("backup", "back it up with pg_dump"),
+        ("restore", "restore it with pg_restore"),
+    ] {
+        let (code, stderr) = cli(
+            &home,
+            &[
+                OsStr::new("--config"),
+                config.as_os_str(),
+                OsStr::new(command),
+                copy.as_os_str(),
+            ],
+        );
+        assert_eq!(code, Some(2), "{command}: {stderr}");
+        assert!(stderr.contains(says), "{command}: {stderr}");
+        assert!(!stderr.contains("up it"), "{command}: {stderr}");
+    }
+}

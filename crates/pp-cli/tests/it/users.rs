@@ -87,7 +87,7 @@ fn users_are_added_listed_granted_revoked_and_rotated() {
     assert_eq!(list[1]["workspaces"], serde_json::json!(["finance"]));
     let listed_text = text(&users(&home, &config, &["list"])).0;
     assert!(
-        listed_text.contains("bob  approver  finance"),
+        listed_text.contains("bob    approver  finance"),
         "{listed_text}"
     );
     for shown in [listed.to_string(), listed_text] {
@@ -492,5 +492,390 @@ fn the_user_flag_is_refused_outside_team_mode() {
             stderr.contains("--user is for team mode"),
             "{args:?}: {stderr}"
         );
+    }
+}
+
+/// The audit rows with `action`, oldest first: `(user, target, detail)`.
+fn audit_rows(home: &Path, action: &str) -> Vec<(Option<String>, Option<String>, Option<String>)> {
+    let store = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
+    let mut rows: Vec<_> = store
+        .list_audit(&pp_store::AuditFilter {
+            action: Some(action.into()),
+            ..Default::default()
+        })
+        .wait()
+        .unwrap()
+        .into_iter()
+        .map(|row| {
+            assert_eq!(row.actor, pp_types::Actor::Operator);
+            (row.user, row.target, row.detail)
+        })
+        .collect();
+    rows.reverse();
+    rows
+}
+
+/// Item 6: `users remove` ends the user's token and logins and keeps their tasks and
+/// audit rows; `users role` changes a role; the last owner can be neither removed nor
+/// demoted (exit 5); every `users` change is audited (here as the operator).
+#[test]
+fn users_are_removed_and_change_roles_and_the_last_owner_stays() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = config(&tree);
+    assert!(
+        users(&home, &config, &["add", "olga", "--role", "owner"])
+            .status
+            .success()
+    );
+    let bob = json_of(&users(
+        &home,
+        &config,
+        &["add", "bob", "--role", "approver", "--json"],
+    ));
+    let bob_token = bob["token"].as_str().unwrap().to_owned();
+    assert!(
+        users(&home, &config, &["grant", "bob", "finance"])
+            .status
+            .success()
+    );
+    assert!(
+        users(&home, &config, &["revoke", "bob", "finance"])
+            .status
+            .success()
+    );
+    assert!(users(&home, &config, &["rotate", "olga"]).status.success());
+
+    // The last owner: refused, nothing changed.
+    for args in [&["remove", "olga"][..], &["role", "olga", "member"]] {
+        let output = users(&home, &config, args);
+        assert_eq!(
+            output.status.code(),
+            Some(5),
+            "{args:?}: {:?}",
+            text(&output)
+        );
+        assert!(
+            text(&output).1.contains("`olga` is the last owner"),
+            "{:?}",
+            text(&output)
+        );
+    }
+    let output = users(&home, &config, &["role", "bob", "boss"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("unknown role `boss`"));
+    let output = users(&home, &config, &["remove", "nobody"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("user `nobody` not found"));
+
+    // bob: made owner, then olga can step down, then bob's role and removal.
+    let role = json_of(&users(&home, &config, &["role", "bob", "owner", "--json"]));
+    assert_eq!(role["user"]["role"], "owner");
+    assert_eq!(role["before"], "approver");
+    let output = users(&home, &config, &["role", "olga", "viewer"]);
+    assert!(output.status.success(), "{:?}", text(&output));
+    assert!(text(&output).0.contains("olga is now viewer (was owner)"));
+
+    // A console login of bob's and a task of his, then his removal.
+    let store = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
+    let login = store
+        .create_user_login("bob", std::time::Duration::from_secs(600))
+        .wait()
+        .unwrap();
+    let task = store
+        .create_task_as(
+            pp_store::NewTask {
+                prompt: "bob's task".into(),
+                workspace: "finance".into(),
+                workspace_path: tree.workspace().display().to_string(),
+                created_by: pp_types::Actor::Operator,
+                origin: None,
+                script: None,
+            },
+            Some("bob"),
+        )
+        .wait()
+        .unwrap();
+    let output = users(&home, &config, &["remove", "bob"]);
+    assert_eq!(output.status.code(), Some(5), "bob is the last owner now");
+    assert!(
+        users(&home, &config, &["role", "olga", "owner"])
+            .status
+            .success()
+    );
+    let removed = json_of(&users(&home, &config, &["remove", "bob", "--json"]));
+    assert_eq!(removed["user"]["name"], "bob");
+    assert_eq!(removed["logins_ended"], 1);
+    assert_eq!(store.user_by_token(&bob_token).wait().unwrap(), None);
+    assert_eq!(store.login_owner(&login).wait().unwrap(), None);
+    assert_eq!(
+        store
+            .task(&task.id)
+            .wait()
+            .unwrap()
+            .created_by_user
+            .as_deref(),
+        Some("bob"),
+        "his task stays"
+    );
+    let listed = json_of(&users(&home, &config, &["list", "--json"]));
+    assert_eq!(listed["users"].as_array().unwrap().len(), 1);
+
+    // Every change is in the ledger, as the operator (no --user), naming whom it changed.
+    let operator = |action: &str, expected: &[(&str, &str)]| {
+        let rows = audit_rows(&home, action);
+        let got: Vec<(String, String)> = rows
+            .iter()
+            .map(|(user, target, detail)| {
+                assert_eq!(user, &None, "{action}");
+                (
+                    target.clone().unwrap_or_default(),
+                    detail.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String)> = expected
+            .iter()
+            .map(|(target, detail)| ((*target).to_owned(), (*detail).to_owned()))
+            .collect();
+        assert_eq!(got, want, "{action}");
+    };
+    operator(
+        "user_added",
+        &[("olga", "role owner"), ("bob", "role approver")],
+    );
+    operator("user_granted", &[("bob", "finance")]);
+    operator("user_revoked", &[("bob", "finance")]);
+    operator(
+        "user_token_rotated",
+        &[("olga", "0 console login(s) ended")],
+    );
+    operator(
+        "user_role_changed",
+        &[
+            ("bob", "approver → owner"),
+            ("olga", "owner → viewer"),
+            ("olga", "viewer → owner"),
+        ],
+    );
+    operator(
+        "user_removed",
+        &[("bob", "role owner; 1 console login(s) ended")],
+    );
+}
+
+/// Item 6: with `--user NAME` a `users` command acts for that user, who must be an owner
+/// (exit 6 otherwise, nothing changed); the audit rows name them.
+#[test]
+fn users_commands_for_a_user_need_an_owner_and_name_them() {
+    let tree = TempTree::new();
+    let (home, config, tokens) = team(&tree);
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["carol"]),
+        &["users", "remove", "vic", "--user", "carol"],
+    );
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(
+        stderr.contains("only owners may change the team's users"),
+        "{stderr}"
+    );
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["vic"]),
+        &["users", "role", "vic", "owner", "--user", "carol"],
+    );
+    assert_eq!(code, Some(6), "a token not carol's: {stderr}");
+    let listed = json_of(&users(&home, &config, &["list", "--json"]));
+    assert_eq!(
+        listed["users"].as_array().unwrap().len(),
+        3,
+        "nothing changed"
+    );
+
+    for args in [
+        &["users", "role", "vic", "member", "--user", "olga"][..],
+        &["users", "grant", "vic", "research", "--user", "olga"],
+        &["users", "revoke", "vic", "research", "--user", "olga"],
+        &["users", "rotate", "vic", "--user", "olga"],
+        &["users", "add", "dora", "--role", "viewer", "--user", "olga"],
+        &["users", "remove", "vic", "--user", "olga"],
+    ] {
+        let (code, stderr) = acting(&home, &config, Some(&tokens["olga"]), args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    }
+    for action in [
+        "user_role_changed",
+        "user_granted",
+        "user_revoked",
+        "user_token_rotated",
+        "user_added",
+        "user_removed",
+    ] {
+        let last = audit_rows(&home, action).pop().unwrap();
+        assert_eq!(last.0.as_deref(), Some("olga"), "{action}");
+    }
+    // The owner may remove themselves while another owner remains, never the last.
+    let (code, stderr) = acting(
+        &home,
+        &config,
+        Some(&tokens["olga"]),
+        &["users", "remove", "olga", "--user", "olga"],
+    );
+    assert_eq!(code, Some(5), "{stderr}");
+    assert!(stderr.contains("last owner"), "{stderr}");
+}
+
+/// Item 7: `users list` prints aligned columns whatever the names' lengths.
+#[test]
+fn users_list_columns_are_aligned() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = config(&tree);
+    for (name, role) in [
+        ("al", "owner"),
+        ("bartholomew", "approver"),
+        ("cy", "viewer"),
+    ] {
+        assert!(
+            users(&home, &config, &["add", name, "--role", role])
+                .status
+                .success()
+        );
+    }
+    assert!(
+        users(&home, &config, &["grant", "cy", "research"])
+            .status
+            .success()
+    );
+    let listed = text(&users(&home, &config, &["list"])).0;
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 3, "{listed}");
+    let column = |line: &str, word: &str| line.find(word).unwrap();
+    let roles: Vec<usize> = [
+        ("al", "owner"),
+        ("bartholomew", "approver"),
+        ("cy", "viewer"),
+    ]
+    .iter()
+    .zip(&lines)
+    .map(|((_, role), line)| column(line, role))
+    .collect();
+    assert!(roles.iter().all(|at| *at == roles[0]), "{listed}");
+    let grants: Vec<usize> = [("al", "(every"), ("bartholomew", "-"), ("cy", "research")]
+        .iter()
+        .zip(&lines)
+        .map(|((_, what), line)| line.rfind(what).unwrap())
+        .collect();
+    assert!(grants.iter().all(|at| *at == grants[0]), "{listed}");
+    assert_eq!(lines[1], "bartholomew  approver  -");
+}
+
+/// Item 4: commands that act for a person in team mode name them in the ledger (a
+/// cancel, the memory, schedules); schedules are audited in single-user mode too, as
+/// the operator.
+#[test]
+fn cli_actions_name_their_user_and_schedules_are_audited() {
+    let tree = TempTree::new();
+    let (home, config, tokens) = team(&tree);
+    let id = pending_write(&tree, &home, "c.txt");
+    let store = pp_store::Store::open(&home.join("pocketpilot.db")).unwrap();
+    let task = store
+        .approval(&pp_types::ApprovalId(id))
+        .wait()
+        .unwrap()
+        .task_id;
+    let olga = Some(tokens["olga"].as_str());
+    for args in [
+        &["tasks", "cancel", task.as_str(), "--user", "olga"][..],
+        &[
+            "schedules",
+            "add",
+            "--name",
+            "daily",
+            "--cron",
+            "0 9 * * *",
+            "--prompt",
+            "report",
+            "--user",
+            "olga",
+        ],
+        &["schedules", "disable", "daily", "--user", "olga"],
+        &["schedules", "remove", "daily", "--user", "olga"],
+    ] {
+        let (code, stderr) = acting(&home, &config, olga, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    }
+    let mut memory = pocketpilot_in(&home);
+    memory
+        .arg("--config")
+        .arg(&config)
+        .args(["memory", "set", "@-", "--user", "olga"])
+        .env("POCKETPILOT_TOKEN", &tokens["olga"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = memory.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"remember\n").unwrap();
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{:?}", text(&output));
+    for action in [
+        "task_cancelled",
+        "schedule_created",
+        "schedule_updated",
+        "schedule_removed",
+        "memory_updated",
+    ] {
+        let rows = audit_rows(&home, action);
+        assert_eq!(rows.len(), 1, "{action}: {rows:?}");
+        assert_eq!(rows[0].0.as_deref(), Some("olga"), "{action}");
+    }
+    assert_eq!(
+        audit_rows(&home, "schedule_created")[0].1.as_deref(),
+        Some("daily")
+    );
+
+    // Single-user mode: the operator's schedule changes are audited, naming no user.
+    let single = tree.base().join("single");
+    let config = tree.base().join("single.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[workspace]]\nname = \"main\"\npath = {:?}\ndefault = true\n",
+            tree.workspace().display().to_string()
+        ),
+    )
+    .unwrap();
+    for args in [
+        &[
+            "schedules",
+            "add",
+            "--name",
+            "weekly",
+            "--cron",
+            "0 9 * * 1",
+            "--prompt",
+            "sum up",
+        ][..],
+        &["schedules", "edit", "weekly", "--prompt", "sum it up"],
+        &["schedules", "run", "weekly"],
+        &["schedules", "remove", "weekly"],
+    ] {
+        let (code, stderr) = acting(&single, &config, None, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    }
+    for action in [
+        "schedule_created",
+        "schedule_updated",
+        "schedule_run",
+        "schedule_removed",
+    ] {
+        let rows = audit_rows(&single, action);
+        assert_eq!(rows.len(), 1, "{action}: {rows:?}");
+        assert_eq!(rows[0].0, None, "{action}");
+        assert_eq!(rows[0].1.as_deref(), Some("weekly"), "{action}");
     }
 }

@@ -40,7 +40,7 @@ pub(crate) async fn revert(
     match state
         .service()
         .changes()
-        .revert(&id, Actor::Operator)
+        .revert_as(&id, Actor::Operator, &caller)
         .await?
     {
         Ok(change) => Ok(Json(json!({ "change": change }))),

@@ -5,17 +5,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use axum::Json;
 use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use pp_gate::{Jail, ListOptions, WriteOutcome};
 use pp_types::{Actor, AuditAction, NewAudit, Timestamp};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, too_large};
 use crate::state::AppState;
@@ -81,6 +82,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 async fn audit(
     state: &AppState,
+    caller: &Caller,
     action: AuditAction,
     target: String,
     detail: String,
@@ -89,6 +91,7 @@ async fn audit(
         actor: Some(Actor::Operator),
         target: Some(target),
         detail: Some(detail),
+        user: caller.user.clone(),
         ..NewAudit::new(action)
     };
     state.service().append_audit(entry).await?;
@@ -179,6 +182,7 @@ fn rfc5987(text: &str) -> String {
 /// `file_downloaded`; files over the download limit get 413.
 pub(crate) async fn download(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiQuery(query): ApiQuery<FileQuery>,
 ) -> ApiResult<Response> {
     let target = Target::find(&state, query.workspace.as_deref())?;
@@ -203,6 +207,7 @@ pub(crate) async fn download(
     let relative = relative.to_string_lossy().into_owned();
     audit(
         &state,
+        &caller,
         AuditAction::FileDownloaded,
         relative.clone(),
         format!(
@@ -232,6 +237,7 @@ pub(crate) async fn download(
 /// [`crate::ServerSettings::max_concurrent_uploads`] at once: `429 too_many_uploads`.
 pub(crate) async fn upload(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiQuery(query): ApiQuery<FileQuery>,
     request: Request,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -314,6 +320,7 @@ pub(crate) async fn upload(
     let relative = relative.to_string_lossy().into_owned();
     audit(
         &state,
+        &caller,
         AuditAction::FileUploaded,
         relative.clone(),
         format!("{hash} ({size} bytes, workspace `{}`)", target.workspace),

@@ -25,7 +25,19 @@ pub(crate) struct LoginQuery {
 }
 
 /// The page shown for a wrong or missing token.
-fn refused_page(port: Option<u16>) -> String {
+fn refused_page(port: Option<u16>, team: bool) -> String {
+    if team {
+        return "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+                <title>PocketPilot: not logged in</title></head><body>\
+                <h1>Not logged in</h1>\
+                <p>This is not a valid user token (it is wrong, was rotated, or its user \
+                was removed).</p>\
+                <p>Open <code>/login?token=</code> followed by your user token: the one \
+                <code>pocketpilot users add</code> or <code>pocketpilot users rotate</code> \
+                printed for you. Ask an owner for a new one if you no longer have it.</p>\
+                </body></html>\n"
+            .to_owned();
+    }
     let link = match port {
         Some(port) => format!("http://127.0.0.1:{port}/login?token=…"),
         None => "http://127.0.0.1:PORT/login?token=…".to_owned(),
@@ -59,7 +71,7 @@ pub(crate) async fn login(
         None => None,
     };
     let Some(user) = who else {
-        let page = refused_page(state.settings().port);
+        let page = refused_page(state.settings().port, state.settings().team);
         let content_type = HeaderValue::from_static("text/html; charset=utf-8");
         return (
             StatusCode::UNAUTHORIZED,

@@ -4,6 +4,7 @@
 //! change with `actor = operator`. No approval card: the operator is the person
 //! approvals ask.
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::http::header::{ETAG, IF_MATCH};
@@ -13,6 +14,7 @@ use pp_knowledge::{MemoryService, MemorySnapshot};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -73,10 +75,11 @@ pub(crate) async fn show(State(state): State<AppState>) -> ApiResult<Response> {
 /// with the new `ETag`.
 pub(crate) async fn put(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ApiJson(request): ApiJson<PutMemoryRequest>,
 ) -> ApiResult<Response> {
-    let memory = service(&state)?;
+    let memory = service(&state)?.as_user(caller.user.as_deref());
     let expected = if_match(&headers)?;
     let snapshot = memory.put_if_version(&expected, request.content).await?;
     Ok(reply(&snapshot))

@@ -101,6 +101,7 @@ impl From<SchedulerError> for ApiError {
 /// Creates a schedule as the operator; `201` with it.
 pub(crate) async fn create(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiJson(request): ApiJson<CreateScheduleRequest>,
 ) -> ApiResult<(StatusCode, Json<ScheduleView>)> {
     let request = ScheduleRequest {
@@ -117,7 +118,10 @@ pub(crate) async fn create(
         // Refused now (404), not paused at the first fire.
         state.sessions().session(session).await?;
     }
-    let schedule = scheduler(&state)?.create(request, Actor::Operator).await?;
+    let schedule = scheduler(&state)?
+        .as_user(caller.user.as_deref())
+        .create(request, Actor::Operator)
+        .await?;
     Ok((StatusCode::CREATED, Json(ScheduleView::from(&schedule))))
 }
 
@@ -150,10 +154,11 @@ pub(crate) async fn show(
 /// occurrence is recomputed from now); `enabled` enables (clearing a pause) or disables.
 pub(crate) async fn edit(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<EditScheduleRequest>,
 ) -> ApiResult<Json<ScheduleView>> {
-    let scheduler = scheduler(&state)?;
+    let scheduler = scheduler(&state)?.as_user(caller.user.as_deref());
     let mut schedule = scheduler.find(&id).await?;
     let overlap = request.overlap.as_deref().map(Some).map(parse_overlap);
     let overlap = overlap.transpose()?;
@@ -206,18 +211,26 @@ pub(crate) async fn edit(
 /// Removes a schedule and its history (its tasks stay); `204`.
 pub(crate) async fn remove(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    scheduler(&state)?.remove(&id).await?;
+    scheduler(&state)?
+        .as_user(caller.user.as_deref())
+        .remove(&id)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Fires a schedule now (outside its timetable); `202 {"task_id", "task"}`.
 pub(crate) async fn run(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let task = scheduler(&state)?.run_now(&id, Actor::Operator).await?;
+    let task = scheduler(&state)?
+        .as_user(caller.user.as_deref())
+        .run_now(&id, Actor::Operator)
+        .await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "task_id": task.id, "task": task })),

@@ -60,15 +60,13 @@ pub(crate) async fn create(
     }
     let session = state
         .sessions()
+        .as_user(caller.user.as_deref())
         .create_session(NewSession {
             workspace: request.workspace,
             title: request.title,
             actor: Actor::Operator,
         })
         .await?;
-    if let Some(user) = &caller.user {
-        state.sessions().set_session_user(&session.id, user).await?;
-    }
     Ok((StatusCode::CREATED, Json(session)))
 }
 
@@ -142,6 +140,7 @@ pub(crate) async fn send(
     }
     let task = state
         .sessions()
+        .as_user(caller.user.as_deref())
         .send_message(
             &id,
             request.content,
@@ -149,9 +148,6 @@ pub(crate) async fn send(
             state.settings().default_script.clone(),
         )
         .await?;
-    if let Some(user) = &caller.user {
-        state.service().set_task_user(&task.id, user).await?;
-    }
     Ok((StatusCode::ACCEPTED, Json(json!({ "task_id": task.id }))))
 }
 
@@ -162,6 +158,10 @@ pub(crate) async fn delete(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     check_session(&state, &caller, &id).await?;
-    state.sessions().delete_session(&id).await?;
+    state
+        .sessions()
+        .as_user(caller.user.as_deref())
+        .delete_session(&id)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -2,6 +2,7 @@
 //! change goes through `pp_knowledge::SkillsService`, which validates it, does the file work
 //! through the skill's jail on the blocking pool and audits it with `actor = operator`.
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -10,6 +11,7 @@ use pp_knowledge::{SkillWritten, SkillsService};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, too_large};
 use crate::state::AppState;
@@ -54,10 +56,11 @@ pub(crate) async fn show(
 /// `SKILL.md`; an invalid one is `422 invalid_skill` and nothing is written.
 pub(crate) async fn put(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
     ApiJson(request): ApiJson<PutSkillRequest>,
 ) -> ApiResult<Response> {
-    let skills = service(&state)?;
+    let skills = service(&state)?.as_user(caller.user.as_deref());
     let written = skills.put_skill_md(&name, request.skill_md).await?;
     let view = skills.show(&name).await?;
     Ok((status(written), Json(json!(view))).into_response())
@@ -67,10 +70,11 @@ pub(crate) async fn put(
 /// its jail; `..`, absolute paths and links out of the folder are `403 forbidden`.
 pub(crate) async fn put_file(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath((name, path)): ApiPath<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
-    let skills = service(&state)?;
+    let skills = service(&state)?.as_user(caller.user.as_deref());
     let limit = state.settings().max_body_bytes;
     let body = axum::body::to_bytes(request.into_body(), limit)
         .await
@@ -88,8 +92,12 @@ pub(crate) async fn put_file(
 /// for one from a `[skills] dirs` folder).
 pub(crate) async fn remove(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
-    service(&state)?.remove(&name).await?;
+    service(&state)?
+        .as_user(caller.user.as_deref())
+        .remove(&name)
+        .await?;
     Ok(Json(json!({ "removed": name })))
 }

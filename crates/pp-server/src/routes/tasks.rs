@@ -159,7 +159,7 @@ pub(crate) async fn cancel(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let task = caller.visible_task(&state, &TaskId(id)).await?;
     caller.authorize(&state, Action::Cancel(&task)).await?;
-    let task = state.service().cancel(&task.id).await?;
+    let task = state.service().cancel_as(&task.id, &caller).await?;
     // The service answers `running` only for a cancel under way.
     let pending = task.state == TaskState::Running;
     let status = if pending {
@@ -179,5 +179,5 @@ pub(crate) async fn retry(
 ) -> ApiResult<Json<TaskRecord>> {
     let task = caller.visible_task(&state, &TaskId(id)).await?;
     caller.authorize(&state, Action::Retry(&task)).await?;
-    Ok(Json(state.service().retry(&task.id).await?))
+    Ok(Json(state.service().retry_as(&task.id, &caller).await?))
 }

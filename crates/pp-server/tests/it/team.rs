@@ -914,3 +914,238 @@ async fn changesets_follow_the_matrix_of_the_single_card_and_its_resolve() {
         .await;
     assert_eq!(card.json["resolved_by_user"], "abe");
 }
+
+impl Team {
+    /// A request as `user` with a raw body and extra headers (uploads, `If-Match`).
+    async fn raw(
+        &self,
+        user: &str,
+        method: Method,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Reply {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("host", HOST)
+            .header("authorization", format!("Bearer {}", self.tokens[user]));
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        send(&self.router, builder.body(Body::from(body)).unwrap()).await
+    }
+
+    /// The `user` of every audit row with `action`, newest first.
+    async fn audit_users(&self, action: &str) -> Vec<Option<String>> {
+        let reply = self
+            .call(
+                "olga",
+                Method::GET,
+                &format!("/api/audit?action={action}"),
+                None,
+            )
+            .await;
+        reply.expect(200, None);
+        reply.json["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["user"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// Finding 4: in team mode every audit row of an action a person took through the API
+/// names the user: cancel, revert, memory, skills, file uploads and downloads, schedule
+/// changes, chat sessions and their turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_action_through_the_api_names_its_user() {
+    let team = Team::new().await;
+    let one = |users: Vec<Option<String>>, who: &str| {
+        assert_eq!(users, [Some(who.to_owned())], "{who}");
+    };
+
+    // A cancel by the member who owns the task.
+    let (mine, _) = team.waiting_task("mia", "main").await;
+    team.call(
+        "mia",
+        Method::POST,
+        &format!("/api/tasks/{}/cancel", mine.id),
+        Some(&json!({})),
+    )
+    .await
+    .expect(200, None);
+    one(team.audit_users("task_cancelled").await, "mia");
+
+    // A revert by an approver of the workspace.
+    let (done, approval) = team.waiting_task("max", "main").await;
+    team.call(
+        "abe",
+        Method::POST,
+        &format!("/api/approvals/{approval}/resolve?wait=true"),
+        Some(&json!({"decision": "approve"})),
+    )
+    .await
+    .expect(200, None);
+    let change = team.service.changes().of_task(&done.id).await.unwrap()[0]
+        .id
+        .to_string();
+    team.call(
+        "abe",
+        Method::POST,
+        &format!("/api/changes/{change}/revert"),
+        Some(&json!({})),
+    )
+    .await
+    .expect(200, None);
+    one(team.audit_users("change_reverted").await, "abe");
+
+    // The owner's memory, skill, file and schedule changes.
+    let memory = team.call("olga", Method::GET, "/api/memory", None).await;
+    let etag = format!("\"{}\"", memory.json["version"].as_str().unwrap());
+    team.raw(
+        "olga",
+        Method::PUT,
+        "/api/memory",
+        &[("if-match", &etag), ("content-type", "application/json")],
+        json!({"content": "remember\n"}).to_string().into_bytes(),
+    )
+    .await
+    .expect(200, None);
+    one(team.audit_users("memory_updated").await, "olga");
+
+    let skill_md = "---\nname: tidy\ndescription: Tidy up.\n---\nTidy.\n";
+    team.call(
+        "olga",
+        Method::PUT,
+        "/api/skills/tidy",
+        Some(&json!({ "skill_md": skill_md })),
+    )
+    .await
+    .expect(201, None);
+    team.call("olga", Method::DELETE, "/api/skills/tidy", None)
+        .await
+        .expect(200, None);
+    one(team.audit_users("skill_updated").await, "olga");
+    one(team.audit_users("skill_removed").await, "olga");
+
+    team.raw(
+        "olga",
+        Method::PUT,
+        "/api/files/content?path=up.txt",
+        &[],
+        b"uploaded\n".to_vec(),
+    )
+    .await
+    .expect(201, None);
+    team.call("olga", Method::GET, "/api/files/content?path=up.txt", None)
+        .await
+        .expect(200, None);
+    one(team.audit_users("file_uploaded").await, "olga");
+    one(team.audit_users("file_downloaded").await, "olga");
+
+    let created = team
+        .call(
+            "olga",
+            Method::POST,
+            "/api/schedules",
+            Some(&json!({"name": "daily", "cron": "0 9 * * *", "prompt": "report"})),
+        )
+        .await;
+    created.expect(201, None);
+    let id = created.json["id"].as_str().unwrap().to_owned();
+    team.call(
+        "olga",
+        Method::PUT,
+        &format!("/api/schedules/{id}"),
+        Some(&json!({"enabled": false})),
+    )
+    .await
+    .expect(200, None);
+    team.call(
+        "olga",
+        Method::POST,
+        &format!("/api/schedules/{id}/run"),
+        Some(&json!({})),
+    )
+    .await
+    .expect(202, None);
+    team.call(
+        "olga",
+        Method::DELETE,
+        &format!("/api/schedules/{id}"),
+        None,
+    )
+    .await
+    .expect(204, None);
+    for action in [
+        "schedule_created",
+        "schedule_updated",
+        "schedule_run",
+        "schedule_removed",
+    ] {
+        one(team.audit_users(action).await, "olga");
+    }
+
+    // A chat session and its turn, by the member.
+    let session = team
+        .call("mia", Method::POST, "/api/sessions", Some(&json!({})))
+        .await;
+    session.expect(201, None);
+    let session = session.json["id"].as_str().unwrap().to_owned();
+    let sent = team
+        .call(
+            "mia",
+            Method::POST,
+            &format!("/api/sessions/{session}/messages"),
+            Some(&json!({"content": "hello"})),
+        )
+        .await;
+    sent.expect(202, None);
+    let turn = sent.json["task_id"].as_str().unwrap().to_owned();
+    one(team.audit_users("session_created").await, "mia");
+    let turn_rows = team
+        .call(
+            "olga",
+            Method::GET,
+            &format!("/api/audit?task_id={turn}&action=task_created"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        turn_rows.json["entries"][0]["user"], "mia",
+        "{:?}",
+        turn_rows.json
+    );
+}
+
+/// Item 7: in team mode the 401 (API) and the refused login page say how a team user
+/// logs in, never "the login link" `serve` prints (which team mode does not use).
+#[tokio::test]
+async fn team_mode_401_says_how_a_user_logs_in() {
+    let team = Team::new().await;
+    for authorization in ["Bearer ppu_0000", "Bearer not-a-token"] {
+        let reply = team
+            .call_with(authorization, Method::GET, "/api/tasks", None)
+            .await;
+        reply.expect(401, Some("unauthorized"));
+        let message = reply.json["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("login link"), "{message}");
+        assert!(message.contains("/login?token=<user token>"), "{message}");
+        assert!(message.contains("users rotate"), "{message}");
+    }
+    let page = team
+        .call_with("", Method::GET, "/login?token=ppu_0000", None)
+        .await;
+    assert_eq!(page.status.as_u16(), 401);
+    let text = String::from_utf8_lossy(&page.bytes);
+    assert!(!text.contains("login link"), "{text}");
+    assert!(text.contains("users rotate"), "{text}");
+
+    // A removed user's token is refused the same way.
+    let removed = team.users.remove("vic").await.unwrap();
+    assert_eq!(removed.user.name, "vic");
+    let reply = team.call("vic", Method::GET, "/api/tasks", None).await;
+    reply.expect(401, Some("unauthorized"));
+}

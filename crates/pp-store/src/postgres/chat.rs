@@ -18,8 +18,13 @@ const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, upd
      summary, summarised_through";
 
 impl PgStore {
-    /// Creates an empty chat session.
-    pub(crate) async fn create_chat_session(&self, new: NewChatSession) -> Result<ChatSession> {
+    /// Creates an empty chat session, recording the team `user` who created it (team
+    /// mode) on it and its `session_created` audit row.
+    pub(crate) async fn create_chat_session(
+        &self,
+        new: NewChatSession,
+        user: Option<&str>,
+    ) -> Result<ChatSession> {
         let now = self.now();
         let id = ids::new_id("s_", now)?;
         let mut client = self.client().await?;
@@ -27,13 +32,14 @@ impl PgStore {
         execute(
             &transaction,
             "INSERT INTO chat_sessions (id, title, workspace, created_by, created_at, \
-             updated_at) VALUES ($1, $2, $3, $4, $5, $5)",
+             updated_at, created_by_user) VALUES ($1, $2, $3, $4, $5, $5, $6)",
             &[
                 &id,
                 &new.title,
                 &new.workspace,
                 &new.created_by.as_str(),
                 &now.as_millis(),
+                &user,
             ],
         )
         .await?;
@@ -41,6 +47,7 @@ impl PgStore {
             actor: Some(new.created_by),
             target: Some(id.clone()),
             detail: Some(format!("workspace {}", new.workspace)),
+            user: user.map(str::to_owned),
             ..NewAudit::new(AuditAction::SessionCreated)
         };
         audit::insert(&transaction, row, now).await?;
@@ -86,11 +93,16 @@ impl PgStore {
     /// Adds a turn: creates its `queued` task (with the `task_created` audit row) and the
     /// turn row in one transaction. [`Error::SessionBusy`] while the latest turn is
     /// active; [`Error::NotFound`] for an unknown session.
-    pub(crate) async fn add_chat_turn(&self, session: &str, new: NewTask) -> Result<ChatTurn> {
+    pub(crate) async fn add_chat_turn(
+        &self,
+        session: &str,
+        new: NewTask,
+        user: Option<&str>,
+    ) -> Result<ChatTurn> {
         let now = self.now();
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
-        let turn = add_turn(&transaction, session, new, now).await?;
+        let turn = add_turn(&transaction, session, new, user, now).await?;
         transaction.commit().await?;
         Ok(turn)
     }
@@ -147,7 +159,11 @@ impl PgStore {
 
     /// Deletes the session and its turn rows (their tasks, events and audit rows stay).
     /// [`Error::SessionBusy`] while a turn is active; [`Error::NotFound`] if unknown.
-    pub(crate) async fn delete_chat_session(&self, session: &str) -> Result<()> {
+    pub(crate) async fn delete_chat_session(
+        &self,
+        session: &str,
+        user: Option<&str>,
+    ) -> Result<()> {
         let now = self.now();
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
@@ -181,6 +197,7 @@ impl PgStore {
                 1 => "1 turn; its task stays".to_owned(),
                 count => format!("{count} turns; their tasks stay"),
             }),
+            user: user.map(str::to_owned),
             ..NewAudit::new(AuditAction::SessionDeleted)
         };
         audit::insert(&transaction, row, now).await?;
@@ -195,6 +212,7 @@ pub(crate) async fn add_turn(
     db: &impl GenericClient,
     session: &str,
     new: NewTask,
+    user: Option<&str>,
     now: Timestamp,
 ) -> Result<ChatTurn> {
     load_session(db, session, true).await?;
@@ -222,7 +240,7 @@ pub(crate) async fn add_turn(
         });
     }
     let index = latest.map_or(1, |(index, _, _)| small(index).saturating_add(1));
-    let task = tasks::insert(db, new, now).await?;
+    let task = tasks::insert_as(db, new, user, now).await?;
     execute(
         db,
         "INSERT INTO session_turns (session_id, turn_index, task_id) VALUES ($1, $2, $3)",

@@ -242,7 +242,11 @@ impl PgStore {
         let schedule = load(&transaction, id).await?;
         let task = match &schedule.spec.session {
             None => tasks::insert(&transaction, task, now).await?,
-            Some(session) => chat::add_turn(&transaction, session, task, now).await?.task,
+            Some(session) => {
+                chat::add_turn(&transaction, session, task, None, now)
+                    .await?
+                    .task
+            }
         };
         execute(
             &transaction,
@@ -342,7 +346,7 @@ async fn fire_in(db: &impl GenericClient, fire: FireOccurrence, now: Timestamp) 
     }
     let task = match &schedule.spec.session {
         None => tasks::insert(db, fire.task, now).await?,
-        Some(session) => match chat::add_turn(db, session, fire.task, now).await {
+        Some(session) => match chat::add_turn(db, session, fire.task, None, now).await {
             Ok(turn) => turn.task,
             Err(Error::SessionBusy { task_id, .. }) => {
                 let detail = format!("chat session {session} has a turn that has not ended");

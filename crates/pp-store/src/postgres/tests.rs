@@ -794,21 +794,26 @@ async fn every_method_works_on_postgres() {
 
     // Chat sessions.
     let session = store
-        .create_chat_session(NewChatSession {
-            title: Some("chat".into()),
-            workspace: "home".into(),
-            created_by: Actor::Operator,
-        })
+        .create_chat_session(
+            NewChatSession {
+                title: Some("chat".into()),
+                workspace: "home".into(),
+                created_by: Actor::Operator,
+            },
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(store.chat_session(&session.id).await.unwrap(), session);
     let turn = store
-        .add_chat_turn(&session.id, new_task("hi"))
+        .add_chat_turn(&session.id, new_task("hi"), None)
         .await
         .unwrap();
     assert_eq!(turn.index, 1);
     assert!(matches!(
-        store.add_chat_turn(&session.id, new_task("again")).await,
+        store
+            .add_chat_turn(&session.id, new_task("again"), None)
+            .await,
         Err(crate::Error::SessionBusy { .. })
     ));
     assert_eq!(
@@ -830,7 +835,7 @@ async fn every_method_works_on_postgres() {
         1
     );
     assert!(matches!(
-        store.delete_chat_session(&session.id).await,
+        store.delete_chat_session(&session.id, None).await,
         Err(crate::Error::SessionBusy { .. })
     ));
     store
@@ -841,7 +846,7 @@ async fn every_method_works_on_postgres() {
         )
         .await
         .unwrap();
-    store.delete_chat_session(&session.id).await.unwrap();
+    store.delete_chat_session(&session.id, None).await.unwrap();
 
     // Schedules.
     let spec = ScheduleSpec {

@@ -131,6 +131,62 @@ impl PgStore {
         Ok((user, token, count(ended)))
     }
 
+    /// Removes the user, in one transaction: their row (so their token stops working),
+    /// their grants and their console logins. Their tasks, approvals and audit rows stay,
+    /// naming them. [`Error::LastOwner`] for the only owner. Returns the user as they
+    /// were and how many logins ended.
+    pub(crate) async fn remove_user(&self, name: &str) -> Result<(UserRecord, usize)> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        let owners = lock_owners(&transaction).await?;
+        lock(&transaction, name).await?;
+        let user = load(&transaction, name).await?;
+        if user.role == Role::Owner && owners <= 1 {
+            return Err(Error::LastOwner {
+                name: name.to_owned(),
+            });
+        }
+        let ended = execute(
+            &transaction,
+            "DELETE FROM console_logins WHERE user_name = $1",
+            &[&name],
+        )
+        .await?;
+        execute(
+            &transaction,
+            "DELETE FROM user_grants WHERE user_name = $1",
+            &[&name],
+        )
+        .await?;
+        execute(&transaction, "DELETE FROM users WHERE name = $1", &[&name]).await?;
+        transaction.commit().await?;
+        Ok((user, count(ended)))
+    }
+
+    /// Gives the user `role`; [`Error::LastOwner`] when that would leave no owner.
+    /// Returns the user as they are now and their role before.
+    pub(crate) async fn set_user_role(&self, name: &str, role: Role) -> Result<(UserRecord, Role)> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        let owners = lock_owners(&transaction).await?;
+        lock(&transaction, name).await?;
+        let before = load(&transaction, name).await?.role;
+        if before == Role::Owner && role != Role::Owner && owners <= 1 {
+            return Err(Error::LastOwner {
+                name: name.to_owned(),
+            });
+        }
+        execute(
+            &transaction,
+            "UPDATE users SET role = $2 WHERE name = $1",
+            &[&name, &role.as_str()],
+        )
+        .await?;
+        let user = load(&transaction, name).await?;
+        transaction.commit().await?;
+        Ok((user, before))
+    }
+
     /// The user whose token is `token`, if any.
     pub(crate) async fn user_by_token(&self, token: &str) -> Result<Option<UserRecord>> {
         if !token.starts_with(USER_TOKEN_PREFIX) {
@@ -294,6 +350,19 @@ async fn lock(db: &impl GenericClient, name: &str) -> Result<()> {
     .await?
     .map(|_| ())
     .ok_or_else(|| Error::not_found("user", name))
+}
+
+/// Locks every owner's row for the rest of the transaction (in name order, so two
+/// removals or demotions wait for each other instead of both seeing two owners) and
+/// counts them.
+async fn lock_owners(db: &impl GenericClient) -> Result<usize> {
+    let rows = query(
+        db,
+        "SELECT name FROM users WHERE role = 'owner' ORDER BY name FOR UPDATE",
+        &[],
+    )
+    .await?;
+    Ok(rows.len())
 }
 
 fn session_not_found(id: &str) -> Error {

@@ -21,27 +21,34 @@ const SESSION_COLUMNS: &str = "id, title, workspace, created_by, created_at, upd
      summary, summarised_through";
 
 impl Store {
-    /// Creates an empty chat session.
-    pub(crate) fn create_chat_session(&self, new: NewChatSession) -> Result<ChatSession> {
+    /// Creates an empty chat session, recording the team `user` who created it (team
+    /// mode) on it and its `session_created` audit row.
+    pub(crate) fn create_chat_session(
+        &self,
+        new: NewChatSession,
+        user: Option<&str>,
+    ) -> Result<ChatSession> {
         let now = self.now();
         let id = ids::new_id("s_", now)?;
         self.write(|transaction| {
             transaction
                 .prepare_cached(
                     "INSERT INTO chat_sessions (id, title, workspace, created_by, created_at, \
-                     updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                     updated_at, created_by_user) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
                 )?
                 .execute(params![
                     id,
                     new.title,
                     new.workspace,
                     new.created_by.as_str(),
-                    now.as_millis()
+                    now.as_millis(),
+                    user
                 ])?;
             let row = NewAudit {
                 actor: Some(new.created_by),
                 target: Some(id.clone()),
                 detail: Some(format!("workspace {}", new.workspace)),
+                user: user.map(str::to_owned),
                 ..NewAudit::new(AuditAction::SessionCreated)
             };
             audit::insert(transaction, row, now)?;
@@ -83,9 +90,14 @@ impl Store {
     /// turn row in one transaction. [`Error::SessionBusy`] while the latest turn is
     /// still `queued`, `running` or `waiting_approval`; [`Error::NotFound`] for an
     /// unknown session.
-    pub(crate) fn add_chat_turn(&self, session: &str, new: NewTask) -> Result<ChatTurn> {
+    pub(crate) fn add_chat_turn(
+        &self,
+        session: &str,
+        new: NewTask,
+        user: Option<&str>,
+    ) -> Result<ChatTurn> {
         let now = self.now();
-        self.write(|transaction| add_turn(transaction, session, new, now))
+        self.write(|transaction| add_turn(transaction, session, new, user, now))
     }
 
     /// The session and turn index of `task`, if it is a turn of a chat session.
@@ -138,7 +150,7 @@ impl Store {
 
     /// Deletes the session and its turn rows (their tasks, events and audit rows stay).
     /// [`Error::SessionBusy`] while a turn is active; [`Error::NotFound`] if unknown.
-    pub(crate) fn delete_chat_session(&self, session: &str) -> Result<()> {
+    pub(crate) fn delete_chat_session(&self, session: &str, user: Option<&str>) -> Result<()> {
         let now = self.now();
         self.write(|transaction| {
             load_session(transaction, session)?;
@@ -165,6 +177,7 @@ impl Store {
                     1 => "1 turn; its task stays".to_owned(),
                     count => format!("{count} turns; their tasks stay"),
                 }),
+                user: user.map(str::to_owned),
                 ..NewAudit::new(AuditAction::SessionDeleted)
             };
             audit::insert(transaction, row, now)?;
@@ -179,6 +192,7 @@ pub(crate) fn add_turn(
     transaction: &Connection,
     session: &str,
     new: NewTask,
+    user: Option<&str>,
     now: Timestamp,
 ) -> Result<ChatTurn> {
     load_session(transaction, session)?;
@@ -202,7 +216,7 @@ pub(crate) fn add_turn(
         });
     }
     let index = latest.map_or(1, |(index, _, _)| index.saturating_add(1));
-    let task = tasks::insert(transaction, new, now)?;
+    let task = tasks::insert_as(transaction, new, user, now)?;
     transaction
         .prepare_cached(
             "INSERT INTO session_turns (session_id, turn_index, task_id) \

@@ -233,7 +233,7 @@ impl Store {
             let schedule = load(transaction, id)?;
             let task = match &schedule.spec.session {
                 None => tasks::insert(transaction, task, now)?,
-                Some(session) => chat::add_turn(transaction, session, task, now)?.task,
+                Some(session) => chat::add_turn(transaction, session, task, None, now)?.task,
             };
             transaction
                 .prepare_cached(
@@ -345,7 +345,7 @@ fn fire_in(transaction: &Connection, fire: FireOccurrence, now: Timestamp) -> Re
     }
     let task = match &schedule.spec.session {
         None => tasks::insert(transaction, fire.task, now)?,
-        Some(session) => match chat::add_turn(transaction, session, fire.task, now) {
+        Some(session) => match chat::add_turn(transaction, session, fire.task, None, now) {
             Ok(turn) => turn.task,
             Err(Error::SessionBusy { task_id, .. }) => {
                 let detail = format!("chat session {session} has a turn that has not ended");

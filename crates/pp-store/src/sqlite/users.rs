@@ -110,6 +110,48 @@ impl Store {
         .map(|(user, ended)| (user, token, ended))
     }
 
+    /// Removes the user, in one transaction: their row (so their token stops working),
+    /// their grants and their console logins. Their tasks, approvals and audit rows stay,
+    /// naming them. [`Error::LastOwner`] for the only owner. Returns the user as they
+    /// were and how many logins ended.
+    pub(crate) fn remove_user(&self, name: &str) -> Result<(UserRecord, usize)> {
+        self.write(|transaction| {
+            let user = load(transaction, name)?;
+            if user.role == Role::Owner && owners(transaction)? <= 1 {
+                return Err(Error::LastOwner {
+                    name: name.to_owned(),
+                });
+            }
+            let ended = transaction
+                .prepare_cached("DELETE FROM console_logins WHERE user_name = ?1")?
+                .execute([name])?;
+            transaction
+                .prepare_cached("DELETE FROM user_grants WHERE user_name = ?1")?
+                .execute([name])?;
+            transaction
+                .prepare_cached("DELETE FROM users WHERE name = ?1")?
+                .execute([name])?;
+            Ok((user, ended))
+        })
+    }
+
+    /// Gives the user `role`; [`Error::LastOwner`] when that would leave no owner.
+    /// Returns the user as they are now and their role before.
+    pub(crate) fn set_user_role(&self, name: &str, role: Role) -> Result<(UserRecord, Role)> {
+        self.write(|transaction| {
+            let before = load(transaction, name)?.role;
+            if before == Role::Owner && role != Role::Owner && owners(transaction)? <= 1 {
+                return Err(Error::LastOwner {
+                    name: name.to_owned(),
+                });
+            }
+            transaction
+                .prepare_cached("UPDATE users SET role = ?2 WHERE name = ?1")?
+                .execute(params![name, role.as_str()])?;
+            Ok((load(transaction, name)?, before))
+        })
+    }
+
     /// The user whose token is `token`, if any.
     pub(crate) fn user_by_token(&self, token: &str) -> Result<Option<UserRecord>> {
         if !token.starts_with(USER_TOKEN_PREFIX) {
@@ -221,6 +263,13 @@ impl Store {
 /// A fresh user token: the prefix and 256 random bits in hex.
 fn new_token() -> Result<String> {
     Ok(format!("{USER_TOKEN_PREFIX}{}", ids::new_login_id()?))
+}
+
+/// How many owners there are.
+fn owners(connection: &Connection) -> Result<i64> {
+    Ok(connection
+        .prepare_cached("SELECT COUNT(*) FROM users WHERE role = 'owner'")?
+        .query_row([], |row| row.get(0))?)
 }
 
 fn exists(connection: &Connection, name: &str) -> Result<bool> {

@@ -225,8 +225,9 @@ store_methods! {
     /// purged on the way.
     fn claim_signature(key: &str => owned, expires_at: Timestamp) -> bool;
 
-    /// Creates an empty chat session.
-    fn create_chat_session(new: NewChatSession) -> ChatSession;
+    /// Creates an empty chat session, recording the team `user` who created it (team
+    /// mode) on it and its `session_created` audit row.
+    fn create_chat_session(new: NewChatSession, user: Option<&str> => owned_str) -> ChatSession;
 
     /// The `limit` most recently active chat sessions (`updated_at`), newest first.
     fn chat_sessions(limit: usize) -> Vec<ChatSession>;
@@ -240,8 +241,9 @@ store_methods! {
     /// Adds a turn: creates its `queued` task (with the `task_created` audit row) and the
     /// turn row in one transaction. [`crate::Error::SessionBusy`] while the latest turn is
     /// still `queued`, `running` or `waiting_approval`; [`crate::Error::NotFound`] for an
-    /// unknown session.
-    fn add_chat_turn(session: &str => owned, new: NewTask) -> ChatTurn;
+    /// unknown session. The team `user` who sent it (team mode) is recorded on the task
+    /// and its `task_created` row.
+    fn add_chat_turn(session: &str => owned, new: NewTask, user: Option<&str> => owned_str) -> ChatTurn;
 
     /// The session and turn index of `task`, if it is a turn of a chat session.
     fn turn_of_task(task: &TaskId => owned) -> Option<(String, u32)>;
@@ -255,7 +257,7 @@ store_methods! {
 
     /// Deletes the session and its turn rows (their tasks, events and audit rows stay).
     /// [`crate::Error::SessionBusy`] while a turn is active; [`crate::Error::NotFound`] if unknown.
-    fn delete_chat_session(session: &str => owned) -> ();
+    fn delete_chat_session(session: &str => owned, user: Option<&str> => owned_str) -> ();
 
     /// Appends `events` to `task` in one transaction and returns them with their sequence
     /// numbers ([`crate::Error::NotFound`] if the task does not exist).
@@ -434,6 +436,16 @@ store_methods! {
     /// transaction: the old token stops working at once. Returns the user, the new token
     /// and how many logins ended.
     fn rotate_user_token(name: &str => owned) -> (UserRecord, String, usize);
+
+    /// Removes the user, in one transaction: their row (so their token stops working),
+    /// their grants and their console logins. Their tasks, approvals and audit rows stay,
+    /// naming them. [`crate::Error::LastOwner`] for the only owner. Returns the user as
+    /// they were and how many logins ended.
+    fn remove_user(name: &str => owned) -> (UserRecord, usize);
+
+    /// Gives the user `role`; [`crate::Error::LastOwner`] when that would leave no
+    /// owner. Returns the user as they are now and their role before.
+    fn set_user_role(name: &str => owned, role: Role) -> (UserRecord, Role);
 
     /// The user whose token is `token`, if any.
     fn user_by_token(token: &str => owned) -> Option<UserRecord>;

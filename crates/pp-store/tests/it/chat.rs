@@ -10,11 +10,14 @@ use crate::{TestDb, new_task};
 
 async fn session(db: &TestDb) -> pp_store::ChatSession {
     db.store
-        .create_chat_session(NewChatSession {
-            title: Some("Notes".into()),
-            workspace: "home".into(),
-            created_by: Actor::Operator,
-        })
+        .create_chat_session(
+            NewChatSession {
+                title: Some("Notes".into()),
+                workspace: "home".into(),
+                created_by: Actor::Operator,
+            },
+            None,
+        )
         .await
         .unwrap()
 }
@@ -37,7 +40,7 @@ async fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end(db: TestDb) 
     assert!(session.id.starts_with("s_"), "{}", session.id);
     let first = db
         .store
-        .add_chat_turn(&session.id, new_task("one"))
+        .add_chat_turn(&session.id, new_task("one"), None)
         .await
         .unwrap();
     assert_eq!(first.index, 1);
@@ -45,7 +48,7 @@ async fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end(db: TestDb) 
 
     let busy = db
         .store
-        .add_chat_turn(&session.id, new_task("two"))
+        .add_chat_turn(&session.id, new_task("two"), None)
         .await
         .unwrap_err();
     assert!(
@@ -56,7 +59,7 @@ async fn turns_are_numbered_and_a_new_one_waits_for_the_last_to_end(db: TestDb) 
     complete(&db.store, &first.task.id).await;
     let second = db
         .store
-        .add_chat_turn(&session.id, new_task("two"))
+        .add_chat_turn(&session.id, new_task("two"), None)
         .await
         .unwrap();
     assert_eq!(second.index, 2);
@@ -95,15 +98,18 @@ async fn a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it(db: T
     let session = session(&db).await;
     let turn = db
         .store
-        .add_chat_turn(&session.id, new_task("one"))
+        .add_chat_turn(&session.id, new_task("one"), None)
         .await
         .unwrap();
     assert!(matches!(
-        db.store.delete_chat_session(&session.id).await,
+        db.store.delete_chat_session(&session.id, None).await,
         Err(Error::SessionBusy { .. })
     ));
     complete(&db.store, &turn.task.id).await;
-    db.store.delete_chat_session(&session.id).await.unwrap();
+    db.store
+        .delete_chat_session(&session.id, None)
+        .await
+        .unwrap();
     assert!(matches!(
         db.store.chat_session(&session.id).await,
         Err(Error::NotFound {
@@ -112,7 +118,7 @@ async fn a_session_with_an_active_turn_is_not_deleted_and_tasks_outlive_it(db: T
         })
     ));
     assert!(matches!(
-        db.store.delete_chat_session(&session.id).await,
+        db.store.delete_chat_session(&session.id, None).await,
         Err(Error::NotFound { .. })
     ));
     assert_eq!(
@@ -138,7 +144,7 @@ async fn sessions_list_most_recently_active_first_and_keep_their_summary(db: Tes
     assert_eq!(listed, [newer.id.clone(), older.id.clone()]);
     db.clock.advance(Duration::from_secs(1));
     db.store
-        .add_chat_turn(&older.id, new_task("again"))
+        .add_chat_turn(&older.id, new_task("again"), None)
         .await
         .unwrap();
     let listed: Vec<String> = db
@@ -167,7 +173,7 @@ async fn prune_keeps_the_conversation_of_a_session(db: TestDb) {
     let session = session(&db).await;
     let turn = db
         .store
-        .add_chat_turn(&session.id, new_task("one"))
+        .add_chat_turn(&session.id, new_task("one"), None)
         .await
         .unwrap();
     complete(&db.store, &turn.task.id).await;
@@ -199,16 +205,19 @@ both!(creating_and_deleting_a_session_are_in_the_ledger);
 async fn creating_and_deleting_a_session_are_in_the_ledger(db: TestDb) {
     let session = db
         .store
-        .create_chat_session(NewChatSession {
-            title: None,
-            workspace: "home".into(),
-            created_by: Actor::Webhook,
-        })
+        .create_chat_session(
+            NewChatSession {
+                title: None,
+                workspace: "home".into(),
+                created_by: Actor::Webhook,
+            },
+            None,
+        )
         .await
         .unwrap();
     let turn = db
         .store
-        .add_chat_turn(&session.id, new_task("one"))
+        .add_chat_turn(&session.id, new_task("one"), None)
         .await
         .unwrap();
     let rows = async |action: &str| {
@@ -227,10 +236,18 @@ async fn creating_and_deleting_a_session_are_in_the_ledger(db: TestDb) {
     assert_eq!(created[0].detail.as_deref(), Some("workspace home"));
 
     // A refused delete leaves no row.
-    assert!(db.store.delete_chat_session(&session.id).await.is_err());
+    assert!(
+        db.store
+            .delete_chat_session(&session.id, None)
+            .await
+            .is_err()
+    );
     assert!(rows("session_deleted").await.is_empty());
     complete(&db.store, &turn.task.id).await;
-    db.store.delete_chat_session(&session.id).await.unwrap();
+    db.store
+        .delete_chat_session(&session.id, None)
+        .await
+        .unwrap();
     let deleted = rows("session_deleted").await;
     assert_eq!(deleted.len(), 1);
     assert_eq!(deleted[0].actor, Actor::Operator);

@@ -359,11 +359,14 @@ both!(a_session_schedule_adds_turns_and_skips_while_one_is_active);
 async fn a_session_schedule_adds_turns_and_skips_while_one_is_active(db: TestDb) {
     let session = db
         .store
-        .create_chat_session(NewChatSession {
-            title: None,
-            workspace: "home".into(),
-            created_by: Actor::Operator,
-        })
+        .create_chat_session(
+            NewChatSession {
+                title: None,
+                workspace: "home".into(),
+                created_by: Actor::Operator,
+            },
+            None,
+        )
         .await
         .unwrap();
     let schedule = create(
@@ -405,7 +408,10 @@ async fn a_session_schedule_adds_turns_and_skips_while_one_is_active(db: TestDb)
         )
         .await
         .unwrap();
-    db.store.delete_chat_session(&session.id).await.unwrap();
+    db.store
+        .delete_chat_session(&session.id, None)
+        .await
+        .unwrap();
     let Fired::Paused { reason } = fire(&db.store, &schedule).await else {
         panic!("not paused")
     };

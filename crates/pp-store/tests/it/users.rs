@@ -296,11 +296,14 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
 
     let session = db
         .store
-        .create_chat_session(NewChatSession {
-            title: None,
-            workspace: "home".into(),
-            created_by: Actor::Operator,
-        })
+        .create_chat_session(
+            NewChatSession {
+                title: None,
+                workspace: "home".into(),
+                created_by: Actor::Operator,
+            },
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(db.store.chat_session_user(&session.id).await.unwrap(), None);
@@ -331,6 +334,196 @@ async fn a_chat_turn_and_a_session_record_their_user(db: TestDb) {
             ..
         })
     ));
+}
+
+both!(a_session_its_turns_and_its_deletion_name_their_user_in_the_ledger);
+async fn a_session_its_turns_and_its_deletion_name_their_user_in_the_ledger(db: TestDb) {
+    let rows = |action: &'static str| {
+        let store = db.store.clone();
+        async move {
+            store
+                .list_audit(&AuditFilter {
+                    action: Some(action.into()),
+                    ..AuditFilter::default()
+                })
+                .await
+                .unwrap()
+        }
+    };
+    let session = db
+        .store
+        .create_chat_session(
+            NewChatSession {
+                title: None,
+                workspace: "home".into(),
+                created_by: Actor::Operator,
+            },
+            Some("mia"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        db.store
+            .chat_session_user(&session.id)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("mia")
+    );
+    let created = rows("session_created").await;
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].user.as_deref(), Some("mia"));
+
+    let turn = db
+        .store
+        .add_chat_turn(&session.id, new_task("hello"), Some("mia"))
+        .await
+        .unwrap();
+    assert_eq!(turn.task.created_by_user.as_deref(), Some("mia"));
+    let task_rows = db
+        .store
+        .list_audit(&audit_of(turn.task.id.clone(), "task_created"))
+        .await
+        .unwrap();
+    assert_eq!(task_rows.len(), 1);
+    assert_eq!(task_rows[0].user.as_deref(), Some("mia"));
+
+    db.store
+        .transition(
+            &turn.task.id,
+            &[pp_types::TaskState::Queued],
+            pp_store::TaskChange::to(pp_types::TaskState::Cancelled),
+        )
+        .await
+        .unwrap();
+    db.store
+        .delete_chat_session(&session.id, Some("olga"))
+        .await
+        .unwrap();
+    let deleted = rows("session_deleted").await;
+    assert_eq!(deleted.len(), 1);
+    assert_eq!(deleted[0].user.as_deref(), Some("olga"));
+}
+
+both!(removing_a_user_ends_their_logins_and_keeps_their_tasks);
+async fn removing_a_user_ends_their_logins_and_keeps_their_tasks(db: TestDb) {
+    db.store.add_user("olga", Role::Owner).await.unwrap();
+    let (_, token) = db.store.add_user("mia", Role::Member).await.unwrap();
+    db.store.grant_workspace("mia", "finance").await.unwrap();
+    let login = db
+        .store
+        .create_user_login("mia", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let olga_login = db
+        .store
+        .create_user_login("olga", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let task = db
+        .store
+        .create_task_as(new_task("mia's task"), Some("mia"))
+        .await
+        .unwrap();
+
+    let (removed, ended) = db.store.remove_user("mia").await.unwrap();
+    assert_eq!(removed.name, "mia");
+    assert_eq!(removed.workspaces, ["finance"], "the user as they were");
+    assert_eq!(ended, 1);
+    assert!(matches!(
+        db.store.user("mia").await,
+        Err(Error::NotFound { what: "user", .. })
+    ));
+    assert_eq!(db.store.user_by_token(&token).await.unwrap(), None);
+    assert_eq!(db.store.login_owner(&login).await.unwrap(), None);
+    assert_eq!(
+        db.store.login_owner(&olga_login).await.unwrap(),
+        Some(LoginOwner::User("olga".into())),
+        "other users' logins stay"
+    );
+    assert!(
+        db.raw_texts("SELECT workspace FROM user_grants WHERE user_name = 'mia'")
+            .await
+            .is_empty()
+    );
+    // Their task and its audit row stay, naming them.
+    let kept = db.store.task(&task.id).await.unwrap();
+    assert_eq!(kept.created_by_user.as_deref(), Some("mia"));
+    let rows = db
+        .store
+        .list_audit(&audit_of(task.id.clone(), "task_created"))
+        .await
+        .unwrap();
+    assert_eq!(rows[0].user.as_deref(), Some("mia"));
+    assert!(matches!(
+        db.store.remove_user("mia").await,
+        Err(Error::NotFound { what: "user", .. })
+    ));
+    // A name freed by a removal can be added again, with a new token.
+    let (_, again) = db.store.add_user("mia", Role::Viewer).await.unwrap();
+    assert_ne!(again, token);
+}
+
+both!(the_last_owner_is_neither_removed_nor_demoted);
+async fn the_last_owner_is_neither_removed_nor_demoted(db: TestDb) {
+    db.store.add_user("olga", Role::Owner).await.unwrap();
+    db.store.add_user("abe", Role::Approver).await.unwrap();
+    assert!(matches!(
+        db.store.remove_user("olga").await,
+        Err(Error::LastOwner { name }) if name == "olga"
+    ));
+    assert!(matches!(
+        db.store.set_user_role("olga", Role::Approver).await,
+        Err(Error::LastOwner { .. })
+    ));
+    assert_eq!(db.store.user("olga").await.unwrap().role, Role::Owner);
+    // Owner to owner changes nothing and is allowed.
+    let (same, before) = db.store.set_user_role("olga", Role::Owner).await.unwrap();
+    assert_eq!((same.role, before), (Role::Owner, Role::Owner));
+
+    let (abe, before) = db.store.set_user_role("abe", Role::Owner).await.unwrap();
+    assert_eq!((abe.role, before), (Role::Owner, Role::Approver));
+    let (olga, before) = db.store.set_user_role("olga", Role::Viewer).await.unwrap();
+    assert_eq!((olga.role, before), (Role::Viewer, Role::Owner));
+    assert_eq!(
+        db.open_again().await.user("olga").await.unwrap().role,
+        Role::Viewer
+    );
+    assert!(matches!(
+        db.store.remove_user("abe").await,
+        Err(Error::LastOwner { .. })
+    ));
+    db.store.remove_user("olga").await.unwrap();
+    assert!(matches!(
+        db.store.set_user_role("nobody", Role::Member).await,
+        Err(Error::NotFound { what: "user", .. })
+    ));
+}
+
+both!(two_owners_demoting_each_other_at_once_leave_one_owner);
+async fn two_owners_demoting_each_other_at_once_leave_one_owner(db: TestDb) {
+    db.store.add_user("olga", Role::Owner).await.unwrap();
+    db.store.add_user("otto", Role::Owner).await.unwrap();
+    let stores = vec![db.open_again().await, db.open_again().await];
+    let outcomes = race(stores, |index, store| async move {
+        let name = if index == 0 { "olga" } else { "otto" };
+        store.set_user_role(name, Role::Member).await
+    })
+    .await;
+    let refused = outcomes
+        .iter()
+        .filter(|outcome| matches!(outcome, Err(Error::LastOwner { .. })))
+        .count();
+    assert_eq!(refused, 1, "{outcomes:?}");
+    let owners = db
+        .store
+        .users()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|user| user.role == Role::Owner)
+        .count();
+    assert_eq!(owners, 1);
 }
 
 both!(eight_processes_adding_one_name_add_it_once);

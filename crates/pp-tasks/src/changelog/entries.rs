@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use pp_gate::Jail;
 use pp_store::{Before, ChangeRow, NewChange};
-use pp_types::{Actor, Change, ChangeKind};
+use pp_types::{Change, ChangeKind};
 
 use super::finish::{finish, not_revertible, open_snapshots};
-use super::{ChangeLog, REVERT_TOOL, RevertRefusal};
+use super::{By, ChangeLog, REVERT_TOOL, RevertRefusal};
 use crate::blocking::blocking;
 use crate::error::{Error, Result};
 use crate::keep::place::{NotWritten, Place, resolves_to_itself, target_changed};
@@ -47,7 +47,7 @@ pub(super) async fn revert(
     row: &ChangeRow,
     path: &str,
     recorded: &str,
-    actor: Actor,
+    by: By,
 ) -> Result<std::result::Result<Change, RevertRefusal>> {
     let (store, id) = (&log.book, &row.change.id);
     let hash_max_bytes = log.settings().hash_max_bytes;
@@ -117,7 +117,7 @@ pub(super) async fn revert(
             return Ok(Err(changed(message)));
         }
     };
-    let done = finish(log, place, &pending, row, actor, note.as_deref()).await?;
+    let done = finish(log, place, &pending, row, by, note.as_deref()).await?;
     Ok(Ok(done.change))
 }
 

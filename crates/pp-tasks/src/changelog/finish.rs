@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use pp_store::{Before, ChangeRow};
-use pp_types::{Actor, AuditAction, Change, ChangeKind, NewAudit};
+use pp_types::{AuditAction, Change, ChangeKind, NewAudit};
 
-use super::{ChangeLog, RevertRefusal};
+use super::{By, ChangeLog, RevertRefusal};
 use crate::blocking::blocking;
 use crate::error::{Error, Result};
 use crate::keep::place::{Place, no_data_dir};
@@ -33,7 +33,7 @@ pub(super) async fn finish(
     place: Arc<Place>,
     pending: &ChangeRow,
     of: &ChangeRow,
-    actor: Actor,
+    by: By,
     note: Option<&str>,
 ) -> Result<ChangeRow> {
     let path = pending.change.path.clone().unwrap_or_default();
@@ -63,7 +63,8 @@ pub(super) async fn finish(
         _ => "restored the content the agent replaced".to_owned(),
     };
     let audit = NewAudit {
-        actor: Some(actor),
+        actor: Some(by.actor),
+        user: by.user,
         tool: Some(of.change.tool.clone()),
         target: Some(path),
         approval_id: of.change.approval_id.clone(),

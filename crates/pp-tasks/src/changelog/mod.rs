@@ -37,6 +37,7 @@ use pp_types::{
 pub(crate) use outcome::outcome_of;
 pub use outcome::{Outcome, OutcomeStatus, describe, format_size};
 
+use crate::access::Caller;
 use crate::blocking::blocking;
 use crate::error::{Error, Result};
 use crate::keep::snapshots::Snapshots;
@@ -67,6 +68,13 @@ pub enum RevertRefusal {
 
 /// The store as the change log sees it: the change rows, their reverts and the ledger
 /// rows of an approval; nothing else.
+/// Who reverts: the actor and the team user (team mode) the `change_reverted` row names.
+#[derive(Debug, Clone)]
+struct By {
+    actor: Actor,
+    user: Option<String>,
+}
+
 #[derive(Clone)]
 struct ChangeBook(Store);
 
@@ -199,8 +207,23 @@ impl ChangeLog {
         id: &ChangeId,
         actor: Actor,
     ) -> Result<std::result::Result<Change, RevertRefusal>> {
+        self.revert_as(id, actor, &Caller::operator()).await
+    }
+
+    /// [`ChangeLog::revert`] for `caller`, whose team user the `change_reverted` row
+    /// names (whether they may is the caller's check: [`TaskService::authorize`]).
+    pub async fn revert_as(
+        &self,
+        id: &ChangeId,
+        actor: Actor,
+        caller: &Caller,
+    ) -> Result<std::result::Result<Change, RevertRefusal>> {
         let (log, id) = (self.clone(), id.clone());
-        tokio::spawn(async move { revert::revert(&log, &id, actor).await })
+        let by = By {
+            actor,
+            user: caller.user.clone(),
+        };
+        tokio::spawn(async move { revert::revert(&log, &id, by).await })
             .await
             .map_err(|error| Error::Internal(format!("the revert did not finish: {error}")))?
     }

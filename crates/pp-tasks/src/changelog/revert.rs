@@ -8,7 +8,7 @@ use pp_store::{Before, ChangeRow, ChangeState, NewChange};
 use pp_types::{Actor, Change, ChangeId, ChangeKind, TaskId};
 
 use super::finish::{finish, not_revertible, open_snapshots};
-use super::{ChangeLog, REVERT_GRACE, REVERT_TOOL, RevertRefusal, entries};
+use super::{By, ChangeLog, REVERT_GRACE, REVERT_TOOL, RevertRefusal, entries};
 use crate::blocking::blocking;
 use crate::error::{Error, Result};
 use crate::keep::place::{Current, NotWritten, Place, current, resolves_to_itself, target_changed};
@@ -19,7 +19,7 @@ use crate::keep::snapshots::{Snapshots, sha256_hex};
 pub(super) async fn revert(
     log: &ChangeLog,
     id: &ChangeId,
-    actor: Actor,
+    by: By,
 ) -> Result<std::result::Result<Change, RevertRefusal>> {
     let store = &log.book;
     let row = store.change(id).await?;
@@ -62,7 +62,7 @@ pub(super) async fn revert(
         ));
     }
     if entries::is_entry_kind(row.change.kind) {
-        return entries::revert(log, place, &row, &path, &recorded, actor).await;
+        return entries::revert(log, place, &row, &path, &recorded, by).await;
     }
     let snapshots = open_snapshots(log).await?;
     let checked = {
@@ -144,7 +144,7 @@ pub(super) async fn revert(
             return not_revertible(format!("change {id} cannot be reverted: `{path}`: {error}"));
         }
     }
-    let done = finish(log, place, &pending, &row, actor, None).await?;
+    let done = finish(log, place, &pending, &row, by, None).await?;
     Ok(Ok(done.change))
 }
 
@@ -290,7 +290,10 @@ pub(super) async fn resolve_pending(
                 place,
                 &intent,
                 &of,
-                Actor::Operator,
+                By {
+                    actor: Actor::Operator,
+                    user: None,
+                },
                 Some(" (completed after an interruption)"),
             )
             .await?;

@@ -6,6 +6,7 @@
     reason = "tests set up fixtures with std::fs and panic on broken fixtures"
 )]
 
+mod acted_by;
 mod changes;
 mod changesets;
 mod client;
