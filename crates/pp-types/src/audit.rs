@@ -44,6 +44,17 @@ crate::wire_enum! {
         SessionDeleted => "session_deleted",
         /// The operator reverted a change an approved call made (the change log's `reverted`).
         ChangeReverted => "change_reverted",
+
+        // Webhook channels (the operator, or in team mode the owner who acted).
+        /// A webhook channel was created.
+        ChannelCreated => "channel_created",
+        /// A webhook channel was changed (template, workspace, enabled), or its secret
+        /// re-sealed with the team key.
+        ChannelUpdated => "channel_updated",
+        /// A webhook channel was removed.
+        ChannelRemoved => "channel_removed",
+        /// A webhook channel's secret was replaced.
+        ChannelRotated => "channel_rotated",
     }
 }
 
