@@ -144,8 +144,8 @@ async fn open(
     command: &ChannelsCommand,
 ) -> anyhow::Result<(Config, ChannelsService)> {
     let app = App::stored(flags).await?;
-    // The key first: without it (team mode) nothing here can work.
-    let keys = channel_key::load(&app.config)?;
+    // Who acts first (a missing `--user` or a refused role says so), then the key:
+    // without it (team mode) nothing here can work.
     let user = match command.who() {
         Some(who) => {
             acting::owner_only(who, app.config.team, &app.service, "change channels")
@@ -154,6 +154,7 @@ async fn open(
         }
         None => None,
     };
+    let keys = channel_key::load(&app.config)?;
     let channels = channel_key::open_checked(
         app.service.clone(),
         app.store.clone(),
