@@ -40,6 +40,11 @@ impl ChannelBook {
         self.0.edit_channel(name, change).await
     }
 
+    /// Replaces the sealed secret of `name` with `sealed` if it is still `expected`.
+    pub(crate) async fn reseal(&self, name: &str, expected: &[u8], sealed: &[u8]) -> Result<bool> {
+        self.0.reseal_channel(name, expected, sealed).await
+    }
+
     /// Removes the channel named `name` and its delivery log.
     pub(crate) async fn remove(&self, name: &str) -> Result<()> {
         self.0.remove_channel(name).await

@@ -40,6 +40,10 @@ pub enum Refusal {
     Replay,
     /// The task could not be created (its workspace is gone, the prompt is empty).
     TaskNotCreated(String),
+    /// The channel's stored secret does not open with this server's key (sealed with
+    /// another data directory's `channels.key` or another team key), so the signature
+    /// cannot be checked.
+    SecretUnopenable(String),
 }
 
 impl std::fmt::Display for Refusal {
@@ -54,6 +58,12 @@ impl std::fmt::Display for Refusal {
             Self::Future => f.write_str("timestamp in the future"),
             Self::Replay => f.write_str("replayed signature"),
             Self::TaskNotCreated(why) => write!(f, "task not created: {why}"),
+            Self::SecretUnopenable(name) => write!(
+                f,
+                "the channel's secret does not open with this server's key (sealed with \
+                 another key), so the signature could not be checked; run `pocketpilot \
+                 channels rotate {name}` (docs/webhooks.md)"
+            ),
         }
     }
 }

@@ -51,18 +51,24 @@ impl ChannelKey {
 
     /// Opens the sealed secret of the channel `name`.
     pub(crate) fn open(&self, name: &str, sealed: &[u8]) -> Result<String> {
-        let failed = || {
+        self.try_open(name, sealed).ok_or_else(|| {
             ChannelsError::Internal(format!(
-                "the secret of channel `{name}` does not open with this key (was the key file replaced?)"
+                "the secret of channel `{name}` does not open with this key (was the key \
+                 replaced?); run `pocketpilot channels rotate {name}`"
             ))
-        };
-        let (nonce, ciphertext) = sealed.split_at_checked(NONCE_LEN).ok_or_else(failed)?;
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| failed())?;
+        })
+    }
+
+    /// The sealed secret of the channel `name`, or `None` when it was not sealed with
+    /// this key (or for this name).
+    pub(crate) fn try_open(&self, name: &str, sealed: &[u8]) -> Option<String> {
+        let (nonce, ciphertext) = sealed.split_at_checked(NONCE_LEN)?;
+        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
         let mut buffer = ciphertext.to_vec();
         let plain = self
             .0
             .open_in_place(nonce, Aad::from(name.as_bytes()), &mut buffer)
-            .map_err(|_| failed())?;
-        String::from_utf8(plain.to_vec()).map_err(|_| failed())
+            .ok()?;
+        String::from_utf8(plain.to_vec()).ok()
     }
 }

@@ -22,7 +22,12 @@
 //! Secrets are 256 random bits (64 hex characters) generated here, shown once (at
 //! creation and rotation), and stored sealed with ChaCha20-Poly1305 under a
 //! [`ChannelKey`] that the caller keeps outside the database (the CLI: a 0600 file in the
-//! data directory). The payload reaches the prompt only as quoted, untrusted data
+//! data directory, or in team mode the team key every `serve` shares, see
+//! [`ChannelsService::check_key`]). A stored secret that does not open with the key is
+//! refused like a bad signature and logged ([`Refusal::SecretUnopenable`]).
+//!
+//! Changes (create, edit, rotate, remove) are audited `channel_*` as the operator, with
+//! the team user of [`ChannelsService::acting_as`] in team mode. The payload reaches the prompt only as quoted, untrusted data
 //! ([`render_prompt`]).
 //!
 //! A channel reaches tasks through the task service
@@ -35,6 +40,7 @@ mod error;
 mod key;
 mod limiter;
 mod prompt;
+mod rekey;
 mod service;
 mod settings;
 mod signature;
@@ -45,6 +51,7 @@ pub use error::{ChannelsError, Result};
 pub use key::ChannelKey;
 pub use pp_store::{DeliveryRecord, DeliveryStatus};
 pub use prompt::{DEFAULT_TEMPLATE, check_template, render_prompt};
+pub use rekey::KeyCheck;
 pub use service::ChannelsService;
 pub use settings::ChannelSettings;
 pub use signature::{SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use pp_store::{Channel, ChannelChange, DeliveryRecord, DeliveryStatus, NewChannel, Store};
 use pp_tasks::{CreateTask, TaskService};
-use pp_types::{Actor, Timestamp};
+use pp_types::{Actor, AuditAction, NewAudit, Timestamp};
 use ring::hmac;
 use serde_json::Value;
 
@@ -23,13 +23,16 @@ use crate::views::{ChannelView, CreateChannel, EditChannel, WithSecret, valid_na
 #[derive(Clone)]
 pub struct ChannelsService {
     tasks: TaskService,
-    book: ChannelBook,
-    inner: Arc<Inner>,
+    pub(crate) book: ChannelBook,
+    pub(crate) inner: Arc<Inner>,
+    /// The team user the changes made through this handle are audited as (`None`: the
+    /// operator, single-machine mode).
+    user: Option<String>,
 }
 
 #[derive(Debug)]
-struct Inner {
-    key: ChannelKey,
+pub(crate) struct Inner {
+    pub(crate) key: ChannelKey,
     settings: ChannelSettings,
     /// Accepted deliveries per name ([`ChannelSettings::rate_limit`]).
     accepted: Mutex<Limiter>,
@@ -63,7 +66,39 @@ impl ChannelsService {
                 accepted: Mutex::new(Limiter::default()),
                 refused: Mutex::new(Limiter::default()),
             }),
+            user: None,
         }
+    }
+
+    /// The same channels, with the changes made through the returned handle
+    /// (create, edit, rotate, remove) audited as the team user `user` (`None`: the
+    /// operator). Limits and the key are shared with `self`.
+    #[must_use]
+    pub fn acting_as(&self, user: Option<String>) -> Self {
+        Self {
+            user,
+            ..self.clone()
+        }
+    }
+
+    /// Appends the audit row of a change to the channel `name`, by the operator (and,
+    /// in team mode, the user) this handle acts as.
+    pub(crate) async fn audit(
+        &self,
+        action: AuditAction,
+        name: &str,
+        detail: Option<String>,
+    ) -> Result<()> {
+        self.tasks
+            .append_audit(NewAudit {
+                actor: Some(Actor::Operator),
+                target: Some(name.to_owned()),
+                detail,
+                user: self.user.clone(),
+                ..NewAudit::new(action)
+            })
+            .await?;
+        Ok(())
     }
 
     /// The settings.
@@ -116,6 +151,15 @@ impl ChannelsService {
             workspace: request.workspace,
         };
         let channel = self.book.create(&new).await?;
+        self.audit(
+            AuditAction::ChannelCreated,
+            &channel.name,
+            Some(format!(
+                "workspace {}",
+                channel.workspace.as_deref().unwrap_or("(default)")
+            )),
+        )
+        .await?;
         Ok(WithSecret {
             channel: channel.into(),
             secret,
@@ -151,6 +195,7 @@ impl ChannelsService {
         if let Some(workspace) = &edit.workspace {
             self.check_workspace(workspace.as_deref())?;
         }
+        let detail = edit_detail(&edit);
         let change = ChannelChange {
             template: edit.template,
             workspace: edit.workspace,
@@ -158,6 +203,8 @@ impl ChannelsService {
             secret_sealed: None,
         };
         let channel = self.book.edit(name, change).await?;
+        self.audit(AuditAction::ChannelUpdated, &channel.name, Some(detail))
+            .await?;
         Ok(channel.into())
     }
 
@@ -171,6 +218,8 @@ impl ChannelsService {
             ..ChannelChange::default()
         };
         let channel = self.book.edit(name, change).await?;
+        self.audit(AuditAction::ChannelRotated, &channel.name, None)
+            .await?;
         Ok(WithSecret {
             channel: channel.into(),
             secret,
@@ -179,7 +228,8 @@ impl ChannelsService {
 
     /// Removes the channel named `name` and its delivery log.
     pub async fn remove(&self, name: &str) -> Result<()> {
-        Ok(self.book.remove(name).await?)
+        self.book.remove(name).await?;
+        self.audit(AuditAction::ChannelRemoved, name, None).await
     }
 
     /// The newest `limit` deliveries to the channel named `name`, newest first.
@@ -321,15 +371,15 @@ impl ChannelsService {
         } else {
             None
         };
-        // Unknown channels still compute an HMAC, so they take about as long as a bad
-        // signature on a known one.
-        let (secret, channel) = match channel {
-            Some(channel) => (
-                self.inner.key.open(&channel.name, &channel.secret_sealed)?,
-                Some(channel),
-            ),
-            None => ("0".repeat(64), None),
-        };
+        // Unknown channels (and secrets that do not open here) still compute an HMAC,
+        // so they take about as long as a bad signature on a known one.
+        let opened = channel.as_ref().and_then(|channel| {
+            self.inner
+                .key
+                .try_open(&channel.name, &channel.secret_sealed)
+        });
+        let unopenable = channel.is_some() && opened.is_none();
+        let secret = opened.unwrap_or_else(|| "0".repeat(64));
         let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
         let mut message = Vec::with_capacity(timestamp_text.len() + 1 + body.len());
         message.extend_from_slice(timestamp_text.as_bytes());
@@ -339,6 +389,9 @@ impl ChannelsService {
         let Some(channel) = channel else {
             return refused(Refusal::UnknownChannel);
         };
+        if unopenable {
+            return refused(Refusal::SecretUnopenable(channel.name));
+        }
         if !channel.enabled {
             return refused(Refusal::Disabled);
         }
@@ -417,5 +470,30 @@ impl ChannelsService {
             }
             Err(other) => Err(other.into()),
         }
+    }
+}
+
+/// What an edit changed, for its audit row.
+fn edit_detail(edit: &EditChannel) -> String {
+    let mut parts = Vec::new();
+    if let Some(enabled) = edit.enabled {
+        parts.push(if enabled { "enabled" } else { "disabled" }.to_owned());
+    }
+    if let Some(template) = &edit.template {
+        parts.push(match template {
+            Some(_) => "template changed".to_owned(),
+            None => "template reset".to_owned(),
+        });
+    }
+    if let Some(workspace) = &edit.workspace {
+        parts.push(format!(
+            "workspace {}",
+            workspace.as_deref().unwrap_or("(default)")
+        ));
+    }
+    if parts.is_empty() {
+        "nothing changed".to_owned()
+    } else {
+        parts.join(", ")
     }
 }

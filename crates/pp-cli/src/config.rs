@@ -116,6 +116,11 @@ pub(crate) struct FileTeam {
     /// The team's shared folder for `memory.md` and installed skills, the same files on
     /// every machine of the team (default: the data directory).
     shared_dir: Option<String>,
+    /// The name of the environment variable holding the team key (64 hex characters)
+    /// webhook channel secrets are sealed with on every `serve` of the team.
+    key_env: Option<String>,
+    /// A file (mode 0600) holding the team key, instead of `key_env`.
+    key_file: Option<String>,
 }
 
 /// The `[store]` table.
@@ -366,6 +371,9 @@ pub(crate) struct Config {
     /// `[team] shared_dir`: where the team's memory and installed skills live (created
     /// private like the data directory); `None`: the data directory.
     pub(crate) team_dir: Option<PathBuf>,
+    /// `[team] key_env` or `key_file`: where the team key is (team mode); `None`: not
+    /// configured (`serve` and `channels` then refuse in team mode).
+    pub(crate) team_key: Option<TeamKeySource>,
     /// The `[model]` table, resolved by `models.rs`.
     pub(crate) model: Option<FileModel>,
     /// The `[discovery]` table.
@@ -543,6 +551,7 @@ impl Config {
         let config_dir = file.as_deref().and_then(Path::parent);
         refuse_private_inside_workspaces(&workspaces, &home, config_dir)?;
         let team_dir = resolve_team_dir(file_config.team.as_ref())?;
+        let team_key = resolve_team_key(file_config.team.as_ref(), config_dir)?;
         if let Some(dir) = &team_dir {
             refuse_private_inside_workspaces(&workspaces, dir, None)?;
         }
@@ -570,6 +579,7 @@ impl Config {
             connections,
             team,
             team_dir,
+            team_key,
             model: file_config.model,
             discovery: file_config.discovery.unwrap_or_default(),
             retain,
@@ -787,6 +797,65 @@ fn resolve_team_dir(team: Option<&FileTeam>) -> anyhow::Result<Option<PathBuf>> 
     Ok(Some(absolute_path(Path::new(dir))?))
 }
 
+/// Where the team key is: `[team] key_env` or `[team] key_file`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TeamKeySource {
+    /// The environment variable of this name.
+    Env(String),
+    /// This file (absolute; mode 0600).
+    File(PathBuf),
+}
+
+/// `[team] key_env` / `key_file` resolved (a relative file is relative to the config
+/// file's folder); they need `[team] enabled = true`, and only one of them may be set.
+fn resolve_team_key(
+    team: Option<&FileTeam>,
+    config_dir: Option<&Path>,
+) -> anyhow::Result<Option<TeamKeySource>> {
+    let Some(team) = team else {
+        return Ok(None);
+    };
+    let source = match (team.key_env.as_deref(), team.key_file.as_deref()) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(Exit::usage(
+                "`[team] key_env` and `[team] key_file` are two ways to give the same key: \
+                 set one of them",
+            )
+            .into());
+        }
+        (Some(name), None) => {
+            let name = name.trim();
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(Exit::usage(
+                    "`[team] key_env` is the name of an environment variable, such as \
+                     POCKETPILOT_TEAM_KEY",
+                )
+                .into());
+            }
+            TeamKeySource::Env(name.to_owned())
+        }
+        (None, Some(file)) => {
+            if file.trim().is_empty() {
+                return Err(Exit::usage("`[team] key_file` must name a file").into());
+            }
+            let path = Path::new(file);
+            TeamKeySource::File(match config_dir {
+                Some(dir) if path.is_relative() => dir.join(path),
+                _ => absolute_path(path)?,
+            })
+        }
+    };
+    if !team.enabled.unwrap_or(false) {
+        return Err(Exit::usage(
+            "`[team] key_env` and `[team] key_file` need `[team] enabled = true` (outside team \
+             mode channel secrets are sealed with `channels.key` in the data directory)",
+        )
+        .into());
+    }
+    Ok(Some(source))
+}
+
 /// `[skills]` resolved: `skills/` in the data directory, the `dirs` made absolute.
 fn resolve_skills(file: Option<&FileSkills>, home: &Path) -> anyhow::Result<SkillsSettings> {
     let mut settings = SkillsSettings::new(home.join("skills"));
@@ -972,6 +1041,55 @@ max_byte = 1
     }
 
     #[test]
+    fn the_team_key_comes_from_one_variable_or_one_file_in_team_mode_only() {
+        let team = |text: &str| parse(text).unwrap().team;
+        let dir = Some(Path::new("/etc/pocketpilot"));
+        assert_eq!(
+            resolve_team_key(team("[team]\nenabled = true\n").as_ref(), dir).unwrap(),
+            None
+        );
+        assert_eq!(
+            resolve_team_key(
+                team("[team]\nenabled = true\nkey_env = \"PP_TEAM_KEY\"\n").as_ref(),
+                dir
+            )
+            .unwrap(),
+            Some(TeamKeySource::Env("PP_TEAM_KEY".into()))
+        );
+        assert_eq!(
+            resolve_team_key(
+                team("[team]\nenabled = true\nkey_file = \"team.key\"\n").as_ref(),
+                dir
+            )
+            .unwrap(),
+            Some(TeamKeySource::File(PathBuf::from(
+                "/etc/pocketpilot/team.key"
+            ))),
+            "relative to the config file's folder"
+        );
+        for (text, says) in [
+            (
+                "[team]\nenabled = true\nkey_env = \"A\"\nkey_file = \"/k\"\n",
+                "set one of them",
+            ),
+            ("[team]\nkey_env = \"A\"\n", "enabled = true"),
+            (
+                "[team]\nenabled = true\nkey_env = \"\"\n",
+                "name of an environment",
+            ),
+            (
+                "[team]\nenabled = true\nkey_file = \" \"\n",
+                "must name a file",
+            ),
+        ] {
+            let error = resolve_team_key(team(text).as_ref(), dir)
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(says), "{text}: {error}");
+        }
+    }
+
+    #[test]
     fn skills_dirs_resolve_and_are_refused_inside_a_workspace() {
         let config = parse("[skills]\ndirs = [\"/srv/skills\"]\nmax_body_bytes = 100\n").unwrap();
         let skills = resolve_skills(config.skills.as_ref(), Path::new("/data")).unwrap();
@@ -1143,7 +1261,7 @@ max_byte = 1
                     "body_idle_timeout_secs",
                 ],
             ),
-            ("team", &["enabled", "shared_dir"]),
+            ("team", &["enabled", "shared_dir", "key_env", "key_file"]),
             ("mcp", &["approval_wait_secs", "server"]),
             ("[workspace]", &["name", "path", "default"]),
         ];

@@ -158,31 +158,8 @@ pub(crate) fn write_token(file: &Path) -> anyhow::Result<String> {
 /// link, which fails if the other process linked first (then its key is read).
 pub(crate) fn load_or_create_channel_key(file: &Path) -> anyhow::Result<[u8; 32]> {
     for _ in 0..2 {
-        match std::fs::read_to_string(file) {
-            Ok(text) => {
-                if let Some(mode) = mode_of(file)
-                    && mode & 0o077 != 0
-                {
-                    return Err(Exit::usage(format!(
-                        "the channel key {} is readable by other users (mode {mode:o}); run \
-                         `chmod 600 {}`",
-                        file.display(),
-                        file.display()
-                    ))
-                    .into());
-                }
-                return parse_key(text.trim()).with_context(|| {
-                    format!(
-                        "{} is not a channel key (64 hex characters); if it was damaged, \
-                         every channel needs `pocketpilot channels rotate`",
-                        file.display()
-                    )
-                });
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => {
-                return Err(error).with_context(|| format!("cannot read {}", file.display()));
-            }
+        if let Some(key) = read_channel_key(file)? {
+            return Ok(key);
         }
         let temp = file.with_extension(format!("tmp-{}", std::process::id()));
         let _ = std::fs::remove_file(&temp);
@@ -208,6 +185,78 @@ pub(crate) fn load_or_create_channel_key(file: &Path) -> anyhow::Result<[u8; 32]
         }
     }
     anyhow::bail!("cannot create the channel key {}", file.display())
+}
+
+/// The channel key in `file` (see [`load_or_create_channel_key`]), `None` when there is
+/// no such file; refused when other users may read it or it is not a key.
+pub(crate) fn read_channel_key(file: &Path) -> anyhow::Result<Option<[u8; 32]>> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => {
+            if let Some(mode) = mode_of(file)
+                && mode & 0o077 != 0
+            {
+                return Err(Exit::usage(format!(
+                    "the channel key {} is readable by other users (mode {mode:o}); run \
+                     `chmod 600 {}`",
+                    file.display(),
+                    file.display()
+                ))
+                .into());
+            }
+            parse_key(text.trim()).map(Some).with_context(|| {
+                format!(
+                    "{} is not a channel key (64 hex characters); if it was damaged, \
+                     every channel needs `pocketpilot channels rotate`",
+                    file.display()
+                )
+            })
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error).with_context(|| format!("cannot read {}", file.display())),
+    }
+}
+
+/// The team key in `file` (`[team] key_file`): 64 hex characters. Refused (usage error)
+/// when the file is missing, other users may read it (the mode of the file opened, not
+/// of whatever the name points at later), or it holds no key.
+pub(crate) fn read_team_key_file(file: &Path) -> anyhow::Result<[u8; 32]> {
+    use std::io::Read as _;
+    let cannot = |error: std::io::Error| {
+        Exit::usage(format!(
+            "cannot read the team key file {} (`[team] key_file`): {error}; see \
+             docs/team.md, \"The team key\"",
+            file.display()
+        ))
+    };
+    let mut handle = std::fs::File::open(file).map_err(cannot)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = handle.metadata().map_err(cannot)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(Exit::usage(format!(
+                "the team key file {} may be read by other users (mode {mode:o}); run \
+                 `chmod 600 {}`",
+                file.display(),
+                file.display()
+            ))
+            .into());
+        }
+    }
+    let mut text = String::new();
+    handle.read_to_string(&mut text).map_err(cannot)?;
+    parse_team_key(&text, &format!("the team key file {}", file.display()))
+}
+
+/// `text` as a team key (64 hex characters), or a usage error naming `source`.
+pub(crate) fn parse_team_key(text: &str, source: &str) -> anyhow::Result<[u8; 32]> {
+    parse_key(text.trim()).map_err(|_| {
+        Exit::usage(format!(
+            "{source} does not hold a team key: it must be 64 hex characters (make one with \
+             `head -c 32 /dev/urandom | od -An -tx1 -v | tr -d ' \\n'`; docs/team.md)"
+        ))
+        .into()
+    })
 }
 
 /// 64 hex characters as 32 bytes.

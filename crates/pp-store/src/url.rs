@@ -34,6 +34,44 @@ impl StoreUrl {
         }
         Err(bad("the address must start with sqlite:// or postgres://"))
     }
+
+    /// Where the database is, for a process's first lines: `SQLite <path>`, or
+    /// `PostgreSQL <user>@<host:port>/<database>` without the password and without the
+    /// options after `?` (which may carry one).
+    pub fn location(&self) -> String {
+        match self {
+            StoreUrl::Sqlite(path) => format!("SQLite {}", path.display()),
+            StoreUrl::Postgres(url) => {
+                let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+                let rest = rest.split_once('?').map_or(rest, |(before, _)| before);
+                let (user, place) = match rest.rsplit_once('@') {
+                    Some((credentials, place)) => (
+                        credentials
+                            .split_once(':')
+                            .map_or(credentials, |(user, _)| user),
+                        place,
+                    ),
+                    None => ("", rest),
+                };
+                let (host, database) = place.split_once('/').unwrap_or((place, ""));
+                let host = if host.is_empty() {
+                    "(local socket)"
+                } else {
+                    host
+                };
+                let database = if database.is_empty() {
+                    "(default database)"
+                } else {
+                    database
+                };
+                if user.is_empty() {
+                    format!("PostgreSQL {host}/{database}")
+                } else {
+                    format!("PostgreSQL {user}@{host}/{database}")
+                }
+            }
+        }
+    }
 }
 
 /// `text` with any password replaced by `***` (for errors and logs).
@@ -88,6 +126,27 @@ mod tests {
             let error = StoreUrl::parse(bad).unwrap_err().to_string();
             assert!(error.contains("sqlite://"), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn the_location_names_host_and_database_never_the_password() {
+        let location = |url: &str| StoreUrl::parse(url).unwrap().location();
+        assert_eq!(
+            location("postgres://pp:s3cret@db.internal:5433/team?sslmode=require&password=x"),
+            "PostgreSQL pp@db.internal:5433/team"
+        );
+        assert_eq!(
+            location("postgresql://db/pocketpilot"),
+            "PostgreSQL db/pocketpilot"
+        );
+        assert_eq!(
+            location("postgres://pp@/team?host=/run/postgresql"),
+            "PostgreSQL pp@(local socket)/team"
+        );
+        assert_eq!(
+            location("sqlite:///var/pp/pocketpilot.db"),
+            "SQLite /var/pp/pocketpilot.db"
+        );
     }
 
     #[test]

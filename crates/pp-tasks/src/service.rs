@@ -20,7 +20,7 @@ use crate::model::ModelSource;
 use crate::runner::{Start, cancel_audit, new_approval, run_segment};
 use crate::settings::{TaskSettings, Workspaces};
 use crate::shared::Shared;
-use crate::workers::{heartbeat_every, serves, waiting_reason};
+use crate::workers::{REMEMBER_LEASES, heartbeat_every, serves, waiting_reason};
 
 /// A request to create a task.
 #[derive(Debug, Clone)]
@@ -229,8 +229,10 @@ impl TaskService {
     }
 
     /// The workspace a new task names and its path here: a configured one (the default
-    /// when `name` is `None`), or in team mode also one only another live worker has
-    /// (stored without a path: workers run tasks at their own folder for the name).
+    /// when `name` is `None`), or in team mode also one only another worker has, or had
+    /// within ten leases ([`TaskSettings::lease`]) (stored without a path:
+    /// workers run tasks at their own folder for the name; while no live worker has it,
+    /// the task waits and says why, [`TaskService::waiting_reason`]).
     async fn workspace_for(&self, name: Option<&str>) -> Result<(String, String)> {
         if let Some(workspace) = self.inner.workspaces.find(name) {
             return Ok((workspace.name.clone(), workspace.path.display().to_string()));
@@ -242,7 +244,7 @@ impl TaskService {
         let (Some(name), Some(_)) = (name, &self.inner.settings.team) else {
             return Err(missing());
         };
-        if serves(&self.live_workers().await?, name) {
+        if serves(&self.recent_workers().await?, name) {
             Ok((name.to_owned(), String::new()))
         } else {
             Err(missing())
@@ -488,6 +490,14 @@ impl TaskService {
     /// process registers itself when its workers start).
     pub async fn live_workers(&self) -> Result<Vec<WorkerRecord>> {
         let within = self.inner.settings.lease.saturating_mul(2);
+        Ok(self.inner.store.live_workers(within).await?)
+    }
+
+    /// The workers that sent a heartbeat within ten leases ([`TaskSettings::lease`]):
+    /// the live ones and those that died recently, whose workspace
+    /// names new tasks may still name (they wait until a worker that has it starts).
+    pub async fn recent_workers(&self) -> Result<Vec<WorkerRecord>> {
+        let within = self.inner.settings.lease.saturating_mul(REMEMBER_LEASES);
         Ok(self.inner.store.live_workers(within).await?)
     }
 

@@ -2,7 +2,8 @@
 //! registry (each process registers the workspace names it has and sends heartbeats),
 //! claiming only tasks this process can run, running a task at this host's path for its
 //! workspace name, and saying why a queued task waits when no live worker has its
-//! workspace.
+//! workspace. A worker that died is remembered for [`REMEMBER_LEASES`] leases (a new task
+//! may still name its workspace, and waits for it); then every heartbeat forgets it.
 //!
 //! Outside team mode none of this applies: the one process claims every queued task and
 //! runs it at the path stored with it.
@@ -16,6 +17,10 @@ use pp_types::TaskRecord;
 use crate::error::{Error, Result};
 use crate::settings::TeamWorker;
 use crate::shared::Shared;
+
+/// How many leases ([`crate::TaskSettings::lease`]) a silent worker's row is kept: its
+/// workspace names stay known for new tasks that long, then its row is deleted.
+pub(crate) const REMEMBER_LEASES: u32 = 10;
 
 impl Shared {
     /// The folder `task` runs in here: in team mode this host's folder for the task's
@@ -55,11 +60,14 @@ impl Shared {
 
     /// Registers this process in the worker registry (team mode), or sends its
     /// heartbeat; registers again when its row was removed (a long pause made others
-    /// forget it).
+    /// forget it). Forgets, on the way, the workers silent for [`REMEMBER_LEASES`] leases.
     pub(crate) async fn worker_heartbeat(&self, team: &TeamWorker) -> Result<()> {
         if self.registration.left.load(Ordering::SeqCst) {
             return Ok(());
         }
+        self.store
+            .forget_workers(self.settings.lease.saturating_mul(REMEMBER_LEASES))
+            .await?;
         if let Some(id) = self.registration.get() {
             match self.store.worker_heartbeat(&id).await {
                 Ok(()) => return Ok(()),

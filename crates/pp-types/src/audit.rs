@@ -64,6 +64,17 @@ crate::wire_enum! {
         UserRevoked => "user_revoked",
         /// A team user was given a new token (their old token and logins ended).
         UserTokenRotated => "user_token_rotated",
+
+        // Webhook channels (the operator, or in team mode the owner who acted).
+        /// A webhook channel was created.
+        ChannelCreated => "channel_created",
+        /// A webhook channel was changed (template, workspace, enabled), or its secret
+        /// re-sealed with the team key.
+        ChannelUpdated => "channel_updated",
+        /// A webhook channel was removed.
+        ChannelRemoved => "channel_removed",
+        /// A webhook channel's secret was replaced.
+        ChannelRotated => "channel_rotated",
     }
 }
 

@@ -26,15 +26,15 @@ use pp_test_support::TempTree;
 use pp_types::{Actor, ApprovalState, Clock as _, ManualClock, TaskState, Timestamp};
 use serde_json::json;
 
-const KEY: [u8; 32] = [7; 32];
+pub(crate) const KEY: [u8; 32] = [7; 32];
 
-struct Fixture {
-    tree: TempTree,
+pub(crate) struct Fixture {
+    pub(crate) tree: TempTree,
     data: tempfile::TempDir,
-    clock: Arc<ManualClock>,
-    service: TaskService,
-    store: Store,
-    channels: ChannelsService,
+    pub(crate) clock: Arc<ManualClock>,
+    pub(crate) service: TaskService,
+    pub(crate) store: Store,
+    pub(crate) channels: ChannelsService,
 }
 
 fn service_on(
@@ -54,7 +54,7 @@ fn service_on(
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with(ModelSource::Scripted, ChannelSettings::default())
     }
 
@@ -99,7 +99,7 @@ impl Fixture {
         self.clock.now().as_millis() / 1000
     }
 
-    fn signed(&self, channel: &str, secret: &str, body: &str) -> Delivery {
+    pub(crate) fn signed(&self, channel: &str, secret: &str, body: &str) -> Delivery {
         let timestamp = self.now_seconds().to_string();
         Delivery {
             channel: channel.into(),
@@ -110,12 +110,12 @@ impl Fixture {
         }
     }
 
-    async fn task_count(&self) -> usize {
+    pub(crate) async fn task_count(&self) -> usize {
         self.store.list_tasks(None, 100).await.unwrap().len()
     }
 }
 
-async fn refused(channels: &ChannelsService, delivery: Delivery) -> Refusal {
+pub(crate) async fn refused(channels: &ChannelsService, delivery: Delivery) -> Refusal {
     match channels.deliver(delivery).await.unwrap() {
         DeliveryOutcome::Refused(refusal) => refusal,
         other => panic!("not refused: {other:?}"),

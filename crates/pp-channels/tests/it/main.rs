@@ -8,3 +8,4 @@
 )]
 
 mod channels;
+mod team_key;

@@ -1,25 +1,28 @@
 //! `pocketpilot channels list|add|rotate|remove|enable|disable|deliveries|test`: webhook
 //! channels, directly on the store (no server needed), their secrets sealed with the key
-//! file `channels.key` in the data directory. `add` and `rotate` print the secret: the
-//! only times it is shown. `test` signs a delivery with the channel's secret (read here,
-//! on this machine) and posts it to the running `serve`.
+//! file `channels.key` in the data directory, or in team mode with the team key
+//! (`channel_key.rs`, checked at start). `add` and `rotate` print the secret: the only
+//! times it is shown. `test` signs a delivery with the channel's secret (read here, on
+//! this machine) and posts it to the running `serve`. Changes are audited `channel_*`,
+//! as the operator (team mode: with the `--user`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use clap::Subcommand;
 use pp_channels::{
-    ChannelKey, ChannelSettings, ChannelsError, ChannelsService, CreateChannel, EditChannel,
-    SIGNATURE_HEADER, TIMESTAMP_HEADER, WithSecret, sign, webhook_path,
+    ChannelsError, ChannelsService, CreateChannel, EditChannel, SIGNATURE_HEADER, TIMESTAMP_HEADER,
+    WithSecret, sign, webhook_path,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::acting::{self, UserArgs};
 use crate::app::App;
+use crate::channel_key::{self, Unopenable};
 use crate::config::{Config, Flags};
 use crate::output::outln;
-use crate::{Exit, exit, home};
+use crate::{Exit, exit};
 
 /// What to do.
 #[derive(Debug, Subcommand)]
@@ -121,22 +124,45 @@ impl ChannelsCommand {
             | Self::Disable { who, .. } => Some(who),
         }
     }
+
+    /// What the start check does with channels the key does not open: `rotate`,
+    /// `remove` and `list` (the way out) only list them; the others refuse when the key
+    /// opens none.
+    fn unopenable(&self) -> Unopenable {
+        match self {
+            Self::List { .. } | Self::Rotate { .. } | Self::Remove { .. } => Unopenable::List,
+            _ => Unopenable::RefuseIfNoneOpen,
+        }
+    }
 }
 
-/// The configuration and the channels service, once `who` (if the subcommand changes a
-/// channel) passed the owners-only check.
-async fn open(flags: &Flags, who: Option<&UserArgs>) -> anyhow::Result<(Config, ChannelsService)> {
+/// The configuration and the channels service (checked against the channel key, see
+/// `channel_key.rs`), once `who` (if the subcommand changes a channel) passed the
+/// owners-only check; its changes are audited as that user.
+async fn open(
+    flags: &Flags,
+    command: &ChannelsCommand,
+) -> anyhow::Result<(Config, ChannelsService)> {
     let app = App::stored(flags).await?;
-    if let Some(who) = who {
-        acting::owner_only(who, app.config.team, &app.service, "change channels").await?;
-    }
-    let key = home::load_or_create_channel_key(&app.config.channel_key_file())?;
-    let channels = ChannelsService::new(
+    // Who acts first (a missing `--user` or a refused role says so), then the key:
+    // without it (team mode) nothing here can work.
+    let user = match command.who() {
+        Some(who) => {
+            acting::owner_only(who, app.config.team, &app.service, "change channels")
+                .await?
+                .user
+        }
+        None => None,
+    };
+    let keys = channel_key::load(&app.config)?;
+    let channels = channel_key::open_checked(
         app.service.clone(),
         app.store.clone(),
-        ChannelKey::from_bytes(&key),
-        ChannelSettings::default(),
-    );
+        &keys,
+        command.unopenable(),
+    )
+    .await?
+    .acting_as(user);
     Ok((app.config, channels))
 }
 
@@ -176,7 +202,7 @@ fn print_secret(
 
 /// Runs a `channels` subcommand.
 pub(crate) async fn run(flags: &Flags, command: ChannelsCommand) -> anyhow::Result<u8> {
-    let (config, channels) = open(flags, command.who()).await?;
+    let (config, channels) = open(flags, &command).await?;
     match command {
         ChannelsCommand::List { json } => {
             let list = channels.list().await.map_err(failed)?;

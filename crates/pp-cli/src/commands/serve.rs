@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pp_channels::{ChannelKey, ChannelSettings, ChannelsService};
 use pp_schedules::{Scheduler, TickOutcome};
 use pp_server::{AppState, ServerSettings};
 use pp_tasks::ModelSource;
 use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
+use crate::channel_key::{self, Unopenable};
 use crate::commands::backup::{spawn_daily_prune, spawn_daily_snapshot_prune};
 use crate::config::{Config, Flags};
 use crate::output::{errln, outln};
@@ -43,7 +43,17 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     let app = App::with_config(config, models, None).await?;
     let token = home::load_or_create_token(&app.config.token_file())?;
     sweep_workspaces(&app.service.workspaces().list);
-    let channel_key = home::load_or_create_channel_key(&app.config.channel_key_file())?;
+    errln!("store: {}", app.config.store_url.location());
+    // Before listening: a team `serve` without the team key (or with one that opens none
+    // of the channels) refuses to start.
+    let channel_keys = channel_key::load(&app.config)?;
+    let channels = channel_key::open_checked(
+        app.service.clone(),
+        app.store.clone(),
+        &channel_keys,
+        Unopenable::RefuseIfNoneOpen,
+    )
+    .await?;
     let bind = app.config.bind;
     let listener = TcpListener::bind((bind, app.config.port))
         .await
@@ -119,12 +129,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         let clients = Arc::clone(&clients);
         Box::pin(async move { pp_mcp::report(&clients.servers()).await })
     }));
-    state.set_channels(ChannelsService::new(
-        app.service.clone(),
-        app.store.clone(),
-        ChannelKey::from_bytes(&channel_key),
-        ChannelSettings::default(),
-    ));
+    state.set_channels(channels);
     state.set_scheduler(schedules);
     state.set_error_log(|line| errln!("{line}"));
     // `pocketpilot token rotate` rewrites the file; pick the new token up without a restart.

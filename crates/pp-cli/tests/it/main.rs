@@ -30,6 +30,7 @@ mod scripting;
 mod service;
 mod shell;
 mod skills;
+mod team_key;
 mod terminal;
 mod usage;
 mod users;

@@ -4,19 +4,20 @@
 //! signature instead (`pp_channels`). Every refusal there is the same `401
 //! unauthorized` body; the reason goes to the channel's delivery log only.
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::header::HOST;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use pp_channels::{
-    ChannelsService, CreateChannel, Delivery, DeliveryOutcome, EditChannel, SIGNATURE_HEADER,
-    TIMESTAMP_HEADER, WithSecret, webhook_path,
+    ChannelsService, CreateChannel, Delivery, DeliveryOutcome, EditChannel, Refusal,
+    SIGNATURE_HEADER, TIMESTAMP_HEADER, WithSecret, webhook_path,
 };
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::security::is_https;
@@ -29,6 +30,12 @@ fn service(state: &AppState) -> ApiResult<ChannelsService> {
     state
         .channels()
         .ok_or_else(|| ApiError::NotFound("channels are not configured on this server".into()))
+}
+
+/// The service for a change by `caller`: audited `channel_*` as the operator, naming the
+/// team user in team mode.
+fn acting(state: &AppState, caller: &Caller) -> ApiResult<ChannelsService> {
+    Ok(service(state)?.acting_as(caller.user.clone()))
 }
 
 /// The body of `POST /api/channels`.
@@ -101,10 +108,11 @@ pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>
 /// channel}`, the only time the secret is shown.
 pub(crate) async fn create(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ApiJson(request): ApiJson<CreateRequest>,
 ) -> ApiResult<Response> {
-    let created = service(&state)?
+    let created = acting(&state, &caller)?
         .create(CreateChannel {
             name: request.name,
             template: request.template,
@@ -130,10 +138,11 @@ pub(crate) async fn show(
 /// `PUT /api/channels/{name}` `{template?, workspace?, enabled?}` (`null`: the default).
 pub(crate) async fn edit(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
     ApiJson(request): ApiJson<EditRequest>,
 ) -> ApiResult<Json<Value>> {
-    let channel = service(&state)?
+    let channel = acting(&state, &caller)?
         .edit(
             &name,
             EditChannel {
@@ -149,9 +158,10 @@ pub(crate) async fn edit(
 /// `DELETE /api/channels/{name}`: `{"removed": name}`.
 pub(crate) async fn remove(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
-    service(&state)?.remove(&name).await?;
+    acting(&state, &caller)?.remove(&name).await?;
     Ok(Json(json!({ "removed": name })))
 }
 
@@ -159,10 +169,11 @@ pub(crate) async fn remove(
 /// working at once.
 pub(crate) async fn rotate(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
-    let rotated = service(&state)?.rotate(&name).await?;
+    let rotated = acting(&state, &caller)?.rotate(&name).await?;
     Ok(Json(with_secret(&state, &headers, &rotated)))
 }
 
@@ -243,6 +254,11 @@ pub(crate) async fn webhook(
     match channels.deliver(delivery).await {
         Ok(DeliveryOutcome::Accepted(task)) => {
             (StatusCode::ACCEPTED, Json(json!({ "task_id": task.id }))).into_response()
+        }
+        Ok(DeliveryOutcome::Refused(refusal @ Refusal::SecretUnopenable(_))) => {
+            // The operator's mistake, not the sender's: said on the server too.
+            state.log(&format!("webhook delivery refused: {refusal}"));
+            ApiError::DeliveryRefused.into_response()
         }
         Ok(DeliveryOutcome::Refused(_)) => ApiError::DeliveryRefused.into_response(),
         Ok(DeliveryOutcome::RateLimited) => ApiError::RateLimited.into_response(),

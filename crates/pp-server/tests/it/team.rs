@@ -1149,3 +1149,50 @@ async fn team_mode_401_says_how_a_user_logs_in() {
     let reply = team.call("vic", Method::GET, "/api/tasks", None).await;
     reply.expect(401, Some("unauthorized"));
 }
+
+/// Issue 29, item 4 (channels): every change to a channel through the API is audited as
+/// the operator with the owner who made it.
+#[tokio::test]
+async fn channel_changes_are_audited_with_the_owner_who_made_them() {
+    let team = Team::new().await;
+    for (method, uri, body, status) in [
+        (
+            Method::POST,
+            "/api/channels",
+            Some(json!({"name": "forms"})),
+            201,
+        ),
+        (
+            Method::PUT,
+            "/api/channels/forms",
+            Some(json!({"enabled": false})),
+            200,
+        ),
+        (Method::POST, "/api/channels/forms/rotate", None, 200),
+        (Method::DELETE, "/api/channels/forms", None, 200),
+    ] {
+        team.call("olga", method, uri, body.as_ref())
+            .await
+            .expect(status, None);
+    }
+    for action in [
+        "channel_created",
+        "channel_updated",
+        "channel_rotated",
+        "channel_removed",
+    ] {
+        let audit = team
+            .call(
+                "vic",
+                Method::GET,
+                &format!("/api/audit?action={action}"),
+                None,
+            )
+            .await;
+        let rows = audit.json["entries"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{action}: {audit:?}");
+        assert_eq!(rows[0]["user"], "olga", "{action}");
+        assert_eq!(rows[0]["actor"], "operator", "{action}");
+        assert_eq!(rows[0]["target"], "forms", "{action}");
+    }
+}

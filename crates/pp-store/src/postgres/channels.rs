@@ -143,6 +143,22 @@ impl PgStore {
         Ok(channel)
     }
 
+    /// Replaces the sealed secret of `name` with `sealed` only if it is still `expected`.
+    pub(crate) async fn reseal_channel(
+        &self,
+        name: &str,
+        expected: &[u8],
+        sealed: &[u8],
+    ) -> Result<bool> {
+        let changed = execute(
+            &self.client().await?,
+            "UPDATE channels SET secret_sealed = $3 WHERE name = $1 AND secret_sealed = $2",
+            &[&name, &expected, &sealed],
+        )
+        .await?;
+        Ok(changed == 1)
+    }
+
     /// Removes the channel named `name` and its delivery log (the tasks it created stay).
     pub(crate) async fn remove_channel(&self, name: &str) -> Result<()> {
         let removed = execute(

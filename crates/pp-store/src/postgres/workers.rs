@@ -114,6 +114,17 @@ impl PgStore {
         Ok(())
     }
 
+    /// Deletes the workers silent for longer than `silent_for`; how many.
+    pub(crate) async fn forget_workers(&self, silent_for: Duration) -> Result<u64> {
+        let before = self.now().saturating_sub(silent_for).as_millis();
+        execute(
+            &self.client().await?,
+            "DELETE FROM workers WHERE heartbeat_at < $1",
+            &[&before],
+        )
+        .await
+    }
+
     /// Like [`crate::Store::claim_queued`], but only tasks of `workspaces` (by name).
     /// Rows another worker is claiming are skipped (`SKIP LOCKED`). `None` if no such
     /// task is queued.

@@ -123,6 +123,23 @@ impl Store {
         })
     }
 
+    /// Replaces the sealed secret of `name` with `sealed` only if it is still `expected`.
+    pub(crate) fn reseal_channel(
+        &self,
+        name: &str,
+        expected: &[u8],
+        sealed: &[u8],
+    ) -> Result<bool> {
+        self.write(|transaction| {
+            Ok(transaction
+                .prepare_cached(
+                    "UPDATE channels SET secret_sealed = ?3 WHERE name = ?1 AND secret_sealed = ?2",
+                )?
+                .execute(params![name, expected, sealed])?
+                == 1)
+        })
+    }
+
     /// Removes the channel named `name` and its delivery log (the tasks it created stay).
     pub(crate) fn remove_channel(&self, name: &str) -> Result<()> {
         self.write(|transaction| {

@@ -120,6 +120,17 @@ impl Store {
         })
     }
 
+    /// Deletes the workers silent for longer than `silent_for`; how many.
+    pub(crate) fn forget_workers(&self, silent_for: Duration) -> Result<u64> {
+        let before = self.now().saturating_sub(silent_for).as_millis();
+        let deleted = self.write(|transaction| {
+            Ok(transaction
+                .prepare_cached("DELETE FROM workers WHERE heartbeat_at < ?1")?
+                .execute([before])?)
+        })?;
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    }
+
     /// Like [`crate::Store::claim_queued`], but only tasks of `workspaces` (by name): a
     /// worker claims only what it can run. `None` if no such task is queued.
     pub(crate) fn claim_queued_in(&self, workspaces: &[String]) -> Result<Option<TaskRecord>> {

@@ -212,6 +212,12 @@ store_methods! {
     /// Removes the channel named `name` and its delivery log (the tasks it created stay).
     fn remove_channel(name: &str => owned) -> ();
 
+    /// Replaces the sealed secret of the channel `name` with `sealed` only if it is still
+    /// `expected` (re-sealing the same secret under another key: neither `updated_at` nor
+    /// `rotated_at` changes); `false` when it is not (rotated or re-sealed meanwhile) or
+    /// the channel is gone.
+    fn reseal_channel(name: &str => owned, expected: &[u8] => owned, sealed: &[u8] => owned) -> bool;
+
     /// Records a delivery to the known channel `channel` and trims its log to the newest
     /// [`crate::DELIVERIES_KEPT`] rows. A channel removed meanwhile records nothing.
     fn record_delivery(channel: &str => owned, status: DeliveryStatus, reason: Option<&str> => owned_str, task_id: Option<&TaskId> => owned_opt) -> ();
@@ -485,6 +491,10 @@ store_methods! {
 
     /// Removes worker `id` (a clean shutdown); removing an unknown worker is not an error.
     fn remove_worker(id: &str => owned) -> ();
+
+    /// Deletes the workers silent for longer than `silent_for` (dead processes: their
+    /// rows only said which workspaces they had); how many were deleted.
+    fn forget_workers(silent_for: Duration) -> u64;
 
     /// Like [`Store::claim_queued`], but only tasks of `workspaces` (by name): a
     /// worker claims only what it can run. `None` if no such task is queued.

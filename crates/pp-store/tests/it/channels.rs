@@ -110,6 +110,50 @@ async fn a_channel_is_created_found_listed_edited_and_removed(db: TestDb) {
     assert_eq!(db.store.list_channels().await.unwrap().len(), 1);
 }
 
+both!(a_secret_is_resealed_only_from_the_sealed_bytes_expected);
+async fn a_secret_is_resealed_only_from_the_sealed_bytes_expected(db: TestDb) {
+    let created = db
+        .store
+        .create_channel(&new_channel("invoices"))
+        .await
+        .unwrap();
+    db.clock.advance(Duration::from_secs(5));
+    // Another process re-sealed (or rotated) first: the stale expectation changes nothing.
+    assert!(
+        !db.store
+            .reseal_channel("invoices", &[9, 9], &[7; 30])
+            .await
+            .unwrap()
+    );
+    assert!(
+        db.store
+            .reseal_channel("invoices", &[1, 2, 3, 0, 255], &[7; 30])
+            .await
+            .unwrap()
+    );
+    let resealed = db.store.find_channel("invoices").await.unwrap().unwrap();
+    assert_eq!(resealed.secret_sealed, vec![7; 30]);
+    assert_eq!(
+        (resealed.updated_at, resealed.rotated_at),
+        (created.updated_at, None),
+        "the same secret: neither an edit nor a rotation"
+    );
+    assert!(
+        !db.open_again()
+            .await
+            .reseal_channel("invoices", &[1, 2, 3, 0, 255], &[8; 30])
+            .await
+            .unwrap(),
+        "once"
+    );
+    assert!(
+        !db.store
+            .reseal_channel("nope", &[1, 2, 3, 0, 255], &[8; 30])
+            .await
+            .unwrap()
+    );
+}
+
 both!(deliveries_are_logged_newest_first_trimmed_and_go_with_their_channel);
 async fn deliveries_are_logged_newest_first_trimmed_and_go_with_their_channel(db: TestDb) {
     db.store

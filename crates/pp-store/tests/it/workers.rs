@@ -83,6 +83,44 @@ async fn workers_register_heartbeat_and_drop_out_of_the_live_list(db: TestDb) {
     assert_eq!(db.store.live_workers(lease).await.unwrap().len(), 1);
 }
 
+both!(workers_silent_for_longer_than_asked_are_forgotten);
+async fn workers_silent_for_longer_than_asked_are_forgotten(db: TestDb) {
+    let dead = db
+        .store
+        .register_worker(worker("dead", &["legal"]))
+        .await
+        .unwrap();
+    db.clock.advance(Duration::from_secs(20));
+    let alive = db
+        .store
+        .register_worker(worker("alive", &["home"]))
+        .await
+        .unwrap();
+    let all = Duration::from_secs(3600);
+    assert_eq!(db.store.live_workers(all).await.unwrap().len(), 2);
+    assert_eq!(
+        db.store
+            .forget_workers(Duration::from_secs(30))
+            .await
+            .unwrap(),
+        0,
+        "both spoke within 30 s"
+    );
+    db.clock.advance(Duration::from_secs(15));
+    assert_eq!(
+        db.store
+            .forget_workers(Duration::from_secs(30))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(db.store.live_workers(all).await.unwrap(), [alive]);
+    assert!(matches!(
+        db.store.worker_heartbeat(&dead.id).await,
+        Err(Error::NotFound { what: "worker", .. })
+    ));
+}
+
 both!(a_worker_claims_only_tasks_of_its_workspaces_oldest_first);
 async fn a_worker_claims_only_tasks_of_its_workspaces_oldest_first(db: TestDb) {
     let home = db.store.create_task(task_in("home", "a")).await.unwrap();

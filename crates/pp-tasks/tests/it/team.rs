@@ -211,6 +211,80 @@ async fn the_registry_lists_live_workers_and_forgets_those_that_leave() {
     assert_eq!(a.live_workers().await.unwrap().len(), 1);
 }
 
+/// Issue 29, item 8: a workspace only a dead worker had is not "not found" while that
+/// worker is remembered (ten leases): its task is queued and says why it waits; a name
+/// no worker ever had stays 404; and the dead worker's row is pruned after ten leases.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_dead_workers_workspace_queues_with_a_reason_until_it_is_forgotten() {
+    let tree = TempTree::new();
+    let database = tree.base().join("team.db");
+    let clock = Arc::new(ManualClock::new(Timestamp::now()));
+    let store = pp_test_support::sqlite_store_with_clock(&database, clock.clone());
+    // A worker that had `legal` registered, then died (no leave, no more heartbeats).
+    store
+        .register_worker(pp_store::NewWorker {
+            host: "gone".into(),
+            pid: 1,
+            workspaces: vec!["legal".into()],
+        })
+        .await
+        .unwrap();
+    let a = worker(&database, &clock, &tree.base().join("a"), &["finance"]);
+    let lease = Duration::from_secs(3);
+    // Dead for three leases: no longer live, still remembered.
+    clock.advance(lease * 3);
+    assert!(a.live_workers().await.unwrap().is_empty());
+    let legal = create(&a, "legal", done()).await;
+    assert_eq!(legal.state, TaskState::Queued);
+    assert_eq!(
+        legal.workspace_path, "",
+        "runs at the path of whichever worker has it"
+    );
+    let reason = a.waiting_reason(&legal).await.unwrap().unwrap();
+    assert!(
+        reason.contains("no live worker has workspace `legal`"),
+        "{reason}"
+    );
+    let never = a
+        .create(CreateTask {
+            prompt: "p".into(),
+            workspace: Some("nobody-ever".into()),
+            actor: Actor::Operator,
+            script: Some(done()),
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(never, pp_tasks::Error::NotFound { .. }), "{never}");
+
+    // Past ten leases: forgotten by the next heartbeat, and the name is unknown again.
+    clock.advance(lease * 8);
+    a.start_workers();
+    wait_until_live(&a, 1).await;
+    let rows = store
+        .live_workers(Duration::from_secs(86_400))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "the dead worker's row is pruned: {rows:?}");
+    assert_eq!(rows[0].workspaces, ["finance"]);
+    let forgotten = a
+        .create(CreateTask {
+            prompt: "p".into(),
+            workspace: Some("legal".into()),
+            actor: Actor::Operator,
+            script: Some(done()),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(forgotten, pp_tasks::Error::NotFound { .. }),
+        "{forgotten}"
+    );
+    // The task queued meanwhile still waits, and says why.
+    let still = a.task(&legal.id).await.unwrap();
+    assert_eq!(still.state, TaskState::Queued);
+    assert!(a.waiting_reason(&still).await.unwrap().is_some());
+}
+
 /// Finding 9/10: `authenticate` turns a name and a token into the caller the API uses,
 /// and `authorize` reads the grants as they are at the moment of the action, not as they
 /// were when the caller was authenticated.

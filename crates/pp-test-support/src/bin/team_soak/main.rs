@@ -237,6 +237,9 @@ pub(crate) struct Host {
     pub(crate) root: PathBuf,
 }
 
+/// The soak's team key (64 hex characters; a test key, not a secret).
+const TEAM_KEY: &str = "5e1f0c3a9b7d2e4f6a8c0b1d3e5f7a9c2b4d6e8f0a1c3e5b7d9f1a2c4e6b8d0f";
+
 /// Writes a host's config: the mock model, team mode, the shared store, its folders.
 #[expect(
     clippy::disallowed_methods,
@@ -250,17 +253,31 @@ fn setup_host(
     store_url: &str,
 ) -> std::io::Result<Host> {
     let host_root = root.join(format!("host-{name}"));
+    std::fs::create_dir_all(&host_root)?;
+    // The team key every serve seals channel secrets with (docs/team.md): one key, a
+    // private copy on each host.
+    let key_file = host_root.join("team.key");
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&key_file)?;
+        std::io::Write::write_all(&mut file, TEAM_KEY.as_bytes())?;
+    }
     let mut config = format!(
         "[model]\nprovider = \"openai\"\nmodel = \"mock\"\nbase_url = {base}\nstream = false\n\
          timeout_secs = 300\nmax_retries = 2\n\n\
          [tasks]\nworkers = 4\nlease_secs = 3\ntimeout_secs = 3600\n\n\
-         [team]\nenabled = true\n\n\
+         [team]\nenabled = true\nkey_file = {key}\n\n\
          [store]\nurl = {store}\n\n\
          [discovery]\nenabled = false\n",
         base = serde_json::to_string(&format!("{model_url}/v1"))?,
+        key = serde_json::to_string(&key_file.to_string_lossy())?,
         store = serde_json::to_string(store_url)?,
     );
-    std::fs::create_dir_all(&host_root)?;
     for index in 0..WORKSPACES {
         let workspace = workspace_name(index);
         // One name means the same files on every host (docs/team.md): each host reaches
