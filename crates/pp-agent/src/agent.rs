@@ -503,6 +503,23 @@ impl<'a> Agent<'a> {
                 self.answer_error(state, call, message);
                 CallResult::Answered
             }
+            Resolution::Recorded { content, failed } => {
+                // Decided and run before the process stopped: the recorded answer.
+                if failed {
+                    self.answer_error(state, call, content);
+                } else {
+                    self.emit(
+                        state,
+                        EventKind::ToolResult {
+                            call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            content: content.clone(),
+                        },
+                    );
+                    state.messages.push(Message::tool(&call.id, content));
+                }
+                CallResult::Answered
+            }
             Resolution::Reject { reason } => {
                 self.emit(
                     state,

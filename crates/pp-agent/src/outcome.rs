@@ -77,6 +77,14 @@ pub enum Resolution {
         /// What the model is told.
         message: String,
     },
+    /// The call already ran before the process running the task stopped, and its result
+    /// is recorded: answer it with that result, run nothing (a retry continues from it).
+    Recorded {
+        /// The output the model was given then (or the error's message).
+        content: String,
+        /// Whether it was an error.
+        failed: bool,
+    },
 }
 
 /// Why the decisions given to [`crate::Agent::resume_all`] do not match the

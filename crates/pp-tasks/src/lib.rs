@@ -58,6 +58,7 @@ mod precheck;
 mod provenance;
 mod queries;
 mod resolve;
+mod retry;
 mod runner;
 mod segment;
 mod service;

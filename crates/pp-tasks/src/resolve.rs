@@ -259,7 +259,7 @@ impl TaskService {
 
 /// What the agent is told of a decided approval's call: approve (with the edited
 /// arguments and who edited them), reject or stale, as stored.
-fn decided(approval: &ApprovalRecord) -> Resolution {
+pub(crate) fn decided(approval: &ApprovalRecord) -> Resolution {
     match approval.state {
         ApprovalState::Approved => Resolution::Approve {
             edited_arguments: approval.edited_arguments.clone(),

@@ -296,7 +296,9 @@ impl TaskService {
                         let shared = Arc::clone(&service.inner.shared);
                         service.spawn(async move {
                             let _permit = permit;
-                            run_segment(&shared, task, Start::Fresh, true).await;
+                            // A retry that continues resumes its changeset's checkpoint.
+                            let start = crate::retry::start_of(&shared.store, &task).await;
+                            run_segment(&shared, task, start, true).await;
                         });
                     }
                     Ok(None) | Err(_) => {
@@ -321,7 +323,8 @@ impl TaskService {
             .map_err(|_| Error::BadRequest("the service is shutting down".into()))?;
         let task = self.inner.store.claim(task, &[TaskState::Queued]).await?;
         self.inner.cancellation(&task.id);
-        let record = run_segment(&self.inner.shared, task, Start::Fresh, true).await;
+        let start = crate::retry::start_of(&self.inner.store, &task).await;
+        let record = run_segment(&self.inner.shared, task, start, true).await;
         drop(permit);
         Ok(record)
     }
@@ -564,7 +567,8 @@ async fn retry_in(store: &Store, id: &TaskId, user: Option<&str>) -> pp_store::R
             expected: vec![TaskState::Interrupted],
         });
     }
-    let last = store.approvals_for_task(id).await?.into_iter().last();
+    let approvals = store.approvals_for_task(id).await?;
+    let last = approvals.last().cloned();
     let audit = |detail: &str| NewAudit {
         actor: Some(Actor::Operator),
         task_id: Some(id.clone()),
@@ -620,6 +624,33 @@ async fn retry_in(store: &Store, id: &TaskId, user: Option<&str>) -> pp_store::R
             .await?;
         store.append_audit(audit(&message)).await?;
         return store.task(id).await;
+    }
+    // Otherwise continue after the newest changeset whose calls all have an answer on
+    // record (a chat turn starts again: its history is rebuilt from the session).
+    if store.turn_of_task(id).await?.is_none() {
+        let events = store.task_events(id, 0).await?;
+        if let Some(continuation) = crate::retry::continuation(&approvals, &events) {
+            let message = continuation.describe();
+            let step = continuation
+                .approvals
+                .first()
+                .map_or(0, |approval| approval.checkpoint.step);
+            let mut change = TaskChange::to(TaskState::Queued);
+            change.events = vec![Event {
+                step,
+                kind: EventKind::TaskRetried {
+                    message: message.clone(),
+                },
+            }];
+            // The worker that claims it resumes the changeset's checkpoint
+            // (`retry::start_of`); a scripted model goes on from there.
+            change.script_position = Some(continuation.model_calls().max(1));
+            let (record, _) = store
+                .transition(id, &[TaskState::Interrupted], change)
+                .await?;
+            store.append_audit(audit(&message)).await?;
+            return Ok(record);
+        }
     }
     let message = "starting again from the prompt".to_owned();
     let mut change = TaskChange::to(TaskState::Queued);

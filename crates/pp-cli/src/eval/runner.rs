@@ -277,7 +277,9 @@ async fn execute_service(
                 edited_arguments, ..
             } => (Decision::Approve, edited_arguments, None),
             Resolution::Reject { reason } => (Decision::Reject, None, reason),
-            Resolution::Stale { .. } => anyhow::bail!("evals never send stale resolutions"),
+            Resolution::Stale { .. } | Resolution::Recorded { .. } => {
+                anyhow::bail!("evals send only approvals and rejections")
+            }
         };
         let request = ResolveRequest {
             decision: request.0,

@@ -148,3 +148,102 @@ async fn the_workers_interrupt_a_dead_runners_task_while_they_poll() {
         TaskState::Interrupted
     );
 }
+
+/// Issue 29, item 3: a retry continues after the last call whose result is recorded,
+/// with that result as its answer; the person is not asked again for a write that ran,
+/// and it does not run again.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_retry_continues_after_the_last_recorded_result() {
+    let fixture = Fixture::new();
+    fixture.tree.file("notes.txt", "n\n");
+    let task = fixture
+        .run(json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+            {"content": "finished after the write"}
+        ]))
+        .await;
+    let pending = fixture.pending(&task.id).await;
+    let done = fixture
+        .service
+        .resolve(&pending.id, approve())
+        .await
+        .unwrap();
+    let mut done = done;
+    for _ in 0..500 {
+        if done.state == TaskState::Completed {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        done = fixture.store().task(&task.id).await.unwrap();
+    }
+    assert_eq!(fixture.tree.read("a.txt"), "x");
+    // The state a process leaves when it dies during the read after the write: the
+    // write's result recorded, the task running with no heartbeat any more.
+    fixture
+        .store()
+        .transition(
+            &task.id,
+            &[TaskState::Completed],
+            TaskChange::to(TaskState::Running),
+        )
+        .await
+        .unwrap();
+    crate::fixture::outlive_the_lease().await;
+    let interrupted = fixture.another_process().recover().await.unwrap();
+    assert_eq!(interrupted, vec![task.id.clone()]);
+    // Someone edits the file meanwhile: a write run again would undo it.
+    std::fs::write(fixture.tree.workspace().join("a.txt"), "edited by hand").unwrap();
+
+    let retried = fixture.service.retry(&task.id).await.unwrap();
+    assert_eq!(retried.state, TaskState::Queued);
+    let done = fixture.service.run_now(&task.id).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed, "{done:?}");
+    assert_eq!(
+        done.final_text.as_deref(),
+        Some("finished after the write"),
+        "the model went on from the step after the write"
+    );
+    assert_eq!(
+        fixture.tree.read("a.txt"),
+        "edited by hand",
+        "not written again"
+    );
+    let approvals = fixture.store().approvals_for_task(&task.id).await.unwrap();
+    assert_eq!(approvals.len(), 1, "nothing asked twice: {approvals:?}");
+    let events = fixture.store().task_events(&task.id, 0).await.unwrap();
+    let retried_message = events
+        .iter()
+        .find_map(|stored| match &stored.event.kind {
+            pp_types::EventKind::TaskRetried { message } => Some(message.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        retried_message.contains("continuing after `write_file`"),
+        "{retried_message}"
+    );
+    // The read after the write ran again (reads repeat).
+    let reads = events
+        .iter()
+        .filter(|stored| {
+            matches!(&stored.event.kind, pp_types::EventKind::ToolResult { name, .. } if name == "read_file")
+        })
+        .count();
+    assert_eq!(reads, 2);
+}
+
+/// With no recorded result to continue from, a retry starts again from the prompt.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_retry_with_nothing_recorded_starts_from_the_prompt() {
+    let fixture = Fixture::new();
+    let task = fixture.create(json!([{"content": "from the top"}])).await;
+    fixture.store().claim_queued().await.unwrap().unwrap();
+    crate::fixture::outlive_the_lease().await;
+    fixture.another_process().recover().await.unwrap();
+    let retried = fixture.service.retry(&task.id).await.unwrap();
+    assert_eq!(
+        (retried.state, retried.script_position),
+        (TaskState::Queued, 0)
+    );
+}
