@@ -224,6 +224,11 @@ impl TaskService {
         };
         let segment = match segment {
             Ok(segment) => segment,
+            Err(Error::NotFound { .. }) if shared.settings.team.is_some() => {
+                return Ok(Some(Precheck::unavailable(
+                    self.runs_elsewhere(&task).await,
+                )));
+            }
             Err(error) => return Ok(Some(Precheck::unavailable(unavailable(&error)))),
         };
         let context = ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
@@ -262,6 +267,10 @@ impl TaskService {
             };
             let root = match shared.workspace_root(task) {
                 Ok(root) => root,
+                Err(Error::NotFound { .. }) if shared.settings.team.is_some() => {
+                    rows.push(Some(Precheck::unavailable(self.runs_elsewhere(task).await)));
+                    continue;
+                }
                 Err(error) => {
                     rows.push(Some(Precheck::unavailable(unavailable(&error))));
                     continue;
@@ -292,6 +301,37 @@ impl TaskService {
             rows.push(row);
         }
         rows
+    }
+}
+
+impl TaskService {
+    /// Why a card cannot be checked here in team mode: the workspace is on another
+    /// host. Says where the call will be checked and run, and whether that worker is
+    /// alive; a decision made here is recorded and carried out there.
+    async fn runs_elsewhere(&self, task: &pp_types::TaskRecord) -> String {
+        let name = &task.workspace;
+        let hosts: Vec<String> = match self.live_workers().await {
+            Ok(workers) => workers
+                .into_iter()
+                .filter(|worker| worker.workspaces.iter().any(|have| have == name))
+                .map(|worker| worker.host)
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        if hosts.is_empty() {
+            format!(
+                "the workspace `{name}` is not on this server, and no live worker has it \
+                 now: a decision made here is recorded, and the call is checked and run \
+                 when a worker that has `{name}` starts"
+            )
+        } else {
+            format!(
+                "the workspace `{name}` is not on this server: a decision made here is \
+                 recorded, and the call is checked right before it runs by a live worker \
+                 that has it ({})",
+                hosts.join(", ")
+            )
+        }
     }
 }
 

@@ -96,9 +96,16 @@ impl TaskService {
             }
             None => None,
         };
-        // The decision is checked and the task resumed in this process: in team mode it
-        // must have the task's workspace (each host maps names to its own folders).
-        let root = shared.workspace_root(&task)?;
+        // The decision is checked and the task resumed in this process when it has the
+        // task's workspace (each host maps names to its own folders). In team mode a
+        // process without it records the decision and hands the run to a worker that
+        // has it: that worker checks the target (against `seen_fingerprint`, which
+        // replaces the stored one) right before the call runs.
+        let root = match shared.workspace_root(&task) {
+            Ok(root) => Some(root),
+            Err(Error::NotFound { .. }) if shared.settings.team.is_some() => None,
+            Err(error) => return Err(error),
+        };
         let cancel_won = || Error::InvalidState {
             id: task.id.to_string(),
             state: TaskState::Cancelled,
@@ -131,8 +138,28 @@ impl TaskService {
                 request.reason.clone(),
                 approval.target.clone(),
             ),
+            Decision::Approve if root.is_none() => {
+                if request.edited_arguments.is_some() {
+                    return Err(Error::BadRequest(format!(
+                        "an edited call is checked where its workspace is: this server does \
+                         not have the workspace `{}`; approve it unedited here, or edit it \
+                         on a server that has the workspace",
+                        task.workspace
+                    )));
+                }
+                fingerprint.clone_from(&request.seen_fingerprint);
+                (
+                    ApprovalState::Approved,
+                    AuditAction::ApprovalApproved,
+                    None,
+                    approval.target.clone(),
+                )
+            }
             Decision::Approve => {
-                let segment = shared.segment(&root).await?;
+                let Some(root) = root.as_ref() else {
+                    return Err(Error::BadRequest("no workspace to check against".into()));
+                };
+                let segment = shared.segment(root).await?;
                 let context =
                     ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
                 let edited = request.edited_arguments.as_ref();
@@ -207,7 +234,13 @@ impl TaskService {
             fingerprint,
             edited_preview,
             audit,
-            task_to: TaskState::Running,
+            // Here the run resumes in this process; elsewhere a worker that has the
+            // workspace claims it (`retry::start_of` resumes the decided changeset).
+            task_to: if root.is_some() {
+                TaskState::Running
+            } else {
+                TaskState::Queued
+            },
             events: Vec::new(),
         };
         let resolved = shared.store.resolve(id, resolve).await;
@@ -227,7 +260,11 @@ impl TaskService {
             }
             Err(other) => return Err(Error::from_store(other)),
         };
-        // Other calls of its changeset still wait for a decision: nothing runs yet.
+        // Other calls of its changeset still wait for a decision: nothing runs yet. Or
+        // the run was handed to the workers that have the workspace.
+        if task.state == TaskState::Queued {
+            self.inner.wake.notify_one();
+        }
         if task.state != TaskState::Running {
             return Ok(task);
         }

@@ -126,21 +126,26 @@ fn recorded(approval: &ApprovalRecord, events: &[StoredEvent]) -> Option<Resolut
         })
 }
 
-/// How a claimed task starts: from the changeset a retry continues from (a queued task
-/// with a model position is one — a new task or a retry from the prompt is at 0), or
-/// from the prompt.
+/// How a claimed task starts: from a changeset decided on a server without the
+/// task's workspace (its decisions stored, not yet carried out here), from the changeset
+/// a retry continues from (a queued task with a model position is one — a new task or a
+/// retry from the prompt is at 0), or from the prompt.
 pub(crate) async fn start_of(store: &Store, task: &TaskRecord) -> Start {
-    if task.script_position == 0 {
+    let Ok(approvals) = store.approvals_for_task(&task.id).await else {
+        return Start::Fresh;
+    };
+    if approvals.is_empty() {
         return Start::Fresh;
     }
-    let (approvals, events) = match (
-        store.approvals_for_task(&task.id).await,
-        store.task_events(&task.id, 0).await,
-    ) {
-        (Ok(approvals), Ok(events)) => (approvals, events),
-        _ => return Start::Fresh,
+    let Ok(events) = store.task_events(&task.id, 0).await else {
+        return Start::Fresh;
     };
-    match continuation(&approvals, &events) {
+    let found = decided_elsewhere(&approvals, &events).or_else(|| {
+        (task.script_position > 0)
+            .then(|| continuation(&approvals, &events))
+            .flatten()
+    });
+    match found {
         Some(continuation) => Start::Resume {
             approvals: continuation.approvals,
             decisions: continuation.decisions,
@@ -148,4 +153,52 @@ pub(crate) async fn start_of(store: &Store, task: &TaskRecord) -> Start {
         },
         None => Start::Fresh,
     }
+}
+
+/// The newest changeset when every call of it is decided and none of the decisions was
+/// carried out yet (no `approval_resolved` for its calls, no retry since it was asked):
+/// decided on a server that does not have the workspace, for the worker that has it.
+pub(crate) fn decided_elsewhere(
+    approvals: &[ApprovalRecord],
+    events: &[StoredEvent],
+) -> Option<Continuation> {
+    let newest = approvals.last()?;
+    let group: Vec<&ApprovalRecord> = match &newest.changeset_id {
+        Some(changeset) => approvals
+            .iter()
+            .filter(|approval| approval.changeset_id.as_ref() == Some(changeset))
+            .collect(),
+        None => vec![newest],
+    };
+    let first = group.first()?;
+    let asked = events.iter().position(|stored| {
+        matches!(
+            &stored.event.kind,
+            EventKind::ApprovalRequired { approval_id: Some(id), .. } if id == first.id.as_str()
+        )
+    })?;
+    let calls: Vec<&str> = group
+        .iter()
+        .map(|approval| approval.call_id.as_str())
+        .collect();
+    let carried_out = events[asked..]
+        .iter()
+        .any(|stored| match &stored.event.kind {
+            EventKind::ApprovalResolved { call_id, .. } => calls.contains(&call_id.as_str()),
+            EventKind::TaskRetried { .. } => true,
+            _ => false,
+        });
+    let mut decisions = Vec::with_capacity(group.len());
+    for approval in &group {
+        match approval.state {
+            ApprovalState::Approved | ApprovalState::Rejected | ApprovalState::Stale => {
+                decisions.push((approval.call_id.clone(), decided(approval)));
+            }
+            ApprovalState::Pending | ApprovalState::Cancelled => return None,
+        }
+    }
+    (!carried_out).then(|| Continuation {
+        approvals: group.into_iter().cloned().collect(),
+        decisions,
+    })
 }

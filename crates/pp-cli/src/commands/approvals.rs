@@ -179,7 +179,9 @@ async fn resolve(
     // Scripted tasks carry their script; only other tasks need the configured model, so
     // look (and probe local servers) only for those.
     let (task, caller) = stored_task(flags, who, &id).await?;
-    if let Some(task) = &task {
+    // A team task for a workspace this host does not have stores no path here: the
+    // decision is recorded and carried out by a worker that has the workspace.
+    if let Some(task) = task.as_ref().filter(|task| !task.workspace_path.is_empty()) {
         config.refuse_private_inside(Workspace {
             name: task.workspace.clone(),
             path: task.workspace_path.clone().into(),
@@ -209,6 +211,15 @@ async fn resolve(
         wait: true,
     };
     match app.service.resolve_for(&id, request, &caller).await {
+        Ok(record) if record.state == pp_types::TaskState::Queued => {
+            // Decided here, run where the files are (team mode).
+            errln!(
+                "decision recorded: a worker that has the workspace `{}` checks the target \
+                 and runs the call (checked_on: worker)",
+                record.workspace
+            );
+            Ok(exit::OK)
+        }
         Ok(record) => follow(&app.service, record, &ui).await,
         Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
             errln!("error: {error}");

@@ -879,3 +879,35 @@ fn cli_actions_name_their_user_and_schedules_are_audited() {
         assert_eq!(rows[0].1.as_deref(), Some("weekly"), "{action}");
     }
 }
+
+/// Issue 29, item 2: `approvals approve` from a host whose config does not have the
+/// task's workspace records the decision for a worker that has it (nothing runs here).
+#[test]
+fn a_decision_from_a_host_without_the_workspace_is_handed_to_a_worker() {
+    let tree = TempTree::new();
+    let (home, _config, tokens) = team(&tree);
+    let id = pending_write(&tree, &home, "elsewhere.txt");
+    let research = tree.base().join("research");
+    let other = tree.base().join("other.toml");
+    std::fs::write(
+        &other,
+        format!(
+            "[team]\nenabled = true\n\n[[workspace]]\nname = \"research\"\npath = {:?}\n",
+            research.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (code, stderr) = acting(
+        &home,
+        &other,
+        Some(&tokens["carol"]),
+        &["approvals", "approve", &id, "--user", "carol"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("checked_on: worker"), "{stderr}");
+    assert_eq!(
+        approval_state(&home, &id),
+        ("approved".to_owned(), Some("carol".to_owned()))
+    );
+    assert!(!tree.exists("elsewhere.txt"), "nothing ran on this host");
+}

@@ -127,7 +127,7 @@ pub(crate) async fn resolve(
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<ResolveQuery>,
     ApiJson(body): ApiJson<ResolveBody>,
-) -> ApiResult<(StatusCode, Json<TaskRecord>)> {
+) -> ApiResult<(StatusCode, Json<Value>)> {
     let id = ApprovalId(id);
     let request = ResolveRequest {
         decision: body.decision,
@@ -138,12 +138,25 @@ pub(crate) async fn resolve(
         wait: query.wait,
     };
     let task = state.service().resolve_for(&id, request, &caller).await?;
-    let status = if query.wait {
+    Ok(resolved(&task, query.wait))
+}
+
+/// A resolve's answer: `202` with the task (`200` once it finished or paused with
+/// `?wait=true`). A task back in `queued` was handed to a worker that has its
+/// workspace (team mode, decided on a server without it): `202` with `"checked_on":
+/// "worker"` — that worker checks the target and runs the call.
+fn resolved(task: &TaskRecord, wait: bool) -> (StatusCode, Json<Value>) {
+    let handed = task.state == pp_types::TaskState::Queued;
+    let mut body = json!(task);
+    if handed && let Some(object) = body.as_object_mut() {
+        object.insert("checked_on".to_owned(), json!("worker"));
+    }
+    let status = if wait && !handed {
         StatusCode::OK
     } else {
         StatusCode::ACCEPTED
     };
-    Ok((status, Json(task)))
+    (status, Json(body))
 }
 
 /// The precheck of a pending card for an edited call (`edited_arguments`), or for the

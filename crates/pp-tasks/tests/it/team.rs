@@ -1,7 +1,8 @@
 //! Team mode: several worker processes share one database. Each claims only tasks of
 //! the workspaces it has and runs them at its own folder for the workspace's name; a
-//! task no live worker can run waits and says so; a decision needs the workspace where
-//! it is made; the worker registry lists the live processes.
+//! task no live worker can run waits and says so; a decision made where the workspace
+//! is not is carried out by a worker that has it; the worker registry lists the live
+//! processes.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -131,20 +132,30 @@ async fn workers_claim_only_their_workspaces_and_run_at_their_own_folders() {
         .unwrap();
     assert_eq!(pending.len(), 1);
     let approval = pp_types::ApprovalId(pending[0].id.clone());
-    // A decision is checked and resumed where it is made: A has no `research`.
-    let refused = a.resolve(&approval, approve()).await.unwrap_err();
+    // Decide anywhere, run where the files are: A has no `research`. Its card says where
+    // the call will be checked; A records the decision and hands the run to B.
+    let card = a.approval_view_checked(&approval).await.unwrap();
+    let precheck = card.precheck.unwrap();
+    assert_eq!(precheck.status, pp_tasks::PrecheckStatus::Unavailable);
+    let message = precheck.message.unwrap();
     assert!(
-        matches!(&refused, pp_tasks::Error::NotFound { id, .. } if id == "research"),
-        "{refused}"
+        message.contains("`research` is not on this server") && message.contains("host-b"),
+        "{message}"
     );
+    let handed = a.resolve(&approval, approve()).await.unwrap();
     assert_eq!(
-        a.approval_view(&approval).await.unwrap().state,
-        ApprovalState::Pending,
-        "a refused decision changes nothing"
+        handed.state,
+        TaskState::Queued,
+        "a worker that has it runs it"
     );
-    let finished = b.resolve(&approval, approve()).await.unwrap();
-    assert_eq!(finished.state, TaskState::Completed);
+    let finished = wait_for(&b, &research, TaskState::Completed).await;
     assert_eq!(waiting.id, finished.id);
+    assert_eq!(
+        b.approval_view(&approval).await.unwrap().state,
+        ApprovalState::Approved
+    );
+    let pending = b.approval_views(Some(ApprovalState::Pending), 10);
+    assert!(pending.await.unwrap().is_empty(), "asked once");
     #[expect(clippy::disallowed_methods, reason = "reads what the task wrote")]
     let written = std::fs::read_to_string(host_b.join("research/r.txt")).unwrap();
     assert_eq!(written, "research\n");
@@ -341,4 +352,82 @@ async fn authorize_reads_the_grant_at_the_moment_of_the_action() {
         let refused = service.authorize(&caller, action).await;
         assert!(matches!(refused, Err(Error::Forbidden(_))), "{refused:?}");
     }
+}
+
+/// Issue 29, item 2: a decision made on a server without the workspace sends the seen
+/// fingerprint along; the worker that has the workspace checks it right before the call
+/// runs, and a file changed since the person saw it ends the approval `stale`, unrun.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_made_elsewhere_is_checked_where_the_files_are() {
+    let tree = TempTree::new();
+    let database = tree.base().join("team.db");
+    let clock = Arc::new(ManualClock::new(Timestamp::now()));
+    let host_b = tree.base().join("host-b");
+    let b = worker(&database, &clock, &host_b, &["research"]);
+    let a = worker(&database, &clock, &tree.base().join("host-a"), &["finance"]);
+    b.start_workers();
+    wait_until_live(&b, 1).await;
+    // Two tasks over one file on B: each waits for its write to be approved.
+    #[expect(clippy::disallowed_methods, reason = "the file the cards show")]
+    std::fs::write(host_b.join("research/r.txt"), "before\n").unwrap();
+    let seen = create(&a, "research", write_then_done("r.txt", "mine\n")).await;
+    wait_for(&b, &seen, TaskState::WaitingApproval).await;
+    let pending = b
+        .approval_views(Some(ApprovalState::Pending), 10)
+        .await
+        .unwrap();
+    let approval = pp_types::ApprovalId(pending[0].id.clone());
+    let shown = b
+        .approval_view_checked(&approval)
+        .await
+        .unwrap()
+        .precheck
+        .unwrap()
+        .fingerprint
+        .unwrap();
+    // The file changes after the person saw it, before the worker runs the call.
+    #[expect(clippy::disallowed_methods, reason = "someone edits the file")]
+    std::fs::write(host_b.join("research/r.txt"), "edited meanwhile\n").unwrap();
+    let handed = a
+        .resolve(
+            &approval,
+            pp_tasks::ResolveRequest {
+                seen_fingerprint: Some(shown),
+                ..approve()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(handed.state, TaskState::Queued);
+    wait_for(&b, &seen, TaskState::Completed).await;
+    assert_eq!(
+        b.approval_view(&approval).await.unwrap().state,
+        ApprovalState::Stale,
+        "checked where the file is, against what the person saw"
+    );
+    #[expect(clippy::disallowed_methods, reason = "reads the file")]
+    let now = std::fs::read_to_string(host_b.join("research/r.txt")).unwrap();
+    assert_eq!(now, "edited meanwhile\n", "nothing written");
+    // An edit cannot be checked where the workspace is not.
+    let second = create(&a, "research", write_then_done("s.txt", "s\n")).await;
+    wait_for(&b, &second, TaskState::WaitingApproval).await;
+    let pending = b
+        .approval_views(Some(ApprovalState::Pending), 10)
+        .await
+        .unwrap();
+    let other = pp_types::ApprovalId(pending[0].id.clone());
+    let refused = a
+        .resolve(
+            &other,
+            pp_tasks::ResolveRequest {
+                edited_arguments: Some(json!({"path": "s.txt", "content": "t\n"})),
+                ..approve()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, pp_tasks::Error::BadRequest(_)),
+        "{refused}"
+    );
 }
