@@ -508,15 +508,7 @@ impl<'a> Agent<'a> {
                 if failed {
                     self.answer_error(state, call, content);
                 } else {
-                    self.emit(
-                        state,
-                        EventKind::ToolResult {
-                            call_id: call.id.clone(),
-                            name: call.name.clone(),
-                            content: content.clone(),
-                        },
-                    );
-                    state.messages.push(Message::tool(&call.id, content));
+                    self.answer_ok(state, call, content);
                 }
                 CallResult::Answered
             }
@@ -842,15 +834,7 @@ impl<'a> Agent<'a> {
         };
         match output {
             ToolOutput::Success { content } => {
-                self.emit(
-                    state,
-                    EventKind::ToolResult {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        content: content.clone(),
-                    },
-                );
-                state.messages.push(Message::tool(&call.id, content));
+                self.answer_ok(state, call, content);
                 CallResult::Answered
             }
             ToolOutput::Error { message } => {
@@ -873,6 +857,19 @@ impl<'a> Agent<'a> {
         } else {
             CallResult::Answered
         }
+    }
+
+    /// Answers `call` with the tool's output `content` (and records it).
+    fn answer_ok(&self, state: &mut RunState, call: &ToolCall, content: String) {
+        self.emit(
+            state,
+            EventKind::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: content.clone(),
+            },
+        );
+        state.messages.push(Message::tool(&call.id, content));
     }
 
     fn answer_error(&self, state: &mut RunState, call: &ToolCall, message: String) {

@@ -256,6 +256,7 @@ impl TaskService {
     ) -> Vec<Option<Precheck>> {
         let shared = &self.inner.shared;
         let mut segments: HashMap<String, std::result::Result<Segment, String>> = HashMap::new();
+        let mut elsewhere: HashMap<String, String> = HashMap::new();
         let mut rows = Vec::with_capacity(approvals.len());
         for (approval, task) in approvals {
             let Some(task) = task
@@ -268,7 +269,16 @@ impl TaskService {
             let root = match shared.workspace_root(task) {
                 Ok(root) => root,
                 Err(Error::NotFound { .. }) if shared.settings.team.is_some() => {
-                    rows.push(Some(Precheck::unavailable(self.runs_elsewhere(task).await)));
+                    // One look at the worker registry per workspace, not per row.
+                    let message = match elsewhere.get(&task.workspace) {
+                        Some(message) => message.clone(),
+                        None => {
+                            let message = self.runs_elsewhere(task).await;
+                            elsewhere.insert(task.workspace.clone(), message.clone());
+                            message
+                        }
+                    };
+                    rows.push(Some(Precheck::unavailable(message)));
                     continue;
                 }
                 Err(error) => {

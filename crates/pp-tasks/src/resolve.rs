@@ -131,14 +131,14 @@ impl TaskService {
         let mut built = None;
         let mut fingerprint = None;
         let mut edited_preview = None;
-        let (state, action, reason, target) = match request.decision {
-            Decision::Reject => (
+        let (state, action, reason, target) = match (request.decision, root.as_ref()) {
+            (Decision::Reject, _) => (
                 ApprovalState::Rejected,
                 AuditAction::ApprovalRejected,
                 request.reason.clone(),
                 approval.target.clone(),
             ),
-            Decision::Approve if root.is_none() => {
+            (Decision::Approve, None) => {
                 if request.edited_arguments.is_some() {
                     return Err(Error::BadRequest(format!(
                         "an edited call is checked where its workspace is: this server does \
@@ -155,10 +155,7 @@ impl TaskService {
                     approval.target.clone(),
                 )
             }
-            Decision::Approve => {
-                let Some(root) = root.as_ref() else {
-                    return Err(Error::BadRequest("no workspace to check against".into()));
-                };
+            (Decision::Approve, Some(root)) => {
                 let segment = shared.segment(root).await?;
                 let context =
                     ToolContext::for_task(task.id.as_str(), None).with_actor(task.created_by);
