@@ -29,6 +29,7 @@ mod changes;
 mod channels;
 mod chat;
 mod events;
+mod knowledge;
 mod listener;
 mod logins;
 mod model_calls;

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0004_change_modes.sql"),
     include_str!("../../migrations/postgres/0005_edited_preview.sql"),
     include_str!("../../migrations/postgres/0006_changesets.sql"),
+    include_str!("../../migrations/postgres/0007_team_knowledge.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

@@ -12,6 +12,7 @@ mod changes;
 mod channels;
 mod chat;
 mod events;
+mod knowledge;
 mod logins;
 mod model_calls;
 mod prune;

@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0013_change_modes.sql"),
     include_str!("../../migrations/sqlite/0014_edited_preview.sql"),
     include_str!("../../migrations/sqlite/0015_changesets.sql"),
+    include_str!("../../migrations/sqlite/0016_team_knowledge.sql"),
 ];
 
 /// The schema version this build writes.

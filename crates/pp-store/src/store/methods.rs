@@ -24,8 +24,8 @@ use crate::types::{
     AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
     DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval,
     NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker,
-    PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleSpec, TaskChange, TaskFilter,
-    WorkerRecord,
+    PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile, TaskChange, TaskFilter,
+    TeamImport, TeamMemory, TeamSkill, WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).
@@ -196,6 +196,39 @@ store_methods! {
     /// revertible). Returns how many changes expired and every blob hash still named by
     /// a row, which the snapshot store must keep.
     fn expire_snapshots(older_than: Duration) -> (usize, HashSet<String>);
+
+    /// The team's memory (team mode), `None` when there is none.
+    fn team_memory() -> Option<TeamMemory>;
+
+    /// Makes `content` (of version `version`) the team's memory if its version is still
+    /// `expected` (`None`: there is no memory yet), in any process sharing the database;
+    /// `false` when it is not (nothing is written).
+    fn replace_team_memory(expected: Option<&str> => owned_str, content: &str => owned, version: &str => owned) -> bool;
+
+    /// Removes the team's memory if its version is still `expected`; `false` when it is
+    /// not, or there is none.
+    fn remove_team_memory(expected: &str => owned) -> bool;
+
+    /// Every team skill's name and version, by name (what a skills cache compares).
+    fn team_skill_versions() -> Vec<(String, String)>;
+
+    /// The team skill `name` with its files, `None` when there is none.
+    fn team_skill(name: &str => owned) -> Option<TeamSkill>;
+
+    /// Makes `files` (of version `version`) the team skill `name` if its version is still
+    /// `expected` (`None`: no such skill yet); `false` when it is not (nothing is written).
+    fn put_team_skill(name: &str => owned, expected: Option<&str> => owned_str, version: &str => owned, files: &[SkillFile] => owned) -> bool;
+
+    /// Removes the team skill `name` if its version is still `expected`; `false` when it
+    /// is not, or there is no such skill.
+    fn remove_team_skill(name: &str => owned, expected: &str => owned) -> bool;
+
+    /// The record of the team's one import of memory and skills from a folder.
+    fn team_import() -> Option<TeamImport>;
+
+    /// Records the team's import from `source` (`detail`: what was imported); `false`
+    /// when one is already recorded.
+    fn record_team_import(source: &str => owned, detail: &str => owned) -> bool;
 
     /// Creates a channel (enabled). Fails with [`crate::Error::NameTaken`] when the name is used.
     fn create_channel(new: &NewChannel => owned) -> Channel;

@@ -8,6 +8,7 @@ mod audit;
 mod changes;
 mod channels;
 mod chat;
+mod knowledge;
 mod model_calls;
 mod prune;
 mod schedules;
@@ -22,6 +23,7 @@ pub use channels::{
     Channel, ChannelChange, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, NewChannel,
 };
 pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
+pub use knowledge::{SkillFile, TeamImport, TeamMemory, TeamSkill};
 pub use model_calls::{ModelCallRow, NewModelCall};
 pub use prune::PruneReport;
 pub use schedules::{

@@ -24,6 +24,7 @@ mod chat;
 mod concurrency;
 mod coverage;
 mod events;
+mod knowledge;
 mod logins;
 mod prune;
 mod schedules;
