@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use pp_agent::EventSink;
 use pp_chat::Sessions;
-use pp_knowledge::{MemoryService, SkillsService};
+use pp_knowledge::{Imported, MemoryService, SkillsService, TeamKnowledge};
 use pp_store::Store;
 use pp_tasks::{ModelSource, TaskService};
 use pp_tools::docs::{DocsProvider, DocsSettings};
@@ -57,18 +57,18 @@ impl App {
 
     /// Like [`App::open`] with an already loaded configuration.
     pub(crate) async fn with_config(
-        config: Config,
+        mut config: Config,
         models: ModelSource,
         observer: Option<Arc<dyn EventSink>>,
     ) -> anyhow::Result<Self> {
         home::ensure(&config.home)?;
-        if let Some(dir) = &config.team_dir {
-            home::ensure(dir)?;
-        }
         home::ensure_skills(&config.skills.home)?;
         let store = Store::connect(&config.store_url, Arc::new(SystemClock))
             .await
             .with_context(|| format!("cannot open the database {}", config.store_url))?;
+        if config.team {
+            team_knowledge(&mut config, &store).await?;
+        }
         let mcp = Arc::new(McpClients::new(config.mcp.servers.clone()));
         let service = TaskService::build(
             store.clone(),
@@ -86,7 +86,8 @@ impl App {
                 .with(Arc::new(McpProvider::new(&mcp))),
             observer,
         )
-        .with_data_dir(config.home.clone());
+        .with_data_dir(config.home.clone())
+        .with_memory(config.memory.memory());
         Ok(Self {
             config,
             service,
@@ -124,6 +125,66 @@ impl App {
     pub(crate) fn memory(&self) -> MemoryService {
         MemoryService::new(self.config.memory.clone(), self.store.clone())
     }
+}
+
+/// Team mode: the memory and skills become the team's, in the database, read through
+/// this process's mirror in `team-cache/` of the data directory. The first process of a
+/// team imports the memory and skills it had (`[team] shared_dir`, else its data
+/// directory's) once; after that a configured `shared_dir` is refused.
+async fn team_knowledge(config: &mut Config, store: &Store) -> anyhow::Result<()> {
+    let team = TeamKnowledge::open(store.clone(), &config.home.join("team-cache"))
+        .context("cannot prepare the team's memory and skills")?;
+    let source = config
+        .team_dir
+        .clone()
+        .unwrap_or_else(|| config.home.clone());
+    let imported = team
+        .import_once(&source, &config.memory, &config.skills)
+        .await
+        .context("cannot import the team's memory and skills into the database")?;
+    let config_file = config.file.as_deref().map_or_else(
+        || "the configuration file".to_owned(),
+        |file| file.display().to_string(),
+    );
+    match imported {
+        Imported::Earlier(earlier) if config.team_dir.is_some() => {
+            return Err(
+                Exit::usage(pp_knowledge::shared_dir_refusal(&earlier, &config_file)).into(),
+            );
+        }
+        Imported::Now {
+            memory,
+            skills,
+            skipped,
+        } if memory || !skills.is_empty() || !skipped.is_empty() => {
+            errln!(
+                "imported into the team's database from {}: {}{}",
+                source.display(),
+                if memory { "the memory, " } else { "" },
+                match skills.len() {
+                    0 => "no skills".to_owned(),
+                    _ => format!("skills {}", skills.join(", ")),
+                }
+            );
+            for skill in skipped {
+                errln!("not imported: skill {skill}");
+            }
+            if config.team_dir.is_some() {
+                errln!(
+                    "the team's memory and skills now live in the database: remove                      `shared_dir` from the [team] table of {config_file}"
+                );
+            }
+        }
+        Imported::Now { .. } if config.team_dir.is_some() => {
+            errln!(
+                "`[team] shared_dir` held no memory or skills; the team's live in the                  database: remove `shared_dir` from the [team] table of {config_file}"
+            );
+        }
+        Imported::Now { .. } | Imported::Earlier(_) => {}
+    }
+    config.memory = team.memory(&config.memory);
+    config.skills = team.skills(&config.skills);
+    Ok(())
 }
 
 /// The document tools, parsing in children of this very binary (`pocketpilot __parse`)

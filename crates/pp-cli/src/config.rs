@@ -368,8 +368,9 @@ pub(crate) struct Config {
     pub(crate) connections: ConnectionLimits,
     /// `[team] enabled`: team users and roles (docs/team.md); off: single-user mode.
     pub(crate) team: bool,
-    /// `[team] shared_dir`: where the team's memory and installed skills live (created
-    /// private like the data directory); `None`: the data directory.
+    /// `[team] shared_dir`: the folder the team's memory and installed skills lived in
+    /// before they moved into the database; read once, for the import into it, then
+    /// refused (`app.rs`). `None`: not configured.
     pub(crate) team_dir: Option<PathBuf>,
     /// `[team] key_env` or `key_file`: where the team key is (team mode); `None`: not
     /// configured (`serve` and `channels` then refuse in team mode).
@@ -555,9 +556,9 @@ impl Config {
         if let Some(dir) = &team_dir {
             refuse_private_inside_workspaces(&workspaces, dir, None)?;
         }
-        // Memory and installed skills belong to the team: its shared folder when set.
-        let team_home = team_dir.as_deref().unwrap_or(&home);
-        let skills = resolve_skills(file_config.skills.as_ref(), team_home)?;
+        // In team mode memory and installed skills are the team's, in the database; these
+        // are the data directory's, which `app.rs` replaces with the team's then.
+        let skills = resolve_skills(file_config.skills.as_ref(), &home)?;
         refuse_skills_inside_workspaces(&workspaces, &skills.dirs)?;
         let memory = MemorySettings {
             max_prompt_bytes: file_config
@@ -565,7 +566,7 @@ impl Config {
                 .as_ref()
                 .and_then(|memory| memory.max_prompt_bytes)
                 .unwrap_or(MemorySettings::DEFAULT_MAX_PROMPT_BYTES),
-            ..MemorySettings::new(team_home)
+            ..MemorySettings::new(&home)
         };
         Ok(Self {
             home,
@@ -1015,7 +1016,7 @@ max_byte = 1
     }
 
     #[test]
-    fn the_team_folder_holds_memory_and_skills_only_in_team_mode() {
+    fn the_team_folder_is_named_only_in_team_mode() {
         let team = |text: &str| parse(text).unwrap().team;
         assert_eq!(resolve_team_dir(None).unwrap(), None);
         assert_eq!(
@@ -1036,8 +1037,6 @@ max_byte = 1
                 .unwrap_err()
                 .contains("shared_dirz")
         );
-        let skills = resolve_skills(None, Path::new("/srv/team")).unwrap();
-        assert_eq!(skills.home, Path::new("/srv/team/skills"));
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! the API (`/api/skills`, `/api/memory`), the CLI (`pocketpilot skills`, `pocketpilot
 //! memory`) and the console.
 //!
+//! In team mode both live in the database ([`TeamKnowledge`]): every change is the
+//! database's compare-and-swap, and each process reads them through a private mirror
+//! folder, so the tools' jails work on them as on the data directory's files.
+//!
 //! It sits beside the task service, above `pp-tools` (which does the file work, every
 //! access through a jail) and `pp-store` (which it reaches only to append its audit rows,
 //! through a narrow handle); nothing here knows about tasks. Every change is audited
@@ -15,9 +19,11 @@ mod audit;
 mod error;
 mod memory;
 mod skills;
+mod team;
 
 pub use error::{Error, Result};
 pub use memory::{MemoryError, MemoryService, MemorySettings, MemorySnapshot};
 pub use skills::{
     SkillSummary, SkillView, SkillsError, SkillsService, SkillsSettings, Written as SkillWritten,
 };
+pub use team::{Imported, TeamKnowledge, shared_dir_refusal};

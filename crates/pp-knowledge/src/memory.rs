@@ -60,22 +60,18 @@ impl MemoryService {
 
     /// The memory now: `{content, version}` (empty and `absent` when there is none).
     pub async fn get(&self) -> Result<MemorySnapshot> {
-        let settings = Arc::clone(&self.settings);
-        Ok(blocking(move || {
-            let jail = memory::jail(&settings.dir)?;
-            memory::read(&jail)
-        })
-        .await??)
+        let memory = self.settings.memory();
+        Ok(blocking(move || memory.read()).await??)
     }
 
     /// Replaces the memory with `content` if its version is still `expected`; otherwise
     /// [`MemoryError::VersionMismatch`] and nothing is written. Audited `memory_updated`.
     pub async fn put_if_version(&self, expected: &str, content: String) -> Result<MemorySnapshot> {
-        let settings = Arc::clone(&self.settings);
+        let memory = self.settings.memory();
         let expected = expected.to_owned();
         let snapshot = blocking(move || {
-            let jail = memory::jail(&settings.dir)?;
-            memory::replace_if(&jail, &expected, &content)
+            let jail = memory.open()?;
+            memory.replace_if(&jail, &expected, &content)
         })
         .await??;
         let detail = format!(

@@ -62,6 +62,9 @@ pub struct SkillView {
     pub files: Vec<String>,
     /// Front matter fields kept and ignored (`license`, `allowed-tools`, `metadata`, …).
     pub other_fields: Vec<String>,
+    /// The skill's version (`sha256:…` over its files): what `If-Match` names to change
+    /// it only if no one else did meanwhile. `None` when its folder cannot be read.
+    pub version: Option<String>,
 }
 
 /// The operator's skills service. Cheap to clone.
@@ -109,20 +112,34 @@ impl SkillsService {
     pub async fn list(&self) -> Result<Vec<SkillSummary>> {
         let settings = Arc::clone(&self.settings);
         blocking(move || {
-            Catalog::load(&settings)
+            skills::refresh(&settings)?;
+            Ok(Catalog::load(&settings)
                 .skills
                 .iter()
                 .map(SkillSummary::of)
-                .collect()
+                .collect())
         })
-        .await
+        .await?
     }
 
     /// One skill with its `SKILL.md` and files.
     pub async fn show(&self, name: &str) -> Result<SkillView> {
         let (settings, name) = (Arc::clone(&self.settings), name.to_owned());
-        let detail = blocking(move || skills::show(&settings, &name)).await??;
+        let (detail, version) = blocking(move || {
+            skills::refresh(&settings)?;
+            let detail = skills::show(&settings, &name)?;
+            let version = match &detail.entry.source {
+                skills::SkillSource::Home => skills::version(&settings, &name).ok().flatten(),
+                skills::SkillSource::Dir(dir) => {
+                    let folder = SkillsSettings::new(dir.clone());
+                    skills::version(&folder, &name).ok().flatten()
+                }
+            };
+            Ok::<_, SkillsError>((detail, version))
+        })
+        .await??;
         Ok(SkillView {
+            version,
             summary: SkillSummary::of(&detail.entry),
             other_fields: detail
                 .entry
@@ -136,11 +153,21 @@ impl SkillsService {
     }
 
     /// Writes (creates) the skill `name`'s `SKILL.md`, which must be a valid skill of
-    /// that name; audited `skill_updated`.
-    pub async fn put_skill_md(&self, name: &str, skill_md: String) -> Result<Written> {
+    /// that name, if the skill is still the version `if_match` names (`None`: whatever
+    /// it is); audited `skill_updated`.
+    pub async fn put_skill_md(
+        &self,
+        name: &str,
+        skill_md: String,
+        if_match: Option<String>,
+    ) -> Result<Written> {
         let (settings, owned) = (Arc::clone(&self.settings), name.to_owned());
-        let written =
-            blocking(move || skills::put_skill_md(&settings, &owned, &skill_md)).await??;
+        let written = blocking(move || {
+            skills::change(&settings, &owned, if_match.as_deref(), |at| {
+                skills::put_skill_md(at, &owned, &skill_md)
+            })
+        })
+        .await??;
         self.audit(
             AuditAction::SkillUpdated,
             format!("{name}/SKILL.md"),
@@ -150,12 +177,23 @@ impl SkillsService {
         Ok(written)
     }
 
-    /// Writes one resource file of the skill `name`; audited `skill_updated`.
-    pub async fn put_file(&self, name: &str, path: &str, content: Vec<u8>) -> Result<Written> {
+    /// Writes one resource file of the skill `name`, if the skill is still the version
+    /// `if_match` names (`None`: whatever it is); audited `skill_updated`.
+    pub async fn put_file(
+        &self,
+        name: &str,
+        path: &str,
+        content: Vec<u8>,
+        if_match: Option<String>,
+    ) -> Result<Written> {
         let (settings, owned, file) =
             (Arc::clone(&self.settings), name.to_owned(), path.to_owned());
-        let written =
-            blocking(move || skills::put_file(&settings, &owned, &file, &content)).await??;
+        let written = blocking(move || {
+            skills::change(&settings, &owned, if_match.as_deref(), |at| {
+                skills::put_file(at, &owned, &file, &content)
+            })
+        })
+        .await??;
         self.audit(
             AuditAction::SkillUpdated,
             format!("{name}/{path}"),
@@ -165,10 +203,17 @@ impl SkillsService {
         Ok(written)
     }
 
-    /// Removes the skill `name` from the data directory; audited `skill_removed`.
-    pub async fn remove(&self, name: &str) -> Result<()> {
+    /// Removes the skill `name` from the data directory (the team's database), if it is
+    /// still the version `if_match` names (`None`: whatever it is); audited
+    /// `skill_removed`.
+    pub async fn remove(&self, name: &str, if_match: Option<String>) -> Result<()> {
         let (settings, owned) = (Arc::clone(&self.settings), name.to_owned());
-        blocking(move || skills::remove(&settings, &owned)).await??;
+        blocking(move || {
+            skills::change(&settings, &owned, if_match.as_deref(), |at| {
+                skills::remove(at, &owned)
+            })
+        })
+        .await??;
         self.audit(
             AuditAction::SkillRemoved,
             name.to_owned(),
@@ -182,7 +227,14 @@ impl SkillsService {
     pub async fn install(&self, source: PathBuf) -> Result<(String, Vec<String>)> {
         let settings = Arc::clone(&self.settings);
         let detail = format!("installed from {}", source.display());
-        let (name, skipped) = blocking(move || skills::install(&settings, &source)).await??;
+        let name = source
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (name, skipped) = blocking(move || {
+            skills::change(&settings, &name, None, |at| skills::install(at, &source))
+        })
+        .await??;
         self.audit(AuditAction::SkillUpdated, name.clone(), detail)
             .await?;
         Ok((name, skipped))

@@ -44,15 +44,15 @@ async fn the_skills_service_audits_every_change_as_the_operator() {
     let store = store(data.path());
     let skills = SkillsService::new(SkillsSettings::new(home), store.clone());
     skills
-        .put_skill_md("notes", skill_md("notes", "Notes.", "Body.\n"))
+        .put_skill_md("notes", skill_md("notes", "Notes.", "Body.\n"), None)
         .await
         .unwrap();
     skills
-        .put_file("notes", "refs/a.md", b"A".to_vec())
+        .put_file("notes", "refs/a.md", b"A".to_vec(), None)
         .await
         .unwrap();
     let error = skills
-        .put_skill_md("notes", "broken".into())
+        .put_skill_md("notes", "broken".into(), None)
         .await
         .unwrap_err();
     assert!(
@@ -70,9 +70,9 @@ async fn the_skills_service_audits_every_change_as_the_operator() {
         json!({"name": "notes", "description": "Notes.", "valid": true, "reason": null,
                "source": "home", "read_only": false})
     );
-    skills.remove("notes").await.unwrap();
+    skills.remove("notes", None).await.unwrap();
     assert!(matches!(
-        skills.remove("notes").await,
+        skills.remove("notes", None).await,
         Err(Error::Skill(SkillsError::NotFound { .. }))
     ));
 

@@ -313,6 +313,8 @@ impl From<pp_knowledge::SkillsError> for ApiError {
             }
             SkillsError::ReadOnly { .. } => Self::ReadOnly(error.to_string()),
             SkillsError::Exists { .. } => Self::InvalidState(error.to_string()),
+            SkillsError::VersionMismatch { .. } => Self::VersionMismatch(error.to_string()),
+            SkillsError::Shared(_) => Self::internal(error),
             SkillsError::Jail { source, .. } => source.into(),
         }
     }
@@ -325,6 +327,7 @@ impl From<pp_knowledge::MemoryError> for ApiError {
             MemoryError::VersionMismatch { .. } => Self::VersionMismatch(error.to_string()),
             MemoryError::TooLarge => Self::PayloadTooLarge(error.to_string()),
             MemoryError::Jail(source) => source.into(),
+            MemoryError::Shared(_) => Self::internal(error),
         }
     }
 }

@@ -430,6 +430,7 @@ impl BeforeRun {
                 let kept = keep(
                     &shared.settings,
                     shared.data_dir(),
+                    shared.memory(),
                     &self.registry,
                     approval,
                     &self.workspace_path,

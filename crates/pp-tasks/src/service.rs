@@ -99,6 +99,16 @@ impl TaskService {
         self
     }
 
+    /// The same service, its memory change log (the approved `memory_write`s and their
+    /// reverts) in `memory`: the `[memory]` folder's file, or the team's memory in the
+    /// database. Without it, the memory file in the data directory. Call it before the
+    /// service runs anything.
+    #[must_use]
+    pub fn with_memory(self, memory: pp_tools::memory::Memory) -> Self {
+        self.inner.set_memory(memory);
+        self
+    }
+
     /// The same service, with a cancel of a running task waiting at most `wait` (default
     /// 5 s) for the running call to stop before answering that the cancel is under way
     /// ([`TaskService::cancel`]). Call it before the service runs anything.
@@ -126,6 +136,11 @@ impl TaskService {
     /// The data directory (snapshots, the memory file), if there is one.
     pub(crate) fn data_dir(&self) -> Option<std::path::PathBuf> {
         self.inner.data_dir()
+    }
+
+    /// The memory (the file or the team's), if it can be reached.
+    pub(crate) fn memory(&self) -> Option<pp_tools::memory::Memory> {
+        self.inner.memory()
     }
 
     /// The folder `task` runs in here ([`Shared::workspace_root`]).

@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     /// The data directory when the front end names it ([`crate::TaskService::with_data_dir`]);
     /// otherwise the SQLite database's folder. Set once, before any run needs it.
     data_dir: std::sync::OnceLock<PathBuf>,
+    /// The memory when the front end names it ([`crate::TaskService::with_memory`]: the
+    /// team's, in the database); else the memory file in the data directory.
+    memory: std::sync::OnceLock<pp_tools::memory::Memory>,
     /// How long a cancel waits for a running call to stop before it answers that the
     /// cancel is under way ([`crate::TaskService::with_cancel_wait`]).
     cancel_wait: std::sync::OnceLock<std::time::Duration>,
@@ -134,6 +137,7 @@ impl Shared {
             cancellations: Mutex::new(HashMap::new()),
             registration: Registration::default(),
             data_dir: std::sync::OnceLock::new(),
+            memory: std::sync::OnceLock::new(),
             cancel_wait: std::sync::OnceLock::new(),
         }
     }
@@ -151,6 +155,20 @@ impl Shared {
                 .unwrap_or_else(|| Path::new("."))
                 .to_path_buf()
         })
+    }
+
+    /// The memory a change log entry of the memory root is in: the one named with
+    /// [`crate::TaskService::with_memory`], else the file in the data directory.
+    pub(crate) fn memory(&self) -> Option<pp_tools::memory::Memory> {
+        if let Some(memory) = self.memory.get() {
+            return Some(memory.clone());
+        }
+        self.data_dir().map(pp_tools::memory::Memory::file)
+    }
+
+    /// Names the memory (the first call wins).
+    pub(crate) fn set_memory(&self, memory: pp_tools::memory::Memory) {
+        let _ = self.memory.set(memory);
     }
 
     /// Names the data directory (the first call wins).

@@ -79,7 +79,7 @@ pub use provider::{
 };
 
 pub use docs::{DocsProvider, DocsSettings};
-pub use memory::{MemoryProvider, MemorySettings};
+pub use memory::{Memory, MemoryProvider, MemorySettings, SharedMemory};
 pub use shell::{ShellProvider, ShellSettings};
 pub use skills::{SkillsProvider, SkillsSettings};
 

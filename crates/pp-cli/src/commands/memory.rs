@@ -61,10 +61,17 @@ pub(crate) async fn run(flags: &Flags, command: MemoryCommand) -> anyhow::Result
                 });
                 outln!("{}", json_safe(&value.to_string()))?;
             } else if snapshot.content.is_empty() {
-                errln!(
-                    "the memory is empty ({}); `pocketpilot memory edit` writes it",
-                    app.config.memory.dir.join("memory.md").display()
-                );
+                let place = if app.config.team {
+                    "the team's, in the database".to_owned()
+                } else {
+                    app.config
+                        .memory
+                        .dir
+                        .join("memory.md")
+                        .display()
+                        .to_string()
+                };
+                errln!("the memory is empty ({place}); `pocketpilot memory edit` writes it");
             } else {
                 outln!("{}", terminal_safe(&snapshot.content).trim_end())?;
             }

@@ -67,9 +67,13 @@ pub(crate) async fn run(flags: &Flags, command: SkillsCommand) -> anyhow::Result
                     json_safe(&serde_json::json!({ "skills": list }).to_string())
                 )?;
             } else if list.is_empty() {
+                let place = if app.config.team {
+                    "the team's database".to_owned()
+                } else {
+                    app.config.skills.home.display().to_string()
+                };
                 outln!(
-                    "no skills (add one with `pocketpilot skills add DIR`; they live in {})",
-                    app.config.skills.home.display()
+                    "no skills (add one with `pocketpilot skills add DIR`; they live in {place})"
                 )?;
             } else {
                 for skill in &list {
@@ -115,7 +119,10 @@ pub(crate) async fn run(flags: &Flags, command: SkillsCommand) -> anyhow::Result
             let caller =
                 acting::owner_only(&who, app.config.team, &app.service, "change the skills")
                     .await?;
-            skills.as_user(caller.user.as_deref()).remove(&name).await?;
+            skills
+                .as_user(caller.user.as_deref())
+                .remove(&name, None)
+                .await?;
             outln!("removed skill {}", one_line(&name))?;
         }
     }

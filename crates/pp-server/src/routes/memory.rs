@@ -46,22 +46,31 @@ fn reply(snapshot: &MemorySnapshot) -> Response {
 /// The version `If-Match` names: the quoted ETag (quotes optional). Missing is `428
 /// precondition_required`.
 fn if_match(headers: &HeaderMap) -> ApiResult<String> {
-    let value = headers.get(IF_MATCH).ok_or_else(|| {
+    optional_if_match(headers)?.ok_or_else(|| {
         ApiError::PreconditionRequired(
             "`If-Match` is required: send the ETag of `GET /api/memory` so an edit based on \
              an old memory cannot overwrite a newer one"
                 .into(),
         )
-    })?;
+    })
+}
+
+/// The version `If-Match` names, if the header is there: the quoted ETag (quotes
+/// optional).
+pub(crate) fn optional_if_match(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(value) = headers.get(IF_MATCH) else {
+        return Ok(None);
+    };
     let text = value
         .to_str()
         .map_err(|_| ApiError::BadRequest("`If-Match` must be ASCII".into()))?
         .trim();
-    Ok(text
-        .strip_prefix('"')
-        .and_then(|rest| rest.strip_suffix('"'))
-        .unwrap_or(text)
-        .to_owned())
+    Ok(Some(
+        text.strip_prefix('"')
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or(text)
+            .to_owned(),
+    ))
 }
 
 /// `GET /api/memory`: `{content, version}` and an `ETag`.

@@ -5,7 +5,8 @@
 use axum::Extension;
 use axum::Json;
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::header::ETAG;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use pp_knowledge::{SkillWritten, SkillsService};
 use serde::Deserialize;
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, too_large};
+use crate::routes::memory::optional_if_match;
 use crate::state::AppState;
 
 /// The body of `PUT /api/skills/{name}`.
@@ -43,27 +45,47 @@ pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>
     Ok(Json(json!({ "skills": skills })))
 }
 
-/// `GET /api/skills/{name}`: the skill with its `SKILL.md`, files and ignored fields.
+/// The skill as JSON, with its version as the `ETag` (what `If-Match` names).
+fn reply(status: StatusCode, view: &pp_knowledge::SkillView) -> Response {
+    let mut response = (status, Json(json!(view))).into_response();
+    if let Some(etag) = view
+        .version
+        .as_ref()
+        .and_then(|version| HeaderValue::from_str(&format!("\"{version}\"")).ok())
+    {
+        response.headers_mut().insert(ETAG, etag);
+    }
+    response
+}
+
+/// `GET /api/skills/{name}`: the skill with its `SKILL.md`, files, ignored fields and
+/// version (also the `ETag`).
 pub(crate) async fn show(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let view = service(&state)?.show(&name).await?;
-    Ok(Json(json!(view)))
+    Ok(reply(StatusCode::OK, &view))
 }
 
-/// `PUT /api/skills/{name}` `{skill_md}`: creates (201) or replaces (200) the skill's
-/// `SKILL.md`; an invalid one is `422 invalid_skill` and nothing is written.
+/// `PUT /api/skills/{name}` `{skill_md}` (optional `If-Match`): creates (201) or
+/// replaces (200) the skill's `SKILL.md`; an invalid one is `422 invalid_skill`, a skill
+/// no longer the version `If-Match` names `412 version_mismatch`, and nothing is
+/// written.
 pub(crate) async fn put(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
+    headers: HeaderMap,
     ApiJson(request): ApiJson<PutSkillRequest>,
 ) -> ApiResult<Response> {
     let skills = service(&state)?.as_user(caller.user.as_deref());
-    let written = skills.put_skill_md(&name, request.skill_md).await?;
+    let if_match = optional_if_match(&headers)?;
+    let written = skills
+        .put_skill_md(&name, request.skill_md, if_match)
+        .await?;
     let view = skills.show(&name).await?;
-    Ok((status(written), Json(json!(view))).into_response())
+    Ok(reply(status(written), &view))
 }
 
 /// `PUT /api/skills/{name}/files/{path}` (raw body): writes one file of the skill through
@@ -75,11 +97,14 @@ pub(crate) async fn put_file(
     request: Request,
 ) -> ApiResult<Response> {
     let skills = service(&state)?.as_user(caller.user.as_deref());
+    let if_match = optional_if_match(request.headers())?;
     let limit = state.settings().max_body_bytes;
     let body = axum::body::to_bytes(request.into_body(), limit)
         .await
         .map_err(|_| too_large(limit))?;
-    let written = skills.put_file(&name, &path, body.to_vec()).await?;
+    let written = skills
+        .put_file(&name, &path, body.to_vec(), if_match)
+        .await?;
     let created = written == SkillWritten::Created;
     Ok((
         status(written),
@@ -88,16 +113,19 @@ pub(crate) async fn put_file(
         .into_response())
 }
 
-/// `DELETE /api/skills/{name}`: removes a skill of the data directory (`409 read_only`
-/// for one from a `[skills] dirs` folder).
+/// `DELETE /api/skills/{name}` (optional `If-Match`): removes a skill of the data
+/// directory or the team's (`409 read_only` for one from a `[skills] dirs` folder, `412
+/// version_mismatch` for one no longer the version `If-Match` names).
 pub(crate) async fn remove(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
+    headers: HeaderMap,
 ) -> ApiResult<Json<Value>> {
+    let if_match = optional_if_match(&headers)?;
     service(&state)?
         .as_user(caller.user.as_deref())
-        .remove(&name)
+        .remove(&name, if_match)
         .await?;
     Ok(Json(json!({ "removed": name })))
 }

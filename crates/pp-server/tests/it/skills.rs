@@ -29,6 +29,7 @@ pub(crate) fn service(tree: &TempTree, store: &Store) -> SkillsService {
             home,
             dirs: vec![shared],
             max_body_bytes: 1024,
+            shared: None,
         },
         store.clone(),
     )

@@ -55,7 +55,7 @@ pub(super) async fn revert(
     };
     let task = log.service.task(&row.change.task_id).await?;
     let root = log.service.workspace_root(&task)?;
-    let place = Place::open_off_thread(row.change.root, root, log.service.data_dir()).await?;
+    let place = Place::open_off_thread(row.change.root, root, log.service.memory()).await?;
     if !place.allows(&path) {
         return not_revertible(format!(
             "change {id} cannot be reverted: `{path}` is not a file a revert may write"
@@ -275,7 +275,7 @@ pub(super) async fn resolve_pending(
         let Ok(root) = log.service.workspace_root(&task) else {
             continue;
         };
-        let Ok(place) = Place::open_off_thread(of.change.root, root, log.service.data_dir()).await
+        let Ok(place) = Place::open_off_thread(of.change.root, root, log.service.memory()).await
         else {
             continue;
         };

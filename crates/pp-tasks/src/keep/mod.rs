@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use pp_agent::ToolContext;
 use pp_gate::Jail;
 use pp_store::{Before, NewChange};
+use pp_tools::memory::Memory;
 use pp_types::{
     ApprovalId, ApprovalRecord, ChangeKind, ChangeRoot, FileMode, FileOp, Prior, TaskId,
 };
@@ -29,8 +30,10 @@ pub(crate) struct Kept {
     approval_id: ApprovalId,
     tool: String,
     workspace_path: String,
-    /// The data directory (snapshots, the memory file); `None` on a server database.
+    /// The data directory (snapshots); `None` on a server database.
     data_dir: Option<PathBuf>,
+    /// The memory (the file, or the team's in the database), if it can be reached.
+    memory: Option<Memory>,
     max_bytes: u64,
     hash_max_bytes: u64,
     /// Empty: the tool reports no snapshot (effects unknown).
@@ -78,6 +81,7 @@ pub(crate) async fn measure(
 pub(crate) async fn keep(
     settings: &TaskSettings,
     data_dir: Option<PathBuf>,
+    memory: Option<Memory>,
     registry: &pp_agent::ToolRegistry,
     approval: &ApprovalRecord,
     workspace_path: &str,
@@ -91,7 +95,7 @@ pub(crate) async fn keep(
         }
         None => Vec::new(),
     };
-    let (store_at, kept_snapshots) = (data_dir.clone(), snapshots);
+    let (store_at, kept_snapshots, memory_at) = (data_dir.clone(), snapshots, memory.clone());
     let workspace = workspace_path.to_owned();
     let files = blocking(move || {
         let store = store_at
@@ -103,12 +107,10 @@ pub(crate) async fn keep(
                 // The mode and owner of a file whose content is kept, read through the
                 // same root's jail right after the tool's snapshot, before the call.
                 let mode = match &snapshot.prior {
-                    Prior::Content(_) => {
-                        Place::open(snapshot.root, &workspace, store_at.as_deref())
-                            .ok()
-                            .and_then(|place| place.jail().file_mode(&snapshot.path).ok())
-                            .flatten()
-                    }
+                    Prior::Content(_) => Place::open(snapshot.root, &workspace, memory_at.as_ref())
+                        .ok()
+                        .and_then(|place| place.jail().file_mode(&snapshot.path).ok())
+                        .flatten(),
                     _ => None,
                 };
                 let size = match &snapshot.prior {
@@ -146,6 +148,7 @@ pub(crate) async fn keep(
         tool: approval.tool.clone(),
         workspace_path: workspace_path.to_owned(),
         data_dir,
+        memory,
         max_bytes,
         hash_max_bytes: settings.hash_max_bytes,
         files,
@@ -195,7 +198,7 @@ impl Kept {
                     (FileOp::Write, _, true) => ChangeKind::Edited,
                     (FileOp::Write, _, false) => ChangeKind::Overwritten,
                 };
-                let place = Place::open(file.root, &self.workspace_path, data_dir).ok();
+                let place = Place::open(file.root, &self.workspace_path, self.memory.as_ref()).ok();
                 // A move, a delete or a new folder is measured as an entry; a write by
                 // its content, which is kept as the agent's version.
                 let (bytes, fingerprint, after_sha256) = match (&place, &file.op) {

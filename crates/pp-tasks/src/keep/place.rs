@@ -1,11 +1,11 @@
 //! Where a change's path lives ([`Place`]: the workspace or the memory file's folder,
 //! each through a jail), how a revert writes there, and what is at a path now.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use pp_gate::{Jail, JailError};
-use pp_tools::memory;
+use pp_tools::memory::{self, Memory};
 use pp_types::{ChangeRoot, FileMode};
 
 use crate::blocking::blocking;
@@ -16,17 +16,18 @@ use crate::error::{Error, Result};
 pub(crate) enum Place {
     /// The task's workspace: a revert writes with the jail's atomic write.
     Workspace(Jail),
-    /// The memory file's directory (the data directory, beside the database), through
-    /// `pp_tools::memory`'s jail: a revert writes only the memory file, with its
-    /// compare-and-swap under its write lock (as `memory_write` and the operator do).
-    Memory(Jail),
+    /// The memory file's directory (the data directory, beside the database; for the
+    /// team's memory in the database, this process's mirror, brought up to it when
+    /// opened), through `pp_tools::memory`'s jail: a revert writes only the memory, with
+    /// its compare-and-swap (as `memory_write` and the operator do).
+    Memory(Memory, Jail),
 }
 
 impl Place {
-    /// The jail on `root`: the workspace `workspace`, or the data directory `data_dir`
-    /// (none on a server database: the memory's changes cannot be reached then). Opens
-    /// a folder: call it on the blocking pool.
-    pub(crate) fn open(root: ChangeRoot, workspace: &str, data_dir: Option<&Path>) -> Result<Self> {
+    /// The jail on `root`: the workspace `workspace`, or the memory's folder (none on a
+    /// server database without a data directory: the memory's changes cannot be reached
+    /// then). Opens a folder (and reads the team's memory): call it on the blocking pool.
+    pub(crate) fn open(root: ChangeRoot, workspace: &str, memory: Option<&Memory>) -> Result<Self> {
         match root {
             ChangeRoot::Workspace => Jail::new(Path::new(workspace))
                 .map(Self::Workspace)
@@ -34,8 +35,8 @@ impl Place {
                     path: workspace.to_owned(),
                     source,
                 }),
-            ChangeRoot::Memory => match data_dir {
-                Some(data_dir) => Ok(Self::Memory(memory::jail(data_dir)?)),
+            ChangeRoot::Memory => match memory {
+                Some(memory) => Ok(Self::Memory(memory.clone(), memory.open()?)),
                 None => Err(no_data_dir()),
             },
         }
@@ -45,14 +46,14 @@ impl Place {
     pub(crate) async fn open_off_thread(
         root: ChangeRoot,
         workspace: String,
-        data_dir: Option<PathBuf>,
+        memory: Option<Memory>,
     ) -> Result<Arc<Self>> {
-        blocking(move || Self::open(root, &workspace, data_dir.as_deref()).map(Arc::new)).await?
+        blocking(move || Self::open(root, &workspace, memory.as_ref()).map(Arc::new)).await?
     }
 
     pub(crate) fn jail(&self) -> &Jail {
         match self {
-            Self::Workspace(jail) | Self::Memory(jail) => jail,
+            Self::Workspace(jail) | Self::Memory(_, jail) => jail,
         }
     }
 
@@ -61,7 +62,7 @@ impl Place {
     pub(crate) fn allows(&self, path: &str) -> bool {
         match self {
             Self::Workspace(_) => true,
-            Self::Memory(_) => path == memory::MEMORY_FILE,
+            Self::Memory(..) => path == memory::MEMORY_FILE,
         }
     }
 
@@ -84,7 +85,7 @@ impl Place {
                 Ok(()) | Err(JailError::NotFound { .. }) => Ok(()),
                 Err(error) => Err(NotWritten::from(error)),
             },
-            (Self::Memory(jail), content) => {
+            (Self::Memory(memory, jail), content) => {
                 let expected = match agent {
                     Current::Absent => memory::ABSENT_VERSION.to_owned(),
                     Current::Content(bytes) => memory::version_of(bytes),
@@ -97,16 +98,18 @@ impl Place {
                         let text = std::str::from_utf8(bytes).map_err(|_| {
                             NotWritten::Failed("the kept memory is not UTF-8".to_owned())
                         })?;
-                        memory::replace_if(jail, &expected, text).map(|_| ())
+                        memory.replace_if(jail, &expected, text).map(|_| ())
                     }
-                    None => memory::remove_if(jail, &expected),
+                    None => memory.remove_if(jail, &expected),
                 }
                 .map_err(|error| match error {
                     memory::MemoryError::VersionMismatch { .. } => {
                         NotWritten::Changed(error.to_string())
                     }
                     memory::MemoryError::Jail(error) => NotWritten::from(error),
-                    memory::MemoryError::TooLarge => NotWritten::Failed(error.to_string()),
+                    memory::MemoryError::TooLarge | memory::MemoryError::Shared(_) => {
+                        NotWritten::Failed(error.to_string())
+                    }
                 })
             }
         }

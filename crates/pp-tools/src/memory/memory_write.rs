@@ -40,7 +40,7 @@ use pp_types::{
 use serde::{Deserialize, Deserializer, de};
 use serde_json::{Value, json};
 
-use super::{MEMORY_FILE, MemoryError, read, replace_unless};
+use super::{MEMORY_FILE, Memory, MemoryError, read};
 use crate::Limits;
 use crate::args::parse;
 use crate::blocking::SyncTool;
@@ -108,14 +108,17 @@ impl Mode {
 
 /// The `memory_write` tool.
 pub(crate) struct MemoryWrite {
-    /// The jail on the data directory; only [`MEMORY_FILE`] is ever named in it.
+    /// Where the memory is (the file, or the team's in the database).
+    memory: Memory,
+    /// The jail on the memory's folder; only [`MEMORY_FILE`] is ever named in it. With
+    /// the team's memory it holds this process's mirror, refreshed before each read.
     jail: Arc<Jail>,
     limits: Limits,
     spec: ToolSpec,
 }
 
 impl MemoryWrite {
-    pub(crate) fn new(jail: Arc<Jail>, limits: Limits) -> Self {
+    pub(crate) fn new(memory: Memory, jail: Arc<Jail>, limits: Limits) -> Self {
         let spec = ToolSpec {
             name: "memory_write".to_owned(),
             description: DESCRIPTION.to_owned(),
@@ -140,10 +143,22 @@ impl MemoryWrite {
             path_params: Vec::new(),
             root: pp_types::PathRoot::Workspace,
         };
-        Self { jail, limits, spec }
+        Self {
+            memory,
+            jail,
+            limits,
+            spec,
+        }
+    }
+
+    /// Brings the team's memory's mirror up to the database before a read (nothing for
+    /// the file); a failure shows in the read after it.
+    fn refresh(&self) {
+        let _ = self.memory.refresh(&self.jail);
     }
 
     fn fingerprint(&self) -> String {
+        self.refresh();
         self.jail
             .fingerprint_with(MEMORY_FILE, self.limits.hash_max_bytes)
             .unwrap_or_else(|error| format!("unavailable: {error}"))
@@ -151,18 +166,21 @@ impl MemoryWrite {
 
     fn run(&self, context: &ToolContext, arguments: &Value) -> Result<String, ToolOutput> {
         let Arguments { mode, content } = parse(arguments)?;
+        self.memory
+            .refresh(&self.jail)
+            .map_err(|error| memory_error(&error))?;
         let before = read(&self.jail).map_err(|error| memory_error(&error))?;
         let after = mode.apply(&before.content, content);
         let stop = || context.should_stop();
-        replace_unless(&self.jail, &before.version, &after, &stop).map_err(
-            |error| match error {
+        self.memory
+            .replace_unless(&self.jail, &before.version, &after, &stop)
+            .map_err(|error| match error {
                 MemoryError::Jail(pp_gate::JailError::Aborted { .. }) => ToolOutput::error(
                     "not written: the task was cancelled or ran out of time before memory.md \
                  was replaced",
                 ),
                 other => memory_error(&other),
-            },
-        )?;
+            })?;
         Ok(match mode {
             Mode::Append => format!("appended {} bytes to {MEMORY_FILE}", content.len()),
             Mode::Replace => format!("replaced {MEMORY_FILE} ({} bytes)", after.len()),
@@ -255,6 +273,7 @@ impl SyncTool for MemoryWrite {
         arguments: &Value,
         keep_up_to: u64,
     ) -> Vec<pp_types::Snapshot> {
+        self.refresh();
         match parse(arguments) {
             Ok(Arguments { mode, .. }) => file_snapshot(
                 &self.jail,
@@ -289,7 +308,8 @@ mod tests {
     fn tool() -> (tempfile::TempDir, MemoryWrite) {
         let dir = tempfile::tempdir().unwrap();
         let jail = Arc::new(Jail::new(dir.path()).unwrap());
-        (dir, MemoryWrite::new(jail, Limits::default()))
+        let tool = MemoryWrite::new(Memory::file(dir.path()), jail, Limits::default());
+        (dir, tool)
     }
 
     fn memory(dir: &tempfile::TempDir) -> String {

@@ -17,12 +17,18 @@
 //! agent left.
 //!
 //! Memory is text for the model, never a permission: nothing it says changes the gate.
+//!
+//! In team mode the memory is the team's, kept in the database ([`SharedMemory`]): every
+//! change is the database's compare-and-swap, and this process reads it through a private
+//! mirror, a `memory.md` in a folder of its own brought up to the database's version
+//! before each read ([`Memory::open`]). The jail, the fingerprints and the change log
+//! work on that mirror exactly as on the file.
 
 mod memory_write;
 mod provider;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pp_gate::{Jail, JailError};
 use sha2::{Digest, Sha256};
@@ -39,12 +45,15 @@ pub const ABSENT_VERSION: &str = "absent";
 pub const MAX_MEMORY_BYTES: u64 = 1024 * 1024;
 
 /// Where the memory file lives and how much of it the prompt takes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MemorySettings {
-    /// The data directory (it must exist); the file is `<dir>/memory.md`.
+    /// The data directory (it must exist); the file is `<dir>/memory.md`. With
+    /// [`MemorySettings::shared`], this process's mirror folder.
     pub dir: PathBuf,
     /// `[memory] max_prompt_bytes`: the most bytes of memory put into the system prompt.
     pub max_prompt_bytes: usize,
+    /// The team's memory in the database (team mode); `None`: the file is the memory.
+    pub shared: Option<Arc<dyn SharedMemory>>,
 }
 
 impl MemorySettings {
@@ -56,7 +65,183 @@ impl MemorySettings {
         Self {
             dir: dir.into(),
             max_prompt_bytes: Self::DEFAULT_MAX_PROMPT_BYTES,
+            shared: None,
         }
+    }
+
+    /// The memory these settings name.
+    pub fn memory(&self) -> Memory {
+        Memory {
+            dir: self.dir.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// The team's memory where it is kept when it is not a file: the database (team mode).
+/// Synchronous: called on the blocking pool, never on the async threads.
+pub trait SharedMemory: Send + Sync + std::fmt::Debug {
+    /// The memory's text now, `None` when there is none.
+    fn load(&self) -> Result<Option<String>, MemoryError>;
+
+    /// Makes `content` (of version `version`) the memory if its version is still
+    /// `expected` ([`ABSENT_VERSION`]: there is none yet); `false` when it is not, and
+    /// nothing is written.
+    fn swap(&self, expected: &str, content: &str, version: &str) -> Result<bool, MemoryError>;
+
+    /// Removes the memory if its version is still `expected`; `false` when it is not (or
+    /// there is none).
+    fn remove(&self, expected: &str) -> Result<bool, MemoryError>;
+}
+
+/// The memory: the file `memory.md` in a folder, or the team's memory in the database
+/// ([`SharedMemory`]) read through this process's mirror of it in that folder. Cheap to
+/// clone. Every method touches the disk (and the database): call them off the async
+/// threads.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    dir: PathBuf,
+    shared: Option<Arc<dyn SharedMemory>>,
+}
+
+impl Memory {
+    /// The memory file in the folder `dir`.
+    pub fn file(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            shared: None,
+        }
+    }
+
+    /// The folder of the file (or of the mirror).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the memory is the team's, in the database.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The jail on the memory's folder, its `memory.md` the memory now: with a shared
+    /// memory, the mirror is first brought up to the database's version (written, or
+    /// removed when there is none). Read through the jail right after.
+    pub fn open(&self) -> Result<Jail, MemoryError> {
+        let jail = jail(&self.dir)?;
+        self.refresh(&jail)?;
+        Ok(jail)
+    }
+
+    /// Brings the mirror in `jail` up to the database's version (nothing for a file).
+    pub fn refresh(&self, jail: &Jail) -> Result<(), MemoryError> {
+        let Some(shared) = &self.shared else {
+            return Ok(());
+        };
+        let _guard = write_lock();
+        mirror(jail, shared.load()?.as_deref())
+    }
+
+    /// The memory now: `{content, version}`.
+    pub fn read(&self) -> Result<Snapshot, MemoryError> {
+        read(&self.open()?)
+    }
+
+    /// Replaces the memory with `content` if its version is still `expected`
+    /// (compare-and-swap: on the file under the write lock, or the database's);
+    /// [`MemoryError::VersionMismatch`] otherwise and nothing is written. `stop` can
+    /// call it off at the last moment (a cancelled task).
+    pub fn replace_unless(
+        &self,
+        jail: &Jail,
+        expected: &str,
+        content: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Snapshot, MemoryError> {
+        let Some(shared) = &self.shared else {
+            return replace_unless(jail, expected, content, stop);
+        };
+        if content.len() as u64 > MAX_MEMORY_BYTES {
+            return Err(MemoryError::TooLarge);
+        }
+        if stop() {
+            return Err(MemoryError::Jail(JailError::Aborted {
+                path: MEMORY_FILE.into(),
+            }));
+        }
+        let version = version_of(content.as_bytes());
+        if !shared.swap(expected, content, &version)? {
+            return Err(self.mismatch(shared.as_ref(), jail, expected));
+        }
+        let _guard = write_lock();
+        mirror(jail, Some(content))?;
+        Ok(Snapshot {
+            content: content.to_owned(),
+            version,
+        })
+    }
+
+    /// [`Memory::replace_unless`] that nothing calls off.
+    pub fn replace_if(
+        &self,
+        jail: &Jail,
+        expected: &str,
+        content: &str,
+    ) -> Result<Snapshot, MemoryError> {
+        self.replace_unless(jail, expected, content, &|| false)
+    }
+
+    /// Removes the memory if its version is still `expected` (a revert of the write that
+    /// created it); an absent memory is fine; [`MemoryError::VersionMismatch`] otherwise.
+    pub fn remove_if(&self, jail: &Jail, expected: &str) -> Result<(), MemoryError> {
+        let Some(shared) = &self.shared else {
+            return remove_if(jail, expected);
+        };
+        if !shared.remove(expected)? {
+            match shared.load()? {
+                None => {}
+                Some(_) => return Err(self.mismatch(shared.as_ref(), jail, expected)),
+            }
+        }
+        let _guard = write_lock();
+        mirror(jail, None)
+    }
+
+    /// The mismatch a lost database swap means, with the version now (the mirror
+    /// brought up to it on the way).
+    fn mismatch(&self, shared: &dyn SharedMemory, jail: &Jail, expected: &str) -> MemoryError {
+        let now = shared.load();
+        let current = match &now {
+            Ok(Some(content)) => version_of(content.as_bytes()),
+            Ok(None) => ABSENT_VERSION.to_owned(),
+            Err(_) => "unreadable".to_owned(),
+        };
+        if let Ok(now) = &now {
+            let _guard = write_lock();
+            // The mirror is only a copy: failing to update it changes nothing stored.
+            let _ = mirror(jail, now.as_deref());
+        }
+        MemoryError::VersionMismatch {
+            expected: expected.to_owned(),
+            current,
+        }
+    }
+}
+
+/// Makes the mirror's `memory.md` be `content` (`None`: absent), writing only when it
+/// differs. Holds the write lock (the caller's).
+fn mirror(jail: &Jail, content: Option<&str>) -> Result<(), MemoryError> {
+    let on_disk = read_bytes(jail)?;
+    match (content, on_disk) {
+        (Some(content), Some(bytes)) if bytes == content.as_bytes() => Ok(()),
+        (Some(content), _) => {
+            jail.write_atomic(MEMORY_FILE, content.as_bytes())?;
+            Ok(())
+        }
+        (None, None) => Ok(()),
+        (None, Some(_)) => match jail.remove_file(MEMORY_FILE) {
+            Ok(()) | Err(JailError::NotFound { .. }) => Ok(()),
+            Err(error) => Err(error.into()),
+        },
     }
 }
 
@@ -89,6 +274,9 @@ pub enum MemoryError {
     /// The jail refused or the disk failed.
     #[error("memory file: {0}")]
     Jail(#[from] JailError),
+    /// The team's memory in the database could not be read or written.
+    #[error("the team's memory in the database: {0}")]
+    Shared(String),
 }
 
 /// The version of `bytes`: `sha256:<hex>`.
@@ -353,6 +541,100 @@ mod tests {
         remove_if(&jail, &written.version).unwrap();
         assert_eq!(read(&jail).unwrap().version, ABSENT_VERSION);
         remove_if(&jail, &written.version).unwrap();
+    }
+
+    /// The database's memory as a cell.
+    #[derive(Debug, Default)]
+    struct Cell(Mutex<Option<String>>);
+
+    impl SharedMemory for Cell {
+        fn load(&self) -> Result<Option<String>, MemoryError> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        fn swap(&self, expected: &str, content: &str, _: &str) -> Result<bool, MemoryError> {
+            let mut cell = self.0.lock().unwrap();
+            let now = cell
+                .as_ref()
+                .map_or_else(|| ABSENT_VERSION.to_owned(), |c| version_of(c.as_bytes()));
+            if now != expected {
+                return Ok(false);
+            }
+            *cell = Some(content.to_owned());
+            Ok(true)
+        }
+        fn remove(&self, expected: &str) -> Result<bool, MemoryError> {
+            let mut cell = self.0.lock().unwrap();
+            if cell.as_ref().map(|c| version_of(c.as_bytes())).as_deref() != Some(expected) {
+                return Ok(false);
+            }
+            *cell = None;
+            Ok(true)
+        }
+    }
+
+    fn shared(cell: &Arc<Cell>) -> (tempfile::TempDir, Memory) {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = MemorySettings {
+            shared: Some(cell.clone() as Arc<dyn SharedMemory>),
+            ..MemorySettings::new(dir.path())
+        };
+        (dir, settings.memory())
+    }
+
+    #[test]
+    fn the_teams_memory_is_read_through_a_mirror_and_swapped_in_the_database() {
+        let cell = Arc::new(Cell::default());
+        let ((dir_a, a), (dir_b, b)) = (shared(&cell), shared(&cell));
+        assert!(a.is_shared());
+        let jail_a = a.open().unwrap();
+        let written = a
+            .replace_if(&jail_a, ABSENT_VERSION, "likes tea\n")
+            .unwrap();
+        assert_eq!(cell.load().unwrap().as_deref(), Some("likes tea\n"));
+        // The other process's mirror is brought up to it when opened.
+        assert!(!dir_b.path().join(MEMORY_FILE).exists());
+        assert_eq!(b.read().unwrap(), written);
+        assert_eq!(
+            std::fs::read_to_string(dir_b.path().join(MEMORY_FILE)).unwrap(),
+            "likes tea\n"
+        );
+        // A write based on the version before loses, even though A's mirror has it.
+        let jail_b = b.open().unwrap();
+        b.replace_if(&jail_b, &written.version, "likes coffee\n")
+            .unwrap();
+        let lost = a
+            .replace_if(&jail_a, &written.version, "stale\n")
+            .unwrap_err();
+        assert!(
+            matches!(&lost, MemoryError::VersionMismatch { current, .. } if *current == version_of(b"likes coffee\n")),
+            "{lost:?}"
+        );
+        assert_eq!(cell.load().unwrap().as_deref(), Some("likes coffee\n"));
+        assert_eq!(
+            std::fs::read_to_string(dir_a.path().join(MEMORY_FILE)).unwrap(),
+            "likes coffee\n",
+            "the loser's mirror now shows the winner"
+        );
+        // Removal is a swap too; then both mirrors lose the file.
+        let stale = a.remove_if(&jail_a, &written.version).unwrap_err();
+        assert!(
+            matches!(stale, MemoryError::VersionMismatch { .. }),
+            "{stale:?}"
+        );
+        a.remove_if(&jail_a, &version_of(b"likes coffee\n"))
+            .unwrap();
+        assert_eq!(cell.load().unwrap(), None);
+        assert_eq!(b.read().unwrap().version, ABSENT_VERSION);
+        assert!(!dir_b.path().join(MEMORY_FILE).exists());
+        // A cancelled write is not sent.
+        let stopped = a
+            .replace_unless(&jail_a, ABSENT_VERSION, "x", &|| true)
+            .unwrap_err();
+        assert!(
+            matches!(stopped, MemoryError::Jail(JailError::Aborted { .. })),
+            "{stopped:?}"
+        );
+        assert_eq!(cell.load().unwrap(), None);
     }
 
     #[test]

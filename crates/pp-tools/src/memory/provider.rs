@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use super::memory_write::MemoryWrite;
-use super::{MAX_MEMORY_BYTES, MemoryError, MemorySettings, jail, prompt_section, read};
+use super::{MAX_MEMORY_BYTES, MemoryError, MemorySettings, prompt_section, read};
 use crate::blocking::OffThread;
 use crate::{ProviderError, Provision, Scope, ToolProvider};
 
-/// The memory tool provider. Holds only where the memory lives: the file is read again
+/// The memory tool provider. Holds only where the memory lives: the memory is read again
 /// for every run segment (an operator's edit shows in the next run or resume), through a
-/// jail built fresh for that segment on the data directory.
+/// jail built fresh for that segment on the data directory (or, for the team's memory,
+/// on this process's mirror, brought up to the database first).
 #[derive(Debug, Clone)]
 pub struct MemoryProvider {
     settings: Arc<MemorySettings>,
@@ -32,7 +33,8 @@ impl ToolProvider for MemoryProvider {
 
     fn provide(&self, scope: &Scope<'_>, provision: &mut Provision) -> Result<(), ProviderError> {
         let error = |error: MemoryError| ProviderError(error.to_string());
-        let jail = Arc::new(jail(&self.settings.dir).map_err(error)?);
+        let memory = self.settings.memory();
+        let jail = Arc::new(memory.open().map_err(error)?);
         provision.prompt().memory = match read(&jail) {
             Ok(snapshot) => prompt_section(&snapshot.content, self.settings.max_prompt_bytes),
             // Only a change made behind PocketPilot's back gets here (every write is
@@ -44,6 +46,7 @@ impl ToolProvider for MemoryProvider {
             Err(other) => return Err(error(other)),
         };
         provision.tool(Arc::new(OffThread(Arc::new(MemoryWrite::new(
+            memory,
             jail,
             scope.limits,
         )))));
@@ -70,8 +73,8 @@ mod tests {
         // A memory.md in the workspace is just a file: never read.
         std::fs::write(workspace.path().join("memory.md"), "workspace text").unwrap();
         let provider = MemoryProvider::new(MemorySettings {
-            dir: data.path().to_owned(),
             max_prompt_bytes: 10,
+            ..MemorySettings::new(data.path())
         });
         let toolbox = Toolbox::new().with(Arc::new(provider));
         let jail = Arc::new(Jail::new(workspace.path()).unwrap());

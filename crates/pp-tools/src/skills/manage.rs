@@ -5,13 +5,13 @@
 //! Only skills in the data directory's `skills/` folder change; a skill from a read-only
 //! `[skills] dirs` folder is refused with [`SkillsError::ReadOnly`].
 
-use std::io::Read as _;
 use std::path::Path;
 
-use pp_gate::{EntryKind, Jail, JailError, ListOptions};
+use pp_gate::{Jail, JailError};
 
-use super::catalog::{Catalog, MAX_FILES_PER_SKILL, SkillEntry, read_skill_md};
+use super::catalog::{Catalog, SkillEntry, read_skill_md};
 use super::parse::{parse_skill_md, valid_name};
+use super::shared::{read_folder, write_folder};
 use super::{SKILL_FILE, SkillsSettings};
 
 /// Largest folder `install` copies, all files together.
@@ -54,6 +54,23 @@ pub enum SkillsError {
         /// The skill's name.
         name: String,
     },
+    /// The skill is no longer the version the change was based on (`If-Match`, or
+    /// another change won the database's compare-and-swap); nothing was changed.
+    #[error(
+        "skill `{name}` changed since it was read (expected version {expected}, now \
+         {current}); nothing was changed"
+    )]
+    VersionMismatch {
+        /// The skill's name.
+        name: String,
+        /// The version the change was based on (`absent`: none).
+        expected: String,
+        /// The version now (`absent`: none).
+        current: String,
+    },
+    /// The team's skills in the database could not be read or written.
+    #[error("the team's skills in the database: {0}")]
+    Shared(String),
     /// The jail refused the path or the file system failed.
     #[error("skill `{name}`: {source}")]
     Jail {
@@ -66,7 +83,7 @@ pub enum SkillsError {
 }
 
 impl SkillsError {
-    fn jail(name: &str) -> impl FnOnce(JailError) -> Self + '_ {
+    pub(crate) fn jail(name: &str) -> impl FnOnce(JailError) -> Self + '_ {
         move |source| Self::Jail {
             name: name.to_owned(),
             source,
@@ -212,60 +229,9 @@ pub fn install(
         return Err(SkillsError::Exists { name });
     }
     writable_name(settings, &name)?;
-    let listing = from
-        .list(
-            "",
-            ListOptions {
-                recursive: true,
-                max_entries: MAX_FILES_PER_SKILL,
-            },
-        )
-        .map_err(SkillsError::jail(&name))?;
-    if listing.truncated {
-        return Err(SkillsError::Invalid {
-            name,
-            reason: format!("the folder holds more than {MAX_FILES_PER_SKILL} entries"),
-        });
-    }
-    let mut files = Vec::new();
-    let mut skipped = Vec::new();
-    let mut total = 0_u64;
-    for entry in listing.entries {
-        match entry.kind {
-            EntryKind::File => {
-                let mut bytes = Vec::new();
-                let remaining = MAX_INSTALL_BYTES.saturating_sub(total);
-                from.open_file(&entry.path)
-                    .map_err(SkillsError::jail(&name))?
-                    .take(remaining.saturating_add(1))
-                    .read_to_end(&mut bytes)
-                    .map_err(|source| SkillsError::Jail {
-                        name: name.clone(),
-                        source: JailError::Io {
-                            path: entry.path.clone(),
-                            source,
-                        },
-                    })?;
-                total = total.saturating_add(bytes.len() as u64);
-                if total > MAX_INSTALL_BYTES {
-                    return Err(SkillsError::Invalid {
-                        name,
-                        reason: format!("the folder is larger than {MAX_INSTALL_BYTES} bytes"),
-                    });
-                }
-                files.push((entry.path, bytes));
-            }
-            EntryKind::Symlink | EntryKind::Other => skipped.push(entry.path),
-            EntryKind::Dir => {}
-        }
-    }
+    let (files, skipped) = read_folder(&from, &name)?;
     let home = Jail::new(&settings.home).map_err(SkillsError::jail(&name))?;
-    // SKILL.md last: until it lands, the half-copied folder is not a valid skill.
-    files.sort_by_key(|(path, _)| path == SKILL_FILE);
-    for (path, bytes) in files {
-        home.write_atomic(&format!("{name}/{path}"), &bytes)
-            .map_err(SkillsError::jail(&name))?;
-    }
+    write_folder(&home, &name, &files)?;
     Ok((name, skipped))
 }
 

@@ -18,6 +18,7 @@ mod manage;
 mod parse;
 mod provider;
 mod read_skill_file;
+mod shared;
 
 use std::path::PathBuf;
 
@@ -30,6 +31,10 @@ pub use parse::{
     MAX_DESCRIPTION_CHARS, MAX_FRONT_MATTER_BYTES, ParsedSkill, parse_skill_md, valid_name,
 };
 pub use provider::SkillsProvider;
+pub use shared::{
+    SharedSkills, SkillFileBytes, SkillsMirror, StoredSkill, change, refresh, skill_version,
+    version,
+};
 
 /// The file that makes a folder a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -46,6 +51,9 @@ pub struct SkillsSettings {
     pub dirs: Vec<PathBuf>,
     /// `[skills] max_body_bytes`: the largest `SKILL.md` body offered.
     pub max_body_bytes: u64,
+    /// The team's skills in the database (team mode): `home` is then this process's
+    /// read-only mirror of them; `None`: `home` is the data directory's folder.
+    pub shared: Option<SkillsMirror>,
 }
 
 impl SkillsSettings {
@@ -58,6 +66,7 @@ impl SkillsSettings {
             home: home.into(),
             dirs: Vec::new(),
             max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
+            shared: None,
         }
     }
 }

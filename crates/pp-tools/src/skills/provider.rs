@@ -36,6 +36,7 @@ impl ToolProvider for SkillsProvider {
     }
 
     fn provide(&self, scope: &Scope<'_>, provision: &mut Provision) -> Result<(), ProviderError> {
+        super::refresh(&self.settings).map_err(|error| ProviderError(error.to_string()))?;
         let catalog = Catalog::load(&self.settings);
         let mut valid = BTreeMap::new();
         for entry in catalog.valid() {

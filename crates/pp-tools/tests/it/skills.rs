@@ -32,6 +32,7 @@ impl Skills {
             home,
             dirs: vec![shared],
             max_body_bytes: 1024,
+            shared: None,
         };
         Self { tree, settings }
     }
