@@ -171,13 +171,15 @@ async fn team_knowledge(config: &mut Config, store: &Store) -> anyhow::Result<()
             }
             if config.team_dir.is_some() {
                 errln!(
-                    "the team's memory and skills now live in the database: remove                      `shared_dir` from the [team] table of {config_file}"
+                    "the team's memory and skills now live in the database: remove \
+                     `shared_dir` from the [team] table of {config_file}"
                 );
             }
         }
         Imported::Now { .. } if config.team_dir.is_some() => {
             errln!(
-                "`[team] shared_dir` held no memory or skills; the team's live in the                  database: remove `shared_dir` from the [team] table of {config_file}"
+                "`[team] shared_dir` held no memory or skills; the team's live in the \
+                 database: remove `shared_dir` from the [team] table of {config_file}"
             );
         }
         Imported::Now { .. } | Imported::Earlier(_) => {}

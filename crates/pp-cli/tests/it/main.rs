@@ -31,6 +31,7 @@ mod service;
 mod shell;
 mod skills;
 mod team_key;
+mod team_knowledge;
 mod terminal;
 mod usage;
 mod users;

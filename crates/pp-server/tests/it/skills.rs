@@ -278,3 +278,58 @@ async fn delete_removes_home_skills_only() {
     .expect(403, Some("forbidden"));
     assert!(home(&app).join("again/SKILL.md").exists());
 }
+
+/// Issue 29, item 5: a skill's version is its `ETag`; `If-Match` is optional on every
+/// change (no 428) and a stale one is `412 version_mismatch` with nothing changed.
+#[tokio::test]
+async fn a_skill_change_with_a_stale_if_match_is_refused() {
+    let app = App::idle();
+    let uri = "/api/skills/notes";
+    let body = |text: &str| Body::from(json!({"skill_md": text}).to_string());
+    let created = app
+        .call_json(Method::PUT, uri, &json!({"skill_md": skill_md("notes", "Notes.", "v1\n")}))
+        .await;
+    created.expect(201, None);
+    let v1 = created.headers["etag"].to_str().unwrap().to_owned();
+    assert_eq!(v1, format!("\"{}\"", created.json["version"].as_str().unwrap()));
+    assert!(v1.starts_with("\"sha256:"), "{v1}");
+    let shown = app.call(Method::GET, uri).await;
+    assert_eq!(shown.headers["etag"].to_str().unwrap(), v1);
+    // With the current version: the change lands and the version moves on.
+    let put = |if_match: &str, text: String| {
+        authed(Method::PUT, uri)
+            .header("content-type", "application/json")
+            .header("if-match", if_match)
+            .body(body(&text))
+            .unwrap()
+    };
+    let replaced = app.send(put(&v1, skill_md("notes", "Notes.", "v2\n"))).await;
+    replaced.expect(200, None);
+    assert_ne!(replaced.headers["etag"].to_str().unwrap(), v1);
+    // With the old one: 412, for a write, a file and a removal alike.
+    app.send(put(&v1, skill_md("notes", "Notes.", "v3\n")))
+        .await
+        .expect(412, Some("version_mismatch"));
+    app.send(
+        authed(Method::PUT, "/api/skills/notes/files/a.md")
+            .header("if-match", v1.as_str())
+            .body(Body::from("A"))
+            .unwrap(),
+    )
+    .await
+    .expect(412, Some("version_mismatch"));
+    app.send(
+        authed(Method::DELETE, uri)
+            .header("if-match", v1.as_str())
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+    .expect(412, Some("version_mismatch"));
+    let now = app.call(Method::GET, uri).await;
+    assert!(now.json["skill_md"].as_str().unwrap().contains("v2"));
+    assert_eq!(now.json["files"], json!([]));
+    // Without If-Match: no 428, the change lands.
+    app.call(Method::DELETE, uri).await.expect(200, None);
+    app.call(Method::GET, uri).await.expect(404, Some("not_found"));
+}

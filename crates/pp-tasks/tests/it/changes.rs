@@ -541,3 +541,145 @@ async fn an_approved_memory_write_is_logged_and_reverts_like_a_file_write() {
     let after = service.changes().of_task(&task.id).await.unwrap();
     assert!(after[..3].iter().all(|change| change.reverted_by.is_some()));
 }
+
+/// The team's memory in the store, as `pp-knowledge` keeps it in team mode (this crate
+/// cannot reach that one: the same few calls, waited on from the blocking pool).
+#[derive(Debug)]
+struct StoreMemory {
+    store: pp_store::Store,
+    runtime: tokio::runtime::Handle,
+}
+
+impl pp_tools::SharedMemory for StoreMemory {
+    fn load(&self) -> Result<Option<String>, pp_tools::memory::MemoryError> {
+        let memory = self.runtime.block_on(self.store.team_memory()).unwrap();
+        Ok(memory.map(|memory| memory.content))
+    }
+    fn swap(
+        &self,
+        expected: &str,
+        content: &str,
+        version: &str,
+    ) -> Result<bool, pp_tools::memory::MemoryError> {
+        let expected = (expected != pp_tools::memory::ABSENT_VERSION).then_some(expected);
+        Ok(self
+            .runtime
+            .block_on(self.store.replace_team_memory(expected, content, version))
+            .unwrap())
+    }
+    fn remove(&self, expected: &str) -> Result<bool, pp_tools::memory::MemoryError> {
+        Ok(self
+            .runtime
+            .block_on(self.store.remove_team_memory(expected))
+            .unwrap())
+    }
+}
+
+/// Issue 29, item 5: in team mode the memory is the team's, in the database: an approved
+/// `memory_write` changes it there (not the data directory's file), and its revert is a
+/// compare-and-swap there, refused when a person changed the memory meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_teams_memory_is_written_and_reverted_in_the_database() {
+    let tree = pp_test_support::TempTree::new();
+    let data = tempfile::tempdir().unwrap();
+    let store = pp_test_support::sqlite_store_with_clock(
+        &data.path().join("test.db"),
+        Arc::new(pp_types::ManualClock::new(pp_types::Timestamp::now())),
+    );
+    let mirror = data.path().join("mirror");
+    std::fs::create_dir_all(&mirror).unwrap();
+    let settings = MemorySettings {
+        shared: Some(Arc::new(StoreMemory {
+            store: store.clone(),
+            runtime: tokio::runtime::Handle::current(),
+        })),
+        ..MemorySettings::new(&mirror)
+    };
+    let service = TaskService::build(
+        store.clone(),
+        TaskSettings::default(),
+        Workspaces::single("test", tree.workspace()),
+        ModelSource::Scripted,
+        Toolbox::files().with(Arc::new(MemoryProvider::new(settings.clone()))),
+        None,
+    )
+    .with_data_dir(data.path().to_owned())
+    .with_memory(settings.memory());
+    let team_memory = || async {
+        store
+            .team_memory()
+            .await
+            .unwrap()
+            .map(|memory| memory.content)
+    };
+    let task = service
+        .create(CreateTask {
+            prompt: "remember".into(),
+            workspace: None,
+            actor: Actor::Operator,
+            script: Some(json!([
+                {"tool_calls": [{"name": "memory_write", "arguments": {"mode": "append", "content": "one\n"}}]},
+                {"tool_calls": [{"name": "memory_write", "arguments": {"mode": "replace", "content": "fresh\n"}}]},
+                {"content": "done"}
+            ])),
+        })
+        .await
+        .unwrap();
+    let mut state = service.run_now(&task.id).await.unwrap().state;
+    while state == TaskState::WaitingApproval {
+        let pending = pending_approval(&service, &task.id).await;
+        state = service.resolve(&pending.id, approve()).await.unwrap().state;
+    }
+    assert_eq!(state, TaskState::Completed);
+    assert_eq!(team_memory().await.as_deref(), Some("fresh\n"));
+    assert!(!data.path().join("memory.md").exists(), "the file is not the memory");
+    let logged = service.changes().of_task(&task.id).await.unwrap();
+    assert_eq!(
+        kinds(&logged),
+        vec![
+            (ChangeKind::Created, Some("memory.md"), Some(4), true),
+            (ChangeKind::Overwritten, Some("memory.md"), Some(6), true),
+        ]
+    );
+    // Another process of the team changes the memory: the revert is refused.
+    let fresh = pp_tools::memory::version_of(b"fresh\n");
+    let person = pp_tools::memory::version_of(b"person\n");
+    assert!(
+        store
+            .replace_team_memory(Some(&fresh), "person\n", &person)
+            .await
+            .unwrap()
+    );
+    let refused = service
+        .changes()
+        .revert(&logged[1].id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(refused, RevertRefusal::ChangedSince { .. }),
+        "{refused:?}"
+    );
+    assert_eq!(team_memory().await.as_deref(), Some("person\n"));
+    // Back to what the agent left: the revert lands in the database.
+    assert!(
+        store
+            .replace_team_memory(Some(&person), "fresh\n", &fresh)
+            .await
+            .unwrap()
+    );
+    service
+        .changes()
+        .revert(&logged[1].id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(team_memory().await.as_deref(), Some("one\n"));
+    service
+        .changes()
+        .revert(&logged[0].id, Actor::Operator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(team_memory().await, None, "the memory the agent created is gone");
+}

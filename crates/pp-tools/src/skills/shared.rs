@@ -660,6 +660,43 @@ mod tests {
     }
 
     #[test]
+    fn the_provider_offers_the_teams_skills_as_the_database_has_them_now() {
+        let (dir, _table, a, b) = two_processes();
+        let provider = crate::skills::SkillsProvider::new(b);
+        let workspace = Arc::new(Jail::new(dir.path()).unwrap());
+        let toolbox = crate::Toolbox::new().with(Arc::new(provider));
+        let equip = || toolbox.equip(&workspace, crate::Limits::default()).unwrap();
+        assert!(equip().prompt.skills.is_empty());
+        change(&a, "notes", None, |at| put_skill_md(at, "notes", &skill_md("notes", "v1\n"))).unwrap();
+        change(&a, "notes", None, |at| put_file(at, "notes", "refs/a.md", b"A")).unwrap();
+        // The next segment sees it (no refresh by hand), and reads its file in its jail.
+        let equipment = equip();
+        assert_eq!(
+            equipment.prompt.skills,
+            [("notes".to_owned(), "The notes skill.".to_owned())]
+        );
+        let read = equipment.registry.get("read_skill_file").unwrap();
+        let context = pp_agent::ToolContext::for_task("t", None);
+        let output = futures_lite_block(read.execute(
+            &context,
+            &serde_json::json!({"name": "notes", "path": "refs/a.md"}),
+        ));
+        match output {
+            pp_types::ToolOutput::Success { content } => assert!(content.contains('A'), "{content}"),
+            other => panic!("{other:?}"),
+        }
+        change(&a, "notes", None, |at| remove(at, "notes")).unwrap();
+        assert!(equip().prompt.skills.is_empty());
+    }
+
+    fn futures_lite_block<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    #[test]
     fn if_match_on_the_data_directory_checks_the_folder() {
         let dir = tempfile::tempdir().unwrap();
         let settings = SkillsSettings::new(dir.path());
