@@ -27,7 +27,7 @@
 # `pocketpilot` is target/debug/pocketpilot (on PATH); "machine A" (setup, serve) and
 # "machine B" (worker) are two data directories; OPENAI_API_KEY is set to a dummy (the
 # page's `[model]` names it; no model is called).
-set -euo pipefail
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 page=$root/docs/team.md
@@ -161,8 +161,9 @@ port, method, path, token, body = sys.argv[1:6]
 request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
     data=body.encode() if body else None,
     headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})})
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy
 try:
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with opener.open(request, timeout=30) as response:
         print(response.status); print(response.read().decode())
 except urllib.error.HTTPError as error:
     print(error.code); print(error.read().decode())
