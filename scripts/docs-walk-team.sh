@@ -258,8 +258,10 @@ grep -q "does not exist" "$walk/elsewhere.log" || fail "no config: $(cat "$walk/
 
 # --- The first owner, the grant, serve and worker --------------------------------------
 
-run_block owner >"$walk/owner.out"
-cat "$walk/owner.out"
+run_block owner >"$walk/owner.out" 2>"$walk/owner.log"
+cat "$walk/owner.out" "$walk/owner.log"
+[ "$(grep -c '^store: PostgreSQL pocketpilot@127.0.0.1:'"$port"'/pocketpilot$' "$walk/owner.log")" = 3 ] \
+  || fail "owner: each users command should say it works on the PostgreSQL store"
 alice=$(sed -n '1,/the token is shown only now: give it to alice/s/^token: //p' "$walk/owner.out" | head -n 1)
 bob=$(sed -n '/(approver) added/,$s/^token: //p' "$walk/owner.out" | head -n 1)
 [ -n "$alice" ] && [ -n "$bob" ] || fail "owner: no tokens printed"
