@@ -42,6 +42,19 @@ else
   echo "skipping team-soak: it needs PostgreSQL (PP_TEST_POSTGRES_URL)"
 fi
 
+# docs/team.md's PostgreSQL set-up, walked as written (scripts/docs-walk-team.sh): a
+# cluster of its own standing in for Debian's apt cluster (port PP_DOCS_WALK_PORT, default
+# 55451), so the store's cluster above is not touched. It runs the page's `runuser -u
+# postgres` commands, so it needs root (CI runs as root) and PostgreSQL's binaries.
+if [ "$(id -u)" = 0 ] && compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+  bash scripts/docs-walk-team.sh
+elif [ "${CI:-}" = "true" ]; then
+  echo "the walk of docs/team.md needs root and PostgreSQL (apt-get install postgresql)" >&2
+  exit 1
+else
+  echo "skipping the walk of docs/team.md: it needs root and PostgreSQL"
+fi
+
 # API fuzzing against /api/openapi.json (installs schemathesis into target/fuzz-venv).
 bash scripts/fuzz-api.sh
 

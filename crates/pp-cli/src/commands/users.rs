@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::acting::{self, UserArgs};
 use crate::app::App;
 use crate::config::Flags;
-use crate::output::outln;
+use crate::output::{errln, outln};
 use crate::{Exit, exit};
 
 /// What to do.
@@ -205,6 +205,9 @@ fn print_token(issued: &IssuedToken, json: bool, verb: &str) -> anyhow::Result<(
 /// Runs a `users` subcommand.
 pub(crate) async fn run(flags: &Flags, command: UsersCommand) -> anyhow::Result<u8> {
     let app = App::stored(flags).await?;
+    // Which database the users are in, on stderr: a command run without the team's
+    // config (this machine's own SQLite file) shows at once (docs/team.md).
+    errln!("store: {}", app.config.store_url.location());
     let caller = acting(&app, command.who()).await?;
     let users: Users = app.users().acting_as(&caller);
     match command {

@@ -13,6 +13,7 @@ mod cards;
 mod channels;
 mod chat;
 mod connections;
+mod decide_elsewhere;
 mod documents;
 mod eval;
 mod home;

@@ -19,7 +19,12 @@ const TEAM_KEY: &str = "7f3c9a1e5b2d4c6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e1f2a
 
 /// A team config (workspace `finance` at the tree's workspace) with `extra` lines in
 /// `[team]` and `store` as `[store] url` when given.
-fn team_config(tree: &TempTree, name: &str, extra: &str, store: Option<&str>) -> PathBuf {
+pub(crate) fn team_config(
+    tree: &TempTree,
+    name: &str,
+    extra: &str,
+    store: Option<&str>,
+) -> PathBuf {
     let file = tree.base().join(name);
     let store = store
         .map(|url| format!("[store]\nurl = {url:?}\n\n"))
@@ -46,7 +51,7 @@ fn run(home: &Path, config: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn write_key(file: &Path, mode: u32) {
+pub(crate) fn write_key(file: &Path, mode: u32) {
     std::fs::write(file, format!("{TEAM_KEY}\n")).unwrap();
     std::fs::set_permissions(file, std::fs::Permissions::from_mode(mode)).unwrap();
 }
@@ -130,14 +135,14 @@ fn a_team_key_file_other_users_may_read_is_refused() {
 
 /// A fresh schema on the PostgreSQL server `PP_TEST_POSTGRES_URL` names (dropped on
 /// drop), or `None` after a skip line when the variable is unset (under CI: a failure).
-struct Schema {
+pub(crate) struct Schema {
     server: String,
     name: String,
 }
 
 impl Schema {
     #[expect(clippy::print_stderr, reason = "the skip line; CI=true fails instead")]
-    fn create(test: &str) -> Option<Schema> {
+    pub(crate) fn create(test: &str) -> Option<Schema> {
         let Some(server) = std::env::var("PP_TEST_POSTGRES_URL")
             .ok()
             .filter(|url| !url.is_empty())
@@ -153,12 +158,17 @@ impl Schema {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .subsec_nanos();
-        let name = format!("cli_team_key_{}_{nanos}", std::process::id());
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let name = format!(
+            "cli_team_{}_{}_{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         psql(&server, &format!("CREATE SCHEMA {name}"));
         Some(Schema { server, name })
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let separator = if self.server.contains('?') { '&' } else { '?' };
         format!(
             "{}{separator}options=-csearch_path%3D{}",
@@ -186,13 +196,13 @@ fn psql(server: &str, sql: &str) {
 }
 
 /// A team `serve` (killed on drop): its port and its stderr lines so far.
-struct TeamServe {
+pub(crate) struct TeamServe {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl TeamServe {
-    fn start(home: &Path, config: &Path, script: &Path, log: &Path) -> Self {
+    pub(crate) fn start(home: &Path, config: &Path, script: &Path, log: &Path) -> Self {
         let mut child = pocketpilot_in(home)
             .arg("--config")
             .arg(config)

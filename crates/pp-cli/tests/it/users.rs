@@ -48,9 +48,15 @@ fn users_are_added_listed_granted_revoked_and_rotated() {
     let config = config(&tree);
 
     let added = users(&home, &config, &["add", "alice", "--role", "owner"]);
-    let (out, _) = text(&added);
+    let (out, err) = text(&added);
     assert!(added.status.success(), "{:?}", text(&added));
     assert!(out.contains("user alice (owner) added"), "{out}");
+    // Which store: here this data directory's own SQLite file (docs/team.md).
+    assert_eq!(
+        err.trim(),
+        format!("store: SQLite {}", home.join("pocketpilot.db").display()),
+        "{err}"
+    );
     let token = out
         .lines()
         .find_map(|line| line.strip_prefix("token: "))

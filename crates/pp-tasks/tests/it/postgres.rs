@@ -270,3 +270,23 @@ async fn two_processes_run_each_task_once_on_postgres() {
     assert_eq!(starts.len(), ids.len());
     assert!(starts.values().all(|&count| count == 1), "{starts:?}");
 }
+
+/// Issue 29, item 2 on PostgreSQL: a process without the workspace (A) records the
+/// decision and queues the task; the worker that has it (B, another store on the same
+/// schema) claims it and runs the call exactly once, or ends the approval `stale` when
+/// the target changed since the person saw it (`team::decided_elsewhere`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_made_elsewhere_runs_where_the_files_are() {
+    let Some(schema) = Schema::create(module_path!()) else {
+        return;
+    };
+    let tree = TempTree::new();
+    let store_a = Store::connect(&schema.url(), schema.clock.clone())
+        .await
+        .unwrap();
+    let store_b = Store::connect(&schema.url(), schema.clock.clone())
+        .await
+        .unwrap();
+    assert_eq!(store_a.backend_name(), "postgres");
+    crate::team::decided_elsewhere(store_a, store_b, &tree).await;
+}

@@ -20,6 +20,16 @@ use crate::fixture::{approve, write_then_done};
 /// A worker process on the shared database with the workspaces `names`, each mapped to
 /// a folder of this "host" (`root/<name>`), its store on the test's `clock`.
 fn worker(database: &Path, clock: &Arc<ManualClock>, root: &Path, names: &[&str]) -> TaskService {
+    worker_on(
+        pp_test_support::sqlite_store_with_clock(database, clock.clone()),
+        root,
+        names,
+    )
+}
+
+/// A worker process on `store` (SQLite or PostgreSQL) with the workspaces `names`, each
+/// mapped to a folder of this "host" (`root/<name>`).
+pub(crate) fn worker_on(store: pp_store::Store, root: &Path, names: &[&str]) -> TaskService {
     let list = names
         .iter()
         .map(|name| {
@@ -36,7 +46,7 @@ fn worker(database: &Path, clock: &Arc<ManualClock>, root: &Path, names: &[&str]
         })
         .collect();
     TaskService::new(
-        pp_test_support::sqlite_store_with_clock(database, clock.clone()),
+        store,
         TaskSettings {
             workers: 2,
             poll_interval: Duration::from_millis(20),
@@ -357,26 +367,71 @@ async fn authorize_reads_the_grant_at_the_moment_of_the_action() {
 /// Issue 29, item 2: a decision made on a server without the workspace sends the seen
 /// fingerprint along; the worker that has the workspace checks it right before the call
 /// runs, and a file changed since the person saw it ends the approval `stale`, unrun.
+/// (The same flow on PostgreSQL: `postgres::a_decision_made_elsewhere_runs_where_the_files_are`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_made_elsewhere_is_checked_where_the_files_are() {
     let tree = TempTree::new();
     let database = tree.base().join("team.db");
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
+    let store = || pp_test_support::sqlite_store_with_clock(&database, clock.clone());
+    decided_elsewhere(store(), store(), &tree).await;
+}
+
+/// The flow of [`a_decision_made_elsewhere_is_checked_where_the_files_are`] on two stores
+/// of one database (two processes): A has only `finance`, B (started) has `research` at
+/// `tree.base()/host-b/research`. A decision A records without a change runs on B exactly
+/// once; one whose target changed since the person saw it ends `stale`, unrun; an edit
+/// is refused on A.
+pub(crate) async fn decided_elsewhere(
+    store_a: pp_store::Store,
+    store_b: pp_store::Store,
+    tree: &TempTree,
+) {
     let host_b = tree.base().join("host-b");
-    let b = worker(&database, &clock, &host_b, &["research"]);
-    let a = worker(&database, &clock, &tree.base().join("host-a"), &["finance"]);
+    let b = worker_on(store_b, &host_b, &["research"]);
+    let a = worker_on(store_a, &tree.base().join("host-a"), &["finance"]);
     b.start_workers();
     wait_until_live(&b, 1).await;
-    // Two tasks over one file on B: each waits for its write to be approved.
     #[expect(clippy::disallowed_methods, reason = "the file the cards show")]
     std::fs::write(host_b.join("research/r.txt"), "before\n").unwrap();
+
+    // Unchanged: A records the decision (the task goes back to the queue), B runs the
+    // call exactly once.
+    let once = create(&a, "research", write_then_done("r.txt", "once\n")).await;
+    wait_for(&b, &once, TaskState::WaitingApproval).await;
+    let approval = only_pending(&b).await;
+    let card = a.approval_view_checked(&approval).await.unwrap();
+    assert_eq!(
+        card.precheck.unwrap().status,
+        pp_tasks::PrecheckStatus::Unavailable,
+        "A cannot check a file it does not have"
+    );
+    let handed = a.resolve(&approval, approve()).await.unwrap();
+    assert_eq!(handed.state, TaskState::Queued, "handed to a worker");
+    wait_for(&b, &once, TaskState::Completed).await;
+    assert_eq!(
+        b.approval_view(&approval).await.unwrap().state,
+        ApprovalState::Approved
+    );
+    #[expect(clippy::disallowed_methods, reason = "reads what the task wrote")]
+    let written = std::fs::read_to_string(host_b.join("research/r.txt")).unwrap();
+    assert_eq!(written, "once\n");
+    let events = b.task_events_page(&once.id, 0, 200).await.unwrap().events;
+    let executed = events
+        .iter()
+        .filter(|stored| stored.event.type_name() == "tool_result")
+        .count();
+    assert_eq!(executed, 1, "the approved write ran exactly once");
+    assert_eq!(b.changes().of_task(&once.id).await.unwrap().len(), 1);
+    assert!(
+        !tree.base().join("host-a/research").exists(),
+        "A never ran it"
+    );
+
+    // The file changes after the person saw it, before the worker runs the call.
     let seen = create(&a, "research", write_then_done("r.txt", "mine\n")).await;
     wait_for(&b, &seen, TaskState::WaitingApproval).await;
-    let pending = b
-        .approval_views(Some(ApprovalState::Pending), 10)
-        .await
-        .unwrap();
-    let approval = pp_types::ApprovalId(pending[0].id.clone());
+    let approval = only_pending(&b).await;
     let shown = b
         .approval_view_checked(&approval)
         .await
@@ -385,7 +440,6 @@ async fn a_decision_made_elsewhere_is_checked_where_the_files_are() {
         .unwrap()
         .fingerprint
         .unwrap();
-    // The file changes after the person saw it, before the worker runs the call.
     #[expect(clippy::disallowed_methods, reason = "someone edits the file")]
     std::fs::write(host_b.join("research/r.txt"), "edited meanwhile\n").unwrap();
     let handed = a
@@ -411,11 +465,7 @@ async fn a_decision_made_elsewhere_is_checked_where_the_files_are() {
     // An edit cannot be checked where the workspace is not.
     let second = create(&a, "research", write_then_done("s.txt", "s\n")).await;
     wait_for(&b, &second, TaskState::WaitingApproval).await;
-    let pending = b
-        .approval_views(Some(ApprovalState::Pending), 10)
-        .await
-        .unwrap();
-    let other = pp_types::ApprovalId(pending[0].id.clone());
+    let other = only_pending(&b).await;
     let refused = a
         .resolve(
             &other,
@@ -430,4 +480,15 @@ async fn a_decision_made_elsewhere_is_checked_where_the_files_are() {
         matches!(refused, pp_tasks::Error::BadRequest(_)),
         "{refused}"
     );
+    b.leave().await.unwrap();
+}
+
+/// The one pending approval.
+async fn only_pending(service: &TaskService) -> pp_types::ApprovalId {
+    let pending = service
+        .approval_views(Some(ApprovalState::Pending), 10)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    pp_types::ApprovalId(pending[0].id.clone())
 }
