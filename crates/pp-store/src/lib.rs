@@ -87,8 +87,8 @@ pub use types::{
     ChannelChange, ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus,
     FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel,
     NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, Overlap, PruneReport, Resolve,
-    Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, TaskChange, TaskFilter,
-    USER_TOKEN_PREFIX, WorkerRecord,
+    NewStartedCall, Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, StartedCall,
+    StartedFile, TaskChange, TaskFilter, USER_TOKEN_PREFIX, WorkerRecord,
 };
 pub use url::StoreUrl;
 

@@ -36,6 +36,7 @@ mod prune;
 mod rows;
 mod schedules;
 mod schema;
+mod started;
 mod task_search;
 mod tasks;
 #[cfg(test)]

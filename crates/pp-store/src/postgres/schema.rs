@@ -14,6 +14,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0004_change_modes.sql"),
     include_str!("../../migrations/postgres/0005_edited_preview.sql"),
     include_str!("../../migrations/postgres/0006_changesets.sql"),
+    // 0007 is the memory and skills tables (another branch); merge it before this one.
+    include_str!("../../migrations/postgres/0008_started_calls.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

@@ -29,6 +29,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0013_change_modes.sql"),
     include_str!("../../migrations/sqlite/0014_edited_preview.sql"),
     include_str!("../../migrations/sqlite/0015_changesets.sql"),
+    // 0016 is the memory and skills tables (another branch); merge it before this one.
+    include_str!("../../migrations/sqlite/0017_started_calls.sql"),
 ];
 
 /// The schema version this build writes.

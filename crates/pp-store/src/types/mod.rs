@@ -11,6 +11,7 @@ mod chat;
 mod model_calls;
 mod prune;
 mod schedules;
+mod started;
 mod tasks;
 mod users;
 mod workers;
@@ -24,6 +25,8 @@ pub use channels::{
 pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use model_calls::{ModelCallRow, NewModelCall};
 pub use prune::PruneReport;
+pub(crate) use started::{files_column, files_of};
+pub use started::{NewStartedCall, StartedCall, StartedFile};
 pub use schedules::{
     FireOccurrence, Fired, NewSchedule, Overlap, Schedule, ScheduleEvent, ScheduleEventKind,
     ScheduleSpec,
