@@ -86,8 +86,8 @@ pub use types::{
     ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Changeset, Channel,
     ChannelChange, ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus,
     FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel,
-    NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, Overlap, PruneReport, Resolve,
-    NewStartedCall, Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, StartedCall,
+    NewChatSession, NewModelCall, NewSchedule, NewStartedCall, NewTask, NewWorker, Overlap,
+    PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, StartedCall,
     StartedFile, TaskChange, TaskFilter, USER_TOKEN_PREFIX, WorkerRecord,
 };
 pub use url::StoreUrl;

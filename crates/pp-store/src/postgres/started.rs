@@ -16,7 +16,11 @@ const COLUMNS: &str = "approval_id, task_id, tool, target, started_at, files, cu
 impl PgStore {
     /// Records that an approved call is about to run: `started` and its `audit` row (its
     /// `tool_started`), in one transaction.
-    pub(crate) async fn call_started(&self, started: NewStartedCall, audit: NewAudit) -> Result<()> {
+    pub(crate) async fn call_started(
+        &self,
+        started: NewStartedCall,
+        audit: NewAudit,
+    ) -> Result<()> {
         let now = self.now();
         let mut client = self.client().await?;
         let transaction = client.transaction().await?;
@@ -64,13 +68,21 @@ impl PgStore {
         tool: &str,
         target: Option<&str>,
     ) -> Result<Option<StartedCall>> {
+        const FIND: &str = "SELECT approval_id FROM started_calls WHERE task_id = $1 \
+             AND tool = $2 AND target IS NOT DISTINCT FROM $3 AND cut \
+             AND asked_again_by IS NULL ORDER BY ord LIMIT 1";
         let mut client = self.client().await?;
+        // Read first: nearly every approval asks nothing cut, and needs no transaction.
+        if query_opt(&client, FIND, &[&task.as_str(), &tool, &target])
+            .await?
+            .is_none()
+        {
+            return Ok(None);
+        }
         let transaction = client.transaction().await?;
         let found = query_opt(
             &transaction,
-            "SELECT approval_id FROM started_calls WHERE task_id = $1 AND tool = $2 \
-             AND target IS NOT DISTINCT FROM $3 AND cut AND asked_again_by IS NULL \
-             ORDER BY ord LIMIT 1 FOR UPDATE",
+            &format!("{FIND} FOR UPDATE"),
             &[&task.as_str(), &tool, &target],
         )
         .await?;

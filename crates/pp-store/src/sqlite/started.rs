@@ -61,20 +61,28 @@ impl Store {
         tool: &str,
         target: Option<&str>,
     ) -> Result<Option<StartedCall>> {
-        self.write(|transaction| {
-            let found: Option<String> = transaction
+        // Read first: nearly every approval asks nothing cut, and needs no write lock.
+        let find = |connection: &Connection| -> Result<Option<String>> {
+            Ok(connection
                 .prepare_cached(
                     "SELECT approval_id FROM started_calls WHERE task_id = ?1 AND tool = ?2 \
                      AND target IS ?3 AND cut = 1 AND asked_again_by IS NULL \
                      ORDER BY started_at, rowid LIMIT 1",
                 )?
                 .query_row(params![task.as_str(), tool, target], |row| row.get(0))
-                .optional()?;
-            let Some(found) = found else {
+                .optional()?)
+        };
+        if self.read(find)?.is_none() {
+            return Ok(None);
+        }
+        self.write(|transaction| {
+            let Some(found) = find(transaction)? else {
                 return Ok(None);
             };
             transaction
-                .prepare_cached("UPDATE started_calls SET asked_again_by = ?2 WHERE approval_id = ?1")?
+                .prepare_cached(
+                    "UPDATE started_calls SET asked_again_by = ?2 WHERE approval_id = ?1",
+                )?
                 .execute(params![found, approval.as_str()])?;
             select(transaction, "approval_id", &found)
         })

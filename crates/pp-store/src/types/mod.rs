@@ -25,12 +25,12 @@ pub use channels::{
 pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use model_calls::{ModelCallRow, NewModelCall};
 pub use prune::PruneReport;
-pub(crate) use started::{files_column, files_of};
-pub use started::{NewStartedCall, StartedCall, StartedFile};
 pub use schedules::{
     FireOccurrence, Fired, NewSchedule, Overlap, Schedule, ScheduleEvent, ScheduleEventKind,
     ScheduleSpec,
 };
+pub use started::{NewStartedCall, StartedCall, StartedFile};
+pub(crate) use started::{files_column, files_of};
 pub use tasks::{NewTask, TaskChange, TaskFilter};
 pub use users::{LoginOwner, USER_TOKEN_PREFIX};
 pub use workers::{NewWorker, WorkerRecord};

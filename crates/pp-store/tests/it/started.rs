@@ -37,7 +37,10 @@ async fn a_started_call_with_no_result_is_cut_and_asked_again_once(db: TestDb) {
     let (call, audit) = started(&approval);
     db.store.call_started(call, audit).await.unwrap();
     let ledger = db.store.approval_ledger(&approval.id).await.unwrap();
-    assert_eq!(ledger.last().map(|(action, _)| *action), Some(AuditAction::ToolStarted));
+    assert_eq!(
+        ledger.last().map(|(action, _)| *action),
+        Some(AuditAction::ToolStarted)
+    );
     // Nothing asks it again before a retry marked it cut.
     let asking = db
         .store
@@ -93,7 +96,10 @@ async fn a_started_call_with_no_result_is_cut_and_asked_again_once(db: TestDb) {
         db.store.cut_call_asked_by(&asking.id).await.unwrap(),
         Some(cut)
     );
-    assert_eq!(db.store.cut_call_asked_by(&approval.id).await.unwrap(), None);
+    assert_eq!(
+        db.store.cut_call_asked_by(&approval.id).await.unwrap(),
+        None
+    );
 }
 
 both!(a_started_call_whose_result_is_recorded_is_not_cut);
