@@ -17,6 +17,13 @@ impl Store {
     /// `tool_started`), in one transaction.
     pub(crate) fn call_started(&self, started: NewStartedCall, audit: NewAudit) -> Result<()> {
         let now = self.now();
+        let NewStartedCall {
+            approval_id,
+            task_id,
+            tool,
+            target,
+            files,
+        } = started;
         self.write(|transaction| {
             transaction
                 .prepare_cached(
@@ -25,12 +32,12 @@ impl Store {
                      SET started_at = excluded.started_at, files = excluded.files, cut = 0",
                 )?
                 .execute(params![
-                    started.approval_id.as_str(),
-                    started.task_id.as_str(),
-                    started.tool,
-                    started.target,
+                    approval_id.as_str(),
+                    task_id.as_str(),
+                    tool,
+                    target,
                     now.as_millis(),
-                    files_column(&started.files),
+                    files_column(&files),
                 ])?;
             audit::insert(transaction, audit, now)?;
             Ok(())

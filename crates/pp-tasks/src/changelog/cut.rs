@@ -2,7 +2,7 @@
 //! crash cut between its `tool_started` row and its result, with each target before
 //! that call (the started call's snapshot) against the target now.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 use pp_store::{Before, StartedCall, StartedFile};
@@ -83,7 +83,7 @@ pub(crate) async fn may_have_run(
     let targets = blocking(move || {
         files
             .iter()
-            .map(|file| compare(file, workspace.as_deref(), data_dir.clone(), max_bytes))
+            .map(|file| compare(file, workspace.as_deref(), data_dir.as_deref(), max_bytes))
             .collect::<Vec<_>>()
     })
     .await
@@ -110,12 +110,11 @@ fn notice(call: &StartedCall, targets: Vec<CutTarget>) -> MayHaveRun {
 fn compare(
     file: &StartedFile,
     workspace: Option<&str>,
-    data_dir: Option<PathBuf>,
+    data_dir: Option<&Path>,
     max_bytes: u64,
 ) -> CutTarget {
     let kept = match &file.before {
         Before::Kept(sha256) => data_dir
-            .as_deref()
             .and_then(|dir| Snapshots::open(dir).ok())
             .and_then(|snapshots| snapshots.get(sha256).ok()),
         _ => None,
@@ -127,7 +126,7 @@ fn compare(
         Before::Unknown => PathState::Unknown,
     };
     let now = workspace
-        .and_then(|workspace| Place::open(file.root, workspace, data_dir.as_deref()).ok())
+        .and_then(|workspace| Place::open(file.root, workspace, data_dir).ok())
         .and_then(|place| current(place.jail(), &file.path, max_bytes).ok());
     let (now_state, now_size, now_bytes) = match &now {
         Some(Current::Absent) => (PathState::Absent, None, None),

@@ -650,16 +650,17 @@ async fn run_in(
             ));
             break None;
         }
-        if args.kill && completed * 10 >= args.tasks * serve_round_tenths && args.processes > 1 {
-            if let (Some(arm), Some(serve_b)) =
+        if args.kill
+            && args.processes > 1
+            && completed * 10 >= args.tasks * serve_round_tenths
+            && let (Some(arm), Some(serve_b)) =
                 (arm.take(), processes.get_mut(1).and_then(Option::take))
-            {
-                println!(
-                    "serve-kill round armed with {completed} of {} tasks completed",
-                    args.tasks
-                );
-                let _ = arm.send(serve_b);
-            }
+        {
+            println!(
+                "serve-kill round armed with {completed} of {} tasks completed",
+                args.tasks
+            );
+            let _ = arm.send(serve_b);
         }
         if args.kill && !killed && completed * 10 >= args.tasks * 3 && args.processes == 3 {
             let running = count("running");
