@@ -266,20 +266,7 @@ async fn a_call_cut_after_it_started_is_asked_again_saying_it_may_have_run() {
     // runner leave them: the approval approved, the task running, the target's state
     // before the call kept with the `tool_started` row …
     store
-        .resolve(
-            &pending.id,
-            pp_store::Resolve {
-                state: ApprovalState::Approved,
-                actor: pp_types::Actor::Operator,
-                reason: None,
-                edited_arguments: None,
-                edited_preview: None,
-                fingerprint: None,
-                audit: pp_types::NewAudit::new(pp_types::AuditAction::ApprovalApproved),
-                task_to: TaskState::Running,
-                events: Vec::new(),
-            },
-        )
+        .resolve(&pending.id, approved_in_store())
         .await
         .unwrap();
     store
@@ -385,20 +372,7 @@ async fn a_call_that_never_started_is_asked_again_without_the_notice() {
     let pending = fixture.pending(&task.id).await;
     fixture
         .store()
-        .resolve(
-            &pending.id,
-            pp_store::Resolve {
-                state: ApprovalState::Approved,
-                actor: pp_types::Actor::Operator,
-                reason: None,
-                edited_arguments: None,
-                edited_preview: None,
-                fingerprint: None,
-                audit: pp_types::NewAudit::new(pp_types::AuditAction::ApprovalApproved),
-                task_to: TaskState::Running,
-                events: Vec::new(),
-            },
-        )
+        .resolve(&pending.id, approved_in_store())
         .await
         .unwrap();
     crate::fixture::outlive_the_lease().await;
@@ -411,4 +385,122 @@ async fn a_call_that_never_started_is_asked_again_without_the_notice() {
         .await
         .unwrap();
     assert_eq!(card.may_have_run, None);
+}
+
+/// The store's decision as `resolve` records it: approved, the task to `running` once the
+/// changeset's last decision is in.
+fn approved_in_store() -> pp_store::Resolve {
+    pp_store::Resolve {
+        state: ApprovalState::Approved,
+        actor: pp_types::Actor::Operator,
+        reason: None,
+        edited_arguments: None,
+        edited_preview: None,
+        fingerprint: None,
+        audit: pp_types::NewAudit::new(pp_types::AuditAction::ApprovalApproved),
+        task_to: TaskState::Running,
+        events: Vec::new(),
+    }
+}
+
+/// A call cut in a changeset of two: the retry continues after the last recorded write,
+/// the model asks the changeset again, and only the approval of the call that started
+/// says it may already have run.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_cut_call_asked_again_by_the_model_after_a_continuation_says_it_may_have_run() {
+    let fixture = Fixture::new();
+    let task = fixture
+        .run(json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "a"}}]},
+            {"tool_calls": [
+                {"name": "write_file", "arguments": {"path": "b.txt", "content": "b"}},
+                {"name": "write_file", "arguments": {"path": "c.txt", "content": "c"}}
+            ]},
+            {"content": "done"}
+        ]))
+        .await;
+    let first = fixture.pending(&task.id).await;
+    fixture.service.resolve(&first.id, approve()).await.unwrap();
+    fixture
+        .wait_for_state(&task.id, TaskState::WaitingApproval)
+        .await;
+    assert_eq!(fixture.tree.read("a.txt"), "a");
+    let store = fixture.store();
+    let pair: Vec<_> = store
+        .approvals_for_task(&task.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|approval| approval.state == ApprovalState::Pending)
+        .collect();
+    assert_eq!(pair.len(), 2);
+    for approval in &pair {
+        store
+            .resolve(&approval.id, approved_in_store())
+            .await
+            .unwrap();
+    }
+    // `b.txt`'s call started (and wrote) and the process died; `c.txt`'s never started.
+    let b = pair
+        .iter()
+        .find(|a| a.target.as_deref() == Some("b.txt"))
+        .unwrap();
+    store
+        .call_started(
+            pp_store::NewStartedCall {
+                approval_id: b.id.clone(),
+                task_id: task.id.clone(),
+                tool: b.tool.clone(),
+                target: b.target.clone(),
+                files: vec![pp_store::StartedFile {
+                    root: pp_types::ChangeRoot::Workspace,
+                    path: "b.txt".into(),
+                    before: pp_store::Before::Absent,
+                    size: None,
+                }],
+            },
+            pp_types::NewAudit {
+                task_id: Some(task.id.clone()),
+                approval_id: Some(b.id.clone()),
+                ..pp_types::NewAudit::new(pp_types::AuditAction::ToolStarted)
+            },
+        )
+        .await
+        .unwrap();
+    fixture.tree.file("b.txt", "b");
+    crate::fixture::outlive_the_lease().await;
+    fixture.another_process().recover().await.unwrap();
+
+    let retried = fixture.service.retry(&task.id).await.unwrap();
+    assert_eq!(retried.state, TaskState::Queued, "continues after `a.txt`");
+    let waiting = fixture.service.run_now(&task.id).await.unwrap();
+    assert_eq!(waiting.state, TaskState::WaitingApproval, "{waiting:?}");
+    let again: Vec<_> = store
+        .approvals_for_task(&task.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|approval| approval.state == ApprovalState::Pending)
+        .collect();
+    assert_eq!(again.len(), 2, "the model asked the changeset again");
+    for approval in &again {
+        let card = fixture.service.approval_view(&approval.id).await.unwrap();
+        match approval.target.as_deref() {
+            Some("b.txt") => {
+                let notice = card.may_have_run.expect("b.txt may have run");
+                assert_eq!(notice.approval_id, b.id.to_string());
+                assert_eq!(notice.targets[0].changed, Some(true));
+            }
+            _ => assert_eq!(card.may_have_run, None, "c.txt never started"),
+        }
+    }
+    // `a.txt` was not asked again: its write is recorded.
+    let asked_a = store
+        .approvals_for_task(&task.id)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|approval| approval.target.as_deref() == Some("a.txt"))
+        .count();
+    assert_eq!(asked_a, 1);
 }
