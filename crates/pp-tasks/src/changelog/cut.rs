@@ -180,3 +180,71 @@ fn text_diff(path: &str, before: &[u8], now: &[u8]) -> Option<String> {
             .to_string(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept_file(path: &str, before: Before, size: Option<u64>) -> StartedFile {
+        StartedFile {
+            root: ChangeRoot::Workspace,
+            path: path.to_owned(),
+            before,
+            size,
+        }
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "the test's own temporary tree")]
+    fn a_kept_file_is_compared_with_the_file_now() {
+        let data = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let root = workspace.path().to_str().unwrap();
+        let sha256 = Snapshots::open(data.path())
+            .unwrap()
+            .put(b"one\ntwo\n")
+            .unwrap();
+        std::fs::write(workspace.path().join("a.txt"), "one\nTWO\n").unwrap();
+        std::fs::write(workspace.path().join("same.txt"), "one\ntwo\n").unwrap();
+
+        let changed = compare(
+            &kept_file("a.txt", Before::Kept(sha256.clone()), Some(8)),
+            Some(root),
+            Some(data.path()),
+            1024,
+        );
+        assert_eq!(
+            (
+                changed.before,
+                changed.now,
+                changed.now_size,
+                changed.changed
+            ),
+            (PathState::File, PathState::File, Some(8), Some(true))
+        );
+        let diff = changed.diff.unwrap();
+        assert!(diff.contains("-two") && diff.contains("+TWO"), "{diff}");
+
+        let same = compare(
+            &kept_file("same.txt", Before::Kept(sha256), Some(8)),
+            Some(root),
+            Some(data.path()),
+            1024,
+        );
+        assert_eq!((same.changed, same.diff), (Some(false), None));
+
+        // Deleted since (before: a file not kept), and nothing readable here.
+        let gone = compare(
+            &kept_file("gone.txt", Before::NotKept, Some(3)),
+            Some(root),
+            None,
+            1024,
+        );
+        assert_eq!((gone.now, gone.changed), (PathState::Absent, Some(true)));
+        let elsewhere = compare(&kept_file("a.txt", Before::Absent, None), None, None, 1024);
+        assert_eq!(
+            (elsewhere.now, elsewhere.changed, elsewhere.diff),
+            (PathState::Unknown, None, None)
+        );
+    }
+}
