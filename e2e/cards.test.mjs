@@ -320,6 +320,63 @@ test("an MCP write over an existing file: the precheck's label and diff, never â
   await page.close();
 });
 
+test("a card asking again a call that may already have run: the notice, the target before the call against now", async () => {
+  const views = [
+    fixture("ap_cut", "write_file", "file:write", {
+      target: "reports/<img src=x onerror=alert(1)>.md",
+      scope: "new_file",
+      content: "one\n",
+      arguments: { path: "reports/<img src=x onerror=alert(1)>.md", content: "one\n" },
+      precheck: { status: "ready", message: null, fingerprint: "fp3", diff: null, label: "overwrite" },
+      current: { changed: false, diff: null },
+      may_have_run: {
+        message: "this call may already have run: the process stopped after `write_file` started (2026-12-01T06:00:00Z) and before its result was recorded",
+        approval_id: "a_earlier",
+        started_at: "2026-12-01T06:00:00Z",
+        targets: [
+          {
+            path: "reports/<img src=x onerror=alert(1)>.md",
+            root: "workspace",
+            before: "absent",
+            before_size: null,
+            now: "file",
+            now_size: 4,
+            changed: true,
+            diff: "--- before the call/x.md\n+++ now/x.md\n@@ -0,0 +1 @@\n+one\n",
+          },
+        ],
+      },
+    }),
+    fixture("ap_plain", "write_file", "file:write", { target: "a.md", content: "a\n", arguments: { path: "a.md", content: "a\n" }, may_have_run: null }),
+  ];
+  const page = await app.context.newPage();
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(app.server.base + "/#/approvals");
+  await page.locator("#view .page").first().waitFor();
+  await page.evaluate(async (list) => {
+    const { approvalCard } = await import("/assets/card.js");
+    const section = document.createElement("section");
+    section.setAttribute("aria-label", "fixture cards");
+    for (const view of list) {
+      section.append(approvalCard(view, { linkToTask: false }).element);
+    }
+    document.querySelector("#view .page").prepend(section);
+  }, views);
+  const cut = card(page, "ap_cut");
+  const block = cut.locator(".may-have-run");
+  assert.equal(await block.locator("strong").textContent(), "This call may already have run");
+  assert.match(await block.locator(".may-have-run-message").textContent(), /^this call may already have run: /);
+  const line = await block.locator(".may-have-run-target p").first().textContent();
+  assert.match(line, /before the call nothing, now a file \(4 B\) â€” changed since the call started/);
+  // The model-chosen path is text, never markup.
+  assert.equal(await block.locator("img").count(), 0);
+  assert.match(line, /<img src=x onerror=alert\(1\)>/);
+  assert.equal(await block.locator(".diff-box").count(), 1);
+  assert.equal(await card(page, "ap_plain").locator(".may-have-run").count(), 0);
+  assert.deepEqual(await axeViolations(page), []);
+  await page.close();
+});
+
 test("the new console modules build their DOM without innerHTML", () => {
   for (const file of ["card.js", "effects.js", "changes.js"]) {
     const source = fs.readFileSync(path.join(ROOT, "crates/pp-server/assets", file), "utf8");

@@ -173,6 +173,40 @@ fn precheck_line(view: &ApprovalView, palette: Palette) -> Option<String> {
     Some(format!("│ now:        {text}\n"))
 }
 
+/// The card's `may have run:` lines when it asks again a call a crash cut after it
+/// started: the notice, then each target before that call and now, with the diff.
+fn may_have_run_lines(card: &mut String, view: &ApprovalView, palette: Palette, fold: Fold) {
+    let Some(notice) = &view.may_have_run else {
+        return;
+    };
+    card.push_str(&format!(
+        "│ may have run: {}\n",
+        palette.paint(Paint::Red, &one_line(&notice.message))
+    ));
+    let size = |size: Option<u64>| {
+        size.map(|bytes| format!(" ({})", pp_tasks::format_size(bytes)))
+            .unwrap_or_default()
+    };
+    for target in &notice.targets {
+        let changed = match target.changed {
+            Some(true) => "changed since",
+            Some(false) => "unchanged since",
+            None => "cannot tell whether it changed since",
+        };
+        card.push_str(&format!(
+            "│   `{}`: before the call {}{}, now {}{}: {changed} the call started\n",
+            one_line(&target.path),
+            target.before.as_str(),
+            size(target.before_size),
+            target.now.as_str(),
+            size(target.now_size),
+        ));
+        if let Some(diff) = &target.diff {
+            push_folded(card, &diff_lines(diff, palette), palette, fold);
+        }
+    }
+}
+
 pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -> String {
     let mut card = String::new();
     let risk = match view.risk {
@@ -197,6 +231,7 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
     if let Some(line) = precheck_line(view, palette) {
         card.push_str(&line);
     }
+    may_have_run_lines(&mut card, view, palette, fold);
     if let Some(edited) = &view.edited {
         let by = edited.by.as_deref().map(one_line).unwrap_or_default();
         let ran = edited

@@ -85,6 +85,7 @@ fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
         revertible: Some(true),
         outcome: None,
         provenance: pp_tasks::Provenance::default(),
+        may_have_run: None,
     }
 }
 
@@ -570,5 +571,47 @@ fn an_mcp_call_shows_server_tool_action_and_arguments() {
 │     \"path\": \"notes/../a.txt\"
 │   }
 └───────────────────────────────────────────────"
+    );
+}
+
+#[test]
+fn a_card_asking_again_a_cut_call_says_it_may_already_have_run() {
+    let mut card_view = view(None, Some("new\n".to_owned()));
+    card_view.may_have_run = Some(pp_tasks::MayHaveRun {
+        message: "this call may already have run: the process stopped\nforged".to_owned(),
+        approval_id: "a_1".to_owned(),
+        started_at: pp_types::Timestamp::from_millis(0),
+        targets: vec![pp_tasks::CutTarget {
+            path: "notes.txt".to_owned(),
+            root: pp_types::ChangeRoot::Workspace,
+            before: pp_tasks::PathState::Absent,
+            before_size: None,
+            now: pp_tasks::PathState::File,
+            now_size: Some(4),
+            changed: Some(true),
+            diff: Some(
+                "--- before the call/notes.txt\n+++ now/notes.txt\n@@ -0,0 +1 @@\n+new\n"
+                    .to_owned(),
+            ),
+        }],
+    });
+    let card = approval_card(&card_view, Palette::OFF, Fold::Nothing);
+    let lines: Vec<&str> = card.lines().collect();
+    let at = lines
+        .iter()
+        .position(|line| line.starts_with("│ may have run: this call may already have run"))
+        .unwrap_or_else(|| panic!("{card}"));
+    // The model-reachable text stays on its line.
+    assert!(
+        !lines.iter().any(|line| line.starts_with("forged")),
+        "{card}"
+    );
+    assert_eq!(
+        lines[at + 1],
+        "│   `notes.txt`: before the call absent, now file (4 B): changed since the call started"
+    );
+    assert!(
+        lines[at + 2..].iter().any(|line| line.contains("+new")),
+        "{card}"
     );
 }

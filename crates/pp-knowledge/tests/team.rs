@@ -46,7 +46,10 @@ async fn two_processes_share_one_memory_decided_by_the_database() {
     let store = store(data.path());
     let (a, b) = (process(&store, data.path()), process(&store, data.path()));
     let empty = b.memory.get().await.unwrap();
-    assert_eq!((empty.content.as_str(), empty.version.as_str()), ("", "absent"));
+    assert_eq!(
+        (empty.content.as_str(), empty.version.as_str()),
+        ("", "absent")
+    );
     let written = a
         .memory
         .put_if_version("absent", "likes tea\n".into())
@@ -90,7 +93,10 @@ async fn two_processes_share_one_set_of_skills_with_if_match() {
     assert_eq!((listed[0].name.as_str(), listed[0].valid), ("notes", true));
     let shown = b.skills.show("notes").await.unwrap();
     let v1 = shown.version.clone().unwrap();
-    assert_eq!(Some(v1.clone()), store.team_skill("notes").await.unwrap().map(|s| s.version));
+    assert_eq!(
+        Some(v1.clone()),
+        store.team_skill("notes").await.unwrap().map(|s| s.version)
+    );
     b.skills
         .put_file("notes", "refs/a.md", b"A".to_vec(), Some(v1.clone()))
         .await
@@ -172,8 +178,11 @@ async fn the_mirrors_of_processes_no_longer_running_are_removed() {
     let dead = cache.join("4000000000-0");
     std::fs::create_dir_all(dead.join("skills/notes")).unwrap();
     std::fs::write(dead.join("skills/notes/SKILL.md"), "x").unwrap();
-    std::fs::set_permissions(dead.join("skills/notes"), std::fs::Permissions::from_mode(0o555))
-        .unwrap();
+    std::fs::set_permissions(
+        dead.join("skills/notes"),
+        std::fs::Permissions::from_mode(0o555),
+    )
+    .unwrap();
     // A live process's (pid 1 always runs).
     let live = cache.join("1-0");
     std::fs::create_dir_all(&live).unwrap();

@@ -236,6 +236,51 @@ export function untrustedMark(provenance) {
   );
 }
 
+/** Words of a target's state before a cut call and now (`may_have_run.targets[]`). */
+const PATH_WORDS = { absent: "nothing", file: "a file", folder: "an empty folder", unknown: "not known here" };
+
+function sizeWords(bytes) {
+  return typeof bytes === "number" ? ` (${bytes} B)` : "";
+}
+
+/**
+ * Issue 29: the card of an approval that asks again, after a retry, a call the process
+ * stopped between its start and its recorded result: "this call may already have run",
+ * and each target before that call (from the change log) against the target now. Null
+ * on every other card. Paths are model-chosen: shown through `visibleCode`.
+ */
+export function mayHaveRunBlock(view) {
+  const notice = view && view.may_have_run;
+  if (!notice || typeof notice !== "object") {
+    return null;
+  }
+  const targets = Array.isArray(notice.targets) ? notice.targets : [];
+  return h(
+    "div",
+    { class: "may-have-run notice notice-warn", role: "note" },
+    h("strong", { text: "This call may already have run" }),
+    h("p", { class: "may-have-run-message", text: notice.message || "" }),
+    targets.map((target) =>
+      h(
+        "div",
+        { class: "may-have-run-target", dataset: { changed: String(target.changed) } },
+        h(
+          "p",
+          {},
+          visibleCode(target.path || "", "target"),
+          h("span", {
+            text:
+              `: before the call ${PATH_WORDS[target.before] || target.before}${sizeWords(target.before_size)}` +
+              `, now ${PATH_WORDS[target.now] || target.now}${sizeWords(target.now_size)} — ` +
+              (target.changed === true ? "changed since the call started" : target.changed === false ? "unchanged since the call started" : "cannot tell whether it changed"),
+          }),
+        ),
+        typeof target.diff === "string" ? renderDiffView({ text: target.diff }, { label: "the target before the call against now", toggle: false }) : null,
+      ),
+    ),
+  );
+}
+
 /** "Why this call": the model's own text, quoted, and what the task took in, newest first. */
 export function provenanceBlock(provenance) {
   if (!provenance) {
@@ -1204,6 +1249,7 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     outcomeLine,
     expander,
     currentSlot,
+    mayHaveRunBlock(view),
     untrustedMark(view.provenance),
     body,
     status,

@@ -86,9 +86,10 @@ pub use types::{
     ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Changeset, Channel,
     ChannelChange, ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus,
     FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel,
-    NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker, Overlap, PruneReport, Resolve,
-    Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, SkillFile, TaskChange, TaskFilter,
-    TeamImport, TeamMemory, TeamSkill, USER_TOKEN_PREFIX, WorkerRecord,
+    NewChatSession, NewModelCall, NewSchedule, NewStartedCall, NewTask, NewWorker, Overlap,
+    PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, SkillFile,
+    StartedCall, StartedFile, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill,
+    USER_TOKEN_PREFIX, WorkerRecord,
 };
 pub use url::StoreUrl;
 

@@ -72,7 +72,10 @@ mod view;
 mod workers;
 
 pub use access::{Action, Caller};
-pub use changelog::{ChangeLog, Outcome, OutcomeStatus, RevertRefusal, describe, format_size};
+pub use changelog::{
+    ChangeLog, CutTarget, MAY_HAVE_RUN, MayHaveRun, Outcome, OutcomeStatus, PathState,
+    RevertRefusal, describe, format_size,
+};
 pub use changeset::{ChangesetDecision, ChangesetView, DecisionResult, DecisionStatus};
 pub use client::link::{ClientLink, TaskShare};
 pub use client::{CallReply, ClientSession, ClientSettings, Waiting};

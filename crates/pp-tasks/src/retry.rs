@@ -202,3 +202,22 @@ pub(crate) fn decided_elsewhere(
         decisions,
     })
 }
+
+/// Links each of the new `approvals` that asks again a call a retry found cut (it
+/// started and has no recorded result: it may already have run) to that call, so its
+/// card says so ([`pp_store::Store::ask_cut_call_again`]). A failed link leaves the card
+/// without the notice; the approval itself stands.
+pub(crate) async fn ask_again(store: &Store, approvals: &[ApprovalRecord]) {
+    for approval in approvals {
+        // The link is a notice on the card: failing to make it leaves the approval as
+        // any other, which is still asked (never run blind).
+        let _ = store
+            .ask_cut_call_again(
+                &approval.id,
+                &approval.task_id,
+                &approval.tool,
+                approval.target.as_deref(),
+            )
+            .await;
+    }
+}

@@ -447,9 +447,19 @@ impl BeforeRun {
                     arguments_hash: Some(arguments_hash(executed)),
                     ..NewAudit::new(AuditAction::ToolStarted)
                 };
+                // What the targets held before the call goes with its `tool_started`
+                // row: a retry after a crash between the two shows it on the card that
+                // asks the call again ("this call may already have run").
+                let call = pp_store::NewStartedCall {
+                    approval_id: approval.id.clone(),
+                    task_id: approval.task_id.clone(),
+                    tool: approval.tool.clone(),
+                    target: approval.target.clone(),
+                    files: kept.started_files(),
+                };
                 shared
                     .store
-                    .append_audit(started)
+                    .call_started(call, started)
                     .await
                     .map_err(|error| format!("not run: {error}"))?;
                 self.sink.watch(Watched {
@@ -503,7 +513,10 @@ async fn suspend(
     // The task is read after the suspend: the transaction moved it, so this read sees
     // it waiting (or whatever a later change made of it, which is as good).
     let suspended = match shared.store.suspend(&task.id, approvals, change).await {
-        Ok(_) => shared.store.task(&task.id).await,
+        Ok((approvals, _)) => {
+            crate::retry::ask_again(&shared.store, &approvals).await;
+            shared.store.task(&task.id).await
+        }
         Err(error) => Err(error),
     };
     match suspended {

@@ -582,6 +582,9 @@ async fn retry_in(store: &Store, id: &TaskId, user: Option<&str>) -> pp_store::R
             expected: vec![TaskState::Interrupted],
         });
     }
+    // Nothing of the task runs now: an approved call that started and has no result
+    // may or may not have run. The approval that asks it again says so.
+    let cut = store.mark_cut_calls(id).await?;
     let approvals = store.approvals_for_task(id).await?;
     let last = approvals.last().cloned();
     let audit = |detail: &str| NewAudit {
@@ -607,11 +610,19 @@ async fn retry_in(store: &Store, id: &TaskId, user: Option<&str>) -> pp_store::R
         _ => None,
     };
     if let Some(approval) = unfinished {
-        let message = format!(
-            "the process stopped after `{}` was approved and before its result was \
-             recorded; asking for that approval again",
-            approval.tool
-        );
+        let message = if cut > 0 {
+            format!(
+                "the process stopped after `{}` started and before its result was \
+                 recorded: this call may already have run; asking for it again",
+                approval.tool
+            )
+        } else {
+            format!(
+                "the process stopped after `{}` was approved and before its result was \
+                 recorded; asking for that approval again",
+                approval.tool
+            )
+        };
         let event = |kind| Event {
             step: approval.checkpoint.step,
             kind,
@@ -624,7 +635,7 @@ async fn retry_in(store: &Store, id: &TaskId, user: Option<&str>) -> pp_store::R
             }),
             event(EventKind::approval_required(&checkpoint.pending)),
         ];
-        store
+        let asked = store
             .reopen_approval(
                 id,
                 &[TaskState::Interrupted],
@@ -637,6 +648,7 @@ async fn retry_in(store: &Store, id: &TaskId, user: Option<&str>) -> pp_store::R
                 events,
             )
             .await?;
+        crate::retry::ask_again(store, std::slice::from_ref(&asked)).await;
         store.append_audit(audit(&message)).await?;
         return store.task(id).await;
     }

@@ -9,7 +9,7 @@ use pp_types::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::changelog::{ChangeLog, Outcome, outcome_of};
+use crate::changelog::{ChangeLog, MayHaveRun, Outcome, may_have_run, outcome_of};
 use crate::error::Result;
 use crate::precheck::{Precheck, PrecheckStatus};
 use crate::provenance::Provenance;
@@ -166,6 +166,10 @@ pub struct ApprovalView {
     /// Why the call is asked for: the model's text of that turn and what the task took
     /// in since the person's last message ([`Provenance::of`]); on every card.
     pub provenance: Provenance,
+    /// Set when this approval asks again, after a retry, a call that started and has no
+    /// recorded result (the process stopped in between): "this call may already have
+    /// run", with each target before that call and now. `null` otherwise.
+    pub may_have_run: Option<MayHaveRun>,
 }
 
 /// An approval as a row of the inbox list (`GET /api/approvals`): what a person needs to
@@ -243,6 +247,9 @@ pub struct ApprovalRow {
     /// What really happened to the call; absent while pending.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// Whether this approval asks again a call that may already have run (the card's
+    /// `may_have_run` says what to compare).
+    pub may_have_run: bool,
 }
 
 impl From<ApprovalView> for ApprovalRow {
@@ -274,6 +281,7 @@ impl From<ApprovalView> for ApprovalRow {
             resolved_by_user: view.resolved_by_user,
             reason: view.reason,
             outcome: view.outcome,
+            may_have_run: view.may_have_run.is_some(),
         }
     }
 }
@@ -341,6 +349,7 @@ impl ApprovalView {
             outcome: None,
             // Without the task: who wrote the prompt is unknown ([`view_of`] knows).
             provenance: Provenance::of(&approval.checkpoint.messages, &approval.call_id, None),
+            may_have_run: None,
         }
     }
 }
@@ -446,6 +455,7 @@ pub(crate) async fn view_of(
     task: Option<TaskRecord>,
 ) -> ApprovalView {
     let outcome = outcome_of(log, &approval, task.as_ref()).await;
+    let may_have_run = may_have_run(log, &approval, task.as_ref()).await;
     let provenance = Provenance::of(
         &approval.checkpoint.messages,
         &approval.call_id,
@@ -457,6 +467,7 @@ pub(crate) async fn view_of(
     };
     ApprovalView {
         outcome,
+        may_have_run,
         provenance,
         created_by,
         origin,

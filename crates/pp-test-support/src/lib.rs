@@ -30,6 +30,7 @@
     reason = "test fixtures build trees with std::fs on paths the test chose, and panic on setup failure"
 )]
 
+mod cut;
 pub mod http;
 pub mod mcp_servers;
 pub mod mock;
@@ -42,6 +43,7 @@ mod wait;
 
 use std::path::{Path, PathBuf};
 
+pub use cut::cut_after_start;
 pub use unprivileged::{is_root, rerun_as_nobody};
 pub use wait::{wait_until, wait_until_async};
 

@@ -60,7 +60,10 @@ fn the_shared_folder_is_imported_once_then_refused_and_every_machine_sees_the_te
     // The first process of the team imports the folder and says to drop the setting.
     let first = command(&first_home, &with_shared, &["memory", "show", "--json"]);
     let (_, stderr) = text(&first);
-    assert!(stderr.contains("imported into the team's database"), "{stderr}");
+    assert!(
+        stderr.contains("imported into the team's database"),
+        "{stderr}"
+    );
     assert!(stderr.contains("skills tidy"), "{stderr}");
     assert!(stderr.contains("remove `shared_dir`"), "{stderr}");
     assert_eq!(json_of(&first)["content"], "the team likes tea\n");
@@ -75,9 +78,17 @@ fn the_shared_folder_is_imported_once_then_refused_and_every_machine_sees_the_te
 
     // Another machine (its own data directory, no shared folder) sees the team's.
     let plain = config(&tree, "b.toml", &db, None);
-    let memory = json_of(&command(&second_home, &plain, &["memory", "show", "--json"]));
+    let memory = json_of(&command(
+        &second_home,
+        &plain,
+        &["memory", "show", "--json"],
+    ));
     assert_eq!(memory["content"], "the team likes tea\n");
-    let skills = json_of(&command(&second_home, &plain, &["skills", "list", "--json"]));
+    let skills = json_of(&command(
+        &second_home,
+        &plain,
+        &["skills", "list", "--json"],
+    ));
     let names: Vec<&str> = skills["skills"]
         .as_array()
         .unwrap()
@@ -89,6 +100,10 @@ fn the_shared_folder_is_imported_once_then_refused_and_every_machine_sees_the_te
     assert!(!second_home.join("memory.md").exists());
     // Changing the shared folder now changes nothing the team sees.
     std::fs::write(shared.join("memory.md"), "changed behind the team's back\n").unwrap();
-    let memory = json_of(&command(&second_home, &plain, &["memory", "show", "--json"]));
+    let memory = json_of(&command(
+        &second_home,
+        &plain,
+        &["memory", "show", "--json"],
+    ));
     assert_eq!(memory["content"], "the team likes tea\n");
 }

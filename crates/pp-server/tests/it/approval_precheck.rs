@@ -319,3 +319,72 @@ async fn a_decision_cannot_name_another_tool_and_an_edit_is_shown_as_what_ran() 
             .contains("keep.md")
     );
 }
+
+/// Issue 29, item 3: after a retry, the card of a call cut between its start and its
+/// result says it may already have run, with the target before the call against now;
+/// the inbox row flags it.
+#[tokio::test]
+async fn a_retried_card_says_the_call_may_already_have_run() {
+    let app = App::running();
+    let (task, id) = app.waiting_write("reports/x.md", "one\n").await;
+    let approval = app
+        .service
+        .approvals_for_task(&task)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|approval| approval.id.as_str() == id)
+        .unwrap();
+    pp_test_support::cut_after_start(&app.store, &approval, "reports/x.md").await;
+    app.tree.file("reports/x.md", "one\n");
+
+    let retried = app
+        .call(Method::POST, &format!("/api/tasks/{task}/retry"))
+        .await;
+    retried.expect(200, None);
+    assert_eq!(retried.json["state"], "waiting_approval");
+    let again = app.service.approvals_for_task(&task).await.unwrap();
+    let again = again.last().unwrap().id.to_string();
+    assert_ne!(again, id);
+
+    let card = app
+        .call(Method::GET, &format!("/api/approvals/{again}"))
+        .await;
+    card.expect(200, None);
+    let notice = &card.json["may_have_run"];
+    assert!(
+        notice["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("this call may already have run"),
+        "{notice}"
+    );
+    assert_eq!(notice["approval_id"], id.as_str());
+    let target = &notice["targets"][0];
+    assert_eq!(
+        (
+            target["path"].clone(),
+            target["before"].clone(),
+            target["now"].clone(),
+            target["changed"].clone()
+        ),
+        (
+            json!("reports/x.md"),
+            json!("absent"),
+            json!("file"),
+            json!(true)
+        )
+    );
+    assert!(target["diff"].as_str().unwrap().contains("+one"));
+    // The earlier card has none; the inbox row flags the new one.
+    let earlier = app.call(Method::GET, &format!("/api/approvals/{id}")).await;
+    assert_eq!(earlier.json["may_have_run"], Value::Null);
+    let inbox = app.call(Method::GET, "/api/approvals").await;
+    let row = inbox.json["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["id"] == again.as_str())
+        .unwrap();
+    assert_eq!(row["may_have_run"], true);
+}

@@ -399,6 +399,10 @@ fn the_document_enums_are_the_rust_names() {
     assert_eq!(names(&approval["risk"]), Risk::NAMES);
     assert_eq!(names(&approval["label"]), WriteLabel::NAMES);
     assert_eq!(names(&approval["scope"]), EffectScope::NAMES);
+    let target = &schemas["MayHaveRun"]["properties"]["targets"]["items"]["properties"];
+    assert_eq!(names(&target["before"]), pp_tasks::PathState::NAMES);
+    assert_eq!(names(&target["now"]), pp_tasks::PathState::NAMES);
+    assert_eq!(names(&target["root"]), ChangeRoot::NAMES);
     assert_eq!(names(&schemas["Me"]["properties"]["role"]), Role::NAMES);
     let result = &schemas["ChangesetResolveResult"]["properties"]["results"]["items"];
     assert_eq!(

@@ -287,11 +287,18 @@ async fn a_skill_change_with_a_stale_if_match_is_refused() {
     let uri = "/api/skills/notes";
     let body = |text: &str| Body::from(json!({"skill_md": text}).to_string());
     let created = app
-        .call_json(Method::PUT, uri, &json!({"skill_md": skill_md("notes", "Notes.", "v1\n")}))
+        .call_json(
+            Method::PUT,
+            uri,
+            &json!({"skill_md": skill_md("notes", "Notes.", "v1\n")}),
+        )
         .await;
     created.expect(201, None);
     let v1 = created.headers["etag"].to_str().unwrap().to_owned();
-    assert_eq!(v1, format!("\"{}\"", created.json["version"].as_str().unwrap()));
+    assert_eq!(
+        v1,
+        format!("\"{}\"", created.json["version"].as_str().unwrap())
+    );
     assert!(v1.starts_with("\"sha256:"), "{v1}");
     let shown = app.call(Method::GET, uri).await;
     assert_eq!(shown.headers["etag"].to_str().unwrap(), v1);
@@ -303,7 +310,9 @@ async fn a_skill_change_with_a_stale_if_match_is_refused() {
             .body(body(&text))
             .unwrap()
     };
-    let replaced = app.send(put(&v1, skill_md("notes", "Notes.", "v2\n"))).await;
+    let replaced = app
+        .send(put(&v1, skill_md("notes", "Notes.", "v2\n")))
+        .await;
     replaced.expect(200, None);
     assert_ne!(replaced.headers["etag"].to_str().unwrap(), v1);
     // With the old one: 412, for a write, a file and a removal alike.
@@ -331,5 +340,7 @@ async fn a_skill_change_with_a_stale_if_match_is_refused() {
     assert_eq!(now.json["files"], json!([]));
     // Without If-Match: no 428, the change lands.
     app.call(Method::DELETE, uri).await.expect(200, None);
-    app.call(Method::GET, uri).await.expect(404, Some("not_found"));
+    app.call(Method::GET, uri)
+        .await
+        .expect(404, Some("not_found"));
 }

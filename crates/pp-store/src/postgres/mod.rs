@@ -37,6 +37,7 @@ mod prune;
 mod rows;
 mod schedules;
 mod schema;
+mod started;
 mod task_search;
 mod tasks;
 #[cfg(test)]

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0005_edited_preview.sql"),
     include_str!("../../migrations/postgres/0006_changesets.sql"),
     include_str!("../../migrations/postgres/0007_team_knowledge.sql"),
+    include_str!("../../migrations/postgres/0008_started_calls.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

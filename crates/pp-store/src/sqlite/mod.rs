@@ -19,6 +19,7 @@ mod prune;
 mod rows;
 mod schedules;
 mod schema;
+mod started;
 mod task_search;
 mod tasks;
 mod users;

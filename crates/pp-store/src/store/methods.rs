@@ -23,9 +23,9 @@ use crate::error::Result;
 use crate::types::{
     AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
     DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval,
-    NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule, NewTask, NewWorker,
-    PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile, TaskChange, TaskFilter,
-    TeamImport, TeamMemory, TeamSkill, WorkerRecord,
+    NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule, NewStartedCall, NewTask,
+    NewWorker, PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile, StartedCall,
+    TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).
@@ -174,6 +174,23 @@ store_methods! {
     /// The ledger's actions (and details) about an approved call, oldest first: what
     /// an approval card's outcome is derived from.
     fn approval_ledger(approval: &ApprovalId => owned) -> Vec<(AuditAction, Option<String>)>;
+
+    /// Records that an approved call is about to run: `started` (what its targets held
+    /// right before it) and its `audit` row (`tool_started`), in one transaction.
+    fn call_started(started: NewStartedCall, audit: NewAudit) -> ();
+
+    /// Marks the started calls of `task` with no result in the ledger `cut` (they may
+    /// or may not have run): what a retry does first. Returns how many.
+    fn mark_cut_calls(task: &TaskId => owned) -> usize;
+
+    /// Names `approval` as the one asking again the oldest cut call of `task` with the
+    /// same `tool` and `target` that no approval asks again yet; returns that call
+    /// (`None`: the approval asks nothing that may already have run).
+    fn ask_cut_call_again(approval: &ApprovalId => owned, task: &TaskId => owned, tool: &str => owned, target: Option<&str> => owned_str) -> Option<StartedCall>;
+
+    /// The cut call `approval` asks again, if it is one: what its card's "this call may
+    /// already have run" shows.
+    fn cut_call_asked_by(approval: &ApprovalId => owned) -> Option<StartedCall>;
 
     /// Revert intents a crash may have left (`pending`), of one task or (`None`) of all.
     fn pending_reverts(task: Option<&TaskId> => owned_opt) -> Vec<ChangeRow>;

@@ -12,6 +12,7 @@ mod knowledge;
 mod model_calls;
 mod prune;
 mod schedules;
+mod started;
 mod tasks;
 mod users;
 mod workers;
@@ -30,6 +31,8 @@ pub use schedules::{
     FireOccurrence, Fired, NewSchedule, Overlap, Schedule, ScheduleEvent, ScheduleEventKind,
     ScheduleSpec,
 };
+pub use started::{NewStartedCall, StartedCall, StartedFile};
+pub(crate) use started::{files_column, files_of};
 pub use tasks::{NewTask, TaskChange, TaskFilter};
 pub use users::{LoginOwner, USER_TOKEN_PREFIX};
 pub use workers::{NewWorker, WorkerRecord};

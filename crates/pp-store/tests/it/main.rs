@@ -29,6 +29,7 @@ mod logins;
 mod prune;
 mod schedules;
 mod sqlite;
+mod started;
 mod store;
 mod task_search;
 mod tasks;

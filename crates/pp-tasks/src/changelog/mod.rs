@@ -20,6 +20,7 @@
 //! The change log reaches the store only through [`ChangeBook`] (the store calls it
 //! makes, nothing else) and tasks only through the [`TaskService`]'s methods.
 
+mod cut;
 mod entries;
 mod finish;
 mod outcome;
@@ -34,6 +35,8 @@ use pp_types::{
     Actor, ApprovalId, AuditAction, Change, ChangeId, NewAudit, TaskId, TaskRecord, Timestamp,
 };
 
+pub(crate) use cut::may_have_run;
+pub use cut::{CutTarget, MAY_HAVE_RUN, MayHaveRun, PathState};
 pub(crate) use outcome::outcome_of;
 pub use outcome::{Outcome, OutcomeStatus, describe, format_size};
 

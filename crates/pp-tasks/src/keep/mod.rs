@@ -156,6 +156,20 @@ pub(crate) async fn keep(
 }
 
 impl Kept {
+    /// What each target held right before the call, as the started-call row keeps it
+    /// (what a retry's "this call may already have run" compares with the target now).
+    pub(crate) fn started_files(&self) -> Vec<pp_store::StartedFile> {
+        self.files
+            .iter()
+            .map(|file| pp_store::StartedFile {
+                root: file.root,
+                path: file.path.clone(),
+                before: file.before.clone(),
+                size: file.size,
+            })
+            .collect()
+    }
+
     /// The change rows of the call, which succeeded: the state of each file right after
     /// the write (size, fingerprint, content kept when small enough). Reads files: call
     /// it off the async threads.

@@ -632,7 +632,10 @@ async fn the_teams_memory_is_written_and_reverted_in_the_database() {
     }
     assert_eq!(state, TaskState::Completed);
     assert_eq!(team_memory().await.as_deref(), Some("fresh\n"));
-    assert!(!data.path().join("memory.md").exists(), "the file is not the memory");
+    assert!(
+        !data.path().join("memory.md").exists(),
+        "the file is not the memory"
+    );
     let logged = service.changes().of_task(&task.id).await.unwrap();
     assert_eq!(
         kinds(&logged),
@@ -681,5 +684,9 @@ async fn the_teams_memory_is_written_and_reverted_in_the_database() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(team_memory().await, None, "the memory the agent created is gone");
+    assert_eq!(
+        team_memory().await,
+        None,
+        "the memory the agent created is gone"
+    );
 }

@@ -667,8 +667,14 @@ mod tests {
         let toolbox = crate::Toolbox::new().with(Arc::new(provider));
         let equip = || toolbox.equip(&workspace, crate::Limits::default()).unwrap();
         assert!(equip().prompt.skills.is_empty());
-        change(&a, "notes", None, |at| put_skill_md(at, "notes", &skill_md("notes", "v1\n"))).unwrap();
-        change(&a, "notes", None, |at| put_file(at, "notes", "refs/a.md", b"A")).unwrap();
+        change(&a, "notes", None, |at| {
+            put_skill_md(at, "notes", &skill_md("notes", "v1\n"))
+        })
+        .unwrap();
+        change(&a, "notes", None, |at| {
+            put_file(at, "notes", "refs/a.md", b"A")
+        })
+        .unwrap();
         // The next segment sees it (no refresh by hand), and reads its file in its jail.
         let equipment = equip();
         assert_eq!(
@@ -682,7 +688,9 @@ mod tests {
             &serde_json::json!({"name": "notes", "path": "refs/a.md"}),
         ));
         match output {
-            pp_types::ToolOutput::Success { content } => assert!(content.contains('A'), "{content}"),
+            pp_types::ToolOutput::Success { content } => {
+                assert!(content.contains('A'), "{content}")
+            }
             other => panic!("{other:?}"),
         }
         change(&a, "notes", None, |at| remove(at, "notes")).unwrap();

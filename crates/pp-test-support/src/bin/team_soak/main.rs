@@ -8,8 +8,9 @@
 //! that stops for approval. This binary is the fourth process: it creates the tasks as a
 //! member through both serves, follows the global event feed over SSE, resolves every
 //! approval from two approvers at once (one per serve; exactly one may win), retries
-//! interrupted tasks, and with `--kill` SIGKILLs the worker (or B) once ~30 % of the
-//! tasks ended. The end checks (`verify.rs`) cross-check tasks, the feed, the audit and
+//! interrupted tasks, and with `--kill` SIGKILLs the worker once ~30 % of the tasks
+//! ended, then serve B right after an approved write once ~60 % ended (with two
+//! processes, B at ~30 %; `serve_kill.rs`). The end checks (`verify.rs`) cross-check tasks, the feed, the audit and
 //! the host folders; any violation exits 1.
 #![allow(
     clippy::print_stdout,
@@ -24,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod serve_kill;
 mod verify;
 
 use clap::Parser;
@@ -45,8 +47,9 @@ struct Args {
     /// Percent of the tasks that write a file and so stop for approval.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
     approval_percent: u8,
-    /// SIGKILL the worker (or B without a worker) once ~30 % of the tasks ended, and do
-    /// not restart it.
+    /// SIGKILL the worker once ~30 % of the tasks ended, then serve B right after an
+    /// approved write (B ran it) once ~60 % ended (with two processes: B at ~30 %); no
+    /// restart.
     #[arg(long)]
     kill: bool,
     /// A `postgres://` admin URL: the run gets a fresh schema there (dropped at the end
@@ -452,6 +455,8 @@ pub(crate) struct Record {
     pub(crate) retries: usize,
     /// Tasks running when the victim was killed (`None`: no kill).
     pub(crate) running_at_kill: Option<usize>,
+    /// The serve-kill round, once B was killed right after an approved write.
+    pub(crate) serve_kill: Option<serve_kill::ServeKill>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -598,6 +603,7 @@ async fn run_in(
         args.tasks,
         args.approval_percent,
     ));
+    let (arm, armed_with) = tokio::sync::oneshot::channel();
     let resolving = tokio::spawn(resolve_loop(
         racers,
         admin.clone(),
@@ -605,10 +611,15 @@ async fn run_in(
         Arc::clone(&shared),
         Rng::new(seed ^ 0x7ea4),
         stopped,
+        (armed_with, root.to_path_buf()),
     ));
+    let mut arm = Some(arm);
+    // The serve-kill round: at ~60 % with a worker (killed at ~30 %), else at ~30 %.
+    let serve_round_tenths = if args.processes == 3 { 6 } else { 3 };
 
-    // Drive: watch the states, retry interrupted tasks, kill the victim at ~30 %.
-    let victim = if args.processes == 3 { 2 } else { 1 };
+    // Drive: watch the states, retry interrupted tasks, kill the worker at ~30 % and
+    // hand B to the resolver for the serve-kill round.
+    let victim = 2;
     let mut violations = Vec::new();
     let mut killed = false;
     let ended_at = loop {
@@ -639,7 +650,19 @@ async fn run_in(
             ));
             break None;
         }
-        if args.kill && !killed && completed * 10 >= args.tasks * 3 && args.processes > 1 {
+        if args.kill
+            && args.processes > 1
+            && completed * 10 >= args.tasks * serve_round_tenths
+            && let (Some(arm), Some(serve_b)) =
+                (arm.take(), processes.get_mut(1).and_then(Option::take))
+        {
+            println!(
+                "serve-kill round armed with {completed} of {} tasks completed",
+                args.tasks
+            );
+            let _ = arm.send(serve_b);
+        }
+        if args.kill && !killed && completed * 10 >= args.tasks * 3 && args.processes == 3 {
             let running = count("running");
             if let Some(process) = processes.get_mut(victim).and_then(Option::take) {
                 if victim == 1 {
@@ -707,6 +730,11 @@ async fn run_in(
     }
     let _ = stop.send(true);
     let _ = resolving.await;
+    let kills = usize::from(killed) + usize::from(lock(&shared).serve_kill.is_some());
+    killed = kills > 0;
+    if args.kill && args.processes > 1 && lock(&shared).serve_kill.is_none() {
+        violations.push("the serve-kill round never killed B".to_owned());
+    }
 
     let report = verify::verify(
         &verify::Context {
@@ -752,7 +780,11 @@ async fn run_in(
         backend.name(),
         args.processes,
         args.tasks,
-        if killed { ", 1 killed" } else { "" },
+        match kills {
+            0 => String::new(),
+            1 => ", 1 killed".to_owned(),
+            n => format!(", {n} killed"),
+        },
         match secs {
             Some(secs) => format!(
                 "{:.1} tasks/s ({} tasks in {secs:.1} s, first create to last end)",
@@ -869,10 +901,16 @@ async fn resolve_loop(
     shared: Shared,
     mut rng: Rng,
     stop: watch::Receiver<bool>,
+    (mut armed_with, root): (tokio::sync::oneshot::Receiver<Process>, PathBuf),
 ) {
     let mut sent: BTreeSet<String> = BTreeSet::new();
     let mut running = Vec::new();
+    // Serve B once the driver arms the serve-kill round, and since when.
+    let mut serve_b: Option<(Process, Instant)> = None;
     while !*stop.borrow() {
+        if let Ok(process) = armed_with.try_recv() {
+            serve_b = Some((process, Instant::now()));
+        }
         let pending = match admin
             .get_json("/api/approvals?state=pending&limit=1000", REQUEST_LIMIT)
             .await
@@ -884,6 +922,28 @@ async fn resolve_loop(
                 continue;
             }
         };
+        if let Some((process, since)) = serve_b.take() {
+            match serve_kill::pick(&pending, &sent) {
+                Some((id, task)) => {
+                    let (id, task) = (id.to_owned(), task.to_owned());
+                    sent.insert(id.clone());
+                    b_alive.store(false, Ordering::SeqCst);
+                    serve_kill::approve_then_kill(
+                        &racers[1], &admin, process, &id, &task, &root, &shared,
+                    )
+                    .await;
+                }
+                // No write to approve for a while (few writers): kill B anyway.
+                None if since.elapsed() > Duration::from_secs(30) => {
+                    b_alive.store(false, Ordering::SeqCst);
+                    let _ = process.kill();
+                    lock(&shared).notes.push(
+                        "serve-kill round: no write approval came; B killed without one".to_owned(),
+                    );
+                }
+                None => serve_b = Some((process, since)),
+            }
+        }
         let ids: Vec<String> = pending["approvals"]
             .as_array()
             .into_iter()

@@ -223,6 +223,8 @@ pub(crate) async fn verify(
             .count();
         if won == 1 && lost == 1 {
             clean_races += 1;
+        } else if won == 1 && sorted.iter().any(|o| o == crate::serve_kill::SOLO) {
+            // The serve-kill round's approval: approved alone through B.
         } else if won == 1 && context.killed && sorted.iter().any(|o| o.starts_with("error")) {
             lock(context.shared).notes.push(format!(
                 "approval {id}: one resolve went to the killed process: {sorted:?}"
@@ -271,9 +273,15 @@ pub(crate) async fn verify(
     let executed_rows = audit(context.admin, "tool_executed").await?;
     let mut by_approval: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_task: BTreeMap<String, usize> = BTreeMap::new();
+    // When each task's write first ran (ms): no approval of the task may be asked later.
+    let mut written_at: BTreeMap<String, i64> = BTreeMap::new();
     for row in executed_rows.iter().filter(is_write) {
         *by_approval.entry(text(&row["approval_id"])).or_default() += 1;
         *by_task.entry(text(&row["task_id"])).or_default() += 1;
+        if let Some(at) = millis(&row["at"]) {
+            let first = written_at.entry(text(&row["task_id"])).or_insert(at);
+            *first = (*first).min(at);
+        }
     }
     // `tool_started` is committed right before an approved call runs: one without its
     // outcome is a write a kill may have cut (the ledger says so); it counts as the
@@ -335,25 +343,21 @@ pub(crate) async fn verify(
         .values()
         .filter(|index| writes(**index, context.approval_percent))
         .count();
-    // A retry that starts again from the prompt (the ledger held the write's outcome, but
-    // the kill came before `task_completed`) is a new run whose write asks again: each
-    // run (`task_started`) may write once, under its own approval. A call cut after
-    // `tool_started` may or may not have written; if it did, its retried call is refused
-    // as stale. So: recorded writes at most one per run, and at least one write recorded
-    // or cut (the file check below says which).
-    let mut rewritten = 0;
+    // A retry continues after the last recorded result (issue 29, item 3): a write whose
+    // result is recorded is never asked again, so each task's write is recorded at most
+    // once, whatever was killed. A call cut after `tool_started` may or may not have
+    // written; it is asked again as a new approval that says "this call may already
+    // have run", and if it did write, that approval is refused at run time as stale.
+    // So: exactly one write recorded or cut per writing task, at most one recorded.
     for (id, index) in &tasks {
         let runs = by_task.get(id).copied().unwrap_or(0);
         let cuts = cut_by_task.get(id).copied().unwrap_or(0);
-        let allowed = starts.get(id).copied().unwrap_or(1);
         if writes(*index, context.approval_percent) {
-            if runs + cuts == 0 || runs > allowed {
+            if runs + cuts == 0 || runs > 1 {
                 violations.push(format!(
-                    "task {index} ({id}): its write ran {runs} times (+{cuts} cut by the \
-                     kill) in {allowed} run(s)"
+                    "task {index} ({id}): its write ran {runs} times (+{cuts} cut by a kill); \
+                     a retry must not run a recorded write again"
                 ));
-            } else if runs > 1 {
-                rewritten += 1;
             }
         } else if runs + cuts > 0 {
             violations.push(format!(
@@ -363,10 +367,9 @@ pub(crate) async fn verify(
     }
     report.lines.push(format!(
         "approvals: {} raced (one 2xx + one 409 in {clean_races}); {} approved ({} once each); \
-         {} stale; {} writes executed for {writers} writing tasks, {} more cut by the kill \
+         {} stale; {} writes executed for {writers} writing tasks, {} more cut by a kill \
          after tool_started (file checked below); {unexecuted} approved call(s) of \
-         interrupted tasks asked again before running; {rewritten} task(s) started again \
-         from the prompt after the kill and wrote again under a new approval",
+         interrupted tasks asked again before running",
         races.len(),
         approved.len(),
         approved.values().filter(|n| **n == 1).count(),
@@ -374,6 +377,8 @@ pub(crate) async fn verify(
         by_approval.values().sum::<usize>(),
         cut.len(),
     ));
+
+    asked_twice(context, &written_at, &cut, &mut report, violations).await?;
 
     // Files: each write in its workspace's shared folder (every host reaches the same
     // files through its own path), exact content, in no other workspace.
@@ -427,7 +432,13 @@ pub(crate) async fn verify(
 
     // The kill.
     if context.killed {
-        let running = lock(context.shared).running_at_kill.unwrap_or(0);
+        let running = {
+            let record = lock(context.shared);
+            record
+                .running_at_kill
+                .or(record.serve_kill.as_ref().map(|round| round.running))
+                .unwrap_or(0)
+        };
         report.lines.push(format!(
             "kill: {running} task(s) running at the kill; {interruptions} interruption(s) \
              afterwards"
@@ -451,6 +462,110 @@ pub(crate) async fn verify(
         ));
     }
     Ok(report)
+}
+
+/// A feed or audit time in ms since the epoch.
+fn millis(value: &Value) -> Option<i64> {
+    serde_json::from_value::<Timestamp>(value.clone())
+        .ok()
+        .map(Timestamp::as_millis)
+}
+
+/// Every approval row (`GET /api/approvals`, each state), by task.
+async fn approvals_by_task(admin: &Endpoint) -> std::io::Result<BTreeMap<String, Vec<Value>>> {
+    let mut by_task: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for state in ["pending", "approved", "rejected", "stale", "cancelled"] {
+        let page = admin
+            .get_json(
+                &format!("/api/approvals?state={state}&limit=1000"),
+                REQUEST_LIMIT,
+            )
+            .await?;
+        for row in page["approvals"].as_array().into_iter().flatten() {
+            by_task
+                .entry(text(&row["task_id"]))
+                .or_default()
+                .push(row.clone());
+        }
+    }
+    Ok(by_task)
+}
+
+/// Retry asks nothing twice (issue 29, item 3): no approval of a task was asked after
+/// its write ran (a recorded write is continued from, never asked again), and every
+/// approval asked again for a call cut after `tool_started` says it may already have
+/// run (`may_have_run`). The serve-kill round's task is reported on its own.
+async fn asked_twice(
+    context: &Context<'_>,
+    written_at: &BTreeMap<String, i64>,
+    cut: &BTreeSet<String>,
+    report: &mut Report,
+    violations: &mut Vec<String>,
+) -> std::io::Result<()> {
+    let approvals = approvals_by_task(context.admin).await?;
+    let tasks = lock(context.shared).tasks.clone();
+    let (mut again, mut flagged, mut after_write) = (0, 0, 0);
+    for (task, rows) in &approvals {
+        let index = tasks.get(task).copied().unwrap_or(usize::MAX);
+        let mut rows: Vec<&Value> = rows.iter().collect();
+        rows.sort_by_key(|row| millis(&row["created_at"]).unwrap_or(0));
+        if rows.len() > 1 {
+            again += rows.len() - 1;
+        }
+        for row in &rows {
+            let id = text(&row["id"]);
+            let created = millis(&row["created_at"]).unwrap_or(0);
+            if let Some(written) = written_at.get(task)
+                && created > *written
+            {
+                after_write += 1;
+                violations.push(format!(
+                    "task {index} ({task}): approval {id} asked after its write ran: a \
+                     person was asked twice for one change"
+                ));
+            }
+            if row["may_have_run"] == true {
+                flagged += 1;
+            }
+        }
+        // A cut call's task asks again with the notice.
+        let cut_here = rows.iter().any(|row| cut.contains(&text(&row["id"])));
+        if cut_here && rows.len() > 1 && !rows.iter().any(|row| row["may_have_run"] == true) {
+            violations.push(format!(
+                "task {index} ({task}): a call cut after tool_started was asked again without \
+                 \"this call may already have run\""
+            ));
+        }
+    }
+    report.lines.push(format!(
+        "asked twice: {after_write} approval(s) asked after their task's write ran; {again} \
+         asked again after a kill, {flagged} of them saying \"this call may already have run\""
+    ));
+    if let Some(round) = lock(context.shared).serve_kill.clone() {
+        let rows = approvals.get(&round.task).map_or(0, Vec::len);
+        let ran = written_at.contains_key(&round.task);
+        report.lines.push(format!(
+            "serve kill: B killed right after approving {} ({}; file {} at the kill; {} \
+             running); its task asked {} approval(s) in all, its write recorded: {}",
+            round.approval,
+            round.answer,
+            if round.file_seen {
+                "written"
+            } else {
+                "not seen"
+            },
+            round.running,
+            rows,
+            if ran { "yes" } else { "no (cut or not run)" }
+        ));
+        if round.answer != "2xx" {
+            violations.push(format!(
+                "serve kill: approving {} through B answered {}",
+                round.approval, round.answer
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A file's content, read off the async threads.
