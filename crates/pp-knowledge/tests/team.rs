@@ -25,6 +25,37 @@ fn store(dir: &Path) -> Store {
     Store::open_with_clock(&dir.join("team.db"), clock).unwrap()
 }
 
+/// Registers `async fn NAME(store: Store)` twice: `NAME::sqlite` (a database file) and
+/// `NAME::postgres` (a schema of its own on the test server; skipped without one,
+/// failing under CI).
+macro_rules! both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let dir = tempfile::tempdir().unwrap();
+                super::$name(super::store(dir.path())).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some(schema) =
+                    pp_test_support::postgres::Schema::create("knowledge", stringify!($name))
+                else {
+                    return;
+                };
+                let clock = std::sync::Arc::new(pp_types::ManualClock::new(
+                    pp_types::Timestamp::from_millis(1_700_000_000_000),
+                ));
+                let store = pp_store::Store::connect(&schema.store_url(), clock)
+                    .await
+                    .unwrap();
+                super::$name(store).await;
+            }
+        }
+    };
+}
+
 /// One process of the team: its memory and skills services over the team's store.
 struct Process {
     memory: MemoryService,
@@ -40,10 +71,9 @@ fn process(store: &Store, data: &Path) -> Process {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_processes_share_one_memory_decided_by_the_database() {
+both!(two_processes_share_one_memory_decided_by_the_database);
+async fn two_processes_share_one_memory_decided_by_the_database(store: Store) {
     let data = tempfile::tempdir().unwrap();
-    let store = store(data.path());
     let (a, b) = (process(&store, data.path()), process(&store, data.path()));
     let empty = b.memory.get().await.unwrap();
     assert_eq!(
@@ -79,10 +109,9 @@ async fn two_processes_share_one_memory_decided_by_the_database() {
     assert_eq!(a.memory.get().await.unwrap().content, "likes coffee\n");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_processes_share_one_set_of_skills_with_if_match() {
+both!(two_processes_share_one_set_of_skills_with_if_match);
+async fn two_processes_share_one_set_of_skills_with_if_match(store: Store) {
     let data = tempfile::tempdir().unwrap();
-    let store = store(data.path());
     let (a, b) = (process(&store, data.path()), process(&store, data.path()));
     a.skills
         .put_skill_md("notes", skill_md("notes", "Notes.", "v1\n"), None)
@@ -113,10 +142,9 @@ async fn two_processes_share_one_set_of_skills_with_if_match() {
     assert_eq!(store.team_skill_versions().await.unwrap(), []);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_folder_is_imported_once_per_team() {
+both!(a_folder_is_imported_once_per_team);
+async fn a_folder_is_imported_once_per_team(store: Store) {
     let data = tempfile::tempdir().unwrap();
-    let store = store(data.path());
     let shared = data.path().join("shared");
     std::fs::create_dir_all(shared.join("skills/tidy")).unwrap();
     std::fs::write(shared.join("memory.md"), "the team likes tea\n").unwrap();

@@ -35,6 +35,7 @@ pub mod http;
 pub mod mcp_servers;
 pub mod mock;
 pub mod openai;
+pub mod postgres;
 pub mod process;
 pub mod provider;
 pub mod skills;

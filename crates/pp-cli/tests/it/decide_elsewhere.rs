@@ -10,10 +10,11 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use pp_test_support::TempTree;
+use pp_test_support::postgres::Schema;
 use serde_json::{Value, json};
 
 use crate::http::request;
-use crate::team_key::{Schema, TeamServe, team_config, write_key};
+use crate::team_key::{TeamServe, team_config, write_key};
 use crate::{pocketpilot_in, text, write_script};
 
 /// A `pocketpilot worker` (killed on drop).
@@ -123,9 +124,10 @@ fn approve_elsewhere(port: u16, token: &str, task: &str, approval: &str) {
 
 #[test]
 fn a_serve_without_the_workspace_hands_the_decision_to_the_worker_on_postgres() {
-    let Some(schema) =
-        Schema::create("a_serve_without_the_workspace_hands_the_decision_to_the_worker")
-    else {
+    let Some(schema) = Schema::create(
+        "cli_team",
+        "a_serve_without_the_workspace_hands_the_decision_to_the_worker",
+    ) else {
         return;
     };
     let tree = TempTree::new();

@@ -8,9 +8,10 @@
 use std::io::{BufRead as _, BufReader};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 
 use pp_test_support::TempTree;
+use pp_test_support::postgres::Schema;
 use serde_json::{Value, json};
 
 use crate::{Wait as _, pocketpilot_in, text, write_script};
@@ -133,68 +134,6 @@ fn a_team_key_file_other_users_may_read_is_refused() {
     assert!(output.status.success(), "{:?}", text(&output));
 }
 
-/// A fresh schema on the PostgreSQL server `PP_TEST_POSTGRES_URL` names (dropped on
-/// drop), or `None` after a skip line when the variable is unset (under CI: a failure).
-pub(crate) struct Schema {
-    server: String,
-    name: String,
-}
-
-impl Schema {
-    #[expect(clippy::print_stderr, reason = "the skip line; CI=true fails instead")]
-    pub(crate) fn create(test: &str) -> Option<Schema> {
-        let Some(server) = std::env::var("PP_TEST_POSTGRES_URL")
-            .ok()
-            .filter(|url| !url.is_empty())
-        else {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "PP_TEST_POSTGRES_URL must be set under CI ({test})"
-            );
-            eprintln!("skipping {test}: set PP_TEST_POSTGRES_URL to run it on PostgreSQL");
-            return None;
-        };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let name = format!(
-            "cli_team_{}_{}_{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
-        psql(&server, &format!("CREATE SCHEMA {name}"));
-        Some(Schema { server, name })
-    }
-
-    pub(crate) fn url(&self) -> String {
-        let separator = if self.server.contains('?') { '&' } else { '?' };
-        format!(
-            "{}{separator}options=-csearch_path%3D{}",
-            self.server, self.name
-        )
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        psql(
-            &self.server,
-            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
-        );
-    }
-}
-
-fn psql(server: &str, sql: &str) {
-    let status = Command::new("psql")
-        .args(["-q", "-v", "ON_ERROR_STOP=1", server, "-c"])
-        .arg(format!("SET client_min_messages = warning; {sql}"))
-        .status()
-        .expect("psql runs");
-    assert!(status.success(), "psql failed: {sql}");
-}
-
 /// A team `serve` (killed on drop): its port and its stderr lines so far.
 pub(crate) struct TeamServe {
     child: Child,
@@ -273,7 +212,10 @@ fn json_of(output: &Output) -> Value {
 
 #[test]
 fn every_serve_of_a_team_accepts_a_channels_deliveries() {
-    let Some(schema) = Schema::create("every_serve_of_a_team_accepts_a_channels_deliveries") else {
+    let Some(schema) = Schema::create(
+        "cli_team",
+        "every_serve_of_a_team_accepts_a_channels_deliveries",
+    ) else {
         return;
     };
     let tree = TempTree::new();

@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use pp_store::{Store, StoreUrl};
@@ -20,81 +19,26 @@ use serde_json::json;
 
 use crate::fixture::{approve, write_then_done};
 
-/// The variable naming the PostgreSQL server.
-const POSTGRES_URL_VAR: &str = "PP_TEST_POSTGRES_URL";
-
-/// A fresh schema on the server, dropped (with everything in it) on drop.
+/// A fresh schema on the test server (dropped on drop) and the clock of every store on
+/// it (its "processes").
 struct Schema {
-    server: String,
-    name: String,
-    /// The clock of every store on this schema (its "processes").
+    schema: pp_test_support::postgres::Schema,
     clock: Arc<ManualClock>,
 }
 
 impl Schema {
     /// A fresh schema, or `None` (after a skip line) without a server.
-    #[expect(
-        clippy::disallowed_methods,
-        clippy::print_stderr,
-        reason = "the suite's switch (which server) and its skip line; CI=true fails instead"
-    )]
     fn create(test: &str) -> Option<Schema> {
-        let Some(server) = std::env::var(POSTGRES_URL_VAR)
-            .ok()
-            .filter(|url| !url.is_empty())
-        else {
-            if std::env::var("CI").is_ok_and(|ci| ci == "true") {
-                panic!("{POSTGRES_URL_VAR} must be set under CI ({test})");
-            }
-            eprintln!("skipping {test} on PostgreSQL: set {POSTGRES_URL_VAR} to run it");
-            return None;
-        };
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let name = format!(
-            "tasks_{}_{}_{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        psql(&server, &format!("CREATE SCHEMA {name}"));
         Some(Schema {
-            server,
-            name,
+            schema: pp_test_support::postgres::Schema::create("tasks", test)?,
             clock: Arc::new(ManualClock::new(Timestamp::now())),
         })
     }
 
     /// The store URL of this schema.
     fn url(&self) -> StoreUrl {
-        let separator = if self.server.contains('?') { '&' } else { '?' };
-        StoreUrl::parse(&format!(
-            "{}{separator}options=-csearch_path%3D{}",
-            self.server, self.name
-        ))
-        .unwrap()
+        self.schema.store_url()
     }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        psql(
-            &self.server,
-            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
-        );
-    }
-}
-
-/// Runs one SQL statement with `psql` (the tests need no PostgreSQL client of their own).
-fn psql(server: &str, sql: &str) {
-    let status = std::process::Command::new("psql")
-        .args(["-q", "-v", "ON_ERROR_STOP=1", server, "-c"])
-        .arg(format!("SET client_min_messages = warning; {sql}"))
-        .status()
-        .expect("psql runs");
-    assert!(status.success(), "psql failed: {sql}");
 }
 
 /// A service on the schema's database (each call: another process's connections).
