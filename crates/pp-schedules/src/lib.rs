@@ -11,7 +11,8 @@
 //! after it, and hands them to the store's `fire_schedule`, whose compare-and-set makes
 //! each occurrence fire once across every process sharing the database. A schedule whose
 //! workspace is no longer configured, or whose folder is gone, is paused with the reason
-//! recorded; an error on one schedule never stops the others.
+//! recorded (outside team mode a schedule may store a folder's canonical path instead of
+//! a workspace name, `folder.rs`); an error on one schedule never stops the others.
 //!
 //! The scheduler reaches tasks through the task service ([`pp_tasks::TaskService`]:
 //! workspaces, task lookups, waking the workers) and the store only through its own
@@ -28,6 +29,7 @@
 
 mod book;
 mod error;
+mod folder;
 mod scheduler;
 mod tick;
 mod timetable;

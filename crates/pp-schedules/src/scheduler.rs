@@ -12,6 +12,7 @@ use pp_types::{Actor, AuditAction, NewAudit, TaskRecord, Timestamp};
 
 use crate::book::ScheduleBook;
 use crate::error::{Result, SchedulerError};
+use crate::folder::{is_folder_path, stored_workspace};
 use crate::tick::{TickOutcome, TickReport, tick_once};
 use crate::timetable::{Timetable, machine_time_zone};
 
@@ -29,7 +30,9 @@ pub struct ScheduleRequest {
     pub time_zone: Option<String>,
     /// The prompt each fire's task gets.
     pub prompt: String,
-    /// A configured workspace's name; `None` for the default.
+    /// A configured workspace's name; `None` for the default. Outside team mode, for a
+    /// scheduler [`Scheduler::with_folders`], also a folder's canonical absolute path;
+    /// and on edit the path the schedule already stores.
     pub workspace: Option<String>,
     /// A chat session each fire continues, if any.
     pub session: Option<String>,
@@ -49,6 +52,9 @@ pub struct Scheduler {
     script: Option<serde_json::Value>,
     /// The team user the audit rows of changes name (team mode; `None`: the operator).
     user: Option<String>,
+    /// Whether a request may name a folder by its canonical absolute path (the CLI,
+    /// outside team mode, after its own checks); never the API.
+    folders: bool,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -66,7 +72,24 @@ impl Scheduler {
             book: ScheduleBook::new(store),
             script: None,
             user: None,
+            folders: false,
         }
+    }
+
+    /// The same scheduler, accepting (outside team mode) a folder's canonical absolute
+    /// path as a request's workspace: stored as the path, it resolves in every process
+    /// sharing the store. The caller has checked the folder (`pocketpilot schedules
+    /// add --workspace DIR` does, as for `serve --workspace DIR`).
+    #[must_use]
+    pub fn with_folders(mut self) -> Self {
+        self.folders = true;
+        self
+    }
+
+    /// Whether stored folders resolve here: outside team mode (in team mode a workspace
+    /// is a name each worker maps to its own folder).
+    fn folders_resolve(&self) -> bool {
+        self.tasks.settings().team.is_none()
     }
 
     /// The same scheduler, its audit rows (`schedule_created`, `schedule_updated`,
@@ -146,7 +169,7 @@ impl Scheduler {
 
     /// Validates and stores a new schedule; its first occurrence is the first after now.
     pub async fn create(&self, request: ScheduleRequest, actor: Actor) -> Result<Schedule> {
-        let (spec, timetable) = self.validate(request.clone())?;
+        let (spec, timetable) = self.validate(request.clone(), None)?;
         let new = NewSchedule {
             next_fire_at: timetable.next_after(self.now()),
             spec,
@@ -170,7 +193,7 @@ impl Scheduler {
     /// recomputed from now.
     pub async fn edit(&self, id_or_name: &str, request: ScheduleRequest) -> Result<Schedule> {
         let current = self.find(id_or_name).await?;
-        let (spec, timetable) = self.validate(request)?;
+        let (spec, timetable) = self.validate(request, Some(&current.spec.workspace))?;
         let next = timetable.next_after(self.now());
         let schedule = self.book.update(&current.id, &spec, next).await?;
         let detail = format!(
@@ -218,14 +241,15 @@ impl Scheduler {
     /// the person is told).
     pub async fn run_now(&self, id_or_name: &str, actor: Actor) -> Result<TaskRecord> {
         let current = self.find(id_or_name).await?;
-        let workspace = self
-            .tasks
-            .workspaces()
-            .find(Some(&current.spec.workspace))
-            .ok_or_else(|| SchedulerError::NotFound {
-                what: "workspace",
-                id: current.spec.workspace.clone(),
-            })?;
+        let workspace = stored_workspace(
+            self.tasks.workspaces(),
+            self.folders_resolve(),
+            &current.spec.workspace,
+        )
+        .ok_or_else(|| SchedulerError::NotFound {
+            what: "workspace",
+            id: current.spec.workspace.clone(),
+        })?;
         let task = NewTask {
             prompt: current.spec.prompt.clone(),
             workspace: workspace.name.clone(),
@@ -291,6 +315,7 @@ impl Scheduler {
         let report = tick_once(
             &self.book,
             self.tasks.workspaces(),
+            self.folders_resolve(),
             self.script.as_ref(),
             now,
         )
@@ -331,8 +356,13 @@ impl Scheduler {
     }
 
     /// Checks a request: a name and a prompt, a cron expression and zone that parse, a
-    /// configured workspace (stored by name).
-    fn validate(&self, request: ScheduleRequest) -> Result<(ScheduleSpec, Timetable)> {
+    /// configured workspace (stored by name) or, outside team mode, a folder's canonical
+    /// path ([`Scheduler::with_folders`], or the one `current` already stores).
+    fn validate(
+        &self,
+        request: ScheduleRequest,
+        current: Option<&str>,
+    ) -> Result<(ScheduleSpec, Timetable)> {
         let name = request.name.trim();
         if name.is_empty() || name.chars().any(char::is_control) {
             return Err(SchedulerError::BadRequest(
@@ -345,20 +375,31 @@ impl Scheduler {
         }
         let time_zone = request.time_zone.unwrap_or_else(machine_time_zone);
         let timetable = Timetable::parse(&request.cron, &time_zone)?;
-        let workspace = self
-            .tasks
-            .workspaces()
-            .find(request.workspace.as_deref())
-            .ok_or_else(|| SchedulerError::NotFound {
-                what: "workspace",
-                id: request.workspace.unwrap_or_else(|| "(default)".into()),
-            })?;
+        let workspaces = self.tasks.workspaces();
+        let workspace = match request.workspace.as_deref() {
+            Some(folder)
+                if workspaces.find(Some(folder)).is_none()
+                    && is_folder_path(folder)
+                    && self.folders_resolve()
+                    && (self.folders || current == Some(folder)) =>
+            {
+                folder.to_owned()
+            }
+            wanted => workspaces
+                .find(wanted)
+                .ok_or_else(|| SchedulerError::NotFound {
+                    what: "workspace",
+                    id: wanted.unwrap_or("(default)").to_owned(),
+                })?
+                .name
+                .clone(),
+        };
         let spec = ScheduleSpec {
             name: name.to_owned(),
             cron: request.cron.trim().to_owned(),
             time_zone,
             prompt: prompt.to_owned(),
-            workspace: workspace.name.clone(),
+            workspace,
             session: request.session,
             overlap: request.overlap,
         };

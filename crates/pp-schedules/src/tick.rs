@@ -10,6 +10,7 @@ use pp_types::{Actor, TaskId, Timestamp};
 
 use crate::book::ScheduleBook;
 use crate::error::{Result, SchedulerError};
+use crate::folder::stored_workspace;
 use crate::timetable::Timetable;
 
 /// At most this many due schedules are fired per tick; the rest wait for the next one.
@@ -67,10 +68,12 @@ impl TickReport {
     }
 }
 
-/// One tick's work: fires the due schedules one after the other.
+/// One tick's work: fires the due schedules one after the other (`stored_folders`:
+/// stored folders resolve, outside team mode).
 pub(crate) async fn tick_once(
     book: &ScheduleBook,
     workspaces: &Workspaces,
+    stored_folders: bool,
     script: Option<&serde_json::Value>,
     now: Timestamp,
 ) -> Result<TickReport> {
@@ -79,7 +82,9 @@ pub(crate) async fn tick_once(
     // (not once per schedule: a tick may fire a thousand).
     let folders: Vec<PathBuf> = due
         .iter()
-        .filter_map(|schedule| workspaces.find(Some(&schedule.spec.workspace)))
+        .filter_map(|schedule| {
+            stored_workspace(workspaces, stored_folders, &schedule.spec.workspace)
+        })
         .map(|workspace| workspace.path.clone())
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -94,11 +99,18 @@ pub(crate) async fn tick_once(
     .map_err(|error| SchedulerError::Internal(format!("blocking work did not finish: {error}")))?;
     let mut outcomes = Vec::with_capacity(due.len());
     for schedule in due {
-        let outcome = fire_one(book, workspaces, &present, script, &schedule, now)
-            .await
-            .unwrap_or_else(|error| TickOutcome::Failed {
-                error: error.to_string(),
-            });
+        let outcome = fire_one(
+            book,
+            (workspaces, stored_folders),
+            &present,
+            script,
+            &schedule,
+            now,
+        )
+        .await
+        .unwrap_or_else(|error| TickOutcome::Failed {
+            error: error.to_string(),
+        });
         outcomes.push((schedule.id, outcome));
     }
     Ok(TickReport { outcomes })
@@ -108,7 +120,7 @@ pub(crate) async fn tick_once(
 /// workspace folders that exist).
 async fn fire_one(
     book: &ScheduleBook,
-    workspaces: &Workspaces,
+    (workspaces, folders): (&Workspaces, bool),
     present: &HashSet<PathBuf>,
     script: Option<&serde_json::Value>,
     schedule: &Schedule,
@@ -130,7 +142,7 @@ async fn fire_one(
         // Stored schedules were valid when created; a newer build may know fewer zones.
         Err(error) => return pause(format!("it can no longer be read: {error}")).await,
     };
-    let Some(workspace) = workspaces.find(Some(&spec.workspace)) else {
+    let Some(workspace) = stored_workspace(workspaces, folders, &spec.workspace) else {
         return pause(format!(
             "workspace `{}` is no longer configured",
             spec.workspace

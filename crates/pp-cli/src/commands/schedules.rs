@@ -50,7 +50,8 @@ pub(crate) enum SchedulesCommand {
         /// The prompt each fire's task gets.
         #[arg(long)]
         prompt: String,
-        /// A configured workspace (its folder or its name); default: the default one.
+        /// A configured workspace (its name or its folder) or, outside team mode, another
+        /// folder (stored as its canonical path); default: the default workspace.
         #[arg(long, value_name = "DIR")]
         workspace: Option<String>,
         /// `skip` (default: skip an occurrence while the previous task is active) or
@@ -83,7 +84,8 @@ pub(crate) enum SchedulesCommand {
         /// A new prompt.
         #[arg(long)]
         prompt: Option<String>,
-        /// A new workspace (its folder or its name).
+        /// A new workspace (as for `add`: a configured one's name or folder, or outside
+        /// team mode another folder).
         #[arg(long, value_name = "DIR")]
         workspace: Option<String>,
         /// `skip` or `queue`.
@@ -183,7 +185,12 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
             .user;
     }
     // Changes are audited as the operator, or in team mode as the `--user` who made them.
-    let scheduler = Scheduler::new(app.service.clone(), app.store.clone()).as_user(user.as_deref());
+    let mut scheduler =
+        Scheduler::new(app.service.clone(), app.store.clone()).as_user(user.as_deref());
+    if !app.config.team {
+        // The folder `open` checked is stored as its canonical path.
+        scheduler = scheduler.with_folders();
+    }
     match command {
         SchedulesCommand::List { json } => {
             let schedules = scheduler.list().await?;
@@ -293,9 +300,11 @@ async fn scheduled(flags: &Flags, command: SchedulesCommand) -> anyhow::Result<u
     Ok(exit::OK)
 }
 
-/// The app, and the workspace name `--workspace` designates: a configured workspace's
-/// folder or name, or another folder (then a one-off workspace named after it, as
-/// `serve --workspace DIR` names it).
+/// The app, and the workspace `--workspace` designates as the schedule stores it: a
+/// configured workspace's name (given its name or its folder), or outside team mode
+/// another folder, checked as `serve --workspace DIR` checks it and stored as its
+/// canonical absolute path (so it resolves in every later command and process). In team
+/// mode `--workspace` must name a configured workspace.
 async fn open(flags: &Flags, workspace: Option<&str>) -> anyhow::Result<(App, Option<String>)> {
     let Some(given) = workspace else {
         return Ok((App::stored(flags).await?, None));
@@ -316,23 +325,31 @@ async fn open(flags: &Flags, workspace: Option<&str>) -> anyhow::Result<(App, Op
         ))
         .into());
     }
+    let real = real_path(&path);
     if let Some(found) = config
         .workspaces
         .list
         .iter()
-        .find(|w| real_path(&w.path) == real_path(&path))
+        .find(|w| real_path(&w.path) == real)
     {
         let name = found.name.clone();
         let app = App::with_config(config, pp_tasks::ModelSource::Scripted, None).await?;
         return Ok((app, Some(name)));
     }
+    if config.team {
+        return Err(Exit::usage(format!(
+            "--workspace {given}: in team mode a schedule names a configured workspace \
+             (each worker maps the name to its own folder); configure [[workspace]] for it"
+        ))
+        .into());
+    }
+    // Checked as a one-off workspace (not one holding PocketPilot's own files).
     let config = Config::load(&Flags {
-        workspace: Some(path),
+        workspace: Some(real.clone()),
         ..stored_flags
     })?;
-    let name = config.workspaces.default.clone();
     let app = App::with_config(config, pp_tasks::ModelSource::Scripted, None).await?;
-    Ok((app, name))
+    Ok((app, Some(real.display().to_string())))
 }
 
 fn parse_overlap(text: Option<&str>) -> anyhow::Result<Option<Overlap>> {

@@ -26,6 +26,7 @@ mod pipe;
 mod provenance;
 mod revert;
 mod run;
+mod schedule_folders;
 mod schedules;
 mod scripting;
 mod service;

@@ -15,7 +15,11 @@ use serde_json::{Value, json};
 use crate::http::Server;
 use crate::{pocketpilot_in, text, write_script};
 
-fn cli(home: &Path, config: Option<&Path>, args: &[&str]) -> (Option<i32>, String, String) {
+pub(crate) fn cli(
+    home: &Path,
+    config: Option<&Path>,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
     let mut command = pocketpilot_in(home);
     if let Some(config) = config {
         command.arg("--config").arg(config);
@@ -25,12 +29,12 @@ fn cli(home: &Path, config: Option<&Path>, args: &[&str]) -> (Option<i32>, Strin
     (output.status.code(), stdout, stderr)
 }
 
-fn json_of(stdout: &str) -> Value {
+pub(crate) fn json_of(stdout: &str) -> Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
 /// `serve --port 0 --config CONFIG --script SCRIPT`, stderr into `log`.
-fn serve(home: &Path, config: &Path, script: &Path, log: &Path) -> Server {
+pub(crate) fn serve(home: &Path, config: &Path, script: &Path, log: &Path) -> Server {
     let mut command: Command = pocketpilot_in(home);
     command
         .arg("--config")
@@ -57,7 +61,7 @@ fn serve(home: &Path, config: &Path, script: &Path, log: &Path) -> Server {
     }
 }
 
-fn config(tree: &TempTree, extra: &str) -> PathBuf {
+pub(crate) fn config(tree: &TempTree, extra: &str) -> PathBuf {
     let path = tree.base().join("pocketpilot.toml");
     let workspace = tree.workspace().display().to_string().replace('\\', "/");
     std::fs::write(
