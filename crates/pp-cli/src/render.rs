@@ -286,8 +286,19 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         .and_then(|edited| edited.preview.as_ref())
         .and_then(|preview| preview.diff.as_ref());
     if let Some(diff) = edited_diff.or(now_diff).or(view.diff.as_ref()) {
-        card.push_str("│ change:\n");
         body = diff_lines(diff, palette);
+        if body.is_empty() {
+            // Identical content: an empty diff, said in words rather than a bare label.
+            card.push_str(&format!(
+                "│ change:     {}\n",
+                palette.paint(
+                    Paint::Yellow,
+                    "none: the file already has exactly this content"
+                )
+            ));
+        } else {
+            card.push_str("│ change:\n");
+        }
     } else if let Some(content) = &view.content {
         let lines = content.lines().count();
         let plural = if lines == 1 { "" } else { "s" };

@@ -193,6 +193,20 @@ fn the_card_shows_the_target_a_numbered_diff_and_a_fold() {
     );
 }
 
+/// Overwriting a file with the content it already has: the diff is empty, and the card
+/// says there is no change instead of an empty `change:` label.
+#[test]
+fn an_identical_overwrite_says_there_is_no_change() {
+    let mut view = plain_view();
+    view.diff = Some(String::new());
+    let card = approval_card(&view, Palette::OFF, Fold::Lines(5, 80));
+    assert!(
+        card.contains("│ change:     none: the file already has exactly this content\n"),
+        "{card}"
+    );
+    assert!(!card.contains("│ change:\n"), "{card}");
+}
+
 /// A new file shows its numbered content; a tool without a preview shows its
 /// arguments, long values folded with their size.
 #[test]

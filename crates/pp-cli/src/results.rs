@@ -1,5 +1,6 @@
-//! Tool results at a glance: a listing as an aligned table, anything longer than a few
-//! lines folded with "… N more lines", long values cut with their byte count.
+//! Tool results at a glance: a listing as an aligned table; a listing or anything else
+//! longer than a few rows or lines folded with "… N more entries" / "… N more lines",
+//! long values cut with their byte count.
 //!
 //! Everything returned here is already escaped for the terminal (`escape::one_line`);
 //! nothing looks at tool names: a listing is recognised by its rows.
@@ -74,11 +75,13 @@ fn short_time(modified: &str) -> String {
 }
 
 /// A listing as a table with a header, when every line is a listing row (or one of the
-/// listing's notes: `(empty directory)`, `[truncated: …]`).
+/// listing's notes: `(empty directory)`, `[truncated: …]`): its first `shown` rows, then
+/// `… N more entries` for the rest (the notes are always kept).
 pub(crate) fn listing_table(
     content: &str,
     palette: Palette,
     columns: usize,
+    shown: usize,
 ) -> Option<Vec<String>> {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -92,6 +95,8 @@ pub(crate) fn listing_table(
     if rows.is_empty() {
         return None;
     }
+    let left_out = rows.len().saturating_sub(shown);
+    rows.truncate(shown);
     let sizes: Vec<String> = rows.iter().map(|row| human_size(row.size)).collect();
     let times: Vec<String> = rows.iter().map(|row| short_time(row.modified)).collect();
     let size_width = sizes.iter().map(|s| s.len()).max().unwrap_or(0).max(4);
@@ -123,6 +128,15 @@ pub(crate) fn listing_table(
             "{} {size:>size_width$}  {}  {name}",
             pad_to_width(row.kind, 5),
             pad_to_width(time, time_width),
+        ));
+    }
+    if left_out > 0 {
+        lines.push(palette.paint(
+            Paint::Dim,
+            &format!(
+                "… {left_out} more entr{}",
+                if left_out == 1 { "y" } else { "ies" }
+            ),
         ));
     }
     for note in notes {
@@ -165,12 +179,13 @@ pub(crate) fn folded_text(
     lines
 }
 
-/// A tool's output for the live view: a listing as a table, anything else folded.
+/// A tool's output for the live view: a listing as a table, both folded after
+/// [`SHOWN_LINES`] rows or lines.
 pub(crate) fn tool_output(content: &str, palette: Palette, columns: usize) -> Vec<String> {
     if content.trim().is_empty() {
         return vec![palette.paint(Paint::Dim, "(no output)")];
     }
-    listing_table(content, palette, columns)
+    listing_table(content, palette, columns, SHOWN_LINES)
         .unwrap_or_else(|| folded_text(content, palette, columns, SHOWN_LINES))
 }
 
@@ -212,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_listing_is_an_aligned_table() {
-        let table = listing_table(LISTING, Palette::OFF, 100).unwrap();
+        let table = listing_table(LISTING, Palette::OFF, 100, SHOWN_LINES).unwrap();
         assert_eq!(
             table,
             [
@@ -233,7 +248,7 @@ mod tests {
             "会".repeat(40),
             "a".repeat(80)
         );
-        let table = listing_table(&listing, Palette::OFF, 60).unwrap();
+        let table = listing_table(&listing, Palette::OFF, 60, SHOWN_LINES).unwrap();
         let widths: Vec<usize> = table[1..]
             .iter()
             .map(|row| crate::style::width(row))
@@ -243,9 +258,24 @@ mod tests {
         assert_eq!(widths[0], 59, "{table:#?}");
     }
 
+    /// A long listing folds like other long output: the first rows, the count of the
+    /// entries left out, and the listing's own notes.
+    #[test]
+    fn a_long_listing_is_folded_with_a_count() {
+        let listing: String = (1..=80)
+            .map(|n| format!("file 1 2026-11-30T14:20:51Z f{n:02}.txt\n"))
+            .chain(["[truncated: 80 of 95 entries]\n".to_owned()])
+            .collect();
+        let table = tool_output(&listing, Palette::OFF, 80);
+        assert_eq!(table.len(), 1 + SHOWN_LINES + 2, "{table:#?}");
+        assert!(table[SHOWN_LINES].ends_with("f06.txt"), "{table:#?}");
+        assert_eq!(table[SHOWN_LINES + 1], "… 74 more entries");
+        assert_eq!(table[SHOWN_LINES + 2], "[truncated: 80 of 95 entries]");
+    }
+
     #[test]
     fn text_that_is_not_a_listing_is_folded() {
-        assert!(listing_table("hello\nfile 1 x y\n", Palette::OFF, 80).is_none());
+        assert!(listing_table("hello\nfile 1 x y\n", Palette::OFF, 80, SHOWN_LINES).is_none());
         let text: String = (1..=10).map(|n| format!("line {n}\n")).collect();
         assert_eq!(
             tool_output(&text, Palette::OFF, 80),
