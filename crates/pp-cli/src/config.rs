@@ -343,6 +343,9 @@ pub(crate) struct Flags {
     /// their own workspace: the current directory is not taken as a default workspace,
     /// so running it from a folder that holds the data directory is fine.
     pub(crate) stored_tasks_only: bool,
+    /// Leave the config file out (`doctor` runs its other checks on the defaults when the
+    /// file cannot be used).
+    pub(crate) without_config_file: bool,
 }
 
 /// The resolved configuration.
@@ -636,6 +639,9 @@ impl Config {
     reason = "reads the operator's own config file, never one inside a workspace"
 )]
 fn read_file(flags: &Flags) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
+    if flags.without_config_file {
+        return Ok((FileConfig::default(), None));
+    }
     let explicit = flags.config.clone().or_else(env::config_override);
     let path = match explicit {
         Some(path) => {

@@ -58,8 +58,29 @@ pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
         }
         Err(error) => {
             report.line(Verdict::Fail, "config", &format!("{error:#}"));
-            report.output?;
-            return Ok(exit::FAILED);
+            // One mistake must not hide the rest: the other checks run on the defaults
+            // (the file left out, no current-directory workspace) and say so.
+            let defaults = Flags {
+                without_config_file: true,
+                stored_tasks_only: true,
+                ..flags.clone()
+            };
+            match Config::load(&defaults) {
+                Ok(config) => {
+                    report.line(
+                        Verdict::Warn,
+                        "config",
+                        "the checks below use the defaults, not the config file",
+                    );
+                    config
+                }
+                Err(error) => {
+                    report.line(Verdict::Fail, "defaults", &format!("{error:#}"));
+                    report.output?;
+                    outln!("verdict: something needs fixing (see FAIL above)")?;
+                    return Ok(exit::FAILED);
+                }
+            }
         }
     };
     check_home(&mut report, &config);

@@ -287,6 +287,38 @@ fn with_nothing_configured_run_exits_4_and_says_what_to_do() {
     );
 }
 
+/// `doctor` runs every check even after a `[FAIL]`: a config file it cannot use is
+/// reported, and the data directory and the database are still checked (on the
+/// defaults), then the verdict; exit 1.
+#[test]
+fn doctor_reports_every_check_after_a_failed_config() {
+    let tree = TempTree::new();
+    let config = write_config(&tree, "[approvals]\nexpire_after_secs = 0\n");
+    let output = isolated(&tree)
+        .arg("--config")
+        .arg(&config)
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("[FAIL] config: `[approvals] expire_after_secs` must be at least 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("[warn] config: the checks below use the defaults"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("[ok  ] data directory"), "{stdout}");
+    assert!(stdout.contains("[ok  ] database"), "{stdout}");
+    assert!(stdout.contains("] model"), "{stdout}");
+    assert!(
+        stdout.contains("verdict: something needs fixing"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn config_errors_name_the_key_and_the_file() {
     let tree = TempTree::new();
