@@ -34,6 +34,9 @@ pub(crate) async fn run(
     who: &UserArgs,
 ) -> anyhow::Result<u8> {
     let started = Instant::now();
+    // Exit 3 (waiting) or 1 (failed) says more than a reader that went away: `run … |
+    // head` keeps its own exit code.
+    crate::output::keep_exit_code_when_stdout_closes();
     if flags.workspace.is_none() {
         flags.workspace =
             Some(std::env::current_dir().context("cannot read the current directory")?);
