@@ -1003,3 +1003,54 @@ async fn drift_on_the_real_clock() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Folders stored by path
+// ---------------------------------------------------------------------------------------
+
+/// A folder stored by its canonical path (`schedules add --workspace DIR` outside team
+/// mode): only a scheduler `with_folders` (the CLI's, never the API's) stores one; it
+/// fires, now and on its timetable, in another process that does not configure it, in
+/// that folder; an edit that keeps it is accepted there too.
+#[tokio::test]
+async fn a_stored_folder_resolves_in_another_process_and_only_the_cli_stores_one() {
+    let fixture = Fixture::new(utc(2026, 11, 30, 8, 10));
+    let folder = fixture.tree.outside().to_path_buf();
+    let path = folder.display().to_string();
+    let mut wanted = request("weekly", "0 9 * * 1", "UTC", Overlap::Queue);
+    wanted.workspace = Some(path.clone());
+    let refused = fixture
+        .scheduler
+        .create(wanted.clone(), Actor::Operator)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "not_found");
+    let created = fixture
+        .scheduler
+        .clone()
+        .with_folders()
+        .create(wanted.clone(), Actor::Operator)
+        .await
+        .unwrap();
+    assert_eq!(created.spec.workspace, path);
+
+    let other = fixture.another_process(Workspaces::single("elsewhere", fixture.tree.workspace()));
+    let task = other.run_now("weekly", Actor::Operator).await.unwrap();
+    assert_eq!(task.workspace_path, path);
+    assert_eq!(
+        task.workspace,
+        folder.file_name().unwrap().to_string_lossy().as_ref()
+    );
+    fixture.clock.set(utc(2026, 11, 30, 9, 0));
+    let outcomes = other.tick().await.unwrap().outcomes;
+    let [(_, TickOutcome::Fired { task, .. })] = outcomes.as_slice() else {
+        panic!("{outcomes:?}")
+    };
+    let fired = fixture.service.task(task).await.unwrap();
+    assert_eq!(fired.workspace_path, path);
+
+    let mut kept = wanted;
+    kept.prompt = "Summarise this week's invoices".into();
+    let edited = other.edit("weekly", kept).await.unwrap();
+    assert_eq!(edited.spec.workspace, path);
+}
