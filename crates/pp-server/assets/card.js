@@ -1390,19 +1390,26 @@ function claimFocus(element) {
     !active ||
     active === document.body ||
     active.id === "view" ||
-    (active.matches("h1[tabindex='-1']") && !active.closest("article.card"));
+    (active.matches("h1[tabindex='-1']") && !active.closest("article.card")) ||
+    // An inline copy this code focused because the card list's card was not drawn
+    // yet: the list's card takes it over once it is (nobody moved the focus since).
+    (active === autoFocused && !active.closest("[data-card-list]"));
   if (!idle) {
     return;
   }
   // A card list (the decisions panel, the inbox) before an inline copy in a timeline.
   const visible = (selector) => [...document.querySelectorAll(selector)].find((card) => card.offsetParent !== null);
   const first = visible('main [data-card-list] article.card[data-state="pending"]') || visible('main article.card[data-state="pending"]');
-  if (first) {
+  if (first && first !== active) {
     cardFor(first)?.guardKeys();
     first.focus({ preventScroll: true });
     first.scrollIntoView({ block: "nearest" });
+    autoFocused = first;
   }
 }
+
+/** The card `claimFocus` last gave the focus to (not a person's choice). */
+let autoFocused = null;
 
 // ---- Origin (issue 13): who started the task, when a person did not. ----
 
