@@ -3,11 +3,12 @@
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
+use axum::http::header::IF_MATCH;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// A JSON body (`Content-Type: application/json`), capped at
@@ -89,4 +90,22 @@ pub(crate) fn limit(value: Option<usize>, default: usize, max: usize) -> Result<
         }
         Some(limit) => Ok(limit),
     }
+}
+
+/// The version `If-Match` names, if the header is there: the quoted ETag (quotes
+/// optional).
+pub(crate) fn optional_if_match(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(value) = headers.get(IF_MATCH) else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| ApiError::BadRequest("`If-Match` must be ASCII".into()))?
+        .trim();
+    Ok(Some(
+        text.strip_prefix('"')
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or(text)
+            .to_owned(),
+    ))
 }

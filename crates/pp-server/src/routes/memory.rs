@@ -7,7 +7,7 @@
 use axum::Extension;
 use axum::Json;
 use axum::extract::State;
-use axum::http::header::{ETAG, IF_MATCH};
+use axum::http::header::ETAG;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use pp_knowledge::{MemoryService, MemorySnapshot};
@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, optional_if_match};
 use crate::state::AppState;
 
 /// The body of `PUT /api/memory`.
@@ -53,24 +53,6 @@ fn if_match(headers: &HeaderMap) -> ApiResult<String> {
                 .into(),
         )
     })
-}
-
-/// The version `If-Match` names, if the header is there: the quoted ETag (quotes
-/// optional).
-pub(crate) fn optional_if_match(headers: &HeaderMap) -> ApiResult<Option<String>> {
-    let Some(value) = headers.get(IF_MATCH) else {
-        return Ok(None);
-    };
-    let text = value
-        .to_str()
-        .map_err(|_| ApiError::BadRequest("`If-Match` must be ASCII".into()))?
-        .trim();
-    Ok(Some(
-        text.strip_prefix('"')
-            .and_then(|rest| rest.strip_suffix('"'))
-            .unwrap_or(text)
-            .to_owned(),
-    ))
 }
 
 /// `GET /api/memory`: `{content, version}` and an `ETag`.

@@ -14,8 +14,7 @@ use serde_json::{Value, json};
 
 use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath, too_large};
-use crate::routes::memory::optional_if_match;
+use crate::extract::{ApiJson, ApiPath, optional_if_match, too_large};
 use crate::state::AppState;
 
 /// The body of `PUT /api/skills/{name}`.

@@ -196,11 +196,9 @@ impl Memory {
         let Some(shared) = &self.shared else {
             return remove_if(jail, expected);
         };
-        if !shared.remove(expected)? {
-            match shared.load()? {
-                None => {}
-                Some(_) => return Err(self.mismatch(shared.as_ref(), jail, expected)),
-            }
+        // Nothing removed: fine when there is no memory (already gone), else a mismatch.
+        if !shared.remove(expected)? && shared.load()?.is_some() {
+            return Err(self.mismatch(shared.as_ref(), jail, expected));
         }
         let _guard = write_lock();
         mirror(jail, None)
