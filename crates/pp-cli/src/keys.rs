@@ -15,7 +15,12 @@ pub(crate) enum Key {
     End,
     /// Enter, Escape and anything else that answers nothing.
     Ignored,
+    /// No key: the window's size changed while waiting (see [`read_key`]).
+    Resized,
 }
+
+/// How often the size of the window is looked at while waiting for a key.
+const RESIZE_CHECK_MS: i64 = 200;
 
 /// What reading a reason line ended with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +83,22 @@ mod raw {
         }
     }
 
+    /// Whether a byte can be read within `millis` milliseconds.
+    pub(super) fn readable_within(millis: i64) -> std::io::Result<bool> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let stdin = std::io::stdin();
+        let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+        let timeout = Timespec {
+            tv_sec: 0,
+            tv_nsec: millis * 1_000_000,
+        };
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(ready) => Ok(ready > 0),
+            Err(rustix::io::Errno::INTR) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
     /// Throws away bytes already typed (the rest of an escape sequence).
     pub(super) fn discard() {
         let _ = rustix::termios::tcflush(std::io::stdin(), rustix::termios::QueueSelector::IFlush);
@@ -103,6 +124,10 @@ mod raw {
         }
     }
 
+    pub(super) fn readable_within(_millis: i64) -> std::io::Result<bool> {
+        Ok(true)
+    }
+
     pub(super) fn discard() {}
 }
 
@@ -116,10 +141,19 @@ fn show(prompt: &str) -> std::io::Result<()> {
 }
 
 /// Shows `prompt` and reads one key in raw mode (the terminal is restored before this
-/// returns).
-pub(crate) fn read_key(prompt: &str) -> std::io::Result<Key> {
+/// returns). With `size` (the window's columns and rows as last drawn), returns
+/// [`Key::Resized`] as soon as the window is no longer that size, so the caller can draw
+/// again (the size is looked at every [`RESIZE_CHECK_MS`] while no key comes).
+pub(crate) fn read_key(prompt: &str, size: Option<(usize, usize)>) -> std::io::Result<Key> {
     let _raw = raw::RawMode::enter()?;
     show(prompt)?;
+    if let Some(size) = size {
+        while !raw::readable_within(RESIZE_CHECK_MS)? {
+            if crate::style::terminal_size() != size {
+                return Ok(Key::Resized);
+            }
+        }
+    }
     Ok(match raw::read_byte()? {
         None | Some(0x04) => Key::End,
         Some(0x03) => Key::Interrupt,
@@ -129,7 +163,7 @@ pub(crate) fn read_key(prompt: &str) -> std::io::Result<Key> {
             raw::discard();
             Key::Ignored
         }
-        Some(byte) if byte.is_ascii_graphic() => Key::Char(char::from(byte)),
+        Some(byte) if byte.is_ascii_graphic() || byte == b' ' => Key::Char(char::from(byte)),
         Some(_) => Key::Ignored,
     })
 }

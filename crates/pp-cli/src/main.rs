@@ -11,6 +11,7 @@
 
 mod acting;
 mod app;
+mod card;
 mod channel_key;
 mod commands;
 mod config;

@@ -131,24 +131,61 @@ pub(crate) fn live_lines(event: &Event, palette: Palette, columns: usize) -> Vec
 /// How much of a change the card shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fold {
-    /// The first this many lines of the change, then `… N more lines (d shows all)`;
-    /// lines are cut to the terminal's width.
-    Lines(usize, usize),
+    /// For a terminal this many columns wide: unchanged context folded to [`CONTEXT`]
+    /// lines around each change (a changed line is never folded), every line cut to the
+    /// width with its suffix (a size) kept, long argument values folded.
+    Window(usize),
     /// Everything, and the arguments JSON even for file tools (the pager, `approvals
     /// show`).
     Nothing,
 }
 
-/// Lines of a change the card shows before the fold.
-pub(crate) const CARD_LINES: usize = 20;
+/// Unchanged lines kept on each side of a change when context is folded.
+pub(crate) const CONTEXT: usize = 2;
 
-/// The approval card: tool, capability, risk, the target with its create / overwrite /
-/// edit label, a numbered diff (or the new file's content), and the arguments JSON for
-/// tools without a preview.
-///
-/// Every name on the card (tool, capability, target, diff headers) is printed with
-/// [`one_line`], so a model-written path cannot add lines that look like the card's own;
-/// when the target resolves to a different workspace path, that path is shown too.
+/// What a line of the card is, for folding and paging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// On every page: the title, task, tool, risk, `now:`, target, the labels, the
+    /// bottom edge.
+    Pinned,
+    /// What is decided on (a changed line, a new file's line, an argument, a command's
+    /// argument): the decision keys wait until each has been on screen.
+    Change,
+    /// An unchanged line of a diff: folded away when it is far from every change.
+    Context,
+    /// Anything else (diff and hunk headers, folds, a deleted file's first lines):
+    /// paged, but neither required nor folded.
+    Other,
+}
+
+/// One line of the card (no newline in it) and what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CardLine {
+    pub(crate) text: String,
+    pub(crate) role: Role,
+}
+
+/// The card's lines as they are built.
+#[derive(Default)]
+struct Lines(Vec<CardLine>);
+
+impl Lines {
+    fn push(&mut self, role: Role, text: impl Into<String>) {
+        self.0.push(CardLine {
+            text: text.into(),
+            role,
+        });
+    }
+
+    /// Each line of `block` (lines ended by `\n`), pinned.
+    fn pin(&mut self, block: &str) {
+        for line in block.lines() {
+            self.push(Role::Pinned, line);
+        }
+    }
+}
+
 /// The card's `now:` line when deciding would not simply apply the call as shown: it
 /// would fail, change nothing, apply to a target that changed, or cannot be checked here.
 fn precheck_line(view: &ApprovalView, palette: Palette) -> Option<String> {
@@ -170,19 +207,22 @@ fn precheck_line(view: &ApprovalView, palette: Palette) -> Option<String> {
         ),
         PrecheckStatus::Unavailable => format!("cannot be checked here: {why}"),
     };
-    Some(format!("│ now:        {text}\n"))
+    Some(format!("│ now:        {text}"))
 }
 
 /// The card's `may have run:` lines when it asks again a call a crash cut after it
 /// started: the notice, then each target before that call and now, with the diff.
-fn may_have_run_lines(card: &mut String, view: &ApprovalView, palette: Palette, fold: Fold) {
+fn may_have_run_lines(card: &mut Lines, view: &ApprovalView, palette: Palette) {
     let Some(notice) = &view.may_have_run else {
         return;
     };
-    card.push_str(&format!(
-        "│ may have run: {}\n",
-        palette.paint(Paint::Red, &one_line(&notice.message))
-    ));
+    card.push(
+        Role::Pinned,
+        format!(
+            "│ may have run: {}",
+            palette.paint(Paint::Red, &one_line(&notice.message))
+        ),
+    );
     let size = |size: Option<u64>| {
         size.map(|bytes| format!(" ({})", pp_tasks::format_size(bytes)))
             .unwrap_or_default()
@@ -193,45 +233,74 @@ fn may_have_run_lines(card: &mut String, view: &ApprovalView, palette: Palette, 
             Some(false) => "unchanged since",
             None => "cannot tell whether it changed since",
         };
-        card.push_str(&format!(
-            "│   `{}`: before the call {}{}, now {}{}: {changed} the call started\n",
-            one_line(&target.path),
-            target.before.as_str(),
-            size(target.before_size),
-            target.now.as_str(),
-            size(target.now_size),
-        ));
+        card.push(
+            Role::Other,
+            format!(
+                "│   `{}`: before the call {}{}, now {}{}: {changed} the call started",
+                one_line(&target.path),
+                target.before.as_str(),
+                size(target.before_size),
+                target.now.as_str(),
+                size(target.now_size),
+            ),
+        );
         if let Some(diff) = &target.diff {
-            push_folded(card, &diff_lines(diff, palette), palette, fold);
+            push_body(card, diff_lines(diff, palette));
         }
     }
 }
 
+/// The approval card: tool, capability, risk, the target with its create / overwrite /
+/// edit label, a numbered diff (or the new file's content), and the arguments JSON for
+/// tools without a preview.
+///
+/// Every name on the card (tool, capability, target, diff headers) is printed with
+/// [`one_line`], so a model-written path cannot add lines that look like the card's own;
+/// when the target resolves to a different workspace path, that path is shown too.
 pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -> String {
-    let mut card = String::new();
+    card_lines(view, palette, fold)
+        .into_iter()
+        .map(|line| line.text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The card as lines with their roles (see [`approval_card`]), folded and cut as `fold`
+/// says; the pages of [`crate::card`] are made of these.
+pub(crate) fn card_lines(view: &ApprovalView, palette: Palette, fold: Fold) -> Vec<CardLine> {
+    let mut card = Lines::default();
     let risk = match view.risk {
         Risk::High => palette.paint(Paint::Red, "HIGH RISK"),
         Risk::Medium => palette.paint(Paint::Yellow, "medium risk"),
         Risk::Low => "low risk".to_owned(),
     };
-    card.push_str(&format!(
-        "┌─ approval {} ({}) ─────────────────\n",
-        one_line(&view.id),
-        view.state.as_str()
-    ));
-    card.push_str(&format!(
-        "│ task:       {}\n",
-        one_line(&shorten(&view.prompt, 70))
-    ));
-    card.push_str(&format!(
-        "│ tool:       {} ({})\n│ risk:       {risk}\n",
-        palette.paint(Paint::Bold, &one_line(&view.tool)),
-        one_line(&view.capability)
-    ));
+    card.push(
+        Role::Pinned,
+        format!(
+            "┌─ approval {} ({}) ─────────────────",
+            one_line(&view.id),
+            view.state.as_str()
+        ),
+    );
+    // The prompt on one line; cut to the window's columns below (Fold::Window).
+    let prompt = match fold {
+        Fold::Window(_) => one_line(&view.prompt).into_owned(),
+        Fold::Nothing => one_line(&shorten(&view.prompt, 70)).into_owned(),
+    };
+    card.push(Role::Pinned, format!("│ task:       {prompt}"));
+    card.push(
+        Role::Pinned,
+        format!(
+            "│ tool:       {} ({})",
+            palette.paint(Paint::Bold, &one_line(&view.tool)),
+            one_line(&view.capability)
+        ),
+    );
+    card.push(Role::Pinned, format!("│ risk:       {risk}"));
     if let Some(line) = precheck_line(view, palette) {
-        card.push_str(&line);
+        card.push(Role::Pinned, line);
     }
-    may_have_run_lines(&mut card, view, palette, fold);
+    may_have_run_lines(&mut card, view, palette);
     if let Some(edited) = &view.edited {
         let by = edited.by.as_deref().map(one_line).unwrap_or_default();
         let ran = edited
@@ -239,40 +308,53 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
             .as_ref()
             .map(|preview| format!("; ran on `{}`", one_line(&preview.target)))
             .unwrap_or_default();
-        card.push_str(&format!(
-            "│ edited:     {}\n",
-            palette.paint(Paint::Yellow, &format!("by {by} before approving{ran}"))
-        ));
+        card.push(
+            Role::Pinned,
+            format!(
+                "│ edited:     {}",
+                palette.paint(Paint::Yellow, &format!("by {by} before approving{ran}"))
+            ),
+        );
     }
     if let Some(mcp) = &view.mcp {
-        card.push_str(&effects::mcp_lines(mcp, palette));
+        card.pin(&effects::mcp_lines(mcp, palette));
     }
     if let Some(command) = view.command.as_ref().filter(|command| !command.confined) {
-        card.push_str(&effects::unconfined_banner(command, palette));
+        card.pin(&effects::unconfined_banner(command, palette));
     }
     if let Some(target) = &view.target {
-        card.push_str(&effects::action_lines(view, target, palette));
+        card.pin(&effects::action_lines(view, target, palette));
     }
     if let Some(command) = &view.command {
-        card.push_str(&effects::command_lines(command, palette));
+        // The arguments and the script's lines (indented) are what is decided on.
+        for line in effects::command_lines(command, palette).lines() {
+            let role = if line.starts_with("│   ") {
+                Role::Change
+            } else {
+                Role::Pinned
+            };
+            card.push(role, line);
+        }
     }
     if let Some(notice) = &view.notice {
-        card.push_str(&format!(
-            "│ notice:     {}\n",
-            palette.paint(Paint::Yellow, &one_line(notice))
-        ));
+        card.push(
+            Role::Pinned,
+            format!(
+                "│ notice:     {}",
+                palette.paint(Paint::Yellow, &one_line(notice))
+            ),
+        );
     }
     if let Some(undo) = effects::undo_text(view) {
-        card.push_str(&format!(
-            "│ undo:       {}\n",
-            palette.paint(Paint::Yellow, undo)
-        ));
+        card.push(
+            Role::Pinned,
+            format!("│ undo:       {}", palette.paint(Paint::Yellow, undo)),
+        );
     }
     // A file tool is one whose call came with a preview: its change says everything
     // the arguments do. Other tools (MCP tools among them) show their arguments.
     let previewed = view.mcp.is_none()
         && (view.diff.is_some() || view.content.is_some() || view.label.is_some());
-    let mut body = Vec::new();
     // A target that changed since the request: the change against it as it is now.
     let now_diff = view
         .precheck
@@ -286,55 +368,71 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         .and_then(|edited| edited.preview.as_ref())
         .and_then(|preview| preview.diff.as_ref());
     if let Some(diff) = edited_diff.or(now_diff).or(view.diff.as_ref()) {
-        body = diff_lines(diff, palette);
+        let body = diff_lines(diff, palette);
         if body.is_empty() {
             // Identical content: an empty diff, said in words rather than a bare label.
-            card.push_str(&format!(
-                "│ change:     {}\n",
-                palette.paint(
-                    Paint::Yellow,
-                    "none: the file already has exactly this content"
-                )
-            ));
+            card.push(
+                Role::Pinned,
+                format!(
+                    "│ change:     {}",
+                    palette.paint(
+                        Paint::Yellow,
+                        "none: the file already has exactly this content"
+                    )
+                ),
+            );
         } else {
-            card.push_str("│ change:\n");
+            card.push(
+                Role::Pinned,
+                format!("│ change:     {}", change_counts(diff).describe()),
+            );
         }
+        push_body(&mut card, body);
     } else if let Some(content) = &view.content {
         let lines = content.lines().count();
         let plural = if lines == 1 { "" } else { "s" };
-        if view.label == Some(WriteLabel::Delete) {
-            card.push_str(&format!(
-                "│ first lines of the file ({lines} line{plural} shown):\n"
-            ));
+        // A new file's lines are what is written; a deleted file's first lines only
+        // say which file it is.
+        let role = if view.label == Some(WriteLabel::Delete) {
+            card.push(
+                Role::Pinned,
+                format!("│ first lines of the file ({lines} line{plural} shown):"),
+            );
+            Role::Other
         } else {
-            card.push_str(&format!(
-                "│ new content ({lines} line{plural}, {} bytes):\n",
-                content.len()
-            ));
-        }
-        body = content
+            card.push(
+                Role::Pinned,
+                format!(
+                    "│ new content ({lines} line{plural}, {} bytes):",
+                    content.len()
+                ),
+            );
+            Role::Change
+        };
+        let body = content
             .lines()
             .enumerate()
-            .map(|(index, line)| {
-                format!(
+            .map(|(index, line)| CardLine {
+                text: format!(
                     "{} {}",
                     palette.paint(Paint::Dim, &format!("{:>4}", index + 1)),
                     terminal_safe(line)
-                )
+                ),
+                role,
             })
             .collect();
+        push_body(&mut card, body);
     }
-    push_folded(&mut card, &body, palette, fold);
     if !previewed || fold == Fold::Nothing {
         let arguments = match fold {
             Fold::Nothing => view.arguments.clone(),
-            Fold::Lines(..) => crate::results::folded_json(&view.arguments),
+            Fold::Window(_) => crate::results::folded_json(&view.arguments),
         };
         let arguments =
             serde_json::to_string_pretty(&arguments).unwrap_or_else(|_| arguments.to_string());
-        card.push_str("│ arguments:\n");
+        card.push(Role::Pinned, "│ arguments:");
         for line in arguments.lines() {
-            card.push_str(&format!("│   {}\n", terminal_safe(line)));
+            card.push(Role::Change, format!("│   {}", terminal_safe(line)));
         }
     }
     if let (Some(by), Some(at)) = (view.resolved_by, view.resolved_at) {
@@ -343,10 +441,154 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
             .as_deref()
             .map(|user| format!(" {}", terminal_safe(user)))
             .unwrap_or_default();
-        card.push_str(&format!("│ resolved:   by {}{user} at {at}\n", by.as_str()));
+        card.push(
+            Role::Pinned,
+            format!("│ resolved:   by {}{user} at {at}", by.as_str()),
+        );
     }
-    card.push_str("└───────────────────────────────────────────────");
-    card
+    card.push(
+        Role::Pinned,
+        "└───────────────────────────────────────────────",
+    );
+    match fold {
+        Fold::Nothing => card.0,
+        Fold::Window(columns) => fit_window(fold_context(card.0, palette), columns.max(20)),
+    }
+}
+
+/// Rows a pinned line (a warning, a target, the limits) may take before it is cut.
+const PINNED_ROWS: usize = 3;
+
+/// The card's lines for a window `columns` wide: the title and the task cut to one row,
+/// other pinned lines wrapped under their label (up to [`PINNED_ROWS`]), the lines of
+/// the change cut with their suffix kept.
+fn fit_window(lines: Vec<CardLine>, columns: usize) -> Vec<CardLine> {
+    let mut fitted = Vec::with_capacity(lines.len());
+    for (at, line) in lines.into_iter().enumerate() {
+        let one_row = at < 2 || line.role != Role::Pinned;
+        if one_row {
+            fitted.push(CardLine {
+                text: fit_line(&line.text, columns),
+                role: line.role,
+            });
+            continue;
+        }
+        let indent = if is_labelled(&line.text) {
+            "│             "
+        } else {
+            "│   "
+        };
+        for row in crate::style::wrap(&line.text, columns, indent, PINNED_ROWS) {
+            fitted.push(CardLine {
+                text: row,
+                role: line.role,
+            });
+        }
+    }
+    fitted
+}
+
+/// Whether a card line starts with a label padded to the value column (`│ undo:       `).
+fn is_labelled(text: &str) -> bool {
+    let head: String = text.chars().take(14).collect();
+    head.chars().count() == 14
+        && head.ends_with(' ')
+        && head.trim_end().ends_with(':')
+        && !head.contains('\x1b')
+}
+
+/// A card line cut to `columns`; a folded value's size (`… (3004 bytes)",`) stays on
+/// the line.
+fn fit_line(text: &str, columns: usize) -> String {
+    if let Some(at) = text.rfind("… (")
+        && text[at..].contains(" bytes)")
+    {
+        return crate::style::fit_keeping(&text[..at], &text[at..], columns);
+    }
+    crate::style::fit(text, columns)
+}
+
+/// Replaces each run of unchanged lines far from every change with one `… N unchanged
+/// lines`: [`CONTEXT`] lines stay on each side of a change. Changed lines are never
+/// folded.
+fn fold_context(lines: Vec<CardLine>, palette: Palette) -> Vec<CardLine> {
+    let mut folded = Vec::with_capacity(lines.len());
+    let mut at = 0;
+    while at < lines.len() {
+        if lines[at].role != Role::Context {
+            folded.push(lines[at].clone());
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while lines.get(at).is_some_and(|line| line.role == Role::Context) {
+            at += 1;
+        }
+        let after_change = start > 0 && lines[start - 1].role == Role::Change;
+        let before_change = lines.get(at).is_some_and(|line| line.role == Role::Change);
+        let head = if after_change { CONTEXT } else { 0 };
+        let tail = if before_change { CONTEXT } else { 0 };
+        let run = at - start;
+        // A fold that hides a single line saves nothing.
+        if run <= head + tail + 1 {
+            folded.extend_from_slice(&lines[start..at]);
+            continue;
+        }
+        let hidden = run - head - tail;
+        folded.extend_from_slice(&lines[start..start + head]);
+        folded.push(CardLine {
+            text: format!(
+                "│   {}",
+                palette.paint(
+                    Paint::Dim,
+                    &format!(
+                        "… {hidden} unchanged line{}",
+                        if hidden == 1 { "" } else { "s" }
+                    )
+                )
+            ),
+            role: Role::Other,
+        });
+        folded.extend_from_slice(&lines[at - tail..at]);
+    }
+    folded
+}
+
+/// Lines added and removed by a unified diff, and its hunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ChangeCounts {
+    pub(crate) added: usize,
+    pub(crate) removed: usize,
+    pub(crate) hunks: usize,
+}
+
+impl ChangeCounts {
+    /// `+A −R in N hunks`.
+    pub(crate) fn describe(self) -> String {
+        format!(
+            "+{} −{} in {} hunk{}",
+            self.added,
+            self.removed,
+            self.hunks,
+            if self.hunks == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// Counts the `+` and `-` lines and the `@@` hunks of `diff` (its headers not counted).
+pub(crate) fn change_counts(diff: &str) -> ChangeCounts {
+    let (_, body) = split_diff_headers(diff);
+    let mut counts = ChangeCounts::default();
+    for line in body.lines() {
+        if hunk_starts(line).is_some() {
+            counts.hunks += 1;
+        } else if line.starts_with('+') {
+            counts.added += 1;
+        } else if line.starts_with('-') {
+            counts.removed += 1;
+        }
+    }
+    counts
 }
 
 /// The target of an approval on one list row (`approvals list`): the path as written
@@ -369,90 +611,69 @@ pub(crate) fn approval_row_target(view: &ApprovalView) -> String {
     text
 }
 
-/// Appends the change's lines to the card, folded as asked.
-fn push_folded(card: &mut String, body: &[String], palette: Palette, fold: Fold) {
-    let (shown, columns) = match fold {
-        Fold::Lines(lines, columns) => (lines, Some(columns)),
-        Fold::Nothing => (body.len(), None),
-    };
-    for line in body.iter().take(shown) {
-        match columns {
-            Some(columns) => {
-                let room = columns.saturating_sub(5).max(20);
-                let (cut, was_cut) = crate::style::cut_to_width(line, room);
-                let end = if was_cut && line.contains('\x1b') {
-                    "\x1b[0m…"
-                } else if was_cut {
-                    "…"
-                } else {
-                    ""
-                };
-                card.push_str(&format!("│   {cut}{end}\n"));
-            }
-            None => card.push_str(&format!("│   {line}\n")),
-        }
-    }
-    if body.len() > shown {
-        let more = body.len() - shown;
-        card.push_str(&format!(
-            "│   {}\n",
-            palette.paint(
-                Paint::Dim,
-                &format!(
-                    "… {more} more line{} (press d to see everything)",
-                    if more == 1 { "" } else { "s" }
-                )
-            )
-        ));
+/// Appends the change's lines to the card, indented under its label.
+fn push_body(card: &mut Lines, body: Vec<CardLine>) {
+    for line in body {
+        card.push(line.role, format!("│   {}", line.text));
     }
 }
 
 /// A unified diff as card lines: headers on one line each, then every line numbered
 /// with its old and new line number and coloured by kind.
-fn diff_lines(diff: &str, palette: Palette) -> Vec<String> {
+fn diff_lines(diff: &str, palette: Palette) -> Vec<CardLine> {
     let (headers, body) = split_diff_headers(diff);
-    let mut lines: Vec<String> = headers
+    let line = |role, text| CardLine { text, role };
+    let mut lines: Vec<CardLine> = headers
         .iter()
-        .map(|header| palette.paint(Paint::Bold, header))
+        .map(|header| line(Role::Other, palette.paint(Paint::Bold, header)))
         .collect();
     let (mut old, mut new) = (0_usize, 0_usize);
     let number = |n: Option<usize>| match n {
         Some(n) => palette.paint(Paint::Dim, &format!("{n:>4}")),
         None => "    ".to_owned(),
     };
-    for line in body.lines() {
-        let safe = terminal_safe(line);
-        if let Some((old_start, new_start)) = hunk_starts(line) {
+    for text in body.lines() {
+        let safe = terminal_safe(text);
+        if let Some((old_start, new_start)) = hunk_starts(text) {
             old = old_start;
             new = new_start;
-            lines.push(palette.paint(Paint::Cyan, &safe));
-        } else if let Some(text) = line.strip_prefix('-') {
-            lines.push(format!(
-                "{} {} {}",
-                number(Some(old)),
-                number(None),
-                palette.paint(Paint::Red, &format!("-{}", terminal_safe(text)))
+            lines.push(line(Role::Other, palette.paint(Paint::Cyan, &safe)));
+        } else if let Some(text) = text.strip_prefix('-') {
+            lines.push(line(
+                Role::Change,
+                format!(
+                    "{} {} {}",
+                    number(Some(old)),
+                    number(None),
+                    palette.paint(Paint::Red, &format!("-{}", terminal_safe(text)))
+                ),
             ));
             old += 1;
-        } else if let Some(text) = line.strip_prefix('+') {
-            lines.push(format!(
-                "{} {} {}",
-                number(None),
-                number(Some(new)),
-                palette.paint(Paint::Green, &format!("+{}", terminal_safe(text)))
+        } else if let Some(text) = text.strip_prefix('+') {
+            lines.push(line(
+                Role::Change,
+                format!(
+                    "{} {} {}",
+                    number(None),
+                    number(Some(new)),
+                    palette.paint(Paint::Green, &format!("+{}", terminal_safe(text)))
+                ),
             ));
             new += 1;
-        } else if let Some(text) = line.strip_prefix(' ') {
-            lines.push(format!(
-                "{} {}  {}",
-                number(Some(old)),
-                number(Some(new)),
-                terminal_safe(text)
+        } else if let Some(text) = text.strip_prefix(' ') {
+            lines.push(line(
+                Role::Context,
+                format!(
+                    "{} {}  {}",
+                    number(Some(old)),
+                    number(Some(new)),
+                    terminal_safe(text)
+                ),
             ));
             old += 1;
             new += 1;
         } else {
-            lines.push(palette.paint(Paint::Dim, &safe));
+            lines.push(line(Role::Other, palette.paint(Paint::Dim, &safe)));
         }
     }
     lines

@@ -94,7 +94,7 @@ fn a_forged_path_stays_on_the_action_line_and_the_resolved_path_is_shown() {
     let card = approval_card(
         &view(None, Some("new\n".to_owned())),
         Palette::OFF,
-        Fold::Lines(CARD_LINES, 200),
+        Fold::Window(200),
     );
     let lines: Vec<&str> = card.lines().collect();
     assert_eq!(
@@ -114,13 +114,13 @@ fn diff_headers_holding_newlines_are_printed_on_one_line_each() {
     let card = approval_card(&view(Some(diff), None), Palette::OFF, Fold::Nothing);
     let change: Vec<&str> = card
         .lines()
-        .skip_while(|line| *line != "│ change:")
+        .skip_while(|line| !line.starts_with("│ change:"))
         .collect();
     let header = "drafts\\n│ (new file; nothing existing is replaced)\\n│/../notes.txt";
     assert_eq!(
         change,
         [
-            "│ change:".to_owned(),
+            "│ change:     +1 −1 in 1 hunk".to_owned(),
             format!("│   --- a/{header}"),
             format!("│   +++ b/{header}"),
             "│   @@ -1 +1 @@".to_owned(),
@@ -166,15 +166,15 @@ fn plain_view() -> ApprovalView {
     view
 }
 
-/// A golden card: a numbered diff folded after two lines; no arguments JSON for a
-/// file tool.
+/// A golden card: what the change adds and removes up front, then a numbered diff;
+/// no arguments JSON for a file tool.
 #[test]
-fn the_card_shows_the_target_a_numbered_diff_and_a_fold() {
+fn the_card_shows_the_target_a_numbered_diff_and_its_counts() {
     let mut view = plain_view();
     view.diff = Some(
         "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n keep\n-old\n+new\n same\n".to_owned(),
     );
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(5, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
         card,
         "┌─ approval ap-1 (pending) ─────────────────
@@ -182,14 +182,200 @@ fn the_card_shows_the_target_a_numbered_diff_and_a_fold() {
 │ tool:       write_file (file:write)
 │ risk:       HIGH RISK
 │ action:     overwrite notes.txt
-│ change:
+│ change:     +1 −1 in 1 hunk
 │   --- a/notes.txt
 │   +++ b/notes.txt
 │   @@ -1,3 +1,3 @@
 │      1    1  keep
 │      2      -old
-│   … 2 more lines (press d to see everything)
+│           2 +new
+│      3    3  same
 └───────────────────────────────────────────────"
+    );
+}
+
+/// A diff of `hunks` hunks over a file of `lines` lines, each hunk changing one line
+/// and the hunks `gap` unchanged lines apart (the whole file as context).
+fn long_diff(hunks: usize, gap: usize) -> String {
+    let mut diff = String::from("--- a/notes.txt\n+++ b/notes.txt\n@@ -1,100 +1,100 @@\n");
+    for hunk in 0..hunks {
+        for line in 0..gap {
+            diff.push_str(&format!(" same {hunk}.{line}\n"));
+        }
+        diff.push_str(&format!("-old {hunk}\n+new {hunk}\n"));
+    }
+    for line in 0..gap {
+        diff.push_str(&format!(" tail {line}\n"));
+    }
+    diff
+}
+
+/// Unchanged runs fold to two lines each side of a change; every changed line stays,
+/// and the counts say how much changes before the diff.
+#[test]
+fn context_is_folded_but_never_a_changed_line() {
+    let mut view = plain_view();
+    view.diff = Some(long_diff(5, 10));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
+    for hunk in 0..5 {
+        assert!(card.contains(&format!("-old {hunk}\n")), "{card}");
+        assert!(card.contains(&format!("+new {hunk}\n")), "{card}");
+    }
+    assert!(card.contains("│ change:     +5 −5 in 1 hunk\n"), "{card}");
+    // Before the first change: only the two lines next to it.
+    assert!(card.contains("│   … 8 unchanged lines\n"), "{card}");
+    // Between two changes: two after the first, two before the next.
+    assert!(card.contains("│   … 6 unchanged lines\n"), "{card}");
+    assert!(!card.contains("same 1.2\n"), "{card}");
+    assert!(
+        card.contains("same 1.1\n") && card.contains("same 1.8\n"),
+        "{card}"
+    );
+    // Nothing is folded for the pager.
+    let everything = approval_card(&view, Palette::OFF, Fold::Nothing);
+    assert!(!everything.contains("unchanged line"), "{everything}");
+    assert!(everything.contains("same 1.2\n"), "{everything}");
+}
+
+#[test]
+fn the_counts_name_added_removed_and_hunks() {
+    let diff = "--- a/n\n+++ b/n\n@@ -1,2 +1,3 @@\n-a\n+b\n+c\n x\n@@ -9 +10 @@\n-y\n";
+    assert_eq!(change_counts(diff).describe(), "+2 −2 in 2 hunks");
+    assert_eq!(
+        change_counts("--- a/+x\n+++ b/+x\n@@ -1 +1 @@\n+z\n").describe(),
+        "+1 −0 in 1 hunk",
+        "the headers are not counted"
+    );
+}
+
+/// Every line fits the window by columns, wide characters included; a long task is
+/// cut by columns; a folded value keeps its size on its line.
+#[test]
+fn every_line_is_cut_by_columns_with_its_suffix_kept() {
+    let mut view = plain_view();
+    view.prompt = "把会议记录整理成摘要并写入文件，然后通知所有参会人员".repeat(3);
+    view.diff = Some(format!(
+        "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-{}\n+{}\n",
+        "旧".repeat(60),
+        "新".repeat(60)
+    ));
+    for columns in [40, 70, 110] {
+        let card = approval_card(&view, Palette::ON, Fold::Window(columns));
+        for line in card.lines() {
+            assert!(
+                crate::style::width(line) <= columns,
+                "{} > {columns}: {line}",
+                crate::style::width(line)
+            );
+        }
+        let task = card.lines().nth(1).unwrap_or_default();
+        assert!(
+            task.starts_with("│ task:       把会议") && task.ends_with('…'),
+            "{task}"
+        );
+        assert!(
+            crate::style::width(task) >= columns - 1,
+            "cut by columns: {task}"
+        );
+    }
+
+    let mut view = plain_view();
+    view.label = None;
+    view.target = None;
+    view.tool = "send_mail".to_owned();
+    view.arguments = serde_json::json!({"to": "a@b.c", "body": "x".repeat(3004)});
+    let card = approval_card(&view, Palette::OFF, Fold::Window(70));
+    let body = card
+        .lines()
+        .find(|line| line.contains("\"body\""))
+        .unwrap_or_default();
+    assert_eq!(
+        body,
+        format!("│     \"body\": \"{}… (3004 bytes)\",", "x".repeat(39)),
+        "the size on the same line, within 70 columns"
+    );
+    assert_eq!(crate::style::width(body), 70);
+}
+
+/// A long change is paged: the pinned lines (tool, risk, target, `now:`) are on every
+/// page, each page fits the window with the question, and every changed line must have
+/// been on a page (or in the pager) before the card counts as seen.
+#[test]
+fn a_change_longer_than_the_window_is_paged_and_tracked() {
+    let mut view = plain_view();
+    view.diff = Some(long_diff(5, 10));
+    view.precheck = Some(pp_tasks::Precheck {
+        status: PrecheckStatus::Unavailable,
+        message: Some("no fingerprint".to_owned()),
+        fingerprint: None,
+        diff: None,
+        content: None,
+        label: None,
+        scope: None,
+        added: None,
+        removed: None,
+    });
+    let (columns, rows) = (70, 24);
+    let mut card = crate::card::Paged::new(&view, Palette::OFF, (columns, rows));
+    assert!(card.is_paged());
+    assert_eq!(card.unseen(), 10);
+    let mut pages = 0;
+    let mut seen_on_pages = Vec::new();
+    while card.unseen() > 0 {
+        let page = card.page();
+        pages += 1;
+        assert!(page.len() + 2 <= rows, "{} rows: {page:#?}", page.len());
+        for pinned in [
+            "│ tool:",
+            "│ risk:",
+            "│ now:",
+            "│ action:",
+            "│ change:     +5 −5",
+        ] {
+            assert!(
+                page.iter().any(|line| line.starts_with(pinned)),
+                "{pinned} on page {pages}: {page:#?}"
+            );
+        }
+        assert!(
+            page.last()
+                .is_some_and(|line| line.starts_with(&format!("page {pages}/"))),
+            "{page:#?}"
+        );
+        seen_on_pages.extend(page.into_iter().filter(|line| line.contains("+new")));
+        card.next();
+        assert!(pages < 10, "never done");
+    }
+    assert!(pages >= 2, "{pages}");
+    assert_eq!(seen_on_pages.len(), 5, "{seen_on_pages:#?}");
+
+    // The pager shows everything at once.
+    let mut card = crate::card::Paged::new(&view, Palette::OFF, (columns, rows));
+    card.page();
+    assert!(card.unseen() > 0);
+    card.saw_everything();
+    assert_eq!(card.unseen(), 0);
+
+    // A taller window: one page, all seen, no page line.
+    let mut card = crate::card::Paged::new(&view, Palette::OFF, (110, 60));
+    assert!(!card.is_paged());
+    let page = card.page();
+    assert!(
+        !page.iter().any(|line| line.starts_with("page ")),
+        "{page:#?}"
+    );
+    assert_eq!(card.unseen(), 0);
+
+    // A resize keeps what was seen and lays the page out anew.
+    let mut card = crate::card::Paged::new(&view, Palette::OFF, (110, 20));
+    card.page();
+    let unseen = card.unseen();
+    card.resize((40, 20));
+    assert_eq!(card.unseen(), unseen);
+    assert!(
+        card.page()
+            .iter()
+            .all(|line| crate::style::width(line) <= 40)
     );
 }
 
@@ -199,7 +385,7 @@ fn the_card_shows_the_target_a_numbered_diff_and_a_fold() {
 fn an_identical_overwrite_says_there_is_no_change() {
     let mut view = plain_view();
     view.diff = Some(String::new());
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(5, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert!(
         card.contains("│ change:     none: the file already has exactly this content\n"),
         "{card}"
@@ -215,7 +401,7 @@ fn new_content_is_numbered_and_other_tools_show_folded_arguments() {
     view.label = Some(pp_types::WriteLabel::Create);
     view.content = Some("# Summary\n\nBuy milk.\n".to_owned());
     view.notice = Some("the target could not be read".to_owned());
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     let body: Vec<&str> = card.lines().skip(4).collect();
     assert_eq!(
         body,
@@ -235,7 +421,7 @@ fn new_content_is_numbered_and_other_tools_show_folded_arguments() {
     view.target = None;
     view.tool = "send_mail".to_owned();
     view.arguments = serde_json::json!({"to": "a@b.c", "body": "x".repeat(100)});
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert!(card.contains("│ arguments:"), "{card}");
     assert!(
         card.contains(&format!("\"body\": \"{}… (100 bytes)\"", "x".repeat(60))),
@@ -292,12 +478,12 @@ fn results_are_a_table_and_a_fold_under_their_call() {
 fn a_change_that_cannot_be_undone_says_so_on_the_card() {
     let mut too_large = view(None, Some("new\n".to_owned()));
     too_large.revertible = Some(false);
-    let card = approval_card(&too_large, Palette::OFF, Fold::Lines(CARD_LINES, 200));
+    let card = approval_card(&too_large, Palette::OFF, Fold::Window(200));
     assert!(card.contains("│ undo:       cannot be undone"), "{card}");
     let card = approval_card(
         &view(None, Some("new\n".to_owned())),
         Palette::OFF,
-        Fold::Lines(CARD_LINES, 200),
+        Fold::Window(200),
     );
     assert!(!card.contains("undo:"), "{card}");
 }
@@ -323,7 +509,7 @@ fn a_move_in_the_same_folder_is_a_rename_and_a_move_elsewhere_says_move() {
     let mut view = effect_view("move_file", pp_types::WriteLabel::Move, "invoices/a.pdf");
     view.destination = Some("invoices/2026-11 acme.pdf".to_owned());
     view.destination_resolved = Some("invoices/2026-11 acme.pdf".to_owned());
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
         body_of(&card),
         [
@@ -334,7 +520,7 @@ fn a_move_in_the_same_folder_is_a_rename_and_a_move_elsewhere_says_move() {
 
     view.destination = Some("archive/a.pdf".to_owned());
     view.destination_resolved = Some("archive/a.pdf".to_owned());
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
         body_of(&card)[0],
         "│ action:     move invoices/a.pdf → archive/a.pdf"
@@ -350,7 +536,7 @@ fn an_overwriting_move_names_the_replaced_file_and_its_size_and_resolved_paths()
     view.replaces = Some("real/b.txt".to_owned());
     view.size = Some(3 * 1024);
     view.revertible = Some(false);
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
         body_of(&card),
         [
@@ -368,7 +554,7 @@ fn a_move_with_a_forged_destination_stays_on_its_line() {
     let mut view = effect_view("move_file", pp_types::WriteLabel::Move, "a.txt");
     view.destination = Some(FORGED.to_owned());
     view.destination_resolved = Some("notes.txt".to_owned());
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert!(
         !card.lines().any(|line| line.starts_with("│ (new file")),
         "{card}"
@@ -386,7 +572,7 @@ fn a_delete_shows_size_first_lines_and_when_it_cannot_be_undone() {
     let mut view = effect_view("delete_file", pp_types::WriteLabel::Delete, "old/todo.md");
     view.size = Some(1500);
     view.content = Some("# Todo\n- [ ] milk\n".to_owned());
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
         body_of(&card),
         [
@@ -399,7 +585,7 @@ fn a_delete_shows_size_first_lines_and_when_it_cannot_be_undone() {
         ]
     );
     view.revertible = Some(false);
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert!(
         card.contains("│ undo:       cannot be undone (the file is larger than [revert] max_bytes: no copy is kept)"),
         "{card}"
@@ -413,7 +599,7 @@ fn a_new_folder_says_create_folder() {
         pp_types::WriteLabel::CreateFolder,
         "reports/2026",
     );
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
         body_of(&card),
         [
@@ -453,7 +639,7 @@ fn command_view(argv: &[&str], confined: bool) -> ApprovalView {
 #[test]
 fn a_command_shows_each_argument_the_cwd_the_sandbox_and_the_limits() {
     let view = command_view(&["python3", "sum.py", "a b", "", "x\n\x1b[2Jy"], true);
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
         card,
         "┌─ approval ap-1 (pending) ─────────────────
@@ -483,7 +669,7 @@ fn a_shell_script_is_named_and_shown_line_by_line() {
         command.cwd = String::new();
         command.stdin_bytes = Some(12);
     }
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     let body = body_of(&card);
     assert_eq!(
         body[..9],
@@ -505,14 +691,14 @@ fn a_shell_script_is_named_and_shown_line_by_line() {
 #[test]
 fn an_unconfined_command_says_not_confined_first_and_in_the_strongest_style() {
     let view = command_view(&["python3", "sum.py"], false);
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     let body = body_of(&card);
     assert_eq!(
         body[0],
         "│ !! NOT confined !! this command runs with all of your user's rights: every file you can reach, the data directory"
     );
     assert!(card.contains("│ sandbox:    NOT confined\n"), "{card}");
-    let coloured = approval_card(&view, Palette::ON, Fold::Lines(CARD_LINES, 80));
+    let coloured = approval_card(&view, Palette::ON, Fold::Window(200));
     assert!(
         coloured.contains("\x1b[1;97;41m!! NOT confined !!\x1b[0m"),
         "{coloured}"
@@ -520,7 +706,7 @@ fn an_unconfined_command_says_not_confined_first_and_in_the_strongest_style() {
     let confined = approval_card(
         &command_view(&["python3", "sum.py"], true),
         Palette::OFF,
-        Fold::Lines(CARD_LINES, 80),
+        Fold::Window(200),
     );
     assert!(!confined.contains("NOT confined"), "{confined}");
 }
@@ -568,7 +754,7 @@ fn an_mcp_call_shows_server_tool_action_and_arguments() {
         tool: "write_file".to_owned(),
         action: "write".to_owned(),
     });
-    let card = approval_card(&view, Palette::OFF, Fold::Lines(CARD_LINES, 80));
+    let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
         card,
         "┌─ approval ap-1 (pending) ─────────────────

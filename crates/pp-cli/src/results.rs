@@ -159,10 +159,11 @@ pub(crate) fn folded_text(
         let safe = terminal_safe(line).replace('\t', "    ");
         let (cut_line, cut) = cut_to_width(&safe, columns.saturating_sub(1).max(10));
         if cut && all.len() == 1 {
-            lines.push(format!(
-                "{cut_line}{}",
-                palette.paint(Paint::Dim, &format!("… ({} bytes)", text.len()))
-            ));
+            // The size stays on the line: the text is cut shorter to make room for it.
+            let size = format!("… ({} bytes)", text.len());
+            let room = columns.saturating_sub(crate::style::width(&size)).max(10);
+            let (cut_line, _) = cut_to_width(&safe, room);
+            lines.push(format!("{cut_line}{}", palette.paint(Paint::Dim, &size)));
         } else if cut {
             lines.push(format!("{cut_line}…"));
         } else {
@@ -296,7 +297,8 @@ mod tests {
         let long = "x".repeat(500);
         assert_eq!(
             tool_output(&long, Palette::OFF, 41),
-            [format!("{}… (500 bytes)", "x".repeat(40))]
+            [format!("{}… (500 bytes)", "x".repeat(28))],
+            "the size stays on the line, within the 41 columns"
         );
         let wide = "会".repeat(30);
         let lines = folded_text(&format!("{wide}\nb\n"), Palette::OFF, 21, 6);

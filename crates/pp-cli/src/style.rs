@@ -207,8 +207,89 @@ pub(crate) fn pad_to_width(text: &str, columns: usize) -> String {
     format!("{text}{}", " ".repeat(pad))
 }
 
+/// `text` cut to `columns` with `…` where it was cut (a colour left open is closed
+/// first); unchanged when it fits.
+pub(crate) fn fit(text: &str, columns: usize) -> String {
+    if width(text) <= columns {
+        return text.to_owned();
+    }
+    let (cut, _) = cut_to_width(text, columns.saturating_sub(1));
+    format!("{cut}{}…", reset_after(cut))
+}
+
+/// `head` then `tail` on one line of at most `columns`: `head` is cut (with `…`, unless
+/// `tail` starts with one) so that `tail` (a size, an id) stays whole on the same line.
+/// Only a `tail` that does not fit on its own is cut too.
+pub(crate) fn fit_keeping(head: &str, tail: &str, columns: usize) -> String {
+    let whole = format!("{head}{tail}");
+    if width(&whole) <= columns {
+        return whole;
+    }
+    let mark = if tail.starts_with('…') { "" } else { "…" };
+    let room = columns.saturating_sub(width(tail) + width(mark));
+    if room == 0 {
+        return fit(&whole, columns);
+    }
+    let (cut, _) = cut_to_width(head, room);
+    format!("{cut}{}{mark}{tail}", reset_after(cut))
+}
+
+/// `text` on rows of at most `columns`, broken at a space where one is near the edge,
+/// each row after the first starting with `indent`; at most `rows` rows, the last one
+/// cut with `…`. A colour open at a break is closed there and opened again on the next
+/// row.
+pub(crate) fn wrap(text: &str, columns: usize, indent: &str, rows: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text.to_owned();
+    loop {
+        if width(&rest) <= columns || out.len() + 1 >= rows.max(1) {
+            out.push(fit(&rest, columns));
+            return out;
+        }
+        let (cut, _) = cut_to_width(&rest, columns);
+        let at = match cut.rfind(' ') {
+            Some(at) if width(&cut[..at]) > width(indent) + columns / 3 => at,
+            _ => cut.len(),
+        };
+        if at == 0 || width(&cut[..at]) <= width(indent) {
+            out.push(fit(&rest, columns));
+            return out;
+        }
+        let (row, tail) = rest.split_at(at);
+        let open = open_colour(row);
+        out.push(format!(
+            "{row}{}",
+            if open.is_some() { "\x1b[0m" } else { "" }
+        ));
+        rest = format!(
+            "{indent}{}{}",
+            open.unwrap_or_default(),
+            tail.trim_start_matches(' ')
+        );
+    }
+}
+
+/// The last colour sequence of `text` when no reset follows it.
+fn open_colour(text: &str) -> Option<&str> {
+    let at = text.rfind("\x1b[")?;
+    let end = at + text[at..].find('m')? + 1;
+    let sequence = &text[at..end];
+    (sequence != "\x1b[0m").then_some(sequence)
+}
+
+/// The colour reset a cut needs when it may have left a colour open.
+fn reset_after(cut: &str) -> &'static str {
+    if cut.contains('\x1b') { "\x1b[0m" } else { "" }
+}
+
 /// The terminal's width in columns (stderr's, then stdout's), or 100.
 pub(crate) fn terminal_columns() -> usize {
+    terminal_size().0
+}
+
+/// The terminal's width and height (stderr's, then stdout's): 100 columns and 24 rows
+/// when neither is a terminal or it reports no usable size.
+pub(crate) fn terminal_size() -> (usize, usize) {
     #[cfg(unix)]
     {
         for size in [
@@ -219,11 +300,16 @@ pub(crate) fn terminal_columns() -> usize {
         .flatten()
         {
             if size.ws_col >= 20 {
-                return usize::from(size.ws_col);
+                let rows = if size.ws_row >= 8 {
+                    usize::from(size.ws_row)
+                } else {
+                    24
+                };
+                return (usize::from(size.ws_col), rows);
             }
         }
     }
-    100
+    (100, 24)
 }
 
 #[cfg(test)]
@@ -265,6 +351,48 @@ mod tests {
             cut_to_width("\x1b[31m-old line\x1b[0m", 4),
             ("\x1b[31m-old", true),
             "colour sequences take no room and are never cut"
+        );
+    }
+
+    #[test]
+    fn fitting_cuts_by_columns_and_keeps_the_tail() {
+        assert_eq!(fit("abcdef", 6), "abcdef");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("会议记录", 6), "会议…");
+        assert_eq!(
+            width(&fit("会议记录x", 6)),
+            5,
+            "a wide character is never split"
+        );
+        assert_eq!(fit("\x1b[31mredder\x1b[0m", 4), "\x1b[31mred\x1b[0m…");
+        assert_eq!(fit_keeping("a/long/path", " (3 B)", 12), "a/lon… (3 B)");
+        assert_eq!(
+            fit_keeping("xxxxxxxx", "… (3004 bytes)\",", 20),
+            "xxxx… (3004 bytes)\","
+        );
+        assert_eq!(fit_keeping("会议记录会议", " c_1", 9), "会议… c_1");
+        assert_eq!(fit_keeping("ab", " c_1", 9), "ab c_1");
+        assert_eq!(width(&fit_keeping("abc", &"x".repeat(30), 10)), 10);
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_indents_and_carries_colours() {
+        assert_eq!(
+            wrap("│ undo:   cannot be undone at all", 20, "│         ", 3),
+            [
+                "│ undo:   cannot be",
+                "│         undone at",
+                "│         all"
+            ]
+        );
+        assert_eq!(wrap("short", 20, "  ", 3), ["short"]);
+        let rows = wrap(&"会".repeat(30), 20, "  ", 2);
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|row| width(row) <= 20), "{rows:?}");
+        assert!(rows[1].ends_with('…'), "{rows:?}");
+        assert_eq!(
+            wrap("\x1b[33mab cd ef gh\x1b[0m", 8, " ", 3),
+            ["\x1b[33mab cd\x1b[0m", " \x1b[33mef gh\x1b[0m"]
         );
     }
 }

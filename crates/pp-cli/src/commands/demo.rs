@@ -16,7 +16,7 @@ use crate::commands::run::{Answer, ask_blocking};
 use crate::exit;
 use crate::live::LiveView;
 use crate::output::outln;
-use crate::render::{CARD_LINES, Fold, approval_card};
+use crate::render::{Fold, approval_card};
 use crate::style::{Palette, terminal_columns};
 
 /// Runs the tour; exits 0 whether or not a terminal is attached.
@@ -130,10 +130,13 @@ async fn settle(
         let view = service.approval_view(&pending.id).await?;
         live.pause();
         let palette = Palette::stdout();
-        outln!(
-            "{}",
-            approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
-        )?;
+        // On a terminal, `ask` shows the card (page by page when it is long).
+        if !interactive {
+            outln!(
+                "{}",
+                approval_card(&view, palette, Fold::Window(terminal_columns()))
+            )?;
+        }
         let request = if interactive {
             match ask_blocking(&view, palette).await? {
                 Answer::Decided(request) => request,

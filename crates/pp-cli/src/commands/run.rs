@@ -15,13 +15,14 @@ use serde_json::Value;
 
 use crate::acting::{self, UserArgs};
 use crate::app::{App, read_script, sweep_workspaces};
+use crate::card::{Paged, changed_lines};
 use crate::config::{Config, Flags};
 use crate::keys::{self, Key, Line};
 use crate::live::LiveView;
 use crate::output::{errln, errprint, outln};
-use crate::render::{CARD_LINES, Fold, approval_card, json_safe, terminal_safe};
+use crate::render::{Fold, approval_card, json_safe, terminal_safe};
 use crate::report::{Counts, JsonFeed};
-use crate::style::{Paint, Palette, terminal_columns};
+use crate::style::{Paint, Palette, terminal_columns, terminal_size};
 use crate::{Exit, env, exit, models};
 
 /// Runs `prompt` and returns the exit code; `json` prints the task's events on stdout,
@@ -180,16 +181,19 @@ pub(crate) async fn follow(
             feed.pump().await?;
         }
         let palette = Palette::stderr();
-        errln!(
-            "{}",
-            approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
-        );
         // Team mode: a user who may not decide here (a member, a viewer, a workspace no
         // longer granted) is not asked; the approval waits for someone who may.
         let may_decide = service
             .authorize(&ui.caller, Action::Resolve(&record))
             .await
             .is_ok();
+        // Where a decision is asked, `ask` shows the card page by page.
+        if !interactive || !may_decide {
+            errln!(
+                "{}",
+                approval_card(&view, palette, Fold::Window(terminal_columns()))
+            );
+        }
         if interactive && !may_decide {
             errln!(
                 "you may not decide on this approval: it waits for an owner or an approver of \
@@ -239,11 +243,8 @@ pub(crate) async fn follow(
                 // the card as it is now and ask again.
                 Err(pp_tasks::Error::ChangedSinceSeen(message)) => {
                     errln!("{message}");
+                    // `ask` shows it (from its first page) before asking again.
                     view = service.approval_view_checked(&pending.id).await?;
-                    errln!(
-                        "{}",
-                        approval_card(&view, palette, Fold::Lines(CARD_LINES, terminal_columns()))
-                    );
                 }
                 Err(pp_tasks::Error::InvalidArguments(message)) => {
                     errln!("the edited call was refused: {message}");
@@ -284,6 +285,8 @@ const HELP: &str = "  a  approve: run this one call as shown
   r  reject: the model is told (you may give a reason; Esc goes back)
   e  edit the call's arguments in $VISUAL/$EDITOR, then run the edited call
   d  show everything (the full change and the arguments) in $PAGER
+  space  the card's next page (a long change: a, r and e wait until every
+         changed line has been on screen, or d showed everything)
   ?  this help        Ctrl+C  stop here; the approval stays pending";
 
 /// The person's answer at a card.
@@ -301,7 +304,9 @@ pub(crate) async fn ask_blocking(view: &ApprovalView, palette: Palette) -> anyho
     tokio::task::spawn_blocking(move || ask(&view, palette)).await?
 }
 
-/// Reads the person's decision from the terminal, one key at a time.
+/// Shows the card (page by page when it does not fit the window, drawn again when the
+/// window is resized) and reads the person's decision, one key at a time. The decision
+/// keys wait until every changed line has been on screen.
 pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answer> {
     let request = |decision, edited_arguments, reason| {
         Answer::Decided(ResolveRequest {
@@ -313,17 +318,39 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
             wait: true,
         })
     };
+    let mut card = Paged::new(view, palette, terminal_size());
+    card.show();
     loop {
         discard_type_ahead();
         let mut question = palette.paint(Paint::Yellow, QUESTION);
         let key = loop {
-            match keys::read_key(&std::mem::take(&mut question))? {
+            match keys::read_key(&std::mem::take(&mut question), Some(card.size()))? {
                 // Enter alone, Escape, arrows: nothing happens.
                 Key::Ignored => {}
+                // The same page again, laid out for the new size, and the question.
+                Key::Resized => {
+                    errln!();
+                    card.resize(terminal_size());
+                    card.show();
+                    question = palette.paint(Paint::Yellow, QUESTION);
+                }
                 key => break key,
             }
         };
+        let unseen = card.unseen();
         match key {
+            Key::Char(decision @ ('a' | 'r' | 'e')) if unseen > 0 => {
+                errln!(
+                    "{decision}: not yet: {} not shown yet; press space for the next page \
+                     (or d to see everything)",
+                    changed_lines(unseen)
+                );
+            }
+            Key::Char(' ') if card.is_paged() => {
+                errln!("next page");
+                card.next();
+                card.show();
+            }
             Key::Char('a') => {
                 errln!("approve");
                 return Ok(request(Decision::Approve, None, None));
@@ -350,16 +377,19 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
             }
             Key::Char('d') => {
                 errln!("details");
-                show_details(view, palette)?;
+                if show_details(view, palette)? {
+                    card.saw_everything();
+                }
             }
             Key::Char('?' | 'h') => {
                 errln!("help\n{HELP}");
             }
+            Key::Char(' ') => {}
             Key::Char(other) => {
                 errln!("`{other}` answers nothing: press a, r, e, d, or ? for help");
             }
             Key::Interrupt => return Ok(Answer::Interrupted),
-            Key::End | Key::Ignored => closed()?,
+            Key::End | Key::Ignored | Key::Resized => closed()?,
         }
     }
 }
@@ -369,8 +399,9 @@ fn closed() -> anyhow::Result<()> {
 }
 
 /// Pipes the whole card (every line of the change, and the arguments) into `$PAGER`;
-/// prints it when there is no pager or it cannot start.
-fn show_details(view: &ApprovalView, palette: Palette) -> anyhow::Result<()> {
+/// prints it when there is no pager or it cannot start. Whether all of it was shown:
+/// printed, or the pager took it all and exited successfully.
+fn show_details(view: &ApprovalView, palette: Palette) -> anyhow::Result<bool> {
     let text = format!("{}\n", approval_card(view, palette, Fold::Nothing));
     if let Some(pager) = env::pager() {
         let child = std::process::Command::new("sh")
@@ -379,19 +410,20 @@ fn show_details(view: &ApprovalView, palette: Palette) -> anyhow::Result<()> {
             .stdin(std::process::Stdio::piped())
             .spawn();
         if let Ok(mut child) = child {
-            if let Some(mut stdin) = child.stdin.take() {
-                // A pager quit early closes its input: not an error.
-                let _ = stdin.write_all(text.as_bytes());
-            }
+            // A pager quit early closes its input: not an error, but not all was shown.
+            let written = child
+                .stdin
+                .take()
+                .is_some_and(|mut stdin| stdin.write_all(text.as_bytes()).is_ok());
             let status = child.wait()?;
             // 127: the shell could not find the pager.
             if status.code() != Some(127) {
-                return Ok(());
+                return Ok(written && status.success());
             }
         }
     }
     errprint!("{text}");
-    Ok(())
+    Ok(true)
 }
 
 /// The one-line summary on stderr when a run stops: steps, tool calls, denials,
@@ -404,17 +436,24 @@ async fn summary(service: &TaskService, record: &TaskRecord, ui: &Ui) {
         TaskState::WaitingApproval => "waiting for approval".to_owned(),
         state => state.as_str().replace('_', " "),
     };
-    errln!(
-        "{}",
-        Palette::stderr().paint(
-            Paint::Dim,
-            &format!(
-                "{state} · {} · {:.1}s",
-                counts.describe(),
-                ui.started.elapsed().as_secs_f64()
-            )
-        )
+    let line = format!(
+        "{state} · {} · {:.1}s",
+        counts.describe(),
+        ui.started.elapsed().as_secs_f64()
     );
+    let line = match stderr_columns() {
+        Some(columns) => crate::style::fit(&line, columns),
+        None => line,
+    };
+    errln!("{}", Palette::stderr().paint(Paint::Dim, &line));
+}
+
+/// The width to cut stderr's lines to: a terminal's (so that no line wraps), none when
+/// stderr goes to a file or a pipe (where every line is kept whole).
+fn stderr_columns() -> Option<usize> {
+    std::io::stderr()
+        .is_terminal()
+        .then(|| terminal_columns().max(20))
 }
 
 /// The task's "Changes on disk" on stderr when the run ended, if there are any: what
@@ -426,7 +465,22 @@ async fn print_changes(service: &TaskService, record: &TaskRecord) {
     if changes.is_empty() {
         return;
     }
-    for line in crate::commands::revert::change_lines(&changes) {
+    let lines = crate::commands::revert::change_lines(&changes);
+    let columns = stderr_columns();
+    for (at, line) in lines.iter().enumerate() {
+        // A change's line is cut in its path: its id (for `pocketpilot revert`) and
+        // state stay on it.
+        let id = at
+            .checked_sub(1)
+            .and_then(|at| changes.get(at))
+            .and_then(|change| line.rfind(&format!("  {}", change.id)));
+        let line = match (columns, id) {
+            (Some(columns), Some(id)) => {
+                crate::style::fit_keeping(&line[..id], &line[id..], columns)
+            }
+            (Some(columns), None) => crate::style::fit(line, columns),
+            (None, _) => line.clone(),
+        };
         errln!("{line}");
     }
 }
