@@ -22,13 +22,14 @@ const MIN_PAGE: usize = 3;
 pub(crate) struct Paged {
     view: ApprovalView,
     palette: Palette,
-    /// The window's columns and rows the lines were made for.
+    /// The window's columns and rows the rows were made for.
     size: (usize, usize),
-    lines: Vec<CardLine>,
-    /// The paged lines (every line that is not pinned), as indices into `lines`.
+    /// The card's rows at this width.
+    rows: Vec<CardLine>,
+    /// The paged rows (every row that is not pinned), as indices into `rows`.
     paged: Vec<usize>,
-    /// Which of the paged lines have been on screen (pinned lines always are). Only
-    /// pinned lines wrap, so the paged lines stay the same lines at every size.
+    /// Which lines of the card (by [`CardLine::line`], the same at every width) have
+    /// been on screen whole.
     seen: Vec<bool>,
     /// Where the current page starts in `paged`.
     first: usize,
@@ -38,20 +39,25 @@ impl Paged {
     /// The card of `view` for a window of `size` (columns, rows), at its first page;
     /// nothing is shown yet.
     pub(crate) fn new(view: &ApprovalView, palette: Palette, size: (usize, usize)) -> Self {
-        let lines = card_lines(view, palette, Fold::Window(size.0));
-        let paged = (0..lines.len())
-            .filter(|&at| lines[at].role != Role::Pinned)
-            .collect::<Vec<_>>();
-        let seen = vec![false; paged.len()];
-        Self {
+        let rows = card_lines(view, palette, Fold::Window(size.0));
+        let lines = rows.iter().map(|row| row.line + 1).max().unwrap_or(0);
+        let mut paged = Self {
             view: view.clone(),
             palette,
             size,
-            lines,
-            paged,
-            seen,
+            rows,
+            paged: Vec::new(),
+            seen: vec![false; lines],
             first: 0,
-        }
+        };
+        paged.index();
+        paged
+    }
+
+    fn index(&mut self) {
+        self.paged = (0..self.rows.len())
+            .filter(|&at| self.rows[at].role != Role::Pinned)
+            .collect();
     }
 
     /// The size the card is laid out for.
@@ -59,23 +65,27 @@ impl Paged {
         self.size
     }
 
-    /// Lays the card out again for a window of `size`, keeping the current page's
-    /// first line and what has been seen.
+    /// Lays the card out again for a window of `size`, from the line the current page
+    /// starts with, keeping what has been seen.
     pub(crate) fn resize(&mut self, size: (usize, usize)) {
-        self.lines = card_lines(&self.view, self.palette, Fold::Window(size.0));
-        self.paged = (0..self.lines.len())
-            .filter(|&at| self.lines[at].role != Role::Pinned)
-            .collect();
-        // Cannot differ (only pinned lines wrap); kept in step all the same.
-        self.seen.resize(self.paged.len(), false);
-        self.first = self.first.min(self.paged.len().saturating_sub(1));
+        let line = self
+            .paged
+            .get(self.first)
+            .map_or(0, |&at| self.rows[at].line);
+        self.rows = card_lines(&self.view, self.palette, Fold::Window(size.0));
+        self.index();
+        self.first = self
+            .paged
+            .iter()
+            .position(|&at| self.rows[at].line >= line)
+            .unwrap_or(0);
         self.size = size;
     }
 
-    /// Paged lines per page; `None` when the whole card fits the window.
+    /// Paged rows per page; `None` when the whole card fits the window.
     fn page_size(&self) -> Option<usize> {
-        let pinned = self.lines.len() - self.paged.len();
-        if self.lines.len() + BELOW <= self.size.1 {
+        let pinned = self.rows.len() - self.paged.len();
+        if self.rows.len() + BELOW <= self.size.1 {
             return None;
         }
         // One more row for the `page X/Y` line.
@@ -87,32 +97,43 @@ impl Paged {
         self.page_size().is_some()
     }
 
-    /// The lines of the current page (the whole card when it fits), followed by the
+    /// Marks the line of `row` seen when `row` completes it.
+    fn saw(&mut self, row: usize) {
+        let row = &self.rows[row];
+        if row.last && !row.cut {
+            self.seen[row.line] = true;
+        }
+    }
+
+    /// The rows of the current page (the whole card when it fits), followed by the
     /// `page X/Y` line when it is paged; marks what they show as seen.
     pub(crate) fn page(&mut self) -> Vec<String> {
         let Some(size) = self.page_size() else {
-            self.seen.iter_mut().for_each(|seen| *seen = true);
-            return self.lines.iter().map(|line| line.text.clone()).collect();
+            (0..self.rows.len()).for_each(|row| self.saw(row));
+            return self.rows.iter().map(|row| row.text.clone()).collect();
         };
         let end = (self.first + size).min(self.paged.len());
-        let shown = self.first.min(end)..end;
+        let shown: Vec<usize> = self.paged[self.first.min(end)..end].to_vec();
         let mut out = Vec::new();
-        for (at, line) in self.lines.iter().enumerate() {
-            if line.role == Role::Pinned {
-                out.push(line.text.clone());
-            } else if let Some(index) = self.paged[shown.clone()].iter().position(|&i| i == at) {
-                out.push(line.text.clone());
-                self.seen[shown.start + index] = true;
+        for at in 0..self.rows.len() {
+            if self.rows[at].role == Role::Pinned || shown.contains(&at) {
+                out.push(self.rows[at].text.clone());
+                self.saw(at);
             }
         }
         let total = self.paged.len().div_ceil(size);
         let number = (self.first.div_ceil(size) + 1).min(total);
         let unseen = self.unseen();
-        let mut status =
-            format!("page {number}/{total} · space: next page · d: everything in $PAGER");
-        if unseen > 0 {
-            status.push_str(&format!(" · {} not shown yet", changed_lines(unseen)));
-        }
+        let status = if unseen > 0 {
+            format!(
+                "page {number}/{total} ({} not shown yet) · space: next page · d: all in $PAGER",
+                changed_lines(unseen)
+            )
+        } else {
+            format!(
+                "page {number}/{total} (every changed line shown) · space: next page · d: $PAGER"
+            )
+        };
         out.push(crate::style::fit(
             &self.palette.paint(Paint::Yellow, &status),
             self.size.0,
@@ -138,18 +159,47 @@ impl Paged {
         }
     }
 
-    /// Lines of the change (and arguments) not on screen yet.
+    /// Changed lines (and a command's arguments, a tool's arguments) not yet on screen
+    /// whole.
     pub(crate) fn unseen(&self) -> usize {
-        self.paged
+        self.unseen_where(|_| true)
+    }
+
+    /// Of those, the lines too long for the window: only the pager shows them.
+    pub(crate) fn too_long(&self) -> usize {
+        self.unseen_where(|row| row.cut)
+    }
+
+    fn unseen_where(&self, filter: impl Fn(&CardLine) -> bool) -> usize {
+        self.rows
             .iter()
-            .zip(&self.seen)
-            .filter(|(at, seen)| self.lines[**at].role == Role::Change && !**seen)
+            .filter(|row| row.last && row.role == Role::Change && !self.seen[row.line])
+            .filter(|row| filter(row))
             .count()
     }
 
     /// Everything counts as seen (the whole card went through the pager).
     pub(crate) fn saw_everything(&mut self) {
         self.seen.iter_mut().for_each(|seen| *seen = true);
+    }
+
+    /// What `a`, `r` or `e` says while changed lines have not been on screen: on the
+    /// question's line (which it replaces), cut to the window.
+    pub(crate) fn not_yet(&self) -> String {
+        let (unseen, too_long) = (self.unseen(), self.too_long());
+        let text = if unseen == too_long {
+            format!(
+                "not yet: {} too long for the window; d shows {} in $PAGER",
+                changed_lines(unseen),
+                if unseen == 1 { "it" } else { "them" }
+            )
+        } else {
+            format!(
+                "not yet: {} not shown yet; space: next page, d: all in $PAGER",
+                changed_lines(unseen)
+            )
+        };
+        format!("\r\x1b[K{}", crate::style::fit(&text, self.size.0))
     }
 }
 

@@ -159,11 +159,30 @@ pub(crate) enum Role {
     Other,
 }
 
-/// One line of the card (no newline in it) and what it is.
+/// One row of the card (no newline in it) and what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CardLine {
     pub(crate) text: String,
     pub(crate) role: Role,
+    /// Which line of the card this row belongs to: a line wrapped to fit the window
+    /// takes several rows, all with the same `line` (the same at every width).
+    pub(crate) line: usize,
+    /// The last row of its line.
+    pub(crate) last: bool,
+    /// A changed line too long to show whole even wrapped: only the pager shows it.
+    pub(crate) cut: bool,
+}
+
+impl CardLine {
+    fn new(role: Role, text: String) -> Self {
+        Self {
+            text,
+            role,
+            line: 0,
+            last: true,
+            cut: false,
+        }
+    }
 }
 
 /// The card's lines as they are built.
@@ -172,10 +191,7 @@ struct Lines(Vec<CardLine>);
 
 impl Lines {
     fn push(&mut self, role: Role, text: impl Into<String>) {
-        self.0.push(CardLine {
-            text: text.into(),
-            role,
-        });
+        self.0.push(CardLine::new(role, text.into()));
     }
 
     /// Each line of `block` (lines ended by `\n`), pinned.
@@ -412,13 +428,15 @@ pub(crate) fn card_lines(view: &ApprovalView, palette: Palette, fold: Fold) -> V
         let body = content
             .lines()
             .enumerate()
-            .map(|(index, line)| CardLine {
-                text: format!(
-                    "{} {}",
-                    palette.paint(Paint::Dim, &format!("{:>4}", index + 1)),
-                    terminal_safe(line)
-                ),
-                role,
+            .map(|(index, line)| {
+                CardLine::new(
+                    role,
+                    format!(
+                        "{} {}",
+                        palette.paint(Paint::Dim, &format!("{:>4}", index + 1)),
+                        terminal_safe(line)
+                    ),
+                )
             })
             .collect();
         push_body(&mut card, body);
@@ -451,7 +469,12 @@ pub(crate) fn card_lines(view: &ApprovalView, palette: Palette, fold: Fold) -> V
         "└───────────────────────────────────────────────",
     );
     match fold {
-        Fold::Nothing => card.0,
+        Fold::Nothing => card
+            .0
+            .into_iter()
+            .enumerate()
+            .map(|(at, line)| CardLine { line: at, ..line })
+            .collect(),
         Fold::Window(columns) => fit_window(fold_context(card.0, palette), columns.max(20)),
     }
 }
@@ -459,33 +482,54 @@ pub(crate) fn card_lines(view: &ApprovalView, palette: Palette, fold: Fold) -> V
 /// Rows a pinned line (a warning, a target, the limits) may take before it is cut.
 const PINNED_ROWS: usize = 3;
 
-/// The card's lines for a window `columns` wide: the title and the task cut to one row,
-/// other pinned lines wrapped under their label (up to [`PINNED_ROWS`]), the lines of
-/// the change cut with their suffix kept.
+/// Rows a changed line may take before it is cut (and then shown whole only by the
+/// pager).
+const CHANGE_ROWS: usize = 8;
+
+/// Where the rows after the first of a wrapped changed line start: under the text of a
+/// numbered diff line.
+const CHANGE_INDENT: &str = "│              ";
+
+/// The card's rows for a window `columns` wide: the title and the task cut to one row,
+/// other pinned lines wrapped under their label (up to [`PINNED_ROWS`]), changed lines
+/// wrapped exactly as they are (up to [`CHANGE_ROWS`]), other lines cut with their
+/// suffix (a size) kept.
 fn fit_window(lines: Vec<CardLine>, columns: usize) -> Vec<CardLine> {
     let mut fitted = Vec::with_capacity(lines.len());
     for (at, line) in lines.into_iter().enumerate() {
-        let one_row = at < 2 || line.role != Role::Pinned;
-        if one_row {
-            fitted.push(CardLine {
-                text: fit_line(&line.text, columns),
-                role: line.role,
-            });
-            continue;
-        }
-        let indent = if is_labelled(&line.text) {
-            "│             "
+        let (rows, complete) = if at < 2 {
+            (vec![fit_line(&line.text, columns)], true)
+        } else if line.role == Role::Pinned {
+            let indent = if is_labelled(&line.text) {
+                "│             "
+            } else {
+                "│   "
+            };
+            crate::style::wrap(&line.text, columns, indent, PINNED_ROWS, true)
+        } else if line.role == Role::Change && !is_folded_value(&line.text) {
+            crate::style::wrap(&line.text, columns, CHANGE_INDENT, CHANGE_ROWS, false)
         } else {
-            "│   "
+            (vec![fit_line(&line.text, columns)], true)
         };
-        for row in crate::style::wrap(&line.text, columns, indent, PINNED_ROWS) {
+        let count = rows.len();
+        for (index, text) in rows.into_iter().enumerate() {
+            let last = index + 1 == count;
             fitted.push(CardLine {
-                text: row,
+                text,
                 role: line.role,
+                line: at,
+                last,
+                cut: last && !complete,
             });
         }
     }
     fitted
+}
+
+/// Whether a line ends with a value folded to its size (`… (3004 bytes)",`).
+fn is_folded_value(text: &str) -> bool {
+    text.rfind("… (")
+        .is_some_and(|at| text[at..].contains(" bytes)"))
 }
 
 /// Whether a card line starts with a label padded to the value column (`│ undo:       `).
@@ -500,12 +544,12 @@ fn is_labelled(text: &str) -> bool {
 /// A card line cut to `columns`; a folded value's size (`… (3004 bytes)",`) stays on
 /// the line.
 fn fit_line(text: &str, columns: usize) -> String {
-    if let Some(at) = text.rfind("… (")
-        && text[at..].contains(" bytes)")
-    {
-        return crate::style::fit_keeping(&text[..at], &text[at..], columns);
+    match text.rfind("… (") {
+        Some(at) if is_folded_value(text) => {
+            crate::style::fit_keeping(&text[..at], &text[at..], columns)
+        }
+        _ => crate::style::fit(text, columns),
     }
-    crate::style::fit(text, columns)
 }
 
 /// Replaces each run of unchanged lines far from every change with one `… N unchanged
@@ -536,19 +580,17 @@ fn fold_context(lines: Vec<CardLine>, palette: Palette) -> Vec<CardLine> {
         }
         let hidden = run - head - tail;
         folded.extend_from_slice(&lines[start..start + head]);
-        folded.push(CardLine {
-            text: format!(
-                "│   {}",
-                palette.paint(
-                    Paint::Dim,
-                    &format!(
-                        "… {hidden} unchanged line{}",
-                        if hidden == 1 { "" } else { "s" }
-                    )
+        let text = format!(
+            "│   {}",
+            palette.paint(
+                Paint::Dim,
+                &format!(
+                    "… {hidden} unchanged line{}",
+                    if hidden == 1 { "" } else { "s" }
                 )
-            ),
-            role: Role::Other,
-        });
+            )
+        );
+        folded.push(CardLine::new(Role::Other, text));
         folded.extend_from_slice(&lines[at - tail..at]);
     }
     folded
@@ -622,7 +664,7 @@ fn push_body(card: &mut Lines, body: Vec<CardLine>) {
 /// with its old and new line number and coloured by kind.
 fn diff_lines(diff: &str, palette: Palette) -> Vec<CardLine> {
     let (headers, body) = split_diff_headers(diff);
-    let line = |role, text| CardLine { text, role };
+    let line = CardLine::new;
     let mut lines: Vec<CardLine> = headers
         .iter()
         .map(|header| line(Role::Other, palette.paint(Paint::Bold, header)))

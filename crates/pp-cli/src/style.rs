@@ -234,26 +234,37 @@ pub(crate) fn fit_keeping(head: &str, tail: &str, columns: usize) -> String {
     format!("{cut}{}{mark}{tail}", reset_after(cut))
 }
 
-/// `text` on rows of at most `columns`, broken at a space where one is near the edge,
-/// each row after the first starting with `indent`; at most `rows` rows, the last one
-/// cut with `…`. A colour open at a break is closed there and opened again on the next
-/// row.
-pub(crate) fn wrap(text: &str, columns: usize, indent: &str, rows: usize) -> Vec<String> {
+/// `text` on rows of at most `columns`, each row after the first starting with
+/// `indent`, and whether all of it is there: at most `rows` rows, the last one cut with
+/// `…`. With `words`, rows break at a space near the edge (the spaces dropped); without,
+/// exactly at the edge (every character kept). A colour open at a break is closed there
+/// and opened again on the next row.
+pub(crate) fn wrap(
+    text: &str,
+    columns: usize,
+    indent: &str,
+    rows: usize,
+    words: bool,
+) -> (Vec<String>, bool) {
     let mut out = Vec::new();
     let mut rest = text.to_owned();
     loop {
-        if width(&rest) <= columns || out.len() + 1 >= rows.max(1) {
+        if width(&rest) <= columns {
+            out.push(rest);
+            return (out, true);
+        }
+        if out.len() + 1 >= rows.max(1) {
             out.push(fit(&rest, columns));
-            return out;
+            return (out, false);
         }
         let (cut, _) = cut_to_width(&rest, columns);
         let at = match cut.rfind(' ') {
-            Some(at) if width(&cut[..at]) > width(indent) + columns / 3 => at,
+            Some(at) if words && width(&cut[..at]) > width(indent) + columns / 3 => at,
             _ => cut.len(),
         };
         if at == 0 || width(&cut[..at]) <= width(indent) {
             out.push(fit(&rest, columns));
-            return out;
+            return (out, false);
         }
         let (row, tail) = rest.split_at(at);
         let open = open_colour(row);
@@ -261,11 +272,12 @@ pub(crate) fn wrap(text: &str, columns: usize, indent: &str, rows: usize) -> Vec
             "{row}{}",
             if open.is_some() { "\x1b[0m" } else { "" }
         ));
-        rest = format!(
-            "{indent}{}{}",
-            open.unwrap_or_default(),
+        let tail = if words {
             tail.trim_start_matches(' ')
-        );
+        } else {
+            tail
+        };
+        rest = format!("{indent}{}{tail}", open.unwrap_or_default());
     }
 }
 
@@ -377,22 +389,38 @@ mod tests {
 
     #[test]
     fn wrapping_breaks_at_spaces_indents_and_carries_colours() {
+        let owned = |rows: &[&str]| rows.iter().map(|row| (*row).to_owned()).collect::<Vec<_>>();
         assert_eq!(
-            wrap("│ undo:   cannot be undone at all", 20, "│         ", 3),
-            [
-                "│ undo:   cannot be",
-                "│         undone at",
-                "│         all"
-            ]
+            wrap(
+                "│ undo:   cannot be undone at all",
+                20,
+                "│         ",
+                3,
+                true
+            ),
+            (
+                owned(&[
+                    "│ undo:   cannot be",
+                    "│         undone at",
+                    "│         all"
+                ]),
+                true
+            )
         );
-        assert_eq!(wrap("short", 20, "  ", 3), ["short"]);
-        let rows = wrap(&"会".repeat(30), 20, "  ", 2);
-        assert_eq!(rows.len(), 2);
-        assert!(rows.iter().all(|row| width(row) <= 20), "{rows:?}");
-        assert!(rows[1].ends_with('…'), "{rows:?}");
+        assert_eq!(wrap("short", 20, "  ", 3, true), (owned(&["short"]), true));
+        let (wide, complete) = wrap(&"会".repeat(30), 20, "  ", 2, true);
+        assert_eq!(wide.len(), 2);
+        assert!(!complete, "cut after two rows");
+        assert!(wide.iter().all(|row| width(row) <= 20), "{wide:?}");
+        assert!(wide[1].ends_with('…'), "{wide:?}");
         assert_eq!(
-            wrap("\x1b[33mab cd ef gh\x1b[0m", 8, " ", 3),
+            wrap("\x1b[33mab cd ef gh\x1b[0m", 8, " ", 3, true).0,
             ["\x1b[33mab cd\x1b[0m", " \x1b[33mef gh\x1b[0m"]
+        );
+        assert_eq!(
+            wrap("+a  b  c", 4, "  ", 4, false),
+            (owned(&["+a  ", "  b ", "   c"]), true),
+            "exact rows keep every space"
         );
     }
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::acting::{self, UserArgs};
 use crate::app::{App, read_script, sweep_workspaces};
-use crate::card::{Paged, changed_lines};
+use crate::card::Paged;
 use crate::config::{Config, Flags};
 use crate::keys::{self, Key, Line};
 use crate::live::LiveView;
@@ -339,12 +339,8 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
         };
         let unseen = card.unseen();
         match key {
-            Key::Char(decision @ ('a' | 'r' | 'e')) if unseen > 0 => {
-                errln!(
-                    "{decision}: not yet: {} not shown yet; press space for the next page \
-                     (or d to see everything)",
-                    changed_lines(unseen)
-                );
+            Key::Char('a' | 'r' | 'e') if unseen > 0 => {
+                errln!("{}", card.not_yet());
             }
             Key::Char(' ') if card.is_paged() => {
                 errln!("next page");

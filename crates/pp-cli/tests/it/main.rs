@@ -9,6 +9,7 @@
 mod approvals;
 mod architecture;
 mod backup;
+mod card_window;
 mod cards;
 mod channels;
 mod chat;
