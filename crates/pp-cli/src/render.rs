@@ -475,7 +475,7 @@ pub(crate) fn card_lines(view: &ApprovalView, palette: Palette, fold: Fold) -> V
             .enumerate()
             .map(|(at, line)| CardLine { line: at, ..line })
             .collect(),
-        Fold::Window(columns) => fit_window(fold_context(card.0, palette), columns.max(20)),
+        Fold::Window(columns) => fit_window(fold_context(&card.0, palette), columns.max(20)),
     }
 }
 
@@ -555,7 +555,7 @@ fn fit_line(text: &str, columns: usize) -> String {
 /// Replaces each run of unchanged lines far from every change with one `… N unchanged
 /// lines`: [`CONTEXT`] lines stay on each side of a change. Changed lines are never
 /// folded.
-fn fold_context(lines: Vec<CardLine>, palette: Palette) -> Vec<CardLine> {
+fn fold_context(lines: &[CardLine], palette: Palette) -> Vec<CardLine> {
     let mut folded = Vec::with_capacity(lines.len());
     let mut at = 0;
     while at < lines.len() {

@@ -826,12 +826,18 @@ fn a_long_changed_line_wraps_and_one_too_long_needs_the_pager() {
         "--- a/n.md\n+++ b/n.md\n@@ -1 +1 @@\n-{old}\n+{old}（已更新）\n"
     ));
     let card = approval_card(&view, Palette::OFF, Fold::Window(40));
-    assert!(card.lines().all(|line| crate::style::width(line) <= 40), "{card}");
+    assert!(
+        card.lines().all(|line| crate::style::width(line) <= 40),
+        "{card}"
+    );
     let joined: String = card
         .lines()
         .map(|line| line.trim_start_matches(['│', ' ']))
         .collect();
-    assert!(joined.contains("（已更新）"), "the end of the change is shown: {card}");
+    assert!(
+        joined.contains("（已更新）"),
+        "the end of the change is shown: {card}"
+    );
     let mut paged = crate::card::Paged::new(&view, Palette::OFF, (40, 24));
     paged.page();
     assert_eq!(paged.unseen(), 0, "{card}");
@@ -842,10 +848,17 @@ fn a_long_changed_line_wraps_and_one_too_long_needs_the_pager() {
     ));
     let mut paged = crate::card::Paged::new(&view, Palette::OFF, (70, 24));
     let page = paged.page();
-    assert!(page.iter().all(|line| crate::style::width(line) <= 70), "{page:#?}");
+    assert!(
+        page.iter().all(|line| crate::style::width(line) <= 70),
+        "{page:#?}"
+    );
     assert_eq!(paged.unseen(), 1, "cut, so not seen: {page:#?}");
     assert_eq!(paged.too_long(), 1);
-    assert!(paged.not_yet().contains("too long for the window; d shows it"));
+    assert!(
+        paged
+            .not_yet()
+            .contains("too long for the window; d shows it")
+    );
     paged.saw_everything();
     assert_eq!(paged.unseen(), 0);
 }

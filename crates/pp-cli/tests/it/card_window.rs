@@ -211,3 +211,60 @@ fn a_change_longer_than_the_window_is_approved_only_after_every_page() {
     assert_eq!(screen.matches("decision: approved").count(), 1, "{screen}");
     assert_eq!(tree.read("notes.md"), new);
 }
+
+/// Resized while the question waits, the card is drawn again at the new size (the
+/// window is resized from inside the pseudo-terminal once a file appears, which the test
+/// creates after the first card is on screen).
+#[test]
+fn a_resized_window_gets_the_card_again_at_its_new_size() {
+    let tree = TempTree::new();
+    let (old, new) = five_hunks();
+    tree.file("notes.md", &old);
+    let signal = tree.base().join("resize-now");
+    let script_path = write_script(tree.base(), &five_hunk_script(&new));
+    let command = format!(
+        "stty rows 24 cols 70; (while [ ! -e '{signal}' ]; do sleep 0.05; done; \
+         stty rows 40 cols 110 < /dev/tty) & exec {} run --workspace '{}' --script '{}' 'update'",
+        env!("CARGO_BIN_EXE_pocketpilot"),
+        tree.workspace().display(),
+        script_path.display(),
+        signal = signal.display(),
+    );
+    let mut terminal = Terminal::spawn(&command, &tree.base().join("home"), &[]);
+    terminal.wait_for_prompt(1);
+    let before = pages(&terminal.screen());
+    assert!(before > 1, "{}", terminal.screen());
+    std::fs::write(&signal, "").unwrap();
+    terminal.wait_for_prompt(2);
+    let screen = terminal.screen();
+    terminal.type_text("\u{3}");
+    let (code, _) = terminal.finish();
+    assert_eq!(code, 130, "{screen}");
+
+    // The second drawing: 40 rows hold more of the change, 110 columns more of a line.
+    let redrawn = &screen[screen.rfind("┌─ approval").unwrap()..];
+    assert!(redrawn.contains("page 1/"), "{redrawn}");
+    assert!(pages(redrawn) < before, "fewer pages at 110×40: {redrawn}");
+    let lines = card_lines(redrawn);
+    assert!(lines.iter().any(|line| columns_of(line) > 70), "{redrawn}");
+    assert!(
+        lines.iter().all(|line| columns_of(line) <= 110),
+        "{redrawn}"
+    );
+}
+
+/// The page count of the last `page X/Y` line on `screen`.
+fn pages(screen: &str) -> usize {
+    let line = screen_lines(screen)
+        .into_iter()
+        .rev()
+        .find(|line| line.starts_with("page "))
+        .unwrap();
+    let total = line["page ".len()..].split_once('/').unwrap().1;
+    total
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
