@@ -14,6 +14,7 @@ mod app;
 mod channel_key;
 mod commands;
 mod config;
+mod edit;
 mod env;
 mod escape;
 mod eval;
@@ -29,6 +30,7 @@ mod prices;
 mod render;
 mod report;
 mod results;
+mod review;
 mod shell;
 mod style;
 

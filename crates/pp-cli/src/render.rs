@@ -149,8 +149,9 @@ pub(crate) const CARD_LINES: usize = 20;
 /// Every name on the card (tool, capability, target, diff headers) is printed with
 /// [`one_line`], so a model-written path cannot add lines that look like the card's own;
 /// when the target resolves to a different workspace path, that path is shown too.
-/// The card's `now:` line when deciding would not simply apply the call as shown: it
-/// would fail, change nothing, apply to a target that changed, or cannot be checked here.
+/// The card's `now:` line: what deciding would do as the target is now — apply the call as
+/// shown (`ready`), or
+/// fail, change nothing, apply to a target that changed, or cannot be checked here.
 fn precheck_line(view: &ApprovalView, palette: Palette) -> Option<String> {
     let precheck = view.precheck.as_ref()?;
     let why = precheck
@@ -159,7 +160,7 @@ fn precheck_line(view: &ApprovalView, palette: Palette) -> Option<String> {
         .map(one_line)
         .unwrap_or_default();
     let text = match precheck.status {
-        PrecheckStatus::Ready => return None,
+        PrecheckStatus::Ready => "ready: deciding applies the call as shown".to_owned(),
         PrecheckStatus::WillFail => palette.paint(Paint::Red, &format!("WILL FAIL: {why}")),
         PrecheckStatus::NoChange => {
             palette.paint(Paint::Yellow, &format!("changes nothing: {why}"))
@@ -223,6 +224,7 @@ pub(crate) fn approval_card(view: &ApprovalView, palette: Palette, fold: Fold) -
         "│ task:       {}\n",
         one_line(&shorten(&view.prompt, 70))
     ));
+    card.push_str(&effects::provenance_lines(view, palette));
     card.push_str(&format!(
         "│ tool:       {} ({})\n│ risk:       {risk}\n",
         palette.paint(Paint::Bold, &one_line(&view.tool)),
