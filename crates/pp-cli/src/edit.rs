@@ -172,28 +172,34 @@ pub(crate) fn edit_arguments(tool: &str, arguments: &Value) -> anyhow::Result<Op
         .context("cannot create a temporary file for editing")?;
     file.write_all(text.as_bytes())?;
     file.flush()?;
+    run_editor(file.path(), "nothing was changed")?;
+    let edited = std::fs::read_to_string(file.path())?;
+    let edited = parse(tool, arguments, &edited)?;
+    Ok((&edited != arguments).then_some(edited))
+}
+
+/// Runs `$VISUAL`/`$EDITOR` on `path` through the shell (`sh -c '$EDITOR "$1"'`), so an
+/// editor setting with arguments (`code --wait`) works; `unchanged` ends the error when
+/// the editor fails or cannot be found.
+pub(crate) fn run_editor(path: &std::path::Path, unchanged: &str) -> anyhow::Result<()> {
     let editor = env::editor();
+    let editor = editor.to_string_lossy();
     // `$1` keeps the path out of the command's words; the editor's own words are the
     // person's setting, split by the shell as any program would.
     let status = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("{} \"$1\"", editor.to_string_lossy()))
+        .arg(format!("{editor} \"$1\""))
         .arg("sh")
-        .arg(file.path())
+        .arg(path)
         .status()
-        .with_context(|| format!("cannot start the editor {}", editor.to_string_lossy()))?;
+        .with_context(|| format!("cannot start the editor {editor}"))?;
     if status.code() == Some(127) {
-        anyhow::bail!(
-            "the editor `{}` was not found (set VISUAL or EDITOR); nothing was changed",
-            editor.to_string_lossy()
-        );
+        anyhow::bail!("the editor `{editor}` was not found (set VISUAL or EDITOR); {unchanged}");
     }
     if !status.success() {
-        anyhow::bail!("the editor exited with {status}; nothing was changed");
+        anyhow::bail!("the editor exited with {status}; {unchanged}");
     }
-    let edited = std::fs::read_to_string(file.path())?;
-    let edited = parse(tool, arguments, &edited)?;
-    Ok((&edited != arguments).then_some(edited))
+    Ok(())
 }
 
 #[cfg(test)]
