@@ -33,6 +33,8 @@ pub(crate) struct Paged {
     seen: Vec<bool>,
     /// Where the current page starts in `paged`.
     first: usize,
+    /// Lines printed under the card (and its page line), already escaped.
+    footer: Vec<String>,
 }
 
 impl Paged {
@@ -49,9 +51,16 @@ impl Paged {
             paged: Vec::new(),
             seen: vec![false; lines],
             first: 0,
+            footer: Vec::new(),
         };
         paged.index();
         paged
+    }
+
+    /// With `line` under the card on every page (what `a` does, say).
+    pub(crate) fn with_footer(mut self, line: Option<String>) -> Self {
+        self.footer.extend(line);
+        self
     }
 
     fn index(&mut self) {
@@ -84,8 +93,8 @@ impl Paged {
 
     /// Paged rows per page; `None` when the whole card fits the window.
     fn page_size(&self) -> Option<usize> {
-        let pinned = self.rows.len() - self.paged.len();
-        if self.rows.len() + BELOW <= self.size.1 {
+        let pinned = self.rows.len() - self.paged.len() + self.footer.len();
+        if self.rows.len() + self.footer.len() + BELOW <= self.size.1 {
             return None;
         }
         // One more row for the `page X/Y` line.
@@ -108,9 +117,15 @@ impl Paged {
     /// The rows of the current page (the whole card when it fits), followed by the
     /// `page X/Y` line when it is paged; marks what they show as seen.
     pub(crate) fn page(&mut self) -> Vec<String> {
+        let footer: Vec<String> = self
+            .footer
+            .iter()
+            .map(|line| crate::style::fit(line, self.size.0))
+            .collect();
         let Some(size) = self.page_size() else {
             (0..self.rows.len()).for_each(|row| self.saw(row));
-            return self.rows.iter().map(|row| row.text.clone()).collect();
+            let card = self.rows.iter().map(|row| row.text.clone());
+            return card.chain(footer).collect();
         };
         let end = (self.first + size).min(self.paged.len());
         let shown: Vec<usize> = self.paged[self.first.min(end)..end].to_vec();
@@ -138,6 +153,7 @@ impl Paged {
             &self.palette.paint(Paint::Yellow, &status),
             self.size.0,
         ));
+        out.extend(footer);
         out
     }
 

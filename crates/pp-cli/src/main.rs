@@ -15,6 +15,7 @@ mod card;
 mod channel_key;
 mod commands;
 mod config;
+mod edit;
 mod env;
 mod escape;
 mod eval;
@@ -30,6 +31,7 @@ mod prices;
 mod render;
 mod report;
 mod results;
+mod review;
 mod shell;
 mod style;
 

@@ -202,8 +202,9 @@ impl Lines {
     }
 }
 
-/// The card's `now:` line when deciding would not simply apply the call as shown: it
-/// would fail, change nothing, apply to a target that changed, or cannot be checked here.
+/// The card's `now:` line: what deciding would do as the target is now — apply the call
+/// as shown (`ready`), or fail, change nothing, apply to a target that changed, or
+/// cannot be checked here.
 fn precheck_line(view: &ApprovalView, palette: Palette) -> Option<String> {
     let precheck = view.precheck.as_ref()?;
     let why = precheck
@@ -212,7 +213,7 @@ fn precheck_line(view: &ApprovalView, palette: Palette) -> Option<String> {
         .map(one_line)
         .unwrap_or_default();
     let text = match precheck.status {
-        PrecheckStatus::Ready => return None,
+        PrecheckStatus::Ready => "ready: deciding applies the call as shown".to_owned(),
         PrecheckStatus::WillFail => palette.paint(Paint::Red, &format!("WILL FAIL: {why}")),
         PrecheckStatus::NoChange => {
             palette.paint(Paint::Yellow, &format!("changes nothing: {why}"))
@@ -304,6 +305,7 @@ pub(crate) fn card_lines(view: &ApprovalView, palette: Palette, fold: Fold) -> V
         Fold::Nothing => one_line(&shorten(&view.prompt, 70)).into_owned(),
     };
     card.push(Role::Pinned, format!("│ task:       {prompt}"));
+    card.pin(&effects::provenance_lines(view, palette));
     card.push(
         Role::Pinned,
         format!(

@@ -239,3 +239,95 @@ pub(super) fn undo_text(view: &ApprovalView) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// The card's provenance under its title: the model's words of the turn that made the
+/// call (quoted: the model wrote them) and, when the task took in text no person wrote
+/// since the person's last message, which — marked untrusted.
+pub(super) fn provenance_lines(view: &ApprovalView, palette: Palette) -> String {
+    let provenance = &view.provenance;
+    let mut lines = String::new();
+    if let Some(text) = &provenance.model_text {
+        lines.push_str(&format!(
+            "│ model said: “{}”\n",
+            one_line(&super::shorten(text, 160))
+        ));
+    }
+    if provenance.untrusted_input {
+        let mut kinds: Vec<String> = provenance
+            .inputs
+            .iter()
+            .filter(|input| input.untrusted)
+            .map(|input| format!("{} `{}`", input_words(input.kind), one_line(&input.source)))
+            .collect();
+        if provenance.more > 0 {
+            kinds.push(format!("{} more", provenance.more));
+        }
+        lines.push_str(&format!(
+            "│ follows:    {} {}\n",
+            palette.paint(Paint::Red, "UNTRUSTED input:"),
+            kinds.join(", ")
+        ));
+    }
+    lines
+}
+
+/// What an input kind is called on the card.
+fn input_words(kind: pp_tasks::InputKind) -> &'static str {
+    use pp_tasks::InputKind;
+    match kind {
+        InputKind::Prompt => "your prompt",
+        InputKind::Message => "a person's message",
+        InputKind::Webhook => "webhook",
+        InputKind::Schedule => "schedule",
+        InputKind::McpClient => "MCP client",
+        InputKind::McpOutput => "MCP output",
+        InputKind::Document => "document",
+        InputKind::FileRead => "file read",
+        InputKind::Skill => "skill",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pp_tasks::{Input, InputKind, Provenance};
+
+    use super::*;
+
+    #[test]
+    fn the_model_s_words_are_quoted_and_untrusted_inputs_marked() {
+        let mut view = crate::render::tests::view(None, Some("new\n".to_owned()));
+        view.provenance = Provenance {
+            model_text: Some("Rewriting\nthe notes.".to_owned()),
+            inputs: vec![
+                Input {
+                    kind: InputKind::Webhook,
+                    source: "github\u{202e}".to_owned(),
+                    untrusted: true,
+                },
+                Input {
+                    kind: InputKind::Prompt,
+                    source: "operator".to_owned(),
+                    untrusted: false,
+                },
+            ],
+            more: 2,
+            untrusted_input: true,
+        };
+        let lines = provenance_lines(&view, Palette::OFF);
+        let lines: Vec<&str> = lines.lines().collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0], "│ model said: “Rewriting the notes.”");
+        assert!(
+            lines[1].starts_with("│ follows:    UNTRUSTED input: webhook `github"),
+            "{lines:?}"
+        );
+        assert!(!lines[1].contains('\u{202e}') && lines[1].ends_with(", 2 more"));
+        assert!(
+            !lines[1].contains("your prompt"),
+            "trusted inputs are not listed"
+        );
+
+        view.provenance = Provenance::default();
+        assert_eq!(provenance_lines(&view, Palette::OFF), "");
+    }
+}

@@ -45,7 +45,7 @@ fn one_line_escapes_line_breaks_tabs_controls_bidi_and_zero_width() {
     assert!(!one_line(FORGED).contains('\n'));
 }
 
-fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
+pub(super) fn view(diff: Option<String>, content: Option<String>) -> ApprovalView {
     ApprovalView {
         id: "ap-1".to_owned(),
         task_id: pp_types::TaskId("t-1".to_owned()),

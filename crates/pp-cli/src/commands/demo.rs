@@ -138,11 +138,18 @@ async fn settle(
             )?;
         }
         let request = if interactive {
-            match ask_blocking(&view, palette).await? {
-                Answer::Decided(request) => request,
-                Answer::Interrupted => {
-                    outln!("\n     Interrupted: nothing was written. The demo ends here.")?;
-                    return Ok(None);
+            loop {
+                match ask_blocking(&view, palette, None).await? {
+                    Answer::Decided(request) => break request,
+                    Answer::Interrupted => {
+                        outln!("\n     Interrupted: nothing was written. The demo ends here.")?;
+                        return Ok(None);
+                    }
+                    // The demo's calls are decided as they are; `run` shows an edited
+                    // call's change and asks again.
+                    Answer::Edited(_) | Answer::Next { .. } | Answer::ApproveAll => {
+                        outln!("     The demo decides its calls as shown: press a or r.")?;
+                    }
                 }
             }
         } else {

@@ -15,7 +15,7 @@ use crate::app::App;
 use crate::config::{Flags, absolute_path};
 use crate::output::{errln, outln};
 use crate::render::{json_safe, terminal_safe};
-use crate::{Exit, env, exit};
+use crate::{Exit, exit};
 
 /// What to do.
 #[derive(Debug, Subcommand)]
@@ -135,14 +135,7 @@ async fn edit(memory: &MemoryService) -> anyhow::Result<()> {
         .context("cannot create a temporary file for editing")?;
     file.write_all(before.content.as_bytes())?;
     file.flush()?;
-    let editor = env::editor();
-    let status = std::process::Command::new(&editor)
-        .arg(file.path())
-        .status()
-        .with_context(|| format!("cannot start the editor {}", editor.to_string_lossy()))?;
-    if !status.success() {
-        anyhow::bail!("the editor exited with {status}; the memory was not changed");
-    }
+    crate::edit::run_editor(file.path(), "the memory was not changed")?;
     let edited = std::fs::read_to_string(file.path())
         .context("the edited memory is not UTF-8 text; the memory was not changed")?;
     if edited == before.content {

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use pp_tasks::{
     Action, ApprovalView, Caller, CreateTask, Decision, ModelSource, ResolveRequest, TaskService,
 };
-use pp_types::{Actor, ApprovalId, ApprovalState, TaskRecord, TaskState};
+use pp_types::{Actor, ApprovalState, TaskRecord, TaskState};
 use serde_json::Value;
 
 use crate::acting::{self, UserArgs};
@@ -22,6 +22,7 @@ use crate::live::LiveView;
 use crate::output::{errln, errprint, outln};
 use crate::render::{Fold, approval_card, json_safe, terminal_safe};
 use crate::report::{Counts, JsonFeed};
+use crate::review::{self, Reviewed};
 use crate::style::{Paint, Palette, terminal_columns, terminal_size};
 use crate::{Exit, env, exit, models};
 
@@ -175,7 +176,13 @@ pub(crate) async fn follow(
             .into_iter()
             .find(|approval| approval.state == ApprovalState::Pending)
             .context("the task waits for approval but has no pending approval")?;
-        let mut view = service.approval_view_checked(&pending.id).await?;
+        let view = service.approval_view_checked(&pending.id).await?;
+        // A changeset (the calls of one model turn) is reviewed as one.
+        let changeset = match &view.changeset_id {
+            Some(id) => Some((id.clone(), review::pending_cards(service, id).await?))
+                .filter(|(_, cards)| cards.len() > 1),
+            None => None,
+        };
         ui.live.pause();
         if let Some(feed) = &ui.feed {
             feed.pump().await?;
@@ -187,12 +194,17 @@ pub(crate) async fn follow(
             .authorize(&ui.caller, Action::Resolve(&record))
             .await
             .is_ok();
-        // Where a decision is asked, `ask` shows the card page by page.
+        // Where a decision is asked, `ask` shows each card, page by page.
         if !interactive || !may_decide {
-            errln!(
-                "{}",
-                approval_card(&view, palette, Fold::Window(terminal_columns()))
-            );
+            let cards = changeset
+                .as_ref()
+                .map_or_else(|| vec![view.clone()], |(_, cards)| cards.clone());
+            for card in &cards {
+                errln!(
+                    "{}",
+                    approval_card(card, palette, Fold::Window(terminal_columns()))
+                );
+            }
         }
         if interactive && !may_decide {
             errln!(
@@ -208,72 +220,14 @@ pub(crate) async fn follow(
             }
             return Ok(exit::WAITING_APPROVAL);
         }
-        record = loop {
-            let mut request = match ask_blocking(&view, palette).await? {
-                Answer::Decided(request) => request,
-                Answer::Interrupted if ui.interrupt == OnInterrupt::CancelTask => {
-                    errln!("\ninterrupted: nothing was run; cancelling this turn.");
-                    acting::authorize(service, &ui.caller, Action::Cancel(&record)).await?;
-                    match service.cancel_as(&record.id, &ui.caller).await {
-                        Ok(cancelled) => break cancelled,
-                        // Resolved elsewhere first: follow the task as it is now.
-                        Err(pp_tasks::Error::InvalidState { .. }) => {
-                            break service.task(&record.id).await?;
-                        }
-                        Err(error) => return Err(error.into()),
-                    }
-                }
-                Answer::Interrupted => {
-                    errln!("\ninterrupted: nothing was run and the approval stays pending.");
-                    print_hints(&view.id);
-                    if let Some(feed) = &ui.feed {
-                        feed.finish(&record, Some(&view.id)).await?;
-                    }
-                    return Ok(exit::INTERRUPTED);
-                }
-            };
-            // The grant as it is now, after the person's answer.
-            acting::authorize(service, &ui.caller, Action::Resolve(&record)).await?;
-            if request.decision == Decision::Approve {
-                request.seen_fingerprint = seen_fingerprint(service, &view, &request).await;
-            }
-            match service.resolve_for(&pending.id, request, &ui.caller).await {
-                Ok(record) => break record,
-                // The target changed while the card was on screen: nothing ran; show
-                // the card as it is now and ask again.
-                Err(pp_tasks::Error::ChangedSinceSeen(message)) => {
-                    errln!("{message}");
-                    // `ask` shows it (from its first page) before asking again.
-                    view = service.approval_view_checked(&pending.id).await?;
-                }
-                Err(pp_tasks::Error::InvalidArguments(message)) => {
-                    errln!("the edited call was refused: {message}");
-                }
-                Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
-                    errln!("{error}: someone else decided first");
-                    return Ok(exit::CONFLICT);
-                }
-                Err(error) => return Err(error.into()),
-            }
+        let reviewed = match changeset {
+            Some((id, cards)) => review::decide_changeset(service, &record, &id, cards, ui).await?,
+            None => review::decide_one(service, &record, view, ui).await?,
         };
-    }
-}
-
-/// The fingerprint of the target as the card showed it (`view`'s precheck), or, for an
-/// edited call, as its precheck sees it now; `None` when the tool reports no target or
-/// the edit is invalid (the resolve refuses that itself).
-async fn seen_fingerprint(
-    service: &TaskService,
-    view: &ApprovalView,
-    request: &ResolveRequest,
-) -> Option<String> {
-    match &request.edited_arguments {
-        Some(edited) => {
-            let id = ApprovalId(view.id.clone());
-            let precheck = service.precheck(&id, Some(edited)).await.ok()??;
-            precheck.fingerprint
-        }
-        None => view.precheck.as_ref()?.fingerprint.clone(),
+        record = match reviewed {
+            Reviewed::Task(record) => *record,
+            Reviewed::Exit(code) => return Ok(code),
+        };
     }
 }
 
@@ -283,31 +237,65 @@ pub(crate) const QUESTION: &str = "[a]pprove  [r]eject  [e]dit  [d]etails  [?] h
 /// The `?` help.
 const HELP: &str = "  a  approve: run this one call as shown
   r  reject: the model is told (you may give a reason; Esc goes back)
-  e  edit the call's arguments in $VISUAL/$EDITOR, then run the edited call
+  e  edit the call in $VISUAL/$EDITOR (through the shell); its new change is shown and asked about again
   d  show everything (the full change and the arguments) in $PAGER
   space  the card's next page (a long change: a, r and e wait until every
          changed line has been on screen, or d showed everything)
   ?  this help        Ctrl+C  stop here; the approval stays pending";
 
+/// The `?` help's lines for a changeset.
+const CHANGESET_HELP: &str = "  n  next call: leave this one for later (it is asked again)
+  A  approve every call not decided yet, once each has been shown";
+
 /// The person's answer at a card.
 pub(crate) enum Answer {
     /// Resolve the approval so.
     Decided(ResolveRequest),
+    /// `e`: these arguments instead; their card is shown and asked about before
+    /// anything runs.
+    Edited(Value),
+    /// `n` in a changeset: decide this call later; `shown` when every changed line of
+    /// it has been on screen.
+    Next { shown: bool },
+    /// `A` in a changeset whose calls have all been shown: approve every call not
+    /// decided yet.
+    ApproveAll,
     /// Ctrl+C: leave it pending.
     Interrupted,
 }
 
+/// Where a card stands in the changeset under review.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Position {
+    /// Its place, from 0.
+    pub(crate) index: usize,
+    /// How many calls wait in the changeset.
+    pub(crate) size: usize,
+    /// Whether every other call of it has been on screen whole (`A` is live once this
+    /// one has been too).
+    pub(crate) all_shown: bool,
+}
+
 /// [`ask`] on a blocking thread: waiting for a key (or the editor, or the pager) never
 /// holds up an async worker.
-pub(crate) async fn ask_blocking(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answer> {
+pub(crate) async fn ask_blocking(
+    view: &ApprovalView,
+    palette: Palette,
+    position: Option<Position>,
+) -> anyhow::Result<Answer> {
     let view = view.clone();
-    tokio::task::spawn_blocking(move || ask(&view, palette)).await?
+    tokio::task::spawn_blocking(move || ask(&view, palette, position)).await?
 }
 
 /// Shows the card (page by page when it does not fit the window, drawn again when the
-/// window is resized) and reads the person's decision, one key at a time. The decision
-/// keys wait until every changed line has been on screen.
-pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answer> {
+/// window is resized), with what `a` does when it would not simply apply the call as
+/// shown, and reads the person's decision, one key at a time. The decision keys (and
+/// `A` in a changeset) wait until every changed line has been on screen.
+pub(crate) fn ask(
+    view: &ApprovalView,
+    palette: Palette,
+    position: Option<Position>,
+) -> anyhow::Result<Answer> {
     let request = |decision, edited_arguments, reason| {
         Answer::Decided(ResolveRequest {
             decision,
@@ -318,7 +306,8 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
             wait: true,
         })
     };
-    let mut card = Paged::new(view, palette, terminal_size());
+    let hint = crate::review::approve_hint(view).map(|hint| palette.paint(Paint::Yellow, &hint));
+    let mut card = Paged::new(view, palette, terminal_size()).with_footer(hint);
     card.show();
     loop {
         discard_type_ahead();
@@ -365,8 +354,8 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
             }
             Key::Char('e') => {
                 errln!("edit");
-                match edit_arguments(&view.arguments) {
-                    Ok(Some(edited)) => return Ok(request(Decision::Approve, Some(edited), None)),
+                match crate::edit::edit_arguments(&view.tool, &view.arguments) {
+                    Ok(Some(edited)) => return Ok(Answer::Edited(edited)),
                     Ok(None) => errln!("arguments unchanged; choose again"),
                     Err(error) => errln!("{error:#}"),
                 }
@@ -377,8 +366,30 @@ pub(crate) fn ask(view: &ApprovalView, palette: Palette) -> anyhow::Result<Answe
                     card.saw_everything();
                 }
             }
+            Key::Char('n') if position.is_some() => {
+                errln!("next");
+                return Ok(Answer::Next { shown: unseen == 0 });
+            }
+            Key::Char('A') => match position {
+                Some(position) if position.all_shown && unseen > 0 => {
+                    errln!("{}", card.not_yet());
+                }
+                Some(position) if position.all_shown => {
+                    errln!("approve all");
+                    return Ok(Answer::ApproveAll);
+                }
+                Some(position) => errln!(
+                    "A approves all {} calls once each has been shown: press n to see the \
+                     next one",
+                    position.size
+                ),
+                None => errln!("`A` is for a turn with several calls; press a to approve this one"),
+            },
             Key::Char('?' | 'h') => {
                 errln!("help\n{HELP}");
+                if position.is_some() {
+                    errln!("{CHANGESET_HELP}");
+                }
             }
             Key::Char(' ') => {}
             Key::Char(other) => {
@@ -494,33 +505,6 @@ fn discard_type_ahead() {
     }
 }
 
-/// Opens the editor on the arguments as JSON; `None` when nothing changed.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "reads back a temporary file this command created, not a model-supplied path"
-)]
-fn edit_arguments(arguments: &Value) -> anyhow::Result<Option<Value>> {
-    let mut file = tempfile::Builder::new()
-        .prefix("pocketpilot-arguments-")
-        .suffix(".json")
-        .tempfile()
-        .context("cannot create a temporary file for editing")?;
-    writeln!(file, "{}", serde_json::to_string_pretty(arguments)?)?;
-    file.flush()?;
-    let editor = env::editor();
-    let status = std::process::Command::new(&editor)
-        .arg(file.path())
-        .status()
-        .with_context(|| format!("cannot start the editor {}", editor.to_string_lossy()))?;
-    if !status.success() {
-        anyhow::bail!("the editor exited with {status}; nothing was changed");
-    }
-    let text = std::fs::read_to_string(file.path())?;
-    let edited: Value = serde_json::from_str(&text)
-        .with_context(|| "the edited arguments are not valid JSON; try again")?;
-    Ok((&edited != arguments).then_some(edited))
-}
-
 /// Prints the pending approval for scripts (unless `--json` prints its own `result`
 /// line) and says how to resolve it.
 fn print_waiting(view: &ApprovalView, json_line: bool) -> std::io::Result<()> {
@@ -546,7 +530,7 @@ fn print_waiting(view: &ApprovalView, json_line: bool) -> std::io::Result<()> {
 }
 
 /// How to resolve an approval from anywhere.
-fn print_hints(id: &str) {
+pub(crate) fn print_hints(id: &str) {
     errln!(
         "Resolve it from anywhere:\n  pocketpilot approvals approve {id}\n  pocketpilot \
          approvals reject {id} --reason \"…\"\nor in the console (pocketpilot serve).",

@@ -102,6 +102,26 @@ fn edit_saves_what_the_editor_wrote() {
 }
 
 #[test]
+fn edit_runs_an_editor_setting_with_arguments_through_the_shell() {
+    let tree = TempTree::new();
+    std::fs::create_dir_all(home(&tree)).unwrap();
+    std::fs::write(home(&tree).join("memory.md"), "likes tea\n").unwrap();
+    // As `code --wait` would be: a program and its own arguments in one setting.
+    let (code, stdout, stderr) = memory(&tree, &["edit"], Some(Path::new("sed -i s/tea/coffee/")));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "memory saved (13 bytes)\n");
+    assert_eq!(show_json(&tree)["content"], "likes coffee\n");
+
+    let (code, _, stderr) = memory(&tree, &["edit"], Some(Path::new("no-such-editor --wait")));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`no-such-editor --wait` was not found"),
+        "{stderr}"
+    );
+    assert_eq!(show_json(&tree)["content"], "likes coffee\n");
+}
+
+#[test]
 fn edit_is_a_conflict_when_the_memory_changed_meanwhile_and_keeps_the_text() {
     let tree = TempTree::new();
     std::fs::create_dir_all(home(&tree)).unwrap();

@@ -257,17 +257,85 @@ fn in_a_terminal_the_person_rejects_with_a_reason() {
 }
 
 #[test]
-fn in_a_terminal_the_person_edits_the_arguments() {
+fn in_a_terminal_an_edit_is_shown_with_its_change_and_asked_about_again() {
     let tree = TempTree::new();
-    let editor = tree.base().join("editor.sh");
-    std::fs::write(&editor, "#!/bin/sh\nsed -i 's/a.txt/b.txt/' \"$1\"\n").unwrap();
-    let mut permissions = std::fs::metadata(&editor).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&editor, permissions).unwrap();
-    let (code, screen) = run_in_terminal(&tree, &write_then_done(), &["e"], Some(&editor));
+    // An editor command with arguments, run through the shell as `code --wait` is.
+    let editor = std::path::Path::new("sed -i -e s/a.txt/b.txt/ -e s/hello/bonjour/");
+    let mut terminal = Terminal::start(&tree, &write_then_done(), Some(editor));
+    terminal.answer(&["e"]);
+    // The edited call's own card comes before anything runs.
+    terminal.wait_for_prompt(2);
+    let screen = terminal.screen();
+    let edited = &screen[screen.rfind("┌─ approval").unwrap()..];
+    assert!(edited.contains("your edit, not decided yet"), "{screen}");
+    assert!(
+        edited.contains("create b.txt") && edited.contains("bonjour"),
+        "{screen}"
+    );
+    assert!(
+        !tree.exists("a.txt") && !tree.exists("b.txt"),
+        "nothing ran yet"
+    );
+    terminal.type_text("a");
+    let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     assert!(!tree.exists("a.txt"));
-    assert_eq!(tree.read("b.txt"), "hello\n");
+    assert_eq!(tree.read("b.txt"), "bonjour\n");
+}
+
+#[test]
+fn in_a_terminal_an_edited_call_can_still_be_rejected() {
+    let tree = TempTree::new();
+    let editor = std::path::Path::new("sed -i s/hello/bonjour/");
+    let mut terminal = Terminal::start(&tree, &write_then_done(), Some(editor));
+    terminal.answer(&["e", "r"]);
+    terminal.wait_for(REASON, 1);
+    terminal.type_text("\r");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(!tree.exists("a.txt"), "{screen}");
+}
+
+/// Two writes the model asks for in one turn: one changeset.
+fn two_writes_then_done() -> serde_json::Value {
+    json!([{"tool_calls": [
+                {"name": "write_file", "arguments": {"path": "one.txt", "content": "1\n"}},
+                {"name": "write_file", "arguments": {"path": "two.txt", "content": "2\n"}}]},
+           {"content": "all done"}])
+}
+
+#[test]
+fn in_a_terminal_a_changeset_is_approved_with_a_only_after_every_call_was_shown() {
+    let tree = TempTree::new();
+    let mut terminal = Terminal::start(&tree, &two_writes_then_done(), None);
+    // `A` at the first call: the second has not been shown, nothing is decided.
+    terminal.answer(&["A"]);
+    terminal.wait_for("once each has been shown: press n", 1);
+    terminal.answer(&["", "n", "A"]);
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("call 1 of 2") && screen.contains("call 2 of 2"),
+        "{screen}"
+    );
+    assert_eq!(tree.read("one.txt"), "1\n");
+    assert_eq!(tree.read("two.txt"), "2\n");
+}
+
+#[test]
+fn in_a_terminal_each_call_of_a_changeset_gets_its_own_decision() {
+    let tree = TempTree::new();
+    let mut terminal = Terminal::start(&tree, &two_writes_then_done(), None);
+    // Reject the first (Enter: no reason), approve the second: sent together.
+    terminal.answer(&["r"]);
+    terminal.wait_for(REASON, 1);
+    terminal.type_text("\r");
+    terminal.wait_for("call 2 of 2", 1);
+    terminal.answer(&["", "a"]);
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(!tree.exists("one.txt"), "{screen}");
+    assert_eq!(tree.read("two.txt"), "2\n");
 }
 
 #[test]
@@ -442,4 +510,28 @@ fn colours_are_on_in_a_terminal_and_off_with_no_color() {
         "{screen}"
     );
     assert!(screen.contains("all done"), "{screen}");
+}
+
+#[test]
+fn a_target_changed_under_the_card_is_shown_again_and_approved_against_it_as_it_is_now() {
+    let tree = TempTree::new();
+    tree.file("notes.txt", "one\ntwo\n");
+    let script = json!([
+        {"tool_calls": [{"name": "edit_file", "arguments":
+            {"path": "notes.txt", "old_text": "two\n", "new_text": "TWO\n"}}]},
+        {"content": "all done"}
+    ]);
+    let mut terminal = Terminal::start(&tree, &script, None);
+    terminal.wait_for_prompt(1);
+    // Someone edits the file while the card is on screen.
+    std::fs::write(tree.workspace().join("notes.txt"), "zero\none\ntwo\n").unwrap();
+    terminal.type_text("a");
+    // Nothing ran: the card as it is now, and what `a` means there.
+    terminal.wait_for("a approves against the file as it is now", 1);
+    assert_eq!(tree.read("notes.txt"), "zero\none\ntwo\n");
+    terminal.answer(&["", "a"]);
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("changed since the request"), "{screen}");
+    assert_eq!(tree.read("notes.txt"), "zero\none\nTWO\n");
 }
