@@ -268,3 +268,59 @@ fn pages(screen: &str) -> usize {
         .parse()
         .unwrap()
 }
+
+/// In a changeset, `A` waits until every call has been shown whole: a long call left
+/// with `n` before its last page does not count as shown.
+#[test]
+fn a_changeset_is_approved_with_a_only_once_every_page_of_every_call_was_shown() {
+    let tree = TempTree::new();
+    let (old, new) = five_hunks();
+    tree.file("notes.md", &old);
+    let script = json!([{"tool_calls": [
+            {"name": "write_file", "arguments": {"path": "notes.md", "content": new}},
+            {"name": "write_file", "arguments": {"path": "two.txt", "content": "2\n"}}]},
+        {"content": "all done"}]);
+    let mut terminal = start(&tree, &script, "two changes", (70, 24));
+    // Call 1 (paged): `n` on its first page; call 2 fits and is shown whole.
+    terminal.wait_for_prompt(1);
+    assert!(
+        terminal.screen().contains("page 1/"),
+        "{}",
+        terminal.screen()
+    );
+    terminal.type_text("n");
+    terminal.wait_for("call 2 of 2", 1);
+    terminal.wait_for_prompt(2);
+    terminal.type_text("A");
+    terminal.wait_for("once each has been shown: press n", 1);
+    terminal.wait_for_prompt(3);
+    terminal.type_text("n");
+    // Call 1 again: `A` before its last page says what is missing.
+    terminal.wait_for("call 1 of 2", 2);
+    terminal.wait_for_prompt(4);
+    terminal.type_text("A");
+    terminal.wait_for("not yet: ", 1);
+    let mut questions = 5;
+    terminal.wait_for_prompt(questions);
+    loop {
+        let screen = screen_lines(&terminal.screen());
+        let page = screen
+            .iter()
+            .rev()
+            .find(|line| line.starts_with("page "))
+            .unwrap();
+        if !page.contains("not shown yet") {
+            break;
+        }
+        terminal.type_text(" ");
+        questions += 1;
+        terminal.wait_for_prompt(questions);
+        assert!(questions < 15, "paging never ends: {}", screen.join("\n"));
+    }
+    assert_eq!(tree.read("notes.md"), old, "nothing decided yet");
+    terminal.type_text("A");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(tree.read("notes.md"), new, "{screen}");
+    assert_eq!(tree.read("two.txt"), "2\n");
+}
