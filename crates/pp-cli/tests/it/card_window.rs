@@ -210,6 +210,24 @@ fn a_change_longer_than_the_window_is_approved_only_after_every_page() {
     assert_eq!(code, 0, "{screen}");
     assert_eq!(screen.matches("decision: approved").count(), 1, "{screen}");
     assert_eq!(tree.read("notes.md"), new);
+
+    // The summary line and "Changes on disk" fit the 70 columns too; a change keeps
+    // its id (for `pocketpilot revert`) and state.
+    let lines = screen_lines(&screen);
+    let summary = lines
+        .iter()
+        .find(|line| line.starts_with("completed · "))
+        .unwrap();
+    assert!(columns_of(summary) <= 70, "{summary}");
+    let change = lines
+        .iter()
+        .find(|line| line.trim_start().starts_with("overwritten "))
+        .unwrap();
+    assert!(columns_of(change) <= 70, "{change}");
+    assert!(
+        change.ends_with("  revertible") && change.contains("  c_"),
+        "{change}"
+    );
 }
 
 /// Resized while the question waits, the card is drawn again at the new size (the
