@@ -18,6 +18,7 @@ mod env;
 mod escape;
 mod eval;
 mod home;
+mod interrupt;
 mod keys;
 mod live;
 mod lock;
