@@ -259,6 +259,11 @@ impl EventSink for LiveView {
                 format!("running {}", crate::render::one_line(name)),
                 Instant::now(),
             )),
+            // The approved call runs now (its `tool_call` was shown before the card).
+            EventKind::ApprovalResolved {
+                decision: pp_types::ResolutionKind::Approved,
+                ..
+            } => Some(("running the approved call".to_owned(), Instant::now())),
             // Stopping goes on until the run ends, whatever the events say.
             _ if state.stopping.is_some() => Some((String::new(), Instant::now())),
             _ => None,

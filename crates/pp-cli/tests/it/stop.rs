@@ -94,9 +94,13 @@ fn run_json_says_the_task_was_cancelled_by_ctrl_c() {
         &json!([{"content": "too late", "delay_ms": 60000}]),
     );
     let mut terminal = run_in_terminal(&tree, &server, "--json");
-    // No live view with --json: the model has the request once the server logged it.
+    // No live view with --json: the model has the request once the server logged it
+    // (a whole line: the log may be read while it is written).
+    let log = tree.base().join("requests.jsonl");
     assert!(
-        pp_test_support::wait_until(Duration::from_secs(60), || !server.requests().is_empty()),
+        pp_test_support::wait_until(Duration::from_secs(60), || {
+            std::fs::read_to_string(&log).is_ok_and(|text| text.ends_with('\n'))
+        }),
         "the run never reached the model"
     );
     terminal.type_text("\u{3}");
