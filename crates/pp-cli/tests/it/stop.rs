@@ -173,3 +173,34 @@ fn a_second_ctrl_c_leaves_at_once_and_recovery_ends_the_task_cancelled() {
         "{task}"
     );
 }
+
+#[test]
+fn run_json_says_ctrl_c_at_a_card_left_the_approval_pending() {
+    let tree = TempTree::new();
+    let script = write_script(
+        tree.base(),
+        &json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
+            {"content": "never"}
+        ]),
+    );
+    let command = format!(
+        "exec {} run --json --workspace '{}' --script '{}' 'write it'",
+        env!("CARGO_BIN_EXE_pocketpilot"),
+        tree.workspace().display(),
+        script.display()
+    );
+    let mut terminal = Terminal::spawn(&command, &tree.base().join("home"), &[]);
+    terminal.answer(&["\u{3}"]);
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 130, "{screen}");
+    let result: Value = screen
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
+        .find(|line| line["type"] == "result")
+        .unwrap_or_else(|| panic!("no result line:\n{screen}"));
+    assert_eq!(result["state"], "waiting_approval", "{result}");
+    assert_eq!(result["interrupted"], "approval_pending", "{result}");
+    assert!(result["approval_id"].is_string(), "{result}");
+    assert!(!tree.exists("a.txt"));
+}
