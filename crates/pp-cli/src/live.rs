@@ -1,6 +1,7 @@
 //! The live view of a run on stderr: one line per step, results under their call, a
-//! spinner with the elapsed time while the model or a tool works (only on a terminal),
-//! and the model's text as it streams in.
+//! spinner with the elapsed time while the model or a tool works (only on a terminal;
+//! in `run` it says "Ctrl+C to stop", and "stopping…" once Ctrl+C was pressed), and the
+//! model's text as it streams in.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +14,7 @@ use pp_model::StreamDelta;
 use pp_types::{Event, EventKind};
 
 use crate::render::{live_lines, terminal_safe};
-use crate::style::{Paint, Palette, terminal_columns};
+use crate::style::{Paint, Palette, cut_to_width, terminal_columns};
 
 /// How often the spinner redraws.
 const TICK: Duration = Duration::from_millis(100);
@@ -53,6 +54,11 @@ struct State {
     streamed: bool,
     /// Frame counter.
     frame: usize,
+    /// Whether the spinner says "Ctrl+C to stop" (`run`, [`LiveView::show_stop_hint`]).
+    stop_hint: bool,
+    /// Since when the task is stopping (Ctrl+C was pressed, [`LiveView::stopping`]): the
+    /// spinner says so until the run ends, whatever the task does meanwhile.
+    stopping: Option<Instant>,
 }
 
 impl LiveView {
@@ -87,7 +93,35 @@ impl LiveView {
     pub(crate) fn pause(&self) {
         let mut state = self.shared.lock();
         state.spinner = None;
+        state.stopping = None;
         self.shared.clear(&mut state);
+    }
+
+    /// Adds "Ctrl+C to stop" to the spinner (`run`, where Ctrl+C stops the task).
+    pub(crate) fn show_stop_hint(&self) {
+        self.shared.lock().stop_hint = true;
+    }
+
+    /// Ctrl+C was pressed: the spinner says "stopping…" from now on (the first press
+    /// starts its clock).
+    pub(crate) fn stopping(&self) {
+        let mut state = self.shared.lock();
+        state.stopping.get_or_insert_with(Instant::now);
+        if state.spinner.is_none() {
+            state.spinner = Some((String::new(), Instant::now()));
+        }
+    }
+
+    /// Prints `line` above the spinner (which goes on).
+    pub(crate) fn note(&self, line: &str) {
+        if self.shared.quiet {
+            return;
+        }
+        let mut state = self.shared.lock();
+        self.shared.clear(&mut state);
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{}", terminal_safe(line));
+        let _ = stderr.flush();
     }
 
     /// Receives a piece of the model's answer as it streams in.
@@ -160,21 +194,41 @@ impl Shared {
         if state.streaming {
             return;
         }
-        let Some((label, since)) = &state.spinner else {
+        let Some(line) = spinner_line(&state) else {
             return;
         };
-        let line = format!(
-            "{} {label} {:.1}s",
-            FRAMES[state.frame % FRAMES.len()],
-            since.elapsed().as_secs_f64()
-        );
-        let line = self.palette.paint(Paint::Dim, &line);
+        // One line, whatever the width: a wrapped spinner could not be cleared.
+        let (line, _) = cut_to_width(&line, self.columns.saturating_sub(1));
+        let line = self.palette.paint(Paint::Dim, line);
         let mut stderr = std::io::stderr().lock();
         let _ = write!(stderr, "\r\x1b[2K{line}");
         let _ = stderr.flush();
         state.frame += 1;
         state.drawn = true;
     }
+}
+
+/// The spinner's line: frame, what is waited for, elapsed time and the Ctrl+C hint;
+/// `None` when nothing is waited for.
+fn spinner_line(state: &State) -> Option<String> {
+    let frame = FRAMES[state.frame % FRAMES.len()];
+    let (label, since) = state.spinner.as_ref()?;
+    if let Some(since) = state.stopping {
+        return Some(format!(
+            "{frame} stopping… {:.1}s · waiting for the running call to end (Ctrl+C again to \
+             leave at once)",
+            since.elapsed().as_secs_f64()
+        ));
+    }
+    let hint = if state.stop_hint {
+        " · Ctrl+C to stop"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{frame} {label} {:.1}s{hint}",
+        since.elapsed().as_secs_f64()
+    ))
 }
 
 impl EventSink for LiveView {
@@ -205,6 +259,13 @@ impl EventSink for LiveView {
                 format!("running {}", crate::render::one_line(name)),
                 Instant::now(),
             )),
+            // The approved call runs now (its `tool_call` was shown before the card).
+            EventKind::ApprovalResolved {
+                decision: pp_types::ResolutionKind::Approved,
+                ..
+            } => Some(("running the approved call".to_owned(), Instant::now())),
+            // Stopping goes on until the run ends, whatever the events say.
+            _ if state.stopping.is_some() => Some((String::new(), Instant::now())),
             _ => None,
         };
     }

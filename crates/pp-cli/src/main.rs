@@ -20,6 +20,7 @@ mod env;
 mod escape;
 mod eval;
 mod home;
+mod interrupt;
 mod keys;
 mod live;
 mod lock;

@@ -78,6 +78,20 @@ impl Counts {
     }
 }
 
+/// How Ctrl+C ended a run (exit code 130), as `run --json`'s `result` line says in
+/// `interrupted` (`null` when it did not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Interrupted {
+    /// At an approval card: nothing ran and the approval stays pending.
+    ApprovalPending,
+    /// While the task ran: it was cancelled once the running call had stopped.
+    TaskCancelled,
+    /// A second Ctrl+C: `run` left at once with the cancel recorded; the task is still
+    /// `running` in the store until recovery ends it `cancelled`.
+    CancelRequested,
+}
+
 /// `run --json`: prints the task's stored events on stdout as they are stored (the
 /// objects the API's event stream sends as `data:`), one per line, then a `result` line.
 pub(crate) struct JsonFeed {
@@ -122,11 +136,13 @@ impl JsonFeed {
         print_new(&self.service, &self.task, &self.last).await
     }
 
-    /// Prints the remaining events and the `result` line.
+    /// Prints the remaining events and the `result` line; `interrupted` says how Ctrl+C
+    /// ended the run, if it did (exit code 130 either way).
     pub(crate) async fn finish(
         &self,
         record: &TaskRecord,
         approval: Option<&str>,
+        interrupted: Option<Interrupted>,
     ) -> anyhow::Result<()> {
         self.poller.abort();
         self.pump().await?;
@@ -138,6 +154,7 @@ impl JsonFeed {
             "failure_reason": record.failure_reason,
             "error": record.error,
             "approval_id": approval,
+            "interrupted": interrupted,
         });
         outln!("{}", json_safe(&result.to_string()))?;
         Ok(())

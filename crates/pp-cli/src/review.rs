@@ -19,6 +19,7 @@ use crate::commands::run::{Answer, OnInterrupt, Position, Ui, ask_blocking, prin
 use crate::exit;
 use crate::output::errln;
 use crate::render::one_line;
+use crate::report::Interrupted;
 use crate::style::{Paint, Palette};
 
 /// How a review ended.
@@ -194,7 +195,8 @@ async fn interrupted(
     }
     print_hints(first);
     if let Some(feed) = &ui.feed {
-        feed.finish(record, Some(first)).await?;
+        let at_card = Some(Interrupted::ApprovalPending);
+        feed.finish(record, Some(first), at_card).await?;
     }
     Ok(Reviewed::Exit(exit::INTERRUPTED))
 }
@@ -224,7 +226,12 @@ pub(crate) async fn decide_one(
         // The grant as it is now, after the person's answer.
         acting::authorize(service, &ui.caller, Action::Resolve(record)).await?;
         let id = ApprovalId(call.view.id.clone());
-        match service.resolve_for(&id, request, &ui.caller).await {
+        let resolve = service.resolve_for(&id, request, &ui.caller);
+        match ui
+            .stop
+            .guarded(service, &record.id, ui.feed.as_ref(), resolve)
+            .await
+        {
             Ok(record) => return Ok(Reviewed::Task(Box::new(record))),
             // The target changed while the card was on screen: nothing ran; show the
             // card as it is now and ask again.
@@ -342,14 +349,16 @@ pub(crate) async fn decide_changeset(
             })
         })
         .collect();
-    let results = service
-        .resolve_changeset(
-            id,
-            decisions,
-            pp_types::Actor::Operator,
-            Some(&ui.caller),
-            true,
-        )
+    let resolve = service.resolve_changeset(
+        id,
+        decisions,
+        pp_types::Actor::Operator,
+        Some(&ui.caller),
+        true,
+    );
+    let results = ui
+        .stop
+        .guarded(service, &record.id, ui.feed.as_ref(), resolve)
         .await?;
     for (number, result) in results.iter().enumerate() {
         if result.status == DecisionStatus::Accepted {

@@ -87,8 +87,8 @@ pub use types::{
     ChannelChange, ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus,
     FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel,
     NewChatSession, NewModelCall, NewSchedule, NewStartedCall, NewTask, NewWorker, Overlap,
-    PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, SkillFile,
-    StartedCall, StartedFile, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill,
+    PruneReport, Recovered, Resolve, Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec,
+    SkillFile, StartedCall, StartedFile, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill,
     USER_TOKEN_PREFIX, WorkerRecord,
 };
 pub use url::StoreUrl;
@@ -96,6 +96,12 @@ pub use url::StoreUrl;
 /// The reason an approved call of a changeset ends with when its task is cancelled
 /// before the changeset's last decision: it never ran.
 pub const NOT_RUN_CANCELLED: &str = "Not run — task cancelled";
+
+/// The error (and the `task_cancelled` event's message) of a task recovery ended
+/// `cancelled`: its cancel was requested and its process stopped before the running call
+/// had ended ([`Store::request_cancel`]).
+pub const CANCELLED_AFTER_STOP: &str =
+    "cancelled by the operator; its process stopped before the running call had ended";
 
 #[cfg(test)]
 mod tests {

@@ -94,4 +94,4 @@ pub use view::{ApprovalRow, ApprovalView, CurrentTarget, EditedCall};
 
 /// The store's query inputs the server builds (it depends on no store crate): the task
 /// list's filter and the audit ledger's.
-pub use pp_store::{AuditFilter, TaskFilter};
+pub use pp_store::{AuditFilter, Recovered, TaskFilter};

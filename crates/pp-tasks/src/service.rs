@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use pp_agent::EventSink;
-use pp_store::{NewTask, Store, TaskChange, WorkerRecord};
+use pp_store::{NewTask, Recovered, Store, TaskChange, WorkerRecord};
 use pp_tools::Toolbox;
 use pp_types::{
     Actor, ApprovalState, AuditAction, Event, EventKind, NewAudit, TaskId, TaskRecord, TaskState,
@@ -542,16 +542,17 @@ impl TaskService {
     }
 
     /// Tasks whose process stopped (no heartbeat for [`TaskSettings::lease`]) become
-    /// `interrupted` — never re-run blindly. Tasks a live process is running (a CLI `run`,
-    /// another server) are left alone. `serve` calls it at start-up, and the workers call
-    /// it as they poll.
-    pub async fn recover(&self) -> Result<Vec<TaskId>> {
+    /// `interrupted` — never re-run blindly. A task whose cancel was requested before its
+    /// process stopped ([`TaskService::request_cancel_and_leave`]) ends `cancelled`
+    /// instead. Tasks a live process is running (a CLI `run`, another server) are left
+    /// alone. `serve` calls it at start-up, and the workers call it as they poll.
+    pub async fn recover(&self) -> Result<Recovered> {
         let lease = self.inner.settings.lease;
         let store = &self.inner.store;
-        let ids = store
+        let recovered = store
             .interrupt_stale("the process running this task stopped", lease)
             .await?;
-        for id in &ids {
+        for id in &recovered.interrupted {
             store
                 .append_events(
                     id,
@@ -565,7 +566,22 @@ impl TaskService {
                 )
                 .await?;
         }
-        Ok(ids)
+        Ok(recovered)
+    }
+
+    /// Records durably that `caller` asked to cancel the running task `id` and that this
+    /// process leaves it now, without waiting for its running call to stop (a second
+    /// Ctrl+C in `pocketpilot run`, just before the process exits). The task gets no more
+    /// heartbeats, and the next recovery ([`TaskService::recover`], in any process) ends
+    /// it `cancelled`, not `interrupted`. `false` when the task is not running (nothing
+    /// is recorded). Whether the caller may cancel is the caller's check
+    /// ([`TaskService::authorize`]).
+    pub async fn request_cancel_and_leave(&self, id: &TaskId, caller: &Caller) -> Result<bool> {
+        Ok(self
+            .inner
+            .store
+            .request_cancel(id, caller.user.as_deref())
+            .await?)
     }
 }
 

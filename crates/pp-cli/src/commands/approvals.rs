@@ -201,6 +201,7 @@ async fn resolve(
         started,
         interrupt: OnInterrupt::LeavePending,
         caller: caller.clone(),
+        stop: crate::interrupt::Stop::inactive(),
     };
     let request = ResolveRequest {
         decision: decided.decision,

@@ -314,6 +314,7 @@ impl Chat {
             started,
             interrupt: OnInterrupt::CancelTask,
             caller: self.caller.clone(),
+            stop: crate::interrupt::Stop::inactive(),
         };
         let outcome = match service.run_now(&task.id).await {
             Ok(record) => follow(service, record, &ui).await,

@@ -17,6 +17,7 @@ use crate::acting::{self, UserArgs};
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::card::Paged;
 use crate::config::{Config, Flags};
+use crate::interrupt::Stop;
 use crate::keys::{self, Key, Line};
 use crate::live::LiveView;
 use crate::output::{errln, errprint, outln};
@@ -62,14 +63,23 @@ pub(crate) async fn run(
     let task = service.create_as_user(request, caller.user.clone()).await?;
     errln!("task {} (stored in {})", task.id, app.config.store_url);
     let feed = json.then(|| JsonFeed::start(service, &task.id));
-    let record = service.run_now(&task.id).await?;
     let ui = Ui {
+        stop: Stop::active(&live, &caller),
         live,
         feed,
         started,
         interrupt: OnInterrupt::LeavePending,
         caller,
     };
+    let record = ui
+        .stop
+        .guarded(
+            service,
+            &task.id,
+            ui.feed.as_ref(),
+            service.run_now(&task.id),
+        )
+        .await?;
     let code = follow(service, record, &ui).await;
     app.mcp.shutdown().await;
     code
@@ -126,6 +136,8 @@ pub(crate) struct Ui {
     pub(crate) interrupt: OnInterrupt,
     /// Who decides at the cards (team mode: the `--user`, with the API's checks).
     pub(crate) caller: Caller,
+    /// What Ctrl+C does while the task runs here (`run`: stops it, `interrupt.rs`).
+    pub(crate) stop: Stop,
 }
 
 /// What Ctrl+C at an approval question does.
@@ -145,12 +157,14 @@ pub(crate) async fn follow(
 ) -> anyhow::Result<u8> {
     let interactive = std::io::stdin().is_terminal();
     loop {
+        record = ui.stop.settle(service, record).await?;
         if record.state != TaskState::WaitingApproval {
             ui.live.pause();
             summary(service, &record, ui).await;
             print_changes(service, &record).await;
             if let Some(feed) = &ui.feed {
-                feed.finish(&record, None).await?;
+                feed.finish(&record, None, ui.stop.interrupted(&record))
+                    .await?;
             }
             return match record.state {
                 TaskState::Completed => {
@@ -166,7 +180,7 @@ pub(crate) async fn follow(
                         .map(|error| format!(": {}", terminal_safe(error)))
                         .unwrap_or_default();
                     errln!("task {} {}{error}", record.id, state.as_str());
-                    Ok(exit::FAILED)
+                    Ok(ui.stop.exit_code(&record))
                 }
             };
         }
@@ -216,7 +230,7 @@ pub(crate) async fn follow(
             summary(service, &record, ui).await;
             print_waiting(&view, ui.feed.is_none())?;
             if let Some(feed) = &ui.feed {
-                feed.finish(&record, Some(&view.id)).await?;
+                feed.finish(&record, Some(&view.id), None).await?;
             }
             return Ok(exit::WAITING_APPROVAL);
         }

@@ -245,19 +245,30 @@ pub(crate) async fn configured_model(config: &Config) -> anyhow::Result<ModelSou
     })
 }
 
-/// Marks tasks whose process stopped (no heartbeat for a lease) `interrupted`, saying so.
+/// Marks tasks whose process stopped (no heartbeat for a lease) `interrupted`, and ends
+/// those whose cancel was requested before their process stopped `cancelled`, saying so.
 pub(crate) async fn report_recovered(service: &pp_tasks::TaskService) -> anyhow::Result<()> {
-    let interrupted = service.recover().await?;
-    if !interrupted.is_empty() {
+    let recovered = service.recover().await?;
+    let list = |ids: &[pp_types::TaskId]| {
+        ids.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !recovered.interrupted.is_empty() {
         errln!(
             "{} task(s) were running in a process that stopped; they are now \
              `interrupted` (retry them to continue): {}",
-            interrupted.len(),
-            interrupted
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
+            recovered.interrupted.len(),
+            list(&recovered.interrupted)
+        );
+    }
+    if !recovered.cancelled.is_empty() {
+        errln!(
+            "{} task(s) whose cancel was asked for before their process stopped are now \
+             `cancelled`: {}",
+            recovered.cancelled.len(),
+            list(&recovered.cancelled)
         );
     }
     Ok(())

@@ -33,6 +33,7 @@ mod scripting;
 mod service;
 mod shell;
 mod skills;
+mod stop;
 mod team_key;
 mod team_knowledge;
 mod terminal;

@@ -10,7 +10,7 @@ use super::{PgStore, audit, events, execute, query, query_opt};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{encode_opt, inserted, int, limit as row_limit, name_of};
-use crate::types::{NewTask, TaskChange};
+use crate::types::{NewTask, Recovered, TaskChange};
 
 impl PgStore {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
@@ -157,12 +157,14 @@ impl PgStore {
         ids_by_ord(&changed)
     }
 
-    /// Records that the process running `id` is alive (a no-op unless it is `running`).
+    /// Records that the process running `id` is alive (a no-op unless it is `running`
+    /// and no cancel was requested on it: [`crate::Store::request_cancel`]).
     pub(crate) async fn heartbeat(&self, id: &TaskId) -> Result<()> {
         let now = self.now().as_millis();
         execute(
             &self.client().await?,
-            "UPDATE tasks SET heartbeat_at = $2 WHERE id = $1 AND state = 'running'",
+            "UPDATE tasks SET heartbeat_at = $2 WHERE id = $1 AND state = 'running' \
+             AND cancel_requested_at IS NULL",
             &[&id.as_str(), &now],
         )
         .await?;
@@ -170,30 +172,75 @@ impl PgStore {
     }
 
     /// Marks `interrupted` (with `message`) every `running` task whose runner has not
-    /// sent a heartbeat for `older_than`. One statement: a heartbeat committed meanwhile
-    /// is seen (the row is re-checked after its lock), so a live task is never taken;
-    /// rows are locked oldest first, so two workers starting together cannot deadlock.
-    /// Returns the tasks' ids, oldest first.
+    /// sent a heartbeat for `older_than`; one whose cancel was requested
+    /// ([`crate::Store::request_cancel`]) ends `cancelled`, with its event and audit row,
+    /// in the same transaction. One statement changes the states: a heartbeat committed
+    /// meanwhile is seen (the row is re-checked after its lock), so a live task is never
+    /// taken; rows are locked oldest first, so two workers starting together cannot
+    /// deadlock.
     pub(crate) async fn interrupt_stale(
         &self,
         message: &str,
         older_than: Duration,
-    ) -> Result<Vec<TaskId>> {
+    ) -> Result<Recovered> {
         let now = self.now();
         let limit = now.saturating_sub(older_than).as_millis();
-        let now = now.as_millis();
-        let client = self.client().await?;
+        let millis = now.as_millis();
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
         let changed = query(
-            &client,
-            "UPDATE tasks SET state = 'interrupted', error = $2, updated_at = $3, \
-             finished_at = NULL, heartbeat_at = NULL \
-             WHERE id IN (SELECT id FROM tasks WHERE state = 'running' \
+            &transaction,
+            "WITH stale AS (SELECT id, cancel_requested_at IS NOT NULL AS cancel, \
+             cancel_requested_by FROM tasks WHERE state = 'running' \
              AND (heartbeat_at IS NULL OR heartbeat_at <= $1) ORDER BY ord FOR NO KEY UPDATE) \
-             RETURNING ord, id",
-            &[&limit, &message, &now],
+             UPDATE tasks SET \
+             state = CASE WHEN stale.cancel THEN 'cancelled' ELSE 'interrupted' END, \
+             error = CASE WHEN stale.cancel THEN $4::TEXT ELSE $2::TEXT END, updated_at = $3::BIGINT, \
+             finished_at = CASE WHEN stale.cancel THEN $3::BIGINT ELSE NULL END, \
+             heartbeat_at = NULL, cancel_requested_at = NULL, cancel_requested_by = NULL \
+             FROM stale WHERE tasks.id = stale.id \
+             RETURNING tasks.ord, tasks.id, stale.cancel, stale.cancel_requested_by",
+            &[&limit, &message, &millis, &crate::CANCELLED_AFTER_STOP],
         )
         .await?;
-        ids_by_ord(&changed)
+        let mut rows = changed
+            .iter()
+            .map(|row| {
+                Ok((
+                    row.try_get::<_, i64>(0)?,
+                    TaskId(row.try_get::<_, String>(1)?),
+                    row.try_get::<_, bool>(2)?,
+                    row.try_get::<_, Option<String>>(3)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        rows.sort_unstable_by_key(|row| row.0);
+        let mut recovered = Recovered::default();
+        for (_, id, cancel, by) in rows {
+            if cancel {
+                events::insert(&transaction, &id, vec![Recovered::cancelled_event()], now).await?;
+                audit::insert(&transaction, Recovered::cancelled_audit(&id, by), now).await?;
+                recovered.cancelled.push(id);
+            } else {
+                recovered.interrupted.push(id);
+            }
+        }
+        transaction.commit().await?;
+        Ok(recovered)
+    }
+
+    /// Records a cancel request on the `running` task `id` and clears its heartbeat
+    /// (see [`crate::Store::request_cancel`]); `false` unless it is running.
+    pub(crate) async fn request_cancel(&self, id: &TaskId, user: Option<&str>) -> Result<bool> {
+        let now = self.now().as_millis();
+        let changed = execute(
+            &self.client().await?,
+            "UPDATE tasks SET cancel_requested_at = $2, cancel_requested_by = $3, \
+             heartbeat_at = NULL WHERE id = $1 AND state = 'running'",
+            &[&id.as_str(), &now, &user],
+        )
+        .await?;
+        Ok(changed == 1)
     }
 }
 
@@ -312,7 +359,8 @@ pub(crate) async fn apply_change(
              failure_reason = COALESCE($4, failure_reason), error = COALESCE($5, error), \
              running_ms = running_ms + $6, script_position = COALESCE($7, script_position), \
              updated_at = $8, finished_at = $9, \
-             heartbeat_at = CASE WHEN $2 = 'running' THEN $8::BIGINT ELSE NULL END \
+             heartbeat_at = CASE WHEN $2 = 'running' THEN $8::BIGINT ELSE NULL END, \
+             cancel_requested_at = NULL, cancel_requested_by = NULL \
              WHERE id = $1 RETURNING {TASK_COLUMNS}"
         ),
         &[

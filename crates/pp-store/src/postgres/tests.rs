@@ -761,7 +761,8 @@ async fn every_method_works_on_postgres() {
         store
             .interrupt_stale("stale", Duration::from_secs(60))
             .await
-            .unwrap(),
+            .unwrap()
+            .interrupted,
         vec![running.id.clone()]
     );
     let reopened = store

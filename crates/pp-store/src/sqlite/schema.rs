@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0015_changesets.sql"),
     include_str!("../../migrations/sqlite/0016_team_knowledge.sql"),
     include_str!("../../migrations/sqlite/0017_started_calls.sql"),
+    include_str!("../../migrations/sqlite/0018_cancel_requests.sql"),
 ];
 
 /// The schema version this build writes.

@@ -11,7 +11,7 @@ use super::{SqliteStore as Store, audit, events};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::mapping::{self, RawTask, inserted};
-use crate::types::{NewTask, TaskChange};
+use crate::types::{NewTask, Recovered, TaskChange};
 
 impl Store {
     /// Creates a `queued` task, with its `task_created` audit row in the same transaction.
@@ -149,13 +149,15 @@ impl Store {
         })
     }
 
-    /// Records that the process running `id` is alive (a no-op unless it is `running`).
+    /// Records that the process running `id` is alive (a no-op unless it is `running`
+    /// and no cancel was requested on it: [`Store::request_cancel`]).
     pub(crate) fn heartbeat(&self, id: &TaskId) -> Result<()> {
         let now = self.now().as_millis();
         self.write(|transaction| {
             transaction
                 .prepare_cached(
-                    "UPDATE tasks SET heartbeat_at = ?2 WHERE id = ?1 AND state = 'running'",
+                    "UPDATE tasks SET heartbeat_at = ?2 WHERE id = ?1 AND state = 'running' \
+                     AND cancel_requested_at IS NULL",
                 )?
                 .execute(params![id.as_str(), now])?;
             Ok(())
@@ -163,33 +165,70 @@ impl Store {
     }
 
     /// Marks `interrupted` (with `message`) every `running` task whose runner has not
-    /// sent a heartbeat for `older_than`: its process stopped. Tasks that a live process
-    /// is running are left alone. Returns the tasks' ids, oldest first.
-    pub(crate) fn interrupt_stale(
-        &self,
-        message: &str,
-        older_than: Duration,
-    ) -> Result<Vec<TaskId>> {
+    /// sent a heartbeat for `older_than`: its process stopped; one whose cancel was
+    /// requested ([`Store::request_cancel`]) ends `cancelled`, with its event and audit
+    /// row. Tasks that a live process is running are left alone.
+    pub(crate) fn interrupt_stale(&self, message: &str, older_than: Duration) -> Result<Recovered> {
         let now = self.now();
         let limit = now.saturating_sub(older_than).as_millis();
-        let now = now.as_millis();
         self.write(|transaction| {
-            let ids = transaction
+            let stale = transaction
                 .prepare_cached(
-                    "SELECT id FROM tasks WHERE state = 'running' \
+                    "SELECT id, cancel_requested_at IS NOT NULL, cancel_requested_by \
+                     FROM tasks WHERE state = 'running' \
                      AND (heartbeat_at IS NULL OR heartbeat_at <= ?1) ORDER BY rowid",
                 )?
-                .query_map([limit], |row| row.get(0).map(TaskId))?
+                .query_map([limit], |row| {
+                    Ok((
+                        TaskId(row.get(0)?),
+                        row.get::<_, bool>(1)?,
+                        row.get::<_, Option<String>>(2)?,
+                    ))
+                })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            for id in &ids {
-                transaction
-                    .prepare_cached(
-                        "UPDATE tasks SET state = 'interrupted', error = ?2, updated_at = ?3, \
-                         finished_at = NULL, heartbeat_at = NULL WHERE id = ?1",
-                    )?
-                    .execute(params![id.as_str(), message, now])?;
+            let mut recovered = Recovered::default();
+            for (id, cancel_requested, by) in stale {
+                if cancel_requested {
+                    transaction
+                        .prepare_cached(
+                            "UPDATE tasks SET state = 'cancelled', error = ?2, updated_at = ?3, \
+                             finished_at = ?3, heartbeat_at = NULL, cancel_requested_at = NULL, \
+                             cancel_requested_by = NULL WHERE id = ?1",
+                        )?
+                        .execute(params![
+                            id.as_str(),
+                            crate::CANCELLED_AFTER_STOP,
+                            now.as_millis()
+                        ])?;
+                    events::insert(transaction, &id, vec![Recovered::cancelled_event()], now)?;
+                    audit::insert(transaction, Recovered::cancelled_audit(&id, by), now)?;
+                    recovered.cancelled.push(id);
+                } else {
+                    transaction
+                        .prepare_cached(
+                            "UPDATE tasks SET state = 'interrupted', error = ?2, updated_at = ?3, \
+                             finished_at = NULL, heartbeat_at = NULL WHERE id = ?1",
+                        )?
+                        .execute(params![id.as_str(), message, now.as_millis()])?;
+                    recovered.interrupted.push(id);
+                }
             }
-            Ok(ids)
+            Ok(recovered)
+        })
+    }
+
+    /// Records a cancel request on the `running` task `id` and clears its heartbeat
+    /// (see [`crate::Store::request_cancel`]); `false` unless it is running.
+    pub(crate) fn request_cancel(&self, id: &TaskId, user: Option<&str>) -> Result<bool> {
+        let now = self.now().as_millis();
+        self.write(|transaction| {
+            Ok(transaction
+                .prepare_cached(
+                    "UPDATE tasks SET cancel_requested_at = ?2, cancel_requested_by = ?3, \
+                     heartbeat_at = NULL WHERE id = ?1 AND state = 'running'",
+                )?
+                .execute(params![id.as_str(), now, user])?
+                == 1)
         })
     }
 }
@@ -277,7 +316,8 @@ pub(crate) fn change_state(
              failure_reason = COALESCE(?4, failure_reason), error = COALESCE(?5, error), \
              running_ms = running_ms + ?6, script_position = COALESCE(?7, script_position), \
              updated_at = ?8, finished_at = ?9, \
-             heartbeat_at = CASE WHEN ?2 = 'running' THEN ?8 ELSE NULL END WHERE id = ?1",
+             heartbeat_at = CASE WHEN ?2 = 'running' THEN ?8 ELSE NULL END, \
+             cancel_requested_at = NULL, cancel_requested_by = NULL WHERE id = ?1",
         )?
         .execute(params![
             id.as_str(),

@@ -24,8 +24,8 @@ use crate::types::{
     AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
     DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval,
     NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule, NewStartedCall, NewTask,
-    NewWorker, PruneReport, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile, StartedCall,
-    TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, WorkerRecord,
+    NewWorker, PruneReport, Recovered, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile,
+    StartedCall, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).
@@ -464,13 +464,25 @@ store_methods! {
     /// Returns the tasks' ids, oldest first.
     fn interrupt_running(message: &str => owned) -> Vec<TaskId>;
 
-    /// Records that the process running `id` is alive (a no-op unless it is `running`).
+    /// Records that the process running `id` is alive (a no-op unless it is `running`
+    /// and no cancel was requested on it: [`Store::request_cancel`]).
     fn heartbeat(id: &TaskId => owned) -> ();
 
     /// Marks `interrupted` (with `message`) every `running` task whose runner has not
-    /// sent a heartbeat for `older_than`: its process stopped. Tasks that a live process
-    /// is running are left alone. Returns the tasks' ids, oldest first.
-    fn interrupt_stale(message: &str => owned, older_than: Duration) -> Vec<TaskId>;
+    /// sent a heartbeat for `older_than`: its process stopped. A stale task whose cancel
+    /// was requested ([`Store::request_cancel`]) ends `cancelled` instead, with
+    /// [`crate::CANCELLED_AFTER_STOP`] as its error, its `task_cancelled` event and the
+    /// audit row naming who asked, in the same transaction. Tasks that a live process is
+    /// running are left alone.
+    fn interrupt_stale(message: &str => owned, older_than: Duration) -> Recovered;
+
+    /// Records that `user` (or the operator, `None`) asked to cancel the `running` task
+    /// `id` and that its process is leaving it without waiting for the running call to
+    /// stop (a second Ctrl+C in `run`): the request is stored on the task and its
+    /// heartbeat cleared, so it gets no more heartbeats and the next recovery
+    /// ([`Store::interrupt_stale`]) ends it `cancelled`. Any later state change clears
+    /// the request. `false` (nothing recorded) unless the task is `running`.
+    fn request_cancel(id: &TaskId => owned, user: Option<&str> => owned_str) -> bool;
 
     /// Adds a user with `role` and a fresh token; returns the user and the token, which
     /// is not stored (only its SHA-256 is). [`crate::Error::NameTaken`] if the name is used.

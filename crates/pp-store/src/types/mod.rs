@@ -33,7 +33,7 @@ pub use schedules::{
 };
 pub use started::{NewStartedCall, StartedCall, StartedFile};
 pub(crate) use started::{files_column, files_of};
-pub use tasks::{NewTask, TaskChange, TaskFilter};
+pub use tasks::{NewTask, Recovered, TaskChange, TaskFilter};
 pub use users::{LoginOwner, USER_TOKEN_PREFIX};
 pub use workers::{NewWorker, WorkerRecord};
 

@@ -1,6 +1,6 @@
 //! Tasks: what to create, how to change one, and how to find some.
 
-use pp_types::{Actor, Event, TaskId, TaskState};
+use pp_types::{Actor, AuditAction, Event, EventKind, NewAudit, TaskId, TaskState};
 use serde_json::Value;
 
 /// A task to create; it starts `queued`.
@@ -18,6 +18,41 @@ pub struct NewTask {
     pub origin: Option<String>,
     /// The scripted model's turns, for scripted tasks.
     pub script: Option<Value>,
+}
+
+/// What recovery ([`crate::Store::interrupt_stale`]) did with the `running` tasks whose
+/// process stopped, each list oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Marked `interrupted`: a retry continues them.
+    pub interrupted: Vec<TaskId>,
+    /// Ended `cancelled`: their cancel had been requested ([`crate::Store::request_cancel`])
+    /// before their process stopped.
+    pub cancelled: Vec<TaskId>,
+}
+
+impl Recovered {
+    /// The `task_cancelled` event of a task recovery ended `cancelled`.
+    pub(crate) fn cancelled_event() -> Event {
+        Event {
+            step: 0,
+            kind: EventKind::TaskCancelled {
+                message: crate::CANCELLED_AFTER_STOP.to_owned(),
+            },
+        }
+    }
+
+    /// The `task_cancelled` audit row of a task recovery ended `cancelled`, naming the
+    /// team user who asked (`None`: the operator).
+    pub(crate) fn cancelled_audit(id: &TaskId, user: Option<String>) -> NewAudit {
+        NewAudit {
+            actor: Some(Actor::Operator),
+            task_id: Some(id.clone()),
+            user,
+            detail: Some(crate::CANCELLED_AFTER_STOP.to_owned()),
+            ..NewAudit::new(AuditAction::TaskCancelled)
+        }
+    }
 }
 
 /// A state change and what goes with it, applied in the same transaction as the

@@ -1,6 +1,6 @@
 //! Tasks: create, read, list, claim and compare-and-set transitions.
 
-use pp_store::{Error, NewTask, TaskChange};
+use pp_store::{Error, NewTask, Recovered, TaskChange};
 use pp_types::{Actor, TaskState};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -271,12 +271,9 @@ async fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted(db: TestDb
     // Exactly at the lease both are still alive: a claim counts as a heartbeat.
     db.clock
         .advance(lease - std::time::Duration::from_millis(1));
-    assert!(
-        db.store
-            .interrupt_stale("early", lease)
-            .await
-            .unwrap()
-            .is_empty()
+    assert_eq!(
+        db.store.interrupt_stale("early", lease).await.unwrap(),
+        Recovered::default()
     );
     db.clock.advance(std::time::Duration::from_millis(21));
     db.store.heartbeat(&alive.id).await.unwrap();
@@ -286,7 +283,13 @@ async fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted(db: TestDb
         .interrupt_stale("its process stopped", lease)
         .await
         .unwrap();
-    assert_eq!(interrupted, std::slice::from_ref(&stopped.id));
+    assert_eq!(
+        interrupted,
+        Recovered {
+            interrupted: vec![stopped.id.clone()],
+            cancelled: Vec::new(),
+        }
+    );
     assert_eq!(
         db.store.task(&stopped.id).await.unwrap().state,
         TaskState::Interrupted
@@ -301,12 +304,131 @@ async fn only_tasks_whose_runner_stopped_heartbeating_are_interrupted(db: TestDb
         db.store.task(&stopped.id).await.unwrap().state,
         TaskState::Interrupted
     );
-    assert!(
+    assert_eq!(
         db.store
             .interrupt_stale("again", std::time::Duration::from_secs(60))
             .await
+            .unwrap(),
+        Recovered::default()
+    );
+}
+
+both!(a_requested_cancel_ends_the_stale_task_cancelled_not_interrupted);
+async fn a_requested_cancel_ends_the_stale_task_cancelled_not_interrupted(db: TestDb) {
+    let left = db.create("left with a second Ctrl+C").await;
+    let alive = db.create("still running elsewhere").await;
+    let queued = db.create("not running").await;
+    for task in [&left, &alive] {
+        db.store
+            .claim(&task.id, &[TaskState::Queued])
+            .await
+            .unwrap();
+    }
+    // Only a running task takes a request.
+    assert!(!db.store.request_cancel(&queued.id, None).await.unwrap());
+    assert!(
+        db.store
+            .request_cancel(&left.id, Some("ada"))
+            .await
             .unwrap()
-            .is_empty()
+    );
+    // Its process gave it up: a heartbeat no longer counts for it, so recovery does not
+    // wait for the lease; the task with a live heartbeat is left alone.
+    db.store.heartbeat(&left.id).await.unwrap();
+    db.store.heartbeat(&alive.id).await.unwrap();
+    let lease = std::time::Duration::from_secs(60);
+    assert_eq!(
+        db.store.interrupt_stale("stopped", lease).await.unwrap(),
+        Recovered {
+            interrupted: Vec::new(),
+            cancelled: vec![left.id.clone()],
+        }
+    );
+    let cancelled = db.store.task(&left.id).await.unwrap();
+    assert_eq!(cancelled.state, TaskState::Cancelled);
+    assert_eq!(
+        cancelled.error.as_deref(),
+        Some(pp_store::CANCELLED_AFTER_STOP)
+    );
+    assert!(cancelled.finished_at.is_some());
+    let events = db.store.task_events(&left.id, 0).await.unwrap();
+    assert_eq!(
+        events.last().map(|stored| stored.event.kind.clone()),
+        Some(pp_types::EventKind::TaskCancelled {
+            message: pp_store::CANCELLED_AFTER_STOP.to_owned()
+        })
+    );
+    let audit = db
+        .store
+        .list_audit(&pp_store::AuditFilter {
+            task_id: Some(left.id.clone()),
+            action: Some("task_cancelled".to_owned()),
+            ..pp_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].user.as_deref(), Some("ada"));
+    assert_eq!(
+        db.store.task(&alive.id).await.unwrap().state,
+        TaskState::Running
+    );
+    // A task without a request whose heartbeat stops is interrupted, as before.
+    db.clock
+        .advance(lease + std::time::Duration::from_millis(1));
+    assert_eq!(
+        db.store.interrupt_stale("stopped", lease).await.unwrap(),
+        Recovered {
+            interrupted: vec![alive.id.clone()],
+            cancelled: Vec::new(),
+        }
+    );
+    assert_eq!(
+        db.store.task(&left.id).await.unwrap().state,
+        TaskState::Cancelled,
+        "recovery never touches a task twice"
+    );
+}
+
+both!(a_state_change_settles_a_cancel_request);
+async fn a_state_change_settles_a_cancel_request(db: TestDb) {
+    let task = db.create("asked to stop, then ended otherwise").await;
+    db.store
+        .claim(&task.id, &[TaskState::Queued])
+        .await
+        .unwrap();
+    assert!(db.store.request_cancel(&task.id, None).await.unwrap());
+    // The process stored another end before it stopped (here: waiting for approval,
+    // then claimed again by someone who approved): the request is gone with it.
+    db.store
+        .transition(
+            &task.id,
+            &[TaskState::Running],
+            TaskChange::to(TaskState::WaitingApproval),
+        )
+        .await
+        .unwrap();
+    db.store
+        .claim(&task.id, &[TaskState::WaitingApproval])
+        .await
+        .unwrap();
+    let lease = std::time::Duration::from_secs(60);
+    db.clock.advance(lease / 2);
+    db.store.heartbeat(&task.id).await.unwrap();
+    db.clock
+        .advance(lease / 2 + std::time::Duration::from_millis(1));
+    // The new run's heartbeats count again: not stale within its lease.
+    assert_eq!(
+        db.store.interrupt_stale("stopped", lease).await.unwrap(),
+        Recovered::default()
+    );
+    db.clock.advance(lease);
+    assert_eq!(
+        db.store.interrupt_stale("stopped", lease).await.unwrap(),
+        Recovered {
+            interrupted: vec![task.id.clone()],
+            cancelled: Vec::new(),
+        }
     );
 }
 
@@ -533,12 +655,9 @@ async fn a_task_created_running_is_never_claimed_by_another_worker(db: TestDb) {
     assert_eq!(rows[0].action, "task_created");
     // It has a heartbeat from the start: a live lease keeps it running.
     let lease = std::time::Duration::from_secs(30);
-    assert!(
-        db.store
-            .interrupt_stale("x", lease)
-            .await
-            .unwrap()
-            .is_empty()
+    assert_eq!(
+        db.store.interrupt_stale("x", lease).await.unwrap(),
+        Recovered::default()
     );
 }
 

@@ -81,7 +81,12 @@ async fn heartbeats_keep_beating_while_a_tool_blocks() {
     // Well past the lease, with the tool still blocking its thread. A real sleep: what is
     // tested is that the heartbeat beats while an OS thread is blocked in real time.
     tokio::time::sleep(LEASE * 3).await;
-    let interrupted = fixture.another_process().recover().await.unwrap();
+    let interrupted = fixture
+        .another_process()
+        .recover()
+        .await
+        .unwrap()
+        .interrupted;
     assert!(interrupted.is_empty(), "{interrupted:?}");
     assert_eq!(run.await.unwrap().state, TaskState::Completed);
 }

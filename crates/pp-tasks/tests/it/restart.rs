@@ -31,13 +31,54 @@ async fn a_waiting_task_is_resolved_by_another_process_at_the_right_script_turn(
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_task_left_with_a_cancel_request_is_recovered_cancelled_not_interrupted() {
+    let fixture = Fixture::new();
+    let task = fixture.create(json!([{"content": "never"}])).await;
+    let operator = pp_tasks::Caller::operator();
+    // Nothing is recorded for a task that does not run.
+    assert!(
+        !fixture
+            .service
+            .request_cancel_and_leave(&task.id, &operator)
+            .await
+            .unwrap()
+    );
+    // A process claimed it; the person asked to cancel and the process left at once.
+    fixture.store().claim_queued().await.unwrap().unwrap();
+    assert!(
+        fixture
+            .service
+            .request_cancel_and_leave(&task.id, &operator)
+            .await
+            .unwrap()
+    );
+    // No lease to wait for: the process gave the task up when it recorded the request.
+    let recovered = fixture.another_process().recover().await.unwrap();
+    assert_eq!(recovered.interrupted, Vec::<pp_types::TaskId>::new());
+    assert_eq!(recovered.cancelled, vec![task.id.clone()]);
+    let record = fixture.store().task(&task.id).await.unwrap();
+    assert_eq!(record.state, TaskState::Cancelled);
+    let types = fixture.event_types(&task.id).await;
+    assert!(types.contains(&"task_cancelled"), "{types:?}");
+    assert!(!types.contains(&"task_interrupted"), "{types:?}");
+    // Cancelled is final: nothing to retry.
+    let error = fixture.service.retry(&task.id).await.unwrap_err();
+    assert!(matches!(error, pp_tasks::Error::InvalidState { .. }));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn running_tasks_become_interrupted_and_retry_from_the_prompt() {
     let fixture = Fixture::new();
     let task = fixture.create(json!([{"content": "hello again"}])).await;
     // A process claimed it and died.
     fixture.store().claim_queued().await.unwrap().unwrap();
     crate::fixture::outlive_the_lease().await;
-    let interrupted = fixture.another_process().recover().await.unwrap();
+    let interrupted = fixture
+        .another_process()
+        .recover()
+        .await
+        .unwrap()
+        .interrupted;
     assert_eq!(interrupted, vec![task.id.clone()]);
     let record = fixture.store().task(&task.id).await.unwrap();
     assert_eq!(record.state, TaskState::Interrupted);
@@ -122,7 +163,12 @@ async fn another_process_starting_up_leaves_a_live_run_alone() {
     let run = tokio::spawn(async move { service.run_now(&id).await.unwrap() });
     // Well past the lease (on paused time): the live run keeps its heartbeat fresh.
     tokio::time::sleep(crate::fixture::LEASE * 2 + std::time::Duration::from_millis(50)).await;
-    let interrupted = fixture.another_process().recover().await.unwrap();
+    let interrupted = fixture
+        .another_process()
+        .recover()
+        .await
+        .unwrap()
+        .interrupted;
     assert!(interrupted.is_empty(), "{interrupted:?}");
     let done = run.await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
@@ -190,7 +236,12 @@ async fn a_retry_continues_after_the_last_recorded_result() {
         .await
         .unwrap();
     crate::fixture::outlive_the_lease().await;
-    let interrupted = fixture.another_process().recover().await.unwrap();
+    let interrupted = fixture
+        .another_process()
+        .recover()
+        .await
+        .unwrap()
+        .interrupted;
     assert_eq!(interrupted, vec![task.id.clone()]);
     // Someone edits the file meanwhile: a write run again would undo it.
     std::fs::write(fixture.tree.workspace().join("a.txt"), "edited by hand").unwrap();
