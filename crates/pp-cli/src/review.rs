@@ -20,7 +20,7 @@ use crate::exit;
 use crate::output::errln;
 use crate::render::one_line;
 use crate::report::Interrupted;
-use crate::style::{Paint, Palette};
+use crate::style::{Paint, Palette, terminal_columns};
 
 /// How a review ended.
 pub(crate) enum Reviewed {
@@ -281,17 +281,14 @@ pub(crate) async fn decide_changeset(
         .map(|card| card.id.clone())
         .unwrap_or_default();
     let mut calls: Vec<Call> = cards.into_iter().map(Call::new).collect();
-    errln!(
-        "{}",
-        palette.paint(
-            Paint::Bold,
-            &format!(
-                "The model asks for {size} calls in one turn (changeset {}): decide each with \
-                 a/r/e, n leaves one for later, A approves all once each has been shown.",
-                one_line(id)
-            )
-        )
+    let intro = format!(
+        "The model asks for {size} calls in one turn (changeset {}): decide each with a/r/e, \
+         n leaves one for later, A approves all once each has been shown.",
+        one_line(id)
     );
+    for line in crate::style::wrap(&intro, terminal_columns(), "", 4, true).0 {
+        errln!("{}", palette.paint(Paint::Bold, &line));
+    }
     let mut from = 0;
     while let Some(index) = (0..size)
         .map(|step| (from + step) % size)

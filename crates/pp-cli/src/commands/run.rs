@@ -393,9 +393,14 @@ pub(crate) fn ask(
                     return Ok(Answer::ApproveAll);
                 }
                 Some(position) => errln!(
-                    "A approves all {} calls once each has been shown: press n to see the \
-                     next one",
-                    position.size
+                    "\r\x1b[K{}",
+                    crate::style::fit(
+                        &format!(
+                            "not yet: A approves all {} calls once each was shown; n: next call",
+                            position.size
+                        ),
+                        terminal_columns()
+                    )
                 ),
                 None => errln!("`A` is for a turn with several calls; press a to approve this one"),
             },

@@ -310,7 +310,7 @@ fn a_changeset_is_approved_with_a_only_once_every_page_of_every_call_was_shown()
     terminal.wait_for("call 2 of 2", 1);
     terminal.wait_for_prompt(2);
     terminal.type_text("A");
-    terminal.wait_for("once each has been shown: press n", 1);
+    terminal.wait_for("once each was shown; n: next call", 1);
     terminal.wait_for_prompt(3);
     terminal.type_text("n");
     // Call 1 again: `A` before its last page says what is missing.

@@ -310,7 +310,7 @@ fn in_a_terminal_a_changeset_is_approved_with_a_only_after_every_call_was_shown(
     let mut terminal = Terminal::start(&tree, &two_writes_then_done(), None);
     // `A` at the first call: the second has not been shown, nothing is decided.
     terminal.answer(&["A"]);
-    terminal.wait_for("once each has been shown: press n", 1);
+    terminal.wait_for("once each was shown; n: next call", 1);
     terminal.answer(&["", "n", "A"]);
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
