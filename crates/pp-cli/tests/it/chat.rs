@@ -386,3 +386,203 @@ fn a_turn_whose_process_died_does_not_block_the_session() {
     assert_eq!(answered.as_deref(), Some("back again\n"));
     assert_eq!(turn_states(&tree, &id), ["interrupted", "completed"]);
 }
+
+/// Left arrow, Up arrow and Backspace as a terminal sends them.
+const LEFT: &str = "\u{1b}[D";
+const UP: &str = "\u{1b}[A";
+const BACKSPACE: &str = "\u{7f}";
+
+/// The messages the model was sent as the last user message of each request.
+fn last_user_messages(server: &FakeServer) -> Vec<String> {
+    (0..server.requests().len())
+        .map(|index| {
+            conversation(server, index)
+                .into_iter()
+                .rfind(|line| line.starts_with("user: "))
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn the_prompt_edits_mid_line_and_a_second_chat_recalls_the_message_with_up() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(
+        tree.base(),
+        &json!([{"content": "first answer"}, {"content": "second answer"}]),
+    );
+    let history = tree.base().join("home/chat_history");
+
+    // Left arrow moves into the line; the key typed there is inserted, not appended.
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text("helo world");
+    terminal.type_text(&LEFT.repeat(7));
+    terminal.type_text("l\r");
+    terminal.wait_for("first answer", 1);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(last_user_messages(&server), ["user: hello world"]);
+
+    // The history file is private: prompts may hold secrets.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&history).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{:o}", mode & 0o777);
+
+    // A second chat (another process) recalls it with Up.
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text(UP);
+    terminal.type_text("\r");
+    terminal.wait_for("second answer", 1);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(
+        last_user_messages(&server),
+        ["user: hello world", "user: hello world"]
+    );
+    let ids = session_ids(&tree);
+    assert_eq!(ids.len(), 2, "each chat started its own session");
+}
+
+#[test]
+fn a_history_file_with_a_wider_mode_is_made_private_and_a_trailing_backslash_continues() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(tree.base(), &json!([{"content": "noted"}]));
+    let history = tree.base().join("home/chat_history");
+    std::fs::create_dir_all(history.parent().unwrap()).unwrap();
+    std::fs::write(&history, "\"an older message\"\n").unwrap();
+    std::fs::set_permissions(
+        &history,
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text("first line\\\r");
+    terminal.type_text("second line\r");
+    terminal.wait_for("noted", 1);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(
+        last_user_messages(&server),
+        ["user: first line\nsecond line"]
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&history).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{:o}", mode & 0o777);
+    assert_eq!(
+        std::fs::read_to_string(&history).unwrap(),
+        "\"an older message\"\n\"first line\\nsecond line\"\n"
+    );
+}
+
+#[test]
+fn backspace_over_wide_characters_removes_them_from_the_line_and_the_screen() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(tree.base(), &json!([{"content": "好的"}]));
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text("你好吗世界");
+    terminal.type_text(&BACKSPACE.repeat(3));
+    terminal.type_text("!\r");
+    terminal.wait_for("好的", 1);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(last_user_messages(&server), ["user: 你好!"]);
+
+    // What the terminal shows on the first prompt's row: the cells of the removed
+    // characters were cleared (each is two columns wide).
+    let shown = Screen::replay(&screen);
+    let row = shown.rows.iter().find(|row| row.starts_with(YOU)).unwrap();
+    assert_eq!(row.trim_end(), "you › 你好!", "{screen:?}");
+}
+
+/// A small terminal: enough of VT100 to replay what the line editor draws (text, CR,
+/// LF, backspace, cursor moves, erase to the end of the line or the screen), with CJK
+/// characters two columns wide.
+struct Screen {
+    rows: Vec<String>,
+}
+
+impl Screen {
+    fn replay(output: &str) -> Self {
+        let mut cells: Vec<Vec<Option<char>>> = vec![Vec::new()];
+        let (mut row, mut col) = (0usize, 0usize);
+        let mut chars = output.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => col = 0,
+                '\n' => {
+                    row += 1;
+                    if cells.len() <= row {
+                        cells.push(Vec::new());
+                    }
+                }
+                '\u{8}' => col = col.saturating_sub(1),
+                '\u{1b}' => {
+                    if chars.peek() != Some(&'[') {
+                        chars.next();
+                        continue;
+                    }
+                    chars.next();
+                    let mut params = String::new();
+                    let mut command = ' ';
+                    for next in chars.by_ref() {
+                        if next.is_ascii_alphabetic() || next == '~' {
+                            command = next;
+                            break;
+                        }
+                        params.push(next);
+                    }
+                    let n = params.trim_start_matches('?').parse::<usize>().unwrap_or(0);
+                    match command {
+                        'C' => col += n.max(1),
+                        'D' => col = col.saturating_sub(n.max(1)),
+                        'A' => row = row.saturating_sub(n.max(1)),
+                        'B' => {
+                            row += n.max(1);
+                            while cells.len() <= row {
+                                cells.push(Vec::new());
+                            }
+                        }
+                        'G' => col = n.max(1) - 1,
+                        'K' => cells[row].truncate(col),
+                        'J' => {
+                            cells[row].truncate(col);
+                            cells.truncate(row + 1);
+                        }
+                        _ => {}
+                    }
+                }
+                c if c.is_control() => {}
+                c => {
+                    let wide = matches!(c, '\u{1100}'..='\u{115f}' | '\u{2e80}'..='\u{a4cf}' | '\u{ac00}'..='\u{d7a3}' | '\u{f900}'..='\u{faff}' | '\u{fe30}'..='\u{fe4f}' | '\u{ff00}'..='\u{ff60}' | '\u{ffe0}'..='\u{ffe6}');
+                    let line = &mut cells[row];
+                    let width = if wide { 2 } else { 1 };
+                    if line.len() < col + width {
+                        line.resize(col + width, Some(' '));
+                    }
+                    line[col] = Some(c);
+                    if wide {
+                        line[col + 1] = None;
+                    }
+                    col += width;
+                }
+            }
+        }
+        Self {
+            rows: cells
+                .into_iter()
+                .map(|line| line.into_iter().flatten().collect())
+                .collect(),
+        }
+    }
+}
