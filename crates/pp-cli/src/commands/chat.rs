@@ -557,6 +557,10 @@ impl rustyline::Helper for Continuation {}
 
 /// The history file: one message a line, as a JSON string (a message may span lines),
 /// oldest first; private (0600) since a prompt may hold a secret.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the history file is in the data directory, never a model-supplied path"
+)]
 mod history {
     use std::fs::{File, OpenOptions};
     use std::io::{BufRead as _, BufReader, Write as _};

@@ -405,11 +405,16 @@ fn last_user_messages(server: &FakeServer) -> Vec<String> {
 }
 
 #[test]
-fn the_prompt_edits_mid_line_and_a_second_chat_recalls_the_message_with_up() {
+fn the_prompt_edits_mid_line_and_a_second_chat_recalls_messages_with_up_and_ctrl_r() {
     let tree = TempTree::new();
     let server = FakeServer::start(
         tree.base(),
-        &json!([{"content": "first answer"}, {"content": "second answer"}]),
+        &json!([
+            {"content": "first answer"},
+            {"content": "second answer"},
+            {"content": "third answer"},
+            {"content": "fourth answer"}
+        ]),
     );
     let history = tree.base().join("home/chat_history");
 
@@ -420,10 +425,15 @@ fn the_prompt_edits_mid_line_and_a_second_chat_recalls_the_message_with_up() {
     terminal.type_text(&LEFT.repeat(7));
     terminal.type_text("l\r");
     terminal.wait_for("first answer", 1);
+    terminal.type_text("another one\r");
+    terminal.wait_for("second answer", 1);
     terminal.type_text("\u{4}");
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
-    assert_eq!(last_user_messages(&server), ["user: hello world"]);
+    assert_eq!(
+        last_user_messages(&server),
+        ["user: hello world", "user: another one"]
+    );
 
     // The history file is private: prompts may hold secrets.
     let mode = std::os::unix::fs::PermissionsExt::mode(
@@ -431,18 +441,23 @@ fn the_prompt_edits_mid_line_and_a_second_chat_recalls_the_message_with_up() {
     );
     assert_eq!(mode & 0o777, 0o600, "{:o}", mode & 0o777);
 
-    // A second chat (another process) recalls it with Up.
+    // A second chat (another process) recalls the last message with Up, and the first
+    // with Ctrl+R.
     let mut terminal = chat_in_terminal(&tree, &server);
     terminal.wait_for(YOU, 1);
     terminal.type_text(UP);
     terminal.type_text("\r");
-    terminal.wait_for("second answer", 1);
+    terminal.wait_for("third answer", 1);
+    terminal.type_text("\u{12}hel");
+    terminal.wait_for("hello world", 1);
+    terminal.type_text("\r");
+    terminal.wait_for("fourth answer", 1);
     terminal.type_text("\u{4}");
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     assert_eq!(
-        last_user_messages(&server),
-        ["user: hello world", "user: hello world"]
+        last_user_messages(&server)[2..],
+        ["user: another one", "user: hello world"]
     );
     let ids = session_ids(&tree);
     assert_eq!(ids.len(), 2, "each chat started its own session");
