@@ -445,18 +445,20 @@ const HISTORY_FILE: &str = "chat_history";
 /// twice as many).
 const HISTORY_KEPT: usize = 1000;
 
-/// The prompt's line editor; `None` while a line is being read on a blocking thread.
+/// The prompt's line editor.
 type Editor = rustyline::Editor<Continuation, rustyline::history::DefaultHistory>;
 
 /// The prompt on a terminal: `you › `, read by rustyline in raw mode on a blocking thread
 /// (Ctrl+C and Ctrl+D arrive as keys), with the history kept in `history`.
 struct LineEditor {
+    /// `None` while a line is being read on a blocking thread.
     editor: Option<Editor>,
     history: PathBuf,
 }
 
 impl LineEditor {
-    /// The editor, with the earlier messages from `history` loaded.
+    /// The editor, with the earlier messages from `history` loaded (none, with a
+    /// warning, when the file cannot be read: the chat works without them).
     async fn open(history: PathBuf) -> anyhow::Result<Self> {
         let file = history.clone();
         let editor = tokio::task::spawn_blocking(move || -> anyhow::Result<Editor> {
@@ -476,8 +478,16 @@ impl LineEditor {
                 rustyline::KeyEvent(rustyline::KeyCode::Enter, rustyline::Modifiers::ALT),
                 rustyline::EventHandler::Simple(rustyline::Cmd::Newline),
             );
-            for message in history::load(&file)? {
-                editor.add_history_entry(message)?;
+            match history::load(&file) {
+                Ok(messages) => {
+                    for message in messages {
+                        editor.add_history_entry(message)?;
+                    }
+                }
+                Err(error) => errln!(
+                    "warning: cannot read the chat history {}: {error:#}",
+                    file.display()
+                ),
             }
             Ok(editor)
         })
@@ -516,8 +526,15 @@ fn read_message(editor: &mut Editor, history_file: &Path) -> anyhow::Result<Line
         Err(error) => return Err(error.into()),
     };
     let message = joined(&typed);
-    if !message.trim().is_empty() && editor.add_history_entry(message.as_str())? {
-        history::append(history_file, &message)?;
+    if !message.trim().is_empty()
+        && editor.add_history_entry(message.as_str())?
+        && let Err(error) = history::append(history_file, &message)
+    {
+        // The message is still sent; only its recall in a later chat is lost.
+        errln!(
+            "warning: cannot add to the chat history {}: {error:#}",
+            history_file.display()
+        );
     }
     Ok(Line::Done(message.trim().to_owned()))
 }
