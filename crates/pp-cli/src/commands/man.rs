@@ -234,8 +234,9 @@ fn environment(roff: &mut Roff) {
     entries(roff, crate::env::VARIABLES);
 }
 
-/// The program's page, the parent's and the children's (all of which exist), and for
-/// the commands that show approval cards, `approvals`'.
+/// The program's page and the parent's (the children are in SUBCOMMANDS), for the
+/// program the main commands', and for the commands that show approval cards,
+/// `approvals`', `tasks`' and `sessions`'; only pages that are written.
 fn see_also(roff: &mut Roff, name: &str, names: &BTreeSet<String>) {
     let mut refs: Vec<String> = Vec::new();
     let mut push = |page: String| {
@@ -262,15 +263,6 @@ fn see_also(roff: &mut Roff, name: &str, names: &BTreeSet<String>) {
             push("pocketpilot-sessions".to_owned());
         }
         _ => {}
-    }
-    for child in names {
-        if child
-            .strip_prefix(name)
-            .and_then(|rest| rest.strip_prefix('-'))
-            .is_some_and(|rest| !rest.contains('-'))
-        {
-            push(child.clone());
-        }
     }
     if refs.is_empty() {
         return;
