@@ -601,3 +601,41 @@ impl Screen {
         }
     }
 }
+
+#[test]
+fn backspace_over_a_wide_character_in_the_reject_reason_clears_both_columns() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(
+        tree.base(),
+        &json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
+            {"content": "understood"}
+        ]),
+    );
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text("write a.txt\r");
+    terminal.wait_for_prompt(1);
+    terminal.type_text("r");
+    terminal.wait_for("reason (optional", 1);
+    terminal.type_text("不要好");
+    terminal.type_text(BACKSPACE);
+    terminal.type_text("\r");
+    terminal.wait_for("understood", 1);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(!tree.exists("a.txt"));
+    let told = conversation(&server, 1)
+        .into_iter()
+        .find(|line| line.starts_with("tool: "))
+        .unwrap();
+    assert!(told.contains("不要") && !told.contains("不要好"), "{told}");
+    let shown = Screen::replay(&screen);
+    let row = shown
+        .rows
+        .iter()
+        .find(|row| row.contains("reason (optional"))
+        .unwrap();
+    assert!(row.trim_end().ends_with(": 不要"), "{row:?}\n{screen:?}");
+}
