@@ -392,6 +392,18 @@ const LEFT: &str = "\u{1b}[D";
 const UP: &str = "\u{1b}[A";
 const BACKSPACE: &str = "\u{7f}";
 
+/// Waits until the prompt is back after `marker` (shown `count` times): the line editor
+/// reads in raw mode only from then on (the line editor redraws its prompt as a line is
+/// edited, so prompts are not simply counted).
+fn wait_for_prompt_after(terminal: &Terminal, marker: &str, count: usize) {
+    terminal.wait_for(marker, count);
+    let screen = terminal.screen();
+    let (index, _) = screen.match_indices(marker).nth(count - 1).unwrap();
+    if !screen[index..].contains(YOU) {
+        terminal.wait_for(YOU, screen.matches(YOU).count() + 1);
+    }
+}
+
 /// The messages the model was sent as the last user message of each request.
 fn last_user_messages(server: &FakeServer) -> Vec<String> {
     (0..server.requests().len())
@@ -424,9 +436,9 @@ fn the_prompt_edits_mid_line_and_a_second_chat_recalls_messages_with_up_and_ctrl
     terminal.type_text("helo world");
     terminal.type_text(&LEFT.repeat(7));
     terminal.type_text("l\r");
-    terminal.wait_for("first answer", 1);
+    wait_for_prompt_after(&terminal, "first answer", 2);
     terminal.type_text("another one\r");
-    terminal.wait_for("second answer", 1);
+    wait_for_prompt_after(&terminal, "second answer", 2);
     terminal.type_text("\u{4}");
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
@@ -447,11 +459,11 @@ fn the_prompt_edits_mid_line_and_a_second_chat_recalls_messages_with_up_and_ctrl
     terminal.wait_for(YOU, 1);
     terminal.type_text(UP);
     terminal.type_text("\r");
-    terminal.wait_for("third answer", 1);
+    wait_for_prompt_after(&terminal, "third answer", 2);
     terminal.type_text("\u{12}hel");
     terminal.wait_for("hello world", 1);
     terminal.type_text("\r");
-    terminal.wait_for("fourth answer", 1);
+    wait_for_prompt_after(&terminal, "fourth answer", 2);
     terminal.type_text("\u{4}");
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
@@ -480,7 +492,7 @@ fn a_history_file_with_a_wider_mode_is_made_private_and_a_trailing_backslash_con
     terminal.wait_for(YOU, 1);
     terminal.type_text("first line\\\r");
     terminal.type_text("second line\r");
-    terminal.wait_for("noted", 1);
+    wait_for_prompt_after(&terminal, "noted", 2);
     terminal.type_text("\u{4}");
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
@@ -507,7 +519,7 @@ fn backspace_over_wide_characters_removes_them_from_the_line_and_the_screen() {
     terminal.type_text("你好吗世界");
     terminal.type_text(&BACKSPACE.repeat(3));
     terminal.type_text("!\r");
-    terminal.wait_for("好的", 1);
+    wait_for_prompt_after(&terminal, "好的", 2);
     terminal.type_text("\u{4}");
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
@@ -621,7 +633,7 @@ fn backspace_over_a_wide_character_in_the_reject_reason_clears_both_columns() {
     terminal.type_text("不要好");
     terminal.type_text(BACKSPACE);
     terminal.type_text("\r");
-    terminal.wait_for("understood", 1);
+    wait_for_prompt_after(&terminal, "understood", 2);
     terminal.type_text("\u{4}");
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
