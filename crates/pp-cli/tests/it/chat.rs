@@ -476,9 +476,12 @@ fn the_prompt_edits_mid_line_and_a_second_chat_recalls_messages_with_up_and_ctrl
 }
 
 #[test]
-fn a_history_file_with_a_wider_mode_is_made_private_and_a_trailing_backslash_continues() {
+fn a_history_file_with_a_wider_mode_is_made_private_and_backslash_or_alt_enter_continue() {
     let tree = TempTree::new();
-    let server = FakeServer::start(tree.base(), &json!([{"content": "noted"}]));
+    let server = FakeServer::start(
+        tree.base(),
+        &json!([{"content": "noted"}, {"content": "also noted"}]),
+    );
     let history = tree.base().join("home/chat_history");
     std::fs::create_dir_all(history.parent().unwrap()).unwrap();
     std::fs::write(&history, "\"an older message\"\n").unwrap();
@@ -493,12 +496,15 @@ fn a_history_file_with_a_wider_mode_is_made_private_and_a_trailing_backslash_con
     terminal.type_text("first line\\\r");
     terminal.type_text("second line\r");
     wait_for_prompt_after(&terminal, "noted", 2);
+    // Alt+Enter (Escape, then Enter) starts a new line too.
+    terminal.type_text("third\u{1b}\rfourth\r");
+    wait_for_prompt_after(&terminal, "also noted", 2);
     terminal.type_text("\u{4}");
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     assert_eq!(
         last_user_messages(&server),
-        ["user: first line\nsecond line"]
+        ["user: first line\nsecond line", "user: third\nfourth"]
     );
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&history).unwrap().permissions(),
@@ -506,7 +512,7 @@ fn a_history_file_with_a_wider_mode_is_made_private_and_a_trailing_backslash_con
     assert_eq!(mode & 0o777, 0o600, "{:o}", mode & 0o777);
     assert_eq!(
         std::fs::read_to_string(&history).unwrap(),
-        "\"an older message\"\n\"first line\\nsecond line\"\n"
+        "\"an older message\"\n\"first line\\nsecond line\"\n\"third\\nfourth\"\n"
     );
 }
 
