@@ -32,6 +32,62 @@ pub(crate) const CONFIG_VAR: &str = "POCKETPILOT_CONFIG";
 /// `POCKETPILOT_TOKEN`.
 pub(crate) const TOKEN_VAR: &str = "POCKETPILOT_TOKEN";
 
+/// Every variable read here and what it does, as the table above: the man pages'
+/// ENVIRONMENT (a test checks that every name this file reads is in it).
+pub(crate) const VARIABLES: &[(&str, &str)] = &[
+    (
+        HOME_VAR,
+        "the data directory (database, token, chat history); --home wins over it",
+    ),
+    (CONFIG_VAR, "the config file; --config wins over it"),
+    (
+        TOKEN_VAR,
+        "team mode: the token of the user --user NAME names; --token-file wins over it",
+    ),
+    (
+        "XDG_DATA_HOME",
+        "base directory of the default data directory ($XDG_DATA_HOME/pocketpilot)",
+    ),
+    (
+        "XDG_CONFIG_HOME",
+        "base directory of the default config file \
+         ($XDG_CONFIG_HOME/pocketpilot/pocketpilot.toml)",
+    ),
+    (
+        "HOME",
+        "expands a leading ~; default data directory ~/.local/share/pocketpilot, config \
+         ~/.config/pocketpilot/pocketpilot.toml",
+    ),
+    (
+        "OPENAI_API_KEY, ANTHROPIC_API_KEY, DEEPSEEK_API_KEY, DASHSCOPE_API_KEY, \
+         OPENROUTER_API_KEY",
+        "zero-config discovery when [model] is absent (the first one set wins)",
+    ),
+    (
+        "the variable [model] api_key_env names",
+        "the model's API key (never written anywhere)",
+    ),
+    (
+        "VISUAL, EDITOR",
+        "the editor for e at an approval card and for memory edit (default vi)",
+    ),
+    (
+        "PAGER",
+        "what d at an approval card pipes the full change into (default less -R; empty: \
+         print it)",
+    ),
+    ("NO_COLOR", "any non-empty value turns colours off"),
+    (
+        "CLICOLOR_FORCE",
+        "any non-empty value but 0 turns colours on even when the output is not a terminal",
+    ),
+    (
+        "CI",
+        "eval: a case that needs Landlock fails instead of being skipped where it is \
+         missing",
+    ),
+];
+
 fn non_empty(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|value| !value.is_empty())
 }

@@ -194,13 +194,21 @@ pub(crate) fn read_line(prompt: &str) -> std::io::Result<Line> {
                 return Ok(Line::Cancelled);
             }
             0x7f | 0x08 => {
-                // Remove one whole UTF-8 character.
-                while let Some(last) = typed.pop() {
-                    if last & 0xc0 != 0x80 {
+                // Remove one whole UTF-8 character, and clear every column it took (two
+                // for a wide CJK character; none before the first, so the prompt stays).
+                let mut start = typed.len();
+                while start > 0 {
+                    start -= 1;
+                    if typed[start] & 0xc0 != 0x80 {
                         break;
                     }
                 }
-                let _ = write!(stderr, "\x08 \x08");
+                let columns = String::from_utf8_lossy(&typed[start..])
+                    .chars()
+                    .map(crate::style::char_width)
+                    .sum::<usize>();
+                typed.truncate(start);
+                let _ = write!(stderr, "{}", "\x08 \x08".repeat(columns));
             }
             byte if byte < 0x20 => {}
             byte => {

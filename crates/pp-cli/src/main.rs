@@ -76,6 +76,43 @@ pub(crate) mod exit {
     /// Ctrl+C at an approval question: nothing was run, the approval stays pending
     /// (128 + SIGINT, as shells report an interrupted program).
     pub(crate) const INTERRUPTED: u8 = 130;
+
+    /// Every code and what it means: the man pages' EXIT STATUS (the README lists the
+    /// same; a test checks every code is there).
+    pub(crate) const MEANINGS: &[(u8, &str)] = &[
+        (OK, "the task completed, or the command succeeded"),
+        (
+            FAILED,
+            "the task failed, an eval or a check failed, or an internal error happened",
+        ),
+        (USAGE, "the command line or its inputs were wrong"),
+        (
+            WAITING_APPROVAL,
+            "the task is waiting for a person's approval (without a terminal nothing is \
+             approved: the pending call is printed and resolved later with pocketpilot \
+             approvals approve|reject ID or in the console)",
+        ),
+        (NO_MODEL, "no model is configured"),
+        (
+            CONFLICT,
+            "conflict: someone else resolved the approval first, the target changed since \
+             the fingerprint given with approvals approve --seen, a refused revert, or \
+             restore while a server runs on the data directory",
+        ),
+        (
+            FORBIDDEN,
+            "team mode: the --user's token was refused, or their role or workspace grants do \
+             not allow the action",
+        ),
+        (
+            INTERRUPTED,
+            "Ctrl+C (128 + SIGINT): at an approval question, nothing ran and the approval \
+             stays pending; during a run, the task was cancelled once the running call \
+             stopped (a second Ctrl+C within 1 s leaves at once; the task ends cancelled \
+             when recovered); run --json's result line tells them apart; chat without a \
+             terminal: interrupted between turns",
+        ),
+    ];
 }
 
 /// PocketPilot: a local-first agent whose every tool call passes one gate.
@@ -274,8 +311,14 @@ enum Command {
         /// The shell.
         shell: commands::completions::Shell,
     },
-    /// Print the man page (roff) on stdout: `pocketpilot man | man -l -`.
-    Man,
+    /// Print the man page (roff) on stdout: `pocketpilot man | man -l -`; with `--dir`,
+    /// write every page (`pocketpilot.1`, `pocketpilot-run.1`,
+    /// `pocketpilot-approvals-approve.1`, …) into a directory.
+    Man {
+        /// Write all pages into DIR (created if missing), one file per page.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// The document parser child (internal): reads a job and a file's bytes on stdin,
     /// limits itself, answers on stdout. Opens no data directory, reads no config.
     #[command(name = "__parse", hide = true)]
@@ -458,7 +501,7 @@ fn main() -> ExitCode {
                 commands::backup::prune(&flags, older_than_days).await
             }
             Command::Completions { shell } => commands::completions::completions(shell),
-            Command::Man => commands::completions::man(),
+            Command::Man { dir } => commands::man::run(dir.as_deref()),
             // Answered before the runtime was built.
             Command::Parse => Ok(pp_docs::child::main()),
             Command::Sandbox { spec } => Ok(pp_sandbox::child::main(&spec)),

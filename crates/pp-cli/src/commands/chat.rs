@@ -4,9 +4,13 @@
 //!
 //! Without a terminal on stdin each input line is one turn, so a chat can be scripted;
 //! a turn that needs an approval then stops the chat (exit 3), as `run` does.
+//!
+//! On a terminal the prompt is a line editor (rustyline, on a blocking thread): cursor
+//! keys, Ctrl+R, multi-line messages (a trailing `\` or Alt+Enter) and the history of
+//! earlier messages, kept across chats in the data directory's `chat_history` (0600).
 
 use std::io::{BufRead as _, IsTerminal as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -21,7 +25,7 @@ use crate::app::{App, read_script};
 use crate::commands::run::{OnInterrupt, Ui, follow, open_live};
 use crate::commands::sessions::print_sessions;
 use crate::config::{Config, Flags};
-use crate::keys::{self, Line};
+use crate::keys::Line;
 use crate::live::LiveView;
 use crate::output::{errln, outln};
 use crate::render::{json_safe, one_line};
@@ -79,15 +83,18 @@ pub(crate) async fn run(mut flags: Flags, options: ChatOptions) -> anyhow::Resul
         chat.resume(&id).await?;
     }
     let interactive = std::io::stdin().is_terminal();
+    let mut editor = None;
     if interactive {
         errln!("{COMMANDS}");
+        let history = chat.app.config.home.join(HISTORY_FILE);
+        editor = Some(LineEditor::open(history).await?);
     }
     let watcher = interrupt_watcher(
         chat.app.service.clone(),
         Arc::clone(&chat.current),
         chat.caller.clone(),
-    );
-    let code = chat.converse(interactive).await;
+    )?;
+    let code = chat.converse(editor).await;
     watcher.abort();
     code
 }
@@ -192,13 +199,14 @@ impl Chat {
         Ok(())
     }
 
-    /// Reads and answers messages until the person leaves or the input ends.
-    async fn converse(&mut self, interactive: bool) -> anyhow::Result<u8> {
+    /// Reads and answers messages until the person leaves or the input ends: from the
+    /// line `editor` on a terminal, else line by line.
+    async fn converse(&mut self, mut editor: Option<LineEditor>) -> anyhow::Result<u8> {
+        let interactive = editor.is_some();
         loop {
-            let input = if interactive {
-                prompt_line().await?
-            } else {
-                read_plain_line().await?
+            let input = match &mut editor {
+                Some(editor) => editor.read().await?,
+                None => read_plain_line().await?,
             };
             let line = match input {
                 Line::Done(line) => line,
@@ -353,14 +361,19 @@ fn set(slot: &Mutex<Option<TaskId>>, value: Option<TaskId>) {
 /// Ctrl+C while a turn runs (the terminal is not in raw mode then, so it arrives as
 /// SIGINT) cancels that turn (audited as `caller`); at any other time it ends the
 /// program as usual.
+///
+/// The handler is installed here, before the line editor first reads: the editor swaps
+/// in its own SIGINT handler while it reads and puts back the one it found, so one
+/// installed while it reads would be undone.
 fn interrupt_watcher(
     service: TaskService,
     current: Arc<Mutex<Option<TaskId>>>,
     caller: pp_tasks::Caller,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let mut interrupts = Interrupts::install()?;
+    Ok(tokio::spawn(async move {
         loop {
-            if tokio::signal::ctrl_c().await.is_err() {
+            if !interrupts.next().await {
                 return;
             }
             let turn = current
@@ -377,7 +390,30 @@ fn interrupt_watcher(
                 None => interrupted_between_turns(),
             }
         }
-    })
+    }))
+}
+
+/// SIGINT, handled from the moment this is made.
+struct Interrupts {
+    #[cfg(unix)]
+    signal: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    fn install() -> std::io::Result<Self> {
+        Ok(Self {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?,
+        })
+    }
+
+    /// Waits for the next Ctrl+C; `false` when none can come any more.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        return self.signal.recv().await.is_some();
+        #[cfg(not(unix))]
+        return tokio::signal::ctrl_c().await.is_ok();
+    }
 }
 
 /// Handling SIGINT took its default away; between turns it keeps its meaning (only
@@ -391,13 +427,6 @@ fn interrupted_between_turns() {
     std::process::exit(i32::from(exit::INTERRUPTED));
 }
 
-/// The prompt on a terminal: `you › `, read with echo in raw mode (Ctrl+C and Ctrl+D
-/// arrive as keys), on a blocking thread.
-async fn prompt_line() -> anyhow::Result<Line> {
-    let prompt = Palette::stderr().paint(Paint::Bold, "you › ");
-    Ok(tokio::task::spawn_blocking(move || keys::read_line(&prompt)).await??)
-}
-
 /// One line of plain (non-terminal) input; `End` at the end of the input.
 async fn read_plain_line() -> anyhow::Result<Line> {
     tokio::task::spawn_blocking(|| {
@@ -408,4 +437,268 @@ async fn read_plain_line() -> anyhow::Result<Line> {
         }
     })
     .await?
+}
+
+/// The history of messages typed at the prompt, in the data directory.
+const HISTORY_FILE: &str = "chat_history";
+
+/// How many messages the history keeps (the file is cut back to these when it holds
+/// twice as many).
+const HISTORY_KEPT: usize = 1000;
+
+/// The prompt's line editor.
+type Editor = rustyline::Editor<Continuation, rustyline::history::DefaultHistory>;
+
+/// The prompt on a terminal: `you › `, read by rustyline in raw mode on a blocking thread
+/// (Ctrl+C and Ctrl+D arrive as keys), with the history kept in `history`.
+struct LineEditor {
+    /// `None` while a line is being read on a blocking thread.
+    editor: Option<Editor>,
+    history: PathBuf,
+}
+
+impl LineEditor {
+    /// The editor, with the earlier messages from `history` loaded (none, with a
+    /// warning, when the file cannot be read: the chat works without them).
+    async fn open(history: PathBuf) -> anyhow::Result<Self> {
+        let file = history.clone();
+        let editor = tokio::task::spawn_blocking(move || -> anyhow::Result<Editor> {
+            let config = rustyline::Config::builder()
+                // Terminal in, terminal out: stdout may be a pipe (`--json`).
+                .behavior(rustyline::Behavior::PreferTerm)
+                .max_history_size(HISTORY_KEPT)?
+                .history_ignore_dups(true)?
+                // A message that starts with a space is not kept (as in bash's
+                // `HISTCONTROL=ignorespace`): the way to type a secret.
+                .history_ignore_space(true)
+                .auto_add_history(false)
+                .build();
+            let mut editor = Editor::with_config(config)?;
+            editor.set_helper(Some(Continuation));
+            editor.bind_sequence(
+                rustyline::KeyEvent(rustyline::KeyCode::Enter, rustyline::Modifiers::ALT),
+                rustyline::EventHandler::Simple(rustyline::Cmd::Newline),
+            );
+            match history::load(&file) {
+                Ok(messages) => {
+                    for message in messages {
+                        editor.add_history_entry(message)?;
+                    }
+                }
+                Err(error) => errln!(
+                    "warning: cannot read the chat history {}: {error:#}",
+                    file.display()
+                ),
+            }
+            Ok(editor)
+        })
+        .await??;
+        Ok(Self {
+            editor: Some(editor),
+            history,
+        })
+    }
+
+    /// Reads one message (Enter), a trailing `\` joined with the next line; a message is
+    /// added to the history and appended to its file.
+    async fn read(&mut self) -> anyhow::Result<Line> {
+        let mut editor = self
+            .editor
+            .take()
+            .context("the line editor is already reading")?;
+        let file = self.history.clone();
+        let (editor, line) = tokio::task::spawn_blocking(move || {
+            let line = read_message(&mut editor, &file);
+            (editor, line)
+        })
+        .await?;
+        self.editor = Some(editor);
+        line
+    }
+}
+
+/// [`LineEditor::read`] on the blocking thread.
+fn read_message(editor: &mut Editor, history_file: &Path) -> anyhow::Result<Line> {
+    let styled = Palette::stderr().paint(Paint::Bold, "you › ");
+    let typed = match editor.readline(&("you › ", styled.as_str())) {
+        Ok(typed) => typed,
+        Err(rustyline::error::ReadlineError::Interrupted) => return Ok(Line::Interrupt),
+        Err(rustyline::error::ReadlineError::Eof) => return Ok(Line::End),
+        Err(error) => return Err(error.into()),
+    };
+    let message = joined(&typed);
+    if !message.trim().is_empty()
+        && editor.add_history_entry(message.as_str())?
+        && let Err(error) = history::append(history_file, &message)
+    {
+        // The message is still sent; only its recall in a later chat is lost.
+        errln!(
+            "warning: cannot add to the chat history {}: {error:#}",
+            history_file.display()
+        );
+    }
+    Ok(Line::Done(message.trim().to_owned()))
+}
+
+/// The message typed: a `\` at the end of a line continued it on the next one.
+fn joined(typed: &str) -> String {
+    typed.replace("\\\n", "\n")
+}
+
+/// Enter on a line that ends with `\` starts a new line instead of sending.
+struct Continuation;
+
+impl rustyline::validate::Validator for Continuation {
+    fn validate(
+        &self,
+        context: &mut rustyline::validate::ValidationContext<'_>,
+    ) -> rustyline::Result<rustyline::validate::ValidationResult> {
+        Ok(if context.input().ends_with('\\') {
+            rustyline::validate::ValidationResult::Incomplete
+        } else {
+            rustyline::validate::ValidationResult::Valid(None)
+        })
+    }
+}
+
+impl rustyline::completion::Completer for Continuation {
+    type Candidate = String;
+}
+
+impl rustyline::hint::Hinter for Continuation {
+    type Hint = String;
+}
+
+impl rustyline::highlight::Highlighter for Continuation {}
+
+impl rustyline::Helper for Continuation {}
+
+/// The history file: one message a line, as a JSON string (a message may span lines),
+/// oldest first; private (0600) since a prompt may hold a secret.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the history file is in the data directory, never a model-supplied path"
+)]
+mod history {
+    use std::fs::{File, OpenOptions};
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::path::Path;
+
+    use super::HISTORY_KEPT;
+
+    /// The messages in `path` (none when it does not exist), the last [`HISTORY_KEPT`];
+    /// the file is made private if it was not, and cut back when it has grown to twice
+    /// that.
+    pub(super) fn load(path: &Path) -> anyhow::Result<Vec<String>> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(error.into()),
+        };
+        make_private(&file)?;
+        let mut messages = Vec::new();
+        for line in BufReader::new(file).lines() {
+            // A line that is not a JSON string (a torn write) is skipped.
+            if let Ok(message) = serde_json::from_str::<String>(&line?) {
+                messages.push(message);
+            }
+        }
+        if messages.len() >= 2 * HISTORY_KEPT {
+            messages.drain(..messages.len() - HISTORY_KEPT);
+            rewrite(path, &messages)?;
+        }
+        let skip = messages.len().saturating_sub(HISTORY_KEPT);
+        messages.drain(..skip);
+        Ok(messages)
+    }
+
+    /// Adds `message` at the end of `path`, created 0600 (one write, so two chats
+    /// appending at once do not mix their lines).
+    pub(super) fn append(path: &Path, message: &str) -> anyhow::Result<()> {
+        let mut options = OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(path)?;
+        make_private(&file)?;
+        let mut line = serde_json::to_string(message)?;
+        line.push('\n');
+        file.write_all(line.as_bytes())?;
+        Ok(())
+    }
+
+    /// Replaces the file with `messages`, through a private temporary file.
+    fn rewrite(path: &Path, messages: &[String]) -> anyhow::Result<()> {
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+        for message in messages {
+            writeln!(temp, "{}", serde_json::to_string(message)?)?;
+        }
+        temp.persist(path)?;
+        Ok(())
+    }
+
+    /// Takes group and other permissions away from a file that has them.
+    fn make_private(file: &File) -> std::io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = file.metadata()?.permissions().mode();
+            if mode & 0o077 != 0 {
+                file.set_permissions(std::fs::Permissions::from_mode(mode & 0o600))?;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = file;
+        Ok(())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #![allow(clippy::unwrap_used, reason = "tests")]
+
+        use super::*;
+
+        #[test]
+        fn messages_round_trip_including_newlines_and_the_file_is_private() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("chat_history");
+            assert!(load(&path).unwrap().is_empty());
+            append(&path, "one").unwrap();
+            append(&path, "two\nlines \\ and \"quotes\"").unwrap();
+            assert_eq!(
+                load(&path).unwrap(),
+                ["one", "two\nlines \\ and \"quotes\""]
+            );
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600);
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+                load(&path).unwrap();
+                let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600, "a wider mode is fixed on load");
+            }
+        }
+
+        #[test]
+        fn a_torn_line_is_skipped_and_a_long_file_is_cut_back() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("chat_history");
+            std::fs::write(&path, "\"kept\"\n\"torn\n").unwrap();
+            assert_eq!(load(&path).unwrap(), ["kept"]);
+            for index in 0..2 * HISTORY_KEPT {
+                append(&path, &format!("m{index}")).unwrap();
+            }
+            let loaded = load(&path).unwrap();
+            assert_eq!(loaded.len(), HISTORY_KEPT);
+            assert_eq!(
+                loaded.last().unwrap(),
+                &format!("m{}", 2 * HISTORY_KEPT - 1)
+            );
+            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+            assert_eq!(lines, HISTORY_KEPT, "the file was cut back");
+        }
+    }
 }

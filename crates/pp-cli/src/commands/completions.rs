@@ -1,5 +1,5 @@
-//! `pocketpilot completions bash|zsh|fish` and `pocketpilot man`: generated from the
-//! same clap definitions as the command line itself, so they never drift.
+//! `pocketpilot completions bash|zsh|fish`: generated from the same clap definitions as
+//! the command line itself, so they never drift (as the man pages, `man.rs`).
 
 use clap::CommandFactory as _;
 
@@ -28,13 +28,6 @@ pub(crate) fn completions(shell: Shell) -> anyhow::Result<u8> {
     };
     clap_complete::generate(generator, &mut command, "pocketpilot", &mut script);
     write_all(&script)
-}
-
-/// Prints the man page.
-pub(crate) fn man() -> anyhow::Result<u8> {
-    let mut page = Vec::new();
-    clap_mangen::Man::new(crate::Cli::command()).render(&mut page)?;
-    write_all(&page)
 }
 
 fn write_all(bytes: &[u8]) -> anyhow::Result<u8> {

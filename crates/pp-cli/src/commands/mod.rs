@@ -9,6 +9,7 @@ pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod eval;
 pub(crate) mod init;
+pub(crate) mod man;
 pub(crate) mod mcp;
 pub(crate) mod mcp_list;
 pub(crate) mod mcp_serve;

@@ -141,6 +141,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("globset", &["pp-tools"]),
     ("croner", &["pp-schedules"]),
     ("chrono-tz", &["pp-schedules"]),
+    ("rustyline", &["pp-cli"]),
 ];
 
 /// Crates the bottom layers must never use.

@@ -386,3 +386,274 @@ fn a_turn_whose_process_died_does_not_block_the_session() {
     assert_eq!(answered.as_deref(), Some("back again\n"));
     assert_eq!(turn_states(&tree, &id), ["interrupted", "completed"]);
 }
+
+/// Left arrow, Up arrow and Backspace as a terminal sends them.
+const LEFT: &str = "\u{1b}[D";
+const UP: &str = "\u{1b}[A";
+const BACKSPACE: &str = "\u{7f}";
+
+/// Waits until the prompt is back after `marker` (shown `count` times): the line editor
+/// reads in raw mode only from then on (the line editor redraws its prompt as a line is
+/// edited, so prompts are not simply counted).
+fn wait_for_prompt_after(terminal: &Terminal, marker: &str, count: usize) {
+    terminal.wait_for(marker, count);
+    let screen = terminal.screen();
+    let (index, _) = screen.match_indices(marker).nth(count - 1).unwrap();
+    if !screen[index..].contains(YOU) {
+        terminal.wait_for(YOU, screen.matches(YOU).count() + 1);
+    }
+}
+
+/// The messages the model was sent as the last user message of each request.
+fn last_user_messages(server: &FakeServer) -> Vec<String> {
+    (0..server.requests().len())
+        .map(|index| {
+            conversation(server, index)
+                .into_iter()
+                .rfind(|line| line.starts_with("user: "))
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn the_prompt_edits_mid_line_and_a_second_chat_recalls_messages_with_up_and_ctrl_r() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(
+        tree.base(),
+        &json!([
+            {"content": "first answer"},
+            {"content": "second answer"},
+            {"content": "third answer"},
+            {"content": "fourth answer"}
+        ]),
+    );
+    let history = tree.base().join("home/chat_history");
+
+    // Left arrow moves into the line; the key typed there is inserted, not appended.
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text("helo world");
+    terminal.type_text(&LEFT.repeat(7));
+    terminal.type_text("l\r");
+    wait_for_prompt_after(&terminal, "first answer", 2);
+    terminal.type_text("another one\r");
+    wait_for_prompt_after(&terminal, "second answer", 2);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(
+        last_user_messages(&server),
+        ["user: hello world", "user: another one"]
+    );
+
+    // The history file is private: prompts may hold secrets.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&history).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{:o}", mode & 0o777);
+
+    // A second chat (another process) recalls the last message with Up, and the first
+    // with Ctrl+R.
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text(UP);
+    terminal.type_text("\r");
+    wait_for_prompt_after(&terminal, "third answer", 2);
+    terminal.type_text("\u{12}hel");
+    terminal.wait_for("hello world", 1);
+    terminal.type_text("\r");
+    wait_for_prompt_after(&terminal, "fourth answer", 2);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(
+        last_user_messages(&server)[2..],
+        ["user: another one", "user: hello world"]
+    );
+    let ids = session_ids(&tree);
+    assert_eq!(ids.len(), 2, "each chat started its own session");
+}
+
+#[test]
+fn a_history_file_with_a_wider_mode_is_made_private_and_backslash_or_alt_enter_continue() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(
+        tree.base(),
+        &json!([{"content": "noted"}, {"content": "also noted"}]),
+    );
+    let history = tree.base().join("home/chat_history");
+    std::fs::create_dir_all(history.parent().unwrap()).unwrap();
+    std::fs::write(&history, "\"an older message\"\n").unwrap();
+    std::fs::set_permissions(
+        &history,
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text("first line\\\r");
+    terminal.type_text("second line\r");
+    wait_for_prompt_after(&terminal, "noted", 2);
+    // Alt+Enter (Escape, then Enter) starts a new line too.
+    terminal.type_text("third\u{1b}\rfourth\r");
+    wait_for_prompt_after(&terminal, "also noted", 2);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(
+        last_user_messages(&server),
+        ["user: first line\nsecond line", "user: third\nfourth"]
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&history).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{:o}", mode & 0o777);
+    assert_eq!(
+        std::fs::read_to_string(&history).unwrap(),
+        "\"an older message\"\n\"first line\\nsecond line\"\n\"third\\nfourth\"\n"
+    );
+}
+
+#[test]
+fn backspace_over_wide_characters_removes_them_from_the_line_and_the_screen() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(tree.base(), &json!([{"content": "好的"}]));
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text("你好吗世界");
+    terminal.type_text(&BACKSPACE.repeat(3));
+    terminal.type_text("!\r");
+    wait_for_prompt_after(&terminal, "好的", 2);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(last_user_messages(&server), ["user: 你好!"]);
+
+    // What the terminal shows on the first prompt's row: the cells of the removed
+    // characters were cleared (each is two columns wide).
+    let shown = Screen::replay(&screen);
+    let row = shown.rows.iter().find(|row| row.starts_with(YOU)).unwrap();
+    assert_eq!(row.trim_end(), "you › 你好!", "{screen:?}");
+}
+
+/// A small terminal: enough of VT100 to replay what the line editor draws (text, CR,
+/// LF, backspace, cursor moves, erase to the end of the line or the screen), with CJK
+/// characters two columns wide.
+struct Screen {
+    rows: Vec<String>,
+}
+
+impl Screen {
+    fn replay(output: &str) -> Self {
+        let mut cells: Vec<Vec<Option<char>>> = vec![Vec::new()];
+        let (mut row, mut col) = (0usize, 0usize);
+        let mut chars = output.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => col = 0,
+                '\n' => {
+                    row += 1;
+                    if cells.len() <= row {
+                        cells.push(Vec::new());
+                    }
+                }
+                '\u{8}' => col = col.saturating_sub(1),
+                '\u{1b}' => {
+                    if chars.peek() != Some(&'[') {
+                        chars.next();
+                        continue;
+                    }
+                    chars.next();
+                    let mut params = String::new();
+                    let mut command = ' ';
+                    for next in chars.by_ref() {
+                        if next.is_ascii_alphabetic() || next == '~' {
+                            command = next;
+                            break;
+                        }
+                        params.push(next);
+                    }
+                    let n = params.trim_start_matches('?').parse::<usize>().unwrap_or(0);
+                    match command {
+                        'C' => col += n.max(1),
+                        'D' => col = col.saturating_sub(n.max(1)),
+                        'A' => row = row.saturating_sub(n.max(1)),
+                        'B' => {
+                            row += n.max(1);
+                            while cells.len() <= row {
+                                cells.push(Vec::new());
+                            }
+                        }
+                        'G' => col = n.max(1) - 1,
+                        'K' => cells[row].truncate(col),
+                        'J' => {
+                            cells[row].truncate(col);
+                            cells.truncate(row + 1);
+                        }
+                        _ => {}
+                    }
+                }
+                c if c.is_control() => {}
+                c => {
+                    let wide = matches!(c, '\u{1100}'..='\u{115f}' | '\u{2e80}'..='\u{a4cf}' | '\u{ac00}'..='\u{d7a3}' | '\u{f900}'..='\u{faff}' | '\u{fe30}'..='\u{fe4f}' | '\u{ff00}'..='\u{ff60}' | '\u{ffe0}'..='\u{ffe6}');
+                    let line = &mut cells[row];
+                    let width = if wide { 2 } else { 1 };
+                    if line.len() < col + width {
+                        line.resize(col + width, Some(' '));
+                    }
+                    line[col] = Some(c);
+                    if wide {
+                        line[col + 1] = None;
+                    }
+                    col += width;
+                }
+            }
+        }
+        Self {
+            rows: cells
+                .into_iter()
+                .map(|line| line.into_iter().flatten().collect())
+                .collect(),
+        }
+    }
+}
+
+#[test]
+fn backspace_over_a_wide_character_in_the_reject_reason_clears_both_columns() {
+    let tree = TempTree::new();
+    let server = FakeServer::start(
+        tree.base(),
+        &json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
+            {"content": "understood"}
+        ]),
+    );
+    let mut terminal = chat_in_terminal(&tree, &server);
+    terminal.wait_for(YOU, 1);
+    terminal.type_text("write a.txt\r");
+    terminal.wait_for_prompt(1);
+    terminal.type_text("r");
+    terminal.wait_for("reason (optional", 1);
+    terminal.type_text("不要好");
+    terminal.type_text(BACKSPACE);
+    terminal.type_text("\r");
+    wait_for_prompt_after(&terminal, "understood", 2);
+    terminal.type_text("\u{4}");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(!tree.exists("a.txt"));
+    let told = conversation(&server, 1)
+        .into_iter()
+        .find(|line| line.starts_with("tool: "))
+        .unwrap();
+    assert!(told.contains("不要") && !told.contains("不要好"), "{told}");
+    let shown = Screen::replay(&screen);
+    let row = shown
+        .rows
+        .iter()
+        .find(|row| row.contains("reason (optional"))
+        .unwrap();
+    assert!(row.trim_end().ends_with(": 不要"), "{row:?}\n{screen:?}");
+}
