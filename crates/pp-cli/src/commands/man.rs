@@ -29,8 +29,9 @@ const CARD_KEYS: &[(&str, &str)] = &[
     ),
     (
         "e",
-        "edit the call's arguments in $VISUAL or $EDITOR; the edited call is checked by the \
-         gate again and shown before anything runs",
+        "edit the call in $VISUAL or $EDITOR (run through the shell; a TOML header holds the \
+         arguments that are not text); the edited call is checked by the gate again and its \
+         change shown and asked about before anything runs",
     ),
     (
         "d",
@@ -41,10 +42,19 @@ const CARD_KEYS: &[(&str, &str)] = &[
         "the next page of a change that does not fit the window (the decision keys are live \
          once every changed line has been shown)",
     ),
+    (
+        "n",
+        "in a changeset (several calls of one model turn): leave this call for later",
+    ),
+    (
+        "A",
+        "in a changeset: approve every call not decided yet, once each has been shown whole",
+    ),
     ("?", "help"),
     (
         "Ctrl+C",
-        "stop here: nothing runs, the approval stays pending, exit status 130",
+        "at a card: stop here, nothing runs, the approval stays pending, exit status 130; \
+         while the model or a tool works: cancel the task (exit status 130)",
     ),
 ];
 

@@ -47,14 +47,23 @@ impl Terminal {
         let shared = std::sync::Arc::clone(&screen);
         std::thread::spawn(move || {
             let mut buffer = [0u8; 4096];
+            // A character split between two reads is decoded once it is whole.
+            let mut pending: Vec<u8> = Vec::new();
             loop {
                 match std::io::Read::read(&mut stdout, &mut buffer) {
                     Ok(0) | Err(_) => return,
                     Ok(read) => {
+                        pending.extend_from_slice(&buffer[..read]);
+                        let whole = match std::str::from_utf8(&pending) {
+                            Ok(_) => pending.len(),
+                            Err(error) if error.error_len().is_none() => error.valid_up_to(),
+                            Err(_) => pending.len(),
+                        };
+                        let text: Vec<u8> = pending.drain(..whole).collect();
                         shared
                             .lock()
                             .unwrap()
-                            .push_str(&String::from_utf8_lossy(&buffer[..read]));
+                            .push_str(&String::from_utf8_lossy(&text));
                         if notify.send(()).is_err() {
                             return;
                         }
