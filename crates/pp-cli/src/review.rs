@@ -314,9 +314,10 @@ pub(crate) async fn decide_changeset(
                 from = index + 1;
             }
             Answer::Edited(arguments) => {
-                // Shown again at the loop's top, edited: decided there.
-                calls[index].seen = true;
-                calls[index].edit(service, arguments).await;
+                // Shown again at the loop's top, edited: decided there. An edited call
+                // is a new card: `A` waits until it too has been shown whole.
+                let edited = calls[index].edit(service, arguments).await;
+                calls[index].seen = !edited;
                 from = index;
             }
             Answer::Next { shown } => {
