@@ -34,6 +34,9 @@ pub enum ApiError {
     ChangedSinceSeen(String),
     /// The task is in a state that does not allow this: `409 invalid_state`.
     InvalidState(String),
+    /// An approval link that no longer decides (used, expired, revoked, or its approval
+    /// decided another way; the message says by whom and how): `410 gone`.
+    Gone(String),
     /// A chat session's previous turn has not ended: `409 session_busy`.
     SessionBusy(String),
     /// Body or file over the limit: `413 payload_too_large`.
@@ -109,6 +112,8 @@ pp_types::wire_enum! {
         InvalidState => "invalid_state",
         /// 409: a chat session's previous turn has not ended.
         SessionBusy => "session_busy",
+        /// 410: an approval link that no longer decides.
+        Gone => "gone",
         /// 413: body or file over the limit.
         PayloadTooLarge => "payload_too_large",
         /// 422: edited arguments fail the tool's schema or the gate.
@@ -159,6 +164,7 @@ impl ApiError {
             Self::InvalidState(_) => (StatusCode::CONFLICT, ErrorCode::InvalidState),
             Self::ChangedSinceSeen(_) => (StatusCode::CONFLICT, ErrorCode::ChangedSinceSeen),
             Self::SessionBusy(_) => (StatusCode::CONFLICT, ErrorCode::SessionBusy),
+            Self::Gone(_) => (StatusCode::GONE, ErrorCode::Gone),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
             Self::InvalidArguments(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -195,6 +201,7 @@ impl ApiError {
             | Self::InvalidState(message)
             | Self::ChangedSinceSeen(message)
             | Self::SessionBusy(message)
+            | Self::Gone(message)
             | Self::PayloadTooLarge(message)
             | Self::InvalidArguments(message)
             | Self::InvalidSkill(message)
@@ -276,6 +283,7 @@ impl From<pp_tasks::Error> for ApiError {
             Error::InvalidState { .. } => Self::InvalidState(error.to_string()),
             Error::ChangedSinceSeen(message) => Self::ChangedSinceSeen(message),
             Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
+            Error::Gone(message) => Self::Gone(message),
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
             Error::Forbidden(message) => Self::Forbidden(message),
