@@ -113,7 +113,7 @@ impl TaskService {
     /// [`Error::NotFound`] for an unknown token, [`Error::Gone`] for a link that ended,
     /// expired or whose approval was decided (saying by whom and how).
     pub async fn link_card(&self, token: &str) -> Result<LinkView> {
-        let (link, approval) = self.open_link(token).await?;
+        let (link, approval) = self.open_link(token, false).await?;
         let card = self.approval_view_checked(&approval.id).await?;
         let current = card
             .precheck
@@ -144,7 +144,7 @@ impl TaskService {
         reason: Option<String>,
     ) -> Result<TaskRecord> {
         let store = self.store();
-        let (link, approval) = self.open_link(token).await?;
+        let (link, approval) = self.open_link(token, true).await?;
         let caller = match &link.user {
             None => None,
             Some(name) => {
@@ -166,7 +166,7 @@ impl TaskService {
         }
         // The claim: of two requests with one link, one goes on.
         if !store.end_approval_link(token, LinkEnd::Used, None).await? {
-            return Err(match self.open_link(token).await {
+            return Err(match self.open_link(token, false).await {
                 Ok(_) => Error::Gone("this link was just used".into()),
                 Err(error) => error,
             });
@@ -221,9 +221,9 @@ impl TaskService {
     }
 
     /// The link `token` and its approval, if the link may still decide: open, not
-    /// expired (an expired one is ended `expired` on the way: only the end is written,
-    /// nothing is decided), and its approval pending.
-    async fn open_link(&self, token: &str) -> Result<(ApprovalLink, ApprovalRecord)> {
+    /// expired, and its approval pending. With `record`, an expired link is ended
+    /// `expired` on the way (a decision's request; reading a card writes nothing).
+    async fn open_link(&self, token: &str, record: bool) -> Result<(ApprovalLink, ApprovalRecord)> {
         let store = self.store();
         let unknown = || Error::NotFound {
             what: "link",
@@ -239,6 +239,11 @@ impl TaskService {
             return Err(Error::Gone(ended(end, &approval)));
         }
         if link.expired_at(store.clock().now()) {
+            if record {
+                store
+                    .end_approval_link(token, LinkEnd::Expired, None)
+                    .await?;
+            }
             return Err(Error::Gone(format!(
                 "this link expired at {}; make a new one, or open the console",
                 link.expires_at
