@@ -176,7 +176,7 @@ fn make_link(
     token
 }
 
-fn write_turns(tree: &TempTree, call: Value) -> PathBuf {
+fn write_turns(tree: &TempTree, call: &Value) -> PathBuf {
     write_script(
         tree.base(),
         &json!([{"tool_calls": [call]}, {"content": "done"}]),
@@ -189,7 +189,7 @@ fn a_link_decides_once_and_reading_it_decides_nothing() {
     let home = tree.base().join("home");
     let script = write_turns(
         &tree,
-        json!({"name": "write_file", "arguments": {"path": "a.md", "content": "new\n"}}),
+        &json!({"name": "write_file", "arguments": {"path": "a.md", "content": "new\n"}}),
     );
     let serve = Serve::start(&home, tree.workspace(), &script, None);
     let (task, approval) = serve.pending();
@@ -333,7 +333,7 @@ fn expiry_unlink_and_a_changed_target_end_a_link_and_run_nothing() {
     std::fs::write(tree.workspace().join("a.md"), "old\n").unwrap();
     let script = write_turns(
         &tree,
-        json!({"name": "write_file", "arguments": {"path": "a.md", "content": "new\n"}}),
+        &json!({"name": "write_file", "arguments": {"path": "a.md", "content": "new\n"}}),
     );
     let serve = Serve::start(&home, tree.workspace(), &script, None);
     let (_, approval) = serve.pending();
@@ -429,7 +429,7 @@ fn a_delete_cannot_be_approved_through_a_link_but_can_be_rejected() {
     std::fs::write(tree.workspace().join("b.md"), "keep\n").unwrap();
     let script = write_turns(
         &tree,
-        json!({"name": "delete_file", "arguments": {"path": "b.md"}}),
+        &json!({"name": "delete_file", "arguments": {"path": "b.md"}}),
     );
     let serve = Serve::start(&home, tree.workspace(), &script, None);
     let (task, approval) = serve.pending();
@@ -487,7 +487,7 @@ fn public_url_is_the_links_base_and_its_host_must_be_allowed() {
 
     let script = write_turns(
         &tree,
-        json!({"name": "write_file", "arguments": {"path": "a.md", "content": "new\n"}}),
+        &json!({"name": "write_file", "arguments": {"path": "a.md", "content": "new\n"}}),
     );
     let config = tree.base().join("ok.toml");
     std::fs::write(
@@ -525,7 +525,7 @@ fn a_notifier_given_links_forwards_a_way_to_approve() {
     .unwrap();
     let script = write_turns(
         &tree,
-        json!({"name": "write_file", "arguments": {"path": "a.md", "content": "new\n"}}),
+        &json!({"name": "write_file", "arguments": {"path": "a.md", "content": "new\n"}}),
     );
     let serve = Serve::start(&home, tree.workspace(), &script, Some(&config));
     let (task, approval) = serve.pending();
