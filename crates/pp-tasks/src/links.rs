@@ -111,9 +111,18 @@ impl TaskService {
 
     /// The card a link shows, read-only: it never decides, consumes or ends the link.
     /// [`Error::NotFound`] for an unknown token, [`Error::Gone`] for a link that ended,
-    /// expired or whose approval was decided (saying by whom and how).
+    /// expired or whose approval was decided (saying by whom and how),
+    /// [`Error::Forbidden`] when (team mode) the link's user may no longer decide it.
     pub async fn link_card(&self, token: &str) -> Result<LinkView> {
         let (link, approval) = self.open_link(token, false).await?;
+        if let Some(name) = &link.user {
+            // Team mode: what the link's user may no longer decide, its link no longer
+            // shows (reading ends nothing: the decision request does that).
+            let task = self.store().task(&approval.task_id).await?;
+            self.authorize(&bound_caller(name), Action::Resolve(&task))
+                .await
+                .map_err(forbidden)?;
+        }
         let card = self.approval_view_checked(&approval.id).await?;
         let current = card
             .precheck

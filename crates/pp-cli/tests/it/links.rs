@@ -650,6 +650,14 @@ fn in_team_mode_a_link_acts_as_its_user_who_must_still_be_allowed() {
         Some(&tokens["carol"]),
     );
     users(&home, &config, &["revoke", "carol", "finance"]);
+    let (status, body) = request(
+        serve.port,
+        "GET",
+        &format!("/api/links/{carol}"),
+        None,
+        None,
+    );
+    assert_eq!(status, 403, "her link no longer shows the card: {body}");
     let (status, body) = decide(serve.port, &carol, &json!({"decision": "approve"}));
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["error"]["code"], "forbidden");
