@@ -543,8 +543,20 @@ fn a_notifier_given_links_forwards_a_way_to_approve() {
     let link = summary["link"].as_str().unwrap();
     assert!(link.starts_with("http://127.0.0.1:"), "{link}");
     let token = link.split_once("/d/").unwrap().1;
-    let (status, body) = decide(serve.port, token, &json!({"decision": "approve"}));
-    assert_eq!(status, 202, "{body}");
+    // Two requests race with one link: exactly one decides.
+    let port = serve.port;
+    let racers: Vec<_> = (0..4)
+        .map(|_| {
+            let token = token.to_owned();
+            std::thread::spawn(move || decide(port, &token, &json!({"decision": "approve"})).0)
+        })
+        .collect();
+    let mut statuses: Vec<u16> = racers
+        .into_iter()
+        .map(|racer| racer.join().unwrap())
+        .collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [202, 410, 410, 410]);
     wait_for(|| serve.call("GET", &format!("/api/tasks/{task}"), None).1["state"] == "completed");
     assert!(!serve.log().contains(token));
 
