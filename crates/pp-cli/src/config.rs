@@ -170,6 +170,41 @@ impl FileRevert {
     }
 }
 
+/// The `[remote]` table: what a link or a chat button may approve (docs/remote.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileRemote {
+    /// Whole capabilities (`file:write`), not suffixes (default: `file:write`,
+    /// `file:create`, `file:update`).
+    approve_capabilities: Option<Vec<String>>,
+}
+
+impl FileRemote {
+    /// The `[remote]` table over the defaults; every entry must be a whole capability
+    /// (`family:action`, no spaces).
+    fn resolve(file: Option<&Self>) -> anyhow::Result<pp_tasks::RemoteSettings> {
+        let Some(capabilities) = file.and_then(|file| file.approve_capabilities.clone()) else {
+            return Ok(pp_tasks::RemoteSettings::default());
+        };
+        for capability in &capabilities {
+            let whole = capability
+                .split(':')
+                .all(|part| !part.is_empty() && !part.contains(char::is_whitespace));
+            if !whole || !capability.contains(':') {
+                return Err(Exit::usage(format!(
+                    "`[remote] approve_capabilities`: `{capability}` is not a whole \
+                     capability; write one such as \"file:write\" (suffixes and wildcards \
+                     are not accepted)"
+                ))
+                .into());
+            }
+        }
+        Ok(pp_tasks::RemoteSettings {
+            approve_capabilities: capabilities,
+        })
+    }
+}
+
 /// The `[skills]` table.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -320,6 +355,8 @@ pub(crate) struct FileConfig {
     team: Option<FileTeam>,
     #[serde(default)]
     revert: Option<FileRevert>,
+    #[serde(default)]
+    remote: Option<FileRemote>,
     #[serde(default)]
     skills: Option<FileSkills>,
     #[serde(default)]
@@ -485,6 +522,7 @@ impl Config {
             )?,
             // In team mode this process is one worker among several sharing the database.
             team: team.then(|| pp_tasks::TeamWorker { host: host_name() }),
+            remote: FileRemote::resolve(file_config.remote.as_ref())?,
         };
         let port = flags
             .port

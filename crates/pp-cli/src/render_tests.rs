@@ -79,6 +79,7 @@ pub(super) fn view(diff: Option<String>, content: Option<String>) -> ApprovalVie
         resolved_at: None,
         resolved_by: None,
         resolved_by_user: None,
+        resolved_via: None,
         reason: None,
         edited_arguments: None,
         edited: None,

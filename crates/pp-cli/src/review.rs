@@ -351,6 +351,7 @@ pub(crate) async fn decide_changeset(
         id,
         decisions,
         pp_types::Actor::Operator,
+        Some(pp_types::Via::Cli),
         Some(&ui.caller),
         true,
     );
@@ -384,5 +385,7 @@ fn approve() -> ResolveRequest {
         seen_fingerprint: None,
         actor: pp_types::Actor::Operator,
         wait: true,
+        via: Some(pp_types::Via::Cli),
+        remote_user: None,
     }
 }

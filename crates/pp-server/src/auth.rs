@@ -9,6 +9,7 @@ use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use pp_types::Via;
 use pp_users::LoginOwner;
 
 use crate::caller::Caller;
@@ -65,6 +66,15 @@ pub(crate) async fn is_authorized(state: &AppState, headers: &HeaderMap) -> bool
 /// the user behind the session cookie; the single server token and its logins are
 /// refused. The lookups run on the blocking pool (SQLite reads).
 pub(crate) async fn caller(state: &AppState, headers: &HeaderMap) -> Option<Caller> {
+    let via = match bearer(headers) {
+        Some(_) => Via::Api,
+        None => Via::Console,
+    };
+    Some(who(state, headers).await?.deciding_via(via))
+}
+
+/// [`caller`], before where they decide from is known.
+async fn who(state: &AppState, headers: &HeaderMap) -> Option<Caller> {
     if !state.settings().team {
         return is_authorized(state, headers).await.then(Caller::operator);
     }

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::ops::Deref;
 
-use pp_types::{Role, TaskId, TaskRecord, UserRecord};
+use pp_types::{Role, TaskId, TaskRecord, UserRecord, Via};
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -19,7 +19,7 @@ use crate::state::AppState;
 /// The identity of an authenticated request: [`pp_tasks::Caller`], the same value the
 /// CLI's `--user` builds, with the server's lookups on top.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Caller(pp_tasks::Caller);
+pub(crate) struct Caller(pp_tasks::Caller, Via);
 
 impl Deref for Caller {
     type Target = pp_tasks::Caller;
@@ -32,12 +32,23 @@ impl Deref for Caller {
 impl Caller {
     /// The single-user operator (no team mode): an owner.
     pub(crate) fn operator() -> Self {
-        Self(pp_tasks::Caller::operator())
+        Self(pp_tasks::Caller::operator(), Via::Api)
     }
 
     /// A team user.
     pub(crate) fn from_user(user: UserRecord) -> Self {
-        Self(pp_tasks::Caller::from_user(user))
+        Self(pp_tasks::Caller::from_user(user), Via::Api)
+    }
+
+    /// The same caller, deciding `via` the console (a login cookie) or the API (a
+    /// bearer token).
+    pub(crate) fn deciding_via(self, via: Via) -> Self {
+        Self(self.0, via)
+    }
+
+    /// Where this caller's decisions come from: `console` or `api`.
+    pub(crate) fn via(&self) -> Via {
+        self.1
     }
 
     /// The task `id`, or 404 when it does not exist or the caller may not see it (the

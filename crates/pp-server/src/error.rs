@@ -34,6 +34,9 @@ pub enum ApiError {
     ChangedSinceSeen(String),
     /// The task is in a state that does not allow this: `409 invalid_state`.
     InvalidState(String),
+    /// A link or a chat button tried to approve what only the console or the terminal
+    /// may (`[remote] approve_capabilities`): `403 not_remotely_approvable`.
+    NotRemotelyApprovable(String),
     /// An approval link that no longer decides (used, expired, revoked, or its approval
     /// decided another way; the message says by whom and how): `410 gone`.
     Gone(String),
@@ -110,6 +113,8 @@ pp_types::wire_enum! {
         ChangedSinceSeen => "changed_since_seen",
         /// 409: the task is in a state that does not allow this.
         InvalidState => "invalid_state",
+        /// 403: a link or a chat button may not approve this call.
+        NotRemotelyApprovable => "not_remotely_approvable",
         /// 409: a chat session's previous turn has not ended.
         SessionBusy => "session_busy",
         /// 410: an approval link that no longer decides.
@@ -162,6 +167,9 @@ impl ApiError {
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed),
             Self::AlreadyResolved(_) => (StatusCode::CONFLICT, ErrorCode::AlreadyResolved),
             Self::InvalidState(_) => (StatusCode::CONFLICT, ErrorCode::InvalidState),
+            Self::NotRemotelyApprovable(_) => {
+                (StatusCode::FORBIDDEN, ErrorCode::NotRemotelyApprovable)
+            }
             Self::ChangedSinceSeen(_) => (StatusCode::CONFLICT, ErrorCode::ChangedSinceSeen),
             Self::SessionBusy(_) => (StatusCode::CONFLICT, ErrorCode::SessionBusy),
             Self::Gone(_) => (StatusCode::GONE, ErrorCode::Gone),
@@ -199,6 +207,7 @@ impl ApiError {
             | Self::NotFound(message)
             | Self::AlreadyResolved(message)
             | Self::InvalidState(message)
+            | Self::NotRemotelyApprovable(message)
             | Self::ChangedSinceSeen(message)
             | Self::SessionBusy(message)
             | Self::Gone(message)
@@ -282,6 +291,7 @@ impl From<pp_tasks::Error> for ApiError {
             Error::AlreadyResolved { .. } => Self::AlreadyResolved(error.to_string()),
             Error::InvalidState { .. } => Self::InvalidState(error.to_string()),
             Error::ChangedSinceSeen(message) => Self::ChangedSinceSeen(message),
+            Error::NotRemotelyApprovable(message) => Self::NotRemotelyApprovable(message),
             Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
             Error::Gone(message) => Self::Gone(message),
             Error::InvalidArguments(message) => Self::InvalidArguments(message),

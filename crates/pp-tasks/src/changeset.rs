@@ -119,6 +119,7 @@ impl TaskService {
         id: &str,
         decisions: Vec<ChangesetDecision>,
         actor: pp_types::Actor,
+        via: Option<pp_types::Via>,
         caller: Option<&Caller>,
         wait: bool,
     ) -> Result<Vec<DecisionResult>> {
@@ -151,6 +152,8 @@ impl TaskService {
                 reason: decision.reason,
                 seen_fingerprint: decision.seen_fingerprint,
                 actor,
+                via,
+                remote_user: None,
                 wait,
             };
             let resolved = match caller {

@@ -58,6 +58,10 @@ pub enum Error {
     /// Team mode: the user's role or workspace grants do not allow this action now.
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// A link or a chat button tried to approve a call it may not (`[remote]
+    /// approve_capabilities`, an overwriting move): nothing was recorded.
+    #[error("{0}")]
+    NotRemotelyApprovable(String),
     /// Bad input (empty prompt, unknown decision, …).
     #[error("{0}")]
     BadRequest(String),

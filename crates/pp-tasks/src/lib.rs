@@ -58,6 +58,7 @@ mod model;
 mod precheck;
 mod provenance;
 mod queries;
+mod remote;
 mod resolve;
 mod retry;
 mod runner;
@@ -90,7 +91,7 @@ pub use queries::EventsPage;
 pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
-pub use settings::{RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces};
+pub use settings::{RemoteSettings, RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces};
 pub use task_search::TasksPage;
 pub use view::{ApprovalRow, ApprovalView, CurrentTarget, EditedCall};
 

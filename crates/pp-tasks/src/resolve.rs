@@ -5,13 +5,14 @@ use pp_agent::{Resolution, ToolContext};
 use pp_store::Resolve;
 use pp_types::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditAction, Event, EventKind, NewAudit,
-    TaskRecord, TaskState,
+    TaskRecord, TaskState, Via,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{Action, Caller};
 use crate::checks::{Moment, Refusal, assess, target_of};
+use crate::remote;
 use crate::error::{Error, Result};
 use crate::runner::Start;
 use crate::segment::arguments_hash;
@@ -44,6 +45,14 @@ pub struct ResolveRequest {
     pub seen_fingerprint: Option<String>,
     /// Who decided.
     pub actor: Actor,
+    /// Where the person decided (`None` only for expiry): recorded on the approval and
+    /// its audit row. A link or a chat app (`link`, `telegram`) may approve only what
+    /// [`TaskService::remote_refusal`] allows, and never with edited arguments.
+    pub via: Option<Via>,
+    /// Who decided where there is no team user: the person a remote decision came from
+    /// (`telegram:123456 (@name)`), recorded as the approval's and the audit row's user
+    /// when no [`Caller`] names one.
+    pub remote_user: Option<String>,
     /// Wait for the resumed run to finish or pause again before returning.
     pub wait: bool,
 }
@@ -95,7 +104,8 @@ impl TaskService {
                 caller.user.clone()
             }
             None => None,
-        };
+        }
+        .or_else(|| request.remote_user.clone());
         // The decision is checked and the task resumed in this process when it has the
         // task's workspace (each host maps names to its own folders). In team mode a
         // process without it records the decision and hands the run to a worker that
@@ -119,6 +129,16 @@ impl TaskService {
                 id: id.to_string(),
                 state: approval.state,
             });
+        }
+        if remote::is_remote(request.via) && request.decision == Decision::Approve {
+            if request.edited_arguments.is_some() {
+                return Err(Error::BadRequest(
+                    "a link or a chat app approves the call as shown, never edited".into(),
+                ));
+            }
+            if let Some(why) = self.remote_refusal(&approval) {
+                return Err(Error::NotRemotelyApprovable(why));
+            }
         }
         if request.decision == Decision::Reject && request.edited_arguments.is_some() {
             return Err(Error::BadRequest(
@@ -222,6 +242,7 @@ impl TaskService {
             detail: reason.clone(),
             action,
             user,
+            via: request.via,
         };
         let resolve = Resolve {
             state,

@@ -39,6 +39,28 @@ pub struct TaskSettings {
     /// has, claims only tasks of those, and runs a task at its own path for the task's
     /// workspace name. `None`: one person's machine, tasks run at their stored path.
     pub team: Option<TeamWorker>,
+    /// `[remote]`: what a link or a chat button may approve.
+    pub remote: RemoteSettings,
+}
+
+/// `[remote]` settings (docs/remote.md): decisions made away from the console and the
+/// terminal — an approval link or a chat app's button — may reject anything but approve
+/// only calls of these capabilities.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSettings {
+    /// Whole capabilities (`file:write`), not suffixes: `memory:write` and MCP tools are
+    /// approvable remotely only when named here.
+    pub approve_capabilities: Vec<String>,
+}
+
+impl Default for RemoteSettings {
+    fn default() -> Self {
+        Self {
+            approve_capabilities: ["file:write", "file:create", "file:update"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
 }
 
 /// How this process takes part in a team server's pool of workers.
@@ -83,6 +105,7 @@ impl Default for TaskSettings {
             max_tokens: None,
             prices: pp_types::Prices::default(),
             team: None,
+            remote: RemoteSettings::default(),
         }
     }
 }

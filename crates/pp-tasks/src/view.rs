@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use pp_types::{
     Actor, ApprovalRecord, ApprovalState, EffectScope, Risk, TaskId, TaskRecord, Timestamp,
-    WriteLabel,
+    Via, WriteLabel,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -142,9 +142,13 @@ pub struct ApprovalView {
     /// Who resolved it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<Actor>,
-    /// The team user who resolved it (team mode).
+    /// The team user who resolved it (team mode), or the person a remote decision came
+    /// from (`telegram:…`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_by_user: Option<String>,
+    /// Where the person decided: `console`, `api`, `cli`, `link` or `telegram`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_via: Option<Via>,
     /// The reason (rejections, stale approvals).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -238,9 +242,13 @@ pub struct ApprovalRow {
     /// Who resolved it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<Actor>,
-    /// The team user who resolved it (team mode).
+    /// The team user who resolved it (team mode), or the person a remote decision came
+    /// from (`telegram:…`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_by_user: Option<String>,
+    /// Where the person decided: `console`, `api`, `cli`, `link` or `telegram`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_via: Option<Via>,
     /// The reason (rejections, stale approvals).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -279,6 +287,7 @@ impl From<ApprovalView> for ApprovalRow {
             resolved_at: view.resolved_at,
             resolved_by: view.resolved_by,
             resolved_by_user: view.resolved_by_user,
+            resolved_via: view.resolved_via,
             reason: view.reason,
             outcome: view.outcome,
             may_have_run: view.may_have_run.is_some(),
@@ -342,6 +351,7 @@ impl ApprovalView {
             resolved_at: approval.resolved_at,
             resolved_by: approval.resolved_by,
             resolved_by_user: approval.resolved_by_user,
+            resolved_via: approval.resolved_via,
             reason: approval.reason,
             edited,
             edited_arguments: approval.edited_arguments,

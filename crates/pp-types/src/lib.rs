@@ -43,7 +43,7 @@ pub use message::{Message, ToolCall, Usage};
 pub use prices::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use task::{
     Actor, ApprovalId, ApprovalRecord, ApprovalState, AuditEntry, ChangeId, NewAudit, StoredEvent,
-    TaskId, TaskRecord, TaskState,
+    TaskId, TaskRecord, TaskState, Via,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{

@@ -99,6 +99,24 @@ crate::wire_enum! {
     }
 }
 
+crate::wire_enum! {
+    /// Where a person decided an approval: the audit ledger and the decided card say
+    /// which way a "yes" or a "no" came in.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Via {
+        /// The web console (a login cookie).
+        Console => "console",
+        /// The HTTP API (a bearer token) or an MCP client.
+        Api => "api",
+        /// The terminal: `run`, `chat`, `approvals`.
+        Cli => "cli",
+        /// A single-use approval link (`/d/{token}`).
+        Link => "link",
+        /// A button in a Telegram chat.
+        Telegram => "telegram",
+    }
+}
+
 /// A task as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
@@ -216,9 +234,14 @@ pub struct ApprovalRecord {
     /// Who resolved it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<Actor>,
-    /// The team user who resolved it (team mode; `None` otherwise).
+    /// The team user who resolved it (team mode; `None` otherwise), or the person a
+    /// remote decision came from (`telegram:…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_by_user: Option<String>,
+    /// Where the person decided (`console`, `api`, `cli`, `link`, `telegram`); `None`
+    /// for expiry and rows decided before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_via: Option<Via>,
     /// The operator's reason (rejections) or why it went stale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -290,9 +313,14 @@ pub struct AuditEntry {
     /// Free-form detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-    /// The team user who acted (team mode; `None` otherwise).
+    /// The team user who acted (team mode; `None` otherwise), or the person a remote
+    /// decision came from (`telegram:…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// Where a person decided: `console`, `api`, `cli`, `link` or `telegram` (decisions
+    /// only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
 }
 
 /// A new audit row (the store assigns `id` and `at`).
@@ -316,6 +344,8 @@ pub struct NewAudit {
     pub detail: Option<String>,
     /// The team user who acted (team mode), if any.
     pub user: Option<String>,
+    /// Where a person decided (decisions only).
+    pub via: Option<Via>,
 }
 
 impl NewAudit {
@@ -331,6 +361,7 @@ impl NewAudit {
             arguments_hash: None,
             detail: None,
             user: None,
+            via: None,
         }
     }
 }

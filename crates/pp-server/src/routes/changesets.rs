@@ -79,7 +79,14 @@ pub(crate) async fn resolve(
         .collect();
     let results = state
         .service()
-        .resolve_changeset(&id, decisions, Actor::Operator, Some(&caller), query.wait)
+        .resolve_changeset(
+            &id,
+            decisions,
+            Actor::Operator,
+            Some(caller.via()),
+            Some(&caller),
+            query.wait,
+        )
         .await?;
     let status = if query.wait {
         StatusCode::OK

@@ -59,6 +59,7 @@ pub(crate) fn approval(
         resolved_at: None,
         resolved_by: None,
         resolved_by_user: None,
+        resolved_via: None,
         reason: None,
         edited_arguments: None,
         edited_preview: None,
@@ -94,6 +95,7 @@ pub(crate) fn audit(id: i64, entry: NewAudit, at: Timestamp, actor: Actor) -> Au
         arguments_hash: entry.arguments_hash,
         detail: entry.detail,
         user: entry.user,
+        via: entry.via,
     }
 }
 

@@ -134,6 +134,7 @@ pub(crate) struct RawApproval {
     edited_preview: Option<String>,
     call_id: Option<String>,
     changeset_id: Option<String>,
+    resolved_via: Option<String>,
 }
 
 impl FromColumns for RawApproval {
@@ -160,6 +161,7 @@ impl FromColumns for RawApproval {
             edited_preview: columns.text_opt()?,
             call_id: columns.text_opt()?,
             changeset_id: columns.text_opt()?,
+            resolved_via: columns.text_opt()?,
         })
     }
 }
@@ -184,6 +186,7 @@ impl RawApproval {
         let edited_arguments =
             decoder.json_opt("edited_arguments", self.edited_arguments.as_deref())?;
         let edited_preview = decoder.json_opt("edited_preview", self.edited_preview.as_deref())?;
+        let resolved_via = decoder.name_opt("resolved_via", self.resolved_via)?;
         Ok(ApprovalRecord {
             id: ApprovalId(self.id),
             task_id: TaskId(self.task_id),
@@ -202,6 +205,7 @@ impl RawApproval {
             resolved_at: self.resolved_at.map(Timestamp::from_millis),
             resolved_by,
             resolved_by_user: self.resolved_by_user,
+            resolved_via,
             reason: self.reason,
             edited_arguments,
             edited_preview,
@@ -260,6 +264,7 @@ pub(crate) struct RawAudit {
     arguments_hash: Option<String>,
     detail: Option<String>,
     user: Option<String>,
+    via: Option<String>,
 }
 
 impl FromColumns for RawAudit {
@@ -276,6 +281,7 @@ impl FromColumns for RawAudit {
             arguments_hash: columns.text_opt()?,
             detail: columns.text_opt()?,
             user: columns.text_opt()?,
+            via: columns.text_opt()?,
         })
     }
 }
@@ -300,6 +306,7 @@ impl RawAudit {
             arguments_hash: self.arguments_hash,
             detail: self.detail,
             user: self.user,
+            via: decoder.name_opt("via", self.via)?,
         })
     }
 }

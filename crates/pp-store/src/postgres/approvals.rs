@@ -197,7 +197,7 @@ impl PgStore {
             &transaction,
             "UPDATE approvals SET state = $2, resolved_at = $3, resolved_by = $4, \
              reason = $5, edited_arguments = $6, resolved_by_user = $7, \
-             fingerprint = COALESCE($8, fingerprint), edited_preview = $9 \
+             fingerprint = COALESCE($8, fingerprint), edited_preview = $9, resolved_via = $10 \
              WHERE id = $1 AND state = 'pending'",
             &[
                 &id.as_str(),
@@ -209,6 +209,7 @@ impl PgStore {
                 &resolve.audit.user,
                 &resolve.fingerprint,
                 &edited_preview,
+                &resolve.audit.via.map(|via| via.as_str()),
             ],
         )
         .await?;

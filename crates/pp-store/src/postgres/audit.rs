@@ -74,8 +74,8 @@ pub(crate) async fn insert(
     let row = query_one(
         db,
         "INSERT INTO audit (at, actor, action, task_id, approval_id, tool, target, \
-         arguments_hash, detail, user_name) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+         arguments_hash, detail, user_name, via) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
         &[
             &at.as_millis(),
             &actor.as_str(),
@@ -87,6 +87,7 @@ pub(crate) async fn insert(
             &entry.arguments_hash,
             &entry.detail,
             &entry.user,
+            &entry.via.map(|via| via.as_str()),
         ],
     )
     .await?;

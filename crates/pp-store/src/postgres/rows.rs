@@ -82,7 +82,7 @@ pub(crate) fn task(row: &Row) -> Result<TaskRecord> {
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_id, state, tool, capability, risk, \
      label, target, arguments, fingerprint, checkpoint, created_at, resolved_at, \
      resolved_by, reason, edited_arguments, revertible, resolved_by_user, edited_preview, \
-     call_id, changeset_id";
+     call_id, changeset_id, resolved_via";
 
 /// Decodes a row selected with [`APPROVAL_COLUMNS`].
 pub(crate) fn approval(row: &Row) -> Result<ApprovalRecord> {
@@ -99,7 +99,7 @@ pub(crate) fn event(row: &Row) -> Result<StoredEvent> {
 
 /// The columns [`crate::mapping::RawAudit`] reads, in order.
 pub(crate) const AUDIT_COLUMNS: &str = "id, at, actor, action, task_id, approval_id, tool, \
-     target, arguments_hash, detail, user_name";
+     target, arguments_hash, detail, user_name, via";
 
 /// Decodes a row selected with [`AUDIT_COLUMNS`].
 pub(crate) fn audit(row: &Row) -> Result<AuditEntry> {

@@ -197,7 +197,7 @@ impl Store {
                 .prepare_cached(
                     "UPDATE approvals SET state = ?2, resolved_at = ?3, resolved_by = ?4, \
                      reason = ?5, edited_arguments = ?6, resolved_by_user = ?7, \
-                     fingerprint = COALESCE(?8, fingerprint), edited_preview = ?9 \
+                     fingerprint = COALESCE(?8, fingerprint), edited_preview = ?9, resolved_via = ?10 \
                      WHERE id = ?1 AND state = 'pending'",
                 )?
                 .execute(params![
@@ -210,6 +210,7 @@ impl Store {
                     resolve.audit.user,
                     resolve.fingerprint,
                     edited_preview,
+                    resolve.audit.via.map(|via| via.as_str()),
                 ])?;
             let audit_row = NewAudit {
                 actor: resolve.audit.actor.or(Some(resolve.actor)),

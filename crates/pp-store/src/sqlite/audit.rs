@@ -73,8 +73,8 @@ pub(crate) fn insert(
     connection
         .prepare_cached(
             "INSERT INTO audit (at, actor, action, task_id, approval_id, tool, target, \
-             arguments_hash, detail, user_name) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             arguments_hash, detail, user_name, via) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?
         .execute(params![
             at.as_millis(),
@@ -87,6 +87,7 @@ pub(crate) fn insert(
             entry.arguments_hash,
             entry.detail,
             entry.user,
+            entry.via.map(|via| via.as_str()),
         ])?;
     Ok(inserted::audit(
         connection.last_insert_rowid(),

@@ -72,11 +72,11 @@ pub(crate) const TASK_COLUMN_COUNT: usize = 19;
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_id, state, tool, capability, risk, \
      label, target, arguments, fingerprint, checkpoint, created_at, resolved_at, \
      resolved_by, reason, edited_arguments, revertible, resolved_by_user, edited_preview, \
-     call_id, changeset_id";
+     call_id, changeset_id, resolved_via";
 
 /// The columns [`crate::mapping::RawEvent`] reads, in order.
 pub(crate) const EVENT_COLUMNS: &str = "seq, task_id, at, payload";
 
 /// The columns [`crate::mapping::RawAudit`] reads, in order.
 pub(crate) const AUDIT_COLUMNS: &str = "id, at, actor, action, task_id, approval_id, tool, target, arguments_hash, detail, \
-     user_name";
+     user_name, via";

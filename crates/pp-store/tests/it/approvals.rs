@@ -210,6 +210,8 @@ async fn a_rejection_records_the_reason_and_the_actor(db: TestDb) {
         actor: Actor::Operator,
         reason: Some("not that file".into()),
         audit: pp_types::NewAudit {
+            user: Some("telegram:42 (@ana)".into()),
+            via: Some(pp_types::Via::Telegram),
             ..pp_types::NewAudit::new(pp_types::AuditAction::ApprovalRejected)
         },
         ..approve()
@@ -219,6 +221,21 @@ async fn a_rejection_records_the_reason_and_the_actor(db: TestDb) {
     assert_eq!(resolved.reason.as_deref(), Some("not that file"));
     assert_eq!(resolved.edited_arguments, None);
     assert_eq!(task.state, TaskState::Running);
+    // Where the person decided, and who, on the approval and on its audit row.
+    assert_eq!(resolved.resolved_via, Some(pp_types::Via::Telegram));
+    assert_eq!(resolved.resolved_by_user.as_deref(), Some("telegram:42 (@ana)"));
+    assert_eq!(db.store.approval(&approval.id).await.unwrap(), resolved);
+    let ledger = db
+        .store
+        .list_audit(&pp_store::AuditFilter::default())
+        .await
+        .unwrap();
+    let row = ledger
+        .iter()
+        .find(|row| row.action == pp_types::AuditAction::ApprovalRejected)
+        .unwrap();
+    assert_eq!(row.via, Some(pp_types::Via::Telegram));
+    assert_eq!(row.user.as_deref(), Some("telegram:42 (@ana)"));
 }
 
 both!(pending_is_not_a_resolution);

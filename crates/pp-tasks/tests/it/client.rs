@@ -104,6 +104,8 @@ fn decide(decision: Decision) -> ResolveRequest {
         seen_fingerprint: None,
         actor: Actor::Operator,
         wait: true,
+        via: Some(pp_types::Via::Api),
+        remote_user: None,
     }
 }
 

@@ -254,6 +254,8 @@ pub(crate) fn approve() -> ResolveRequest {
         seen_fingerprint: None,
         actor: Actor::Operator,
         wait: true,
+        via: Some(pp_types::Via::Api),
+        remote_user: None,
     }
 }
 

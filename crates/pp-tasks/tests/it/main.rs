@@ -18,6 +18,7 @@ mod lifecycle;
 mod memory;
 mod postgres;
 mod precheck;
+mod remote;
 mod resolve;
 mod restart;
 mod revert_places;

@@ -104,6 +104,7 @@ impl Fixture {
                     seen_fingerprint: None,
                     actor: Actor::Operator,
                     wait: true,
+                    via: Some(pp_types::Via::Api), remote_user: None,
                 },
             )
             .await
