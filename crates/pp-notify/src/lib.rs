@@ -343,7 +343,8 @@ impl Notifications {
                 seen_fingerprint: None,
                 actor: Actor::Scheduler,
                 wait: false,
-                via: None, remote_user: None,
+                via: None,
+                remote_user: None,
             };
             match service.resolve(&approval.id, request).await {
                 Ok(_) => expired.push(approval.id),

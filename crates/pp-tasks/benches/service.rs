@@ -206,7 +206,8 @@ async fn resolve_latency(backend: &Backend) {
                     seen_fingerprint: None,
                     actor: Actor::Operator,
                     wait,
-                    via: Some(pp_types::Via::Api), remote_user: None,
+                    via: Some(pp_types::Via::Api),
+                    remote_user: None,
                 },
             )
             .await

@@ -91,7 +91,9 @@ pub use queries::EventsPage;
 pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
-pub use settings::{RemoteSettings, RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces};
+pub use settings::{
+    RemoteSettings, RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces,
+};
 pub use task_search::TasksPage;
 pub use view::{ApprovalRow, ApprovalView, CurrentTarget, EditedCall};
 

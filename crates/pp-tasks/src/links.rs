@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use pp_store::{ApprovalLink, LinkEnd, NewApprovalLink};
-use pp_types::{ApprovalId, ApprovalRecord, ApprovalState, Role, TaskRecord, Timestamp}; // PHASE0: Via
+use pp_types::{ApprovalId, ApprovalRecord, ApprovalState, Role, TaskRecord, Timestamp, Via};
 use serde::Serialize;
 
 use crate::access::{Action, Caller};
@@ -171,7 +171,7 @@ impl TaskService {
         if decision == Decision::Approve
             && let Some(message) = self.remote_refusal(&approval)
         {
-            return Err(Error::Forbidden(message)); // PHASE0: NotRemotelyApprovable
+            return Err(Error::NotRemotelyApprovable(message));
         }
         // The claim: of two requests with one link, one goes on.
         if !store.end_approval_link(token, LinkEnd::Used, None).await? {
@@ -187,7 +187,8 @@ impl TaskService {
             seen_fingerprint: link.fingerprint.clone(),
             actor: pp_types::Actor::Operator,
             wait: false,
-            // PHASE0: via: Some(Via::Link), remote_user: None,
+            via: Some(Via::Link),
+            remote_user: None,
         };
         let resolved = match &caller {
             Some(caller) => self.resolve_for(&approval.id, request, caller).await,
@@ -196,9 +197,9 @@ impl TaskService {
         let corrected = match &resolved {
             Ok(_) => None,
             Err(Error::ChangedSinceSeen(_)) => Some(LinkEnd::Changed),
-            Err(
-                Error::Forbidden(_) | Error::Unauthorized(_), // PHASE0: | Error::NotRemotelyApprovable(_)
-            ) => Some(LinkEnd::Forbidden),
+            Err(Error::Forbidden(_) | Error::Unauthorized(_) | Error::NotRemotelyApprovable(_)) => {
+                Some(LinkEnd::Forbidden)
+            }
             Err(Error::AlreadyResolved { .. } | Error::InvalidState { .. }) => {
                 Some(LinkEnd::Decided)
             }
@@ -304,7 +305,9 @@ fn decided(approval: &ApprovalRecord) -> String {
         return "this link was used, but the decision did not happen; open the console".into();
     }
     let mut text = format!("this approval was already {state}");
-    // PHASE0: if let Some(via) = approval.resolved_via { text.push_str(&format!(" via {}", via.as_str())); }
+    if let Some(via) = approval.resolved_via {
+        text.push_str(&format!(" via {}", via.as_str()));
+    }
     match (&approval.resolved_by_user, approval.resolved_by) {
         (Some(user), _) => text.push_str(&format!(" by {user}")),
         (None, Some(actor)) => text.push_str(&format!(" by the {}", actor.as_str())),
@@ -314,11 +317,4 @@ fn decided(approval: &ApprovalRecord) -> String {
         text.push_str(&format!(" at {at}"));
     }
     text
-}
-
-impl TaskService {
-    /// PHASE0 stub, removed at the merge.
-    fn remote_refusal(&self, _approval: &ApprovalRecord) -> Option<String> {
-        None
-    }
 }

@@ -98,8 +98,8 @@ mod tests {
             ("memory_write", "memory:write"),
             ("notes__append", "mcp:notes:append:write"),
         ] {
-            let why = refusal(&settings, &approval(tool, capability, json!({})))
-                .unwrap_or_default();
+            let why =
+                refusal(&settings, &approval(tool, capability, json!({}))).unwrap_or_default();
             assert!(why.contains(capability), "{why}");
             assert!(why.ends_with(ELSEWHERE), "{why}");
         }
@@ -122,7 +122,10 @@ mod tests {
             None
         );
         let overwriting = json!({"from": "a.md", "to": "b.md", "overwrite": true});
-        let why = refusal(&settings, &approval("move_file", "file:update", overwriting));
+        let why = refusal(
+            &settings,
+            &approval("move_file", "file:update", overwriting),
+        );
         assert!(why.is_some_and(|why| why.contains("replace")));
     }
 

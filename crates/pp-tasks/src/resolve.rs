@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use crate::access::{Action, Caller};
 use crate::checks::{Moment, Refusal, assess, target_of};
-use crate::remote;
 use crate::error::{Error, Result};
+use crate::remote;
 use crate::runner::Start;
 use crate::segment::arguments_hash;
 use crate::service::TaskService;

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use pp_types::{
-    Actor, ApprovalRecord, ApprovalState, EffectScope, Risk, TaskId, TaskRecord, Timestamp,
-    Via, WriteLabel,
+    Actor, ApprovalRecord, ApprovalState, EffectScope, Risk, TaskId, TaskRecord, Timestamp, Via,
+    WriteLabel,
 };
 use serde::Serialize;
 use serde_json::Value;

@@ -307,7 +307,8 @@ async fn resolve(
         seen_fingerprint: decided.seen_fingerprint,
         actor: Actor::Operator,
         wait: true,
-        via: Some(pp_types::Via::Cli), remote_user: None,
+        via: Some(pp_types::Via::Cli),
+        remote_user: None,
     };
     match app.service.resolve_for(&id, request, &caller).await {
         Ok(record) if record.state == pp_types::TaskState::Queued => {

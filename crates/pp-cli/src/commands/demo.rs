@@ -162,7 +162,8 @@ async fn settle(
                 seen_fingerprint: None,
                 actor: Actor::Operator,
                 wait: true,
-                via: Some(pp_types::Via::Cli), remote_user: None,
+                via: Some(pp_types::Via::Cli),
+                remote_user: None,
             }
         };
         task = match service.resolve(&pending.id, request).await {

@@ -318,7 +318,8 @@ pub(crate) fn ask(
             seen_fingerprint: None,
             actor: Actor::Operator,
             wait: true,
-            via: Some(pp_types::Via::Cli), remote_user: None,
+            via: Some(pp_types::Via::Cli),
+            remote_user: None,
         })
     };
     let hint = crate::review::approve_hint(view).map(|hint| palette.paint(Paint::Yellow, &hint));

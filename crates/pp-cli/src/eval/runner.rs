@@ -288,7 +288,8 @@ async fn execute_service(
             seen_fingerprint: None,
             actor: Actor::Operator,
             wait: true,
-            via: Some(pp_types::Via::Cli), remote_user: None,
+            via: Some(pp_types::Via::Cli),
+            remote_user: None,
         };
         match service.resolve(&pending.id, request).await {
             Ok(next) => record = next,

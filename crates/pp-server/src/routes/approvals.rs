@@ -136,7 +136,8 @@ pub(crate) async fn resolve(
         seen_fingerprint: body.seen_fingerprint,
         actor: Actor::Operator,
         wait: query.wait,
-        via: Some(caller.via()), remote_user: None,
+        via: Some(caller.via()),
+        remote_user: None,
     };
     let task = state.service().resolve_for(&id, request, &caller).await?;
     Ok(resolved(&task, query.wait))

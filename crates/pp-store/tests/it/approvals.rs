@@ -223,7 +223,10 @@ async fn a_rejection_records_the_reason_and_the_actor(db: TestDb) {
     assert_eq!(task.state, TaskState::Running);
     // Where the person decided, and who, on the approval and on its audit row.
     assert_eq!(resolved.resolved_via, Some(pp_types::Via::Telegram));
-    assert_eq!(resolved.resolved_by_user.as_deref(), Some("telegram:42 (@ana)"));
+    assert_eq!(
+        resolved.resolved_by_user.as_deref(),
+        Some("telegram:42 (@ana)")
+    );
     assert_eq!(db.store.approval(&approval.id).await.unwrap(), resolved);
     let ledger = db
         .store

@@ -89,7 +89,14 @@ async fn three_writes_decided_by_one_request_run_once_each_in_the_models_order()
     ];
     let results = fixture
         .service
-        .resolve_changeset(&changeset, decisions, Actor::Operator, Some(pp_types::Via::Api), None, true)
+        .resolve_changeset(
+            &changeset,
+            decisions,
+            Actor::Operator,
+            Some(pp_types::Via::Api),
+            None,
+            true,
+        )
         .await
         .unwrap();
     assert!(
@@ -157,8 +164,22 @@ async fn concurrent_decisions_on_one_changeset_decide_each_call_exactly_once() {
     };
     let (one, other) = (fixture.service.clone(), fixture.another_process());
     let (first, second) = tokio::join!(
-        one.resolve_changeset(&changeset, decisions(), Actor::Operator, Some(pp_types::Via::Api), None, true),
-        other.resolve_changeset(&changeset, decisions(), Actor::Operator, Some(pp_types::Via::Api), None, true),
+        one.resolve_changeset(
+            &changeset,
+            decisions(),
+            Actor::Operator,
+            Some(pp_types::Via::Api),
+            None,
+            true
+        ),
+        other.resolve_changeset(
+            &changeset,
+            decisions(),
+            Actor::Operator,
+            Some(pp_types::Via::Api),
+            None,
+            true
+        ),
     );
     let all: Vec<_> = first.unwrap().into_iter().chain(second.unwrap()).collect();
     let accepted = all
@@ -196,7 +217,14 @@ async fn a_changeset_resolve_refuses_strangers_and_repeats_before_deciding_anyth
     for decisions in [twice, outside] {
         let error = fixture
             .service
-            .resolve_changeset(&changeset, decisions, Actor::Operator, Some(pp_types::Via::Api), None, false)
+            .resolve_changeset(
+                &changeset,
+                decisions,
+                Actor::Operator,
+                Some(pp_types::Via::Api),
+                None,
+                false,
+            )
             .await
             .unwrap_err();
         assert!(matches!(error, Error::BadRequest(_)), "{error}");
@@ -208,7 +236,14 @@ async fn a_changeset_resolve_refuses_strangers_and_repeats_before_deciding_anyth
     );
     let unknown = fixture
         .service
-        .resolve_changeset("cs_nope", Vec::new(), Actor::Operator, Some(pp_types::Via::Api), None, false)
+        .resolve_changeset(
+            "cs_nope",
+            Vec::new(),
+            Actor::Operator,
+            Some(pp_types::Via::Api),
+            None,
+            false,
+        )
         .await
         .unwrap_err();
     assert!(matches!(unknown, Error::NotFound { .. }), "{unknown}");

@@ -104,7 +104,8 @@ impl Fixture {
                     seen_fingerprint: None,
                     actor: Actor::Operator,
                     wait: true,
-                    via: Some(pp_types::Via::Api), remote_user: None,
+                    via: Some(pp_types::Via::Api),
+                    remote_user: None,
                 },
             )
             .await

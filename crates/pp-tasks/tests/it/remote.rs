@@ -56,7 +56,10 @@ async fn a_remote_approve_of_a_delete_is_refused_and_records_nothing() {
     let decided = fixture.store().approval(&pending.id).await.unwrap();
     assert_eq!(decided.state, ApprovalState::Rejected);
     assert_eq!(decided.resolved_via, Some(Via::Telegram));
-    assert_eq!(decided.resolved_by_user.as_deref(), Some("telegram:42 (@ana)"));
+    assert_eq!(
+        decided.resolved_by_user.as_deref(),
+        Some("telegram:42 (@ana)")
+    );
     let rows = audit_rows(&fixture.service, "approval_rejected").await;
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].via, Some(Via::Telegram));
@@ -79,7 +82,10 @@ async fn a_link_approves_a_write_as_shown_but_never_an_edited_one() {
         .resolve(&pending.id, edited)
         .await
         .unwrap_err();
-    assert!(matches!(refused, pp_tasks::Error::BadRequest(_)), "{refused:?}");
+    assert!(
+        matches!(refused, pp_tasks::Error::BadRequest(_)),
+        "{refused:?}"
+    );
     fixture
         .service
         .resolve(&pending.id, by(Via::Link, Decision::Approve))

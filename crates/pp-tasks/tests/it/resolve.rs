@@ -150,7 +150,8 @@ async fn reject_continues_and_the_next_write_asks_again() {
         seen_fingerprint: None,
         actor: Actor::Operator,
         wait: true,
-        via: Some(pp_types::Via::Api), remote_user: None,
+        via: Some(pp_types::Via::Api),
+        remote_user: None,
     };
     let after = fixture.service.resolve(&first.id, request).await.unwrap();
     assert_eq!(
