@@ -260,7 +260,7 @@ test("overwrite: see the diff, edit the path, approve; reject another with a rea
   await page.locator(`.inbox-row[data-task-id="${second}"] .inbox-open`).click();
   await textMatches(
     page.locator(`article.card[data-task-id="${second}"] .resolution`),
-    /Rejected by operator at .*reason: “Not today: keep the old plan”/,
+    /Rejected (via \w+ )?by operator at .*reason: “Not today: keep the old plan”/,
   );
   assert.equal(await page.locator(`article.card[data-task-id="${second}"] button.approve`).count(), 0);
 
@@ -296,7 +296,7 @@ test("two tabs resolve the same card: one wins, the other says already resolved"
   const losers = texts.filter((text) => /Already resolved/.test(text));
   assert.equal(winners.length, 1, texts.join(" | "));
   assert.equal(losers.length, 1, texts.join(" | "));
-  assert.match(losers[0], /approved by operator/);
+  assert.match(losers[0], /approved (via \w+ )?by operator/);
   const loser = tabs[texts.indexOf(losers[0])];
   assert.doesNotMatch(await cardIn(loser).locator(".card-status").textContent(), /409|error|\{/i, "no error dump");
   await screenshot(loser, "already-resolved.png");
@@ -320,7 +320,7 @@ test("two tabs resolve the same card: one wins, the other says already resolved"
     data: { decision: "reject", reason: "done from the command line" },
   });
   assert.equal(response.status(), 202);
-  await textMatches(nextCard.locator(".card-status"), /Resolved elsewhere: rejected by operator .*done from the command line/);
+  await textMatches(nextCard.locator(".card-status"), /Resolved elsewhere: rejected (via \w+ )?by operator .*done from the command line/);
   assert.equal(await nextCard.getByRole("button", { name: "Approve", exact: true }).count(), 0);
   await eventually("badge 0", async () => (await badgeCount(tab)) === 0);
   for (const each of tabs) {
@@ -351,7 +351,7 @@ test("the timeline resumes after a dropped connection without duplicating events
   assert.deepEqual(seqs.slice(0, before.length), before);
   assert.deepEqual(seqs, (await taskEvents(task.id)).map((event) => event.seq), "every event exactly once");
   // The inbox catches up too: the card was decided on the command line meanwhile.
-  await textMatches(card.locator(".card-status"), /Resolved elsewhere: approved by operator/, 30000);
+  await textMatches(card.locator(".card-status"), /Resolved elsewhere: approved (via \w+ )?by operator/, 30000);
   await eventually("the navigation is live again", async () => !(await inbox.locator("#connection").isVisible()));
   await page.close();
   await inbox.close();

@@ -78,7 +78,7 @@ pub(crate) async fn authorize(
 }
 
 /// A refused token, role or grant as [`Exit::forbidden`]; other errors as they are.
-fn refused(error: pp_tasks::Error) -> anyhow::Error {
+pub(crate) fn refused(error: pp_tasks::Error) -> anyhow::Error {
     match error {
         pp_tasks::Error::Forbidden(_) | pp_tasks::Error::Unauthorized(_) => {
             Exit::forbidden(error.to_string()).into()

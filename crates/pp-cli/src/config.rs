@@ -48,6 +48,9 @@ pub(crate) struct FileNotify {
     command: Option<Vec<String>>,
     /// How long one run may take before it is killed (default 10).
     timeout_secs: Option<u64>,
+    /// Add one approval `link` to each `approval_waiting` summary (default false;
+    /// single-user mode only): a notifier given links can forward a way to approve.
+    links: Option<bool>,
 }
 
 /// The `[server]` table.
@@ -63,6 +66,9 @@ pub(crate) struct FileServer {
     allowed_hosts: Option<Vec<String>>,
     /// Believe `X-Forwarded-Proto: https` from a reverse proxy (default false).
     trust_forwarded_proto: Option<bool>,
+    /// The address people reach this server at (`https://pp.example.org`): the base of
+    /// approval links (docs/remote.md). Its host must be in `allowed_hosts`.
+    public_url: Option<String>,
     /// Most connections open at once (default 4096); one more gets 503.
     max_connections: Option<usize>,
     /// Seconds a connection has to send a request's headers (default 10).
@@ -404,6 +410,8 @@ pub(crate) struct Config {
     pub(crate) allowed_hosts: Vec<String>,
     /// `[server] trust_forwarded_proto`.
     pub(crate) trust_forwarded_proto: bool,
+    /// `[server] public_url`, without a trailing slash: the base of approval links.
+    pub(crate) public_url: Option<String>,
     /// `[server] max_connections`, `header_timeout_secs`, `body_idle_timeout_secs`.
     pub(crate) connections: ConnectionLimits,
     /// `[team] enabled`: team users and roles (docs/team.md); off: single-user mode.
@@ -543,6 +551,11 @@ impl Config {
             .into());
         }
         let trust_forwarded_proto = server.trust_forwarded_proto.unwrap_or(false);
+        let public_url = server
+            .public_url
+            .as_deref()
+            .map(|url| check_public_url(url, &allowed_hosts))
+            .transpose()?;
         let retain = match file_config
             .store
             .as_ref()
@@ -572,7 +585,24 @@ impl Config {
             },
             None => pp_store::StoreUrl::Sqlite(home.join("pocketpilot.db")),
         };
-        let notify = resolve_notify(file_config.notify.as_ref())?;
+        let mut notify = resolve_notify(file_config.notify.as_ref())?;
+        if file_config
+            .notify
+            .as_ref()
+            .is_some_and(|notify| notify.links == Some(true))
+        {
+            if team {
+                return Err(Exit::usage(
+                    "`[notify] links = true` is for single-user mode: in team mode a link \
+                     acts as the user who made it, and a notifier is no user (docs/remote.md)",
+                )
+                .into());
+            }
+            if let Some(notifier) = notify.as_mut() {
+                let base = public_url.clone().unwrap_or_else(|| local_base(port));
+                notifier.links = Some(base);
+            }
+        }
         let approvals_expire_after = match file_config
             .approvals
             .as_ref()
@@ -618,6 +648,7 @@ impl Config {
             bind,
             allowed_hosts,
             trust_forwarded_proto,
+            public_url,
             connections,
             team,
             team_dir,
@@ -712,6 +743,52 @@ pub(crate) fn parse_file(path: &Path, text: &str) -> Result<FileConfig, Exit> {
 /// Parses a config file's text.
 pub(crate) fn parse(text: &str) -> Result<FileConfig, String> {
     toml::from_str(text).map_err(|error| error.to_string().trim().replace('\n', " "))
+}
+
+impl Config {
+    /// The base of approval links, and whether it is `[server] public_url` (`false`:
+    /// this machine's loopback address, which works only here).
+    pub(crate) fn link_base(&self) -> (String, bool) {
+        match &self.public_url {
+            Some(url) => (url.clone(), true),
+            None => (local_base(self.port), false),
+        }
+    }
+}
+
+/// `http://127.0.0.1:{port}`: where `serve` answers on this machine.
+fn local_base(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
+}
+
+/// `[server] public_url`: an `http` or `https` URL with a host (and no user, query or
+/// fragment) that `allowed_hosts` lists, or a loopback name; returned without a
+/// trailing slash.
+fn check_public_url(url: &str, allowed_hosts: &[String]) -> Result<String, Exit> {
+    let bad = |why: &str| {
+        Exit::usage(format!(
+            "`[server] public_url` {why}: `{url}` (docs/remote.md)"
+        ))
+    };
+    let trimmed = url.trim().trim_end_matches('/');
+    let rest = trimmed
+        .strip_prefix("https://")
+        .or_else(|| trimmed.strip_prefix("http://"))
+        .ok_or_else(|| bad("must start with https:// or http://"))?;
+    if rest.contains(['?', '#', '@', ' ', '\\']) {
+        return Err(bad("must have no user, query or fragment"));
+    }
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(bad("must name a host"));
+    }
+    if !pp_server::host_allowed(host, allowed_hosts) {
+        return Err(bad(&format!(
+            "names the host `{host}`, which `[server] allowed_hosts` does not list (the \
+             server would refuse the link's requests); add it there"
+        )));
+    }
+    Ok(trimmed.to_owned())
 }
 
 /// The `[notify]` table: an argv whose first element names a program, and a timeout of

@@ -119,6 +119,10 @@ pub struct Notifier {
     pub command: Vec<String>,
     /// How long one run may take before it is killed.
     pub timeout: Duration,
+    /// `[notify] links` (single-user mode): the base URL of approval links; each
+    /// `approval_waiting` summary then carries a `link` (`{base}/d/{token}`), made by the
+    /// process that sends it with the default lifetime. `None`: no links.
+    pub links: Option<String>,
 }
 
 impl Notifier {
@@ -130,6 +134,7 @@ impl Notifier {
         Some(Self {
             command,
             timeout: DEFAULT_TIMEOUT,
+            links: None,
         })
     }
 
@@ -223,6 +228,34 @@ pub fn summary(event: &StoredEvent, task: &TaskRecord, target: Option<&str>) -> 
     Some(Value::Object(fields))
 }
 
+/// Adds `link` (`{base}/d/{token}`) to an `approval_waiting` summary: a single-use
+/// approval link made now, as the operator (single-user mode), lasting the default 30
+/// minutes. A link that cannot be made is logged and left out (the notification still
+/// goes).
+async fn add_link(
+    service: &TaskService,
+    summary: &mut Value,
+    base: &str,
+    log: &(impl Fn(&str) + Send + Sync),
+) {
+    let Some(approval) = summary
+        .get("approval_id")
+        .and_then(Value::as_str)
+        .map(|id| ApprovalId(id.to_owned()))
+    else {
+        return;
+    };
+    match service
+        .create_link(&approval, None, &pp_tasks::Caller::operator())
+        .await
+    {
+        Ok(made) => {
+            summary["link"] = json!(format!("{base}/d/{}", made.token));
+        }
+        Err(error) => log(&format!("notify: no link for {approval}: {error}")),
+    }
+}
+
 /// Notifications and approval expiry over one task service: tasks through the service,
 /// the store through the narrow feed of events and pending approvals. Cheap to clone.
 #[derive(Clone)]
@@ -267,9 +300,13 @@ impl Notifications {
                 Ok((last, count, wanted)) => {
                     after = last;
                     for (event, task, target) in wanted {
-                        if let Some(summary) = summary(&event, &task, target.as_deref())
-                            && let Err(error) = notifier.send(&summary).await
-                        {
+                        let Some(mut summary) = summary(&event, &task, target.as_deref()) else {
+                            continue;
+                        };
+                        if let Some(base) = &notifier.links {
+                            add_link(service, &mut summary, base, &log).await;
+                        }
+                        if let Err(error) = notifier.send(&summary).await {
                             log(&format!("notify: {error}"));
                         }
                     }

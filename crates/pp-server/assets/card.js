@@ -23,9 +23,13 @@ const RESOLVED_WORDS = {
   cancelled: "cancelled because its task ended",
 };
 
-/** "approved by operator at 10:00:01", from a resolved approval view. */
+/** "approved via link by operator at 10:00:01", from a resolved approval view. */
 export function describeResolution(view) {
   const parts = [RESOLVED_WORDS[view.state] || view.state];
+  if (view.resolved_via) {
+    // Where the decision was made: console, api, cli, link or telegram.
+    parts.push("via " + view.resolved_via);
+  }
   if (view.resolved_by) {
     // Team mode names the user who decided.
     parts.push("by " + view.resolved_by + (view.resolved_by_user ? " " + view.resolved_by_user : ""));
@@ -404,8 +408,14 @@ function splitOutcome(text) {
  * from `POST /api/approvals/{id}/precheck`), and a 409 `changed_since_seen` redraws the
  * card as things are now; a decided edited call shows what ran; untrusted text is quoted;
  * decided cards fold to their outcome line.
+ *
+ * `remote` (the approval-link page, `/d/{token}`): the card decides through the link,
+ * not as a logged-in person — `remote.resolve(body)` sends `{decision, reason?}` to
+ * `POST /api/links/{token}/resolve`; there is no edit, the Approve button only when
+ * `remote.approvable`, no following of the task's events (the page has no session),
+ * and a `409`/`410`/`403` ends the card's decisions and goes to `remote.ended(error)`.
  */
-export function approvalCard(view, { onResolved = () => {}, linkToTask = true, focusNext = true } = {}) {
+export function approvalCard(view, { onResolved = () => {}, linkToTask = true, focusNext = true, remote = null } = {}) {
   const uid = "card-" + ++cardCounter;
   const id = view.id;
   let resolvedHere = false;
@@ -608,6 +618,10 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
 
   /** The buttons' words and order follow the precheck ("will fail": Reject is first and primary). */
   function drawActions(fresh) {
+    if (remote) {
+      drawRemoteActions(fresh);
+      return;
+    }
     if (!canDecide()) {
       // A role that cannot decide (team mode: member, viewer) gets no decision buttons.
       return;
@@ -627,6 +641,16 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     } else {
       actions.replaceChildren(approveButton, rejectButton, editButton);
     }
+  }
+
+  /** A link's buttons: Approve (when the link may approve this call) and Reject…, no edit. */
+  function drawRemoteActions(fresh) {
+    const state = precheckOf(fresh)?.status;
+    approveButton.textContent = state === "will_fail" ? "Approve anyway — it will fail" : "Approve";
+    approveButton.className = "button approve " + (state === "will_fail" ? "ghost approve-anyway" : "primary");
+    rejectButton.textContent = "Reject…";
+    rejectButton.className = "button reject danger";
+    actions.replaceChildren(...(remote.approvable ? [approveButton] : []), rejectButton);
   }
 
   const unconfined = Boolean(view.command && view.command.confined === false);
@@ -997,7 +1021,11 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
     setBusy(true);
     replace(status, notice("info", "Sending your decision…"));
     try {
-      await api(`/api/approvals/${encodeURIComponent(id)}/resolve`, { method: "POST", body });
+      if (remote) {
+        await remote.resolve({ decision: body.decision, ...(body.reason ? { reason: body.reason } : {}) });
+      } else {
+        await api(`/api/approvals/${encodeURIComponent(id)}/resolve`, { method: "POST", body });
+      }
       resolvedHere = true;
       const approved = body.decision === "approve";
       current = {
@@ -1006,12 +1034,24 @@ export function approvalCard(view, { onResolved = () => {}, linkToTask = true, f
         reason: body.reason,
         edited_arguments: body.edited_arguments,
         resolved_at: new Date().toISOString(),
+        ...(remote ? { resolved_via: "link" } : {}),
       };
-      finish(current);
+      finish(current, null, !remote);
       announce(approved ? "Approved — running…" : "Rejected. The agent was told.");
       resolvedNow();
     } catch (error) {
       setBusy(false);
+      if (remote && (error.status === 410 || error.status === 403 || (error.status === 409 && error.code === "changed_since_seen"))) {
+        // The link no longer decides this (or may not approve it): the page says why.
+        if (error.code !== "not_remotely_approvable") {
+          rejectPanel.hidden = true;
+          actions.hidden = true;
+          actions.replaceChildren();
+        }
+        replace(status);
+        remote.ended(error);
+        return;
+      }
       if (error.status === 409 && error.code === "already_resolved") {
         await showAlreadyResolved();
         resolvedNow();

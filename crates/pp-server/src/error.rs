@@ -37,6 +37,9 @@ pub enum ApiError {
     /// A link or a chat button tried to approve what only the console or the terminal
     /// may (`[remote] approve_capabilities`): `403 not_remotely_approvable`.
     NotRemotelyApprovable(String),
+    /// An approval link that no longer decides (used, expired, revoked, or its approval
+    /// decided another way; the message says by whom and how): `410 gone`.
+    Gone(String),
     /// A chat session's previous turn has not ended: `409 session_busy`.
     SessionBusy(String),
     /// Body or file over the limit: `413 payload_too_large`.
@@ -114,6 +117,8 @@ pp_types::wire_enum! {
         NotRemotelyApprovable => "not_remotely_approvable",
         /// 409: a chat session's previous turn has not ended.
         SessionBusy => "session_busy",
+        /// 410: an approval link that no longer decides.
+        Gone => "gone",
         /// 413: body or file over the limit.
         PayloadTooLarge => "payload_too_large",
         /// 422: edited arguments fail the tool's schema or the gate.
@@ -167,6 +172,7 @@ impl ApiError {
             }
             Self::ChangedSinceSeen(_) => (StatusCode::CONFLICT, ErrorCode::ChangedSinceSeen),
             Self::SessionBusy(_) => (StatusCode::CONFLICT, ErrorCode::SessionBusy),
+            Self::Gone(_) => (StatusCode::GONE, ErrorCode::Gone),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
             Self::InvalidArguments(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -204,6 +210,7 @@ impl ApiError {
             | Self::NotRemotelyApprovable(message)
             | Self::ChangedSinceSeen(message)
             | Self::SessionBusy(message)
+            | Self::Gone(message)
             | Self::PayloadTooLarge(message)
             | Self::InvalidArguments(message)
             | Self::InvalidSkill(message)
@@ -286,6 +293,7 @@ impl From<pp_tasks::Error> for ApiError {
             Error::ChangedSinceSeen(message) => Self::ChangedSinceSeen(message),
             Error::NotRemotelyApprovable(message) => Self::NotRemotelyApprovable(message),
             Error::SessionBusy { .. } => Self::SessionBusy(error.to_string()),
+            Error::Gone(message) => Self::Gone(message),
             Error::InvalidArguments(message) => Self::InvalidArguments(message),
             Error::BadRequest(message) => Self::BadRequest(message),
             Error::Forbidden(message) => Self::Forbidden(message),

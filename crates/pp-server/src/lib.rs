@@ -72,6 +72,13 @@ pub fn router(state: AppState) -> axum::Router {
     routes::build(state)
 }
 
+/// Whether the server answers requests whose `Host` is `host` (`name` or `name:port`):
+/// a loopback name, or one `allowed_hosts` lists (what `[server] public_url` is checked
+/// with).
+pub fn host_allowed(host: &str, allowed_hosts: &[String]) -> bool {
+    security::is_loopback_host(host) || security::is_allowed_host(host, allowed_hosts)
+}
+
 /// Every `/api` route as `(method, path)`, in the router's path syntax (`{id}`); the
 /// OpenAPI document lists exactly these.
 pub fn api_routes() -> Vec<(&'static str, &'static str)> {

@@ -183,6 +183,7 @@ pub(crate) async fn check_host_and_origin(
 pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let private = path.starts_with("/api/") || path == "/login" || path == "/logout";
+    let link = crate::routes::links::is_link_path(path);
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
     headers.insert(
@@ -192,8 +193,15 @@ pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    if private {
+    if private || link {
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    if link {
+        // The token is in the URL: no page it links to learns it, no cache keeps it, no
+        // search engine lists it, and no cookie is set with it.
+        headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+        headers.insert("x-robots-tag", HeaderValue::from_static("noindex"));
+        headers.remove(axum::http::header::SET_COOKIE);
     }
     response
 }
@@ -206,7 +214,8 @@ pub(crate) async fn log_internal_errors(
     next: Next,
 ) -> Response {
     let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    // A link's token never reaches a log line.
+    let path = crate::routes::links::redact(request.uri().path());
     let mut response = next.run(request).await;
     if let Some(InternalDetail(detail)) = response.extensions_mut().remove::<InternalDetail>() {
         state.log(&format!(

@@ -25,6 +25,10 @@ pub enum Error {
     /// target is no longer in that state: nothing ran and the approval stays pending.
     #[error("{0}")]
     ChangedSinceSeen(String),
+    /// An approval link that no longer decides (used, expired, revoked, or its approval
+    /// decided another way): the message says by whom and how (`410 gone`).
+    #[error("{0}")]
+    Gone(String),
     /// The task is not in a state that allows this.
     #[error("task {id} is {}: {action} is not possible", state.as_str())]
     InvalidState {

@@ -195,17 +195,23 @@ impl Users {
         })
     }
 
-    /// Removes a user: their token stops working and their console logins end at once;
-    /// their tasks, approvals and audit rows stay. [`Error::NotFound`] for an unknown
+    /// Removes a user: their token stops working, their console logins end at once and
+    /// the approval links made as them are revoked; their tasks, approvals and audit rows
+    /// stay. [`Error::NotFound`] for an unknown
     /// user; the last owner is refused with [`pp_store::Error::LastOwner`] (as
     /// [`Error::Store`]).
     pub async fn remove(&self, name: &str) -> Result<Removed> {
         let (user, logins_ended) = self.store.remove_user(name).await?;
+        // A link re-checks its user when it is used, so one missed here still refuses.
+        let links = match self.store.revoke_user_links(name).await? {
+            0 => String::new(),
+            links => format!("; {links} approval link(s) revoked"),
+        };
         self.audit(
             AuditAction::UserRemoved,
             name,
             Some(format!(
-                "role {}; {logins_ended} console login(s) ended",
+                "role {}; {logins_ended} console login(s) ended{links}",
                 user.role
             )),
         )

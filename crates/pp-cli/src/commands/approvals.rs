@@ -67,6 +67,34 @@ pub(crate) enum ApprovalsCommand {
         #[command(flatten)]
         who: UserArgs,
     },
+    /// Print a single-use link that decides this approval from a phone: `{base}/d/{token}`
+    /// (docs/remote.md). It works once, until it expires, and only while the target is
+    /// as it is now; base is `[server] public_url`, else this machine's loopback address.
+    Link {
+        /// The approval id.
+        id: String,
+        /// How long the link works, in seconds (at most 86400).
+        #[arg(long, value_name = "N", default_value_t = 1800)]
+        ttl_secs: u64,
+        /// Print one JSON object: `{"url", "expires_at"}`.
+        #[arg(long)]
+        json: bool,
+        /// Who the link decides as (team mode: they must be allowed to decide it now and
+        /// when the link is used).
+        #[command(flatten)]
+        who: UserArgs,
+    },
+    /// Revoke every link of this approval: they answer 410 from now on.
+    Unlink {
+        /// The approval id.
+        id: String,
+        /// Print one JSON object: `{"revoked": N}`.
+        #[arg(long)]
+        json: bool,
+        /// Who revokes (team mode).
+        #[command(flatten)]
+        who: UserArgs,
+    },
 }
 
 /// Runs an `approvals` subcommand.
@@ -134,6 +162,27 @@ pub(crate) async fn run(flags: &Flags, command: ApprovalsCommand) -> anyhow::Res
             };
             resolve(flags, &who, id, decision).await
         }
+        ApprovalsCommand::Link {
+            id,
+            ttl_secs,
+            json,
+            who,
+        } => link(flags, &who, id, ttl_secs, json).await,
+        ApprovalsCommand::Unlink { id, json, who } => {
+            let app = App::stored(flags).await?;
+            let caller = who.caller(app.config.team, &app.service).await?;
+            let revoked = app
+                .service
+                .unlink(&ApprovalId(id), &caller)
+                .await
+                .map_err(acting::refused)?;
+            if json {
+                outln!("{}", serde_json::json!({ "revoked": revoked }))?;
+            } else {
+                outln!("{revoked} link(s) revoked")?;
+            }
+            Ok(exit::OK)
+        }
         ApprovalsCommand::Reject { id, reason, who } => {
             let decision = Decided {
                 decision: Decision::Reject,
@@ -155,6 +204,54 @@ fn origin_suffix(view: &pp_tasks::ApprovalView) -> String {
         }
         (Some(actor), None) => format!("  (from {})", actor.as_str()),
     }
+}
+
+/// `approvals link`: makes the link and prints its URL.
+async fn link(
+    flags: &Flags,
+    who: &UserArgs,
+    id: String,
+    ttl_secs: u64,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let app = App::stored(flags).await?;
+    let caller = who.caller(app.config.team, &app.service).await?;
+    let ttl = std::time::Duration::from_secs(ttl_secs);
+    let made = match app
+        .service
+        .create_link(&ApprovalId(id), Some(ttl), &caller)
+        .await
+    {
+        Ok(made) => made,
+        Err(pp_tasks::Error::BadRequest(message)) => {
+            return Err(Exit::usage(format!("--ttl-secs: {message}")).into());
+        }
+        Err(error @ pp_tasks::Error::AlreadyResolved { .. }) => {
+            errln!("error: {error}");
+            return Ok(exit::CONFLICT);
+        }
+        Err(error) => return Err(acting::refused(error)),
+    };
+    let base = match app.config.link_base() {
+        (base, true) => base,
+        (base, false) => {
+            errln!(
+                "warning: [server] public_url is not set: this link works only on this \
+                 machine ({base}); set public_url to open it from a phone (docs/remote.md)"
+            );
+            base
+        }
+    };
+    let url = format!("{base}/d/{}", made.token);
+    if json {
+        outln!(
+            "{}",
+            serde_json::json!({ "url": url, "expires_at": made.expires_at })
+        )?;
+    } else {
+        outln!("{url}")?;
+    }
+    Ok(exit::OK)
 }
 
 /// What the person decided on the command line.

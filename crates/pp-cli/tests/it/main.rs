@@ -19,6 +19,7 @@ mod documents;
 mod eval;
 mod home;
 mod http;
+mod links;
 mod man;
 mod mcp_serve;
 mod mcp_tools;

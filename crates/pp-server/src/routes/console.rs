@@ -121,6 +121,11 @@ fn find(path: &str, headers: &HeaderMap) -> Option<Response> {
     Some(response)
 }
 
+/// A page of `assets/` (`link.html`) served at a route of its own.
+pub(crate) fn page(name: &str, headers: &HeaderMap) -> Option<Response> {
+    find(name, headers)
+}
+
 /// `GET /`: the console page.
 pub(crate) async fn index(headers: HeaderMap) -> Result<Response, ApiError> {
     find("index.html", &headers)

@@ -28,6 +28,7 @@ pub(crate) mod console;
 pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod health;
+pub(crate) mod links;
 pub(crate) mod login;
 pub(crate) mod mcp;
 pub(crate) mod me;
@@ -104,7 +105,8 @@ impl Access {
     }
 }
 
-/// One `/api` route: method, path, who may use it, handler.
+/// One route of the role matrix (every `/api` route, and the link page `/d/{token}`):
+/// method, path, who may use it, handler.
 pub(crate) struct Route {
     /// `GET`, `POST`, `PUT`, `DELETE`.
     pub(crate) method: &'static str,
@@ -185,6 +187,9 @@ pub(crate) fn table() -> Vec<Route> {
         route("POST", "/api/channels/{name}/rotate", Owner, post(channels::rotate)),
         route("GET", "/api/channels/{name}/deliveries", Read, get(channels::deliveries)),
         route("POST", WEBHOOK_ROUTE, Public, post(channels::webhook)),
+        route("GET", "/api/links/{token}", Public, get(links::show)),
+        route("POST", "/api/links/{token}/resolve", Public, post(links::resolve)),
+        route("GET", links::PAGE_ROUTE, Public, get(links::page)),
         route("GET", "/api/openapi.json", Team, get(openapi::document)),
         route("GET", PUBLIC_API_ROUTE, Public, get(health::health)),
     ]

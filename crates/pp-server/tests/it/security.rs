@@ -232,3 +232,38 @@ async fn the_console_shell_loads_without_a_session() {
         reply.expect(404, Some("not_found"));
     }
 }
+
+/// Issue 30: the approval-link routes carry the token in their URL: besides the console's
+/// headers, `no-store`, `no-referrer` and `noindex`, and never a cookie — for the page,
+/// its card and its errors alike.
+#[tokio::test]
+async fn link_routes_are_not_cached_referred_indexed_or_cookied() {
+    let app = App::idle();
+    let token = "ab".repeat(32);
+    let cases = [
+        (anonymous(Method::GET, &format!("/d/{token}")), 200),
+        (anonymous(Method::GET, &format!("/api/links/{token}")), 404),
+        (anonymous(Method::GET, "/api/links/short"), 404),
+    ];
+    for (builder, status) in cases {
+        let reply = app.send(builder.body(Body::empty()).unwrap()).await;
+        reply.expect(status, None);
+        assert_eq!(reply.header("content-security-policy"), CSP);
+        assert_eq!(reply.header("x-content-type-options"), "nosniff");
+        assert_eq!(reply.header("x-frame-options"), "DENY");
+        assert_eq!(reply.header("referrer-policy"), "no-referrer");
+        assert_eq!(reply.header("cache-control"), "no-store");
+        assert_eq!(reply.header("x-robots-tag"), "noindex");
+        assert!(!reply.headers.contains_key("set-cookie"));
+    }
+    let reply = app
+        .send(
+            anonymous(Method::POST, &format!("/api/links/{token}/resolve"))
+                .header("content-type", "application/json")
+                .body(Body::from(r#"{"decision":"approve"}"#))
+                .unwrap(),
+        )
+        .await;
+    reply.expect(404, Some("not_found"));
+    assert_eq!(reply.header("referrer-policy"), "no-referrer");
+}

@@ -30,6 +30,7 @@ mod channels;
 mod chat;
 mod events;
 mod knowledge;
+mod links;
 mod listener;
 mod logins;
 mod model_calls;

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0008_started_calls.sql"),
     include_str!("../../migrations/postgres/0009_cancel_requests.sql"),
     include_str!("../../migrations/postgres/0010_via.sql"),
+    include_str!("../../migrations/postgres/0011_approval_links.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

@@ -13,6 +13,7 @@ mod channels;
 mod chat;
 mod events;
 mod knowledge;
+mod links;
 mod logins;
 mod model_calls;
 mod prune;

@@ -33,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0017_started_calls.sql"),
     include_str!("../../migrations/sqlite/0018_cancel_requests.sql"),
     include_str!("../../migrations/sqlite/0019_via.sql"),
+    include_str!("../../migrations/sqlite/0020_approval_links.sql"),
 ];
 
 /// The schema version this build writes.

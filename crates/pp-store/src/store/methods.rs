@@ -21,11 +21,12 @@ use pp_types::{
 use super::{Backend, Store};
 use crate::error::Result;
 use crate::types::{
-    AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
-    DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval,
-    NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule, NewStartedCall, NewTask,
-    NewWorker, PruneReport, Recovered, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile,
-    StartedCall, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, WorkerRecord,
+    ApprovalLink, AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
+    DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LinkEnd, LoginOwner, ModelCallRow,
+    NewApproval, NewApprovalLink, NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule,
+    NewStartedCall, NewTask, NewWorker, PruneReport, Recovered, Resolve, Schedule, ScheduleEvent,
+    ScheduleSpec, SkillFile, StartedCall, TaskChange, TaskFilter, TeamImport, TeamMemory,
+    TeamSkill, WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).
@@ -561,4 +562,29 @@ store_methods! {
     /// Like [`Store::claim_queued`], but only tasks of `workspaces` (by name): a
     /// worker claims only what it can run. `None` if no such task is queued.
     fn claim_queued_in(workspaces: &[String] => owned) -> Option<TaskRecord>;
+
+    /// Creates an approval link to `new.approval_id` lasting `new.ttl`
+    /// ([`crate::Error::NotFound`] for an unknown approval); returns the link and its
+    /// token (256 random bits as 64 hex characters), which is not stored: only its
+    /// SHA-256 is.
+    fn create_approval_link(new: NewApprovalLink) -> (ApprovalLink, String);
+
+    /// The approval link whose token is `token` (looked up by its SHA-256), whatever
+    /// its state; `None` if there is none.
+    fn approval_link(token: &str => owned) -> Option<ApprovalLink>;
+
+    /// Ends the approval link `token` with `ended`, exactly once, as a compare-and-set:
+    /// with `from: None`, only if it is still open — and to end it `used`, only if it has
+    /// not expired; to end it `expired`, only if it has — so of two requests using one
+    /// link, one wins. With `from: Some(end)`, only if it ended `end` (a link claimed
+    /// `used` whose decision did not happen is corrected to `changed`, `forbidden` or
+    /// `decided`). `false` when it was not in that state (or there is no such link).
+    fn end_approval_link(token: &str => owned, ended: LinkEnd, from: Option<LinkEnd>) -> bool;
+
+    /// Ends every open link of `approval` `revoked` (`approvals unlink`); how many.
+    fn revoke_approval_links(approval: &ApprovalId => owned) -> usize;
+
+    /// Ends every open link bound to the team user `user` `revoked` (the user was
+    /// removed); how many.
+    fn revoke_user_links(user: &str => owned) -> usize;
 }

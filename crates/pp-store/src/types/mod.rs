@@ -9,6 +9,7 @@ mod changes;
 mod channels;
 mod chat;
 mod knowledge;
+mod links;
 mod model_calls;
 mod prune;
 mod schedules;
@@ -25,6 +26,7 @@ pub use channels::{
 };
 pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use knowledge::{SkillFile, TeamImport, TeamMemory, TeamSkill};
+pub use links::{ApprovalLink, LinkEnd, NewApprovalLink};
 pub use model_calls::{ModelCallRow, NewModelCall};
 pub use prune::PruneReport;
 pub use schedules::{

@@ -25,6 +25,7 @@ mod concurrency;
 mod coverage;
 mod events;
 mod knowledge;
+mod links;
 mod logins;
 mod prune;
 mod schedules;
