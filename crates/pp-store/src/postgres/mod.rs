@@ -34,6 +34,7 @@ mod listener;
 mod logins;
 mod model_calls;
 mod prune;
+mod remote;
 mod rows;
 mod schedules;
 mod schema;

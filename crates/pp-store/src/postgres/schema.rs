@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0007_team_knowledge.sql"),
     include_str!("../../migrations/postgres/0008_started_calls.sql"),
     include_str!("../../migrations/postgres/0009_cancel_requests.sql"),
+    include_str!("../../migrations/postgres/0012_remote_messages.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

@@ -16,6 +16,7 @@ mod knowledge;
 mod logins;
 mod model_calls;
 mod prune;
+mod remote;
 mod rows;
 mod schedules;
 mod schema;

@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0016_team_knowledge.sql"),
     include_str!("../../migrations/sqlite/0017_started_calls.sql"),
     include_str!("../../migrations/sqlite/0018_cancel_requests.sql"),
+    include_str!("../../migrations/sqlite/0021_remote_messages.sql"),
 ];
 
 /// The schema version this build writes.

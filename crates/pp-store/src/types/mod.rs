@@ -11,6 +11,7 @@ mod chat;
 mod knowledge;
 mod model_calls;
 mod prune;
+mod remote;
 mod schedules;
 mod started;
 mod tasks;
@@ -27,6 +28,7 @@ pub use chat::{ACTIVE_TURN_STATES, ChatSession, ChatTurn, NewChatSession};
 pub use knowledge::{SkillFile, TeamImport, TeamMemory, TeamSkill};
 pub use model_calls::{ModelCallRow, NewModelCall};
 pub use prune::PruneReport;
+pub use remote::{NewRemoteMessage, RemoteMessage};
 pub use schedules::{
     FireOccurrence, Fired, NewSchedule, Overlap, Schedule, ScheduleEvent, ScheduleEventKind,
     ScheduleSpec,

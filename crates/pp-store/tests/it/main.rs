@@ -27,6 +27,7 @@ mod events;
 mod knowledge;
 mod logins;
 mod prune;
+mod remote;
 mod schedules;
 mod sqlite;
 mod started;
