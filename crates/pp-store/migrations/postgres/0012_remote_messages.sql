@@ -20,10 +20,12 @@ CREATE INDEX remote_messages_approval ON remote_messages (messenger, approval_id
 CREATE INDEX remote_messages_live ON remote_messages (messenger) WHERE decided_at IS NULL;
 
 -- Where each messenger's update stream was read up to (Telegram's getUpdates offset), so
--- a restart does not replay taps.
+-- a restart does not replay taps, and when it was last read (a tap read after a longer gap
+-- may be older than a tap may be).
 CREATE TABLE remote_offsets (
     messenger    TEXT PRIMARY KEY,
-    next_offset  BIGINT NOT NULL
+    next_offset  BIGINT NOT NULL,
+    polled_at    BIGINT NOT NULL
 );
 
 -- One poller per messenger across processes: the holder renews its lease; another may

@@ -137,26 +137,30 @@ impl PgStore {
         Ok(changed == 1)
     }
 
-    /// The stored update offset of `messenger`, if any.
-    pub(crate) async fn remote_offset(&self, messenger: &str) -> Result<Option<i64>> {
-        Ok(query_opt(
+    /// The stored update offset of `messenger` and when it was stored, if ever.
+    pub(crate) async fn remote_offset(&self, messenger: &str) -> Result<Option<(i64, Timestamp)>> {
+        let Some(row) = query_opt(
             &self.client().await?,
-            "SELECT next_offset FROM remote_offsets WHERE messenger = $1",
+            "SELECT next_offset, polled_at FROM remote_offsets WHERE messenger = $1",
             &[&messenger],
         )
         .await?
-        .map(|row| row.try_get(0))
-        .transpose()?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some((row.try_get(0)?, Timestamp::from_millis(row.try_get(1)?))))
     }
 
-    /// Stores the update offset of `messenger`; it never goes back.
+    /// Stores the update offset of `messenger` (it never goes back) and that it was read
+    /// now.
     pub(crate) async fn set_remote_offset(&self, messenger: &str, offset: i64) -> Result<()> {
         execute(
             &self.client().await?,
-            "INSERT INTO remote_offsets (messenger, next_offset) VALUES ($1, $2) \
+            "INSERT INTO remote_offsets (messenger, next_offset, polled_at) VALUES ($1, $2, $3) \
              ON CONFLICT (messenger) DO UPDATE SET \
-             next_offset = GREATEST(remote_offsets.next_offset, excluded.next_offset)",
-            &[&messenger, &offset],
+             next_offset = GREATEST(remote_offsets.next_offset, excluded.next_offset), \
+             polled_at = excluded.polled_at",
+            &[&messenger, &offset, &self.now().as_millis()],
         )
         .await?;
         Ok(())

@@ -132,26 +132,33 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// The stored update offset of `messenger`, if any.
-    pub(crate) fn remote_offset(&self, messenger: &str) -> Result<Option<i64>> {
+    /// The stored update offset of `messenger` and when it was stored, if ever.
+    pub(crate) fn remote_offset(&self, messenger: &str) -> Result<Option<(i64, Timestamp)>> {
         self.read(|connection| {
             Ok(connection
-                .prepare_cached("SELECT next_offset FROM remote_offsets WHERE messenger = ?1")?
-                .query_row([messenger], |row| row.get(0))
+                .prepare_cached(
+                    "SELECT next_offset, polled_at FROM remote_offsets WHERE messenger = ?1",
+                )?
+                .query_row([messenger], |row| {
+                    Ok((row.get(0)?, Timestamp::from_millis(row.get(1)?)))
+                })
                 .optional()?)
         })
     }
 
-    /// Stores the update offset of `messenger`; it never goes back.
+    /// Stores the update offset of `messenger` (it never goes back) and that it was read
+    /// now.
     pub(crate) fn set_remote_offset(&self, messenger: &str, offset: i64) -> Result<()> {
+        let now = self.now().as_millis();
         self.write(|transaction| {
             transaction
                 .prepare_cached(
-                    "INSERT INTO remote_offsets (messenger, next_offset) VALUES (?1, ?2) \
-                     ON CONFLICT (messenger) DO UPDATE SET \
-                     next_offset = max(next_offset, excluded.next_offset)",
+                    "INSERT INTO remote_offsets (messenger, next_offset, polled_at) \
+                     VALUES (?1, ?2, ?3) ON CONFLICT (messenger) DO UPDATE SET \
+                     next_offset = max(next_offset, excluded.next_offset), \
+                     polled_at = excluded.polled_at",
                 )?
-                .execute(params![messenger, offset])?;
+                .execute(params![messenger, offset, now])?;
             Ok(())
         })
     }

@@ -582,11 +582,13 @@ store_methods! {
     /// this call did, `false` if it was settled already (a second tap, another process).
     fn settle_remote_message(messenger: &str => owned, chat_id: &str => owned, message_id: &str => owned, outcome: &str => owned) -> bool;
 
-    /// The stored update offset of `messenger` (Telegram's next `getUpdates` offset),
-    /// if any: a restart goes on from there and replays no tap.
-    fn remote_offset(messenger: &str => owned) -> Option<i64>;
+    /// The stored update offset of `messenger` (Telegram's next `getUpdates` offset) and
+    /// when it was last stored, if ever: a restart goes on from there and replays no
+    /// tap, and knows how long updates may have waited.
+    fn remote_offset(messenger: &str => owned) -> Option<(i64, Timestamp)>;
 
-    /// Stores the update offset of `messenger`; a smaller one than stored is ignored.
+    /// Stores the update offset of `messenger` (a smaller one than stored is ignored)
+    /// and that the updates were read at the store clock's now.
     fn set_remote_offset(messenger: &str => owned, offset: i64) -> ();
 
     /// Takes or renews the poller lease of `messenger` for `holder` until the store

@@ -108,12 +108,24 @@ both!(the_update_offset_is_stored_and_never_goes_back);
 async fn the_update_offset_is_stored_and_never_goes_back(db: TestDb) {
     assert_eq!(db.store.remote_offset("telegram").await.unwrap(), None);
     db.store.set_remote_offset("telegram", 101).await.unwrap();
-    assert_eq!(db.store.remote_offset("telegram").await.unwrap(), Some(101));
+    assert_eq!(
+        db.store.remote_offset("telegram").await.unwrap(),
+        Some((101, START))
+    );
+    db.clock.advance(Duration::from_secs(5));
     db.store.set_remote_offset("telegram", 90).await.unwrap();
     let again = db.open_again().await;
-    assert_eq!(again.remote_offset("telegram").await.unwrap(), Some(101));
+    let later = START.saturating_add(Duration::from_secs(5));
+    assert_eq!(
+        again.remote_offset("telegram").await.unwrap(),
+        Some((101, later)),
+        "the offset never goes back; the time of the read does move"
+    );
     again.set_remote_offset("telegram", 250).await.unwrap();
-    assert_eq!(db.store.remote_offset("telegram").await.unwrap(), Some(250));
+    assert_eq!(
+        db.store.remote_offset("telegram").await.unwrap(),
+        Some((250, later))
+    );
     assert_eq!(db.store.remote_offset("slack").await.unwrap(), None);
 }
 
