@@ -1088,6 +1088,72 @@ pub(crate) fn retain_window(days: u32) -> Duration {
 mod tests {
     use super::*;
 
+    fn telegram(text: &str, team: bool) -> Result<Option<TelegramConfig>, String> {
+        let file = parse(text)?;
+        resolve_telegram(file.telegram.as_ref(), team).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn telegram_is_checked_for_each_mode() {
+        assert_eq!(telegram("", false), Ok(None));
+        let single = telegram(
+            "[telegram]\ntoken_env = \"TG\"\nchat_ids = [-100]\nuser_ids = [7, 8]\n",
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(single.token_env, "TG");
+        assert_eq!(single.api_url, "https://api.telegram.org");
+        assert_eq!(single.settings.chat_ids, ["-100"]);
+        assert_eq!(
+            single.settings.deciders,
+            pp_remote::Deciders::Users(vec!["7".into(), "8".into()])
+        );
+        assert!(!single.settings.show_diff);
+        assert_eq!(single.settings.tap_max_age, pp_remote::DEFAULT_TAP_MAX_AGE);
+        let team = telegram(
+            "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nusers = { \"7\" = \"ann\" }\n\
+             show_diff = true\napi_url = \"http://127.0.0.1:9\"\n",
+            true,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(team.settings.show_diff);
+        assert_eq!(team.api_url, "http://127.0.0.1:9");
+        assert!(matches!(team.settings.deciders, pp_remote::Deciders::Team(users) if users["7"] == "ann"));
+        for (text, team, wanted) in [
+            ("[telegram]\nchat_ids = [1]\nuser_ids = [7]\n", false, "token_env"),
+            ("[telegram]\ntoken_env = \"TG\"\nuser_ids = [7]\n", false, "chat_ids"),
+            ("[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\n", false, "user_ids"),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nusers = { \"7\" = \"ann\" }\n",
+                false,
+                "needs team mode",
+            ),
+            ("[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nuser_ids = [7]\n", true, "single-user mode"),
+            ("[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\n", true, "`[telegram] users`"),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nusers = { \"ann\" = \"ann\" }\n",
+                true,
+                "not a Telegram user id",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nuser_ids = [7]\napi_url = \"ftp://x\"\n",
+                false,
+                "api_url",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nuser_ids = [7]\ntap_max_age_secs = 0\n",
+                false,
+                "tap_max_age_secs",
+            ),
+        ] {
+            let error = telegram(text, team).unwrap_err();
+            assert!(error.contains(wanted), "{text}: {error}");
+        }
+        assert!(telegram("[telegram]\ntoken = \"x\"\n", false).unwrap_err().contains("unknown field"));
+    }
+
     #[test]
     fn parses_a_full_file() {
         let config = parse(

@@ -262,15 +262,15 @@ impl<M: Messenger> Remote<M> {
                 now.as_millis().saturating_sub(at.as_millis())
                     <= i64::try_from(self.settings.tap_max_age.as_millis()).unwrap_or(i64::MAX)
             });
-            if let Some(next) = batch.next_offset {
-                offset = Some(next);
-            }
-            if let Err(error) = self.book.set_offset(offset.unwrap_or(0)).await {
-                // Not stored: acting now could replay the taps after a restart.
+            let next = batch.next_offset.or(offset);
+            if let Err(error) = self.book.set_offset(next.unwrap_or(0)).await {
+                // Not stored: acting now could replay the taps after a restart. The
+                // same updates are read again (the old offset confirms none of them).
                 self.log(&format!("storing the offset: {error}"));
                 tokio::time::sleep(RETRY_AFTER).await;
                 continue;
             }
+            offset = next;
             last_read = Some(now);
             for input in batch.inputs {
                 self.handle(input, fresh).await;
@@ -380,6 +380,37 @@ impl<M: Messenger> Remote<M> {
             .await
             .map_err(|error| error.to_string())?;
         Ok(())
+    }
+
+    /// Edits a live card to say it cannot be approved from here (`refusal`), keeping
+    /// Reject (and Open).
+    async fn reissue(&self, row: &RemoteMessage, refusal: &str) {
+        let Ok(view) = self.service.approval_view_checked(&row.approval_id).await else {
+            return;
+        };
+        let mut buttons = vec![Button::Callback {
+            label: "Reject".into(),
+            data: format!("r:{}", row.callback_id),
+        }];
+        if let Some(links) = &self.links
+            && let Some(url) = links.link(&row.approval_id).await
+        {
+            buttons.push(Button::Link {
+                label: "Open".into(),
+                url,
+            });
+        }
+        let card = Card {
+            text: text::card_text(&view, self.settings.show_diff, Some(refusal)),
+            buttons,
+        };
+        if let Err(error) = self
+            .messenger
+            .edit(&row.chat_id, &row.message_id, &card)
+            .await
+        {
+            self.log(&format!("editing a card: {error}"));
+        }
     }
 
     /// Settles `row` with `outcome` and, if this was the first, edits the message.
@@ -572,7 +603,12 @@ impl<M: Messenger> Remote<M> {
                 }
                 "changed since sent: nothing ran".to_owned()
             }
-            Err(Error::NotRemotelyApprovable(message)) => message,
+            Err(Error::NotRemotelyApprovable(message)) => {
+                // A card sent before the approvable capabilities changed: it loses its
+                // Approve button and says why.
+                self.reissue(&row, &message).await;
+                "Not approvable here: approve this in the console or the terminal".to_owned()
+            }
             Err(Error::AlreadyResolved { .. } | Error::InvalidState { .. }) => {
                 match self.service.approval_view(id).await {
                     Ok(view) => {

@@ -4,7 +4,7 @@
 //! with `show_diff`.
 
 use pp_tasks::{ApprovalView, PrecheckStatus};
-use pp_types::Actor;
+use pp_types::{Actor, ApprovalState};
 
 /// The longest quote of untrusted text on a card, in characters.
 const QUOTE_CHARS: usize = 300;
@@ -151,7 +151,7 @@ pub fn decided_by(view: &ApprovalView) -> String {
         .or_else(|| view.resolved_by.map(|actor| actor.as_str().to_owned()))
         .unwrap_or_else(|| "someone".to_owned());
     match view.resolved_via {
-        Some(via) => format!("{who} ({})", via.as_str()),
+        Some(via) => format!("{who} via {}", via.as_str()),
         None => who,
     }
 }
@@ -163,14 +163,14 @@ pub fn outcome_text(view: &ApprovalView) -> String {
         .outcome
         .as_ref()
         .map_or_else(|| view.state.as_str().to_owned(), |outcome| outcome.message.clone());
-    let verb = match view.state {
-        pp_types::ApprovalState::Approved => "approved",
-        pp_types::ApprovalState::Rejected => "rejected",
-        pp_types::ApprovalState::Stale => "approved",
-        pp_types::ApprovalState::Cancelled => "cancelled",
-        pp_types::ApprovalState::Pending => "waiting",
+    let by = decided_by(view);
+    let line = match view.state {
+        ApprovalState::Approved => format!("{outcome} — approved by {by}"),
+        ApprovalState::Rejected => format!("Not run — rejected by {by}"),
+        ApprovalState::Stale => format!("{outcome} (approved by {by})"),
+        ApprovalState::Cancelled | ApprovalState::Pending => outcome,
     };
-    format!("{}\n{outcome} — {verb} by {}", headline(view), decided_by(view))
+    format!("{}\n{line}", headline(view))
 }
 
 /// A card whose target changed since it was sent, after an approve tap: nothing ran.
