@@ -26,6 +26,8 @@ const TOKEN: &str = "4242:SECRET-bot-token-do-not-log";
 const TOKEN_VAR: &str = "PP_TEST_TELEGRAM_TOKEN";
 const CHAT: i64 = -100_555;
 const ANN: i64 = 111;
+const VIC: i64 = 222;
+const TEAM_KEY: &str = "7f3c9a1e5b2d4c6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e";
 
 /// What the fake Bot API holds.
 #[derive(Default)]
@@ -321,9 +323,21 @@ fn config(tree: &TempTree, fake: &FakeBotApi, extra: &str) -> std::path::PathBuf
 
 /// `serve` with the bot token in the environment, stderr appended to `log`.
 fn serve(home: &Path, config: &Path, script: &Path, log: &Path) -> Server {
+    serve_as(home, config, script, log, None)
+}
+
+/// [`serve`]; in team mode (`team`: a user's token for the API) with the team key set.
+fn serve_as(
+    home: &Path,
+    config: &Path,
+    script: &Path,
+    log: &Path,
+    team: Option<&str>,
+) -> Server {
     let mut command: Command = pocketpilot_in(home);
     command
         .env(TOKEN_VAR, TOKEN)
+        .env("PP_TEST_TEAM_KEY", TEAM_KEY)
         .arg("--config")
         .arg(config)
         .args(["serve", "--port", "0", "--script"])
@@ -345,12 +359,13 @@ fn serve(home: &Path, config: &Path, script: &Path, log: &Path) -> Server {
     let url = line
         .trim()
         .strip_prefix("PocketPilot console: http://127.0.0.1:")
+        .or_else(|| line.trim().strip_prefix("PocketPilot team console: http://127.0.0.1:"))
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
     let (port, token) = url.split_once("/login?token=").unwrap();
     Server {
         child,
         port: port.parse().unwrap(),
-        token: token.to_owned(),
+        token: team.unwrap_or(token).to_owned(),
     }
 }
 
@@ -570,4 +585,75 @@ fn a_delete_card_cannot_be_approved_by_a_tap_and_an_old_tap_expires() {
     assert!(log_text.contains("telegram getUpdates: HTTP 409"), "{log_text}");
     assert!(!log_text.contains("SECRET-bot-token"), "{log_text}");
     assert!(!log_text.contains(&format!("127.0.0.1:{}", fake.port)), "{log_text}");
+}
+
+/// Team mode: a tap decides as the team user its Telegram id maps to, whose role and
+/// grants must allow it when the tap arrives: a viewer's tap is refused and audited, an
+/// approver's approves, recorded as that user `via` telegram.
+#[test]
+fn in_team_mode_a_tap_decides_as_the_mapped_user_if_their_role_allows() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let fake = FakeBotApi::start();
+    let config = tree.base().join("team.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[team]\nenabled = true\nkey_env = \"PP_TEST_TEAM_KEY\"\n\n[[workspace]]\n\
+             name = \"finance\"\npath = {:?}\ndefault = true\n\n[telegram]\n\
+             token_env = \"{TOKEN_VAR}\"\nchat_ids = [{CHAT}]\n\
+             users = {{ \"{ANN}\" = \"carol\", \"{VIC}\" = \"vic\" }}\napi_url = \"{}\"\n",
+            tree.workspace().display().to_string(),
+            fake.url()
+        ),
+    )
+    .unwrap();
+    let mut tokens = std::collections::BTreeMap::new();
+    for (name, role) in [("olga", "owner"), ("carol", "approver"), ("vic", "viewer")] {
+        let output = pocketpilot_in(&home)
+            .arg("--config")
+            .arg(&config)
+            .args(["users", "add", name, "--role", role, "--json"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let added: Value = serde_json::from_slice(&output.stdout).unwrap();
+        tokens.insert(name, added["token"].as_str().unwrap().to_owned());
+        if role != "owner" {
+            let granted = pocketpilot_in(&home)
+                .arg("--config")
+                .arg(&config)
+                .args(["users", "grant", name, "finance"])
+                .output()
+                .unwrap();
+            assert!(granted.status.success(), "{granted:?}");
+        }
+    }
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.md", "content": "team\n"}}]},
+                {"content": "done"}]),
+    );
+    let log = tree.base().join("serve.log");
+    let server = serve_as(&home, &config, &script, &log, Some(&tokens["olga"]));
+    let task = create_task(&server);
+    let card = fake.until("a card", |state| state.messages.first().cloned());
+    let approve = button(&card, "Approve").unwrap();
+
+    let viewer = fake.tap(CHAT, card.id, VIC, &approve);
+    assert!(fake.answer(&viewer).starts_with("Not allowed"), "{}", fake.answer(&viewer));
+    assert!(!tree.exists("a.md"));
+    let refused = audit(&server, "action=remote_tap_refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0]["detail"].as_str().unwrap().contains("vic"), "{refused:?}");
+
+    let approver = fake.tap(CHAT, card.id, ANN, &approve);
+    assert_eq!(fake.answer(&approver), "Approved by carol");
+    server.wait_for_state(&task, "completed");
+    assert_eq!(tree.read("a.md"), "team\n");
+    let approved = audit(&server, &format!("task_id={task}&action=approval_approved"));
+    assert_eq!(approved.len(), 1, "{approved:?}");
+    assert_eq!(approved[0]["user"], "carol", "{approved:?}");
+    assert_eq!(approved[0]["via"], "telegram", "{approved:?}");
+    stop(server);
 }
