@@ -169,7 +169,11 @@ fn resolve_telegram(
         )));
     }
     let tap_max_age = match file.tap_max_age_secs {
-        Some(0) => return Err(usage("`[telegram] tap_max_age_secs` must be at least 1".into())),
+        Some(0) => {
+            return Err(usage(
+                "`[telegram] tap_max_age_secs` must be at least 1".into(),
+            ));
+        }
         Some(seconds) => Duration::from_secs(seconds),
         None => pp_remote::DEFAULT_TAP_MAX_AGE,
     };
@@ -1120,18 +1124,40 @@ mod tests {
         .unwrap();
         assert!(team.settings.show_diff);
         assert_eq!(team.api_url, "http://127.0.0.1:9");
-        assert!(matches!(team.settings.deciders, pp_remote::Deciders::Team(users) if users["7"] == "ann"));
+        assert!(
+            matches!(team.settings.deciders, pp_remote::Deciders::Team(users) if users["7"] == "ann")
+        );
         for (text, team, wanted) in [
-            ("[telegram]\nchat_ids = [1]\nuser_ids = [7]\n", false, "token_env"),
-            ("[telegram]\ntoken_env = \"TG\"\nuser_ids = [7]\n", false, "chat_ids"),
-            ("[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\n", false, "user_ids"),
+            (
+                "[telegram]\nchat_ids = [1]\nuser_ids = [7]\n",
+                false,
+                "token_env",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nuser_ids = [7]\n",
+                false,
+                "chat_ids",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\n",
+                false,
+                "user_ids",
+            ),
             (
                 "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nusers = { \"7\" = \"ann\" }\n",
                 false,
                 "needs team mode",
             ),
-            ("[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nuser_ids = [7]\n", true, "single-user mode"),
-            ("[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\n", true, "`[telegram] users`"),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nuser_ids = [7]\n",
+                true,
+                "single-user mode",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\n",
+                true,
+                "`[telegram] users`",
+            ),
             (
                 "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nusers = { \"ann\" = \"ann\" }\n",
                 true,
@@ -1151,7 +1177,11 @@ mod tests {
             let error = telegram(text, team).unwrap_err();
             assert!(error.contains(wanted), "{text}: {error}");
         }
-        assert!(telegram("[telegram]\ntoken = \"x\"\n", false).unwrap_err().contains("unknown field"));
+        assert!(
+            telegram("[telegram]\ntoken = \"x\"\n", false)
+                .unwrap_err()
+                .contains("unknown field")
+        );
     }
 
     #[test]

@@ -78,7 +78,11 @@ impl Book {
         self.store.live_remote_messages(self.messenger).await
     }
 
-    pub(crate) async fn settle(&self, row: &RemoteMessage, outcome: &str) -> pp_store::Result<bool> {
+    pub(crate) async fn settle(
+        &self,
+        row: &RemoteMessage,
+        outcome: &str,
+    ) -> pp_store::Result<bool> {
         self.store
             .settle_remote_message(self.messenger, &row.chat_id, &row.message_id, outcome)
             .await
@@ -92,17 +96,27 @@ impl Book {
         self.store.set_remote_offset(self.messenger, offset).await
     }
 
-    pub(crate) async fn acquire_lease(&self, holder: &str, ttl: Duration) -> pp_store::Result<bool> {
+    pub(crate) async fn acquire_lease(
+        &self,
+        holder: &str,
+        ttl: Duration,
+    ) -> pp_store::Result<bool> {
         self.store
             .acquire_remote_lease(self.messenger, holder, ttl)
             .await
     }
 
     pub(crate) async fn release_lease(&self, holder: &str) -> pp_store::Result<()> {
-        self.store.release_remote_lease(self.messenger, holder).await
+        self.store
+            .release_remote_lease(self.messenger, holder)
+            .await
     }
 
-    pub(crate) async fn note_refusal(&self, chat: &str, window: Duration) -> pp_store::Result<bool> {
+    pub(crate) async fn note_refusal(
+        &self,
+        chat: &str,
+        window: Duration,
+    ) -> pp_store::Result<bool> {
         self.store
             .note_remote_refusal(self.messenger, chat, window)
             .await

@@ -116,8 +116,11 @@ pub trait Messenger: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), MessengerError>> + Send;
 
     /// Answers a tap with a short notice (the app shows it to whoever tapped).
-    fn answer(&self, tap: &Tap, text: &str)
-    -> impl Future<Output = Result<(), MessengerError>> + Send;
+    fn answer(
+        &self,
+        tap: &Tap,
+        text: &str,
+    ) -> impl Future<Output = Result<(), MessengerError>> + Send;
 
     /// Waits for what people did since `offset` (a long poll: returns at the latest after
     /// the messenger's poll timeout, possibly with nothing).

@@ -319,9 +319,10 @@ impl<M: Messenger> Remote<M> {
         }
         for row in self.book.live_messages().await? {
             let view = self.service.approval_view(&row.approval_id).await?;
-            let running = view.outcome.as_ref().is_some_and(|outcome| {
-                outcome.status == pp_tasks::OutcomeStatus::Running
-            });
+            let running = view
+                .outcome
+                .as_ref()
+                .is_some_and(|outcome| outcome.status == pp_tasks::OutcomeStatus::Running);
             if view.state == ApprovalState::Pending || running {
                 continue;
             }
@@ -552,11 +553,15 @@ impl<M: Messenger> Remote<M> {
                 return "Something went wrong; nothing was decided.".to_owned();
             }
         };
-        let Some((decision, callback)) = parse_data(&tap.data)
-            .filter(|(_, callback)| same_id(callback, &row.callback_id))
+        let Some((decision, _)) =
+            parse_data(&tap.data).filter(|(_, callback)| same_id(callback, &row.callback_id))
         else {
             return self
-                .refuse(tap, Some(&row.approval_id), "the button does not match the card")
+                .refuse(
+                    tap,
+                    Some(&row.approval_id),
+                    "the button does not match the card",
+                )
                 .await;
         };
         if let Some(outcome) = &row.outcome {
@@ -619,7 +624,9 @@ impl<M: Messenger> Remote<M> {
                     Err(_) => "already decided".to_owned(),
                 }
             }
-            Err(error @ (Error::Forbidden(_) | Error::Unauthorized(_) | Error::NotFound { .. })) => {
+            Err(
+                error @ (Error::Forbidden(_) | Error::Unauthorized(_) | Error::NotFound { .. }),
+            ) => {
                 let why = format!("{} may not decide: {error}", decider.label());
                 self.refuse(tap, Some(id), &why).await;
                 format!("Not allowed: {error}")
@@ -651,11 +658,11 @@ impl<M: Messenger> Remote<M> {
         let deadline = tokio::time::Instant::now() + OUTCOME_WAIT;
         loop {
             let view = self.service.approval_view(id).await.ok()?;
-            let running = view.outcome.as_ref().is_some_and(|outcome| {
-                outcome.status == pp_tasks::OutcomeStatus::Running
-            });
-            if decision == Decision::Reject || !running || tokio::time::Instant::now() >= deadline
-            {
+            let running = view
+                .outcome
+                .as_ref()
+                .is_some_and(|outcome| outcome.status == pp_tasks::OutcomeStatus::Running);
+            if decision == Decision::Reject || !running || tokio::time::Instant::now() >= deadline {
                 return Some(view);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -679,9 +686,23 @@ mod tests {
 
     #[test]
     fn button_data_is_a_decision_and_a_hex_id() {
-        assert!(matches!(parse_data("a:00ff"), Some((Decision::Approve, "00ff"))));
-        assert!(matches!(parse_data("r:ABCdef12"), Some((Decision::Reject, "ABCdef12"))));
-        for bad in ["", "a", "a:", "x:00", "a:zz", "a:00:11", &format!("a:{}", "0".repeat(63))] {
+        assert!(matches!(
+            parse_data("a:00ff"),
+            Some((Decision::Approve, "00ff"))
+        ));
+        assert!(matches!(
+            parse_data("r:ABCdef12"),
+            Some((Decision::Reject, "ABCdef12"))
+        ));
+        for bad in [
+            "",
+            "a",
+            "a:",
+            "x:00",
+            "a:zz",
+            "a:00:11",
+            &format!("a:{}", "0".repeat(63)),
+        ] {
             assert!(parse_data(bad).is_none(), "{bad}");
         }
         // The longest data a card sends fits Telegram's 64 bytes.

@@ -35,11 +35,7 @@ pub struct Telegram {
 impl Telegram {
     /// A bot with `token` talking to `api_url` (default [`DEFAULT_API_URL`]), long polls
     /// of `poll_timeout` (at least one second).
-    pub fn new(
-        token: &str,
-        api_url: &str,
-        poll_timeout: Duration,
-    ) -> Result<Self, MessengerError> {
+    pub fn new(token: &str, api_url: &str, poll_timeout: Duration) -> Result<Self, MessengerError> {
         // `Err` means another provider is installed already, which is just as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let poll_timeout = poll_timeout.max(Duration::from_secs(1));
@@ -80,10 +76,7 @@ impl Telegram {
             .send()
             .await
             .map_err(|error| {
-                MessengerError(scrub(format!(
-                    "telegram {method}: {}",
-                    error.without_url()
-                )))
+                MessengerError(scrub(format!("telegram {method}: {}", error.without_url())))
             })?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(|error| {
@@ -116,7 +109,8 @@ impl Telegram {
 
 /// A chat id as the Bot API takes it: the number, or `@channel` as text.
 fn chat_value(chat: &str) -> Value {
-    chat.parse::<i64>().map_or_else(|_| json!(chat), |id| json!(id))
+    chat.parse::<i64>()
+        .map_or_else(|_| json!(chat), |id| json!(id))
 }
 
 /// The `reply_markup` of a card: one row of inline buttons, or none.
@@ -325,6 +319,9 @@ mod tests {
         let bot = Telegram::new(token, "http://127.0.0.1:9", Duration::from_secs(1)).unwrap();
         let error = bot.receive(None).await.unwrap_err().to_string();
         assert!(error.contains("getUpdates"), "{error}");
-        assert!(!error.contains("SECRET") && !error.contains("127.0.0.1:9"), "{error}");
+        assert!(
+            !error.contains("SECRET") && !error.contains("127.0.0.1:9"),
+            "{error}"
+        );
     }
 }

@@ -137,7 +137,10 @@ pub fn card_text(view: &ApprovalView, show_diff: bool, refusal: Option<&str>) ->
     }
     if let Some(refusal) = refusal {
         lines.push(String::new());
-        lines.push(format!("Not approvable from here: {}", one_line(refusal, 300)));
+        lines.push(format!(
+            "Not approvable from here: {}",
+            one_line(refusal, 300)
+        ));
     }
     lines.join("\n")
 }
@@ -159,10 +162,10 @@ pub fn decided_by(view: &ApprovalView) -> String {
 /// What a decided card is edited to: its headline, then the outcome ("Written `a.md`
 /// (318 B) — approved by …", "Not run — rejected by …").
 pub fn outcome_text(view: &ApprovalView) -> String {
-    let outcome = view
-        .outcome
-        .as_ref()
-        .map_or_else(|| view.state.as_str().to_owned(), |outcome| outcome.message.clone());
+    let outcome = view.outcome.as_ref().map_or_else(
+        || view.state.as_str().to_owned(),
+        |outcome| outcome.message.clone(),
+    );
     let by = decided_by(view);
     let line = match view.state {
         ApprovalState::Approved => format!("{outcome} — approved by {by}"),

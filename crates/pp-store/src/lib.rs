@@ -86,10 +86,10 @@ pub use types::{
     ACTIVE_TURN_STATES, AuditFilter, Before, ChangeRow, ChangeState, Changeset, Channel,
     ChannelChange, ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus,
     FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval, NewChange, NewChannel,
-    NewChatSession, NewModelCall, NewRemoteMessage, NewSchedule, NewStartedCall, NewTask, NewWorker, Overlap,
-    PruneReport, Recovered, RemoteMessage, Resolve, Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec,
-    SkillFile, StartedCall, StartedFile, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill,
-    USER_TOKEN_PREFIX, WorkerRecord,
+    NewChatSession, NewModelCall, NewRemoteMessage, NewSchedule, NewStartedCall, NewTask,
+    NewWorker, Overlap, PruneReport, Recovered, RemoteMessage, Resolve, Schedule, ScheduleEvent,
+    ScheduleEventKind, ScheduleSpec, SkillFile, StartedCall, StartedFile, TaskChange, TaskFilter,
+    TeamImport, TeamMemory, TeamSkill, USER_TOKEN_PREFIX, WorkerRecord,
 };
 pub use url::StoreUrl;
 

@@ -181,8 +181,10 @@ impl FakeBotApi {
                     edits: 0,
                 });
                 wake.notify_all();
-                ok(json!({"message_id": id, "date": 1_700_000_000, "chat": {"id": chat, "type": "group"},
-                          "text": body["text"]}))
+                ok(
+                    json!({"message_id": id, "date": 1_700_000_000, "chat": {"id": chat, "type": "group"},
+                          "text": body["text"]}),
+                )
             }
             "editMessageText" => {
                 let chat = body["chat_id"].as_i64().unwrap();
@@ -327,13 +329,7 @@ fn serve(home: &Path, config: &Path, script: &Path, log: &Path) -> Server {
 }
 
 /// [`serve`]; in team mode (`team`: a user's token for the API) with the team key set.
-fn serve_as(
-    home: &Path,
-    config: &Path,
-    script: &Path,
-    log: &Path,
-    team: Option<&str>,
-) -> Server {
+fn serve_as(home: &Path, config: &Path, script: &Path, log: &Path, team: Option<&str>) -> Server {
     let mut command: Command = pocketpilot_in(home);
     command
         .env(TOKEN_VAR, TOKEN)
@@ -359,7 +355,10 @@ fn serve_as(
     let url = line
         .trim()
         .strip_prefix("PocketPilot console: http://127.0.0.1:")
-        .or_else(|| line.trim().strip_prefix("PocketPilot team console: http://127.0.0.1:"))
+        .or_else(|| {
+            line.trim()
+                .strip_prefix("PocketPilot team console: http://127.0.0.1:")
+        })
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
     let (port, token) = url.split_once("/login?token=").unwrap();
     Server {
@@ -413,11 +412,22 @@ fn a_tap_decides_once_after_a_restart_and_nobody_else_decides() {
     assert!(card.text.contains("write_file"), "{}", card.text);
     assert!(card.text.contains("Target: a.md"), "{}", card.text);
     assert!(card.text.contains("Precheck: ready"), "{}", card.text);
-    assert!(card.text.contains("│ I will write the report."), "{}", card.text);
-    assert!(!card.text.contains("TOP SECRET"), "content left the machine: {}", card.text);
+    assert!(
+        card.text.contains("│ I will write the report."),
+        "{}",
+        card.text
+    );
+    assert!(
+        !card.text.contains("TOP SECRET"),
+        "content left the machine: {}",
+        card.text
+    );
     let approve = button(&card, "Approve").unwrap();
     let reject = button(&card, "Reject").unwrap();
-    assert!(approve.starts_with("a:") && approve.len() >= 2 + 16, "{approve}");
+    assert!(
+        approve.starts_with("a:") && approve.len() >= 2 + 16,
+        "{approve}"
+    );
     assert_eq!(approve[2..], reject[2..]);
 
     // A stranger, a foreign chat, a forged button: refused, nothing written.
@@ -476,29 +486,46 @@ fn a_tap_decides_once_after_a_restart_and_nobody_else_decides() {
     // A second tap: already decided; nothing runs again, the card is edited once.
     let again = fake.tap(CHAT, card.id, ANN, &approve);
     assert!(
-        fake.answer(&again).starts_with("already decided by telegram:111 (@ann)"),
+        fake.answer(&again)
+            .starts_with("already decided by telegram:111 (@ann)"),
         "{:?}",
         fake.answer(&again)
     );
     let executed = audit(&server, &format!("task_id={task}&action=tool_executed"));
     assert_eq!(executed.len(), 1, "written once: {executed:?}");
     assert_eq!(
-        fake.messages().iter().find(|sent| sent.id == card.id).unwrap().edits,
+        fake.messages()
+            .iter()
+            .find(|sent| sent.id == card.id)
+            .unwrap()
+            .edits,
         1
     );
 
     // A target changed since the card was sent: nothing runs, and the card says so.
     let second = create_task(&server);
     let card2 = fake.until("a second card", |state| {
-        state.messages.iter().find(|sent| sent.id != card.id && button(sent, "Approve").is_some()).cloned()
+        state
+            .messages
+            .iter()
+            .find(|sent| sent.id != card.id && button(sent, "Approve").is_some())
+            .cloned()
     });
     std::fs::write(tree.workspace().join("a.md"), "changed by hand\n").unwrap();
     let tap = fake.tap(CHAT, card2.id, ANN, &button(&card2, "Approve").unwrap());
     assert_eq!(fake.answer(&tap), "changed since sent: nothing ran");
     let edited = fake.until("the changed card edited", |state| {
-        state.messages.iter().find(|sent| sent.id == card2.id && sent.edits > 0).cloned()
+        state
+            .messages
+            .iter()
+            .find(|sent| sent.id == card2.id && sent.edits > 0)
+            .cloned()
     });
-    assert!(edited.text.contains("changed since sent: nothing ran"), "{}", edited.text);
+    assert!(
+        edited.text.contains("changed since sent: nothing ran"),
+        "{}",
+        edited.text
+    );
     assert_eq!(tree.read("a.md"), "changed by hand\n");
     let (_, task2) = server.call("GET", &format!("/api/tasks/{second}"), None);
     assert_eq!(task2["state"], "waiting_approval", "{task2}");
@@ -513,7 +540,11 @@ fn a_tap_decides_once_after_a_restart_and_nobody_else_decides() {
     assert!(list.text.starts_with("1 waiting:"), "{}", list.text);
     assert!(list.text.contains("write_file a.md"), "{}", list.text);
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(fake.messages().len(), before + 1, "a stranger got an answer");
+    assert_eq!(
+        fake.messages().len(),
+        before + 1,
+        "a stranger got an answer"
+    );
 
     stop(server);
     let log_text = std::fs::read_to_string(&log).unwrap();
@@ -544,7 +575,8 @@ fn a_delete_card_cannot_be_approved_by_a_tap_and_an_old_tap_expires() {
     });
     assert!(button(&card, "Approve").is_none(), "{:?}", card.markup);
     assert!(
-        card.text.contains("approve this in the console or the terminal"),
+        card.text
+            .contains("approve this in the console or the terminal"),
         "{}",
         card.text
     );
@@ -572,7 +604,11 @@ fn a_delete_card_cannot_be_approved_by_a_tap_and_an_old_tap_expires() {
     server.wait_for_state(&task, "completed");
     assert_eq!(tree.read("old.txt"), "keep me\n");
     let edited = fake.until("the card edited", |state| {
-        state.messages.iter().find(|sent| sent.id == card.id && sent.edits > 0).cloned()
+        state
+            .messages
+            .iter()
+            .find(|sent| sent.id == card.id && sent.edits > 0)
+            .cloned()
     });
     assert!(
         edited.text.contains("rejected by telegram:111 (@ann)"),
@@ -582,9 +618,15 @@ fn a_delete_card_cannot_be_approved_by_a_tap_and_an_old_tap_expires() {
     stop(server);
     // The Bot API's error was logged, without the URL or the token.
     let log_text = std::fs::read_to_string(&log).unwrap();
-    assert!(log_text.contains("telegram getUpdates: HTTP 409"), "{log_text}");
+    assert!(
+        log_text.contains("telegram getUpdates: HTTP 409"),
+        "{log_text}"
+    );
     assert!(!log_text.contains("SECRET-bot-token"), "{log_text}");
-    assert!(!log_text.contains(&format!("127.0.0.1:{}", fake.port)), "{log_text}");
+    assert!(
+        !log_text.contains(&format!("127.0.0.1:{}", fake.port)),
+        "{log_text}"
+    );
 }
 
 /// Team mode: a tap decides as the team user its Telegram id maps to, whose role and
@@ -641,11 +683,18 @@ fn in_team_mode_a_tap_decides_as_the_mapped_user_if_their_role_allows() {
     let approve = button(&card, "Approve").unwrap();
 
     let viewer = fake.tap(CHAT, card.id, VIC, &approve);
-    assert!(fake.answer(&viewer).starts_with("Not allowed"), "{}", fake.answer(&viewer));
+    assert!(
+        fake.answer(&viewer).starts_with("Not allowed"),
+        "{}",
+        fake.answer(&viewer)
+    );
     assert!(!tree.exists("a.md"));
     let refused = audit(&server, "action=remote_tap_refused");
     assert_eq!(refused.len(), 1, "{refused:?}");
-    assert!(refused[0]["detail"].as_str().unwrap().contains("vic"), "{refused:?}");
+    assert!(
+        refused[0]["detail"].as_str().unwrap().contains("vic"),
+        "{refused:?}"
+    );
 
     let approver = fake.tap(CHAT, card.id, ANN, &approve);
     assert_eq!(fake.answer(&approver), "Approved by carol");

@@ -24,7 +24,9 @@ fn message_of(row: &Row) -> Result<RemoteMessage> {
         fingerprint: row.try_get(4)?,
         callback_id: row.try_get(5)?,
         sent_at: Timestamp::from_millis(row.try_get(6)?),
-        decided_at: row.try_get::<_, Option<i64>>(7)?.map(Timestamp::from_millis),
+        decided_at: row
+            .try_get::<_, Option<i64>>(7)?
+            .map(Timestamp::from_millis),
         outcome: row.try_get(8)?,
     })
 }
@@ -148,7 +150,10 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        Ok(Some((row.try_get(0)?, Timestamp::from_millis(row.try_get(1)?))))
+        Ok(Some((
+            row.try_get(0)?,
+            Timestamp::from_millis(row.try_get(1)?),
+        )))
     }
 
     /// Stores the update offset of `messenger` (it never goes back) and that it was read

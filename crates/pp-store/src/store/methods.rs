@@ -23,9 +23,10 @@ use crate::error::Result;
 use crate::types::{
     AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
     DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LoginOwner, ModelCallRow, NewApproval,
-    NewChange, NewChannel, NewChatSession, NewModelCall, NewRemoteMessage, NewSchedule, NewStartedCall, NewTask,
-    NewWorker, PruneReport, Recovered, RemoteMessage, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile,
-    StartedCall, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, WorkerRecord,
+    NewChange, NewChannel, NewChatSession, NewModelCall, NewRemoteMessage, NewSchedule,
+    NewStartedCall, NewTask, NewWorker, PruneReport, Recovered, RemoteMessage, Resolve, Schedule,
+    ScheduleEvent, ScheduleSpec, SkillFile, StartedCall, TaskChange, TaskFilter, TeamImport,
+    TeamMemory, TeamSkill, WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).

@@ -52,7 +52,10 @@ async fn card_messages_are_found_by_chat_and_message_and_settle_once(db: TestDb)
         Some(first.clone())
     );
     assert_eq!(
-        db.store.remote_message("telegram", "-100", "8").await.unwrap(),
+        db.store
+            .remote_message("telegram", "-100", "8")
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
@@ -133,38 +136,115 @@ both!(one_poller_holds_the_lease_until_it_expires_or_is_released);
 async fn one_poller_holds_the_lease_until_it_expires_or_is_released(db: TestDb) {
     let ttl = Duration::from_secs(30);
     let other = db.open_again().await;
-    assert!(db.store.acquire_remote_lease("telegram", "a", ttl).await.unwrap());
-    assert!(!other.acquire_remote_lease("telegram", "b", ttl).await.unwrap());
+    assert!(
+        db.store
+            .acquire_remote_lease("telegram", "a", ttl)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !other
+            .acquire_remote_lease("telegram", "b", ttl)
+            .await
+            .unwrap()
+    );
     // Renewed by its holder, so it does not run out under it.
     db.clock.advance(Duration::from_secs(20));
-    assert!(db.store.acquire_remote_lease("telegram", "a", ttl).await.unwrap());
+    assert!(
+        db.store
+            .acquire_remote_lease("telegram", "a", ttl)
+            .await
+            .unwrap()
+    );
     db.clock.advance(Duration::from_secs(20));
-    assert!(!other.acquire_remote_lease("telegram", "b", ttl).await.unwrap());
+    assert!(
+        !other
+            .acquire_remote_lease("telegram", "b", ttl)
+            .await
+            .unwrap()
+    );
     // Expired: another process takes it, and the first one no longer has it.
     db.clock.advance(Duration::from_secs(11));
-    assert!(other.acquire_remote_lease("telegram", "b", ttl).await.unwrap());
-    assert!(!db.store.acquire_remote_lease("telegram", "a", ttl).await.unwrap());
+    assert!(
+        other
+            .acquire_remote_lease("telegram", "b", ttl)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !db.store
+            .acquire_remote_lease("telegram", "a", ttl)
+            .await
+            .unwrap()
+    );
     // Another messenger's lease is another lease.
-    assert!(db.store.acquire_remote_lease("slack", "a", ttl).await.unwrap());
+    assert!(
+        db.store
+            .acquire_remote_lease("slack", "a", ttl)
+            .await
+            .unwrap()
+    );
     // Releasing someone else's lease does nothing; releasing one's own frees it.
-    db.store.release_remote_lease("telegram", "a").await.unwrap();
-    assert!(!db.store.acquire_remote_lease("telegram", "a", ttl).await.unwrap());
+    db.store
+        .release_remote_lease("telegram", "a")
+        .await
+        .unwrap();
+    assert!(
+        !db.store
+            .acquire_remote_lease("telegram", "a", ttl)
+            .await
+            .unwrap()
+    );
     other.release_remote_lease("telegram", "b").await.unwrap();
-    assert!(db.store.acquire_remote_lease("telegram", "a", ttl).await.unwrap());
+    assert!(
+        db.store
+            .acquire_remote_lease("telegram", "a", ttl)
+            .await
+            .unwrap()
+    );
 }
 
 both!(refused_taps_are_audited_once_per_chat_per_window);
 async fn refused_taps_are_audited_once_per_chat_per_window(db: TestDb) {
     let window = Duration::from_secs(60);
-    assert!(db.store.note_remote_refusal("telegram", "9", window).await.unwrap());
-    assert!(!db.store.note_remote_refusal("telegram", "9", window).await.unwrap());
     assert!(
-        db.store.note_remote_refusal("telegram", "10", window).await.unwrap(),
+        db.store
+            .note_remote_refusal("telegram", "9", window)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !db.store
+            .note_remote_refusal("telegram", "9", window)
+            .await
+            .unwrap()
+    );
+    assert!(
+        db.store
+            .note_remote_refusal("telegram", "10", window)
+            .await
+            .unwrap(),
         "another chat has its own window"
     );
     db.clock.advance(Duration::from_secs(59));
-    assert!(!db.open_again().await.note_remote_refusal("telegram", "9", window).await.unwrap());
+    assert!(
+        !db.open_again()
+            .await
+            .note_remote_refusal("telegram", "9", window)
+            .await
+            .unwrap()
+    );
     db.clock.advance(Duration::from_secs(1));
-    assert!(db.store.note_remote_refusal("telegram", "9", window).await.unwrap());
-    assert!(!db.store.note_remote_refusal("telegram", "9", window).await.unwrap());
+    assert!(
+        db.store
+            .note_remote_refusal("telegram", "9", window)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !db.store
+            .note_remote_refusal("telegram", "9", window)
+            .await
+            .unwrap()
+    );
 }
