@@ -122,10 +122,11 @@ pub trait Messenger: Send + Sync + 'static {
         text: &str,
     ) -> impl Future<Output = Result<(), MessengerError>> + Send;
 
-    /// Waits for what people did since `offset` (a long poll: returns at the latest after
-    /// the messenger's poll timeout, possibly with nothing).
+    /// What people did since `offset`: with `wait`, a long poll (returns at the latest
+    /// after the messenger's poll timeout, possibly with nothing); without, at once.
     fn receive(
         &self,
         offset: Option<i64>,
+        wait: bool,
     ) -> impl Future<Output = Result<Batch, MessengerError>> + Send;
 }

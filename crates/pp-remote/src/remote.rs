@@ -247,7 +247,9 @@ impl<M: Messenger> Remote<M> {
             }
         };
         loop {
-            let batch = match self.messenger.receive(offset).await {
+            // The first read after a start without a stored one returns at once: until
+            // a read succeeded, no tap can be known to be fresh.
+            let batch = match self.messenger.receive(offset, last_read.is_some()).await {
                 Ok(batch) => batch,
                 Err(error) => {
                     self.log(&error.to_string());

@@ -384,7 +384,7 @@ fn audit(server: &Server, query: &str) -> Vec<Value> {
 
 fn create_task(server: &Server) -> String {
     let (status, task) = server.call("POST", "/api/tasks", Some(&json!({"prompt": "write it"})));
-    assert_eq!(status, 202, "{task}");
+    assert_eq!(status, 201, "{task}");
     let id = task["id"].as_str().unwrap().to_owned();
     server.wait_for_state(&id, "waiting_approval");
     id
@@ -681,6 +681,10 @@ fn in_team_mode_a_tap_decides_as_the_mapped_user_if_their_role_allows() {
     let task = create_task(&server);
     let card = fake.until("a card", |state| state.messages.first().cloned());
     let approve = button(&card, "Approve").unwrap();
+    // The first read (at once, nothing to wait for) is done: taps count from here.
+    fake.until("a long poll", |state| {
+        (state.offsets.len() >= 2).then_some(())
+    });
 
     let viewer = fake.tap(CHAT, card.id, VIC, &approve);
     assert!(
