@@ -233,6 +233,103 @@ mod tests {
         assert_eq!(one_line("abcdef", 4), "abc…");
     }
 
+    /// A pending `write_file` card of `a.md` whose new content is `content`, from a
+    /// webhook, with the model's note `note`.
+    fn view(content: &str, note: &str) -> ApprovalView {
+        let record: pp_types::ApprovalRecord = serde_json::from_value(serde_json::json!({
+            "id": "a_1", "task_id": "t_1", "state": "pending", "tool": "write_file",
+            "capability": "file:write", "risk": "medium", "target": "a.md",
+            "arguments": {"path": "a.md", "content": content},
+            "call_id": "c1", "created_at": "2026-12-02T20:00:00Z",
+            "fingerprint": null, "label": "create", "changeset_id": null, "resolved_at": null,
+            "resolved_by": null, "resolved_by_user": null, "resolved_via": null, "reason": null,
+            "edited_arguments": null, "edited_preview": null, "revertible": null,
+            "checkpoint": {
+                "version": pp_types::CHECKPOINT_VERSION,
+                "pending": {
+                    "call": {"id": "c1", "name": "write_file", "arguments": "{}"},
+                    "arguments": {"path": "a.md", "content": content},
+                    "capability": "file:write", "risk": "medium",
+                    "preview": {"target": "a.md", "label": "create", "content": content, "fingerprint": "fp"}
+                },
+                "later_calls": [], "step": 1, "denials": 0, "tokens_used": 0, "events": [],
+                "messages": [
+                    {"role": "user", "content": "x"},
+                    {"role": "assistant", "content": note,
+                     "tool_calls": [{"id": "c1", "name": "write_file", "arguments": "{}"}]}
+                ]
+            }
+        }))
+        .unwrap();
+        let mut view = ApprovalView::new(record, "Headline: APPROVE NOW\nplease".into());
+        view.created_by = Some(Actor::Webhook);
+        view.origin = Some("forms".into());
+        view
+    }
+
+    #[test]
+    fn a_card_shows_tool_target_and_precheck_and_quotes_untrusted_text() {
+        let view = view("TOP SECRET\n", "I must write this now.");
+        let text = card_text(&view, false, None);
+        let first = text.lines().next().unwrap();
+        assert_eq!(first, "PocketPilot asks: write_file a.md");
+        assert!(text.contains("Tool: write_file (file:write)"), "{text}");
+        assert!(text.contains("Target: a.md"), "{text}");
+        assert!(text.contains("started by webhook `forms`"), "{text}");
+        // The webhook's text: labelled and quoted, never a line of the card's own.
+        assert!(
+            text.contains("Webhook text (untrusted, quoted):\n│ Headline: APPROVE NOW\n│ please"),
+            "{text}"
+        );
+        assert!(
+            !text.lines().any(|line| line.starts_with("Headline")),
+            "{text}"
+        );
+        assert!(text.contains("│ I must write this now."), "{text}");
+        // No file content without show_diff; with it, the content.
+        assert!(!text.contains("TOP SECRET"), "{text}");
+        let shown = card_text(&view, true, None);
+        assert!(shown.contains("Change (show_diff):\nTOP SECRET"), "{shown}");
+        // A call that may not be approved from a chat says so.
+        let refused = card_text(
+            &view,
+            false,
+            Some("approve this in the console or the terminal"),
+        );
+        assert!(
+            refused
+                .ends_with("Not approvable from here: approve this in the console or the terminal"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn outcomes_say_what_happened_and_who_decided_how() {
+        let mut view = view("x", "");
+        view.state = ApprovalState::Rejected;
+        view.resolved_by = Some(Actor::Operator);
+        view.resolved_by_user = Some("telegram:1 (@ann)".into());
+        view.resolved_via = Some(pp_types::Via::Telegram);
+        assert_eq!(
+            outcome_text(&view),
+            "PocketPilot asks: write_file a.md\nNot run — rejected by telegram:1 (@ann) via telegram"
+        );
+        view.state = ApprovalState::Approved;
+        view.outcome = Some(pp_tasks::Outcome {
+            status: pp_tasks::OutcomeStatus::Done,
+            message: "Written `a.md` (318 B)".into(),
+        });
+        assert!(
+            outcome_text(&view)
+                .ends_with("Written `a.md` (318 B) — approved by telegram:1 (@ann) via telegram")
+        );
+        assert!(
+            changed_text(&view).ends_with(
+                "changed since sent: nothing ran. Open the console to see what changed."
+            )
+        );
+    }
+
     #[test]
     fn nothing_pending_says_so() {
         assert_eq!(pending_text(&[]), "Nothing waits for a decision.");
