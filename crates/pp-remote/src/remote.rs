@@ -39,6 +39,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(5);
 /// edited anyway (it then says the call is running).
 const OUTCOME_WAIT: Duration = Duration::from_secs(10);
 
+/// What [`Remote::tap`] returns when it answered the tap itself.
+const ANSWERED: &str = "";
+
 /// Who may tap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Deciders {
@@ -443,6 +446,9 @@ impl<M: Messenger> Remote<M> {
             Input::Tap(tap) => {
                 let _one_at_a_time = self.work.lock().await;
                 let answer = self.tap(&tap, fresh).await;
+                if answer == ANSWERED {
+                    return;
+                }
                 if let Err(error) = self.messenger.answer(&tap, &answer).await {
                     self.log(&format!("answering a tap: {error}"));
                 }
@@ -539,7 +545,8 @@ impl<M: Messenger> Remote<M> {
         "Not allowed: this tap changes nothing.".to_owned()
     }
 
-    /// Applies a tap if everything matches; the answer to show whoever tapped.
+    /// Applies a tap if everything matches; the answer to show whoever tapped
+    /// ([`ANSWERED`] when it was answered already).
     async fn tap(&self, tap: &Tap, fresh: bool) -> String {
         let Some(decider) = self.decider(&tap.from) else {
             return self.refuse(tap, None, "not an allowed user").await;
@@ -593,16 +600,19 @@ impl<M: Messenger> Remote<M> {
         };
         match resolved {
             Ok(_) => {
-                let view = self.outcome_of(id, decision).await;
-                let Some(view) = view else {
-                    return "Decided.".to_owned();
-                };
-                let outcome = text::outcome_text(&view);
-                self.settle_all(id, &row, &outcome).await;
-                match decision {
+                // Answered at once (the app shows a spinner until then); the card is
+                // edited once the call has a result.
+                let answer = match decision {
                     Decision::Approve => format!("Approved by {}", decider.label()),
                     Decision::Reject => format!("Rejected by {}", decider.label()),
+                };
+                if let Err(error) = self.messenger.answer(tap, &answer).await {
+                    self.log(&format!("answering a tap: {error}"));
                 }
+                if let Some(view) = self.outcome_of(id, decision).await {
+                    self.settle_all(id, &row, &text::outcome_text(&view)).await;
+                }
+                ANSWERED.to_owned()
             }
             Err(Error::ChangedSinceSeen(_)) => {
                 if let Ok(view) = self.service.approval_view(id).await {
