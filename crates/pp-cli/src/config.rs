@@ -53,6 +53,145 @@ pub(crate) struct FileNotify {
     links: Option<bool>,
 }
 
+/// The `[telegram]` table: approval cards with buttons in Telegram (docs/remote.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileTelegram {
+    /// The environment variable holding the bot's token.
+    token_env: Option<String>,
+    /// The chats cards are sent to.
+    chat_ids: Option<Vec<i64>>,
+    /// Single-user mode: the Telegram user ids whose taps count.
+    user_ids: Option<Vec<i64>>,
+    /// Team mode: Telegram user id → team user.
+    users: Option<std::collections::BTreeMap<String, String>>,
+    /// The Bot API's address (default the official one).
+    api_url: Option<String>,
+    /// Whether cards carry the diff or new content (default false).
+    show_diff: Option<bool>,
+    /// Taps that may have waited longer are not applied (default 600).
+    tap_max_age_secs: Option<u64>,
+}
+
+/// `[telegram]`, checked: `serve` starts the poller only when this is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TelegramConfig {
+    /// The name of the variable holding the token (read by `serve` only).
+    pub(crate) token_env: String,
+    /// The Bot API's address.
+    pub(crate) api_url: String,
+    /// Chats, who may decide, `show_diff`, the tap age limit.
+    pub(crate) settings: pp_remote::RemoteSettings,
+}
+
+/// The `[telegram]` table: a token variable, chats, and `user_ids` in single-user mode
+/// or `users` in team mode (never both).
+fn resolve_telegram(
+    file: Option<&FileTelegram>,
+    team: bool,
+) -> anyhow::Result<Option<TelegramConfig>> {
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    let usage = |message: String| -> anyhow::Error { Exit::usage(message).into() };
+    let token_env = file
+        .token_env
+        .clone()
+        .filter(|name| !name.trim().is_empty())
+        .ok_or_else(|| {
+            usage(
+                "`[telegram] token_env` must name the environment variable holding the bot's \
+                 token, e.g. token_env = \"PP_TELEGRAM_TOKEN\""
+                    .into(),
+            )
+        })?;
+    let chat_ids: Vec<String> = file
+        .chat_ids
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if chat_ids.is_empty() {
+        return Err(usage(
+            "`[telegram] chat_ids` must list at least one chat id (where cards are sent)".into(),
+        ));
+    }
+    let deciders = match (team, &file.user_ids, &file.users) {
+        (false, _, Some(_)) => {
+            return Err(usage(
+                "`[telegram] users` maps Telegram users to team users and needs team mode \
+                 ([team] enabled = true); in single-user mode list `user_ids`"
+                    .into(),
+            ));
+        }
+        (true, Some(_), _) => {
+            return Err(usage(
+                "`[telegram] user_ids` is for single-user mode; in team mode map each Telegram \
+                 user id to a team user with `users = {\"123456\" = \"ann\"}`"
+                    .into(),
+            ));
+        }
+        (false, ids, None) => {
+            let ids: Vec<String> = ids
+                .clone()
+                .unwrap_or_default()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            if ids.is_empty() {
+                return Err(usage(
+                    "`[telegram] user_ids` must list the Telegram user ids whose taps count".into(),
+                ));
+            }
+            pp_remote::Deciders::Users(ids)
+        }
+        (true, None, users) => {
+            let users = users.clone().unwrap_or_default();
+            if users.is_empty() {
+                return Err(usage(
+                    "`[telegram] users` must map at least one Telegram user id to a team user"
+                        .into(),
+                ));
+            }
+            if let Some(bad) = users.keys().find(|id| id.parse::<i64>().is_err()) {
+                return Err(usage(format!(
+                    "`[telegram] users`: `{bad}` is not a Telegram user id (a number)"
+                )));
+            }
+            pp_remote::Deciders::Team(users)
+        }
+    };
+    let api_url = file
+        .api_url
+        .clone()
+        .unwrap_or_else(|| pp_remote::telegram::DEFAULT_API_URL.to_owned());
+    if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
+        return Err(usage(format!(
+            "`[telegram] api_url` must be an http:// or https:// address, not `{api_url}`"
+        )));
+    }
+    let tap_max_age = match file.tap_max_age_secs {
+        Some(0) => {
+            return Err(usage(
+                "`[telegram] tap_max_age_secs` must be at least 1".into(),
+            ));
+        }
+        Some(seconds) => Duration::from_secs(seconds),
+        None => pp_remote::DEFAULT_TAP_MAX_AGE,
+    };
+    Ok(Some(TelegramConfig {
+        token_env,
+        api_url,
+        settings: pp_remote::RemoteSettings {
+            chat_ids,
+            deciders,
+            show_diff: file.show_diff.unwrap_or(false),
+            tap_max_age,
+        },
+    }))
+}
+
 /// The `[server]` table.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -348,6 +487,8 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     notify: Option<FileNotify>,
     #[serde(default)]
+    telegram: Option<FileTelegram>,
+    #[serde(default)]
     server: Option<FileServer>,
     #[serde(default)]
     store: Option<FileStore>,
@@ -448,6 +589,8 @@ pub(crate) struct Config {
     /// `[approvals] expire_after_secs`: `serve` rejects approvals that waited longer
     /// (`None`: never).
     pub(crate) approvals_expire_after: Option<Duration>,
+    /// `[telegram]`: approval cards in Telegram (`serve` polls only when set).
+    pub(crate) telegram: Option<TelegramConfig>,
 }
 
 /// This machine's name for the worker registry (`localhost` when it cannot be read).
@@ -603,6 +746,7 @@ impl Config {
                 notifier.links = Some(base);
             }
         }
+        let telegram = resolve_telegram(file_config.telegram.as_ref(), team)?;
         let approvals_expire_after = match file_config
             .approvals
             .as_ref()
@@ -664,6 +808,7 @@ impl Config {
             mcp: crate::mcp_config::McpConfig::resolve(file_config.mcp.as_ref())?,
             notify,
             approvals_expire_after,
+            telegram,
         })
     }
 
@@ -1061,6 +1206,98 @@ pub(crate) fn retain_window(days: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn telegram(text: &str, team: bool) -> Result<Option<TelegramConfig>, String> {
+        let file = parse(text)?;
+        resolve_telegram(file.telegram.as_ref(), team).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn telegram_is_checked_for_each_mode() {
+        assert_eq!(telegram("", false), Ok(None));
+        let single = telegram(
+            "[telegram]\ntoken_env = \"TG\"\nchat_ids = [-100]\nuser_ids = [7, 8]\n",
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(single.token_env, "TG");
+        assert_eq!(single.api_url, "https://api.telegram.org");
+        assert_eq!(single.settings.chat_ids, ["-100"]);
+        assert_eq!(
+            single.settings.deciders,
+            pp_remote::Deciders::Users(vec!["7".into(), "8".into()])
+        );
+        assert!(!single.settings.show_diff);
+        assert_eq!(single.settings.tap_max_age, pp_remote::DEFAULT_TAP_MAX_AGE);
+        let team = telegram(
+            "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nusers = { \"7\" = \"ann\" }\n\
+             show_diff = true\napi_url = \"http://127.0.0.1:9\"\n",
+            true,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(team.settings.show_diff);
+        assert_eq!(team.api_url, "http://127.0.0.1:9");
+        assert!(
+            matches!(team.settings.deciders, pp_remote::Deciders::Team(users) if users["7"] == "ann")
+        );
+        for (text, team, wanted) in [
+            (
+                "[telegram]\nchat_ids = [1]\nuser_ids = [7]\n",
+                false,
+                "token_env",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nuser_ids = [7]\n",
+                false,
+                "chat_ids",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\n",
+                false,
+                "user_ids",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nusers = { \"7\" = \"ann\" }\n",
+                false,
+                "needs team mode",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nuser_ids = [7]\n",
+                true,
+                "single-user mode",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\n",
+                true,
+                "`[telegram] users`",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nusers = { \"ann\" = \"ann\" }\n",
+                true,
+                "not a Telegram user id",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nuser_ids = [7]\napi_url = \"ftp://x\"\n",
+                false,
+                "api_url",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG\"\nchat_ids = [1]\nuser_ids = [7]\ntap_max_age_secs = 0\n",
+                false,
+                "tap_max_age_secs",
+            ),
+        ] {
+            let error = telegram(text, team).unwrap_err();
+            assert!(error.contains(wanted), "{text}: {error}");
+        }
+        assert!(
+            telegram("[telegram]\ntoken = \"x\"\n", false)
+                .unwrap_err()
+                .contains("unknown field")
+        );
+    }
 
     #[test]
     fn parses_a_full_file() {

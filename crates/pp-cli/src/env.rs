@@ -9,6 +9,7 @@
 //! | `HOME` | expands a leading `~`; default data dir `~/.local/share/pocketpilot`, config `~/.config/pocketpilot/pocketpilot.toml` |
 //! | `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `DEEPSEEK_API_KEY`, `DASHSCOPE_API_KEY`, `OPENROUTER_API_KEY` | zero-config discovery when `[model]` is absent (first one set wins) |
 //! | the variable `[model] api_key_env` names | the model's API key (never written anywhere) |
+//! | the variable `[telegram] token_env` names | the Telegram bot's token, read by `serve` (never written anywhere or logged) |
 //! | `VISUAL`, then `EDITOR` | the editor `run` opens to edit a call's arguments, and `memory edit` opens on the memory (default `vi`) |
 //! | `PAGER` | what `d` on an approval card pipes the full change into (default `less -R`; empty: print it) |
 //! | `NO_COLOR`, `CLICOLOR_FORCE` | colours off / on even when the output is not a terminal |
@@ -66,6 +67,10 @@ pub(crate) const VARIABLES: &[(&str, &str)] = &[
     (
         "the variable [model] api_key_env names",
         "the model's API key (never written anywhere)",
+    ),
+    (
+        "the variable [telegram] token_env names",
+        "the Telegram bot's token, read by serve (never written anywhere or logged)",
     ),
     (
         "VISUAL, EDITOR",

@@ -75,6 +75,12 @@ crate::wire_enum! {
         ChannelRemoved => "channel_removed",
         /// A webhook channel's secret was replaced.
         ChannelRotated => "channel_rotated",
+
+        // Remote decisions (docs/remote.md).
+        /// A tap on a chat app's card was refused: not an allowed user or chat, not a
+        /// card the bot sent, or a button id that does not match (at most one row per
+        /// chat per minute; `detail` says who and why).
+        RemoteTapRefused => "remote_tap_refused",
     }
 }
 

@@ -113,6 +113,12 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         .config
         .approvals_expire_after
         .map(|after| spawn_expiry(notifications.clone(), after));
+    // Approval cards in Telegram: only when `[telegram]` is configured (nothing is built
+    // or started otherwise).
+    let telegram = match &app.config.telegram {
+        Some(telegram) => Some(spawn_telegram(&app, telegram)?),
+        None => None,
+    };
     let state = AppState::new(
         app.service.clone(),
         app.users(),
@@ -194,6 +200,10 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     }
     if let Some(expiry) = expiry {
         expiry.abort();
+    }
+    if let Some((remote, poller)) = telegram {
+        poller.abort();
+        remote.release().await;
     }
     served?;
     errln!("stopped");
@@ -317,6 +327,47 @@ fn spawn_scheduler(scheduler: Scheduler) -> tokio::task::JoinHandle<()> {
             })
             .await;
     })
+}
+
+/// Starts the Telegram poller (`pp_remote::Remote::run`): the token from the variable
+/// `[telegram] token_env` names (an error when it is not set), long polls shorter than
+/// half the tap age limit. Its log lines never hold the token.
+fn spawn_telegram(
+    app: &App,
+    telegram: &crate::config::TelegramConfig,
+) -> anyhow::Result<(
+    pp_remote::Remote<pp_remote::telegram::Telegram>,
+    tokio::task::JoinHandle<()>,
+)> {
+    let token = crate::env::var(&telegram.token_env).ok_or_else(|| {
+        crate::Exit::usage(format!(
+            "`[telegram] token_env` names `{}`, which is not set: export the bot's token \
+             in it",
+            telegram.token_env
+        ))
+    })?;
+    let poll = pp_remote::telegram::DEFAULT_POLL_TIMEOUT.min(telegram.settings.tap_max_age / 2);
+    let bot = pp_remote::telegram::Telegram::new(token.trim(), &telegram.api_url, poll)
+        .map_err(|error| anyhow::anyhow!("telegram: {error}"))?;
+    let remote = pp_remote::Remote::new(
+        bot,
+        app.service.clone(),
+        app.store.clone(),
+        telegram.settings.clone(),
+        |line| errln!("{line}"),
+    );
+    errln!(
+        "telegram: cards go to {} chat(s){}",
+        telegram.settings.chat_ids.len(),
+        if telegram.settings.show_diff {
+            ", with the diff (show_diff)"
+        } else {
+            ""
+        }
+    );
+    let running = remote.clone();
+    let poller = tokio::spawn(async move { running.run().await });
+    Ok((remote, poller))
 }
 
 /// Rejects approvals that waited longer than `after` (reason `expired`, actor

@@ -37,6 +37,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Notifications and approval expiry: tasks through the task service, the event feed
     // through a narrow handle of their own.
     ("pp-notify", &["pp-types", "pp-store", "pp-tasks"]),
+    // Remote decisions through a chat app: decisions through the task service, its card
+    // messages, offset and lease through a narrow handle of its own.
+    ("pp-remote", &["pp-types", "pp-store", "pp-tasks"]),
     // The operator's skills and memory: the file work through pp-tools, the audit rows
     // through a narrow handle on the store; nothing about tasks.
     ("pp-knowledge", &["pp-types", "pp-tools", "pp-store"]),
@@ -75,6 +78,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-schedules",
             "pp-channels",
             "pp-notify",
+            "pp-remote",
             "pp-knowledge",
             "pp-users",
             "pp-chat",
@@ -97,6 +101,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pp-schedules",
             "pp-channels",
             "pp-notify",
+            "pp-remote",
             "pp-knowledge",
             "pp-users",
             "pp-chat",
@@ -125,7 +130,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("hyper-util", &["pp-server"]),
     ("rmcp", &["pp-mcp"]),
     ("jsonschema", &["pp-mcp"]),
-    ("reqwest", &["pp-model", "pp-mcp"]),
+    ("reqwest", &["pp-model", "pp-mcp", "pp-remote"]),
     ("yaml-rust2", &["pp-tools"]),
     ("pdf_oxide", &["pp-docs"]),
     ("office_oxide", &["pp-docs"]),

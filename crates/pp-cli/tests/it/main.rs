@@ -38,6 +38,7 @@ mod skills;
 mod stop;
 mod team_key;
 mod team_knowledge;
+mod telegram;
 mod terminal;
 mod usage;
 mod users;

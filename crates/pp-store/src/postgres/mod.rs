@@ -35,6 +35,7 @@ mod listener;
 mod logins;
 mod model_calls;
 mod prune;
+mod remote;
 mod rows;
 mod schedules;
 mod schema;

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0009_cancel_requests.sql"),
     include_str!("../../migrations/postgres/0010_via.sql"),
     include_str!("../../migrations/postgres/0011_approval_links.sql"),
+    include_str!("../../migrations/postgres/0012_remote_messages.sql"),
 ];
 
 /// The advisory lock key held while migrating ("ppmigrat" as bytes).

@@ -17,6 +17,7 @@ mod links;
 mod logins;
 mod model_calls;
 mod prune;
+mod remote;
 mod rows;
 mod schedules;
 mod schema;

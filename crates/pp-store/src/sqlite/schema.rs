@@ -34,6 +34,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0018_cancel_requests.sql"),
     include_str!("../../migrations/sqlite/0019_via.sql"),
     include_str!("../../migrations/sqlite/0020_approval_links.sql"),
+    include_str!("../../migrations/sqlite/0021_remote_messages.sql"),
 ];
 
 /// The schema version this build writes.

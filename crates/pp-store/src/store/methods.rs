@@ -21,12 +21,7 @@ use pp_types::{
 use super::{Backend, Store};
 use crate::error::Result;
 use crate::types::{
-    ApprovalLink, AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
-    DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LinkEnd, LoginOwner, ModelCallRow,
-    NewApproval, NewApprovalLink, NewChange, NewChannel, NewChatSession, NewModelCall, NewSchedule,
-    NewStartedCall, NewTask, NewWorker, PruneReport, Recovered, Resolve, Schedule, ScheduleEvent,
-    ScheduleSpec, SkillFile, StartedCall, TaskChange, TaskFilter, TeamImport, TeamMemory,
-    TeamSkill, WorkerRecord,
+    ApprovalLink, AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LinkEnd, LoginOwner, ModelCallRow, NewApproval, NewApprovalLink, NewChange, NewChannel, NewChatSession, NewModelCall, NewRemoteMessage, NewSchedule, NewStartedCall, NewTask, NewWorker, PruneReport, Recovered, RemoteMessage, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile, StartedCall, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).
@@ -587,4 +582,47 @@ store_methods! {
     /// Ends every open link bound to the team user `user` `revoked` (the user was
     /// removed); how many.
     fn revoke_user_links(user: &str => owned) -> usize;
+
+    /// Records a card message a bot sent (`messenger` `telegram`, …): bound to one
+    /// approval and the precheck fingerprint of its target at send time, its buttons
+    /// carrying `callback_id`. A second row for the same (messenger, chat, message) is
+    /// a database error.
+    fn add_remote_message(new: NewRemoteMessage) -> RemoteMessage;
+
+    /// The card message `message_id` of `chat_id`, if the bot sent it (a tap on any other
+    /// message is not applied).
+    fn remote_message(messenger: &str => owned, chat_id: &str => owned, message_id: &str => owned) -> Option<RemoteMessage>;
+
+    /// Every card message about `approval`, oldest first.
+    fn remote_messages_for_approval(messenger: &str => owned, approval: &ApprovalId => owned) -> Vec<RemoteMessage>;
+
+    /// The card messages of `messenger` not settled yet, oldest first.
+    fn live_remote_messages(messenger: &str => owned) -> Vec<RemoteMessage>;
+
+    /// Settles a card message with `outcome` (what it was edited to), once: `true` if
+    /// this call did, `false` if it was settled already (a second tap, another process).
+    fn settle_remote_message(messenger: &str => owned, chat_id: &str => owned, message_id: &str => owned, outcome: &str => owned) -> bool;
+
+    /// The stored update offset of `messenger` (Telegram's next `getUpdates` offset) and
+    /// when it was last stored, if ever: a restart goes on from there and replays no
+    /// tap, and knows how long updates may have waited.
+    fn remote_offset(messenger: &str => owned) -> Option<(i64, Timestamp)>;
+
+    /// Stores the update offset of `messenger` (a smaller one than stored is ignored)
+    /// and that the updates were read at the store clock's now.
+    fn set_remote_offset(messenger: &str => owned, offset: i64) -> ();
+
+    /// Takes or renews the poller lease of `messenger` for `holder` until the store
+    /// clock's now + `ttl`: `true` if `holder` holds it now (it was free, expired or
+    /// `holder`'s already), `false` while another holder's lease runs. One poller at a
+    /// time across processes.
+    fn acquire_remote_lease(messenger: &str => owned, holder: &str => owned, ttl: Duration) -> bool;
+
+    /// Gives the poller lease up if `holder` holds it (a clean shutdown).
+    fn release_remote_lease(messenger: &str => owned, holder: &str => owned) -> ();
+
+    /// Whether a refused tap in `chat_id` gets an audit row now: `true` (and the window
+    /// starts again) unless one was audited within `window` — refusals are audited at
+    /// most once per chat per window, so a stranger tapping cannot flood the ledger.
+    fn note_remote_refusal(messenger: &str => owned, chat_id: &str => owned, window: Duration) -> bool;
 }

@@ -12,6 +12,7 @@ mod knowledge;
 mod links;
 mod model_calls;
 mod prune;
+mod remote;
 mod schedules;
 mod started;
 mod tasks;
@@ -29,6 +30,7 @@ pub use knowledge::{SkillFile, TeamImport, TeamMemory, TeamSkill};
 pub use links::{ApprovalLink, LinkEnd, NewApprovalLink};
 pub use model_calls::{ModelCallRow, NewModelCall};
 pub use prune::PruneReport;
+pub use remote::{NewRemoteMessage, RemoteMessage};
 pub use schedules::{
     FireOccurrence, Fired, NewSchedule, Overlap, Schedule, ScheduleEvent, ScheduleEventKind,
     ScheduleSpec,

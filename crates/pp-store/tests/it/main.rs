@@ -28,6 +28,7 @@ mod knowledge;
 mod links;
 mod logins;
 mod prune;
+mod remote;
 mod schedules;
 mod sqlite;
 mod started;
