@@ -83,9 +83,13 @@ pub use error::{Error, Result};
 pub use sqlite::SCHEMA_VERSION;
 pub use store::Store;
 pub use types::{
-    ACTIVE_TURN_STATES, ApprovalLink, AuditFilter, Before, ChangeRow, ChangeState, Changeset, Channel, ChannelChange, ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LinkEnd, LoginOwner, ModelCallRow, NewApproval, NewApprovalLink, NewChange, NewChannel, NewChatSession, NewModelCall, NewRemoteMessage, NewSchedule, NewStartedCall, NewTask, NewWorker, Overlap, PruneReport, Recovered, RemoteMessage, Resolve, Schedule, ScheduleEvent,
-    ScheduleEventKind, ScheduleSpec, SkillFile, StartedCall, StartedFile, TaskChange, TaskFilter,
-    TeamImport, TeamMemory, TeamSkill, USER_TOKEN_PREFIX, WorkerRecord,
+    ACTIVE_TURN_STATES, ApprovalLink, AuditFilter, Before, ChangeRow, ChangeState, Changeset,
+    Channel, ChannelChange, ChatSession, ChatTurn, DELIVERIES_KEPT, DeliveryRecord, DeliveryStatus,
+    FireOccurrence, Fired, LinkEnd, LoginOwner, ModelCallRow, NewApproval, NewApprovalLink,
+    NewChange, NewChannel, NewChatSession, NewModelCall, NewRemoteMessage, NewSchedule,
+    NewStartedCall, NewTask, NewWorker, Overlap, PruneReport, Recovered, RemoteMessage, Resolve,
+    Schedule, ScheduleEvent, ScheduleEventKind, ScheduleSpec, SkillFile, StartedCall, StartedFile,
+    TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, USER_TOKEN_PREFIX, WorkerRecord,
 };
 pub use url::StoreUrl;
 

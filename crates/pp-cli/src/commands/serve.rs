@@ -356,6 +356,16 @@ fn spawn_telegram(
         telegram.settings.clone(),
         |line| errln!("{line}"),
     );
+    // The Open button: a single-use approval link, only where it works away from this
+    // machine (`[server] public_url`) and only for one person's server (in team mode a
+    // link acts as the user who made it, and the bot is no user).
+    let remote = match app.config.link_base() {
+        (base, true) if !app.config.team => remote.with_links(std::sync::Arc::new(OpenLinks {
+            service: app.service.clone(),
+            base,
+        })),
+        _ => remote,
+    };
     errln!(
         "telegram: cards go to {} chat(s){}",
         telegram.settings.chat_ids.len(),
@@ -368,6 +378,34 @@ fn spawn_telegram(
     let running = remote.clone();
     let poller = tokio::spawn(async move { running.run().await });
     Ok((remote, poller))
+}
+
+/// The Telegram card's Open button: a fresh approval link (default lifetime) under
+/// `[server] public_url`, made as the operator.
+struct OpenLinks {
+    service: pp_tasks::TaskService,
+    base: String,
+}
+
+impl pp_remote::LinkMaker for OpenLinks {
+    fn link<'a>(
+        &'a self,
+        approval: &'a pp_types::ApprovalId,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>> {
+        Box::pin(async move {
+            let made = self
+                .service
+                .create_link(approval, None, &pp_tasks::Caller::operator())
+                .await;
+            match made {
+                Ok(made) => Some(format!("{}/d/{}", self.base, made.token)),
+                Err(error) => {
+                    errln!("telegram: no Open link for {approval}: {error}");
+                    None
+                }
+            }
+        })
+    }
 }
 
 /// Rejects approvals that waited longer than `after` (reason `expired`, actor

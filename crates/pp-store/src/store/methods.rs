@@ -21,7 +21,12 @@ use pp_types::{
 use super::{Backend, Store};
 use crate::error::Result;
 use crate::types::{
-    ApprovalLink, AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn, DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LinkEnd, LoginOwner, ModelCallRow, NewApproval, NewApprovalLink, NewChange, NewChannel, NewChatSession, NewModelCall, NewRemoteMessage, NewSchedule, NewStartedCall, NewTask, NewWorker, PruneReport, Recovered, RemoteMessage, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile, StartedCall, TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, WorkerRecord,
+    ApprovalLink, AuditFilter, ChangeRow, Changeset, Channel, ChannelChange, ChatSession, ChatTurn,
+    DeliveryRecord, DeliveryStatus, FireOccurrence, Fired, LinkEnd, LoginOwner, ModelCallRow,
+    NewApproval, NewApprovalLink, NewChange, NewChannel, NewChatSession, NewModelCall,
+    NewRemoteMessage, NewSchedule, NewStartedCall, NewTask, NewWorker, PruneReport, Recovered,
+    RemoteMessage, Resolve, Schedule, ScheduleEvent, ScheduleSpec, SkillFile, StartedCall,
+    TaskChange, TaskFilter, TeamImport, TeamMemory, TeamSkill, WorkerRecord,
 };
 
 /// Expands the table into the async [`Store`] methods (see the module doc).
