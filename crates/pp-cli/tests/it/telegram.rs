@@ -710,3 +710,68 @@ fn in_team_mode_a_tap_decides_as_the_mapped_user_if_their_role_allows() {
     assert_eq!(approved[0]["via"], "telegram", "{approved:?}");
     stop(server);
 }
+
+/// The `url` of the link button labelled `label` on `sent`.
+fn link_button(sent: &Sent, label: &str) -> Option<String> {
+    sent.markup["inline_keyboard"]
+        .as_array()?
+        .iter()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find(|button| button["text"] == label)
+        .and_then(|button| button["url"].as_str().map(str::to_owned))
+}
+
+#[test]
+fn the_open_button_is_a_single_use_link_under_public_url_and_absent_without_one() {
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let fake = FakeBotApi::start();
+    let config = config(
+        &tree,
+        &fake,
+        "\n[server]\npublic_url = \"https://pp.example.org\"\n\
+         allowed_hosts = [\"pp.example.org\"]\n",
+    );
+    let script = write_script(
+        tree.base(),
+        &json!([{"tool_calls": [{"name": "write_file",
+                 "arguments": {"path": "a.md", "content": "hello\n"}}]},
+                {"content": "done"}]),
+    );
+    let log = tree.base().join("serve.log");
+    let server = serve(&home, &config, &script, &log);
+    let task = create_task(&server);
+    let card = fake.until("a card", |state| state.messages.first().cloned());
+    let open = link_button(&card, "Open").unwrap_or_else(|| panic!("{:?}", card.markup));
+    let token = open
+        .strip_prefix("https://pp.example.org/d/")
+        .unwrap_or_else(|| panic!("{open}"));
+    // The link decides this card's approval, once.
+    let (status, body) = server.call(
+        "POST",
+        &format!("/api/links/{token}/resolve"),
+        Some(&json!({"decision": "approve"})),
+    );
+    assert_eq!(status, 202, "{body}");
+    server.wait_for_state(&task, "completed");
+    assert_eq!(tree.read("a.md"), "hello\n");
+    let (status, _) = server.call(
+        "POST",
+        &format!("/api/links/{token}/resolve"),
+        Some(&json!({"decision": "approve"})),
+    );
+    assert_eq!(status, 410);
+    stop(server);
+
+    // Without `public_url` a link would work only on this machine: no Open button.
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let fake = FakeBotApi::start();
+    let config = config(&tree, &fake, "");
+    let server = serve(&home, &config, &script, &log);
+    create_task(&server);
+    let card = fake.until("a card", |state| state.messages.first().cloned());
+    assert!(button(&card, "Approve").is_some());
+    assert_eq!(link_button(&card, "Open"), None, "{:?}", card.markup);
+    stop(server);
+}

@@ -256,11 +256,32 @@ async fn check_task(
         }
     }
 
-    // Events agree with the audit: one write result per audited execution.
-    let write_results = events
-        .iter()
-        .filter(|event| event["type"] == "tool_result" && event["name"] == "write_file")
-        .count();
+    // Events agree with the audit: one write result per audited execution. A retry that
+    // continues after a recorded write repeats that result right after `task_retried`
+    // (same call, same content: nothing ran again), so such a replay is not counted.
+    let mut results: BTreeMap<String, String> = BTreeMap::new();
+    let mut replaying = false;
+    let mut write_results = 0;
+    for event in events.iter() {
+        if event["type"] == "task_retried" {
+            replaying = true;
+            continue;
+        }
+        if event["type"] != "tool_result" {
+            replaying = false;
+            continue;
+        }
+        if event["name"] != "write_file" {
+            continue;
+        }
+        let call = event["call_id"].as_str().unwrap_or_default().to_owned();
+        let content = event["content"].as_str().unwrap_or_default().to_owned();
+        if replaying && results.get(&call) == Some(&content) {
+            continue;
+        }
+        results.insert(call, content);
+        write_results += 1;
+    }
     let audited: usize = executed_per_approval.values().sum();
     if write_results != audited {
         report.violations.push(format!(
