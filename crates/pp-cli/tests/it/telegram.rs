@@ -726,7 +726,7 @@ fn the_open_button_is_a_single_use_link_under_public_url_and_absent_without_one(
     let tree = TempTree::new();
     let home = tree.base().join("home");
     let fake = FakeBotApi::start();
-    let config = config(
+    let public = config(
         &tree,
         &fake,
         "\n[server]\npublic_url = \"https://pp.example.org\"\n\
@@ -739,7 +739,7 @@ fn the_open_button_is_a_single_use_link_under_public_url_and_absent_without_one(
                 {"content": "done"}]),
     );
     let log = tree.base().join("serve.log");
-    let server = serve(&home, &config, &script, &log);
+    let server = serve(&home, &public, &script, &log);
     let task = create_task(&server);
     let card = fake.until("a card", |state| state.messages.first().cloned());
     let open = link_button(&card, "Open").unwrap_or_else(|| panic!("{:?}", card.markup));
@@ -767,8 +767,8 @@ fn the_open_button_is_a_single_use_link_under_public_url_and_absent_without_one(
     let tree = TempTree::new();
     let home = tree.base().join("home");
     let fake = FakeBotApi::start();
-    let config = config(&tree, &fake, "");
-    let server = serve(&home, &config, &script, &log);
+    let local = config(&tree, &fake, "");
+    let server = serve(&home, &local, &script, &log);
     create_task(&server);
     let card = fake.until("a card", |state| state.messages.first().cloned());
     assert!(button(&card, "Approve").is_some());
