@@ -32,7 +32,7 @@ mod policy;
 
 pub use error::{JailError, Result};
 pub use jail::{
-    DEFAULT_HASH_MAX_BYTES, EntryKind, FileContent, Jail, ListEntry, ListOptions, Listing,
+    Copied, DEFAULT_HASH_MAX_BYTES, EntryKind, EntryStat, FileContent, Jail, ListEntry, ListOptions, Listing,
     MAX_SWEEP_ENTRIES, MAX_SYMLINK_HOPS, MAX_WALK_DEPTH, Probe, RenameOutcome, TEMP_PREFIX,
     WalkDir, WalkEntry, WalkFlow, WalkVisitor, WriteOutcome,
 };

@@ -9,6 +9,7 @@
 //! manual walk elsewhere), so a link swapped in between our check and the open cannot
 //! escape: the open fails and we report [`JailError::SymlinkEscape`].
 
+mod copy;
 mod dir_ops;
 mod entry;
 mod fingerprint;
@@ -33,13 +34,14 @@ use cap_std::fs::{Dir, OpenOptions};
 
 use crate::error::{JailError, Result};
 
+pub use copy::Copied;
 pub use fingerprint::DEFAULT_HASH_MAX_BYTES;
 pub use list::{EntryKind, ListEntry, ListOptions, Listing};
 pub use probe::Probe;
 pub use rename::RenameOutcome;
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use sweep::{MAX_SWEEP_ENTRIES, TEMP_PREFIX};
-pub use walk::{MAX_WALK_DEPTH, WalkDir, WalkEntry, WalkFlow, WalkVisitor};
+pub use walk::{EntryStat, MAX_WALK_DEPTH, WalkDir, WalkEntry, WalkFlow, WalkVisitor};
 pub use write::WriteOutcome;
 
 use resolve::{Resolved, resolve};

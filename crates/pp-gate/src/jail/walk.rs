@@ -15,6 +15,7 @@ use std::io::Read;
 use std::path::Path;
 
 use cap_std::fs::{Dir, OpenOptions};
+use pp_types::FileMode;
 
 use super::Jail;
 use super::list::{EntryKind, Identity, open_same_dir};
@@ -69,6 +70,8 @@ pub struct WalkEntry {
     pub kind: EntryKind,
     /// Its size in bytes when it was listed.
     pub size: u64,
+    /// What `lstat` said of it when it was listed: identity, mode, owner, times.
+    pub stat: EntryStat,
     /// The name as the filesystem has it, to open exactly this entry.
     name: OsString,
     /// Device and inode when listed, to refuse a directory swapped in since.
@@ -133,6 +136,61 @@ impl WalkDir<'_> {
         #[cfg(unix)]
         super::clear_non_blocking(&file).map_err(io)?;
         Ok(file.into_std())
+    }
+}
+
+/// The metadata of a walked entry (`lstat`, links not followed): what a before/after
+/// comparison of a folder tree needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryStat {
+    /// Device and inode (zero where the platform has none).
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Permission bits and owner.
+    pub mode: FileMode,
+    /// Last modification, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// Last status change, nanoseconds since the epoch (mode, owner, links, content).
+    pub ctime_ns: i128,
+}
+
+impl EntryStat {
+    #[cfg(unix)]
+    fn of(metadata: &cap_std::fs::Metadata) -> Self {
+        use cap_std::fs::MetadataExt;
+        let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        Self {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+            mode: FileMode {
+                mode: metadata.mode() & 0o7777,
+                uid: Some(metadata.uid()),
+                gid: Some(metadata.gid()),
+            },
+            mtime_ns: ns(metadata.mtime(), metadata.mtime_nsec()),
+            ctime_ns: ns(metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(metadata: &cap_std::fs::Metadata) -> Self {
+        let mtime_ns = metadata
+            .modified()
+            .ok()
+            .and_then(|time| time.into_std().duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |since| since.as_nanos() as i128);
+        Self {
+            dev: 0,
+            ino: 0,
+            mode: FileMode {
+                mode: if metadata.permissions().readonly() { 0o444 } else { 0o666 },
+                uid: None,
+                gid: None,
+            },
+            mtime_ns,
+            ctime_ns: mtime_ns,
+        }
     }
 }
 
@@ -253,6 +311,7 @@ fn enter(
             path: join(&path, &name.to_string_lossy()),
             kind: EntryKind::of(metadata.file_type()),
             size: metadata.len(),
+            stat: EntryStat::of(&metadata),
             identity: Identity::of(&metadata),
             name,
         });
