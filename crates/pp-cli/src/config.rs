@@ -629,7 +629,7 @@ impl Config {
             .as_ref()
             .and_then(|team| team.enabled)
             .unwrap_or(false);
-        let tasks = TaskSettings {
+        let mut tasks = TaskSettings {
             workers: tasks_file.workers.unwrap_or(defaults.workers).max(1),
             timeout: tasks_file
                 .timeout_secs
@@ -666,6 +666,15 @@ impl Config {
             // In team mode this process is one worker among several sharing the database.
             team: team.then(|| pp_tasks::TeamWorker { host: host_name() }),
             remote: FileRemote::resolve(file_config.remote.as_ref())?,
+            command_snapshot: pp_tasks::CommandSnapshot::default(),
+        };
+        // `[shell]`'s snapshot keys and `[revert] max_bytes` go to both the card's
+        // measure (the shell provider) and the snapshot (the task service).
+        let mut shell = crate::shell::ShellConfig::resolve(file_config.shell.as_ref())?;
+        shell.revert_max_bytes = tasks.revert.max_bytes;
+        tasks.command_snapshot = pp_tasks::CommandSnapshot {
+            max_bytes: shell.snapshot_max_bytes,
+            ignore: shell.snapshot_ignore.clone(),
         };
         let port = flags
             .port
@@ -804,7 +813,7 @@ impl Config {
             skills,
             memory,
             docs: DocsConfig::resolve(file_config.docs.as_ref()),
-            shell: crate::shell::ShellConfig::resolve(file_config.shell.as_ref())?,
+            shell,
             mcp: crate::mcp_config::McpConfig::resolve(file_config.mcp.as_ref())?,
             notify,
             approvals_expire_after,
@@ -1567,6 +1576,8 @@ max_byte = 1
                     "processes",
                     "file_size_mb",
                     "output_bytes",
+                    "snapshot_max_bytes",
+                    "snapshot_ignore",
                 ],
             ),
             (

@@ -29,10 +29,14 @@ pub(crate) struct FileShell {
     file_size_mb: Option<u64>,
     /// Bytes kept of stdout and of stderr each (default 65536).
     output_bytes: Option<u64>,
+    /// Contents kept in all by the snapshot before an approved command (default 256 MiB).
+    snapshot_max_bytes: Option<u64>,
+    /// Gitignore-style patterns of paths the snapshot neither keeps nor watches.
+    snapshot_ignore: Option<Vec<String>>,
 }
 
 /// The resolved `[shell]` table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShellConfig {
     pub(crate) allow_unconfined: bool,
     pub(crate) timeout_secs: u64,
@@ -42,6 +46,13 @@ pub(crate) struct ShellConfig {
     pub(crate) processes: u64,
     pub(crate) file_size_mb: u64,
     pub(crate) output_bytes: u64,
+    /// `snapshot_max_bytes` (default 256 MiB).
+    pub(crate) snapshot_max_bytes: u64,
+    /// `snapshot_ignore`, parsed.
+    pub(crate) snapshot_ignore: pp_tools::shell::IgnoreRules,
+    /// `[revert] max_bytes`: the largest one file a command's snapshot keeps (set from
+    /// the `[revert]` table, not `[shell]`).
+    pub(crate) revert_max_bytes: u64,
 }
 
 impl Default for ShellConfig {
@@ -55,11 +66,24 @@ impl Default for ShellConfig {
             processes: 64,
             file_size_mb: 256,
             output_bytes: 65_536,
+            snapshot_max_bytes: 256 * 1024 * 1024,
+            snapshot_ignore: pp_tools::shell::IgnoreRules::default(),
+            revert_max_bytes: pp_tasks::RevertSettings::default().max_bytes,
         }
     }
 }
 
 impl ShellConfig {
+    /// What an approved command's snapshot keeps (the card's `uncovered` is measured
+    /// with it, and the task service takes the snapshot with the same).
+    pub(crate) fn snapshot_rules(&self) -> pp_tools::shell::SnapshotRules {
+        pp_tools::shell::SnapshotRules {
+            max_total_bytes: self.snapshot_max_bytes,
+            max_file_bytes: self.revert_max_bytes,
+            ignore: self.snapshot_ignore.clone(),
+        }
+    }
+
     /// The `[shell]` table over the defaults. Zero is refused (a limit of nothing is a
     /// mistake, not a way to turn the tool off), and so is a default timeout above the
     /// maximum.
@@ -86,6 +110,18 @@ impl ShellConfig {
             processes: positive(file.processes, defaults.processes, "processes")?,
             file_size_mb: positive(file.file_size_mb, defaults.file_size_mb, "file_size_mb")?,
             output_bytes: positive(file.output_bytes, defaults.output_bytes, "output_bytes")?,
+            snapshot_max_bytes: positive(
+                file.snapshot_max_bytes,
+                defaults.snapshot_max_bytes,
+                "snapshot_max_bytes",
+            )?,
+            snapshot_ignore: match &file.snapshot_ignore {
+                None => defaults.snapshot_ignore,
+                Some(patterns) => pp_tools::shell::IgnoreRules::new(patterns).map_err(|error| {
+                    Exit::usage(format!("`[shell] snapshot_ignore`: {error}"))
+                })?,
+            },
+            revert_max_bytes: defaults.revert_max_bytes,
         };
         if config.timeout_secs > config.max_timeout_secs {
             return Err(Exit::usage(format!(
@@ -112,6 +148,7 @@ pub(crate) fn shell_provider(config: &ShellConfig, home: &Path) -> ShellProvider
     settings.processes = config.processes;
     settings.file_size_mb = config.file_size_mb;
     settings.output_bytes = config.output_bytes;
+    settings.snapshot = config.snapshot_rules();
     ShellProvider::new(settings)
 }
 
@@ -159,6 +196,19 @@ mod tests {
         assert_eq!(config.max_timeout_secs, 600);
         assert_eq!(ShellConfig::resolve(None).unwrap(), ShellConfig::default());
         assert!(!ShellConfig::default().allow_unconfined);
+    }
+
+    #[test]
+    fn the_snapshot_keys_are_read_and_checked() {
+        let config =
+            parse("snapshot_max_bytes = 1024\nsnapshot_ignore = [\"target/\", \"*.log\"]\n").unwrap();
+        assert_eq!(config.snapshot_max_bytes, 1024);
+        assert!(config.snapshot_ignore.is_ignored("target/debug/x", false));
+        assert!(config.snapshot_ignore.is_ignored("a/b.log", false));
+        assert_eq!(ShellConfig::default().snapshot_max_bytes, 256 * 1024 * 1024);
+        assert!(parse("snapshot_max_bytes = 0\n").is_err());
+        let error = parse("snapshot_ignore = [\"/\"]\n").unwrap_err();
+        assert!(error.contains("snapshot_ignore"), "{error}");
     }
 
     #[test]

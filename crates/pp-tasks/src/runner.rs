@@ -420,6 +420,13 @@ impl BeforeRun {
         executed: &Value,
     ) -> std::result::Result<(), String> {
         let shared = &self.shared;
+        // The workspace is held from before the checks until the call's changes are
+        // recorded (the guard goes with what is kept): a command alone, so its
+        // before/after difference is its own; other calls together.
+        let exclusive = approval.tool == crate::keep::workspace::COMMAND_TOOL;
+        let guard = shared
+            .hold_workspace(&self.workspace_path, exclusive)
+            .await;
         let context = ToolContext::for_task(approval.task_id.as_str(), None);
         let edited = approval.edited_arguments.as_ref();
         let verdict = recheck(&self.registry, approval, edited, &context).await;
@@ -435,6 +442,7 @@ impl BeforeRun {
                     approval,
                     &self.workspace_path,
                     executed,
+                    Some(guard),
                 )
                 .await
                 .map_err(|error| format!("not run: {error}"))?;

@@ -41,6 +41,27 @@ pub struct TaskSettings {
     pub team: Option<TeamWorker>,
     /// `[remote]`: what a link or a chat button may approve.
     pub remote: RemoteSettings,
+    /// `[shell] snapshot_max_bytes` and `snapshot_ignore`: what the snapshot taken
+    /// before an approved `run_command` keeps (with `[revert] max_bytes` per file).
+    pub command_snapshot: CommandSnapshot,
+}
+
+/// What an approved command's snapshot of the workspace keeps (docs/revert.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSnapshot {
+    /// `[shell] snapshot_max_bytes`: contents kept in all (default 256 MiB).
+    pub max_bytes: u64,
+    /// `[shell] snapshot_ignore`: paths neither kept nor watched.
+    pub ignore: pp_tools::shell::IgnoreRules,
+}
+
+impl Default for CommandSnapshot {
+    fn default() -> Self {
+        Self {
+            max_bytes: 256 * 1024 * 1024,
+            ignore: pp_tools::shell::IgnoreRules::default(),
+        }
+    }
 }
 
 /// `[remote]` settings (docs/remote.md): decisions made away from the console and the
@@ -106,11 +127,23 @@ impl Default for TaskSettings {
             prices: pp_types::Prices::default(),
             team: None,
             remote: RemoteSettings::default(),
+            command_snapshot: CommandSnapshot::default(),
         }
     }
 }
 
 impl TaskSettings {
+    /// The rules of an approved command's snapshot: `[shell]`'s budget and ignore
+    /// patterns, `[revert] max_bytes` per file (the card's `uncovered` is measured with
+    /// the same, from the shell provider's settings).
+    pub(crate) fn snapshot_rules(&self) -> pp_tools::shell::SnapshotRules {
+        pp_tools::shell::SnapshotRules {
+            max_total_bytes: self.command_snapshot.max_bytes,
+            max_file_bytes: self.revert.max_bytes,
+            ignore: self.command_snapshot.ignore.clone(),
+        }
+    }
+
     /// What one call of a built-in tool may read or return.
     pub(crate) fn tool_limits(&self) -> pp_tools::Limits {
         pp_tools::Limits {

@@ -39,6 +39,10 @@ pub(crate) struct Shared {
     pub(crate) wake: Notify,
     /// Cancellation signals of the segments running in this process.
     cancellations: Mutex<HashMap<TaskId, Arc<Cancellation>>>,
+    /// One lock per workspace root: an approved command holds its workspace alone
+    /// from its snapshot to its recorded changes, other approved calls hold it
+    /// together ([`Shared::hold_workspace`]).
+    workspace_locks: WorkspaceLocks,
     /// This process's entry in the worker registry (team mode).
     pub(crate) registration: Registration,
     /// The data directory when the front end names it ([`crate::TaskService::with_data_dir`]);
@@ -115,7 +119,44 @@ impl Cancellation {
     }
 }
 
+/// The per-workspace locks of this process.
+#[derive(Debug, Default)]
+pub(crate) struct WorkspaceLocks(Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>);
+
+/// A workspace held by an approved call until its changes are recorded.
+#[derive(Debug)]
+pub(crate) enum WorkspaceGuard {
+    /// A file tool's or an MCP tool's call: others of those may run beside it.
+    Shared(#[expect(dead_code, reason = "held, never read")] tokio::sync::OwnedRwLockReadGuard<()>),
+    /// A command: nothing else approved runs in the workspace meanwhile, so the
+    /// difference before/after is its own.
+    Exclusive(
+        #[expect(dead_code, reason = "held, never read")] tokio::sync::OwnedRwLockWriteGuard<()>,
+    ),
+}
+
+impl WorkspaceLocks {
+    /// Waits until the workspace `root` can be held (`exclusive`: alone) and holds it.
+    pub(crate) async fn hold(&self, root: &str, exclusive: bool) -> WorkspaceGuard {
+        let lock = match self.0.lock() {
+            Ok(mut locks) => Arc::clone(locks.entry(root.to_owned()).or_default()),
+            // A poisoned map (a panic while inserting) still gives a lock: this call's own.
+            Err(_) => Arc::new(tokio::sync::RwLock::new(())),
+        };
+        if exclusive {
+            WorkspaceGuard::Exclusive(lock.write_owned().await)
+        } else {
+            WorkspaceGuard::Shared(lock.read_owned().await)
+        }
+    }
+}
+
 impl Shared {
+    /// Holds the workspace `root` for an approved call (see [`WorkspaceLocks::hold`]).
+    pub(crate) async fn hold_workspace(&self, root: &str, exclusive: bool) -> WorkspaceGuard {
+        self.workspace_locks.hold(root, exclusive).await
+    }
+
     pub(crate) fn new(
         store: Store,
         settings: TaskSettings,
@@ -135,6 +176,7 @@ impl Shared {
             workers,
             wake: Notify::new(),
             cancellations: Mutex::new(HashMap::new()),
+            workspace_locks: WorkspaceLocks::default(),
             registration: Registration::default(),
             data_dir: std::sync::OnceLock::new(),
             memory: std::sync::OnceLock::new(),
@@ -232,5 +274,44 @@ impl Shared {
             .and_then(|map| map.get(task).cloned())
             .map(|cancellation| cancellation.cancel(by.map(str::to_owned)))
             .is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// While a command holds its workspace, another approved call there waits; it
+    /// runs once the command's changes are recorded (the guard dropped). Another
+    /// workspace is not held up.
+    #[tokio::test]
+    async fn an_approved_call_waits_while_a_command_holds_the_workspace() {
+        let locks = Arc::new(WorkspaceLocks::default());
+        let command = locks.hold("/w", true).await;
+        let waiting = {
+            let locks = Arc::clone(&locks);
+            tokio::spawn(async move { locks.hold("/w", false).await })
+        };
+        let elsewhere = locks.hold("/other", false).await;
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished(), "the second call must wait");
+        drop(command);
+        let second = waiting.await.unwrap();
+        assert!(matches!(second, WorkspaceGuard::Shared(_)));
+        // File tools share: a second one does not wait for the first.
+        let third = locks.hold("/w", false).await;
+        // And a command waits for both.
+        let command = {
+            let locks = Arc::clone(&locks);
+            tokio::spawn(async move { locks.hold("/w", true).await })
+        };
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!command.is_finished(), "a command waits for the calls in flight");
+        drop((second, third, elsewhere));
+        assert!(matches!(command.await.unwrap(), WorkspaceGuard::Exclusive(_)));
     }
 }

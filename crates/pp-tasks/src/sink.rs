@@ -227,7 +227,11 @@ impl StoreSink {
             entry.approval_id = Some(watched.approval_id);
             entry.target = watched.target;
             entry.arguments_hash = Some(watched.arguments_hash);
-            kept = watched.kept.filter(|_| action == AuditAction::ToolExecuted);
+            // A command that failed still ran: what it changed is recorded too.
+            kept = watched.kept.filter(|kept| {
+                action == AuditAction::ToolExecuted
+                    || (action == AuditAction::ToolFailed && kept.is_command())
+            });
         }
         (Some(entry), kept)
     }

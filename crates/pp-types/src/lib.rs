@@ -47,7 +47,7 @@ pub use task::{
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{
-    CommandLimits, CommandPreview, EffectPreview, EffectScope, NotAPath, PathRoot, TargetState,
+    CommandLimits, CommandPreview, EffectPreview, Uncovered, EffectScope, NotAPath, PathRoot, TargetState,
     ToolOutput, ToolSpec, WriteLabel, pointer_paths, pointer_property,
 };
 pub use usage::{Cost, TaskUsage};

@@ -228,6 +228,22 @@ pub struct CommandPreview {
     /// existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containment: Option<String>,
+    /// How much of the workspace a revert of this command could not cover: files
+    /// larger than `[revert] max_bytes`, beyond `[shell] snapshot_max_bytes` in total,
+    /// or matched by `[shell] snapshot_ignore` (measured when the card was made).
+    /// `None` in checkpoints written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncovered: Option<Uncovered>,
+}
+
+/// Files and bytes of a workspace whose content a command's snapshot does not keep
+/// (too large, beyond the total budget, or ignored): what a revert could not restore.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Uncovered {
+    /// Regular files not kept.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
 }
 
 /// The limits a confined command runs under (`[shell]` in the config, the call's

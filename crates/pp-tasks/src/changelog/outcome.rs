@@ -79,6 +79,8 @@ pub(crate) async fn outcome_of(
                 .unwrap_or_default();
             let message = if changes.is_empty() {
                 format!("Ran `{}`", approval.tool)
+            } else if approval.tool == crate::keep::workspace::COMMAND_TOOL {
+                command_summary(&approval.tool, &changes)
             } else {
                 changes
                     .iter()
@@ -88,10 +90,24 @@ pub(crate) async fn outcome_of(
             };
             outcome(OutcomeStatus::Done, message)
         }
-        Some((_, detail)) => outcome(
-            OutcomeStatus::Failed,
-            format!("Failed: {}", detail.as_deref().unwrap_or("the call failed")),
-        ),
+        Some((action, detail)) => {
+            let mut message = format!("Failed: {}", detail.as_deref().unwrap_or("the call failed"));
+            // A command that failed still ran: say what it changed.
+            if *action == AuditAction::ToolFailed
+                && approval.tool == crate::keep::workspace::COMMAND_TOOL
+            {
+                let changes = log
+                    .book
+                    .approval_changes(&approval.id)
+                    .await
+                    .unwrap_or_default();
+                if !changes.is_empty() {
+                    message.push_str(" — ");
+                    message.push_str(&command_summary(&approval.tool, &changes));
+                }
+            }
+            outcome(OutcomeStatus::Failed, message)
+        }
         None => {
             let started = ledger
                 .iter()
@@ -117,6 +133,46 @@ pub(crate) async fn outcome_of(
     }
 }
 
+/// Most paths a command's outcome names; the rest are counted.
+const NAMED_PATHS: usize = 8;
+
+/// What a command changed, on one line: "`run_command` changed 3 paths: created
+/// `a.txt`, overwritten `b.txt`, deleted `c.txt`".
+fn command_summary(tool: &str, changes: &[pp_store::ChangeRow]) -> String {
+    let count = changes.len();
+    let noun = if count == 1 { "path" } else { "paths" };
+    let mut parts: Vec<String> = changes
+        .iter()
+        .take(NAMED_PATHS)
+        .map(|row| short(&row.change))
+        .collect();
+    if count > NAMED_PATHS {
+        parts.push(format!("and {} more", count - NAMED_PATHS));
+    }
+    format!("`{tool}` changed {count} {noun}: {}", parts.join(", "))
+}
+
+/// One change of a command, in a few words: "created `a.txt`".
+fn short(change: &Change) -> String {
+    let path = change.path.as_deref().unwrap_or("?");
+    let mut text = match change.kind {
+        ChangeKind::Created => format!("created `{path}`"),
+        ChangeKind::Overwritten | ChangeKind::Edited => format!("overwritten `{path}`"),
+        ChangeKind::Deleted => format!("deleted `{path}`"),
+        ChangeKind::Moved => format!(
+            "moved `{}` → `{path}`",
+            change.from_path.as_deref().unwrap_or("?")
+        ),
+        ChangeKind::FolderCreated => format!("created folder `{path}`"),
+        ChangeKind::Reverted => format!("reverted `{path}`"),
+        ChangeKind::EffectsUnknown => format!("`{path}` (effects unknown)"),
+    };
+    if change.reverted_by.is_some() {
+        text.push_str(" — reverted");
+    }
+    text
+}
+
 /// One change for people: "Written `a.md` (318 B)".
 pub fn describe(change: &Change) -> String {
     let path = change.path.as_deref().unwrap_or("?");
@@ -128,9 +184,14 @@ pub fn describe(change: &Change) -> String {
         ChangeKind::Created | ChangeKind::Overwritten => format!("Written `{path}`{size}"),
         ChangeKind::Edited => format!("Edited `{path}`{size}"),
         ChangeKind::Reverted => format!("Reverted `{path}`{size}"),
-        ChangeKind::EffectsUnknown => {
-            format!("Ran `{}` — effects unknown to PocketPilot", change.tool)
-        }
+        ChangeKind::EffectsUnknown => match &change.path {
+            Some(path) => format!(
+                "`{}` changed `{path}` — not revertible (a mode, a link, a special file, or \
+                 content beyond the snapshot bound)",
+                change.tool
+            ),
+            None => format!("Ran `{}` — effects unknown to PocketPilot", change.tool),
+        },
         ChangeKind::Moved => format!(
             "Moved `{}` → `{path}`",
             change.from_path.as_deref().unwrap_or("?")

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 pub(crate) mod place;
 pub(crate) mod snapshots;
+pub(crate) mod workspace;
 
 use crate::blocking::blocking;
 use crate::error::Result;
@@ -36,8 +37,16 @@ pub(crate) struct Kept {
     memory: Option<Memory>,
     max_bytes: u64,
     hash_max_bytes: u64,
-    /// Empty: the tool reports no snapshot (effects unknown).
+    /// Empty: the tool reports no snapshot (effects unknown), unless `command` holds
+    /// the workspace's.
     files: Vec<KeptFile>,
+    /// An approved `run_command`'s snapshot of the whole workspace (its rows are the
+    /// difference after it ran); `None` for other tools, and for a command whose
+    /// workspace could not be walked (effects unknown).
+    command: Option<workspace::Taken>,
+    /// The workspace held for this call (a command alone, other approved calls
+    /// together) until its rows are recorded: dropped with the last clone.
+    guard: Option<std::sync::Arc<crate::shared::WorkspaceGuard>>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,8 +95,40 @@ pub(crate) async fn keep(
     approval: &ApprovalRecord,
     workspace_path: &str,
     arguments: &Value,
+    guard: Option<crate::shared::WorkspaceGuard>,
 ) -> Result<Kept> {
     let max_bytes = settings.revert.max_bytes;
+    let guard = guard.map(std::sync::Arc::new);
+    if approval.tool == workspace::COMMAND_TOOL {
+        // Before the command's own clock starts (the sandbox's `timeout_secs` counts from
+        // its spawn), on the blocking pool.
+        let (rules, root, store_at) = (
+            settings.snapshot_rules(),
+            workspace_path.to_owned(),
+            data_dir.clone(),
+        );
+        let command = blocking(move || {
+            let jail = Jail::new(std::path::Path::new(&root)).ok()?;
+            let store = store_at
+                .as_deref()
+                .and_then(|dir| Snapshots::open(dir).ok());
+            workspace::take(&jail, store.as_ref(), &rules)
+        })
+        .await?;
+        return Ok(Kept {
+            task_id: approval.task_id.clone(),
+            approval_id: approval.id.clone(),
+            tool: approval.tool.clone(),
+            workspace_path: workspace_path.to_owned(),
+            data_dir,
+            memory,
+            max_bytes,
+            hash_max_bytes: settings.hash_max_bytes,
+            files: Vec::new(),
+            command,
+            guard,
+        });
+    }
     let snapshots = match registry.get(&approval.tool) {
         Some(tool) => {
             let context = ToolContext::for_task(approval.task_id.as_str(), None);
@@ -152,10 +193,18 @@ pub(crate) async fn keep(
         max_bytes,
         hash_max_bytes: settings.hash_max_bytes,
         files,
+        command: None,
+        guard,
     })
 }
 
 impl Kept {
+    /// Whether this is an approved command's: its rows are recorded whether it
+    /// succeeded or failed (it ran either way).
+    pub(crate) fn is_command(&self) -> bool {
+        self.tool == workspace::COMMAND_TOOL
+    }
+
     /// What each target held right before the call, as the started-call row keeps it
     /// (what a retry's "this call may already have run" compares with the target now).
     pub(crate) fn started_files(&self) -> Vec<pp_store::StartedFile> {
@@ -174,6 +223,21 @@ impl Kept {
     /// the write (size, fingerprint, content kept when small enough). Reads files: call
     /// it off the async threads.
     pub(crate) fn record(self) -> Vec<NewChange> {
+        if let Some(taken) = &self.command {
+            let jail = Jail::new(std::path::Path::new(&self.workspace_path)).ok();
+            let store = self
+                .data_dir
+                .as_deref()
+                .and_then(|dir| Snapshots::open(dir).ok());
+            let owner = workspace::Owner {
+                task_id: &self.task_id,
+                approval_id: &self.approval_id,
+                hash_max_bytes: self.hash_max_bytes,
+            };
+            if let Some(jail) = jail {
+                return workspace::record(&jail, store.as_ref(), taken, &owner);
+            }
+        }
         let new = |kind, path, root, bytes, before, after_fingerprint, after_sha256| NewChange {
             task_id: self.task_id.clone(),
             approval_id: Some(self.approval_id.clone()),

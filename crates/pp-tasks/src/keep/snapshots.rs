@@ -17,6 +17,13 @@ use sha2::{Digest, Sha256};
 /// The folder inside the data directory.
 const FOLDER: &str = "snapshots/sha256";
 
+/// Where [`Snapshots::put_file`] makes its temp files (inside the store, so the rename
+/// to the blob's name stays on one filesystem).
+const TEMP_FOLDER: &str = "snapshots/tmp";
+
+/// Makes temp names unique within this process.
+static TEMP_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Most entries listed per folder while pruning.
 const MAX_LISTED: usize = 1_000_000;
 
@@ -43,6 +50,44 @@ impl Snapshots {
             self.jail.write_atomic(&path, bytes)?;
         }
         Ok(sha256)
+    }
+
+    /// Keeps the content of the opened regular file `file` (at most `max_bytes`
+    /// bytes, else an error): a temp file in the store made by [`Jail::create_copy_of`]
+    /// (a reflink where the store and the file share a reflink filesystem, a copy
+    /// otherwise), hashed and renamed to its blob name. Returns the SHA-256 and whether
+    /// it was a reflink.
+    pub(crate) fn put_file(
+        &self,
+        file: &mut std::fs::File,
+        max_bytes: u64,
+    ) -> Result<(String, bool), JailError> {
+        let serial = TEMP_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = format!(
+            "{TEMP_FOLDER}/{}snapshot-{}-{serial}",
+            pp_gate::TEMP_PREFIX,
+            std::process::id()
+        );
+        if !self.jail.exists(TEMP_FOLDER)? {
+            self.jail.create_dir_all(TEMP_FOLDER)?;
+        }
+        let copied = self.jail.create_copy_of(&temp, file, max_bytes)?;
+        let path = blob_path(&copied.sha256);
+        let placed = (|| {
+            if self.jail.exists(&path)? {
+                return self.jail.remove_file(&temp);
+            }
+            if let Some((folder, _)) = path.rsplit_once('/')
+                && !self.jail.exists(folder)?
+            {
+                self.jail.create_dir_all(folder)?;
+            }
+            self.jail.rename(&temp, &path, true).map(|_| ())
+        })();
+        if placed.is_err() {
+            let _ = self.jail.remove_file(&temp);
+        }
+        placed.map(|()| (copied.sha256, copied.reflinked))
     }
 
     /// The blob `sha256`, checked against its hash (a damaged blob is an error, never
@@ -132,5 +177,30 @@ mod tests {
         assert_eq!(store.prune(&referenced, later).unwrap(), 1);
         assert!(store.get(&dropped).is_err());
         assert_eq!(store.get(&kept).unwrap(), b"kept");
+    }
+
+    #[test]
+    fn a_file_is_kept_under_its_hash_and_stored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let jail = Jail::new(workspace.path()).unwrap();
+        jail.write_atomic("a.txt", b"kept").unwrap();
+        let store = Snapshots::open(dir.path()).unwrap();
+        let (sha, _) = store
+            .put_file(&mut jail.open_file("a.txt").unwrap(), 100)
+            .unwrap();
+        assert_eq!(sha, sha256_hex(b"kept"));
+        assert_eq!(store.get(&sha).unwrap(), b"kept");
+        let (again, _) = store
+            .put_file(&mut jail.open_file("a.txt").unwrap(), 100)
+            .unwrap();
+        assert_eq!(again, sha);
+        assert!(store.put_file(&mut jail.open_file("a.txt").unwrap(), 2).is_err());
+        let temps = Jail::new(dir.path())
+            .unwrap()
+            .list(TEMP_FOLDER, ListOptions { recursive: false, max_entries: 10 })
+            .unwrap()
+            .entries;
+        assert!(temps.is_empty(), "no temp file is left: {temps:?}");
     }
 }

@@ -9,6 +9,7 @@
 mod acted_by;
 mod changes;
 mod changesets;
+mod commands;
 mod client;
 mod edited;
 mod file_ops;

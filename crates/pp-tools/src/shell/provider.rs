@@ -39,6 +39,10 @@ pub struct ShellSettings {
     pub file_size_mb: u64,
     /// Bytes kept of stdout and of stderr each.
     pub output_bytes: u64,
+    /// What a command's snapshot keeps (`[shell] snapshot_max_bytes`,
+    /// `snapshot_ignore`, `[revert] max_bytes`): the card's `uncovered` is measured
+    /// with it. The task service keeps the snapshot with the same rules.
+    pub snapshot: super::SnapshotRules,
 }
 
 impl ShellSettings {
@@ -66,6 +70,7 @@ impl ShellSettings {
             processes: 64,
             file_size_mb: 256,
             output_bytes: 65_536,
+            snapshot: super::SnapshotRules::default(),
         }
     }
 

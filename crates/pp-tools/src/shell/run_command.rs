@@ -17,9 +17,11 @@
 //!
 //! Its preview is what the approval card shows: label `run`, the exact argv, the
 //! resolved working directory, whether it is a shell, whether it is confined and the
-//! limits ([`pp_types::CommandPreview`]). Nothing about it can go stale (the fingerprint
-//! is a constant), and it takes no snapshot: the change log records its effects as
-//! unknown.
+//! limits ([`pp_types::CommandPreview`]), and how much of the workspace a revert could
+//! not cover (`uncovered`, measured by [`super::tree::measure`]). Nothing about it can
+//! go stale (the fingerprint is a constant). It reports no per-file snapshot: the task
+//! service snapshots the whole workspace before an approved command runs and records
+//! what it changed (pp-tasks' `keep/workspace.rs`).
 //!
 //! ## Capabilities needed
 //! `shell:execute` (requires approval), risk high; `cwd` is a path parameter, checked by
@@ -255,6 +257,12 @@ impl RunCommand {
                 limits: self.settings.limits(call.timeout_secs),
                 stdin_bytes: call.stdin.map(|stdin| stdin.len() as u64),
                 containment: Some(self.settings.containment.processes().to_owned()),
+                // What a revert could not cover, measured now (metadata only); a
+                // workspace that cannot be walked covers nothing.
+                uncovered: Some(
+                    super::tree::measure(&self.jail, &self.settings.snapshot)
+                        .unwrap_or_default(),
+                ),
             }),
             ..EffectPreview::default()
         };
@@ -422,6 +430,36 @@ mod tests {
     #[test]
     fn the_arguments_match_the_schema() {
         crate::args_check::assert_matches::<Arguments<'static>>("run_command");
+    }
+
+    #[test]
+    fn the_card_says_how_much_a_revert_could_not_cover() {
+        let temp = tempfile::tempdir().unwrap();
+        let jail = Arc::new(Jail::new(temp.path()).unwrap());
+        jail.write_atomic("small.txt", b"small").unwrap();
+        jail.write_atomic("big.bin", &[0_u8; 200]).unwrap();
+        let sandbox =
+            pp_sandbox::Sandbox::new("pocketpilot".into(), Vec::new()).without_namespaces();
+        let mut settings = ShellSettings::new(sandbox, temp.path().join("data"));
+        settings.snapshot.max_file_bytes = 100;
+        let tool = RunCommand::new(Arc::clone(&jail), Arc::new(settings.clone()));
+        let preview = tool.preview_of(&json!({"command": "true"})).unwrap();
+        let uncovered = preview.command.unwrap().uncovered.unwrap();
+        assert_eq!((uncovered.files, uncovered.bytes), (1, 200));
+        let json = serde_json::to_value(
+            tool.preview_of(&json!({"command": "true"})).unwrap().command,
+        )
+        .unwrap();
+        assert_eq!(json["uncovered"], json!({"files": 1, "bytes": 200}));
+
+        settings.snapshot.max_file_bytes = 1000;
+        let tool = RunCommand::new(jail, Arc::new(settings));
+        let preview = tool.preview_of(&json!({"command": "true"})).unwrap();
+        assert_eq!(
+            preview.command.unwrap().uncovered,
+            Some(pp_types::Uncovered::default()),
+            "zeros when everything is covered"
+        );
     }
 
     #[test]
