@@ -189,6 +189,15 @@ pub(super) fn command_lines(command: &CommandPreview, palette: Palette) -> Strin
     if let Some(bytes) = command.stdin_bytes {
         lines.push_str(&format!("│ stdin:      {}\n", pp_tasks::format_size(bytes)));
     }
+    if let Some(uncovered) = &command.uncovered {
+        let text = pp_tasks::describe_uncovered(uncovered);
+        let text = if uncovered.files > 0 {
+            palette.paint(Paint::Yellow, &text)
+        } else {
+            text
+        };
+        lines.push_str(&format!("│ revert:     {text}\n"));
+    }
     lines
 }
 
@@ -218,17 +227,17 @@ pub(super) fn limits_text(limits: &CommandLimits) -> String {
     )
 }
 
-/// Why the call cannot be undone, when it cannot: a command's effects are unknown to
-/// PocketPilot; otherwise the server said `revertible: false` (what the call replaces
+/// Why the call cannot be undone, when it cannot: an MCP server's effects are unknown
+/// to PocketPilot (a command's are recorded: its card's `revert:` line); otherwise the server said `revertible: false` (what the call replaces
 /// or deletes is larger than `[revert] max_bytes`).
 pub(super) fn undo_text(view: &ApprovalView) -> Option<&'static str> {
     if view.mcp.is_some() {
         return Some("cannot be undone (PocketPilot does not see what an MCP server changes)");
     }
     match (view.label, view.revertible) {
-        (Some(WriteLabel::Run), _) => {
-            Some("cannot be undone (PocketPilot does not see what a command changes)")
-        }
+        // A command's changes are recorded after it runs; its `revert:` line says how
+        // much of the workspace a revert could not cover.
+        (Some(WriteLabel::Run), _) => None,
         (Some(WriteLabel::Delete), Some(false)) => {
             Some("cannot be undone (the file is larger than [revert] max_bytes: no copy is kept)")
         }

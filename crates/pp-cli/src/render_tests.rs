@@ -631,6 +631,10 @@ fn command_view(argv: &[&str], confined: bool) -> ApprovalView {
         },
         stdin_bytes: None,
         containment: Some("a PID namespace: every process it starts ends with the call".to_owned()),
+        uncovered: Some(pp_types::Uncovered {
+            files: 2,
+            bytes: 3 * 1024 * 1024,
+        }),
     });
     view
 }
@@ -658,7 +662,7 @@ fn a_command_shows_each_argument_the_cwd_the_sandbox_and_the_limits() {
 │ sandbox:    confined (Landlock): reads and writes only in the workspace, no network
 │ processes:  a PID namespace: every process it starts ends with the call
 │ limits:     timeout 60 s · CPU 60 s · memory 1024 MiB · 64 processes · files ≤ 256 MiB · output ≤ 64.0 KiB per stream · no network
-│ undo:       cannot be undone (PocketPilot does not see what a command changes)
+│ revert:     a revert could not cover 2 files (3.0 MiB): too large, beyond the snapshot budget, or ignored
 └───────────────────────────────────────────────"
     );
 }

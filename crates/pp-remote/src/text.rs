@@ -82,6 +82,9 @@ pub fn card_text(view: &ApprovalView, show_diff: bool, refusal: Option<&str>) ->
             "Command: {}",
             one_line(&command.argv.join(" "), 200)
         ));
+        if let Some(uncovered) = &command.uncovered {
+            lines.push(format!("Revert: {}", pp_tasks::describe_uncovered(uncovered)));
+        }
     }
     match (view.added, view.removed) {
         (Some(added), Some(removed)) => lines.push(format!("Lines: +{added} −{removed}")),

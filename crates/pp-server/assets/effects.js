@@ -18,7 +18,8 @@ import { visibleCode } from "./visible.js";
  * @typedef {{ timeout_secs: number, cpu_secs: number, memory_mb: number, processes: number,
  *   file_size_mb: number, output_bytes: number, network: boolean }} CommandLimits
  * @typedef {{ argv: string[], cwd: string, shell: boolean, confined: boolean,
- *   limits: CommandLimits, stdin_bytes?: number, containment?: string }} CommandPreview
+ *   limits: CommandLimits, stdin_bytes?: number, containment?: string,
+ *   uncovered?: {files: number, bytes: number} }} CommandPreview
  * @typedef {{ label?: string, target?: string, resolved?: string, destination?: string,
  *   destination_resolved?: string, replaces?: string, size?: number,
  *   command?: CommandPreview, revertible?: boolean, notice?: string,
@@ -284,8 +285,23 @@ function commandBlock(command) {
       command.containment ? fact("Processes", command.containment) : null,
       fact("Limits", h("ul", { class: "limits" }, limitsList(command.limits || /** @type {CommandLimits} */ ({})).map((item) => h("li", { text: item })))),
       Number.isInteger(command.stdin_bytes) ? fact("Standard input", formatSize(command.stdin_bytes)) : null,
+      command.uncovered ? fact("Revert", uncoveredText(command.uncovered)) : null,
     ),
   );
+}
+
+/**
+ * What a command's card says of how much of the workspace a revert could not cover
+ * (its preview's `uncovered`).
+ * @param {{files: number, bytes: number}} uncovered
+ * @returns {string}
+ */
+export function uncoveredText(uncovered) {
+  if (!uncovered.files) {
+    return "a revert covers the whole workspace";
+  }
+  const noun = uncovered.files === 1 ? "file" : "files";
+  return `a revert could not cover ${uncovered.files} ${noun} (${formatSize(uncovered.bytes)}): too large, beyond the snapshot budget, or ignored`;
 }
 
 /**
@@ -298,7 +314,9 @@ export function undoNote(view) {
     return "This call cannot be undone: PocketPilot does not see what an MCP server changes.";
   }
   if (view.label === "run") {
-    return "This call cannot be undone: PocketPilot does not see what a command changes.";
+    // What it changes is recorded after it runs; the card's "Revert" fact says how much
+    // of the workspace a revert could not cover.
+    return null;
   }
   if (view.revertible !== false) {
     return null;

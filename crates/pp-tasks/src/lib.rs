@@ -76,7 +76,7 @@ mod workers;
 pub use access::{Action, Caller};
 pub use changelog::{
     ChangeLog, CutTarget, MAY_HAVE_RUN, MayHaveRun, Outcome, OutcomeStatus, PathState,
-    RevertRefusal, describe, format_size,
+    RevertRefusal, describe, describe_uncovered, format_size,
 };
 pub use changeset::{ChangesetDecision, ChangesetView, DecisionResult, DecisionStatus};
 pub use client::link::{ClientLink, TaskShare};

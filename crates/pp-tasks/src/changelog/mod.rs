@@ -38,7 +38,7 @@ use pp_types::{
 pub(crate) use cut::may_have_run;
 pub use cut::{CutTarget, MAY_HAVE_RUN, MayHaveRun, PathState};
 pub(crate) use outcome::outcome_of;
-pub use outcome::{Outcome, OutcomeStatus, describe, format_size};
+pub use outcome::{Outcome, OutcomeStatus, describe, describe_uncovered, format_size};
 
 use crate::access::Caller;
 use crate::blocking::blocking;

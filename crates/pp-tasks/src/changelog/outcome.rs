@@ -205,10 +205,27 @@ pub fn describe(change: &Change) -> String {
     text
 }
 
-/// `318 B`, `12.5 KiB`, `3.0 MiB`.
+/// What a command's card says of `uncovered` (its `CommandPreview::uncovered`): "a
+/// revert could not cover 3 files (1.2 MiB): too large, beyond the snapshot budget, or
+/// ignored", or "a revert covers the whole workspace".
+pub fn describe_uncovered(uncovered: &pp_types::Uncovered) -> String {
+    if uncovered.files == 0 {
+        return "a revert covers the whole workspace".to_owned();
+    }
+    let noun = if uncovered.files == 1 { "file" } else { "files" };
+    format!(
+        "a revert could not cover {} {noun} ({}): too large, beyond the snapshot budget, or \
+         ignored",
+        uncovered.files,
+        format_size(uncovered.bytes)
+    )
+}
+
+/// `318 B`, `12.5 KiB`, `3.0 MiB`, `1.2 GiB`.
 pub fn format_size(bytes: u64) -> String {
     const KIB: u64 = 1024;
     const MIB: u64 = 1024 * 1024;
+    const GIB: u64 = 1024 * 1024 * 1024;
     // Display only: the precision lost converting to f64 does not show.
     #[expect(clippy::cast_precision_loss, reason = "a rounded size for display")]
     let scaled = |unit: u64| bytes as f64 / unit as f64;
@@ -216,8 +233,10 @@ pub fn format_size(bytes: u64) -> String {
         format!("{bytes} B")
     } else if bytes < MIB {
         format!("{:.1} KiB", scaled(KIB))
-    } else {
+    } else if bytes < GIB {
         format!("{:.1} MiB", scaled(MIB))
+    } else {
+        format!("{:.1} GiB", scaled(GIB))
     }
 }
 
@@ -230,5 +249,21 @@ mod tests {
         assert_eq!(format_size(318), "318 B");
         assert_eq!(format_size(1536), "1.5 KiB");
         assert_eq!(format_size(3 * 1024 * 1024), "3.0 MiB");
+        assert_eq!(format_size(1288490189), "1.2 GiB");
+    }
+
+    #[test]
+    fn the_card_tells_what_a_revert_could_not_cover() {
+        let none = pp_types::Uncovered::default();
+        assert_eq!(describe_uncovered(&none), "a revert covers the whole workspace");
+        let some = pp_types::Uncovered {
+            files: 3,
+            bytes: 1288490189,
+        };
+        assert_eq!(
+            describe_uncovered(&some),
+            "a revert could not cover 3 files (1.2 GiB): too large, beyond the snapshot \
+             budget, or ignored"
+        );
     }
 }

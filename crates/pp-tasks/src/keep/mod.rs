@@ -46,6 +46,7 @@ pub(crate) struct Kept {
     command: Option<workspace::Taken>,
     /// The workspace held for this call (a command alone, other approved calls
     /// together) until its rows are recorded: dropped with the last clone.
+    #[expect(dead_code, reason = "held until the rows are recorded, never read")]
     guard: Option<std::sync::Arc<crate::shared::WorkspaceGuard>>,
 }
 

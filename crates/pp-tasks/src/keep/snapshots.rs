@@ -63,11 +63,7 @@ impl Snapshots {
         max_bytes: u64,
     ) -> Result<(String, bool), JailError> {
         let serial = TEMP_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let temp = format!(
-            "{TEMP_FOLDER}/{}snapshot-{}-{serial}",
-            pp_gate::TEMP_PREFIX,
-            std::process::id()
-        );
+        let temp = format!("{TEMP_FOLDER}/{}-{serial}.part", std::process::id());
         if !self.jail.exists(TEMP_FOLDER)? {
             self.jail.create_dir_all(TEMP_FOLDER)?;
         }
@@ -122,6 +118,17 @@ impl Snapshots {
             max_entries: MAX_LISTED,
         };
         let mut removed = 0;
+        // Temp files a crash left half-way through `put_file`.
+        if self.jail.exists(TEMP_FOLDER)? {
+            for temp in self.jail.list(TEMP_FOLDER, options)?.entries {
+                let old = temp
+                    .modified
+                    .is_some_and(|modified| Timestamp::from(modified) <= cutoff);
+                if temp.kind == EntryKind::File && old {
+                    self.jail.remove_file(&temp.path)?;
+                }
+            }
+        }
         for folder in self.jail.list(FOLDER, options)?.entries {
             if folder.kind != EntryKind::Dir {
                 continue;

@@ -32,21 +32,17 @@ pub(crate) struct Taken {
     tree: Tree,
     /// The rules it was taken with (the walk after uses the same).
     rules: SnapshotRules,
-    /// How many contents were reflinked (the rest were copied).
-    pub(crate) reflinked: u64,
 }
 
 /// Keeps contents in the snapshot store (none: nothing can be kept).
 struct StoreKeeper<'a> {
     store: Option<&'a Snapshots>,
     max_bytes: u64,
-    reflinked: u64,
 }
 
 impl Keeper for StoreKeeper<'_> {
     fn keep(&mut self, _path: &str, file: &mut std::fs::File, _size: u64) -> Option<String> {
-        let (sha256, reflinked) = self.store?.put_file(file, self.max_bytes).ok()?;
-        self.reflinked += u64::from(reflinked);
+        let (sha256, _reflinked) = self.store?.put_file(file, self.max_bytes).ok()?;
         Some(sha256)
     }
 }
@@ -58,13 +54,11 @@ pub(crate) fn take(jail: &Jail, store: Option<&Snapshots>, rules: &SnapshotRules
     let mut keeper = StoreKeeper {
         store,
         max_bytes: rules.max_file_bytes,
-        reflinked: 0,
     };
     let tree = tree::walk(jail, rules, Some(&mut keeper)).ok()?;
     Some(Taken {
         tree,
         rules: rules.clone(),
-        reflinked: keeper.reflinked,
     })
 }
 

@@ -101,6 +101,20 @@ impl Tool for Command {
         })
     }
 
+    /// As the real tool: a constant fingerprint, nothing about a command goes stale.
+    fn target_state<'a>(
+        &'a self,
+        _context: &'a ToolContext,
+        _arguments: &'a Value,
+    ) -> BoxFuture<'a, Option<pp_types::TargetState>> {
+        Box::pin(async {
+            Some(pp_types::TargetState {
+                identity: "run:".into(),
+                fingerprint: "command".into(),
+            })
+        })
+    }
+
     fn execute<'a>(
         &'a self,
         _context: &'a ToolContext,
@@ -232,15 +246,15 @@ async fn a_commands_changes_are_recorded_and_reverted_file_by_file() {
     let approval = approve_it(&setup, &task).await;
     let changes = setup.service.changes().of_task(&task.id).await.unwrap();
     let mut seen = rows(&changes);
-    seen.sort();
+    seen.sort_by_key(|row| row.1);
     assert_eq!(
         seen,
         vec![
-            (ChangeKind::Created, Some("made.txt"), None),
             (ChangeKind::Overwritten, Some("edit.txt"), None),
-            (ChangeKind::Moved, Some("renamed.txt"), Some("old/name.txt")),
-            (ChangeKind::Deleted, Some("gone.txt"), None),
             (ChangeKind::FolderCreated, Some("folder"), None),
+            (ChangeKind::Deleted, Some("gone.txt"), None),
+            (ChangeKind::Created, Some("made.txt"), None),
+            (ChangeKind::Moved, Some("renamed.txt"), Some("old/name.txt")),
         ]
     );
     for change in &changes {
@@ -315,7 +329,7 @@ async fn past_the_bound_the_card_says_so_and_the_change_is_effects_unknown() {
     approve_it(&setup, &task).await;
     let changes = setup.service.changes().of_task(&task.id).await.unwrap();
     let mut seen = rows(&changes);
-    seen.sort();
+    seen.sort_by_key(|row| row.1);
     assert_eq!(
         seen,
         vec![
@@ -361,7 +375,7 @@ async fn a_mode_change_and_a_new_link_are_effects_unknown_with_their_paths() {
     approve_it(&setup, &task).await;
     let changes = setup.service.changes().of_task(&task.id).await.unwrap();
     let mut seen = rows(&changes);
-    seen.sort();
+    seen.sort_by_key(|row| row.1);
     assert_eq!(
         seen,
         vec![

@@ -295,16 +295,16 @@ pub fn measure(jail: &Jail, rules: &SnapshotRules) -> Result<Uncovered, JailErro
     walk(jail, rules, None).map(|tree| tree.uncovered)
 }
 
-struct Visitor<'a> {
+struct Visitor<'a, 'k> {
     rules: &'a SnapshotRules,
-    keeper: Option<&'a mut dyn Keeper>,
+    keeper: Option<&'k mut dyn Keeper>,
     tree: Tree,
     /// Ignored folders being walked (their files are counted, not kept); depth-first,
     /// so the ones that do not contain the current entry are dropped from the end.
     ignored_dirs: Vec<String>,
 }
 
-impl Visitor<'_> {
+impl Visitor<'_, '_> {
     fn inside_ignored(&mut self, path: &str) -> bool {
         while let Some(last) = self.ignored_dirs.last() {
             if path.len() > last.len()
@@ -324,7 +324,7 @@ impl Visitor<'_> {
     }
 }
 
-impl WalkVisitor for Visitor<'_> {
+impl WalkVisitor for Visitor<'_, '_> {
     fn enter(&mut self, _dir: &WalkDir<'_>) -> WalkFlow {
         WalkFlow::Continue
     }
