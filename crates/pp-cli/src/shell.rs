@@ -117,9 +117,8 @@ impl ShellConfig {
             )?,
             snapshot_ignore: match &file.snapshot_ignore {
                 None => defaults.snapshot_ignore,
-                Some(patterns) => pp_tools::shell::IgnoreRules::new(patterns).map_err(|error| {
-                    Exit::usage(format!("`[shell] snapshot_ignore`: {error}"))
-                })?,
+                Some(patterns) => pp_tools::shell::IgnoreRules::new(patterns)
+                    .map_err(|error| Exit::usage(format!("`[shell] snapshot_ignore`: {error}")))?,
             },
             revert_max_bytes: defaults.revert_max_bytes,
         };
@@ -201,7 +200,8 @@ mod tests {
     #[test]
     fn the_snapshot_keys_are_read_and_checked() {
         let config =
-            parse("snapshot_max_bytes = 1024\nsnapshot_ignore = [\"target/\", \"*.log\"]\n").unwrap();
+            parse("snapshot_max_bytes = 1024\nsnapshot_ignore = [\"target/\", \"*.log\"]\n")
+                .unwrap();
         assert_eq!(config.snapshot_max_bytes, 1024);
         assert!(config.snapshot_ignore.is_ignored("target/debug/x", false));
         assert!(config.snapshot_ignore.is_ignored("a/b.log", false));

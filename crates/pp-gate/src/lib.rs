@@ -32,8 +32,8 @@ mod policy;
 
 pub use error::{JailError, Result};
 pub use jail::{
-    Copied, DEFAULT_HASH_MAX_BYTES, EntryKind, EntryStat, FileContent, Jail, ListEntry, ListOptions, Listing,
-    MAX_SWEEP_ENTRIES, MAX_SYMLINK_HOPS, MAX_WALK_DEPTH, Probe, RenameOutcome, TEMP_PREFIX,
-    WalkDir, WalkEntry, WalkFlow, WalkVisitor, WriteOutcome,
+    Copied, DEFAULT_HASH_MAX_BYTES, EntryKind, EntryStat, FileContent, Jail, ListEntry,
+    ListOptions, Listing, MAX_SWEEP_ENTRIES, MAX_SYMLINK_HOPS, MAX_WALK_DEPTH, Probe,
+    RenameOutcome, TEMP_PREFIX, WalkDir, WalkEntry, WalkFlow, WalkVisitor, WriteOutcome,
 };
 pub use policy::{Gate, evaluate, evaluate_capability};

@@ -83,7 +83,10 @@ pub fn card_text(view: &ApprovalView, show_diff: bool, refusal: Option<&str>) ->
             one_line(&command.argv.join(" "), 200)
         ));
         if let Some(uncovered) = &command.uncovered {
-            lines.push(format!("Revert: {}", pp_tasks::describe_uncovered(uncovered)));
+            lines.push(format!(
+                "Revert: {}",
+                pp_tasks::describe_uncovered(uncovered)
+            ));
         }
     }
     match (view.added, view.removed) {

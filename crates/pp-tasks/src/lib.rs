@@ -92,7 +92,8 @@ pub use resolve::{Decision, ResolveRequest};
 pub use segment::{Segment, arguments_hash};
 pub use service::{CreateTask, TaskService};
 pub use settings::{
-    CommandSnapshot, RemoteSettings, RevertSettings, TaskSettings, TeamWorker, Workspace, Workspaces,
+    CommandSnapshot, RemoteSettings, RevertSettings, TaskSettings, TeamWorker, Workspace,
+    Workspaces,
 };
 pub use task_search::TasksPage;
 pub use view::{ApprovalRow, ApprovalView, CurrentTarget, EditedCall};

@@ -424,9 +424,7 @@ impl BeforeRun {
         // recorded (the guard goes with what is kept): a command alone, so its
         // before/after difference is its own; other calls together.
         let exclusive = approval.tool == crate::keep::workspace::COMMAND_TOOL;
-        let guard = shared
-            .hold_workspace(&self.workspace_path, exclusive)
-            .await;
+        let guard = shared.hold_workspace(&self.workspace_path, exclusive).await;
         let context = ToolContext::for_task(approval.task_id.as_str(), None);
         let edited = approval.edited_arguments.as_ref();
         let verdict = recheck(&self.registry, approval, edited, &context).await;

@@ -310,8 +310,14 @@ mod tests {
         for _ in 0..50 {
             tokio::task::yield_now().await;
         }
-        assert!(!command.is_finished(), "a command waits for the calls in flight");
+        assert!(
+            !command.is_finished(),
+            "a command waits for the calls in flight"
+        );
         drop((second, third, elsewhere));
-        assert!(matches!(command.await.unwrap(), WorkspaceGuard::Exclusive(_)));
+        assert!(matches!(
+            command.await.unwrap(),
+            WorkspaceGuard::Exclusive(_)
+        ));
     }
 }

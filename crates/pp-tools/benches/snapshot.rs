@@ -67,7 +67,9 @@ impl Keeper for Store {
         };
         let blob = format!("sha256/{}/{sha}", &sha[..2]);
         if !self.jail.exists(&format!("sha256/{}", &sha[..2])).ok()? {
-            self.jail.create_dir_all(&format!("sha256/{}", &sha[..2])).ok()?;
+            self.jail
+                .create_dir_all(&format!("sha256/{}", &sha[..2]))
+                .ok()?;
         }
         self.jail.rename(&temp, &blob, true).ok()?;
         Some(sha)
@@ -97,7 +99,10 @@ fn main() {
     let base: PathBuf = std::env::args()
         .nth(1)
         .filter(|arg| !arg.starts_with('-'))
-        .map_or_else(|| std::env::temp_dir().join("pp-snapshot-bench"), PathBuf::from);
+        .map_or_else(
+            || std::env::temp_dir().join("pp-snapshot-bench"),
+            PathBuf::from,
+        );
     let workspace = base.join("workspace");
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&workspace).unwrap();
@@ -109,7 +114,9 @@ fn main() {
         for file in 0..FILES_PER_FOLDER {
             let stamp = format!("{folder}/{file}");
             for (index, byte) in content.iter_mut().enumerate() {
-                *byte = (index as u8).wrapping_mul(31).wrapping_add(folder as u8 ^ file as u8);
+                *byte = (index as u8)
+                    .wrapping_mul(31)
+                    .wrapping_add(folder as u8 ^ file as u8);
             }
             content[..stamp.len()].copy_from_slice(stamp.as_bytes());
             std::fs::write(dir.join(format!("f{file:03}.bin")), &content).unwrap();
@@ -138,7 +145,10 @@ fn main() {
         uncovered.files
     );
 
-    for (way, name) in [(Way::Clone, "FICLONE (copy where it fails)"), (Way::Copy, "copy (read + hash + write)")] {
+    for (way, name) in [
+        (Way::Clone, "FICLONE (copy where it fails)"),
+        (Way::Copy, "copy (read + hash + write)"),
+    ] {
         let store_dir = base.join(match way {
             Way::Clone => "store-clone",
             Way::Copy => "store-copy",

@@ -47,8 +47,8 @@ pub use task::{
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use tool::{
-    CommandLimits, CommandPreview, EffectPreview, Uncovered, EffectScope, NotAPath, PathRoot, TargetState,
-    ToolOutput, ToolSpec, WriteLabel, pointer_paths, pointer_property,
+    CommandLimits, CommandPreview, EffectPreview, EffectScope, NotAPath, PathRoot, TargetState,
+    ToolOutput, ToolSpec, Uncovered, WriteLabel, pointer_paths, pointer_property,
 };
 pub use usage::{Cost, TaskUsage};
 pub use user::{Role, UserRecord, valid_user_name};

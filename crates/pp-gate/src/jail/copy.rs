@@ -155,9 +155,15 @@ mod tests {
 
         let mut source = jail.open_file("src.txt").unwrap();
         let refused = jail.create_copy_of("small.tmp", &mut source, 4);
-        assert!(matches!(refused, Err(JailError::TooLarge { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(JailError::TooLarge { .. })),
+            "{refused:?}"
+        );
         assert!(!jail.exists("small.tmp").unwrap(), "nothing is left behind");
         let mut source = jail.open_file("src.txt").unwrap();
-        assert!(jail.create_copy_of("dst.tmp", &mut source, 100).is_err(), "create_new");
+        assert!(
+            jail.create_copy_of("dst.tmp", &mut source, 100).is_err(),
+            "create_new"
+        );
     }
 }

@@ -184,7 +184,11 @@ impl EntryStat {
             dev: 0,
             ino: 0,
             mode: FileMode {
-                mode: if metadata.permissions().readonly() { 0o444 } else { 0o666 },
+                mode: if metadata.permissions().readonly() {
+                    0o444
+                } else {
+                    0o666
+                },
                 uid: None,
                 gid: None,
             },

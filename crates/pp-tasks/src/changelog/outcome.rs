@@ -212,7 +212,11 @@ pub fn describe_uncovered(uncovered: &pp_types::Uncovered) -> String {
     if uncovered.files == 0 {
         return "a revert covers the whole workspace".to_owned();
     }
-    let noun = if uncovered.files == 1 { "file" } else { "files" };
+    let noun = if uncovered.files == 1 {
+        "file"
+    } else {
+        "files"
+    };
     format!(
         "a revert could not cover {} {noun} ({}): too large, beyond the snapshot budget, or \
          ignored",
@@ -255,7 +259,10 @@ mod tests {
     #[test]
     fn the_card_tells_what_a_revert_could_not_cover() {
         let none = pp_types::Uncovered::default();
-        assert_eq!(describe_uncovered(&none), "a revert covers the whole workspace");
+        assert_eq!(
+            describe_uncovered(&none),
+            "a revert covers the whole workspace"
+        );
         let some = pp_types::Uncovered {
             files: 3,
             bytes: 1288490189,

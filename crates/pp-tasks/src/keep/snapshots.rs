@@ -202,10 +202,20 @@ mod tests {
             .put_file(&mut jail.open_file("a.txt").unwrap(), 100)
             .unwrap();
         assert_eq!(again, sha);
-        assert!(store.put_file(&mut jail.open_file("a.txt").unwrap(), 2).is_err());
+        assert!(
+            store
+                .put_file(&mut jail.open_file("a.txt").unwrap(), 2)
+                .is_err()
+        );
         let temps = Jail::new(dir.path())
             .unwrap()
-            .list(TEMP_FOLDER, ListOptions { recursive: false, max_entries: 10 })
+            .list(
+                TEMP_FOLDER,
+                ListOptions {
+                    recursive: false,
+                    max_entries: 10,
+                },
+            )
             .unwrap()
             .entries;
         assert!(temps.is_empty(), "no temp file is left: {temps:?}");

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use pp_gate::{EntryKind, Jail};
 use pp_store::{Before, NewChange};
 use pp_tools::shell::SnapshotRules;
-use pp_tools::shell::tree::{self, Keeper, NotKept, Node, Tree};
+use pp_tools::shell::tree::{self, Keeper, Node, NotKept, Tree};
 use pp_types::{ApprovalId, ChangeKind, ChangeRoot, TaskId};
 
 use super::snapshots::Snapshots;
@@ -79,7 +79,12 @@ pub(crate) fn record(
     owner: &Owner<'_>,
 ) -> Vec<NewChange> {
     let Ok(after) = tree::walk(jail, &before.rules, None) else {
-        return vec![row(owner, ChangeKind::EffectsUnknown, None, Before::Unknown)];
+        return vec![row(
+            owner,
+            ChangeKind::EffectsUnknown,
+            None,
+            Before::Unknown,
+        )];
     };
     let mut diff = Diff {
         jail,
@@ -185,7 +190,9 @@ impl Diff<'_> {
         // New and changed paths, parents first.
         for (path, node) in after {
             match (before.get(path), moved_from.get(path.as_str())) {
-                (replaced, Some(from)) => self.moved(path, node, from, before, replaced, &moved_dirs),
+                (replaced, Some(from)) => {
+                    self.moved(path, node, from, before, replaced, &moved_dirs)
+                }
                 (None, None) => self.created(path, node),
                 (Some(old), None) => self.changed(path, old, node),
             }
@@ -256,7 +263,8 @@ impl Diff<'_> {
                 }
             }
             EntryKind::File => {
-                let touched = !same_content_stat(old, node) || old.stat.ctime_ns != node.stat.ctime_ns;
+                let touched =
+                    !same_content_stat(old, node) || old.stat.ctime_ns != node.stat.ctime_ns;
                 if !touched {
                     return;
                 }
@@ -270,8 +278,7 @@ impl Diff<'_> {
                 let same = matches!(
                     (&change.before, &change.after_sha256),
                     (Before::Kept(was), Some(now)) if was == now
-                ) || (change.after_sha256.is_none()
-                    && same_content_stat(old, node));
+                ) || (change.after_sha256.is_none() && same_content_stat(old, node));
                 if same {
                     // The same bytes (rewritten, touched): only a mode change is left.
                     if mode_changed {
@@ -360,7 +367,9 @@ impl Diff<'_> {
             .map(|probe| probe.size);
         change.bytes = size;
         change.after_sha256 = match (size, self.store) {
-            (Some(size), Some(store)) if size <= self.max_file_bytes && size <= self.after_budget => {
+            (Some(size), Some(store))
+                if size <= self.max_file_bytes && size <= self.after_budget =>
+            {
                 let kept = self
                     .jail
                     .open_file(path)

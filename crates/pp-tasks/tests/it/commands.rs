@@ -265,13 +265,19 @@ async fn a_commands_changes_are_recorded_and_reverted_file_by_file() {
     // The card's outcome names them.
     let view = setup.service.approval_view(&approval).await.unwrap();
     let outcome = view.outcome.unwrap().message;
-    assert!(outcome.starts_with("`run_command` changed 5 paths: "), "{outcome}");
+    assert!(
+        outcome.starts_with("`run_command` changed 5 paths: "),
+        "{outcome}"
+    );
     assert!(outcome.contains("created `made.txt`"), "{outcome}");
 
     // Reverted one by one, each puts back what was there.
     let log = setup.service.changes();
     for change in &changes {
-        log.revert(&change.id, Actor::Operator).await.unwrap().unwrap();
+        log.revert(&change.id, Actor::Operator)
+            .await
+            .unwrap()
+            .unwrap();
     }
     assert!(!setup.tree.exists("made.txt"));
     assert_eq!(setup.tree.read("edit.txt"), "before\n");
@@ -358,7 +364,11 @@ async fn ignored_paths_are_neither_kept_nor_recorded() {
     let pending = pending_approval(&setup.service, &task.id).await;
     let card = setup.service.approval_view(&pending.id).await.unwrap();
     let uncovered = card.command.unwrap().uncovered.unwrap();
-    assert_eq!((uncovered.files, uncovered.bytes), (2, 8), "the ignored files");
+    assert_eq!(
+        (uncovered.files, uncovered.bytes),
+        (2, 8),
+        "the ignored files"
+    );
     approve_it(&setup, &task).await;
     let changes = setup.service.changes().of_task(&task.id).await.unwrap();
     assert_eq!(
@@ -371,7 +381,11 @@ async fn ignored_paths_are_neither_kept_nor_recorded() {
 async fn a_mode_change_and_a_new_link_are_effects_unknown_with_their_paths() {
     let setup = setup(1 << 20, 1 << 20, &[]);
     setup.tree.file("script.sh", "echo hi\n");
-    let task = ask(&setup, "chmod 700 script.sh && ln -s script.sh link && mkfifo pipe").await;
+    let task = ask(
+        &setup,
+        "chmod 700 script.sh && ln -s script.sh link && mkfifo pipe",
+    )
+    .await;
     approve_it(&setup, &task).await;
     let changes = setup.service.changes().of_task(&task.id).await.unwrap();
     let mut seen = rows(&changes);
@@ -391,7 +405,10 @@ async fn a_mode_change_and_a_new_link_are_effects_unknown_with_their_paths() {
         .await
         .unwrap()
         .unwrap_err();
-    assert!(matches!(refused, RevertRefusal::NotRevertible(_)), "{refused:?}");
+    assert!(
+        matches!(refused, RevertRefusal::NotRevertible(_)),
+        "{refused:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -399,11 +416,7 @@ async fn a_failed_command_still_records_what_it_changed() {
     let setup = setup(1 << 20, 1 << 20, &[]);
     let task = ask(&setup, "printf half > half.txt; exit 3").await;
     let pending = pending_approval(&setup.service, &task.id).await;
-    setup
-        .service
-        .resolve(&pending.id, approve())
-        .await
-        .unwrap();
+    setup.service.resolve(&pending.id, approve()).await.unwrap();
     let changes = setup.service.changes().of_task(&task.id).await.unwrap();
     assert_eq!(
         rows(&changes),

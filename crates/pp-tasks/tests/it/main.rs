@@ -9,8 +9,8 @@
 mod acted_by;
 mod changes;
 mod changesets;
-mod commands;
 mod client;
+mod commands;
 mod edited;
 mod file_ops;
 mod fixture;

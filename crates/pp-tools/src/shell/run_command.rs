@@ -260,8 +260,7 @@ impl RunCommand {
                 // What a revert could not cover, measured now (metadata only); a
                 // workspace that cannot be walked covers nothing.
                 uncovered: Some(
-                    super::tree::measure(&self.jail, &self.settings.snapshot)
-                        .unwrap_or_default(),
+                    super::tree::measure(&self.jail, &self.settings.snapshot).unwrap_or_default(),
                 ),
             }),
             ..EffectPreview::default()
@@ -447,7 +446,9 @@ mod tests {
         let uncovered = preview.command.unwrap().uncovered.unwrap();
         assert_eq!((uncovered.files, uncovered.bytes), (1, 200));
         let json = serde_json::to_value(
-            tool.preview_of(&json!({"command": "true"})).unwrap().command,
+            tool.preview_of(&json!({"command": "true"}))
+                .unwrap()
+                .command,
         )
         .unwrap();
         assert_eq!(json["uncovered"], json!({"files": 1, "bytes": 200}));

@@ -91,7 +91,12 @@ impl IgnoreRules {
             }
             let (negated, rest) = match trimmed.strip_prefix('!') {
                 Some(rest) => (true, rest),
-                None => (false, trimmed.strip_prefix("\\!").map_or(trimmed, |_| &trimmed[1..])),
+                None => (
+                    false,
+                    trimmed
+                        .strip_prefix("\\!")
+                        .map_or(trimmed, |_| &trimmed[1..]),
+                ),
             };
             let dir_only = rest.ends_with('/') && !rest.ends_with("\\/");
             let body = rest.trim_end_matches('/');
@@ -335,8 +340,7 @@ impl WalkVisitor for Visitor<'_, '_> {
             return WalkFlow::Skip;
         }
         let is_dir = entry.kind == EntryKind::Dir;
-        if self.inside_ignored(&entry.path) || self.rules.ignore.is_ignored(&entry.path, is_dir)
-        {
+        if self.inside_ignored(&entry.path) || self.rules.ignore.is_ignored(&entry.path, is_dir) {
             if is_dir {
                 self.ignored_dirs.push(entry.path.clone());
             } else if entry.kind == EntryKind::File {
@@ -402,7 +406,10 @@ mod tests {
         assert!(!ignore.is_ignored("a.logx", false));
         assert!(ignore.is_ignored("web/node_modules", true));
         assert!(ignore.is_ignored("web/node_modules/react/index.js", false));
-        assert!(!ignore.is_ignored("node_modules", false), "trailing /: folders only");
+        assert!(
+            !ignore.is_ignored("node_modules", false),
+            "trailing /: folders only"
+        );
         assert!(ignore.is_ignored("src/build", false));
         assert!(ignore.is_ignored("src/build/out.o", false));
     }
@@ -414,7 +421,10 @@ mod tests {
         assert!(ignore.is_ignored("target/debug/app", false));
         assert!(!ignore.is_ignored("crates/x/target", true));
         assert!(ignore.is_ignored("docs/a.pdf", false));
-        assert!(!ignore.is_ignored("docs/sub/a.pdf", false), "* does not cross /");
+        assert!(
+            !ignore.is_ignored("docs/sub/a.pdf", false),
+            "* does not cross /"
+        );
         assert!(!ignore.is_ignored("x/docs/a.pdf", false));
     }
 
@@ -423,7 +433,10 @@ mod tests {
         let ignore = rules(&["**/cache/**", "a/**/z.txt", "file?.bin"]);
         assert!(ignore.is_ignored("cache/x", false));
         assert!(ignore.is_ignored("deep/er/cache/x/y", false));
-        assert!(!ignore.is_ignored("cache", true), "a trailing ** is what is inside");
+        assert!(
+            !ignore.is_ignored("cache", true),
+            "a trailing ** is what is inside"
+        );
         assert!(ignore.is_ignored("a/z.txt", false));
         assert!(ignore.is_ignored("a/b/c/z.txt", false));
         assert!(ignore.is_ignored("file1.bin", false));
@@ -437,7 +450,10 @@ mod tests {
         assert!(ignore.is_ignored("a.tmp", false));
         assert!(!ignore.is_ignored("keep.tmp", false));
         assert!(!ignore.is_ignored("sub/keep.tmp", false));
-        assert!(ignore.is_ignored("out/x", false), "inside an ignored folder: stays ignored");
+        assert!(
+            ignore.is_ignored("out/x", false),
+            "inside an ignored folder: stays ignored"
+        );
         assert!(IgnoreRules::new(&["/".to_owned()]).is_err());
         assert!(IgnoreRules::new(&["!".to_owned()]).is_err());
     }
@@ -481,7 +497,10 @@ mod tests {
         );
         let tree = walk(&jail, &tight, None).unwrap();
         assert!(tree.entries.contains_key("a.txt"));
-        assert!(!tree.entries.contains_key("logs"), "ignored paths are not watched");
+        assert!(
+            !tree.entries.contains_key("logs"),
+            "ignored paths are not watched"
+        );
         assert!(!tree.entries.contains_key("logs/1.log"));
         assert_eq!(
             tree.entries["big.bin"].content,
