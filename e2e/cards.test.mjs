@@ -73,7 +73,7 @@ const VIEWS = [
     label: "run",
     target: "python3",
     arguments: { command: "python3", args: ["sum.py", "a b", "", "x\ny"] },
-    command: { argv: ["python3", "sum.py", "a b", "", "x\ny"], cwd: "data", shell: false, confined: true, limits: LIMITS },
+    command: { argv: ["python3", "sum.py", "a b", "", "x\ny"], cwd: "data", shell: false, confined: true, limits: LIMITS, uncovered: { files: 3, bytes: 3145728 } },
   }),
   fixture("ap_shell", "run_command", "shell:execute", {
     label: "run",
@@ -86,6 +86,7 @@ const VIEWS = [
       confined: false,
       limits: { ...LIMITS, network: true },
       stdin_bytes: 12,
+      uncovered: { files: 0, bytes: 0 },
     },
   }),
 ];
@@ -192,7 +193,10 @@ test("command cards: each argument in its own box with controls escaped, cwd, li
   assert.match(facts, /wall-clock timeout 60 s.*CPU time 60 s.*memory 1024 MiB.*64 processes.*files up to 256 MiB.*output up to 64 KB per stream.*no network/);
   assert.equal(await run.locator(".unconfined-banner").count(), 0);
   assert.equal(await run.locator(".shell-note").count(), 0);
-  assert.match(await run.locator(".irreversible-note").textContent(), /does not see what a command changes/);
+  // What it changes is recorded; the card says how much a revert could not cover.
+  assert.match(facts, /Reverta revert could not cover 3 files \(3(\.0)? MB\): too large, beyond the snapshot budget, or ignored/);
+  assert.equal(await run.locator(".irreversible-note").count(), 0);
+  assert.match(await card(page, "ap_shell").locator(".command-facts").textContent(), /Reverta revert covers the whole workspace/);
 
   const shell = card(page, "ap_shell");
   const banner = shell.locator(".unconfined-banner");

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { labelWords, limitsList, parentOf, shellScript, undoNote } from "../crates/pp-server/assets/effects.js";
+import { labelWords, limitsList, parentOf, shellScript, uncoveredText, undoNote } from "../crates/pp-server/assets/effects.js";
 
 test("a move within one folder is a rename, resolved paths decide", () => {
   assert.equal(parentOf("a/b/c.txt"), "a/b");
@@ -37,10 +37,20 @@ test("a shell's script is the argument after -c; limits read as words", () => {
 });
 
 test("cannot be undone: every command, and a delete or move the server says is not revertible", () => {
-  assert.match(undoNote({ label: "run" }), /does not see what a command changes/);
+  // A command's changes are recorded: its card's "Revert" fact says what is not covered.
+  assert.equal(undoNote({ label: "run" }), null);
   assert.match(undoNote({ label: "delete", revertible: false }), /the file it deletes is too large/);
   assert.match(undoNote({ label: "move", revertible: false }), /the file it replaces is too large/);
   assert.equal(undoNote({ label: "delete", revertible: true }), null);
   assert.equal(undoNote({ label: "move" }), null);
   assert.equal(undoNote({ label: "overwrite", revertible: false }), "This call cannot be undone: the file it replaces is too large to keep a copy of.");
+});
+
+test("a command card says how much of the workspace a revert could not cover", () => {
+  assert.equal(uncoveredText({ files: 0, bytes: 0 }), "a revert covers the whole workspace");
+  assert.equal(
+    uncoveredText({ files: 1, bytes: 2048 }),
+    "a revert could not cover 1 file (2.0 KB): too large, beyond the snapshot budget, or ignored",
+  );
+  assert.match(uncoveredText({ files: 3, bytes: 1288490189 }), /^a revert could not cover 3 files \(1\.2 GB\)/);
 });
