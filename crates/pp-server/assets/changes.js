@@ -182,7 +182,12 @@ export function changesPanel(container, taskId) {
         ? h("p", { class: "muted small", text: "Cannot be undone: nothing was kept (too large)." })
         : null,
       kind === "effects_unknown"
-        ? h("p", { class: "muted small", text: "This tool has no file snapshot: check its effects yourself." })
+        ? h("p", {
+            class: "muted small",
+            text: change.path
+              ? "The command changed this in a way no revert covers (a mode, a link, a special file, or content beyond the snapshot bound): check it yourself."
+              : "This tool has no file snapshot: check its effects yourself.",
+          })
         : null,
       h("div", { class: "change-result", role: "status" }),
     );

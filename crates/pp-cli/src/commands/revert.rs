@@ -75,10 +75,18 @@ pub(crate) fn change_lines(changes: &[Change]) -> Vec<String> {
     let mut lines = vec!["Changes on disk:".to_owned()];
     for change in changes {
         let what = match change.kind {
-            ChangeKind::EffectsUnknown => format!(
-                "`{}` ran: effects unknown to PocketPilot",
-                terminal_safe(&change.tool)
-            ),
+            ChangeKind::EffectsUnknown => match change.path.as_deref() {
+                // A command's change no revert covers (a mode, a link, beyond the bound).
+                Some(path) => format!(
+                    "{}: changed by `{}`, not revertible",
+                    one_line(path),
+                    terminal_safe(&change.tool)
+                ),
+                None => format!(
+                    "`{}` ran: effects unknown to PocketPilot",
+                    terminal_safe(&change.tool)
+                ),
+            },
             _ => {
                 let size = change
                     .bytes
