@@ -440,10 +440,10 @@ impl BeforeRun {
                     approval,
                     &self.workspace_path,
                     executed,
-                    Some(guard),
                 )
                 .await
-                .map_err(|error| format!("not run: {error}"))?;
+                .map_err(|error| format!("not run: {error}"))?
+                .holding(guard);
                 let started = NewAudit {
                     actor: Some(pp_types::Actor::Agent),
                     task_id: Some(approval.task_id.clone()),

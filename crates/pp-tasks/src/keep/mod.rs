@@ -46,7 +46,6 @@ pub(crate) struct Kept {
     command: Option<workspace::Taken>,
     /// The workspace held for this call (a command alone, other approved calls
     /// together) until its rows are recorded: dropped with the last clone.
-    #[expect(dead_code, reason = "held until the rows are recorded, never read")]
     guard: Option<std::sync::Arc<crate::shared::WorkspaceGuard>>,
 }
 
@@ -96,10 +95,8 @@ pub(crate) async fn keep(
     approval: &ApprovalRecord,
     workspace_path: &str,
     arguments: &Value,
-    guard: Option<crate::shared::WorkspaceGuard>,
 ) -> Result<Kept> {
     let max_bytes = settings.revert.max_bytes;
-    let guard = guard.map(std::sync::Arc::new);
     if approval.tool == workspace::COMMAND_TOOL {
         // Before the command's own clock starts (the sandbox's `timeout_secs` counts from
         // its spawn), on the blocking pool.
@@ -127,7 +124,7 @@ pub(crate) async fn keep(
             hash_max_bytes: settings.hash_max_bytes,
             files: Vec::new(),
             command,
-            guard,
+            guard: None,
         });
     }
     let snapshots = match registry.get(&approval.tool) {
@@ -195,11 +192,18 @@ pub(crate) async fn keep(
         hash_max_bytes: settings.hash_max_bytes,
         files,
         command: None,
-        guard,
+        guard: None,
     })
 }
 
 impl Kept {
+    /// Holds the workspace with this call (taken before the checks and [`keep`]) until
+    /// its rows are recorded or it is dropped.
+    pub(crate) fn holding(mut self, guard: crate::shared::WorkspaceGuard) -> Self {
+        self.guard = Some(std::sync::Arc::new(guard));
+        self
+    }
+
     /// Whether this is an approved command's: its rows are recorded whether it
     /// succeeded or failed (it ran either way).
     pub(crate) fn is_command(&self) -> bool {
