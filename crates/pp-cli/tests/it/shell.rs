@@ -260,3 +260,72 @@ fn a_command_card_is_prechecked_only_for_what_would_fail() {
         "the working directory `gone` does not exist"
     );
 }
+
+/// Issue 31: an approved command run through the real sandbox leaves a record — the
+/// card said what a revert could not cover, `tasks show` lists each path it changed
+/// as a change of `run_command`, and `revert` puts a file back.
+#[test]
+fn an_approved_commands_changes_are_listed_and_reverted() {
+    if !landlock_or_skip("an_approved_commands_changes_are_listed_and_reverted") {
+        return;
+    }
+    let tree = TempTree::new();
+    tree.file("edit.txt", "before\n");
+    tree.file("gone.txt", "kept\n");
+    let pending = pending_run(
+        &tree,
+        &json!({"command": "sh", "args": ["-c",
+            "echo after > edit.txt && rm gone.txt && echo new > made.txt && mkdir out"]}),
+    );
+    let id = pending["approval_id"].as_str().unwrap();
+    let task = pending["task_id"].as_str().unwrap().to_owned();
+    let card = stored_approval(&tree, id);
+    assert_eq!(card["command"]["uncovered"], json!({"files": 0, "bytes": 0}));
+    let (code, stdout, stderr) = approvals(&tree, &["approve", id]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(tree.read("edit.txt"), "after\n");
+
+    let output = pocketpilot_in(&tree.base().join("home"))
+        .args(["tasks", "show", &task, "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let shown: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let changes = shown["changes_on_disk"].as_array().unwrap();
+    let mut seen: Vec<(String, String)> = changes
+        .iter()
+        .map(|change| {
+            assert_eq!(change["tool"], "run_command", "{change}");
+            (
+                change["path"].as_str().unwrap().to_owned(),
+                change["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("edit.txt".to_owned(), "overwritten".to_owned()),
+            ("gone.txt".to_owned(), "deleted".to_owned()),
+            ("made.txt".to_owned(), "created".to_owned()),
+            ("out".to_owned(), "folder_created".to_owned()),
+        ]
+    );
+    for change in changes {
+        let change = change["id"].as_str().unwrap();
+        let output = pocketpilot_in(&tree.base().join("home"))
+            .args(["revert", change])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    }
+    assert_eq!(tree.read("edit.txt"), "before\n");
+    assert_eq!(tree.read("gone.txt"), "kept\n");
+    assert!(!tree.exists("made.txt"));
+    assert!(!tree.exists("out"));
+}
