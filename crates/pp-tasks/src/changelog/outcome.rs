@@ -140,7 +140,7 @@ const NAMED_PATHS: usize = 8;
 /// `a.txt`, overwritten `b.txt`, deleted `c.txt`".
 fn command_summary(tool: &str, changes: &[pp_store::ChangeRow]) -> String {
     let count = changes.len();
-    let noun = if count == 1 { "path" } else { "paths" };
+    let plural = if count == 1 { "" } else { "s" };
     let mut parts: Vec<String> = changes
         .iter()
         .take(NAMED_PATHS)
@@ -149,7 +149,7 @@ fn command_summary(tool: &str, changes: &[pp_store::ChangeRow]) -> String {
     if count > NAMED_PATHS {
         parts.push(format!("and {} more", count - NAMED_PATHS));
     }
-    format!("`{tool}` changed {count} {noun}: {}", parts.join(", "))
+    format!("`{tool}` changed {count} path{plural}: {}", parts.join(", "))
 }
 
 /// One change of a command, in a few words: "created `a.txt`".
