@@ -280,7 +280,10 @@ fn an_approved_commands_changes_are_listed_and_reverted() {
     let id = pending["approval_id"].as_str().unwrap();
     let task = pending["task_id"].as_str().unwrap().to_owned();
     let card = stored_approval(&tree, id);
-    assert_eq!(card["command"]["uncovered"], json!({"files": 0, "bytes": 0}));
+    assert_eq!(
+        card["command"]["uncovered"],
+        json!({"files": 0, "bytes": 0})
+    );
     let (code, stdout, stderr) = approvals(&tree, &["approve", id]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert_eq!(tree.read("edit.txt"), "after\n");

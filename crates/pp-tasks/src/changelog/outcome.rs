@@ -149,7 +149,10 @@ fn command_summary(tool: &str, changes: &[pp_store::ChangeRow]) -> String {
     if count > NAMED_PATHS {
         parts.push(format!("and {} more", count - NAMED_PATHS));
     }
-    format!("`{tool}` changed {count} path{plural}: {}", parts.join(", "))
+    format!(
+        "`{tool}` changed {count} path{plural}: {}",
+        parts.join(", ")
+    )
 }
 
 /// One change of a command, in a few words: "created `a.txt`".
