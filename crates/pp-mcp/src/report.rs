@@ -49,6 +49,7 @@ pub fn server_report(
         error: None,
         tools: Vec::new(),
         unregistered: Vec::new(),
+        sandbox: config.sandbox_report(),
     };
     match resolution {
         Err(error) => row.error = Some(error.to_string()),
@@ -132,6 +133,7 @@ mod tests {
             max_output_bytes: defaults::MAX_OUTPUT_BYTES,
             include_instructions: false,
             tools: BTreeMap::new(),
+            sandbox: crate::config::SandboxConfig::unconfined(),
         }
     }
 
