@@ -285,12 +285,11 @@ fn resolve_sandbox(
                     path.display()
                 );
             }
-            if let Some(folder) = private
-                .iter()
-                .find(|folder| pp_sandbox::is_within(path, folder))
-            {
+            if let Some(folder) = private.iter().find(|folder| {
+                pp_sandbox::is_within(path, folder) || pp_sandbox::is_within(folder, path)
+            }) {
                 anyhow::bail!(
-                    "[[mcp.server]] `{name}`: sandbox.{key} path `{}` lies in {}, PocketPilot's \
+                    "[[mcp.server]] `{name}`: sandbox.{key} path `{}` reaches {}, PocketPilot's \
                      own data, which no MCP server may reach",
                     path.display(),
                     folder.display()
@@ -463,8 +462,9 @@ mod tests {
         for (table, needle) in [
             ("workspace = \"all\"", "sandbox.workspace `all`"),
             ("read = [\"relative/dir\"]", "sandbox.read path `relative/dir` must be absolute"),
-            ("write = [\"/srv/pp-data/cache\"]", "sandbox.write path `/srv/pp-data/cache` lies in /srv/pp-data"),
-            ("read = [\"/srv/pp-data\"]", "sandbox.read path `/srv/pp-data` lies in"),
+            ("write = [\"/srv/pp-data/cache\"]", "sandbox.write path `/srv/pp-data/cache` reaches /srv/pp-data"),
+            ("read = [\"/srv/pp-data\"]", "sandbox.read path `/srv/pp-data` reaches"),
+            ("read = [\"/srv\"]", "sandbox.read path `/srv` reaches /srv/pp-data"),
             ("network = \"yes\"", "network"),
             ("inherit_home = true", "inherit_home"),
         ] {

@@ -5,8 +5,8 @@
 //! The process may read and execute the system locations (`pp_sandbox::rules`), plus
 //! what it needs to start ([`start_paths`]), plus its `[mcp.server.sandbox]` `read`
 //! paths; write its `write` paths; and reach the workspace as its `workspace` says. The
-//! data directory is never granted: a derived path inside it is left out, and `pp-cli`
-//! refuses a configured `read` or `write` path inside it.
+//! data directory is never granted: a derived path inside it or holding it is left out,
+//! and `pp-cli` refuses a configured `read` or `write` path inside it or holding it.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -84,7 +84,7 @@ impl Launcher {
         argv.extend(args.iter().cloned());
         let mut read: Vec<PathBuf> = start_paths(program, args, cwd)
             .into_iter()
-            .filter(|path| !is_within(path, &self.data_dir))
+            .filter(|path| !is_within(path, &self.data_dir) && !is_within(&self.data_dir, path))
             .collect();
         read.extend(config.sandbox.read.iter().cloned());
         let mut spec = Spec::new(
