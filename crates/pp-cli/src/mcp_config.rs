@@ -445,8 +445,16 @@ mod tests {
         assert_eq!(reader.sandbox, SandboxConfig::default());
         assert_eq!(reader.workspace_access(), WorkspaceAccess::Read);
         assert_eq!(writer.workspace_access(), WorkspaceAccess::Write);
-        assert_eq!(reader.sandbox_card(), None, "the default is not shown on cards");
-        assert_eq!(writer.sandbox_card(), None, "the default is not shown on cards");
+        assert_eq!(
+            reader.sandbox_card(),
+            None,
+            "the default is not shown on cards"
+        );
+        assert_eq!(
+            writer.sandbox_card(),
+            None,
+            "the default is not shown on cards"
+        );
         assert_eq!(web.workspace_access(), WorkspaceAccess::None);
         assert!(!web.sandbox.confined);
         assert!(web.sandbox.network);
@@ -461,17 +469,34 @@ mod tests {
     fn bad_sandbox_tables_are_refused_with_the_server_and_the_key() {
         for (table, needle) in [
             ("workspace = \"all\"", "sandbox.workspace `all`"),
-            ("read = [\"relative/dir\"]", "sandbox.read path `relative/dir` must be absolute"),
-            ("write = [\"/srv/pp-data/cache\"]", "sandbox.write path `/srv/pp-data/cache` reaches /srv/pp-data"),
-            ("read = [\"/srv/pp-data\"]", "sandbox.read path `/srv/pp-data` reaches"),
-            ("read = [\"/srv\"]", "sandbox.read path `/srv` reaches /srv/pp-data"),
+            (
+                "read = [\"relative/dir\"]",
+                "sandbox.read path `relative/dir` must be absolute",
+            ),
+            (
+                "write = [\"/srv/pp-data/cache\"]",
+                "sandbox.write path `/srv/pp-data/cache` reaches /srv/pp-data",
+            ),
+            (
+                "read = [\"/srv/pp-data\"]",
+                "sandbox.read path `/srv/pp-data` reaches",
+            ),
+            (
+                "read = [\"/srv\"]",
+                "sandbox.read path `/srv` reaches /srv/pp-data",
+            ),
             ("network = \"yes\"", "network"),
             ("inherit_home = true", "inherit_home"),
         ] {
-            let text = format!("[[mcp.server]]\nname = \"a\"\ncommand = \"x\"\n[mcp.server.sandbox]\n{table}");
+            let text = format!(
+                "[[mcp.server]]\nname = \"a\"\ncommand = \"x\"\n[mcp.server.sandbox]\n{table}"
+            );
             let error = format!("{:#}", parse(&text).unwrap_err());
             assert!(error.contains(needle), "{table}: {error}");
-            assert!(error.contains("`a`") || !needle.starts_with("sandbox"), "{table}: {error}");
+            assert!(
+                error.contains("`a`") || !needle.starts_with("sandbox"),
+                "{table}: {error}"
+            );
         }
         let http = parse("[[mcp.server]]\nname = \"h\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp.server.sandbox]\nnetwork = true")
             .unwrap_err()

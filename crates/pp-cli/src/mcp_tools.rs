@@ -49,7 +49,10 @@ pub(crate) fn clients(config: &Config, servers: Vec<ServerConfig>) -> McpClients
         .workspaces
         .find(None)
         .map(|workspace| canonical(&workspace.path));
-    McpClients::with_launcher(servers, Launcher::new(sandbox, config.home.clone(), default))
+    McpClients::with_launcher(
+        servers,
+        Launcher::new(sandbox, config.home.clone(), default),
+    )
 }
 
 /// `path` with its links resolved, as the segment's jail has its root (as written when

@@ -126,8 +126,18 @@ pub(super) fn mcp_lines(mcp: &McpCallPreview, palette: Palette) -> String {
             if sandbox.network {
                 wide.push("network".to_owned());
             }
-            wide.extend(sandbox.read.iter().map(|path| format!("reads {}", one_line(path))));
-            wide.extend(sandbox.write.iter().map(|path| format!("writes {}", one_line(path))));
+            wide.extend(
+                sandbox
+                    .read
+                    .iter()
+                    .map(|path| format!("reads {}", one_line(path))),
+            );
+            wide.extend(
+                sandbox
+                    .write
+                    .iter()
+                    .map(|path| format!("writes {}", one_line(path))),
+            );
             lines.push_str(&format!(
                 "│ sandbox:    {}\n│ {}\n",
                 palette.paint(Paint::Yellow, &wide.join(", ")),

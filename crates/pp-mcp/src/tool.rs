@@ -26,8 +26,8 @@ use std::sync::Arc;
 use pp_agent::{BoxFuture, Tool, ToolContext};
 use pp_gate::Jail;
 use pp_types::{
-    EffectPreview, McpCallPreview, McpSandbox, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
-    pointer_paths, pointer_property,
+    EffectPreview, McpCallPreview, McpSandbox, PathRoot, TargetState, ToolOutput, ToolSpec,
+    WriteLabel, pointer_paths, pointer_property,
 };
 use serde_json::Value;
 

@@ -159,8 +159,18 @@ fn mcp_sandbox_line(sandbox: &pp_types::McpSandbox) -> String {
     if sandbox.network {
         wide.push("network".to_owned());
     }
-    wide.extend(sandbox.read.iter().map(|path| format!("reads {}", one_line(path, 200))));
-    wide.extend(sandbox.write.iter().map(|path| format!("writes {}", one_line(path, 200))));
+    wide.extend(
+        sandbox
+            .read
+            .iter()
+            .map(|path| format!("reads {}", one_line(path, 200))),
+    );
+    wide.extend(
+        sandbox
+            .write
+            .iter()
+            .map(|path| format!("writes {}", one_line(path, 200))),
+    );
     format!("MCP sandbox: {}", wide.join(", "))
 }
 

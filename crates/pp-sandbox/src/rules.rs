@@ -205,9 +205,9 @@ pub(crate) fn confine(spec: &Spec) -> Result<()> {
         .and_then(Ruleset::create)
         .and_then(|ruleset| {
             ruleset.add_rules(
-                granted
-                    .into_iter()
-                    .map(|(fd, access)| Ok::<_, landlock::RulesetError>(PathBeneath::new(fd, access))),
+                granted.into_iter().map(|(fd, access)| {
+                    Ok::<_, landlock::RulesetError>(PathBeneath::new(fd, access))
+                }),
             )
         })
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(SYSTEM_DIRS, read)))

@@ -95,9 +95,12 @@ impl Spec {
     /// The folders that are writable mounts in the command's mount namespace: the
     /// workspace when it may be written, and every `write` path.
     pub fn writable_roots(&self) -> Vec<PathBuf> {
-        let workspace = (self.workspace_access == WorkspaceAccess::Write)
-            .then(|| self.workspace.clone());
-        workspace.into_iter().chain(self.write.iter().cloned()).collect()
+        let workspace =
+            (self.workspace_access == WorkspaceAccess::Write).then(|| self.workspace.clone());
+        workspace
+            .into_iter()
+            .chain(self.write.iter().cloned())
+            .collect()
     }
 
     /// The environment a command gets: the system `PATH`, `HOME` set to the workspace

@@ -86,9 +86,12 @@ pub fn python_probe() -> Option<(String, Vec<String>)> {
     let python = venv.join("bin/python");
     let has_sdk = std::fs::read_dir(venv.join("lib"))
         .map(|entries| {
-            entries
-                .flatten()
-                .any(|entry| entry.path().join("site-packages/mcp/server/fastmcp").is_dir())
+            entries.flatten().any(|entry| {
+                entry
+                    .path()
+                    .join("site-packages/mcp/server/fastmcp")
+                    .is_dir()
+            })
         })
         .unwrap_or(false);
     if python.is_file() && has_sdk {

@@ -45,10 +45,25 @@ fn sandbox_text(sandbox: &McpSandbox) -> String {
     }
     let mut parts = vec![
         format!("workspace {}", one_line(&sandbox.workspace)),
-        if sandbox.network { "network" } else { "no network" }.to_owned(),
+        if sandbox.network {
+            "network"
+        } else {
+            "no network"
+        }
+        .to_owned(),
     ];
-    parts.extend(sandbox.read.iter().map(|path| format!("reads {}", one_line(path))));
-    parts.extend(sandbox.write.iter().map(|path| format!("writes {}", one_line(path))));
+    parts.extend(
+        sandbox
+            .read
+            .iter()
+            .map(|path| format!("reads {}", one_line(path))),
+    );
+    parts.extend(
+        sandbox
+            .write
+            .iter()
+            .map(|path| format!("writes {}", one_line(path))),
+    );
     parts.join(", ")
 }
 

@@ -18,10 +18,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["pp-types", "pp-gate", "pp-agent", "pp-docs", "pp-sandbox"],
     ),
     // pp-sandbox: stdio MCP servers start confined like run_command.
-    (
-        "pp-mcp",
-        &["pp-types", "pp-gate", "pp-agent", "pp-sandbox"],
-    ),
+    ("pp-mcp", &["pp-types", "pp-gate", "pp-agent", "pp-sandbox"]),
     (
         "pp-tasks",
         &[

@@ -196,13 +196,19 @@ fn a_confined_python_server_reads_neither_home_nor_the_data_directory_nor_connec
     assert_eq!(code, Some(0), "{stderr}");
     let results = results(&events);
     assert_eq!(results.len(), 5, "{results:?}\n{stderr}");
-    assert!(results[0].starts_with("DENIED PermissionError"), "home: {results:?}");
-    assert!(results[1].starts_with("DENIED PermissionError"), "data: {results:?}");
-    assert!(results[2].starts_with("DENIED PermissionError"), "connect: {results:?}");
     assert!(
-        results.iter().all(|r| !r.contains("secret")),
-        "{results:?}"
+        results[0].starts_with("DENIED PermissionError"),
+        "home: {results:?}"
     );
+    assert!(
+        results[1].starts_with("DENIED PermissionError"),
+        "data: {results:?}"
+    );
+    assert!(
+        results[2].starts_with("DENIED PermissionError"),
+        "connect: {results:?}"
+    );
+    assert!(results.iter().all(|r| !r.contains("secret")), "{results:?}");
     assert_eq!(accepted.load(Ordering::SeqCst), 0, "nothing connected");
     // The workspace is readable (every tool reads: the default is `workspace = "read"`)
     // and the SDK's server keeps working.
@@ -266,7 +272,8 @@ fn with_network_true_the_server_connects_and_its_card_shows_the_sandbox() {
     let (code, stdout, stderr) = cli(&tree, &config, &["approvals", "approve", id]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(
-        pp_test_support::wait_until(Duration::from_secs(5), || accepted.load(Ordering::SeqCst) > 0),
+        pp_test_support::wait_until(Duration::from_secs(5), || accepted.load(Ordering::SeqCst)
+            > 0),
         "the approved connect reached the listener: {stdout}{stderr}"
     );
 }
@@ -287,7 +294,10 @@ fn a_server_with_confined_false_is_not_confined_and_every_card_says_so() {
         ),
     );
     let report = list_json(&tree, &config);
-    assert_eq!(report["servers"][0]["sandbox"]["confined"], false, "{report}");
+    assert_eq!(
+        report["servers"][0]["sandbox"]["confined"], false,
+        "{report}"
+    );
     let (code, stdout, _) = cli(&tree, &config, &["mcp", "list"]);
     assert_eq!(code, Some(0));
     assert!(stdout.contains("sandbox: NOT confined"), "{stdout}");
@@ -434,16 +444,24 @@ fn sandbox_tables_are_checked_when_the_config_is_read() {
     let data = data_dir(&tree);
     for (table, needle) in [
         ("workspace = \"all\"", "sandbox.workspace `all`"),
-        ("read = [\"cache\"]", "sandbox.read path `cache` must be absolute"),
         (
-            &format!("write = [{}]", quoted(&data.join("x").display().to_string())) as &str,
+            "read = [\"cache\"]",
+            "sandbox.read path `cache` must be absolute",
+        ),
+        (
+            &format!(
+                "write = [{}]",
+                quoted(&data.join("x").display().to_string())
+            ) as &str,
             "PocketPilot's own data",
         ),
         ("netwrok = true", "netwrok"),
     ] {
         let config = config(
             &tree,
-            &format!("[[mcp.server]]\nname = \"a\"\ncommand = \"x\"\n[mcp.server.sandbox]\n{table}\n"),
+            &format!(
+                "[[mcp.server]]\nname = \"a\"\ncommand = \"x\"\n[mcp.server.sandbox]\n{table}\n"
+            ),
         );
         let (code, _, stderr) = cli(&tree, &config, &["mcp", "list"]);
         assert_ne!(code, Some(0), "{table}");

@@ -164,7 +164,10 @@ fn mcp_list_json_has_the_shape_and_only_whitelisted_tools_are_offered() {
         keys
     };
     assert_eq!(keys(&report), ["servers"]);
-    assert_eq!(keys(fs), ["name", "sandbox", "tools", "transport", "unregistered"]);
+    assert_eq!(
+        keys(fs),
+        ["name", "sandbox", "tools", "transport", "unregistered"]
+    );
     let mut offered = fs["tools"].as_array().unwrap().clone();
     offered.sort_by_key(|tool| tool["name"].as_str().unwrap().to_owned());
     assert_eq!(

@@ -238,9 +238,7 @@ pub(crate) async fn spawn(
             let (config, program) = (config.clone(), program.clone());
             let workspace = workspace.map(Path::to_path_buf);
             let prepared = tokio::task::spawn_blocking(move || {
-                let crate::config::Transport::Stdio {
-                    args, env, cwd, ..
-                } = &config.transport
+                let crate::config::Transport::Stdio { args, env, cwd, .. } = &config.transport
                 else {
                     return Err("it is not a stdio server".to_owned());
                 };

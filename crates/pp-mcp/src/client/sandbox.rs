@@ -181,17 +181,26 @@ mod tests {
     #[test]
     fn a_script_in_node_modules_grants_its_folder_and_the_outermost_node_modules() {
         let root = tempfile::tempdir().unwrap();
-        let dist = root.path().join("app/node_modules/@s/server/node_modules/x/dist");
+        let dist = root
+            .path()
+            .join("app/node_modules/@s/server/node_modules/x/dist");
         std::fs::create_dir_all(&dist).unwrap();
         std::fs::write(dist.join("index.js"), "").unwrap();
         let script = dist.join("index.js").display().to_string();
-        let granted = start_paths(Path::new("/usr/bin/env"), &[script, "--flag".to_owned()], None);
+        let granted = start_paths(
+            Path::new("/usr/bin/env"),
+            &[script, "--flag".to_owned()],
+            None,
+        );
         let dist = std::fs::canonicalize(&dist).unwrap();
         assert!(granted.contains(&PathBuf::from("/usr/bin")), "{granted:?}");
         assert!(granted.contains(&dist), "{granted:?}");
         let outer = std::fs::canonicalize(root.path().join("app/node_modules")).unwrap();
         assert!(granted.contains(&outer), "{granted:?}");
-        assert!(!granted.iter().any(|path| path == &outer.parent().unwrap()), "{granted:?}");
+        assert!(
+            !granted.iter().any(|path| path == &outer.parent().unwrap()),
+            "{granted:?}"
+        );
     }
 
     #[test]
@@ -204,9 +213,15 @@ mod tests {
         std::fs::write(venv.join("bin/python"), "").unwrap();
         let granted = start_paths(&venv.join("bin/python"), &[], None);
         for expected in ["bin", "lib", "pyvenv.cfg"] {
-            assert!(granted.contains(&venv.join(expected)), "{expected}: {granted:?}");
+            assert!(
+                granted.contains(&venv.join(expected)),
+                "{expected}: {granted:?}"
+            );
         }
         assert!(!granted.contains(&venv), "{granted:?}");
-        assert!(!granted.contains(&venv.join("lib64")), "absent paths are left out");
+        assert!(
+            !granted.contains(&venv.join("lib64")),
+            "absent paths are left out"
+        );
     }
 }

@@ -668,9 +668,21 @@ async fn a_stdio_server_runs_once_per_workspace_and_an_http_server_once() {
     let first = clients.servers_for(Some(one));
     let again = clients.servers_for(Some(one));
     let other = clients.servers_for(Some(two));
-    assert_eq!(pointer(&first, 0), pointer(&again, 0), "the same workspace's process");
-    assert_ne!(pointer(&first, 0), pointer(&other, 0), "another workspace, another process");
-    assert_eq!(pointer(&first, 1), pointer(&other, 1), "one HTTP connection");
+    assert_eq!(
+        pointer(&first, 0),
+        pointer(&again, 0),
+        "the same workspace's process"
+    );
+    assert_ne!(
+        pointer(&first, 0),
+        pointer(&other, 0),
+        "another workspace, another process"
+    );
+    assert_eq!(
+        pointer(&first, 1),
+        pointer(&other, 1),
+        "one HTTP connection"
+    );
 
     // Each workspace's process is its own, and shutdown ends them all.
     let (a, b) = (first[0].1.list_tools().await, other[0].1.list_tools().await);

@@ -61,9 +61,18 @@ pub(super) fn extra_read_and_write_paths_are_granted_and_nothing_beside(fixture:
     spec.read = vec![marker.clone()];
     spec.write = vec![cache.clone()];
     let finished = run(&spec);
-    assert!(text(&finished.stdout.bytes).contains("marker"), "{finished:?}");
-    assert_eq!(std::fs::read_to_string(cache.join("entry")).unwrap(), "cached\n");
-    assert!(!succeeded(&finished), "writing beside the write path failed: {finished:?}");
+    assert!(
+        text(&finished.stdout.bytes).contains("marker"),
+        "{finished:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cache.join("entry")).unwrap(),
+        "cached\n"
+    );
+    assert!(
+        !succeeded(&finished),
+        "writing beside the write path failed: {finished:?}"
+    );
     assert!(!fixture.outside.join("beside").exists());
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), MARKER);
 }
@@ -126,7 +135,10 @@ pub(super) fn a_prepared_server_answers_and_ends_with_its_group(fixture: &Fixtur
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     assert_eq!(line, "got hello\n");
-    assert!(!processes_with(&nap).is_empty(), "the background sleep runs");
+    assert!(
+        !processes_with(&nap).is_empty(),
+        "the background sleep runs"
+    );
     let group = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
     let _ = child.wait();
@@ -135,5 +147,8 @@ pub(super) fn a_prepared_server_answers_and_ends_with_its_group(fixture: &Fixtur
     while !processes_with(&nap).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(processes_with(&nap).is_empty(), "the background sleep ended with the server");
+    assert!(
+        processes_with(&nap).is_empty(),
+        "the background sleep ended with the server"
+    );
 }
