@@ -198,7 +198,7 @@ mod tests {
         let outer = std::fs::canonicalize(root.path().join("app/node_modules")).unwrap();
         assert!(granted.contains(&outer), "{granted:?}");
         assert!(
-            !granted.iter().any(|path| path == &outer.parent().unwrap()),
+            !granted.iter().any(|path| path == outer.parent().unwrap()),
             "{granted:?}"
         );
     }
