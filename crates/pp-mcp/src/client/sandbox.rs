@@ -224,4 +224,133 @@ mod tests {
             "absent paths are left out"
         );
     }
+
+    fn stdio_config() -> ServerConfig {
+        ServerConfig {
+            name: "probe".to_owned(),
+            transport: crate::config::Transport::Stdio {
+                command: "/usr/bin/env".to_owned(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            allow: vec!["*".to_owned()],
+            default_action: Some("read".to_owned()),
+            trust_annotations: false,
+            start: crate::config::Start::Lazy,
+            call_timeout: crate::config::defaults::CALL_TIMEOUT,
+            max_output_bytes: crate::config::defaults::MAX_OUTPUT_BYTES,
+            include_instructions: false,
+            tools: BTreeMap::new(),
+            sandbox: crate::config::SandboxConfig::default(),
+        }
+    }
+
+    fn launcher(support: Support, data_dir: &Path) -> Launcher {
+        Launcher {
+            sandbox: Sandbox::new(PathBuf::from("/bin/false"), Vec::new()),
+            data_dir: data_dir.to_path_buf(),
+            support,
+            default_workspace: None,
+        }
+    }
+
+    fn usable() -> Support {
+        Support {
+            files: true,
+            tcp: true,
+            socket_filter: true,
+            ..Support::default()
+        }
+    }
+
+    #[test]
+    fn without_landlock_a_confined_server_is_refused_naming_the_key() {
+        let root = tempfile::tempdir().unwrap();
+        let launcher = launcher(Support::default(), &root.path().join("pp-data"));
+        let workspace = root.path().join("work");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let config = stdio_config();
+        let error = launcher
+            .spec(
+                &config,
+                Path::new("/usr/bin/env"),
+                &[],
+                &BTreeMap::new(),
+                None,
+                Some(&workspace),
+            )
+            .unwrap_err();
+        assert!(
+            error.contains("`confined = false`") && error.contains("[mcp.server.sandbox]"),
+            "{error}"
+        );
+        let mut unconfined = stdio_config();
+        unconfined.sandbox.confined = false;
+        let spec = launcher
+            .spec(
+                &unconfined,
+                Path::new("/usr/bin/env"),
+                &[],
+                &BTreeMap::new(),
+                None,
+                Some(&workspace),
+            )
+            .unwrap();
+        assert!(!spec.confine);
+    }
+
+    #[test]
+    fn the_spec_carries_the_sandbox_and_never_a_workspace_holding_the_data_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = root.path().join("work");
+        std::fs::create_dir_all(workspace.join("data")).unwrap();
+        let mut config = stdio_config();
+        config.sandbox.network = true;
+        config.sandbox.write = vec![PathBuf::from("/var/cache/probe")];
+        let env = BTreeMap::from([("PATH".to_owned(), "/usr/bin".to_owned())]);
+        let elsewhere = launcher(usable(), &root.path().join("pp-data"));
+        let spec = elsewhere
+            .spec(
+                &config,
+                Path::new("/usr/bin/env"),
+                &[],
+                &env,
+                None,
+                Some(&workspace),
+            )
+            .unwrap();
+        assert!(spec.confine && spec.network);
+        assert_eq!(
+            spec.workspace_access,
+            WorkspaceAccess::Read,
+            "every tool reads"
+        );
+        assert_eq!(spec.write, [PathBuf::from("/var/cache/probe")]);
+        assert_eq!(spec.env, [("PATH".to_owned(), "/usr/bin".to_owned())]);
+        assert_eq!(spec.cwd, workspace);
+        assert!(
+            spec.read.contains(&PathBuf::from("/usr/bin")),
+            "{:?}",
+            spec.read
+        );
+        assert_eq!(spec.limits, ResourceLimits::server());
+        // No task workspace: nothing of one is reachable.
+        let none = elsewhere
+            .spec(&config, Path::new("/usr/bin/env"), &[], &env, None, None)
+            .unwrap();
+        assert_eq!(none.workspace_access, WorkspaceAccess::None);
+        let inside = launcher(usable(), &workspace.join("data"));
+        let error = inside
+            .spec(
+                &config,
+                Path::new("/usr/bin/env"),
+                &[],
+                &env,
+                None,
+                Some(&workspace),
+            )
+            .unwrap_err();
+        assert!(error.contains("holds the data directory"), "{error}");
+    }
 }
