@@ -459,6 +459,9 @@ pub struct McpClients {
     servers: Vec<Server>,
     /// What confines the stdio servers (`None`: only `confined = false` ones start).
     launcher: Option<Arc<Launcher>>,
+    /// Set by [`McpClients::shutdown`]: a connection made later (a workspace first seen
+    /// after it) is closed from the start, so nothing is started once they are shut down.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// One configured server and its connections.
@@ -493,6 +496,7 @@ impl McpClients {
                 })
                 .collect(),
             launcher,
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -517,11 +521,12 @@ impl McpClients {
         if let Some((_, connection)) = connections.iter().find(|(made, _)| *made == key) {
             return Arc::clone(connection);
         }
-        let connection = Arc::new(Connection::confined(
-            server.config.clone(),
-            self.launcher.clone(),
-            key.clone(),
-        ));
+        let mut connection =
+            Connection::confined(server.config.clone(), self.launcher.clone(), key.clone());
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            connection.state.get_mut().phase = Phase::Closed;
+        }
+        let connection = Arc::new(connection);
         connections.push((key, Arc::clone(&connection)));
         connection
     }
@@ -577,6 +582,7 @@ impl McpClients {
     /// Ends every server process, of every workspace (all at once; see
     /// [`Connection::shutdown`]).
     pub async fn shutdown(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut stops = tokio::task::JoinSet::new();
         for server in &self.servers {
             let connections: Vec<Arc<Connection>> = server

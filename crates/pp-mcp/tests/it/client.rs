@@ -688,4 +688,11 @@ async fn a_stdio_server_runs_once_per_workspace_and_an_http_server_once() {
     let (a, b) = (first[0].1.list_tools().await, other[0].1.list_tools().await);
     assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
     clients.shutdown().await;
+    // Nothing starts once the clients are shut down, not even for a new workspace.
+    let late = clients.servers_for(Some(Path::new("/work/three")));
+    let refused = late[0].1.list_tools().await;
+    assert!(
+        matches!(refused, Err(McpError::Start { .. })),
+        "{refused:?}"
+    );
 }
