@@ -324,6 +324,41 @@ test("an MCP write over an existing file: the precheck's label and diff, never â
   await page.close();
 });
 
+test("an MCP card shows the server's sandbox when wider than the default, and NOT confined in the strong style", async () => {
+  const wide = { server: "web", tool: "fetch", action: "network", sandbox: { confined: true, workspace: "none", read: [], write: ["/var/cache/web"], network: true } };
+  const loose = { server: "loose", tool: "run", action: "execute", sandbox: { confined: false, workspace: "write", read: [], write: [], network: false } };
+  const plain = { server: "files", tool: "read_text_file", action: "write" };
+  const views = [
+    fixture("ap_mcp_wide", "web__fetch", "mcp:web:fetch:network", { mcp: wide, arguments: { url: "https://example.com" } }),
+    fixture("ap_mcp_loose", "loose__run", "mcp:loose:run:execute", { mcp: loose, arguments: { what: "x" } }),
+    fixture("ap_mcp_plain", "files__read_text_file", "mcp:files:read_text_file:write", { mcp: plain, arguments: { path: "a.txt" } }),
+  ];
+  const page = await app.context.newPage();
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(app.server.base + "/#/approvals");
+  await page.locator("#view .page").first().waitFor();
+  await page.evaluate(async (list) => {
+    const { approvalCard } = await import("/assets/card.js");
+    const section = document.createElement("section");
+    section.setAttribute("aria-label", "fixture cards");
+    for (const view of list) {
+      section.append(approvalCard(view, { linkToTask: false }).element);
+    }
+    document.querySelector("#view .page").prepend(section);
+  }, views);
+  const wideCard = card(page, "ap_mcp_wide");
+  assert.equal(await wideCard.locator(".mcp-sandbox").textContent(), "Sandbox workspace none, network, writes /var/cache/web");
+  assert.equal(await wideCard.locator(".unconfined-banner").count(), 0);
+  const looseCard = card(page, "ap_mcp_loose");
+  assert.match(await looseCard.locator(".unconfined-banner").textContent(), /^NOT confined This MCP server's process runs with all of your user's rights/);
+  assert.match(await looseCard.locator(".mcp-limit").textContent(), /NOT confined/);
+  const plainCard = card(page, "ap_mcp_plain");
+  assert.equal(await plainCard.locator(".mcp-sandbox").count(), 0, "the default sandbox is not repeated");
+  assert.match(await plainCard.locator(".mcp-limit").textContent(), /in its sandbox/);
+  assert.deepEqual(await axeViolations(page), []);
+  await page.close();
+});
+
 test("a card asking again a call that may already have run: the notice, the target before the call against now", async () => {
   const views = [
     fixture("ap_cut", "write_file", "file:write", {

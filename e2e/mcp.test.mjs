@@ -79,6 +79,8 @@ test("MCP page: tools with model name, capability and level; left-out tools with
   const left = everything.locator(".mcp-unregistered li");
   assert.ok((await left.count()) > 0, "the other tools of the everything server are listed as not offered");
   await textMatches(everything.locator('.mcp-unregistered li[data-tool="toggle-simulated-logging"]'), /not in the whitelist/);
+  // A stdio server's sandbox, with its defaults filled in (get-sum may write: workspace write).
+  await textMatches(everything.locator(".mcp-sandbox"), /^Sandbox: workspace write, no network$/);
 
   const broken = page.locator('section.mcp-server[data-server="broken"]');
   await textMatches(broken.locator(".notice"), /broken/);

@@ -10,6 +10,16 @@ cd "$(dirname "$0")/.."
 # The real MCP servers the MCP tests start (crates/pp-mcp/tests/servers, from the
 # committed lockfile; the tests fail under CI without them).
 (cd crates/pp-mcp/tests/servers && npm ci --silent --no-audit --no-fund)
+# The Python MCP server the sandbox tests start (crates/pp-mcp/tests/servers/python, the
+# official SDK pinned in its requirements.txt), in a venv of its own: target/mcp-venv
+# (the tests fail under CI without it).
+if [ ! -x target/mcp-venv/bin/python ] ||
+  ! target/mcp-venv/bin/pip freeze --disable-pip-version-check 2>/dev/null |
+  grep -qxF -f crates/pp-mcp/tests/servers/python/requirements.txt; then
+  python3 -m venv target/mcp-venv
+  target/mcp-venv/bin/pip install --quiet --disable-pip-version-check \
+    -r crates/pp-mcp/tests/servers/python/requirements.txt
+fi
 # The store's conformance suite runs on SQLite and, here, on PostgreSQL too: a private
 # cluster in target/pg (scripts/postgres.sh, port PP_TEST_POSTGRES_PORT or 55432), stopped
 # on exit. An explicit PP_TEST_POSTGRES_URL is used as is. Without PostgreSQL installed the

@@ -69,7 +69,10 @@ impl App {
         if config.team {
             team_knowledge(&mut config, &store).await?;
         }
-        let mcp = Arc::new(McpClients::new(config.mcp.servers.clone()));
+        let mcp = Arc::new(crate::mcp_tools::clients(
+            &config,
+            config.mcp.servers.clone(),
+        ));
         let service = TaskService::build(
             store.clone(),
             config.tasks.clone(),

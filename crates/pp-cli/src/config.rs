@@ -792,6 +792,12 @@ impl Config {
                 .unwrap_or(MemorySettings::DEFAULT_MAX_PROMPT_BYTES),
             ..MemorySettings::new(&home)
         };
+        // No MCP server's sandbox may reach PocketPilot's own data.
+        let private: Vec<&Path> = [Some(home.as_path()), team_dir.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let mcp = crate::mcp_config::McpConfig::resolve(file_config.mcp.as_ref(), &private)?;
         Ok(Self {
             home,
             file,
@@ -814,7 +820,7 @@ impl Config {
             memory,
             docs: DocsConfig::resolve(file_config.docs.as_ref()),
             shell,
-            mcp: crate::mcp_config::McpConfig::resolve(file_config.mcp.as_ref())?,
+            mcp,
             notify,
             approvals_expire_after,
             telegram,

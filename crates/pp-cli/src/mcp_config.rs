@@ -2,11 +2,11 @@
 //! file only (never from a workspace), resolved into `pp_mcp::ServerConfig`s.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pp_mcp::config::defaults;
-use pp_mcp::{ServerConfig, Start, ToolConfig, Transport};
+use pp_mcp::{SandboxConfig, ServerConfig, Start, ToolConfig, Transport, WorkspaceAccess};
 use serde::Deserialize;
 
 /// The action words a tool may be given (`action`, `default_action`).
@@ -51,6 +51,26 @@ pub(crate) struct FileMcpServer {
     include_instructions: bool,
     #[serde(default)]
     tools: BTreeMap<String, FileMcpTool>,
+    sandbox: Option<FileMcpSandbox>,
+}
+
+/// `[mcp.server.sandbox]`: how a stdio server's process is confined.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileMcpSandbox {
+    /// `read`, `write` or `none` (default: `read` when every tool it may offer is a read
+    /// or list by the config, else `write`).
+    workspace: Option<String>,
+    /// Absolute paths it may read besides the system locations and its start needs.
+    #[serde(default)]
+    read: Vec<PathBuf>,
+    /// Absolute paths it may write besides the workspace.
+    #[serde(default)]
+    write: Vec<PathBuf>,
+    /// Whether it may use the network (default false).
+    network: Option<bool>,
+    /// Whether it runs confined at all (default true).
+    confined: Option<bool>,
 }
 
 /// `[mcp.server.tools.<tool>]`.
@@ -84,15 +104,17 @@ impl Default for McpConfig {
 }
 
 impl McpConfig {
-    /// Checks and resolves the table; every error names the server and the key.
-    pub(crate) fn resolve(file: Option<&FileMcp>) -> anyhow::Result<Self> {
+    /// Checks and resolves the table; every error names the server and the key. No
+    /// server's `read` or `write` path may lie in one of the `private` folders (the data
+    /// directory, the team directory).
+    pub(crate) fn resolve(file: Option<&FileMcp>, private: &[&Path]) -> anyhow::Result<Self> {
         let Some(file) = file else {
             return Ok(Self::default());
         };
         let mut names = BTreeSet::new();
         let mut servers = Vec::with_capacity(file.server.len());
         for server in &file.server {
-            let resolved = resolve_server(server)?;
+            let resolved = resolve_server(server, private)?;
             if !names.insert(resolved.name.clone()) {
                 anyhow::bail!("[[mcp.server]] `{}` is configured twice", resolved.name);
             }
@@ -110,7 +132,7 @@ impl McpConfig {
     }
 }
 
-fn resolve_server(file: &FileMcpServer) -> anyhow::Result<ServerConfig> {
+fn resolve_server(file: &FileMcpServer, private: &[&Path]) -> anyhow::Result<ServerConfig> {
     let name = file.name.trim();
     if name.is_empty()
         || !name
@@ -213,6 +235,7 @@ fn resolve_server(file: &FileMcpServer) -> anyhow::Result<ServerConfig> {
             },
         );
     }
+    let sandbox = resolve_sandbox(name, &transport, file.sandbox.as_ref(), private)?;
     Ok(ServerConfig {
         name: name.to_owned(),
         transport,
@@ -224,6 +247,62 @@ fn resolve_server(file: &FileMcpServer) -> anyhow::Result<ServerConfig> {
         max_output_bytes,
         include_instructions: file.include_instructions,
         tools,
+        sandbox,
+    })
+}
+
+/// `[mcp.server.sandbox]` over the defaults: only for a stdio server, paths absolute and
+/// never in a `private` folder.
+fn resolve_sandbox(
+    name: &str,
+    transport: &Transport,
+    file: Option<&FileMcpSandbox>,
+    private: &[&Path],
+) -> anyhow::Result<SandboxConfig> {
+    let Some(file) = file else {
+        return Ok(SandboxConfig::default());
+    };
+    if let Transport::Http { .. } = transport {
+        anyhow::bail!(
+            "[[mcp.server]] `{name}`: `[mcp.server.sandbox]` goes with `command` (a stdio \
+             server); an HTTP server's process is not PocketPilot's to confine"
+        );
+    }
+    let workspace = match file.workspace.as_deref() {
+        None => None,
+        Some("read") => Some(WorkspaceAccess::Read),
+        Some("write") => Some(WorkspaceAccess::Write),
+        Some("none") => Some(WorkspaceAccess::None),
+        Some(other) => anyhow::bail!(
+            "[[mcp.server]] `{name}`: sandbox.workspace `{other}` is not `read`, `write` or `none`"
+        ),
+    };
+    for (key, paths) in [("read", &file.read), ("write", &file.write)] {
+        for path in paths {
+            if !path.is_absolute() {
+                anyhow::bail!(
+                    "[[mcp.server]] `{name}`: sandbox.{key} path `{}` must be absolute",
+                    path.display()
+                );
+            }
+            if let Some(folder) = private.iter().find(|folder| {
+                pp_sandbox::is_within(path, folder) || pp_sandbox::is_within(folder, path)
+            }) {
+                anyhow::bail!(
+                    "[[mcp.server]] `{name}`: sandbox.{key} path `{}` reaches {}, PocketPilot's \
+                     own data, which no MCP server may reach",
+                    path.display(),
+                    folder.display()
+                );
+            }
+        }
+    }
+    Ok(SandboxConfig {
+        confined: file.confined.unwrap_or(true),
+        workspace,
+        read: file.read.clone(),
+        write: file.write.clone(),
+        network: file.network.unwrap_or(false),
     })
 }
 
@@ -237,7 +316,7 @@ mod tests {
             mcp: FileMcp,
         }
         let top: Top = toml::from_str(text)?;
-        McpConfig::resolve(Some(&top.mcp))
+        McpConfig::resolve(Some(&top.mcp), &[Path::new("/srv/pp-data")])
     }
 
     #[test]
@@ -332,5 +411,96 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(unknown.contains("inherit_env"), "{unknown}");
+    }
+
+    #[test]
+    fn the_sandbox_table_resolves_over_the_defaults() {
+        let config = parse(
+            r#"
+            [[mcp.server]]
+            name = "reader"
+            command = "x"
+            default_action = "read"
+            [[mcp.server]]
+            name = "writer"
+            command = "x"
+            [mcp.server.tools.put]
+            action = "write"
+            [[mcp.server]]
+            name = "web"
+            command = "x"
+            default_action = "read"
+            [mcp.server.sandbox]
+            workspace = "none"
+            read = ["/opt/models"]
+            write = ["/var/cache/web"]
+            network = true
+            confined = false
+            "#,
+        )
+        .unwrap();
+        let [reader, writer, web] = config.servers.as_slice() else {
+            panic!("three servers: {config:?}");
+        };
+        assert_eq!(reader.sandbox, SandboxConfig::default());
+        assert_eq!(reader.workspace_access(), WorkspaceAccess::Read);
+        assert_eq!(writer.workspace_access(), WorkspaceAccess::Write);
+        assert_eq!(
+            reader.sandbox_card(),
+            None,
+            "the default is not shown on cards"
+        );
+        assert_eq!(
+            writer.sandbox_card(),
+            None,
+            "the default is not shown on cards"
+        );
+        assert_eq!(web.workspace_access(), WorkspaceAccess::None);
+        assert!(!web.sandbox.confined);
+        assert!(web.sandbox.network);
+        assert_eq!(web.sandbox.read, [PathBuf::from("/opt/models")]);
+        assert_eq!(web.sandbox.write, [PathBuf::from("/var/cache/web")]);
+        let card = web.sandbox_card().unwrap();
+        assert!(card.network && !card.confined);
+        assert_eq!(card.workspace, "none");
+    }
+
+    #[test]
+    fn bad_sandbox_tables_are_refused_with_the_server_and_the_key() {
+        for (table, needle) in [
+            ("workspace = \"all\"", "sandbox.workspace `all`"),
+            (
+                "read = [\"relative/dir\"]",
+                "sandbox.read path `relative/dir` must be absolute",
+            ),
+            (
+                "write = [\"/srv/pp-data/cache\"]",
+                "sandbox.write path `/srv/pp-data/cache` reaches /srv/pp-data",
+            ),
+            (
+                "read = [\"/srv/pp-data\"]",
+                "sandbox.read path `/srv/pp-data` reaches",
+            ),
+            (
+                "read = [\"/srv\"]",
+                "sandbox.read path `/srv` reaches /srv/pp-data",
+            ),
+            ("network = \"yes\"", "network"),
+            ("inherit_home = true", "inherit_home"),
+        ] {
+            let text = format!(
+                "[[mcp.server]]\nname = \"a\"\ncommand = \"x\"\n[mcp.server.sandbox]\n{table}"
+            );
+            let error = format!("{:#}", parse(&text).unwrap_err());
+            assert!(error.contains(needle), "{table}: {error}");
+            assert!(
+                error.contains("`a`") || !needle.starts_with("sandbox"),
+                "{table}: {error}"
+            );
+        }
+        let http = parse("[[mcp.server]]\nname = \"h\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp.server.sandbox]\nnetwork = true")
+            .unwrap_err()
+            .to_string();
+        assert!(http.contains("goes with `command`"), "{http}");
     }
 }

@@ -10,18 +10,26 @@
 //! only the first segment (or the first after a restart) waits for it. A lazy server is
 //! thus started by the first segment that is equipped, not before.
 //!
+//! A stdio server runs confined (`pp_mcp::Launcher`, `pocketpilot __sandbox`), one
+//! process per workspace: the provider asks the clients for the servers of the
+//! segment's workspace, so a task's first segment starts that workspace's processes.
+//! The default workspace's serve `start = "startup"`, `mcp list`, `mcp check`, `doctor`
+//! and `GET /api/mcp/servers`.
+//!
 //! A server that cannot be reached does not fail the task: its tools are not offered,
 //! and the reason is printed once per process on stderr (as are the resolution's
 //! warnings: tools left unregistered at P3, name clashes, configured tools the server
 //! does not list).
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use pp_mcp::{Backend, McpTool, ServerConfig};
+use pp_mcp::{Backend, Launcher, McpTool, ServerConfig};
 use pp_tools::{ProviderError, Provision, Scope, ToolProvider};
 use tokio::runtime::Handle;
 
+use crate::config::Config;
 use crate::output::errln;
 
 pub(crate) use pp_mcp::McpClients;
@@ -30,9 +38,44 @@ pub(crate) use pp_mcp::McpClients;
 /// with `include_instructions = true`).
 pub(crate) const MAX_INSTRUCTIONS_CHARS: usize = 2_000;
 
+/// The clients of `servers`: stdio servers start as `pocketpilot __sandbox` (this very
+/// binary; `pocketpilot` on PATH should its path be unknown), confined for the workspace
+/// they serve, never reaching the data directory; the configured default workspace is
+/// the one served when no task names one.
+pub(crate) fn clients(config: &Config, servers: Vec<ServerConfig>) -> McpClients {
+    let program = std::env::current_exe().unwrap_or_else(|_| "pocketpilot".into());
+    let sandbox = pp_sandbox::Sandbox::new(program, vec!["__sandbox".to_owned()]);
+    let default = config
+        .workspaces
+        .find(None)
+        .map(|workspace| canonical(&workspace.path));
+    McpClients::with_launcher(
+        servers,
+        Launcher::new(sandbox, config.home.clone(), default),
+    )
+}
+
+/// `path` with its links resolved, as the segment's jail has its root (as written when
+/// that fails).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "resolves the operator's configured default workspace, never a model-supplied path"
+)]
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Where the provider's servers come from.
+enum Servers {
+    /// The configured clients: each segment gets its workspace's connections.
+    Clients(Arc<McpClients>),
+    /// Fixed backends (tests and evals).
+    Fixed(Vec<(ServerConfig, Arc<dyn Backend>)>),
+}
+
 /// The MCP servers' tools. See the module docs.
 pub(crate) struct McpProvider {
-    servers: Vec<(ServerConfig, Arc<dyn Backend>)>,
+    servers: Servers,
     runtime: Option<Handle>,
     /// Warnings already printed (each once per process).
     warned: Mutex<BTreeSet<String>>,
@@ -41,12 +84,16 @@ pub(crate) struct McpProvider {
 impl McpProvider {
     /// The tools of `clients`' servers, listed on the current runtime (none when built
     /// outside one: then every server's tools are left out, with a warning).
-    pub(crate) fn new(clients: &McpClients) -> Self {
-        Self::over(clients.servers())
+    pub(crate) fn new(clients: &Arc<McpClients>) -> Self {
+        Self::with(Servers::Clients(Arc::clone(clients)))
     }
 
     /// The tools of `servers` (tests and evals put their own backends here).
     pub(crate) fn over(servers: Vec<(ServerConfig, Arc<dyn Backend>)>) -> Self {
+        Self::with(Servers::Fixed(servers))
+    }
+
+    fn with(servers: Servers) -> Self {
         Self {
             servers,
             runtime: Handle::try_current().ok(),
@@ -74,7 +121,11 @@ impl ToolProvider for McpProvider {
     }
 
     fn provide(&self, scope: &Scope<'_>, provision: &mut Provision) -> Result<(), ProviderError> {
-        if self.servers.is_empty() {
+        let servers = match &self.servers {
+            Servers::Clients(clients) => clients.servers_for(Some(scope.workspace.root())),
+            Servers::Fixed(servers) => servers.clone(),
+        };
+        if servers.is_empty() {
             return Ok(());
         }
         let Some(runtime) = &self.runtime else {
@@ -87,7 +138,7 @@ impl ToolProvider for McpProvider {
         // Model names are unique within a server (`resolve`); across servers a clash
         // (`a_` + `b` and `a` + `_b` both clean to `a___b`) leaves the later tool out.
         let mut offered = BTreeSet::new();
-        for (config, backend) in &self.servers {
+        for (config, backend) in &servers {
             let listed = match runtime.block_on(backend.list_tools()) {
                 Ok(listed) => listed,
                 Err(error) => {
@@ -111,11 +162,10 @@ impl ToolProvider for McpProvider {
                     ));
                     continue;
                 }
-                provision.tool(Arc::new(McpTool::new(
-                    tool,
-                    Arc::clone(backend),
-                    Arc::clone(scope.workspace),
-                )));
+                provision.tool(Arc::new(
+                    McpTool::new(tool, Arc::clone(backend), Arc::clone(scope.workspace))
+                        .with_sandbox(config.sandbox_card()),
+                ));
             }
             if config.include_instructions
                 && let Some(text) = backend.instructions().filter(|t| !t.trim().is_empty())
@@ -217,6 +267,7 @@ mod tests {
             max_output_bytes: pp_mcp::config::defaults::MAX_OUTPUT_BYTES,
             include_instructions,
             tools,
+            sandbox: pp_mcp::config::SandboxConfig::unconfined(),
         }
     }
 

@@ -100,19 +100,59 @@ pub(super) fn parent(path: &str) -> &str {
 }
 
 /// The lines of a call to an MCP server's tool: which server, which tool on it, the
-/// action it was resolved to. The arguments follow (the card always shows them).
+/// action it was resolved to, and its sandbox when wider than the default (a banner when
+/// the server is NOT confined). The arguments follow (the card always shows them).
 pub(super) fn mcp_lines(mcp: &McpCallPreview, palette: Palette) -> String {
-    format!(
-        "│ MCP server: {} (tool {} on it, resolved action {})\n│ {}\n",
+    let mut lines = format!(
+        "│ MCP server: {} (tool {} on it, resolved action {})\n",
         palette.paint(Paint::Bold, &one_line(&mcp.server)),
         one_line(&mcp.tool),
         palette.paint(Paint::Bold, &one_line(&mcp.action)),
-        palette.paint(
-            Paint::Yellow,
-            "the server runs as its own process: path arguments are checked against the \
-             workspace, but the server can touch anything its process can"
-        )
-    )
+    );
+    match &mcp.sandbox {
+        Some(sandbox) if !sandbox.confined => {
+            lines.push_str(&format!(
+                "│ {} {}\n",
+                palette.paint(Paint::Alarm, "!! NOT confined !!"),
+                palette.paint(
+                    Paint::Red,
+                    "the server's process runs with all of your user's rights: every file \
+                     your user can reach, the network, PocketPilot's data directory"
+                )
+            ));
+        }
+        Some(sandbox) => {
+            let mut wide = vec![format!("workspace {}", one_line(&sandbox.workspace))];
+            if sandbox.network {
+                wide.push("network".to_owned());
+            }
+            wide.extend(
+                sandbox
+                    .read
+                    .iter()
+                    .map(|path| format!("reads {}", one_line(path))),
+            );
+            wide.extend(
+                sandbox
+                    .write
+                    .iter()
+                    .map(|path| format!("writes {}", one_line(path))),
+            );
+            lines.push_str(&format!(
+                "│ sandbox:    {}\n│ {}\n",
+                palette.paint(Paint::Yellow, &wide.join(", ")),
+                "the server runs as its own process in this sandbox: path arguments are \
+                 checked against the workspace"
+            ));
+        }
+        None => lines.push_str(&format!(
+            "│ {}\n",
+            "the server runs as its own process in its sandbox: path arguments are checked \
+             against the workspace; it reaches only the system folders and what it needs \
+             to start"
+        )),
+    }
+    lines
 }
 
 /// The banner at the top of a card whose command runs without confinement.

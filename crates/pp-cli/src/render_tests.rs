@@ -758,6 +758,7 @@ fn an_mcp_call_shows_server_tool_action_and_arguments() {
         server: "fs".to_owned(),
         tool: "write_file".to_owned(),
         action: "write".to_owned(),
+        sandbox: None,
     });
     let card = approval_card(&view, Palette::OFF, Fold::Window(200));
     assert_eq!(
@@ -767,7 +768,7 @@ fn an_mcp_call_shows_server_tool_action_and_arguments() {
 │ tool:       fs__write_file (mcp:fs:write_file:write)
 │ risk:       HIGH RISK
 │ MCP server: fs (tool write_file on it, resolved action write)
-│ the server runs as its own process: path arguments are checked against the workspace, but the server can touch anything its process can
+│ the server runs as its own process in its sandbox: path arguments are checked against the workspace; it reaches only the system folders and what it needs to start
 │ action:     write notes/../a.txt → resolves to a.txt
 │ undo:       cannot be undone (PocketPilot does not see what an MCP server changes)
 │ arguments:

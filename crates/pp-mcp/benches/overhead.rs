@@ -56,6 +56,7 @@ fn main() {
             max_output_bytes: defaults::MAX_OUTPUT_BYTES,
             include_instructions: false,
             tools: BTreeMap::new(),
+            sandbox: pp_mcp::config::SandboxConfig::unconfined(),
         });
         let started = Instant::now();
         connection.connect().await.unwrap();

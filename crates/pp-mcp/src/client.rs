@@ -11,11 +11,21 @@
 //!   30 s, reset by a successful start) has passed every use gets
 //!   [`McpError::Restarting`], the first use after it starts the server again;
 //! - *closed*: [`Connection::shutdown`] ended it; it is never started again.
+//!
+//! A stdio server runs confined ([`Launcher`], `sandbox.rs`), and its Landlock rules
+//! are fixed when it starts, so [`McpClients`] keeps one connection per (server,
+//! workspace): a task in a workspace gets its own process of the server, started
+//! lazily by its first segment. An HTTP server has one connection whatever the
+//! workspace.
 
 mod http;
 mod output;
 mod process;
+mod sandbox;
 
+pub use sandbox::Launcher;
+
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -52,9 +62,14 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 /// How long a failed call waits for a dying server's exit status, for its message.
 const EXIT_STATUS_WAIT: Duration = Duration::from_secs(2);
 
-/// One configured server: starts/connects lazily, restarts after a crash.
+/// One configured server (for one workspace, a stdio server): starts/connects lazily,
+/// restarts after a crash.
 pub struct Connection {
     config: ServerConfig,
+    /// What confines a stdio server (`None`: only `confined = false` servers start).
+    launcher: Option<Arc<Launcher>>,
+    /// The workspace a stdio server serves (its sandbox grants it as configured).
+    workspace: Option<PathBuf>,
     /// The lifecycle state. An async lock because a start (held under it, so concurrent
     /// first uses start the server once) awaits the handshake.
     state: tokio::sync::Mutex<State>,
@@ -123,10 +138,23 @@ impl Live {
 }
 
 impl Connection {
-    /// A connection to `config`'s server; nothing is started yet.
+    /// A connection to `config`'s server without a sandbox launcher (a stdio server then
+    /// starts only with `confined = false`); nothing is started yet.
     pub fn new(config: ServerConfig) -> Self {
+        Self::confined(config, None, None)
+    }
+
+    /// A connection to `config`'s server, a stdio server started through `launcher`'s
+    /// sandbox for `workspace`; nothing is started yet.
+    pub fn confined(
+        config: ServerConfig,
+        launcher: Option<Arc<Launcher>>,
+        workspace: Option<PathBuf>,
+    ) -> Self {
         Self {
             config,
+            launcher,
+            workspace,
             state: tokio::sync::Mutex::new(State {
                 phase: Phase::Idle,
                 failures: 0,
@@ -138,6 +166,11 @@ impl Connection {
     /// The server's configuration.
     pub fn config(&self) -> &ServerConfig {
         &self.config
+    }
+
+    /// The workspace this connection's server process serves (stdio servers).
+    pub fn workspace(&self) -> Option<&Path> {
+        self.workspace.as_deref()
     }
 
     /// Starts the server now unless it runs already (the `start = "startup"` path, and
@@ -229,14 +262,13 @@ impl Connection {
     async fn start(&self) -> Result<Live, McpError> {
         let handshake_limit = self.config.call_timeout.max(HANDSHAKE_MIN);
         match &self.config.transport {
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let spawned =
-                    process::spawn(&self.config.name, command, args, env, cwd.as_deref()).await?;
+            Transport::Stdio { .. } => {
+                let spawned = process::spawn(
+                    &self.config,
+                    self.launcher.as_deref(),
+                    self.workspace.as_deref(),
+                )
+                .await?;
                 let process = spawned.process;
                 let handshake = tokio::time::timeout(
                     handshake_limit,
@@ -420,50 +452,120 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// Every configured server.
+/// Every configured server, a stdio server once per workspace it serves.
 #[derive(Debug)]
 pub struct McpClients {
     /// In config order.
-    connections: Vec<Arc<Connection>>,
+    servers: Vec<Server>,
+    /// What confines the stdio servers (`None`: only `confined = false` ones start).
+    launcher: Option<Arc<Launcher>>,
+    /// Set by [`McpClients::shutdown`]: a connection made later (a workspace first seen
+    /// after it) is closed from the start, so nothing is started once they are shut down.
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// One configured server and its connections.
+#[derive(Debug)]
+struct Server {
+    config: ServerConfig,
+    /// By workspace (`None`: no workspace; every HTTP server's only one), in the order
+    /// they were made.
+    connections: Mutex<Vec<(Option<PathBuf>, Arc<Connection>)>>,
 }
 
 impl McpClients {
-    /// A connection per configured server; nothing is started yet.
+    /// The configured servers without a sandbox launcher (a stdio server then starts only
+    /// with `confined = false`); nothing is started yet.
     pub fn new(configs: Vec<ServerConfig>) -> Self {
+        Self::build(configs, None)
+    }
+
+    /// The configured servers, the stdio ones started through `launcher`'s sandbox;
+    /// nothing is started yet.
+    pub fn with_launcher(configs: Vec<ServerConfig>, launcher: Launcher) -> Self {
+        Self::build(configs, Some(Arc::new(launcher)))
+    }
+
+    fn build(configs: Vec<ServerConfig>, launcher: Option<Arc<Launcher>>) -> Self {
         Self {
-            connections: configs
+            servers: configs
                 .into_iter()
-                .map(|config| Arc::new(Connection::new(config)))
+                .map(|config| Server {
+                    config,
+                    connections: Mutex::new(Vec::new()),
+                })
                 .collect(),
+            launcher,
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// Each configured server with its backend, in config order.
+    /// The workspace a server serves when no task names one.
+    fn default_workspace(&self) -> Option<PathBuf> {
+        self.launcher
+            .as_ref()
+            .and_then(|launcher| launcher.default_workspace.clone())
+    }
+
+    /// The connection of `server` for `workspace` (made on first use; an HTTP server's
+    /// one connection whatever the workspace).
+    fn connection_in(&self, server: &Server, workspace: Option<&Path>) -> Arc<Connection> {
+        let key = match server.config.transport {
+            Transport::Stdio { .. } => workspace.map(Path::to_path_buf),
+            Transport::Http { .. } => None,
+        };
+        let mut connections = server
+            .connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, connection)) = connections.iter().find(|(made, _)| *made == key) {
+            return Arc::clone(connection);
+        }
+        let mut connection =
+            Connection::confined(server.config.clone(), self.launcher.clone(), key.clone());
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            connection.state.get_mut().phase = Phase::Closed;
+        }
+        let connection = Arc::new(connection);
+        connections.push((key, Arc::clone(&connection)));
+        connection
+    }
+
+    /// Each configured server with its backend for the default workspace, in config
+    /// order (`mcp list`, `mcp check`, `GET /api/mcp/servers`).
     pub fn servers(&self) -> Vec<(ServerConfig, Arc<dyn Backend>)> {
-        self.connections
+        self.servers_for(self.default_workspace().as_deref())
+    }
+
+    /// Each configured server with its backend for `workspace` (a stdio server's own
+    /// process for that workspace), in config order.
+    pub fn servers_for(&self, workspace: Option<&Path>) -> Vec<(ServerConfig, Arc<dyn Backend>)> {
+        self.servers
             .iter()
-            .map(|connection| {
-                let backend: Arc<dyn Backend> = Arc::clone(connection) as Arc<dyn Backend>;
-                (connection.config().clone(), backend)
+            .map(|server| {
+                let backend: Arc<dyn Backend> = self.connection_in(server, workspace);
+                (server.config.clone(), backend)
             })
             .collect()
     }
 
-    /// The connection of the server called `name`.
+    /// The connection of the server called `name` for the default workspace.
     pub fn connection(&self, name: &str) -> Option<Arc<Connection>> {
-        self.connections
+        let workspace = self.default_workspace();
+        self.servers
             .iter()
-            .find(|connection| connection.config().name == name)
-            .cloned()
+            .find(|server| server.config.name == name)
+            .map(|server| self.connection_in(server, workspace.as_deref()))
     }
 
-    /// Starts the `start = "startup"` servers (all at once); the errors of those that
-    /// failed, in config order.
+    /// Starts the `start = "startup"` servers for the default workspace (all at once);
+    /// the errors of those that failed, in config order.
     pub async fn start_eager(&self) -> Vec<McpError> {
+        let workspace = self.default_workspace();
         let mut starts = tokio::task::JoinSet::new();
-        for (index, connection) in self.connections.iter().enumerate() {
-            if connection.config().start == crate::config::Start::Startup {
-                let connection = Arc::clone(connection);
+        for (index, server) in self.servers.iter().enumerate() {
+            if server.config.start == crate::config::Start::Startup {
+                let connection = self.connection_in(server, workspace.as_deref());
                 starts.spawn(async move { (index, connection.connect().await) });
             }
         }
@@ -477,12 +579,22 @@ impl McpClients {
         errors.into_iter().map(|(_, error)| error).collect()
     }
 
-    /// Ends every server (all at once; see [`Connection::shutdown`]).
+    /// Ends every server process, of every workspace (all at once; see
+    /// [`Connection::shutdown`]).
     pub async fn shutdown(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut stops = tokio::task::JoinSet::new();
-        for connection in &self.connections {
-            let connection = Arc::clone(connection);
-            stops.spawn(async move { connection.shutdown().await });
+        for server in &self.servers {
+            let connections: Vec<Arc<Connection>> = server
+                .connections
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .map(|(_, connection)| Arc::clone(connection))
+                .collect();
+            for connection in connections {
+                stops.spawn(async move { connection.shutdown().await });
+            }
         }
         while stops.join_next().await.is_some() {}
     }

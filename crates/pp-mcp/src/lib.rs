@@ -19,8 +19,8 @@ pub mod testing;
 pub mod tool;
 
 pub use backend::{Backend, CallOutput, ListedTool, McpError, ToolAnnotations};
-pub use client::{Connection, McpClients};
-pub use config::{ServerConfig, Start, ToolConfig, Transport};
+pub use client::{Connection, Launcher, McpClients};
+pub use config::{SandboxConfig, ServerConfig, Start, ToolConfig, Transport, WorkspaceAccess};
 pub use report::report;
 pub use resolve::{Level, Resolution, ResolvedTool, Unregistered, resolve};
 pub use tool::McpTool;

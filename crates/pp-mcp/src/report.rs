@@ -49,6 +49,7 @@ pub fn server_report(
         error: None,
         tools: Vec::new(),
         unregistered: Vec::new(),
+        sandbox: config.sandbox_report(),
     };
     match resolution {
         Err(error) => row.error = Some(error.to_string()),
@@ -132,6 +133,7 @@ mod tests {
             max_output_bytes: defaults::MAX_OUTPUT_BYTES,
             include_instructions: false,
             tools: BTreeMap::new(),
+            sandbox: crate::config::SandboxConfig::default(),
         }
     }
 
@@ -142,6 +144,25 @@ mod tests {
             input_schema: json!({"type": "object"}),
             annotations: None,
         }
+    }
+
+    #[test]
+    fn a_stdio_servers_row_shows_its_sandbox_with_the_defaults_filled_in() {
+        let mut stdio = config("local");
+        stdio.transport = Transport::Stdio {
+            command: "x".to_owned(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+        };
+        stdio.default_action = Some("read".to_owned());
+        stdio.sandbox.write = vec!["/var/cache/x".into()];
+        let row = server_report(&stdio, Ok(crate::resolve(&stdio, &[])));
+        assert_eq!(
+            serde_json::to_value(row.sandbox).unwrap(),
+            json!({"confined": true, "workspace": "read", "read": [],
+                   "write": ["/var/cache/x"], "network": false})
+        );
     }
 
     #[test]
@@ -169,10 +190,11 @@ mod tests {
                 {"name": "up", "transport": "http",
                  "tools": [{"name": "echo", "model_name": "up__echo",
                             "capability": "mcp:up:echo:network", "decided_by": "P2"}],
-                 "unregistered": [{"name": "rm", "reason": crate::resolve::NOT_WHITELISTED}]},
+                 "unregistered": [{"name": "rm", "reason": crate::resolve::NOT_WHITELISTED}],
+                 "sandbox": null},
                 {"name": "down", "transport": "http",
                  "error": "MCP server `down` could not be started: refused",
-                 "tools": [], "unregistered": []}
+                 "tools": [], "unregistered": [], "sandbox": null}
             ]})
         );
         assert_eq!(

@@ -23,6 +23,7 @@ fn server(allow: &[&str]) -> ServerConfig {
         max_output_bytes: crate::config::defaults::MAX_OUTPUT_BYTES,
         include_instructions: false,
         tools: BTreeMap::new(),
+        sandbox: crate::config::SandboxConfig::unconfined(),
     }
 }
 

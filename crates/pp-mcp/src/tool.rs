@@ -16,8 +16,9 @@
 //! - The call goes through [`Backend::call`] with the task's interrupt; a protocol
 //!   failure or a result the server marked `isError` is a tool error the model reads.
 //!
-//! What the jail guards is what we pass the server: the server process itself can still
-//! touch anything its own user can (see `docs/mcp.md`).
+//! What the jail guards is what we pass the server; the server process itself is
+//! confined by its own sandbox (`client/sandbox.rs`, `docs/mcp.md`), which the card
+//! shows when it is wider than the default.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,8 +26,8 @@ use std::sync::Arc;
 use pp_agent::{BoxFuture, Tool, ToolContext};
 use pp_gate::Jail;
 use pp_types::{
-    EffectPreview, McpCallPreview, PathRoot, TargetState, ToolOutput, ToolSpec, WriteLabel,
-    pointer_paths, pointer_property,
+    EffectPreview, McpCallPreview, McpSandbox, PathRoot, TargetState, ToolOutput, ToolSpec,
+    WriteLabel, pointer_paths, pointer_property,
 };
 use serde_json::Value;
 
@@ -46,6 +47,8 @@ pub struct McpTool {
     resolved: ResolvedTool,
     backend: Arc<dyn Backend>,
     jail: Arc<Jail>,
+    /// The server's sandbox when wider than the default (every card shows it).
+    sandbox: Option<McpSandbox>,
 }
 
 impl McpTool {
@@ -65,7 +68,16 @@ impl McpTool {
             resolved,
             backend,
             jail,
+            sandbox: None,
         }
+    }
+
+    /// The same tool whose cards show `sandbox` (the server's
+    /// [`crate::ServerConfig::sandbox_card`]: set only when wider than the default).
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Option<McpSandbox>) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 
     /// What this tool was resolved to (server, action, level).
@@ -164,6 +176,7 @@ impl Tool for McpTool {
                     server: self.resolved.server.clone(),
                     tool: self.resolved.listed.name.clone(),
                     action: self.resolved.action.clone(),
+                    sandbox: self.sandbox.clone(),
                 }),
                 ..EffectPreview::default()
             })

@@ -108,6 +108,7 @@ fn config() -> ServerConfig {
         max_output_bytes: crate::config::defaults::MAX_OUTPUT_BYTES,
         include_instructions: false,
         tools,
+        sandbox: crate::config::SandboxConfig::unconfined(),
     }
 }
 
@@ -286,6 +287,7 @@ fn the_preview_names_server_tool_and_action() {
             server: "fs".to_owned(),
             tool: "write_file".to_owned(),
             action: "write".to_owned(),
+            sandbox: None,
         })
     );
     assert_eq!(preview.target, "x/../a.txt");

@@ -89,6 +89,9 @@ pub fn card_text(view: &ApprovalView, show_diff: bool, refusal: Option<&str>) ->
             ));
         }
     }
+    if let Some(sandbox) = view.mcp.as_ref().and_then(|mcp| mcp.sandbox.as_ref()) {
+        lines.push(mcp_sandbox_line(sandbox));
+    }
     match (view.added, view.removed) {
         (Some(added), Some(removed)) => lines.push(format!("Lines: +{added} −{removed}")),
         (Some(added), None) => lines.push(format!("Lines: +{added}")),
@@ -149,6 +152,32 @@ pub fn card_text(view: &ApprovalView, show_diff: bool, refusal: Option<&str>) ->
         ));
     }
     lines.join("\n")
+}
+
+/// An MCP server's sandbox when wider than the default (the card gets it only then).
+fn mcp_sandbox_line(sandbox: &pp_types::McpSandbox) -> String {
+    if !sandbox.confined {
+        return "MCP server: NOT confined (it can reach every file your user can, the \
+                network and PocketPilot's data)"
+            .to_owned();
+    }
+    let mut wide = vec![format!("workspace {}", one_line(&sandbox.workspace, 20))];
+    if sandbox.network {
+        wide.push("network".to_owned());
+    }
+    wide.extend(
+        sandbox
+            .read
+            .iter()
+            .map(|path| format!("reads {}", one_line(path, 200))),
+    );
+    wide.extend(
+        sandbox
+            .write
+            .iter()
+            .map(|path| format!("writes {}", one_line(path, 200))),
+    );
+    format!("MCP sandbox: {}", wide.join(", "))
 }
 
 /// Who decided a decided card, as its outcome line says it: the team user or the

@@ -91,7 +91,7 @@ fn start(spec: &Spec, cgroup: Result<&Path, &str>, try_namespaces: bool) -> Resu
         _ => false,
     };
     if namespaces && spec.confine {
-        namespaces::protect_mounts(&spec.workspace).map_err(setup)?;
+        namespaces::protect_mounts(&spec.writable_roots()).map_err(setup)?;
     }
     drop_privileges(run_as).map_err(setup)?;
     let next = if namespaces {
@@ -146,7 +146,13 @@ fn command(spec: &Spec) -> Failure {
         return (error, SETUP_FAILED);
     }
     if spec.confine
-        && let Err(error) = rules::confine(&spec.workspace).and_then(|()| seccomp::deny_sockets())
+        && let Err(error) = rules::confine(spec).and_then(|()| {
+            if spec.network {
+                Ok(())
+            } else {
+                seccomp::deny_sockets()
+            }
+        })
     {
         return (error, SETUP_FAILED);
     }

@@ -25,14 +25,19 @@
 //! stderr each (counting the rest), and at the wall-clock limit, when the caller's stop
 //! check says so, and when the command ends, makes sure nothing it started is left.
 //!
+//! [`Sandbox::prepare`] starts the same child for a server that keeps running (an MCP
+//! stdio server): the caller owns its pipes and its process group, and the spec says
+//! how wide its confinement is ([`WorkspaceAccess`], extra `read` and `write` paths,
+//! `network`, [`ResourceLimits::server`]).
+//!
 //! [`probe`] says what the running kernel offers; a caller offers confined commands only
 //! when [`Support::usable`] (files and TCP: Landlock ABI 4 or later);
 //! [`Sandbox::containment`] says what ends a command's processes and whether a
 //! root-owned workspace can be used under root ([`Containment::refuses`]).
 //!
-//! Where it sits: depends on nothing internal (it needs no PocketPilot type); `pp-tools`
-//! builds the `run_command` tool on it and `pp-cli` runs [`child::main`] for
-//! `pocketpilot __sandbox`.
+//! Where it sits: depends on `pp-types` only; `pp-tools` builds the `run_command` tool
+//! on it, `pp-mcp` starts stdio MCP servers through it and `pp-cli` runs
+//! [`child::main`] for `pocketpilot __sandbox`.
 
 mod cgroup;
 pub mod child;
@@ -45,6 +50,7 @@ mod reaper;
 pub mod rules;
 mod runner;
 mod seccomp;
+mod server;
 mod spec;
 mod stage;
 
@@ -52,4 +58,5 @@ pub use containment::Containment;
 pub use error::SandboxError;
 pub use rules::{Support, probe};
 pub use runner::{Captured, End, Finished, RunOptions, Sandbox};
-pub use spec::{ResourceLimits, Spec, is_within};
+pub use server::{Held, Prepared, setup_failure};
+pub use spec::{ResourceLimits, Spec, UNLIMITED, WorkspaceAccess, is_within};

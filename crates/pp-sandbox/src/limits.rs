@@ -9,6 +9,7 @@ use crate::error::{Result, SandboxError};
 /// process; never more than the inherited hard limits.
 pub(crate) fn limit_self(limits: &ResourceLimits) -> Result<()> {
     set(Resource::Core, "core", 0, 0)?;
+    // `UNLIMITED` (`u64::MAX`) is `RLIM_INFINITY`: saturating keeps it so.
     let cpu = limits.cpu_secs.max(1);
     set(Resource::Cpu, "cpu", cpu, cpu.saturating_add(1))?;
     set(

@@ -43,33 +43,31 @@ fn write_proc(name: &str, content: &str) -> std::io::Result<()> {
     std::fs::write(Path::new("/proc/self").join(name), content)
 }
 
-/// Makes the mount namespace private, every mount outside `workspace` read-only and
-/// the workspace (and the mounts beneath it) `nodev` and `nosuid`. A mount that cannot
-/// be reached (`EACCES`, `ENOENT`) is left as it is: nothing in the sandbox reaches it
+/// Makes the mount namespace private, every mount outside the `writable` folders (the
+/// workspace when it may be written, an MCP server's `write` paths) read-only and those
+/// folders (and the mounts beneath them) `nodev` and `nosuid`. A mount that cannot be
+/// reached (`EACCES`, `ENOENT`) is left as it is: nothing in the sandbox reaches it
 /// either; any other failure is an error.
-pub(crate) fn protect_mounts(workspace: &Path) -> Result<()> {
+pub(crate) fn protect_mounts(writable: &[PathBuf]) -> Result<()> {
     let failed = |what: String, error: Errno| {
         SandboxError::Isolation(format!("{what}: {}", std::io::Error::from(error)))
     };
     let none: Option<&str> = None;
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(|error| failed("cannot make the mounts private".to_owned(), error))?;
-    // The workspace becomes a mount of its own, so it can differ from what holds it.
-    mount(
-        Some(workspace),
-        workspace,
-        none,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        none,
-    )
-    .map_err(|error| {
-        failed(
-            format!("cannot bind the workspace {}", workspace.display()),
-            error,
+    // Each writable folder becomes a mount of its own, so it can differ from what holds it.
+    for folder in writable {
+        mount(
+            Some(folder.as_path()),
+            folder.as_path(),
+            none,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            none,
         )
-    })?;
+        .map_err(|error| failed(format!("cannot bind {}", folder.display()), error))?;
+    }
     for point in mount_points()? {
-        let inside = point.starts_with(workspace);
+        let inside = writable.iter().any(|folder| point.starts_with(folder));
         let flags = match statvfs(&point) {
             Ok(stat) => kept_flags(stat.flags()),
             Err(Errno::EACCES | Errno::ENOENT) => continue,

@@ -8,7 +8,10 @@
 //!
 //! Granted:
 //! - everything beneath the workspace but making device nodes and device ioctls
-//!   ([`workspace_access`]);
+//!   ([`workspace_access`]), or only read and execute there, or nothing, as the spec's
+//!   [`WorkspaceAccess`] says (an MCP server's `[mcp.server.sandbox] workspace`);
+//! - the spec's extra `read` paths (read and execute) and `write` paths (like the
+//!   workspace), an MCP server's start needs and its declared paths;
 //! - read and execute beneath [`SYSTEM_DIRS`] (`/usr`, `/bin`, `/sbin`, `/lib*`);
 //! - read beneath each entry of `/etc` except [`ETC_HIDDEN`] (secrets: password hashes,
 //!   SSH host keys, TLS private keys, …), listed when the command starts;
@@ -16,7 +19,8 @@
 //!   and `/dev/urandom`; no device ioctls anywhere.
 //!
 //! Nothing else: not the data directory, not the home directory, not `/tmp`, `/proc`,
-//! `/sys`, `/run`, `/var`, `/opt`, `/root`, `/home`; no TCP port at all.
+//! `/sys`, `/run`, `/var`, `/opt`, `/root`, `/home`; no TCP port at all (with the
+//! spec's `network`, TCP and UDP are not handled, so not restricted).
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +30,7 @@ use landlock::{
 };
 
 use crate::error::{Result, SandboxError};
+use crate::{Spec, WorkspaceAccess};
 
 /// System folders a command may read and execute from.
 pub const SYSTEM_DIRS: [&str; 7] = [
@@ -147,33 +152,64 @@ pub fn probe() -> Support {
     }
 }
 
-/// Restricts the calling thread (the sandbox child's only thread) to the ruleset above,
-/// with `no_new_privs`. The domain survives `exec`.
-pub(crate) fn confine(workspace: &Path) -> Result<()> {
+/// Restricts the calling thread (the sandbox child's only thread) to the ruleset above
+/// for `spec`, with `no_new_privs`: the workspace as its [`WorkspaceAccess`] says, its
+/// extra `read` and `write` paths, and no network unless `spec.network` (then the TCP
+/// and UDP rules are not handled at all). The domain survives `exec`.
+pub(crate) fn confine(spec: &Spec) -> Result<()> {
     let landlock = |error: landlock::RulesetError| SandboxError::Landlock(error.to_string());
     let read = AccessFs::from_read(ABI::V10);
-    let workspace_rights = workspace_access();
-    let workspace_fd = PathFd::new(workspace).map_err(|error| {
-        SandboxError::Landlock(format!(
-            "cannot open the workspace {}: {error}",
-            workspace.display()
-        ))
-    })?;
+    let open = |path: &Path, what: &str| {
+        PathFd::new(path).map_err(|error| {
+            SandboxError::Landlock(format!("cannot open {what} {}: {error}", path.display()))
+        })
+    };
+    let mut granted: Vec<(PathFd, landlock::BitFlags<AccessFs>)> = Vec::new();
+    match spec.workspace_access {
+        WorkspaceAccess::Write => {
+            granted.push((open(&spec.workspace, "the workspace")?, workspace_access()));
+        }
+        WorkspaceAccess::Read => granted.push((open(&spec.workspace, "the workspace")?, read)),
+        WorkspaceAccess::None => {}
+    }
+    for path in &spec.read {
+        granted.push((open(path, "the readable path")?, read));
+    }
+    for path in &spec.write {
+        granted.push((open(path, "the writable path")?, workspace_access()));
+    }
     // No device ioctls, not even on /dev/null.
     let device_rw = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
-    let status = Ruleset::default()
-        // Files and TCP are required: without them there is no confinement worth the name.
+    let handled = Ruleset::default()
+        // Files (and TCP, unless the network is allowed) are required: without them
+        // there is no confinement worth the name.
         .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(ABI::V4))
-        .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V4)))
-        // Whatever newer kernels add (device ioctls, UNIX sockets, UDP, scopes) is taken
-        // where it exists.
+        .handle_access(AccessFs::from_all(ABI::V4));
+    let handled = if spec.network {
+        handled
+    } else {
+        handled.and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V4)))
+    };
+    // Whatever newer kernels add (device ioctls, UNIX sockets, UDP, scopes) is taken
+    // where it exists.
+    let handled = handled
         .map(|ruleset| ruleset.set_compatibility(CompatLevel::BestEffort))
-        .and_then(|ruleset| ruleset.handle_access(AccessFs::from_all(ABI::V10)))
-        .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V10)))
+        .and_then(|ruleset| ruleset.handle_access(AccessFs::from_all(ABI::V10)));
+    let handled = if spec.network {
+        handled
+    } else {
+        handled.and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V10)))
+    };
+    let status = handled
         .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V10)))
         .and_then(Ruleset::create)
-        .and_then(|ruleset| ruleset.add_rule(PathBeneath::new(workspace_fd, workspace_rights)))
+        .and_then(|ruleset| {
+            ruleset.add_rules(
+                granted.into_iter().map(|(fd, access)| {
+                    Ok::<_, landlock::RulesetError>(PathBeneath::new(fd, access))
+                }),
+            )
+        })
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(SYSTEM_DIRS, read)))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(etc_entries(), read)))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(DEVICES_RW, device_rw)))

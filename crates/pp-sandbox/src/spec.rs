@@ -23,6 +23,49 @@ pub struct Spec {
     pub limits: ResourceLimits,
     /// The whole environment of the command (`PATH`, `HOME`, `LANG`).
     pub env: Vec<(String, String)>,
+    /// What the command may do in the workspace (`run_command`: everything but device
+    /// nodes; an MCP server: what its `[mcp.server.sandbox] workspace` says).
+    #[serde(default)]
+    pub workspace_access: WorkspaceAccess,
+    /// Folders and files besides the workspace and the system locations the command may
+    /// read and execute (absolute).
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// Folders and files besides the workspace it may read and write (absolute; no
+    /// device nodes, no device ioctls). Each folder is made a writable mount of its own
+    /// in the command's mount namespace.
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+    /// Whether the command may use the network: no Landlock TCP/UDP rules and no
+    /// seccomp socket filter. It can then also reach UNIX sockets, except where the
+    /// kernel's Landlock scopes (abstract sockets, ABI 6) and UNIX socket rules
+    /// (pathname sockets, ABI 9) still hold.
+    #[serde(default)]
+    pub network: bool,
+}
+
+/// What a command may do beneath its workspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceAccess {
+    /// Read, write, create, delete (no device nodes, no device ioctls).
+    #[default]
+    Write,
+    /// Read and execute only; the workspace is a read-only mount in the namespace.
+    Read,
+    /// Nothing: the workspace is neither readable nor writable.
+    None,
+}
+
+impl WorkspaceAccess {
+    /// `write`, `read` or `none`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Write => "write",
+            Self::Read => "read",
+            Self::None => "none",
+        }
+    }
 }
 
 impl Spec {
@@ -42,7 +85,22 @@ impl Spec {
             confine: true,
             limits,
             env,
+            workspace_access: WorkspaceAccess::Write,
+            read: Vec::new(),
+            write: Vec::new(),
+            network: false,
         }
+    }
+
+    /// The folders that are writable mounts in the command's mount namespace: the
+    /// workspace when it may be written, and every `write` path.
+    pub fn writable_roots(&self) -> Vec<PathBuf> {
+        let workspace =
+            (self.workspace_access == WorkspaceAccess::Write).then(|| self.workspace.clone());
+        workspace
+            .into_iter()
+            .chain(self.write.iter().cloned())
+            .collect()
     }
 
     /// The environment a command gets: the system `PATH`, `HOME` set to the workspace
@@ -74,6 +132,23 @@ pub struct ResourceLimits {
     /// The largest file the command may write, in bytes (RLIMIT_FSIZE).
     pub file_size_bytes: u64,
 }
+
+impl ResourceLimits {
+    /// The limits of a long-running server (an MCP server): no CPU-seconds limit and no
+    /// address-space limit (Node's V8 and other runtimes reserve far more address space
+    /// than they use), 256 processes (threads count), files up to 256 MiB.
+    pub fn server() -> Self {
+        Self {
+            cpu_secs: UNLIMITED,
+            memory_bytes: UNLIMITED,
+            processes: 256,
+            file_size_bytes: 256 << 20,
+        }
+    }
+}
+
+/// A limit value that means no limit (`RLIM_INFINITY`).
+pub const UNLIMITED: u64 = u64::MAX;
 
 impl Default for ResourceLimits {
     fn default() -> Self {

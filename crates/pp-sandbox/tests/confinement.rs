@@ -35,6 +35,8 @@ use pp_sandbox::{End, Finished, ResourceLimits, RunOptions, Sandbox, SandboxErro
 mod escapes;
 #[path = "confinement/isolation.rs"]
 mod isolation;
+#[path = "confinement/server.rs"]
+mod server;
 
 const MARKER: &str = "marker: outside the workspace\n";
 const TOKEN: &str = "pp_token_do_not_leak\n";
@@ -529,7 +531,7 @@ fn main() -> ExitCode {
             background_processes_do_not_outlive_the_command,
         ),
     ];
-    let confined: [Check; 23] = [
+    let confined: [Check; 28] = [
         (
             "reading_a_marker_outside_fails",
             reading_a_marker_outside_fails,
@@ -612,6 +614,26 @@ fn main() -> ExitCode {
         (
             "escape_techniques_never_leave_the_workspace_or_the_call",
             escapes::escape_techniques_never_leave_the_workspace_or_the_call,
+        ),
+        (
+            "a_read_only_workspace_is_read_but_never_written",
+            server::a_read_only_workspace_is_read_but_never_written,
+        ),
+        (
+            "no_workspace_access_keeps_the_workspace_out_of_reach",
+            server::no_workspace_access_keeps_the_workspace_out_of_reach,
+        ),
+        (
+            "extra_read_and_write_paths_are_granted_and_nothing_beside",
+            server::extra_read_and_write_paths_are_granted_and_nothing_beside,
+        ),
+        (
+            "with_network_a_tcp_connection_is_made",
+            server::with_network_a_tcp_connection_is_made,
+        ),
+        (
+            "a_prepared_server_answers_and_ends_with_its_group",
+            server::a_prepared_server_answers_and_ends_with_its_group,
         ),
     ];
     let mut passed = 0;

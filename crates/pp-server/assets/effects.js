@@ -24,7 +24,8 @@ import { visibleCode } from "./visible.js";
  *   destination_resolved?: string, replaces?: string, size?: number,
  *   command?: CommandPreview, revertible?: boolean, notice?: string,
  *   mcp?: McpCallPreview }} EffectView
- * @typedef {{ server: string, tool: string, action: string }} McpCallPreview
+ * @typedef {{ confined: boolean, workspace: string, read: string[], write: string[], network: boolean }} McpSandbox
+ * @typedef {{ server: string, tool: string, action: string, sandbox?: McpSandbox }} McpCallPreview
  */
 
 /**
@@ -70,6 +71,15 @@ export function labelWords(view) {
  * @returns {HTMLElement | null}
  */
 export function unconfinedBanner(view) {
+  if (view.mcp?.sandbox?.confined === false) {
+    const reach = ["every file your user can reach", "the network", "PocketPilot's data directory"].join(", ");
+    return h(
+      "div",
+      { class: "unconfined-banner", role: "note" },
+      h("strong", { class: "unconfined-title", text: "NOT confined" }),
+      h("span", { text: ` This MCP server's process runs with all of your user's rights: ${reach}. Approve only what you would let it do yourself.` }),
+    );
+  }
   if (!view.command || view.command.confined !== false) {
     return null;
   }
@@ -156,11 +166,38 @@ function mcpBlock(view, mcp) {
     view.target
       ? h("p", { class: "effect-line" }, h("span", { class: "effect-verb", text: "Path " }), visibleCode(view.target, "target"), resolvedNote(view.target, view.resolved))
       : null,
+    mcp.sandbox ? mcpSandboxLine(mcp.sandbox) : null,
     h("p", {
       class: "muted small mcp-limit",
-      text: "The server runs as its own process: path arguments are checked against the workspace, but the server can touch anything its process can.",
+      text: mcp.sandbox?.confined === false
+        ? "The server runs as its own process, NOT confined: path arguments are checked against the workspace, but the server can touch anything its process can."
+        : "The server runs as its own process in its sandbox: path arguments are checked against the workspace; the process reaches only the system folders, what it needs to start and what its sandbox lists.",
     }),
   );
+}
+
+/**
+ * What the server's sandbox allows when it is wider than the default (the card gets
+ * `sandbox` only then): the workspace access, the network, the extra paths.
+ * @param {McpSandbox} sandbox
+ * @returns {HTMLElement}
+ */
+function mcpSandboxLine(sandbox) {
+  const parts = [];
+  if (sandbox.confined === false) {
+    parts.push(h("strong", { class: "unconfined-inline", text: "NOT confined" }));
+  } else {
+    parts.push(h("span", { text: `workspace ${sandbox.workspace}` }));
+    if (sandbox.network) {
+      parts.push(h("span", { text: ", " }), h("strong", { class: "mcp-network", text: "network" }));
+    }
+    for (const [word, paths] of [["reads", sandbox.read], ["writes", sandbox.write]]) {
+      for (const path of paths || []) {
+        parts.push(h("span", { text: `, ${word} ` }), visibleCode(path, "sandbox path"));
+      }
+    }
+  }
+  return h("p", { class: "effect-line mcp-sandbox" }, h("span", { class: "effect-verb", text: "Sandbox " }), ...parts);
 }
 
 /**

@@ -3,7 +3,8 @@
 // in pocketpilot.toml, never here): each server's tools with the name the model sees,
 // the capability the gate reads and the level that decided it (P0 the tool's action, P1
 // the server's default_action, P2 its trusted annotations), and the tools the model is
-// never offered, with why. The same data as `pocketpilot mcp list --json`. Names and
+// never offered, with why, and a stdio server's sandbox (what its process may reach).
+// The same data as `pocketpilot mcp list --json`. Names and
 // reasons come from the servers: untrusted text, shown with hidden characters visible.
 
 import { api } from "./api.js";
@@ -44,12 +45,32 @@ function toolRow(tool) {
   );
 }
 
+/**
+ * A stdio server's sandbox in one line ("NOT confined" in the strong style).
+ * @param {{confined: boolean, workspace: string, read: string[], write: string[], network: boolean}} sandbox
+ */
+function sandboxLine(sandbox) {
+  if (!sandbox.confined) {
+    return h("p", { class: "mcp-sandbox" }, h("strong", { class: "unconfined-inline", text: "NOT confined" }), h("span", { text: " (confined = false): its process can reach everything your user can." }));
+  }
+  const parts = [h("span", { text: `Sandbox: workspace ${sandbox.workspace}, ${sandbox.network ? "network" : "no network"}` })];
+  for (const [word, paths] of [["reads", sandbox.read], ["writes", sandbox.write]]) {
+    for (const path of paths) {
+      parts.push(h("span", { text: `, ${word} ` }), visibleCode(path, "sandbox path"));
+    }
+  }
+  return h("p", { class: "mcp-sandbox muted" }, parts);
+}
+
 /** @param {any} server */
 function serverPanel(server) {
   const titleId = "mcp-server-" + server.name;
   const parts = [
     h("h2", { id: titleId }, visibleCode(server.name), " ", h("span", { class: "muted small", text: server.transport })),
   ];
+  if (server.sandbox) {
+    parts.push(sandboxLine(server.sandbox));
+  }
   if (server.error) {
     parts.push(notice("error", server.error));
   }

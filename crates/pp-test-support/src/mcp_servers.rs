@@ -65,3 +65,50 @@ pub fn filesystem(dir: &Path, root: &Path) -> (String, Vec<String>) {
         ],
     )
 }
+
+/// The venv holding the official Python MCP SDK (`scripts/test.sh` makes it:
+/// `target/mcp-venv`, the version pinned in `crates/pp-mcp/tests/servers/python/
+/// requirements.txt`), or `PP_TEST_MCP_VENV`.
+pub fn python_venv() -> PathBuf {
+    std::env::var_os("PP_TEST_MCP_VENV").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-venv"),
+        PathBuf::from,
+    )
+}
+
+/// The venv's `python` and the arguments that start the Python probe server
+/// (`crates/pp-mcp/tests/servers/python/probe_server.py`, FastMCP over stdio), or `None`
+/// (with a message on stderr) when the venv is missing: the test then returns early.
+/// Under CI (`CI=true`) a missing venv panics instead.
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
+pub fn python_probe() -> Option<(String, Vec<String>)> {
+    let venv = python_venv();
+    let python = venv.join("bin/python");
+    let has_sdk = std::fs::read_dir(venv.join("lib"))
+        .map(|entries| {
+            entries.flatten().any(|entry| {
+                entry
+                    .path()
+                    .join("site-packages/mcp/server/fastmcp")
+                    .is_dir()
+            })
+        })
+        .unwrap_or(false);
+    if python.is_file() && has_sdk {
+        let script = servers_dir().join("python/probe_server.py");
+        return Some((
+            python.display().to_string(),
+            vec![script.display().to_string()],
+        ));
+    }
+    let message = format!(
+        "the Python MCP SDK venv is missing at {}: run `python3 -m venv {0} && {0}/bin/pip \
+         install -r crates/pp-mcp/tests/servers/python/requirements.txt` (scripts/test.sh does)",
+        venv.display()
+    );
+    if std::env::var_os("CI").is_some_and(|value| value == "true") {
+        panic!("{message}");
+    }
+    eprintln!("skipping: {message}");
+    None
+}

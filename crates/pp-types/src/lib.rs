@@ -38,7 +38,9 @@ pub use change::{Change, ChangeCounts, ChangeKind, ChangeRoot, FileMode, FileOp,
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, OLDEST_CHECKPOINT_VERSION, PendingCall};
 pub use decision::{Decision, Denial, DenyRule, Policy};
 pub use event::{Event, EventKind, EventType, FailureReason, ResolutionKind};
-pub use mcp::{McpCallPreview, McpReport, McpServerReport, McpToolReport, McpUnregistered};
+pub use mcp::{
+    McpCallPreview, McpReport, McpSandbox, McpServerReport, McpToolReport, McpUnregistered,
+};
 pub use message::{Message, ToolCall, Usage};
 pub use prices::{DEFAULT_CURRENCY, ModelPrice, Prices};
 pub use task::{

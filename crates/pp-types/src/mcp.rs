@@ -27,6 +27,28 @@ pub struct McpServerReport {
     pub tools: Vec<McpToolReport>,
     /// The tools the server lists that are not offered, with the reason.
     pub unregistered: Vec<McpUnregistered>,
+    /// How a stdio server's process is confined (`[mcp.server.sandbox]` with its
+    /// defaults filled in); `null` for an HTTP server, whose process is not ours.
+    #[serde(default)]
+    pub sandbox: Option<McpSandbox>,
+}
+
+/// How a stdio MCP server's process is confined: what `[mcp.server.sandbox]` declares,
+/// with the defaults filled in. Besides this it may always read the system locations
+/// and what it needs to start (docs/mcp.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpSandbox {
+    /// Whether it runs under the Landlock rules and the socket filter (`false`: NOT
+    /// confined, the operator's `confined = false`).
+    pub confined: bool,
+    /// What it may do in the workspace of the task it serves: `read`, `write` or `none`.
+    pub workspace: String,
+    /// Paths it may read besides those (absolute).
+    pub read: Vec<String>,
+    /// Paths it may write besides the workspace (absolute).
+    pub write: Vec<String>,
+    /// Whether it may use the network.
+    pub network: bool,
 }
 
 /// A tool offered to the model.
@@ -63,4 +85,9 @@ pub struct McpCallPreview {
     /// The action the call was resolved to (`write`, `network`, …): the last word of its
     /// capability.
     pub action: String,
+    /// The server's sandbox, only when it is wider than the default (network, extra
+    /// paths, a writable workspace where the default is read-only, or NOT confined):
+    /// every card of its tools shows it then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<McpSandbox>,
 }

@@ -111,8 +111,7 @@ pub(crate) async fn run(flags: &Flags) -> anyhow::Result<u8> {
         }
     }
     check_model(&mut report, &config).await;
-    let servers = config.mcp.servers.clone();
-    for (ok, what, detail) in super::mcp_list::doctor_lines(servers).await {
+    for (ok, what, detail) in super::mcp_list::doctor_lines(&config).await {
         let verdict = if ok { Verdict::Ok } else { Verdict::Fail };
         report.line(verdict, &what, &detail);
     }

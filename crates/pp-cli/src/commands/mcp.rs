@@ -59,14 +59,14 @@ pub(crate) async fn run(flags: &Flags, command: McpCommand) -> anyhow::Result<u8
                 )?;
                 return Ok(exit::OK);
             }
-            super::mcp_list::list(config.mcp.servers, json).await
+            super::mcp_list::list(&config, json).await
         }
         McpCommand::Check { name, json } => {
             let config = Config::load(flags)?;
             if config.mcp.servers.is_empty() {
                 anyhow::bail!("no MCP servers are configured ([[mcp.server]] in the config file)");
             }
-            super::mcp_list::check(config.mcp.servers, name, json).await
+            super::mcp_list::check(&config, name, json).await
         }
     }
 }

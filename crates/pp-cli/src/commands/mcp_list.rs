@@ -4,7 +4,8 @@
 //! `list` starts (or connects to) every server to learn its tools, resolves them exactly
 //! as the "mcp" tool provider does (`pp_mcp::report`), prints each offered tool with the
 //! name the model sees, its capability and the level that decided it, and the tools left
-//! out with why; `--json` prints `pp_types::McpReport`. `check` starts each server (or
+//! out with why, and each stdio server's sandbox; `--json` prints `pp_types::McpReport`.
+//! Stdio servers start for the default workspace (docs/mcp.md). `check` starts each server (or
 //! only NAME), lists its tools and says ok or the error with how long it took; it exits
 //! 1 when any server fails.
 
@@ -12,17 +13,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pp_mcp::{Backend, ServerConfig};
-use pp_types::McpReport;
+use pp_types::{McpReport, McpSandbox};
 use serde_json::json;
 
-use crate::mcp_tools::McpClients;
+use crate::config::Config;
 use crate::output::{errln, outln};
 use crate::render::one_line;
 use crate::{Exit, exit};
 
 /// `mcp list [--json]`.
-pub(crate) async fn list(servers: Vec<ServerConfig>, json: bool) -> anyhow::Result<u8> {
-    let clients = McpClients::new(servers);
+pub(crate) async fn list(config: &Config, json: bool) -> anyhow::Result<u8> {
+    let clients = crate::mcp_tools::clients(config, config.mcp.servers.clone());
     let (report, warnings) = pp_mcp::report::report_with_warnings(&clients.servers()).await;
     clients.shutdown().await;
     if json {
@@ -36,6 +37,36 @@ pub(crate) async fn list(servers: Vec<ServerConfig>, json: bool) -> anyhow::Resu
     Ok(exit::OK)
 }
 
+/// A stdio server's sandbox in one line: `NOT confined`, or the workspace access, the
+/// network and the extra paths.
+fn sandbox_text(sandbox: &McpSandbox) -> String {
+    if !sandbox.confined {
+        return "NOT confined (confined = false)".to_owned();
+    }
+    let mut parts = vec![
+        format!("workspace {}", one_line(&sandbox.workspace)),
+        if sandbox.network {
+            "network"
+        } else {
+            "no network"
+        }
+        .to_owned(),
+    ];
+    parts.extend(
+        sandbox
+            .read
+            .iter()
+            .map(|path| format!("reads {}", one_line(path))),
+    );
+    parts.extend(
+        sandbox
+            .write
+            .iter()
+            .map(|path| format!("writes {}", one_line(path))),
+    );
+    parts.join(", ")
+}
+
 fn print_report(report: &McpReport) -> anyhow::Result<()> {
     for server in &report.servers {
         outln!(
@@ -43,6 +74,9 @@ fn print_report(report: &McpReport) -> anyhow::Result<()> {
             one_line(&server.name),
             one_line(&server.transport)
         )?;
+        if let Some(sandbox) = &server.sandbox {
+            outln!("  sandbox: {}", sandbox_text(sandbox))?;
+        }
         if let Some(error) = &server.error {
             outln!("  error: {}", one_line(error))?;
             continue;
@@ -89,11 +123,8 @@ struct Checked {
 }
 
 /// `mcp check [NAME] [--json]`.
-pub(crate) async fn check(
-    servers: Vec<ServerConfig>,
-    name: Option<String>,
-    json: bool,
-) -> anyhow::Result<u8> {
+pub(crate) async fn check(config: &Config, name: Option<String>, json: bool) -> anyhow::Result<u8> {
+    let servers = config.mcp.servers.clone();
     let servers: Vec<ServerConfig> = match &name {
         None => servers,
         Some(name) => {
@@ -107,7 +138,7 @@ pub(crate) async fn check(
             chosen
         }
     };
-    let clients = McpClients::new(servers);
+    let clients = crate::mcp_tools::clients(config, servers);
     let mut checked = Vec::new();
     for (config, backend) in clients.servers() {
         checked.push(check_one(&config, &backend).await);
@@ -166,8 +197,8 @@ async fn check_one(config: &ServerConfig, backend: &Arc<dyn Backend>) -> Checked
 
 /// `doctor`'s lines for the MCP servers, `(ok, what, detail)` per server, each started
 /// and listed like `mcp check`.
-pub(crate) async fn doctor_lines(servers: Vec<ServerConfig>) -> Vec<(bool, String, String)> {
-    let clients = McpClients::new(servers);
+pub(crate) async fn doctor_lines(config: &Config) -> Vec<(bool, String, String)> {
+    let clients = crate::mcp_tools::clients(config, config.mcp.servers.clone());
     let mut lines = Vec::new();
     for (config, backend) in clients.servers() {
         let checked = check_one(&config, &backend).await;

@@ -98,6 +98,7 @@ pub(crate) fn server(case: &McpCase, received: &Received) -> (ServerConfig, Arc<
         max_output_bytes: defaults::MAX_OUTPUT_BYTES,
         include_instructions: false,
         tools,
+        sandbox: pp_mcp::config::SandboxConfig::unconfined(),
     };
     let backend = EvalServer {
         name: case.server.clone(),

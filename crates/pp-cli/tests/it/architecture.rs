@@ -17,7 +17,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "pp-tools",
         &["pp-types", "pp-gate", "pp-agent", "pp-docs", "pp-sandbox"],
     ),
-    ("pp-mcp", &["pp-types", "pp-gate", "pp-agent"]),
+    // pp-sandbox: stdio MCP servers start confined like run_command.
+    ("pp-mcp", &["pp-types", "pp-gate", "pp-agent", "pp-sandbox"]),
     (
         "pp-tasks",
         &[

@@ -21,6 +21,7 @@ mod home;
 mod http;
 mod links;
 mod man;
+mod mcp_sandbox;
 mod mcp_serve;
 mod mcp_tools;
 mod memory;

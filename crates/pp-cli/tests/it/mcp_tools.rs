@@ -5,10 +5,10 @@
 //! and runs only after it, escapes denied without the server being called, an edited
 //! escape refused, and tool output that asks for a write without approval.
 //!
-//! The filesystem server is always started with the temp tree's base (the folder holding
-//! both `workspace/` and `outside/`) as its own allowed root: the server itself would
-//! write outside the workspace, so a file absent from `outside/` shows our gate kept the
-//! call from it.
+//! The filesystem server is always started with both `workspace/` and `outside/` as its
+//! own allowed roots, and its sandbox may write `outside/` too (`[mcp.server.sandbox]
+//! write`): the server itself would write outside the workspace, so a file absent from
+//! `outside/` shows our gate kept the call from it.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -34,14 +34,19 @@ fn array(items: &[String]) -> String {
     )
 }
 
-/// `[[mcp.server]]` for the filesystem server rooted at `root`, with `extra` lines.
-fn filesystem_server(servers: &Path, root: &Path, extra: &str) -> String {
-    let (command, args) = mcp_servers::filesystem(servers, root);
+/// `[[mcp.server]]` for the filesystem server rooted at the tree's workspace and
+/// `outside/` (which its sandbox may write too), with `extra` lines.
+fn filesystem_server(servers: &Path, tree: &TempTree, extra: &str) -> String {
+    let (command, mut args) = mcp_servers::filesystem(servers, tree.workspace());
+    let outside = tree.outside().display().to_string();
+    args.push(outside.clone());
     format!(
-        "[[mcp.server]]\nname = \"fs\"\ncommand = {}\nargs = {}\nenv = {{ PATH = {} }}\n{extra}\n",
+        "[[mcp.server]]\nname = \"fs\"\ncommand = {}\nargs = {}\nenv = {{ PATH = {} }}\n{extra}\n\
+         [mcp.server.sandbox]\nwrite = [{}]\n",
         quoted(&command),
         array(&args),
         quoted(&std::env::var("PATH").unwrap_or_default()),
+        quoted(&outside),
     )
 }
 
@@ -147,7 +152,7 @@ fn mcp_list_json_has_the_shape_and_only_whitelisted_tools_are_offered() {
     let tree = TempTree::new();
     let body = filesystem_server(
         &servers,
-        tree.base(),
+        &tree,
         &format!("allow = [\"list_directory\"]\ndefault_action = \"read\"\n{FS_WRITE}"),
     );
     let config = config(&tree, &body);
@@ -159,7 +164,10 @@ fn mcp_list_json_has_the_shape_and_only_whitelisted_tools_are_offered() {
         keys
     };
     assert_eq!(keys(&report), ["servers"]);
-    assert_eq!(keys(fs), ["name", "tools", "transport", "unregistered"]);
+    assert_eq!(
+        keys(fs),
+        ["name", "sandbox", "tools", "transport", "unregistered"]
+    );
     let mut offered = fs["tools"].as_array().unwrap().clone();
     offered.sort_by_key(|tool| tool["name"].as_str().unwrap().to_owned());
     assert_eq!(
@@ -300,7 +308,7 @@ fn a_write_stops_for_approval_and_runs_only_after_it() {
     };
     let tree = TempTree::new();
     tree.dir("notes");
-    let config = config(&tree, &filesystem_server(&servers, tree.base(), FS_WRITE));
+    let config = config(&tree, &filesystem_server(&servers, &tree, FS_WRITE));
     let (id, card) = pending_mcp_write(&tree, &config, "notes/../notes/new.txt");
     assert!(
         !tree.exists("notes/new.txt"),
@@ -328,7 +336,7 @@ fn an_escaping_path_is_denied_and_the_server_never_sees_the_call() {
     };
     let tree = TempTree::new();
     tree.symlink("out", tree.outside());
-    let config = config(&tree, &filesystem_server(&servers, tree.base(), FS_WRITE));
+    let config = config(&tree, &filesystem_server(&servers, &tree, FS_WRITE));
     let before = tree.outside_snapshot();
     let outside = tree.outside().join("pwned.txt").display().to_string();
     for path in ["../outside/pwned.txt", outside.as_str(), "out/pwned.txt"] {
@@ -353,7 +361,7 @@ fn an_edited_escape_is_refused_and_nothing_is_written() {
         return;
     };
     let tree = TempTree::new();
-    let config = config(&tree, &filesystem_server(&servers, tree.base(), FS_WRITE));
+    let config = config(&tree, &filesystem_server(&servers, &tree, FS_WRITE));
     let (id, _) = pending_mcp_write(&tree, &config, "note.txt");
     let before = tree.outside_snapshot();
     let edit = json!({"path": "../outside/pwned.txt", "content": "x"}).to_string();
@@ -388,7 +396,7 @@ fn tool_output_asking_for_a_write_without_approval_changes_nothing() {
     let tree = TempTree::new();
     let body = format!(
         "{}{}",
-        filesystem_server(&servers, tree.base(), FS_WRITE),
+        filesystem_server(&servers, &tree, FS_WRITE),
         everything_server(&servers, "[mcp.server.tools.echo]\naction = \"read\"\n")
     );
     let config = config(&tree, &body);

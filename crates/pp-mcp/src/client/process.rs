@@ -2,8 +2,15 @@
 //! configured variables, in a process group of its own (so whatever it spawns dies with
 //! it), its stderr kept as a short tail for error messages (never on our terminal), and
 //! reaped by a task that kills the rest of its group the moment it exits.
+//!
+//! With a [`Launcher`] the process is the sandbox child `pocketpilot __sandbox` running
+//! the server confined like `run_command` (`sandbox.rs`): the process group then holds
+//! the sandbox child, whose end ends the server's PID namespace (or, as a subreaper,
+//! every descendant), and under root a pids cgroup of its own holds it all. Without one
+//! (tests, `confined = false` where nothing launches sandboxes) the server is started
+//! directly; a server that should be confined is then refused.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +23,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::backend::McpError;
+use crate::client::Launcher;
+use crate::config::ServerConfig;
 
 /// How much of the server's stderr is kept for error messages.
 const STDERR_TAIL_BYTES: usize = 4 * 1024;
@@ -55,6 +64,8 @@ pub(crate) struct ServerProcess {
     stderr: Arc<StderrTail>,
     /// Reads stderr into `stderr`; aborted on drop (it also ends at EOF).
     stderr_reader: JoinHandle<()>,
+    /// The sandbox's pids cgroup (root only), killed and removed when this is dropped.
+    held: Option<pp_sandbox::Held>,
 }
 
 impl ServerProcess {
@@ -114,13 +125,17 @@ impl ServerProcess {
         }
     }
 
-    /// A line for an error message: how it ended and what it said last.
+    /// A line for an error message: how it ended and what it said last (first of all
+    /// the sandbox child's reason, when it could not start the server confined).
     pub(crate) fn describe(&self, exit: Option<&Exit>) -> String {
+        let tail = self.stderr_tail();
+        if let Some(reason) = pp_sandbox::setup_failure(&tail) {
+            return format!("the sandbox could not start it: {reason}");
+        }
         let mut text = match exit {
             Some(exit) => format!("the process ended ({})", exit.status),
             None => "the process stopped answering".to_owned(),
         };
-        let tail = self.stderr_tail();
         if !tail.is_empty() {
             text.push_str("; its stderr ends with: ");
             text.push_str(&tail);
@@ -133,6 +148,13 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.signal(Signal::Kill);
         self.stderr_reader.abort();
+        if let Some(held) = self.held.take() {
+            // Removing the cgroup waits for its processes to be gone.
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn_blocking(move || drop(held))),
+                Err(_) => drop(held),
+            }
+        }
     }
 }
 
@@ -169,41 +191,91 @@ fn signal_group(group: Option<u32>, signal: Signal) {
     let _ = (group, signal);
 }
 
-/// Starts `command` with `args`: a cleared environment plus exactly `env`, in `cwd`
-/// when given, in a new process group. `command` without a `/` is looked up on our
-/// `PATH` (the child's `PATH` is only what `env` lists).
+/// Starts `config`'s stdio server (`command` with `args`): a cleared environment plus
+/// exactly `env`, in `cwd` when given, in a new process group; through `launcher`'s
+/// sandbox for `workspace` when there is a launcher, directly otherwise (only for
+/// `confined = false`). `command` without a `/` is looked up on our `PATH` (the child's
+/// `PATH` is only what `env` lists).
 pub(crate) async fn spawn(
-    server: &str,
-    command: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    cwd: Option<&Path>,
+    config: &ServerConfig,
+    launcher: Option<&Launcher>,
+    workspace: Option<&Path>,
 ) -> Result<Spawned, McpError> {
+    let server = config.name.as_str();
+    let crate::config::Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &config.transport
+    else {
+        return Err(McpError::Start {
+            server: server.to_owned(),
+            reason: "it is not a stdio server".to_owned(),
+        });
+    };
     let start_error = |reason: String| McpError::Start {
         server: server.to_owned(),
         reason,
     };
+    if launcher.is_none() && config.sandbox.confined {
+        return Err(start_error(
+            "no sandbox is available to confine it; set `confined = false` in its \
+             `[mcp.server.sandbox]` table to run it NOT confined"
+                .to_owned(),
+        ));
+    }
     let program = {
-        let command = command.to_owned();
+        let command = command.clone();
         tokio::task::spawn_blocking(move || resolve(&command))
             .await
             .map_err(|error| start_error(format!("looking up the command failed: {error}")))?
             .map_err(start_error)?
     };
-    let mut child = Command::new(&program);
+    let (mut child, held) = match launcher {
+        Some(launcher) => {
+            let launcher = launcher.clone();
+            let (config, program) = (config.clone(), program.clone());
+            let workspace = workspace.map(Path::to_path_buf);
+            let prepared = tokio::task::spawn_blocking(move || {
+                let crate::config::Transport::Stdio { args, env, cwd, .. } = &config.transport
+                else {
+                    return Err("it is not a stdio server".to_owned());
+                };
+                let spec = launcher.spec(
+                    &config,
+                    &program,
+                    args,
+                    env,
+                    cwd.as_deref(),
+                    workspace.as_deref(),
+                )?;
+                launcher
+                    .sandbox
+                    .prepare(&spec)
+                    .map_err(|error| error.to_string())
+            })
+            .await
+            .map_err(|error| start_error(format!("preparing its sandbox failed: {error}")))?
+            .map_err(start_error)?;
+            (Command::from(prepared.command), Some(prepared.held))
+        }
+        None => {
+            let mut child = Command::new(&program);
+            child.args(args).env_clear().envs(env);
+            if let Some(cwd) = cwd {
+                child.current_dir(cwd);
+            }
+            #[cfg(unix)]
+            child.process_group(0);
+            (child, None)
+        }
+    };
     child
-        .args(args)
-        .env_clear()
-        .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some(cwd) = cwd {
-        child.current_dir(cwd);
-    }
-    #[cfg(unix)]
-    child.process_group(0);
     let mut child = pp_types::open_files::spawn_with_original(|| child.spawn())
         .map_err(|error| start_error(format!("could not run `{command}`: {error}")))?;
     let group = child.id();
@@ -247,6 +319,7 @@ pub(crate) async fn spawn(
             reaped,
             stderr: tail,
             stderr_reader,
+            held,
         },
     })
 }

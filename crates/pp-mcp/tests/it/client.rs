@@ -26,6 +26,7 @@ fn config(name: &str, transport: Transport) -> ServerConfig {
         max_output_bytes: defaults::MAX_OUTPUT_BYTES,
         include_instructions: false,
         tools: BTreeMap::new(),
+        sandbox: pp_mcp::config::SandboxConfig::unconfined(),
     }
 }
 
@@ -645,5 +646,53 @@ async fn an_http_server_that_goes_away_fails_the_call_instead_of_hanging() {
     assert!(
         matches!(&error, McpError::Restarting { .. } | McpError::Start { .. }),
         "{error:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_runs_once_per_workspace_and_an_http_server_once() {
+    let Some(dir) = installed() else { return };
+    let stdio_server = config("local", misbehaving(&dir, "stdio"));
+    let http_server = config(
+        "remote",
+        Transport::Http {
+            url: "http://127.0.0.1:9/mcp".to_owned(),
+            headers: BTreeMap::new(),
+        },
+    );
+    let clients = McpClients::new(vec![stdio_server, http_server]);
+    let (one, two) = (Path::new("/work/one"), Path::new("/work/two"));
+    let pointer = |servers: &[(ServerConfig, Arc<dyn Backend>)], index: usize| {
+        Arc::as_ptr(&servers[index].1).cast::<()>()
+    };
+    let first = clients.servers_for(Some(one));
+    let again = clients.servers_for(Some(one));
+    let other = clients.servers_for(Some(two));
+    assert_eq!(
+        pointer(&first, 0),
+        pointer(&again, 0),
+        "the same workspace's process"
+    );
+    assert_ne!(
+        pointer(&first, 0),
+        pointer(&other, 0),
+        "another workspace, another process"
+    );
+    assert_eq!(
+        pointer(&first, 1),
+        pointer(&other, 1),
+        "one HTTP connection"
+    );
+
+    // Each workspace's process is its own, and shutdown ends them all.
+    let (a, b) = (first[0].1.list_tools().await, other[0].1.list_tools().await);
+    assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
+    clients.shutdown().await;
+    // Nothing starts once the clients are shut down, not even for a new workspace.
+    let late = clients.servers_for(Some(Path::new("/work/three")));
+    let refused = late[0].1.list_tools().await;
+    assert!(
+        matches!(refused, Err(McpError::Start { .. })),
+        "{refused:?}"
     );
 }

@@ -58,6 +58,7 @@ fn config(servers: &Path, root: &Path) -> ServerConfig {
         max_output_bytes: defaults::MAX_OUTPUT_BYTES,
         include_instructions: false,
         tools,
+        sandbox: pp_mcp::config::SandboxConfig::unconfined(),
     }
 }
 

@@ -1,11 +1,12 @@
 //! `GET /api/mcp/servers`: 404 until the CLI sets a source; then the source's report,
-//! exactly as `pocketpilot mcp list --json` prints it; never without authentication.
+//! exactly as `pocketpilot mcp list --json` prints it (a stdio server's sandbox, `null`
+//! for an HTTP server); never without authentication.
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Method;
-use pp_types::{McpReport, McpServerReport, McpToolReport, McpUnregistered};
+use pp_types::{McpReport, McpSandbox, McpServerReport, McpToolReport, McpUnregistered};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -28,6 +29,13 @@ fn report() -> McpReport {
                     name: "move_file".into(),
                     reason: "not in the whitelist".into(),
                 }],
+                sandbox: Some(McpSandbox {
+                    confined: true,
+                    workspace: "read".into(),
+                    read: Vec::new(),
+                    write: vec!["/var/cache/fs".into()],
+                    network: false,
+                }),
             },
             McpServerReport {
                 name: "remote".into(),
@@ -35,6 +43,7 @@ fn report() -> McpReport {
                 error: Some("MCP server `remote` could not be started: refused".into()),
                 tools: Vec::new(),
                 unregistered: Vec::new(),
+                sandbox: None,
             },
         ],
     }
@@ -66,10 +75,12 @@ async fn the_report_comes_back_in_the_documented_shape() {
             {"name": "fs", "transport": "stdio",
              "tools": [{"name": "read_text_file", "model_name": "fs__read_text_file",
                         "capability": "mcp:fs:read_text_file:read", "decided_by": "P0"}],
-             "unregistered": [{"name": "move_file", "reason": "not in the whitelist"}]},
+             "unregistered": [{"name": "move_file", "reason": "not in the whitelist"}],
+             "sandbox": {"confined": true, "workspace": "read", "read": [],
+                         "write": ["/var/cache/fs"], "network": false}},
             {"name": "remote", "transport": "http",
              "error": "MCP server `remote` could not be started: refused",
-             "tools": [], "unregistered": []}
+             "tools": [], "unregistered": [], "sandbox": null}
         ]})
     );
     let anonymous = app
