@@ -119,17 +119,14 @@ impl Sandbox {
         self.namespaces
     }
 
-    /// Runs `spec` under `options`, calling `stop` about every 50 ms: once it says
-    /// `true` the process group is killed. Blocking: call it off the async threads.
-    /// Whatever happens, the process group is killed and the child reaped before this
-    /// returns.
-    pub fn run(
+    /// The pids cgroup of one run (root only; why not otherwise) and the command that
+    /// starts the sandbox child for `spec`: our program and arguments plus the start
+    /// stage, with a cleared environment plus the spec's (the child never sees ours: API
+    /// keys), which it passes on.
+    pub(crate) fn start_command(
         &self,
         spec: &Spec,
-        options: &RunOptions,
-        stop: &dyn Fn() -> bool,
-    ) -> Result<Finished> {
-        // Dropped after the guard below: whatever is left in it is killed, then it goes.
+    ) -> Result<(std::result::Result<PidsCgroup, String>, Command)> {
         let cgroup = if rustix::process::geteuid().is_root() {
             PidsCgroup::create(spec.limits.processes.max(1).saturating_add(SUPERVISORS))
         } else {
@@ -145,16 +142,30 @@ impl Sandbox {
         };
         let encoded =
             serde_json::to_string(&stage).map_err(|error| SandboxError::Spec(error.to_string()))?;
-        let started = Instant::now();
-        let deadline = started + options.timeout;
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
             .arg(encoded)
-            // The sandbox child never sees our environment (API keys): it gets the
-            // command's, which it passes on.
             .env_clear()
-            .envs(spec.env.iter().map(|(name, value)| (name, value)))
+            .envs(spec.env.iter().map(|(name, value)| (name, value)));
+        Ok((cgroup, command))
+    }
+
+    /// Runs `spec` under `options`, calling `stop` about every 50 ms: once it says
+    /// `true` the process group is killed. Blocking: call it off the async threads.
+    /// Whatever happens, the process group is killed and the child reaped before this
+    /// returns.
+    pub fn run(
+        &self,
+        spec: &Spec,
+        options: &RunOptions,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Finished> {
+        // Dropped after the guard below: whatever is left in it is killed, then it goes.
+        let (_cgroup, mut command) = self.start_command(spec)?;
+        let started = Instant::now();
+        let deadline = started + options.timeout;
+        command
             .stdin(if options.stdin.is_some() {
                 Stdio::piped()
             } else {

@@ -19,12 +19,8 @@ use std::process::Command;
 
 use crate::cgroup::PidsCgroup;
 use crate::child::PREFIX;
-use crate::error::{Result, SandboxError};
-use crate::stage::Stage;
+use crate::error::Result;
 use crate::{Sandbox, Spec};
-
-/// Processes of a server besides its own: the sandbox child and the namespace's init.
-const SUPERVISORS: u64 = 2;
 
 /// The command that starts a confined server, and the cgroup that holds it.
 #[derive(Debug)]
@@ -54,29 +50,7 @@ impl Sandbox {
     /// The command that starts `spec` confined and keeps it running (see the module
     /// docs). Blocking (it may make a cgroup): call it off the async threads.
     pub fn prepare(&self, spec: &Spec) -> Result<Prepared> {
-        let cgroup = if rustix::process::geteuid().is_root() {
-            PidsCgroup::create(spec.limits.processes.max(1).saturating_add(SUPERVISORS))
-        } else {
-            Err("PocketPilot does not run as root".to_owned())
-        };
-        let stage = Stage::Start {
-            spec: spec.clone(),
-            cgroup: cgroup
-                .as_ref()
-                .map(|cgroup| cgroup.path().to_path_buf())
-                .map_err(Clone::clone),
-            namespaces: self.tries_namespaces(),
-        };
-        let encoded =
-            serde_json::to_string(&stage).map_err(|error| SandboxError::Spec(error.to_string()))?;
-        let mut command = Command::new(&self.program);
-        command
-            .args(&self.args)
-            .arg(encoded)
-            // The sandbox child never sees our environment (API keys): it gets the
-            // server's, which it passes on.
-            .env_clear()
-            .envs(spec.env.iter().map(|(name, value)| (name, value)));
+        let (cgroup, mut command) = self.start_command(spec)?;
         // Its own process group: the kill reaches everything it started.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         Ok(Prepared {
