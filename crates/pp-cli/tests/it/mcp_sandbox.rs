@@ -23,42 +23,9 @@ use std::time::Duration;
 use pp_test_support::{TempTree, mcp_servers};
 use serde_json::{Value, json};
 
+use crate::mcp_tools::{array, quoted};
+use crate::shell::landlock_or_skip;
 use crate::{pocketpilot_in, text, write_script};
-
-/// A TOML string.
-fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap()
-}
-
-fn array(items: &[String]) -> String {
-    format!(
-        "[{}]",
-        items
-            .iter()
-            .map(|item| quoted(item))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-}
-
-/// Whether the sandbox can confine here (panics under CI when it cannot).
-#[expect(
-    clippy::print_stderr,
-    reason = "a skipped proof says so where the test output shows it"
-)]
-fn landlock_or_skip(test: &str) -> bool {
-    let support = pp_sandbox::probe();
-    if support.usable() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI is set but this kernel has no usable Landlock ({}): {test} must run in CI",
-        support.describe()
-    );
-    eprintln!("SKIPPED {test}: {}", support.describe());
-    false
-}
 
 /// `[[mcp.server]]` for the Python probe server, with `extra` lines.
 fn probe_server(command: &str, args: &[String], extra: &str) -> String {

@@ -19,11 +19,12 @@ use serde_json::{Value, json};
 use crate::{pocketpilot_in, text, write_script};
 
 /// A TOML string.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     serde_json::to_string(text).unwrap()
 }
 
-fn array(items: &[String]) -> String {
+/// A TOML array of strings.
+pub(crate) fn array(items: &[String]) -> String {
     format!(
         "[{}]",
         items

@@ -22,7 +22,7 @@ use crate::{pocketpilot_in, text, write_script};
     clippy::print_stderr,
     reason = "a skipped proof says so where the test output shows it"
 )]
-fn landlock_or_skip(test: &str) -> bool {
+pub(crate) fn landlock_or_skip(test: &str) -> bool {
     let support = pp_sandbox::probe();
     if support.usable() {
         return true;
