@@ -603,11 +603,13 @@ fn a_delete_card_cannot_be_approved_by_a_tap_and_an_old_tap_expires() {
     assert_eq!(fake.answer(&fresh), "Rejected by telegram:111 (@ann)");
     server.wait_for_state(&task, "completed");
     assert_eq!(tree.read("old.txt"), "keep me\n");
-    let edited = fake.until("the card edited", |state| {
+    // The forged tap already edited the card once (to say it is not approvable
+    // here); wait for the edit to the outcome.
+    let edited = fake.until("the card edited to its outcome", |state| {
         state
             .messages
             .iter()
-            .find(|sent| sent.id == card.id && sent.edits > 0)
+            .find(|sent| sent.id == card.id && sent.edits > 0 && sent.text.contains("rejected"))
             .cloned()
     });
     assert!(
