@@ -43,6 +43,14 @@ pub(crate) const MAX_INSTRUCTIONS_CHARS: usize = 2_000;
 /// they serve, never reaching the data directory; the configured default workspace is
 /// the one served when no task names one.
 pub(crate) fn clients(config: &Config, servers: Vec<ServerConfig>) -> McpClients {
+    // Without a stdio server nothing is ever launched: no kernel probe, no path lookups
+    // at start (a run or serve with only HTTP servers, or none, pays nothing for them).
+    if !servers
+        .iter()
+        .any(|server| matches!(server.transport, pp_mcp::Transport::Stdio { .. }))
+    {
+        return McpClients::new(servers);
+    }
     let program = std::env::current_exe().unwrap_or_else(|_| "pocketpilot".into());
     let sandbox = pp_sandbox::Sandbox::new(program, vec!["__sandbox".to_owned()]);
     let default = config
