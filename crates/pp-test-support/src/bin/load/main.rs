@@ -50,6 +50,13 @@ struct Args {
     /// Keep the temporary directory (it is always kept when a check fails).
     #[arg(long)]
     keep: bool,
+    /// How long the mock model takes to answer each call, in milliseconds (a real model
+    /// takes hundreds): the run is then bound by latency, not by the CPU.
+    #[arg(long, default_value_t = 0)]
+    model_latency_ms: u64,
+    /// At most this many resolve requests in flight (0: all of them released together).
+    #[arg(long, default_value_t = 0)]
+    resolve_concurrency: usize,
 }
 
 const REQUEST_LIMIT: Duration = Duration::from_secs(60);
@@ -259,13 +266,17 @@ async fn run(args: Args) -> std::io::Result<bool> {
     let deadline = started + Duration::from_secs(args.max_secs);
     let temp = tempfile::Builder::new().prefix("pp-load-").tempdir()?;
     let root = temp.path().to_path_buf();
-    let mock = MockServer::start_with(conversation).await;
+    let latency = Duration::from_millis(args.model_latency_ms);
+    let mock = MockServer::start_with(move |request| conversation(request).delayed(latency)).await;
     let pocketpilot = setup(&root, &bin, &mock.url(), args.workers)?;
     println!(
-        "load: {} tasks x 5 steps, {} SSE clients, {} workers, binary {}, data in {}",
+        "load: {} tasks x 5 steps, {} SSE clients, {} workers, model latency {} ms, \
+         resolves in flight {}, binary {}, data in {}",
         args.tasks,
         args.sse_clients,
         args.workers,
+        args.model_latency_ms,
+        in_flight(args.resolve_concurrency),
         bin.display(),
         root.display()
     );
@@ -303,8 +314,9 @@ async fn run(args: Args) -> std::io::Result<bool> {
             figures.approvals
         );
         println!(
-            "resolve latency ({} requests, 2 per approval at once): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            "resolve latency ({} requests, 2 per approval, {} in flight): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
             figures.latencies.len(),
+            in_flight(args.resolve_concurrency),
             percentile(&figures.latencies, 0.50).as_secs_f64() * 1000.0,
             percentile(&figures.latencies, 0.99).as_secs_f64() * 1000.0,
             figures
@@ -452,16 +464,24 @@ async fn exercise(
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
 
-    // Two resolves per approval, all released at the same moment.
+    // Two resolves per approval, all released at the same moment; with
+    // --resolve-concurrency at most that many in flight (each one's latency is timed from
+    // its own start, not from the release).
     let barrier = Arc::new(Barrier::new(pending.len() * 2));
+    let in_flight = Arc::new(Semaphore::new(match args.resolve_concurrency {
+        0 => Semaphore::MAX_PERMITS,
+        limit => limit,
+    }));
     let resolves: Vec<_> = pending
         .iter()
         .flat_map(|id| [id.clone(), id.clone()])
         .map(|id| {
             let endpoint = endpoint.clone();
             let barrier = Arc::clone(&barrier);
+            let in_flight = Arc::clone(&in_flight);
             tokio::spawn(async move {
                 barrier.wait().await;
+                let _permit = in_flight.acquire().await;
                 let begun = Instant::now();
                 let response = endpoint
                     .request(
@@ -541,6 +561,14 @@ async fn exercise(
         events,
         reconnects,
     })
+}
+
+/// `--resolve-concurrency` for people: 0 is "all".
+fn in_flight(limit: usize) -> String {
+    match limit {
+        0 => "all".to_owned(),
+        limit => limit.to_string(),
+    }
 }
 
 /// Tasks in `state` (at most 1000).

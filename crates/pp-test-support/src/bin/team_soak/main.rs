@@ -68,6 +68,13 @@ struct Args {
     /// Keep the temporary directory and the schema (both are kept when a check fails).
     #[arg(long)]
     keep: bool,
+    /// How long the mock model takes to answer each call, in milliseconds (a real model
+    /// takes hundreds): throughput is then bound by latency, not by the CPU.
+    #[arg(long, default_value_t = 0)]
+    model_latency_ms: u64,
+    /// `[tasks] workers` of each process.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    workers: u16,
 }
 
 /// Workspace names every host maps to a folder of its own.
@@ -254,6 +261,7 @@ fn setup_host(
     bin: &Path,
     model_url: &str,
     store_url: &str,
+    workers: u16,
 ) -> std::io::Result<Host> {
     let host_root = root.join(format!("host-{name}"));
     std::fs::create_dir_all(&host_root)?;
@@ -273,7 +281,7 @@ fn setup_host(
     let mut config = format!(
         "[model]\nprovider = \"openai\"\nmodel = \"mock\"\nbase_url = {base}\nstream = false\n\
          timeout_secs = 300\nmax_retries = 2\n\n\
-         [tasks]\nworkers = 4\nlease_secs = 3\ntimeout_secs = 3600\n\n\
+         [tasks]\nworkers = {workers}\nlease_secs = 3\ntimeout_secs = 3600\n\n\
          [team]\nenabled = true\nkey_file = {key}\n\n\
          [store]\nurl = {store}\n\n\
          [discovery]\nenabled = false\n",
@@ -534,21 +542,32 @@ async fn run_in(
 ) -> std::io::Result<bool> {
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.max_secs);
-    let mock = MockServer::start_with(move |request| conversation(request, seed)).await;
+    let latency = Duration::from_millis(args.model_latency_ms);
+    let mock =
+        MockServer::start_with(move |request| conversation(request, seed).delayed(latency)).await;
     let store_url = backend.url();
     let mut hosts = Vec::new();
     for name in HOSTS.iter().take(usize::from(args.processes)) {
-        hosts.push(setup_host(root, name, bin, &mock.url(), &store_url)?);
+        hosts.push(setup_host(
+            root,
+            name,
+            bin,
+            &mock.url(),
+            &store_url,
+            args.workers,
+        )?);
     }
     let writers = (0..args.tasks)
         .filter(|index| writes(*index, args.approval_percent))
         .count();
     println!(
-        "team-soak: {} tasks ({writers} stop for approval), {} process(es) ({}), {} store, \
-         kill {}, seed {seed}, binary {}, data in {}",
+        "team-soak: {} tasks ({writers} stop for approval), {} process(es) ({}), {} workers \
+         each, model latency {} ms, {} store, kill {}, seed {seed}, binary {}, data in {}",
         args.tasks,
         args.processes,
         ["serve A", "serve B", "worker C"][..usize::from(args.processes)].join(", "),
+        args.workers,
+        args.model_latency_ms,
         backend.name(),
         if args.kill { "yes" } else { "no" },
         bin.display(),
