@@ -55,6 +55,7 @@ mod caller;
 mod connections;
 mod error;
 mod extract;
+mod feed;
 mod routes;
 mod secret;
 mod security;

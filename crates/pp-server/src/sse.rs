@@ -5,23 +5,28 @@
 //! wakes them at a commit; on SQLite they poll every
 //! [`crate::ServerSettings::sse_poll_interval`]), rather than listen to an in-process
 //! signal: events written by another process sharing the database (`pocketpilot run`, a
-//! resolve from the CLI, another worker) show up just the same. Each SSE
+//! resolve from the CLI, another worker) show up just the same. Streams of every task's
+//! events share one such reader ([`crate::feed`]); a stream of one task reads its own.
+//! Each SSE
 //! event carries `id: <seq>` (the global sequence number), `event: <type>` and
 //! `data: <StoredEvent JSON>`, so a reconnect with `Last-Event-ID` resumes exactly after
 //! the last event received.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::HeaderMap;
 use axum::http::header::ACCEPT;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use pp_types::{StoredEvent, TaskId};
+use pp_types::TaskId;
 use tokio::sync::watch;
 
 use crate::caller::Visibility;
 use crate::error::ApiError;
+use crate::feed::{Encoded, Read};
 use crate::state::AppState;
 
 /// Most events read from the store at once by a stream.
@@ -67,17 +72,30 @@ struct Cursor {
     source: Source,
     /// The sequence number of the last event sent.
     last: i64,
-    /// Events read from the store but not yet sent.
-    pending: VecDeque<StoredEvent>,
+    /// Events read but not yet sent.
+    pending: VecDeque<Arc<Encoded>>,
     /// In team mode, which tasks' events the caller may see (`None`: all of them).
     visibility: Option<Visibility>,
+    /// The shared feed's head, for a stream of every task's events.
+    feed: Option<watch::Receiver<i64>>,
     /// Ends the stream when the server shuts down.
     shutdown: watch::Receiver<bool>,
 }
 
 impl Cursor {
-    /// Reads the next events from the store (on the blocking pool).
-    async fn fetch(&mut self) {
+    /// Reads the next events: from the shared feed when it reaches back to the cursor,
+    /// else from the store (on the blocking pool). False when there was nothing to read
+    /// (time to wait).
+    async fn fetch(&mut self) -> bool {
+        let mut behind = None;
+        if let Some(feed) = &mut self.feed {
+            // Seen before reading, so an event arriving after the read wakes the wait.
+            feed.borrow_and_update();
+            match self.state.feed().after(self.last, BATCH) {
+                Read::Events(events) => return self.take(events).await,
+                Read::Behind { from } => behind = from,
+            }
+        }
         let service = self.state.service();
         let events = match &self.source {
             Source::Task(task) => service
@@ -87,44 +105,86 @@ impl Cursor {
             Source::All => service.events_after(self.last, BATCH).await,
         };
         match events {
-            Ok(events) => {
-                let newest = events.last().map(|event| event.seq);
-                for event in events.into_iter().filter(|event| event.seq > self.last) {
-                    let visible = match &mut self.visibility {
-                        Some(visibility) => visibility.sees(&self.state, &event.task_id).await,
-                        None => true,
-                    };
-                    if visible {
-                        self.pending.push_back(event);
-                    }
+            Ok(events) if events.is_empty() => {
+                // Nothing in the store between the cursor and the feed's ring (those
+                // events are gone, their tasks deleted): follow the ring from its start.
+                if let Some(from) = behind {
+                    self.last = self.last.max(from);
+                    return true;
                 }
-                // A batch of only hidden events moves the cursor past them, so the
-                // stream does not read the same batch again.
-                if self.pending.is_empty()
-                    && let Some(newest) = newest
-                {
-                    self.last = self.last.max(newest);
-                }
+                false
             }
-            Err(error) => self.state.log(&format!(
-                "pp-server: event stream cannot read events: {error}"
-            )),
+            Ok(events) => {
+                let events = events
+                    .iter()
+                    .map(|event| Arc::new(Encoded::new(event)))
+                    .collect();
+                self.take(events).await
+            }
+            Err(error) => {
+                self.state.log(&format!(
+                    "pp-server: event stream cannot read events: {error}"
+                ));
+                false
+            }
+        }
+    }
+
+    /// Queues the events of `events` after the cursor that the caller may see; false
+    /// when `events` is empty.
+    async fn take(&mut self, events: Vec<Arc<Encoded>>) -> bool {
+        let Some(newest) = events.last().map(|event| event.seq) else {
+            return false;
+        };
+        for event in events.into_iter().filter(|event| event.seq > self.last) {
+            let visible = match &mut self.visibility {
+                Some(visibility) => visibility.sees(&self.state, &event.task_id).await,
+                None => true,
+            };
+            if visible {
+                self.pending.push_back(event);
+            }
+        }
+        // A batch of only hidden events moves the cursor past them, so the stream does
+        // not read the same batch again.
+        if self.pending.is_empty() {
+            self.last = self.last.max(newest);
+        }
+        true
+    }
+
+    /// Waits until more events may be there: the feed's head moving, or the store's
+    /// word (on PostgreSQL a commit's NOTIFY wakes it at once; on SQLite this waits
+    /// `interval`), or shutdown.
+    async fn wait(&mut self, interval: Duration) {
+        let service = self.state.service().clone();
+        match &mut self.feed {
+            // The interval too: should the feed's reader have stopped on an error, the
+            // stream still reads the store now and then.
+            Some(feed) => tokio::select! {
+                _ = feed.changed() => {}
+                () = tokio::time::sleep(interval) => {}
+                _ = self.shutdown.wait_for(|down| *down) => {}
+            },
+            None => tokio::select! {
+                () = service.wait_for_events(self.last, interval) => {}
+                _ = self.shutdown.wait_for(|down| *down) => {}
+            },
         }
     }
 }
 
-/// The SSE event for a stored event.
-fn to_sse(event: &StoredEvent) -> Event {
-    let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned());
+/// The SSE event for an encoded stored event.
+fn to_sse(event: &Encoded) -> Event {
     Event::default()
         .id(event.seq.to_string())
-        .event(event.event.type_name())
-        .data(data)
+        .event(event.kind)
+        .data(event.data.as_str())
 }
 
 /// An event stream of `source` starting after sequence number `after`, leaving out
 /// events of tasks `visibility` hides (team mode); it ends when the client goes away or
-/// the server shuts down.
+/// the server shuts down. A stream of every task's events follows the shared feed.
 pub(crate) fn stream(
     state: AppState,
     source: Source,
@@ -133,6 +193,7 @@ pub(crate) fn stream(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let interval = state.settings().sse_poll_interval;
     let keep_alive = state.settings().sse_keep_alive;
+    let feed = matches!(source, Source::All).then(|| state.feed().follow(&state));
     let cursor = Cursor {
         shutdown: state.shutdown_signal(),
         state,
@@ -140,6 +201,7 @@ pub(crate) fn stream(
         last: after,
         pending: VecDeque::new(),
         visibility,
+        feed,
     };
     let events = futures_util::stream::unfold(cursor, move |mut cursor| async move {
         loop {
@@ -150,14 +212,8 @@ pub(crate) fn stream(
                 cursor.last = event.seq;
                 return Some((Ok(to_sse(&event)), cursor));
             }
-            cursor.fetch().await;
-            if cursor.pending.is_empty() {
-                // On PostgreSQL a commit's NOTIFY wakes the stream at once; on SQLite
-                // this waits the poll interval (the store says which).
-                tokio::select! {
-                    () = cursor.state.service().wait_for_events(cursor.last, interval) => {}
-                    _ = cursor.shutdown.wait_for(|down| *down) => {}
-                }
+            if !cursor.fetch().await {
+                cursor.wait(interval).await;
             }
         }
     });

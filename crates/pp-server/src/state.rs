@@ -14,6 +14,8 @@ use pp_users::Users;
 use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
 
+use crate::feed::Feed;
+
 /// Limits and knobs of the HTTP server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerSettings {
@@ -144,6 +146,8 @@ struct Shared {
     /// Flipped to `true` when shutdown begins, so event streams (which never end on
     /// their own) finish and graceful shutdown can complete.
     shutdown: watch::Sender<bool>,
+    /// The one reader of every task's events that the event streams share.
+    feed: Arc<Feed>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -180,6 +184,7 @@ impl AppState {
                 channels: RwLock::new(None),
                 scheduler: RwLock::new(None),
                 shutdown,
+                feed: Arc::default(),
             }),
         }
     }
@@ -333,6 +338,11 @@ impl AppState {
     /// Tells event streams to end; called by [`crate::serve`] when shutdown begins.
     pub fn begin_shutdown(&self) {
         self.inner.shutdown.send_replace(true);
+    }
+
+    /// The shared reader of every task's events.
+    pub(crate) fn feed(&self) -> &Arc<Feed> {
+        &self.inner.feed
     }
 
     /// A receiver that changes to `true` when shutdown begins.

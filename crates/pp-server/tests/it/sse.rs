@@ -309,3 +309,97 @@ async fn an_idle_stream_sends_keep_alive_comments() {
         .unwrap()
         .unwrap();
 }
+
+/// Every `/api/events` stream follows one shared reader whose ring holds the newest 4096
+/// events: a stream that is live sees every event in order, and one that resumes from
+/// further back than the ring reads the store until it has caught up, then follows the
+/// ring, without a gap or a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_streams_share_a_reader_and_one_behind_its_ring_catches_up() {
+    let app = App::with_settings(pp_server::ServerSettings {
+        sse_poll_interval: Duration::from_millis(20),
+        ..pp_server::ServerSettings::default()
+    });
+    app.service.start_workers();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let state = app.state.clone();
+    let server = tokio::spawn(pp_server::serve(
+        listener,
+        app.state.clone(),
+        std::future::pending(),
+    ));
+    let task = app.create_task(json!([{"content": "quick"}])).await;
+    app.wait_for(&task.id, TaskState::Completed).await;
+    let before = app.service.last_seq().await.unwrap();
+    let mut live = SseClient::connect(port, "/api/events", None).await;
+    // More events than the ring holds, written by another process in five commits.
+    let other = pp_test_support::sqlite_store_with_clock(
+        &app.tree.base().join("pocketpilot.db"),
+        app.clock.clone(),
+    );
+    let mut written = Vec::new();
+    for batch in 0..5 {
+        let events: Vec<Event> = (0..1000)
+            .map(|index| foreign_event(&format!("event {batch}-{index}")))
+            .collect();
+        written.extend(
+            other
+                .append_events(&task.id, &events)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|event| event.seq),
+        );
+    }
+    let mut seen = Vec::new();
+    while seen.len() < written.len() {
+        let event = live
+            .next(Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|| panic!("the live stream stopped after {} events", seen.len()));
+        seen.push(event.id);
+    }
+    assert_eq!(
+        seen, written,
+        "the live stream: every event, in order, once"
+    );
+
+    // Resumed from before all of them: further back than the ring reaches.
+    let mut late = SseClient::connect(port, "/api/events", Some(before)).await;
+    let mut caught_up = Vec::new();
+    while caught_up.len() < written.len() {
+        let event = late
+            .next(Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|| panic!("the late stream stopped after {} events", caught_up.len()));
+        assert_eq!(event.data["seq"], event.id);
+        caught_up.push(event.id);
+    }
+    assert_eq!(
+        caught_up, written,
+        "the late stream: every event, in order, once"
+    );
+
+    // Both now follow the ring: the next event reaches each exactly once.
+    let next = other
+        .append_events(&task.id, &[foreign_event("after the catch-up")])
+        .await
+        .unwrap()[0]
+        .seq;
+    for client in [&mut live, &mut late] {
+        let event = client
+            .next(Duration::from_secs(5))
+            .await
+            .expect("the next event");
+        assert_eq!(event.id, next);
+        assert_eq!(event.data["message"], "after the catch-up");
+        assert!(client.next(Duration::from_millis(300)).await.is_none());
+    }
+    state.begin_shutdown();
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}

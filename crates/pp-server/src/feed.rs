@@ -1,0 +1,211 @@
+//! One reader of the global event log for every `GET /api/events` stream.
+//!
+//! Fifty console tabs following every task used to make fifty readers: each polled the
+//! store, decoded every event and encoded it again. The feed is one reader instead: it
+//! reads what the store says is committed ([`pp_tasks::TaskService::events_after`], the
+//! very call each stream made, woken the same way), encodes each event once and keeps the
+//! newest ones in a bounded ring that the streams read from. A stream whose cursor is
+//! older than the ring (a reconnect after a long absence, a client that fell behind)
+//! reads the store itself until it has caught up, so no stream ever misses an event.
+//!
+//! The reader runs while streams follow it: it starts with the first and stops when the
+//! last one has gone (both under the ring's lock, so a new stream never waits on a
+//! reader that has just decided to stop).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pp_types::{StoredEvent, TaskId};
+use tokio::sync::watch;
+
+use crate::state::AppState;
+
+/// Most events the ring holds.
+const RING_EVENTS: usize = 4096;
+/// Most bytes of encoded events the ring holds.
+const RING_BYTES: usize = 8 << 20;
+/// Most events the reader asks the store for at once.
+const BATCH: usize = 500;
+
+/// One stored event as the streams send it: encoded once.
+#[derive(Debug)]
+pub(crate) struct Encoded {
+    /// Its global sequence number.
+    pub seq: i64,
+    /// The task it belongs to (team mode shows a stream only the tasks it may see).
+    pub task_id: TaskId,
+    /// The event type name (`event:` of the SSE event).
+    pub kind: &'static str,
+    /// The `StoredEvent` as JSON (`data:` of the SSE event).
+    pub data: String,
+}
+
+impl Encoded {
+    /// `event` encoded.
+    pub(crate) fn new(event: &StoredEvent) -> Self {
+        Self {
+            seq: event.seq,
+            task_id: event.task_id.clone(),
+            kind: event.event.type_name(),
+            data: serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned()),
+        }
+    }
+}
+
+/// What a stream gets from [`Feed::after`].
+#[derive(Debug)]
+pub(crate) enum Read {
+    /// The next events after the cursor (empty: none yet; wait for the head to move).
+    Events(Vec<Arc<Encoded>>),
+    /// The cursor is older than the ring: read the store. `from`: the ring holds every
+    /// event after it (`None`: the reader has not started reading yet).
+    Behind { from: Option<i64> },
+}
+
+/// The ring and whether its reader runs.
+#[derive(Debug, Default)]
+struct Ring {
+    /// The ring holds every event with a sequence number in `(from, head]`, in order
+    /// (`None` until the reader has learnt where the log ends).
+    from: Option<i64>,
+    events: VecDeque<Arc<Encoded>>,
+    bytes: usize,
+    running: bool,
+}
+
+/// The shared reader and its ring. See the module docs.
+#[derive(Debug)]
+pub(crate) struct Feed {
+    ring: Mutex<Ring>,
+    /// The newest sequence number the ring has (moves when events arrive); the streams
+    /// hold receivers, so the reader knows when nobody follows it any more.
+    head: watch::Sender<i64>,
+}
+
+impl Default for Feed {
+    fn default() -> Self {
+        Self {
+            ring: Mutex::default(),
+            head: watch::Sender::new(0),
+        }
+    }
+}
+
+impl Feed {
+    fn ring(&self) -> std::sync::MutexGuard<'_, Ring> {
+        self.ring.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A receiver of the head; starts the reader when it is not running. The stream
+    /// keeps the receiver while it follows the feed.
+    pub(crate) fn follow(self: &Arc<Self>, state: &AppState) -> watch::Receiver<i64> {
+        let mut ring = self.ring();
+        let receiver = self.head.subscribe();
+        if !ring.running {
+            ring.running = true;
+            let feed = Arc::clone(self);
+            let state = state.clone();
+            tokio::spawn(async move { feed.read(state).await });
+        }
+        receiver
+    }
+
+    /// Up to `limit` events after `after`, or [`Read::Behind`] when the ring does not
+    /// reach back that far.
+    pub(crate) fn after(&self, after: i64, limit: usize) -> Read {
+        let ring = self.ring();
+        match ring.from {
+            Some(from) if after >= from => {
+                let start = ring.events.partition_point(|event| event.seq <= after);
+                Read::Events(
+                    ring.events
+                        .iter()
+                        .skip(start)
+                        .take(limit)
+                        .cloned()
+                        .collect(),
+                )
+            }
+            from => Read::Behind { from },
+        }
+    }
+
+    /// The reader: reads what the store has committed after the ring's head, encodes it
+    /// and appends it, until nobody follows or the server shuts down.
+    async fn read(self: Arc<Self>, state: AppState) {
+        let service = state.service();
+        let mut shutdown = state.shutdown_signal();
+        let poll = state.settings().sse_poll_interval;
+        let known = self.ring().from.is_some();
+        let head = if known {
+            *self.head.borrow()
+        } else {
+            match service.last_seq().await {
+                Ok(last) => last,
+                Err(error) => {
+                    state.log(&format!(
+                        "pp-server: the event feed cannot find the newest event: {error}"
+                    ));
+                    // The streams read the store themselves meanwhile; the next one to
+                    // arrive tries again.
+                    self.ring().running = false;
+                    return;
+                }
+            }
+        };
+        {
+            let mut ring = self.ring();
+            ring.events.clear();
+            ring.bytes = 0;
+            ring.from = Some(head);
+        }
+        self.head.send_replace(head);
+        let mut last = head;
+        loop {
+            {
+                let mut ring = self.ring();
+                if self.head.receiver_count() == 0 || *shutdown.borrow() {
+                    ring.running = false;
+                    return;
+                }
+            }
+            let events = match service.events_after(last, BATCH).await {
+                Ok(events) => events,
+                Err(error) => {
+                    state.log(&format!(
+                        "pp-server: the event feed cannot read events: {error}"
+                    ));
+                    Vec::new()
+                }
+            };
+            if let Some(newest) = events.last().map(|event| event.seq) {
+                let encoded: Vec<_> = events
+                    .iter()
+                    .filter(|event| event.seq > last)
+                    .map(|event| Arc::new(Encoded::new(event)))
+                    .collect();
+                {
+                    let mut ring = self.ring();
+                    for event in encoded {
+                        ring.bytes += event.data.len();
+                        ring.events.push_back(event);
+                    }
+                    while ring.events.len() > RING_EVENTS || ring.bytes > RING_BYTES {
+                        let Some(dropped) = ring.events.pop_front() else {
+                            break;
+                        };
+                        ring.bytes -= dropped.data.len();
+                        ring.from = Some(dropped.seq);
+                    }
+                }
+                last = last.max(newest);
+                self.head.send_replace(last);
+                continue;
+            }
+            tokio::select! {
+                () = service.wait_for_events(last, poll) => {}
+                _ = shutdown.wait_for(|down| *down) => {}
+            }
+        }
+    }
+}
