@@ -11,7 +11,8 @@
 //! such a build; link arguments do not change symbol names).
 //!
 //! Only for release builds of x86_64 Linux, where rustc links with its own lld (the
-//! default since Rust 1.90), and not when RUSTFLAGS pick another linker.
+//! default since Rust 1.90), and not when the build picks another linker (a configured
+//! `linker`, which cargo passes as `RUSTC_LINKER`, or RUSTFLAGS naming one).
 #![expect(
     clippy::disallowed_methods,
     reason = "a build script reads cargo's environment, not the operator's"
@@ -20,11 +21,16 @@
 fn main() {
     println!("cargo:rerun-if-changed=startup.order");
     println!("cargo:rerun-if-env-changed=PP_KEEP_SYMBOLS");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let release = std::env::var("PROFILE").is_ok_and(|profile| profile == "release");
     let lld_target =
         std::env::var("TARGET").is_ok_and(|target| target == "x86_64-unknown-linux-gnu");
-    let own_linker = std::env::var("CARGO_ENCODED_RUSTFLAGS")
-        .is_ok_and(|flags| flags.contains("linker") || flags.contains("link-self-contained"));
+    let own_linker = std::env::var_os("RUSTC_LINKER").is_some()
+        || std::env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|flags| {
+            ["linker", "fuse-ld", "link-self-contained"]
+                .iter()
+                .any(|word| flags.contains(word))
+        });
     if !release || !lld_target || own_linker {
         return;
     }
