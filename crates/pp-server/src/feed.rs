@@ -73,6 +73,42 @@ struct Ring {
     running: bool,
 }
 
+impl Ring {
+    /// Up to `limit` events after `after`, or [`Read::Behind`].
+    fn after(&self, after: i64, limit: usize) -> Read {
+        match self.from {
+            Some(from) if after >= from => {
+                let start = self.events.partition_point(|event| event.seq <= after);
+                Read::Events(
+                    self.events
+                        .iter()
+                        .skip(start)
+                        .take(limit)
+                        .cloned()
+                        .collect(),
+                )
+            }
+            from => Read::Behind { from },
+        }
+    }
+
+    /// Appends `events` (newer than every event held), then drops the oldest past
+    /// [`RING_EVENTS`] or [`RING_BYTES`]; `from` moves to the newest dropped event.
+    fn push(&mut self, events: Vec<Arc<Encoded>>) {
+        for event in events {
+            self.bytes += event.data.len();
+            self.events.push_back(event);
+        }
+        while self.events.len() > RING_EVENTS || self.bytes > RING_BYTES {
+            let Some(dropped) = self.events.pop_front() else {
+                break;
+            };
+            self.bytes -= dropped.data.len();
+            self.from = Some(dropped.seq);
+        }
+    }
+}
+
 /// The shared reader and its ring. See the module docs.
 #[derive(Debug)]
 pub(crate) struct Feed {
@@ -113,21 +149,7 @@ impl Feed {
     /// Up to `limit` events after `after`, or [`Read::Behind`] when the ring does not
     /// reach back that far.
     pub(crate) fn after(&self, after: i64, limit: usize) -> Read {
-        let ring = self.ring();
-        match ring.from {
-            Some(from) if after >= from => {
-                let start = ring.events.partition_point(|event| event.seq <= after);
-                Read::Events(
-                    ring.events
-                        .iter()
-                        .skip(start)
-                        .take(limit)
-                        .cloned()
-                        .collect(),
-                )
-            }
-            from => Read::Behind { from },
-        }
+        self.ring().after(after, limit)
     }
 
     /// The reader: reads what the store has committed after the ring's head, encodes it
@@ -184,20 +206,7 @@ impl Feed {
                     .filter(|event| event.seq > last)
                     .map(|event| Arc::new(Encoded::new(event)))
                     .collect();
-                {
-                    let mut ring = self.ring();
-                    for event in encoded {
-                        ring.bytes += event.data.len();
-                        ring.events.push_back(event);
-                    }
-                    while ring.events.len() > RING_EVENTS || ring.bytes > RING_BYTES {
-                        let Some(dropped) = ring.events.pop_front() else {
-                            break;
-                        };
-                        ring.bytes -= dropped.data.len();
-                        ring.from = Some(dropped.seq);
-                    }
-                }
+                self.ring().push(encoded);
                 last = last.max(newest);
                 self.head.send_replace(last);
                 continue;
@@ -207,5 +216,74 @@ impl Feed {
                 _ = shutdown.wait_for(|down| *down) => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: i64, bytes: usize) -> Arc<Encoded> {
+        Arc::new(Encoded {
+            seq,
+            task_id: TaskId(format!("t_{seq}")),
+            kind: "task_retried",
+            data: "x".repeat(bytes),
+        })
+    }
+
+    fn seqs(read: Read) -> Vec<i64> {
+        match read {
+            Read::Events(events) => events.iter().map(|event| event.seq).collect(),
+            Read::Behind { from } => panic!("behind the ring (from {from:?})"),
+        }
+    }
+
+    #[test]
+    fn the_ring_answers_only_for_cursors_it_reaches_back_to() {
+        let mut ring = Ring::default();
+        assert!(matches!(ring.after(0, 10), Read::Behind { from: None }));
+        ring.from = Some(10);
+        // Sequence numbers need not be dense.
+        ring.push(vec![event(11, 1), event(13, 1), event(20, 1)]);
+        assert_eq!(seqs(ring.after(10, 10)), [11, 13, 20]);
+        assert_eq!(seqs(ring.after(12, 10)), [13, 20]);
+        assert_eq!(seqs(ring.after(11, 1)), [13]);
+        assert_eq!(seqs(ring.after(20, 10)), Vec::<i64>::new());
+        assert_eq!(seqs(ring.after(99, 10)), Vec::<i64>::new());
+        assert!(matches!(ring.after(9, 10), Read::Behind { from: Some(10) }));
+    }
+
+    #[test]
+    fn the_oldest_events_go_past_the_count_and_the_byte_bounds() {
+        let mut ring = Ring {
+            from: Some(0),
+            ..Ring::default()
+        };
+        let count = i64::try_from(RING_EVENTS).unwrap();
+        ring.push((1..=count + 100).map(|seq| event(seq, 10)).collect());
+        assert_eq!(ring.events.len(), RING_EVENTS);
+        assert_eq!(ring.from, Some(100));
+        assert!(matches!(
+            ring.after(99, 1),
+            Read::Behind { from: Some(100) }
+        ));
+        assert_eq!(seqs(ring.after(100, 1)), [101]);
+        assert_eq!(ring.bytes, RING_EVENTS * 10);
+
+        // Three events of a third of the byte bound each: the first goes.
+        let third = RING_BYTES / 3 + 1;
+        ring.push(
+            (1..=3)
+                .map(|index| event(count + 100 + index, third))
+                .collect(),
+        );
+        assert!(ring.bytes <= RING_BYTES, "{}", ring.bytes);
+        assert_eq!(ring.events.len(), 2);
+        assert_eq!(ring.from, Some(count + 101));
+        assert_eq!(
+            seqs(ring.after(count + 101, 10)),
+            [count + 102, count + 103]
+        );
     }
 }
