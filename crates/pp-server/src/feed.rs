@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pp_types::{StoredEvent, TaskId};
 use tokio::sync::watch;
 
-use crate::state::AppState;
+use pp_tasks::TaskService;
 
 /// Most events the ring holds.
 const RING_EVENTS: usize = 4096;
@@ -109,6 +109,15 @@ impl Ring {
     }
 }
 
+/// What the reader needs from the server: the store, when to stop, how often to poll
+/// (SQLite), where to report a failed read.
+pub(crate) struct Reader {
+    pub service: TaskService,
+    pub shutdown: watch::Receiver<bool>,
+    pub poll: std::time::Duration,
+    pub log: Box<dyn Fn(&str) + Send + Sync>,
+}
+
 /// The shared reader and its ring. See the module docs.
 #[derive(Debug)]
 pub(crate) struct Feed {
@@ -134,14 +143,18 @@ impl Feed {
 
     /// A receiver of the head; starts the reader when it is not running. The stream
     /// keeps the receiver while it follows the feed.
-    pub(crate) fn follow(self: &Arc<Self>, state: &AppState) -> watch::Receiver<i64> {
+    /// `reader` is called only when the reader has to start.
+    pub(crate) fn follow(
+        self: &Arc<Self>,
+        reader: impl FnOnce() -> Reader,
+    ) -> watch::Receiver<i64> {
         let mut ring = self.ring();
         let receiver = self.head.subscribe();
         if !ring.running {
             ring.running = true;
             let feed = Arc::clone(self);
-            let state = state.clone();
-            tokio::spawn(async move { feed.read(state).await });
+            let reader = reader();
+            tokio::spawn(async move { feed.read(reader).await });
         }
         receiver
     }
@@ -154,10 +167,13 @@ impl Feed {
 
     /// The reader: reads what the store has committed after the ring's head, encodes it
     /// and appends it, until nobody follows or the server shuts down.
-    async fn read(self: Arc<Self>, state: AppState) {
-        let service = state.service();
-        let mut shutdown = state.shutdown_signal();
-        let poll = state.settings().sse_poll_interval;
+    async fn read(self: Arc<Self>, reader: Reader) {
+        let Reader {
+            service,
+            mut shutdown,
+            poll,
+            log,
+        } = reader;
         let known = self.ring().from.is_some();
         let head = if known {
             *self.head.borrow()
@@ -165,7 +181,7 @@ impl Feed {
             match service.last_seq().await {
                 Ok(last) => last,
                 Err(error) => {
-                    state.log(&format!(
+                    log(&format!(
                         "pp-server: the event feed cannot find the newest event: {error}"
                     ));
                     // The streams read the store themselves meanwhile; the next one to
@@ -194,7 +210,7 @@ impl Feed {
             let events = match service.events_after(last, BATCH).await {
                 Ok(events) => events,
                 Err(error) => {
-                    state.log(&format!(
+                    log(&format!(
                         "pp-server: the event feed cannot read events: {error}"
                     ));
                     Vec::new()

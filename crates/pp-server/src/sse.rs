@@ -26,7 +26,7 @@ use tokio::sync::watch;
 
 use crate::caller::Visibility;
 use crate::error::ApiError;
-use crate::feed::{Encoded, Read};
+use crate::feed::{Encoded, Read, Reader};
 use crate::state::AppState;
 
 /// Most events read from the store at once by a stream.
@@ -193,7 +193,17 @@ pub(crate) fn stream(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let interval = state.settings().sse_poll_interval;
     let keep_alive = state.settings().sse_keep_alive;
-    let feed = matches!(source, Source::All).then(|| state.feed().follow(&state));
+    let feed = matches!(source, Source::All).then(|| {
+        state.feed().follow(|| {
+            let logger = state.clone();
+            Reader {
+                service: state.service().clone(),
+                shutdown: state.shutdown_signal(),
+                poll: interval,
+                log: Box::new(move |line| logger.log(line)),
+            }
+        })
+    });
     let cursor = Cursor {
         shutdown: state.shutdown_signal(),
         state,
