@@ -157,7 +157,6 @@ impl Cursor {
     /// word (on PostgreSQL a commit's NOTIFY wakes it at once; on SQLite this waits
     /// `interval`), or shutdown.
     async fn wait(&mut self, interval: Duration) {
-        let service = self.state.service().clone();
         match &mut self.feed {
             // The interval too: should the feed's reader have stopped on an error, the
             // stream still reads the store now and then.
@@ -167,7 +166,7 @@ impl Cursor {
                 _ = self.shutdown.wait_for(|down| *down) => {}
             },
             None => tokio::select! {
-                () = service.wait_for_events(self.last, interval) => {}
+                () = self.state.service().wait_for_events(self.last, interval) => {}
                 _ = self.shutdown.wait_for(|down| *down) => {}
             },
         }

@@ -154,6 +154,32 @@ fn parse_block(block: &str) -> Option<Received> {
     })
 }
 
+/// Serves `app` on a free loopback port until its state begins shutdown.
+async fn serve_until_shutdown(app: &App) -> (u16, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(pp_server::serve(
+        listener,
+        app.state.clone(),
+        std::future::pending(),
+    ));
+    (port, server)
+}
+
+/// The sequence numbers of the next `count` events of `client`.
+async fn next_ids(client: &mut SseClient, count: usize, name: &str) -> Vec<i64> {
+    let mut ids = Vec::with_capacity(count);
+    while ids.len() < count {
+        let event = client
+            .next(Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|| panic!("the {name} stream stopped after {} events", ids.len()));
+        assert_eq!(event.data["seq"], event.id);
+        ids.push(event.id);
+    }
+    ids
+}
+
 fn foreign_event(message: &str) -> Event {
     Event {
         step: 0,
@@ -287,14 +313,8 @@ async fn an_idle_stream_sends_keep_alive_comments() {
         sse_keep_alive: Duration::from_millis(100),
         ..pp_server::ServerSettings::default()
     });
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let state = app.state.clone();
-    let server = tokio::spawn(pp_server::serve(
-        listener,
-        app.state.clone(),
-        std::future::pending(),
-    ));
+    let (port, server) = serve_until_shutdown(&app).await;
     let mut client = SseClient::connect(port, "/api/events", None).await;
     let deadline = Instant::now() + Duration::from_secs(2);
     while !client.body.contains(':') && !String::from_utf8_lossy(&client.raw).contains(':') {
@@ -321,14 +341,8 @@ async fn global_streams_share_a_reader_and_one_behind_its_ring_catches_up() {
         ..pp_server::ServerSettings::default()
     });
     app.service.start_workers();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let state = app.state.clone();
-    let server = tokio::spawn(pp_server::serve(
-        listener,
-        app.state.clone(),
-        std::future::pending(),
-    ));
+    let (port, server) = serve_until_shutdown(&app).await;
     let task = app.create_task(json!([{"content": "quick"}])).await;
     app.wait_for(&task.id, TaskState::Completed).await;
     let before = app.service.last_seq().await.unwrap();
@@ -352,14 +366,7 @@ async fn global_streams_share_a_reader_and_one_behind_its_ring_catches_up() {
                 .map(|event| event.seq),
         );
     }
-    let mut seen = Vec::new();
-    while seen.len() < written.len() {
-        let event = live
-            .next(Duration::from_secs(10))
-            .await
-            .unwrap_or_else(|| panic!("the live stream stopped after {} events", seen.len()));
-        seen.push(event.id);
-    }
+    let seen = next_ids(&mut live, written.len(), "live").await;
     assert_eq!(
         seen, written,
         "the live stream: every event, in order, once"
@@ -367,15 +374,7 @@ async fn global_streams_share_a_reader_and_one_behind_its_ring_catches_up() {
 
     // Resumed from before all of them: further back than the ring reaches.
     let mut late = SseClient::connect(port, "/api/events", Some(before)).await;
-    let mut caught_up = Vec::new();
-    while caught_up.len() < written.len() {
-        let event = late
-            .next(Duration::from_secs(10))
-            .await
-            .unwrap_or_else(|| panic!("the late stream stopped after {} events", caught_up.len()));
-        assert_eq!(event.data["seq"], event.id);
-        caught_up.push(event.id);
-    }
+    let caught_up = next_ids(&mut late, written.len(), "late").await;
     assert_eq!(
         caught_up, written,
         "the late stream: every event, in order, once"
