@@ -15,10 +15,10 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use axum::body::Bytes;
+use pp_tasks::TaskService;
 use pp_types::{StoredEvent, TaskId};
 use tokio::sync::watch;
-
-use pp_tasks::TaskService;
 
 /// Most events the ring holds.
 const RING_EVENTS: usize = 4096;
@@ -27,27 +27,29 @@ const RING_BYTES: usize = 8 << 20;
 /// Most events the reader asks the store for at once.
 const BATCH: usize = 500;
 
-/// One stored event as the streams send it: encoded once.
+/// One stored event as the streams send it: encoded once, as the whole SSE event.
 #[derive(Debug)]
 pub(crate) struct Encoded {
     /// Its global sequence number.
     pub seq: i64,
     /// The task it belongs to (team mode shows a stream only the tasks it may see).
     pub task_id: TaskId,
-    /// The event type name (`event:` of the SSE event).
-    pub kind: &'static str,
-    /// The `StoredEvent` as JSON (`data:` of the SSE event).
-    pub data: String,
+    /// The SSE event: `id: <seq>`, `event: <type>`, `data: <StoredEvent JSON>` and the
+    /// blank line that ends it. Compact JSON has no line breaks (those in strings are
+    /// escaped), so the data is one `data:` line.
+    pub frame: Bytes,
 }
 
 impl Encoded {
     /// `event` encoded.
     pub(crate) fn new(event: &StoredEvent) -> Self {
+        let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned());
+        let kind = event.event.type_name();
+        let frame = format!("id: {}\nevent: {kind}\ndata: {data}\n\n", event.seq);
         Self {
             seq: event.seq,
             task_id: event.task_id.clone(),
-            kind: event.event.type_name(),
-            data: serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned()),
+            frame: Bytes::from(frame),
         }
     }
 }
@@ -96,14 +98,14 @@ impl Ring {
     /// [`RING_EVENTS`] or [`RING_BYTES`]; `from` moves to the newest dropped event.
     fn push(&mut self, events: Vec<Arc<Encoded>>) {
         for event in events {
-            self.bytes += event.data.len();
+            self.bytes += event.frame.len();
             self.events.push_back(event);
         }
         while self.events.len() > RING_EVENTS || self.bytes > RING_BYTES {
             let Some(dropped) = self.events.pop_front() else {
                 break;
             };
-            self.bytes -= dropped.data.len();
+            self.bytes -= dropped.frame.len();
             self.from = Some(dropped.seq);
         }
     }
@@ -243,8 +245,7 @@ mod tests {
         Arc::new(Encoded {
             seq,
             task_id: TaskId(format!("t_{seq}")),
-            kind: "task_retried",
-            data: "x".repeat(bytes),
+            frame: Bytes::from("x".repeat(bytes)),
         })
     }
 

@@ -17,12 +17,13 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
-use axum::http::header::ACCEPT;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::Stream;
+use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
 use pp_types::TaskId;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::caller::Visibility;
 use crate::error::ApiError;
@@ -31,6 +32,12 @@ use crate::state::AppState;
 
 /// Most events read from the store at once by a stream.
 const BATCH: usize = 500;
+/// Most bytes of events a stream sends as one chunk of its response (one write, not one
+/// per event, when a client has several waiting).
+const CHUNK: usize = 64 << 10;
+/// What a quiet stream sends every [`crate::ServerSettings::sse_keep_alive`]: an empty
+/// SSE comment, so proxies and clients see the connection alive.
+const KEEP_ALIVE: &[u8] = b":\n\n";
 
 /// Which events a stream follows.
 #[derive(Debug, Clone)]
@@ -155,41 +162,62 @@ impl Cursor {
 
     /// Waits until more events may be there: the feed's head moving, or the store's
     /// word (on PostgreSQL a commit's NOTIFY wakes it at once; on SQLite this waits
-    /// `interval`), or shutdown.
-    async fn wait(&mut self, interval: Duration) {
+    /// `interval`), or shutdown, or `keep_alive` (time to say the stream is alive).
+    async fn wait(&mut self, interval: Duration, keep_alive: Instant) {
+        let keep_alive = tokio::time::sleep_until(keep_alive);
         match &mut self.feed {
             // The interval too: should the feed's reader have stopped on an error, the
             // stream still reads the store now and then.
             Some(feed) => tokio::select! {
                 _ = feed.changed() => {}
                 () = tokio::time::sleep(interval) => {}
+                () = keep_alive => {}
                 _ = self.shutdown.wait_for(|down| *down) => {}
             },
             None => tokio::select! {
                 () = self.state.service().wait_for_events(self.last, interval) => {}
+                () = keep_alive => {}
                 _ = self.shutdown.wait_for(|down| *down) => {}
             },
         }
     }
 }
 
-/// The SSE event for an encoded stored event.
-fn to_sse(event: &Encoded) -> Event {
-    Event::default()
-        .id(event.seq.to_string())
-        .event(event.kind)
-        .data(event.data.as_str())
+/// The SSE frames of the events waiting in `pending` as one chunk of at most [`CHUNK`]
+/// bytes (or one event, if that is larger), moving `last` to the newest event taken;
+/// `None` when none wait.
+fn next_chunk(pending: &mut VecDeque<Arc<Encoded>>, last: &mut i64) -> Option<Bytes> {
+    let first = pending.pop_front()?;
+    *last = first.seq;
+    let Some(next) = pending.front() else {
+        return Some(first.frame.clone());
+    };
+    if first.frame.len() + next.frame.len() > CHUNK {
+        return Some(first.frame.clone());
+    }
+    let mut chunk = first.frame.to_vec();
+    while let Some(event) = pending.front() {
+        if chunk.len() + event.frame.len() > CHUNK {
+            break;
+        }
+        chunk.extend_from_slice(&event.frame);
+        *last = event.seq;
+        pending.pop_front();
+    }
+    Some(Bytes::from(chunk))
 }
 
 /// An event stream of `source` starting after sequence number `after`, leaving out
 /// events of tasks `visibility` hides (team mode); it ends when the client goes away or
-/// the server shuts down. A stream of every task's events follows the shared feed.
+/// the server shuts down. A stream of every task's events follows the shared feed. Each
+/// event is sent as the feed encoded it (no copy per client unless several wait, then one
+/// chunk); a stream with nothing to send for `sse_keep_alive` sends an SSE comment.
 pub(crate) fn stream(
     state: AppState,
     source: Source,
     after: i64,
     visibility: Option<Visibility>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+) -> Response {
     let interval = state.settings().sse_poll_interval;
     let keep_alive = state.settings().sse_keep_alive;
     let feed = matches!(source, Source::All).then(|| {
@@ -212,21 +240,33 @@ pub(crate) fn stream(
         visibility,
         feed,
     };
-    let events = futures_util::stream::unfold(cursor, move |mut cursor| async move {
+    let start = (cursor, Instant::now() + keep_alive);
+    let chunks = futures_util::stream::unfold(start, move |(mut cursor, due)| async move {
         loop {
             if *cursor.shutdown.borrow() {
                 return None;
             }
-            if let Some(event) = cursor.pending.pop_front() {
-                cursor.last = event.seq;
-                return Some((Ok(to_sse(&event)), cursor));
+            if let Some(chunk) = next_chunk(&mut cursor.pending, &mut cursor.last) {
+                let due = Instant::now() + keep_alive;
+                return Some((Ok::<_, Infallible>(chunk), (cursor, due)));
             }
             if !cursor.fetch().await {
-                cursor.wait(interval).await;
+                if Instant::now() >= due {
+                    let due = Instant::now() + keep_alive;
+                    return Some((Ok(Bytes::from_static(KEEP_ALIVE)), (cursor, due)));
+                }
+                cursor.wait(interval, due).await;
             }
         }
     });
-    Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive))
+    (
+        [
+            (CONTENT_TYPE, "text/event-stream"),
+            (CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(chunks),
+    )
+        .into_response()
 }
 
 #[cfg(test)]
@@ -240,6 +280,53 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert("last-event-id", value);
         last_event_id(&headers)
+    }
+
+    fn encoded(seq: i64, bytes: usize) -> Arc<Encoded> {
+        Arc::new(Encoded {
+            seq,
+            task_id: pp_types::TaskId(format!("t_{seq}")),
+            frame: Bytes::from(format!("id: {seq}\n{}\n\n", "x".repeat(bytes))),
+        })
+    }
+
+    #[test]
+    fn waiting_events_go_as_one_chunk_in_order_and_a_large_one_alone() {
+        let mut pending: VecDeque<_> = [encoded(4, 10), encoded(5, 10), encoded(6, 10)].into();
+        let mut last = 3;
+        let chunk = next_chunk(&mut pending, &mut last).unwrap();
+        assert_eq!(
+            chunk,
+            Bytes::from(format!(
+                "id: 4\n{x}\n\nid: 5\n{x}\n\nid: 6\n{x}\n\n",
+                x = "x".repeat(10)
+            ))
+        );
+        assert_eq!(last, 6);
+        assert!(pending.is_empty());
+        assert_eq!(next_chunk(&mut pending, &mut last), None);
+
+        // A chunk stops before the event that would take it over CHUNK; an event larger
+        // than CHUNK goes alone, whole.
+        let mut pending: VecDeque<_> = [
+            encoded(7, CHUNK / 2),
+            encoded(8, CHUNK / 2),
+            encoded(9, CHUNK * 2),
+        ]
+        .into();
+        let first = next_chunk(&mut pending, &mut last).unwrap();
+        assert!(
+            first.starts_with(b"id: 7\n") && first.len() <= CHUNK,
+            "{}",
+            first.len()
+        );
+        assert_eq!(last, 7);
+        let second = next_chunk(&mut pending, &mut last).unwrap();
+        assert!(second.starts_with(b"id: 8\n"));
+        assert_eq!(last, 8);
+        let third = next_chunk(&mut pending, &mut last).unwrap();
+        assert_eq!(third.len(), CHUNK * 2 + "id: 9\n\n\n".len());
+        assert_eq!(last, 9);
     }
 
     #[test]
