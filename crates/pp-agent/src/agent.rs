@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::changeset::{AFTER_EARLIER_MESSAGE, BeforeApprovedCall, same_or_beneath};
 use crate::outcome::{DecisionProblem, Outcome, Resolution, ResumeError};
 use crate::{
-    EventSink, Model, ModelRequest, Tool, ToolContext, ToolRegistry, estimate_next_call,
-    estimate_tokens, trim_to_window,
+    EventSink, Model, ModelRequest, Tool, ToolContext, ToolDefinition, ToolRegistry,
+    estimate_next_call, estimate_tokens, trim_to_window,
 };
 
 /// Limits that end a task.
@@ -555,7 +555,7 @@ impl<'a> Agent<'a> {
     }
 
     async fn drive(&self, mut state: RunState) -> Outcome {
-        let definitions = self.tools.definitions();
+        let definitions: Arc<[ToolDefinition]> = self.tools.definitions().into();
         loop {
             if state.step >= self.limits.max_steps {
                 let message = format!("the task used all {} steps", self.limits.max_steps);
@@ -577,7 +577,7 @@ impl<'a> Agent<'a> {
             }
             let request = ModelRequest {
                 messages,
-                tools: definitions.clone(),
+                tools: Arc::clone(&definitions),
             };
             self.emit(
                 &mut state,

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use pp_types::{Message, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
@@ -25,8 +26,31 @@ pub struct ToolDefinition {
 pub struct ModelRequest {
     /// The whole conversation so far, system prompt first.
     pub messages: Vec<Message>,
-    /// The tools the model may call.
-    pub tools: Vec<ToolDefinition>,
+    /// The tools the model may call: the same for every call of a task, so shared
+    /// rather than copied with their schemas into each request.
+    #[serde(with = "shared_slice")]
+    pub tools: Arc<[ToolDefinition]>,
+}
+
+/// Serde for a shared slice, as the list it holds (serde's own `Arc` support is a cargo
+/// feature that would change every dependent crate's build).
+mod shared_slice {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<T: Serialize, S: Serializer>(
+        value: &Arc<[T]>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        value.as_ref().serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Arc<[T]>, D::Error> {
+        Vec::<T>::deserialize(deserializer).map(Arc::from)
+    }
 }
 
 /// One model turn.
@@ -92,4 +116,30 @@ pub trait Model: Send + Sync {
         &'a self,
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_serialises_its_shared_tools_as_a_list_and_back() {
+        let request = ModelRequest {
+            messages: vec![Message::user("hi")],
+            tools: [ToolDefinition {
+                name: "read_file".into(),
+                description: "Reads a file".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }]
+            .into(),
+        };
+        let json = serde_json::to_value(&request).unwrap();
+        assert_eq!(
+            json["tools"],
+            serde_json::json!([{"name": "read_file", "description": "Reads a file",
+                                "parameters": {"type": "object"}}])
+        );
+        let back: ModelRequest = serde_json::from_value(json).unwrap();
+        assert_eq!(back, request);
+    }
 }

@@ -45,7 +45,8 @@ fn request() -> ModelRequest {
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}},
                                "required": ["path"]}),
         })
-        .collect();
+        .collect::<Vec<_>>()
+        .into();
     ModelRequest { messages, tools }
 }
 

@@ -43,7 +43,8 @@ pub fn ping_request() -> ModelRequest {
                 "properties": {"message": {"type": "string"}},
                 "required": ["message"],
             }),
-        }],
+        }]
+        .into(),
     }
 }
 

@@ -178,7 +178,7 @@ mod tests {
     fn request() -> ModelRequest {
         ModelRequest {
             messages: vec![Message::user("hi")],
-            tools: Vec::new(),
+            tools: [].into(),
         }
     }
 

@@ -277,7 +277,7 @@ pub(crate) fn summary_request(
             Message::system(SUMMARY_INSTRUCTION),
             Message::user(transcript.trim_end()),
         ],
-        tools: Vec::new(),
+        tools: [].into(),
     }
 }
 

@@ -50,7 +50,7 @@ async fn request_shape_merges_tool_results_and_hoists_system() {
             Message::tool("toolu_2", "error: arguments are not valid json"),
             Message::user("and then?"),
         ],
-        tools: vec![read_file_tool()],
+        tools: [read_file_tool()].into(),
     };
     let response = complete(&model(&settings), &request).await.unwrap();
     assert_eq!(response.content.as_deref(), Some("done"));

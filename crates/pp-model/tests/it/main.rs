@@ -55,7 +55,7 @@ pub(crate) fn simple_request() -> ModelRequest {
             Message::system("you are a test"),
             Message::user("read a.txt"),
         ],
-        tools: vec![read_file_tool()],
+        tools: [read_file_tool()].into(),
     }
 }
 

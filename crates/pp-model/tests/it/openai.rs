@@ -80,7 +80,7 @@ async fn no_key_means_no_authorization_header_and_no_empty_tools() {
     settings.api_key = None;
     let request = ModelRequest {
         messages: vec![Message::user("hi")],
-        tools: Vec::new(),
+        tools: [].into(),
     };
     complete(&model(&settings), &request).await.unwrap();
     let sent = server.only_request();
