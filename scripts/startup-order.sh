@@ -5,38 +5,47 @@
 # megabytes of code instead of touching pages all over a 30 MB text section.
 #
 # Symbol names carry hashes of the build profile and of each crate's version, so the
-# list is taken from the very build it orders: a release build with its symbols kept
+# list is taken from the very build it orders: a build with its symbols kept
 # (PP_KEEP_SYMBOLS=1; symbol names do not depend on link arguments). Run it after a
-# Cargo.lock change or when the RSS guard (scripts/rss-guard.sh) fails. Needs valgrind
-# (apt-get install -y valgrind), python3 and nm.
+# Cargo.lock change, a change of the release profile, or when the shipped binary's
+# resident memory grows (docs/performance.md). Needs valgrind (apt-get install -y
+# valgrind), python3 and nm.
+#
+#   PP_ORDER_PROFILE  cargo profile to build and profile (default: release)
+#   PP_ORDER_OUT      where the list goes (default: crates/pp-cli/startup.order)
+#   PP_ORDER_BIN      profile this binary (built with its symbols) instead of building
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PP_KEEP_SYMBOLS=1 cargo build --release --locked -p pp-cli --bin pocketpilot
-bin=target/release/pocketpilot
+profile=${PP_ORDER_PROFILE:-release}
+out=${PP_ORDER_OUT:-crates/pp-cli/startup.order}
+if [ -n "${PP_ORDER_BIN:-}" ]; then
+  bin=$PP_ORDER_BIN
+else
+  PP_KEEP_SYMBOLS=1 cargo build --profile "$profile" --locked -p pp-cli --bin pocketpilot
+  bin=${CARGO_TARGET_DIR:-target}/$profile/pocketpilot
+fi
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
 python3 scripts/loopback-model.py "$port" &
 mkdir -p "$work/ws"
 printf '[model]\nprovider = "openai"\nbase_url = "http://127.0.0.1:%s/v1"\nmodel = "order"\n\n[server]\nport = 0\n' "$port" >"$work/pp.toml"
 common=(--home "$work/home" --config "$work/pp.toml")
 grind=(valgrind --tool=callgrind --demangle=no)
-sleep 0.5
+python3 scripts/wait-http.py "http://127.0.0.1:$port/v1/models" 30
 "${grind[@]}" --callgrind-out-file="$work/version.out" "$bin" --version >/dev/null 2>&1
 "${grind[@]}" --callgrind-out-file="$work/run.out" "$bin" "${common[@]}" run --workspace "$work/ws" "Say hello" >/dev/null 2>&1
 "${grind[@]}" --callgrind-out-file="$work/list.out" "$bin" "${common[@]}" tasks list >/dev/null 2>&1
-serve_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+serve_port=$(free_port)
 "${grind[@]}" --callgrind-out-file="$work/serve.out" "$bin" "${common[@]}" serve --port "$serve_port" --workspace "$work/ws" >/dev/null 2>&1 &
 serve=$!
-for _ in $(seq 1 60); do
-  if curl -fs -o /dev/null "http://127.0.0.1:$serve_port/api/health"; then break; fi
-  sleep 0.5
-done
+python3 scripts/wait-http.py "http://127.0.0.1:$serve_port/api/health" 60
 sleep 3
 kill -TERM "$serve"
 wait "$serve" || true
 nm --defined-only "$bin" | awk '$2 ~ /^[tTwW]$/ {print $3}' >"$work/defined"
-python3 - "$work" >crates/pp-cli/startup.order <<'PY'
+python3 - "$work" >"$out" <<'PY'
 import re, sys
 work = sys.argv[1]
 defined = set(open(f"{work}/defined").read().split())
@@ -48,4 +57,4 @@ for name in ["version", "list", "run", "serve"]:
             seen.add(match.group(1))
             print(match.group(1))
 PY
-echo "crates/pp-cli/startup.order: $(wc -l <crates/pp-cli/startup.order) functions"
+echo "$out: $(wc -l <"$out") functions"
