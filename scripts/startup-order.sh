@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates crates/pp-cli/startup.order: the functions a one-shot `run`, an idle
-# `serve`, `tasks list` and `--version` execute, which the release link puts next to each
-# other (lld --symbol-ordering-file, see crates/pp-cli/build.rs) so a process maps a few
-# megabytes of code instead of touching pages all over a 30 MB text section.
+# Regenerates crates/pp-cli/startup.order: the functions a one-shot `run` (the first in
+# a new data directory and one after it), an idle `serve`, `tasks list` and `--version`
+# execute, which the release link puts next to each other (lld --symbol-ordering-file,
+# see crates/pp-cli/build.rs) so a process maps a few megabytes of code instead of
+# touching pages all over a 20 MB text section.
 #
 # Symbol names carry hashes of the build profile and of each crate's version, so the
 # list is taken from the very build it orders: a build with its symbols kept
@@ -36,6 +37,8 @@ grind=(valgrind --tool=callgrind --demangle=no)
 python3 scripts/wait-http.py "http://127.0.0.1:$port/v1/models" 30
 "${grind[@]}" --callgrind-out-file="$work/version.out" "$bin" --version >/dev/null 2>&1
 "${grind[@]}" --callgrind-out-file="$work/run.out" "$bin" "${common[@]}" run --workspace "$work/ws" "Say hello" >/dev/null 2>&1
+# A run in a data directory that exists (no migrations) takes paths the first does not.
+"${grind[@]}" --callgrind-out-file="$work/again.out" "$bin" "${common[@]}" run --workspace "$work/ws" "Say hello" >/dev/null 2>&1
 "${grind[@]}" --callgrind-out-file="$work/list.out" "$bin" "${common[@]}" tasks list >/dev/null 2>&1
 serve_port=$(free_port)
 "${grind[@]}" --callgrind-out-file="$work/serve.out" "$bin" "${common[@]}" serve --port "$serve_port" --workspace "$work/ws" >/dev/null 2>&1 &
@@ -50,7 +53,7 @@ import re, sys
 work = sys.argv[1]
 defined = set(open(f"{work}/defined").read().split())
 seen = set()
-for name in ["version", "list", "run", "serve"]:
+for name in ["version", "list", "run", "again", "serve"]:
     for line in open(f"{work}/{name}.out"):
         match = re.match(r"c?fn=\(\d+\) (\S+)", line)
         if match and match.group(1) in defined and match.group(1) not in seen:
