@@ -27,15 +27,8 @@ else
   PP_ORDER_FILE=$order cargo build --profile ci-release --locked -p pp-cli --bin pocketpilot
   bin=$target/ci-release/pocketpilot
 fi
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-python3 scripts/loopback-model.py "$port" &
-mkdir -p "$work/ws"
-printf '[model]\nprovider = "openai"\nbase_url = "http://127.0.0.1:%s/v1"\nmodel = "guard"\n' "$port" >"$work/pp.toml"
-common=(--home "$work/home" --config "$work/pp.toml")
-python3 scripts/wait-http.py "http://127.0.0.1:$port/v1/models" 30
+# shellcheck source=scripts/loopback-setup.sh
+source scripts/loopback-setup.sh
 
 # Peak RSS of one run, in KiB, by GNU time: the figure is the child's ru_maxrss, which
 # counts the memory of the process it was forked from (a Python parent would add its own

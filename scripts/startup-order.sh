@@ -25,16 +25,9 @@ else
   PP_KEEP_SYMBOLS=1 cargo build --profile "$profile" --locked -p pp-cli --bin pocketpilot
   bin=${CARGO_TARGET_DIR:-target}/$profile/pocketpilot
 fi
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-python3 scripts/loopback-model.py "$port" &
-mkdir -p "$work/ws"
-printf '[model]\nprovider = "openai"\nbase_url = "http://127.0.0.1:%s/v1"\nmodel = "order"\n\n[server]\nport = 0\n' "$port" >"$work/pp.toml"
-common=(--home "$work/home" --config "$work/pp.toml")
+# shellcheck source=scripts/loopback-setup.sh
+source scripts/loopback-setup.sh
 grind=(valgrind --tool=callgrind --demangle=no)
-python3 scripts/wait-http.py "http://127.0.0.1:$port/v1/models" 30
 "${grind[@]}" --callgrind-out-file="$work/version.out" "$bin" --version >/dev/null 2>&1
 "${grind[@]}" --callgrind-out-file="$work/run.out" "$bin" "${common[@]}" run --workspace "$work/ws" "Say hello" >/dev/null 2>&1
 # A run in a data directory that exists (no migrations) takes paths the first does not.
