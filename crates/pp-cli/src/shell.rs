@@ -162,7 +162,7 @@ pub(crate) fn status(provider: &ShellProvider, workspace: &Path) -> (bool, Strin
             format!(
                 "run_command is confined ({}; processes: {})",
                 settings.support.describe(),
-                settings.containment.describe()
+                settings.containment().describe()
             ),
         ),
         None => (
@@ -171,7 +171,7 @@ pub(crate) fn status(provider: &ShellProvider, workspace: &Path) -> (bool, Strin
                 "run_command is NOT confined (`[shell] allow_unconfined = true`; {}; \
                  processes: {})",
                 settings.support.describe(),
-                settings.containment.describe()
+                settings.containment().describe()
             ),
         ),
     }

@@ -1,5 +1,6 @@
 //! What keeps a command's processes and privileges in check on this system, probed
-//! once at start, for `doctor`, the start of `serve` and the approval card.
+//! once, when a decision first needs it: `doctor`, the start of `serve`, an approval
+//! card, a run, or a root-owned workspace under root ([`would_run_as_root`]).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -68,7 +69,7 @@ impl Containment {
     /// root-owned workspace keeps uid 0, which needs both a pids cgroup and the
     /// read-only mount namespace.
     pub fn refuses(&self, workspace: &Path) -> Option<String> {
-        if !self.root || crate::privileges::owner(workspace).is_ok_and(|owner| owner.uid != 0) {
+        if !self.root || !root_owned(workspace) {
             return None;
         }
         let missing: Vec<String> = [
@@ -93,6 +94,18 @@ impl Containment {
             )
         })
     }
+}
+
+/// Whether a command in `workspace` would keep uid 0: PocketPilot runs as root and the
+/// workspace belongs to root (or its owner cannot be read). Only then does
+/// [`Containment::refuses`] need the probe; anywhere else a caller may skip it.
+pub fn would_run_as_root(workspace: &Path) -> bool {
+    rustix::process::geteuid().is_root() && root_owned(workspace)
+}
+
+/// `workspace` belongs to root, or its owner cannot be read.
+fn root_owned(workspace: &Path) -> bool {
+    !crate::privileges::owner(workspace).is_ok_and(|owner| owner.uid != 0)
 }
 
 impl Sandbox {

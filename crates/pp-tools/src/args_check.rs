@@ -347,7 +347,7 @@ pub(crate) fn builtin_specs() -> Vec<ToolSpec> {
         data.clone(),
     );
     shell.support = pp_sandbox::Support::default();
-    shell.containment = pp_sandbox::Containment::default();
+    shell.set_containment(pp_sandbox::Containment::default());
     shell.allow_unconfined = true;
     let parser = pp_docs::Parser::new("/bin/false".into(), Vec::new());
     let toolbox = crate::Toolbox::files()

@@ -2,7 +2,7 @@
 //! it may be offered.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pp_sandbox::{Containment, Sandbox, Support};
 use pp_types::CommandLimits;
@@ -14,13 +14,17 @@ use crate::{ProviderError, Provision, Scope, ToolProvider};
 /// How `run_command` starts and limits commands (`[shell]` in the config).
 #[derive(Debug, Clone)]
 pub struct ShellSettings {
-    /// How to start the sandbox child (`pocketpilot __sandbox`).
+    /// How to start the sandbox child (`pocketpilot __sandbox`), as configured; a run
+    /// leaves the namespaces out where the probe found they cannot be made.
     pub sandbox: Sandbox,
-    /// What Landlock the kernel offers ([`pp_sandbox::probe`], taken once at start).
+    /// What Landlock the kernel offers ([`pp_sandbox::probe`], taken once at start: a
+    /// few system calls).
     pub support: Support,
     /// What ends a command's processes and whether root can run one in a root-owned
-    /// workspace ([`Sandbox::containment`], taken once at start).
-    pub containment: Containment,
+    /// workspace ([`Sandbox::containment`]). It starts the sandbox child (and under root
+    /// makes a cgroup), so it is taken the first time something needs it
+    /// ([`Self::containment`]), never for a task that runs no command.
+    containment: OnceLock<Containment>,
     /// Offer the tool without Landlock (every card then says "NOT confined").
     pub allow_unconfined: bool,
     /// The data directory (API token, database): a workspace holding it gets no shell.
@@ -47,20 +51,13 @@ pub struct ShellSettings {
 
 impl ShellSettings {
     /// The defaults of `[shell]` around `sandbox`, for the data directory `data_dir`,
-    /// with the kernel's Landlock support and the sandbox's containment probed now.
+    /// with the kernel's Landlock support probed now; the containment is probed when
+    /// first needed.
     pub fn new(sandbox: Sandbox, data_dir: PathBuf) -> Self {
-        let containment = sandbox.containment();
-        // Where the probe could not make the namespaces, no run tries them (a kernel
-        // may allow the user namespace but not the mounts in it).
-        let sandbox = if containment.namespaces.is_ok() {
-            sandbox
-        } else {
-            sandbox.without_namespaces()
-        };
         Self {
             sandbox,
             support: pp_sandbox::probe(),
-            containment,
+            containment: OnceLock::new(),
             allow_unconfined: false,
             data_dir,
             timeout_secs: 60,
@@ -71,6 +68,27 @@ impl ShellSettings {
             file_size_mb: 256,
             output_bytes: 65_536,
             snapshot: super::SnapshotRules::default(),
+        }
+    }
+
+    /// What contains commands here: probed the first time it is asked for (the sandbox
+    /// child starts once), then kept.
+    pub fn containment(&self) -> &Containment {
+        self.containment.get_or_init(|| self.sandbox.containment())
+    }
+
+    /// Sets what contains commands instead of probing it (a caller that knows, a test).
+    pub fn set_containment(&mut self, containment: Containment) {
+        self.containment = OnceLock::from(containment);
+    }
+
+    /// The sandbox a run starts: without namespaces where the probe could not make them
+    /// (a kernel may allow the user namespace but not the mounts in it).
+    pub fn runner(&self) -> Sandbox {
+        if self.containment().namespaces.is_ok() {
+            self.sandbox.clone()
+        } else {
+            self.sandbox.clone().without_namespaces()
         }
     }
 
@@ -105,7 +123,13 @@ impl ShellSettings {
         if !self.confined() && !self.allow_unconfined {
             return Some(Unavailable::NoLandlock(self.support.describe()));
         }
-        if let Some(why) = self.containment.refuses(workspace) {
+        // Only a command that would keep uid 0 needs the probe to say whether it may run.
+        let refused = match self.containment.get() {
+            Some(containment) => containment.refuses(workspace),
+            None if !pp_sandbox::would_run_as_root(workspace) => None,
+            None => self.containment().refuses(workspace),
+        };
+        if let Some(why) = refused {
             return Some(Unavailable::RootWorkspace {
                 workspace: workspace.to_path_buf(),
                 why,
@@ -211,7 +235,7 @@ mod tests {
             data_dir.to_path_buf(),
         );
         settings.support = support;
-        settings.containment = Containment::default();
+        settings.set_containment(Containment::default());
         settings.allow_unconfined = allow_unconfined;
         settings
     }
@@ -275,19 +299,72 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let data = root.path().join("data");
         let mut settings = settings(&data, landlock(), false);
-        settings.containment = Containment {
+        settings.set_containment(Containment {
             namespaces: Ok(()),
             root: true,
             pids_cgroup: Err("no pids hierarchy".to_owned()),
-        };
+        });
         // `/usr` belongs to root on every system the tests run on.
         let refused = settings.unavailable(Path::new("/usr"));
         assert!(
             matches!(&refused, Some(Unavailable::RootWorkspace { why, .. }) if why.contains("no pids hierarchy")),
             "{refused:?}"
         );
-        settings.containment.pids_cgroup = Ok(());
+        settings.set_containment(Containment {
+            namespaces: Ok(()),
+            root: true,
+            pids_cgroup: Ok(()),
+        });
         assert!(settings.unavailable(Path::new("/usr")).is_none());
+    }
+
+    #[test]
+    fn the_containment_is_probed_only_when_a_decision_needs_it() {
+        let root = tempfile::tempdir().unwrap();
+        let (workspace, data) = (root.path().join("w"), root.path().join("data"));
+        std::fs::create_dir_all(&workspace).unwrap();
+        // `/usr` belongs to root: only under root would a command there keep uid 0.
+        let as_root = pp_sandbox::would_run_as_root(Path::new("/usr"));
+        if as_root {
+            std::os::unix::fs::chown(&workspace, Some(65_534), Some(65_534)).unwrap();
+        }
+        assert!(!pp_sandbox::would_run_as_root(&workspace));
+        // A sandbox program that cannot start: a probe would record why.
+        let mut settings = ShellSettings::new(
+            Sandbox::new("/nonexistent/pocketpilot".into(), Vec::new()),
+            data.clone(),
+        );
+        settings.support = landlock();
+        let provider = ShellProvider::new(settings);
+        let jail = Arc::new(Jail::new(&workspace).unwrap());
+        let equipment = Toolbox::new()
+            .with(Arc::new(provider.clone()))
+            .equip(&jail, Limits::default())
+            .unwrap();
+        assert!(equipment.registry.get("run_command").is_some());
+        assert!(
+            provider.settings().containment.get().is_none(),
+            "offering the tool in a workspace that is not root's must not probe"
+        );
+        // A root-owned workspace under root needs the probe to decide.
+        let usr = provider.settings().unavailable(Path::new("/usr"));
+        assert_eq!(provider.settings().containment.get().is_some(), as_root);
+        if as_root {
+            assert!(
+                matches!(&usr, Some(Unavailable::RootWorkspace { why, .. }) if why.contains("cannot start")),
+                "{usr:?}"
+            );
+        }
+        // The card and the run ask for it, and the failed probe leaves namespaces out.
+        let containment = provider.settings().containment();
+        assert!(
+            containment
+                .namespaces
+                .as_ref()
+                .is_err_and(|why| why.contains("cannot start"))
+        );
+        assert!(!provider.settings().runner().tries_namespaces());
+        assert!(provider.settings().sandbox.tries_namespaces());
     }
 
     #[test]

@@ -256,7 +256,7 @@ impl RunCommand {
                 confined,
                 limits: self.settings.limits(call.timeout_secs),
                 stdin_bytes: call.stdin.map(|stdin| stdin.len() as u64),
-                containment: Some(self.settings.containment.processes().to_owned()),
+                containment: Some(self.settings.containment().processes().to_owned()),
                 // What a revert could not cover, measured now (metadata only); a
                 // workspace that cannot be walked covers nothing.
                 uncovered: Some(
@@ -302,7 +302,7 @@ impl RunCommand {
         let stop = || context.should_stop();
         let finished = self
             .settings
-            .sandbox
+            .runner()
             .run(&spec, &options, &stop)
             .map_err(|error| ToolOutput::error(format!("not run: {error}")))?;
         let seconds = finished.elapsed.as_secs_f64();

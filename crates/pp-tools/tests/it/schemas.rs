@@ -38,7 +38,7 @@ pub(crate) fn every_builtin_spec() -> Vec<ToolSpec> {
         data.clone(),
     );
     shell.support = pp_sandbox::Support::default();
-    shell.containment = pp_sandbox::Containment::default();
+    shell.set_containment(pp_sandbox::Containment::default());
     shell.allow_unconfined = true;
     let toolbox = Toolbox::files()
         .with(Arc::new(DocsProvider::new(DocsSettings::new(parser))))
