@@ -332,7 +332,7 @@ mod tests {
         // A sandbox program that cannot start: a probe would record why.
         let mut settings = ShellSettings::new(
             Sandbox::new("/nonexistent/pocketpilot".into(), Vec::new()),
-            data.clone(),
+            data,
         );
         settings.support = landlock();
         let provider = ShellProvider::new(settings);
