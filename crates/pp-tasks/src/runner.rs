@@ -36,7 +36,8 @@ pub(crate) enum Start {
         /// What to do with each approval's call: `(call_id, resolution)`.
         decisions: Vec<(String, Resolution)>,
         /// The segment built when the last person decided (to check the call), which
-        /// runs the calls too; `None`: the run builds its own.
+        /// runs the calls too if a worker takes the run at once; `None`: the run builds
+        /// its own (also when it had to wait for a worker).
         segment: Option<Box<Segment>>,
     },
 }

@@ -356,11 +356,20 @@ impl TaskService {
         self.inner.cancellation(&task.id);
         let shared = Arc::clone(&self.inner.shared);
         self.spawn(async move {
+            let mut start = start;
             // A run that gets a worker at once starts from `task` as the caller stored it;
             // one that had to wait reads it again first.
             let (_permit, waited) = match Arc::clone(&shared.workers).try_acquire_owned() {
                 Ok(permit) => (permit, false),
                 Err(TryAcquireError::NoPermits) => {
+                    // A run that waits for a worker keeps no segment built for it (the
+                    // tools, their schemas and the gate: tens of kilobytes, for each of
+                    // hundreds of resumes waiting under load); it builds a fresh one when
+                    // a worker takes it, and every approved call is checked again right
+                    // before it runs, against that segment.
+                    if let Start::Resume { segment, .. } = &mut start {
+                        *segment = None;
+                    }
                     match Arc::clone(&shared.workers).acquire_owned().await {
                         Ok(permit) => (permit, true),
                         Err(_) => return,
@@ -368,7 +377,9 @@ impl TaskService {
                 }
                 Err(TryAcquireError::Closed) => return,
             };
-            let record = run_segment(&shared, task, start, waited).await;
+            // Boxed: a run's future is kilobytes, and a run waiting for a worker should
+            // not hold that much before it starts.
+            let record = Box::pin(run_segment(&shared, task, start, waited)).await;
             let _ = sender.send(record);
         });
         receiver
