@@ -18,6 +18,7 @@ use crate::model::ModelSource;
 use crate::segment::Segment;
 use crate::settings::{TaskSettings, Workspaces};
 
+/// State shared by the service and every run it starts.
 /// Segments built at once. Building one is CPU work (every tool and its schema, the
 /// gate) with a little disk: a thousand resolves released together each started one on a
 /// thread of their own, hundreds of threads sharing two cores, each with its stack and
@@ -25,7 +26,6 @@ use crate::settings::{TaskSettings, Workspaces};
 /// cores busy while a build waits for the disk.
 pub(crate) const SEGMENT_BUILDS: usize = 4;
 
-/// State shared by the service and every run it starts.
 pub(crate) struct Shared {
     /// The database every state change goes through (cheap to clone; its methods are
     /// async and never block the runtime threads).
