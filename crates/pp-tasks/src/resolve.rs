@@ -96,9 +96,6 @@ impl TaskService {
         caller: Option<&Caller>,
     ) -> Result<TaskRecord> {
         let shared = &self.inner.shared;
-        // Another decision on this approval in this process is recorded first; this one
-        // then reads what it recorded (released once this one's is recorded).
-        let deciding = shared.deciding.hold(id).await;
         let approval = shared.store.approval(id).await?;
         let task = shared.store.task(&approval.task_id).await?;
         let user = match caller {
@@ -149,9 +146,8 @@ impl TaskService {
             ));
         }
 
-        // The segment built to check an approval runs the resumed call too when a worker
-        // takes the run at once (a run that waits builds a fresh one): every segment is
-        // built after the person decided.
+        // The segment built to check an approval runs the resumed call too: one segment
+        // per decision, built after the person decided.
         let mut built = None;
         let mut fingerprint = None;
         let mut edited_preview = None;
@@ -266,7 +262,6 @@ impl TaskService {
             events: Vec::new(),
         };
         let resolved = shared.store.resolve(id, resolve).await;
-        drop(deciding);
         let (approval, task) = match resolved {
             Ok(resolved) => resolved,
             // A cancel committed between our read and our compare-and-set: it won.

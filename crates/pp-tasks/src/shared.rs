@@ -9,23 +9,16 @@ use std::sync::{Arc, Mutex};
 
 use pp_agent::EventSink;
 use pp_store::Store;
-use pp_types::{ApprovalId, TaskId};
+use pp_types::TaskId;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::blocking::blocking;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::ModelSource;
 use crate::segment::Segment;
 use crate::settings::{TaskSettings, Workspaces};
 
 /// State shared by the service and every run it starts.
-/// Segments built at once. Building one is CPU work (every tool and its schema, the
-/// gate) with a little disk: a thousand resolves released together each started one on a
-/// thread of their own, hundreds of threads sharing two cores, each with its stack and
-/// its share of the allocator's arenas, and every build finishing late. Four keep two
-/// cores busy while a build waits for the disk.
-pub(crate) const SEGMENT_BUILDS: usize = 4;
-
 pub(crate) struct Shared {
     /// The database every state change goes through (cheap to clone; its methods are
     /// async and never block the runtime threads).
@@ -42,8 +35,6 @@ pub(crate) struct Shared {
     pub(crate) observer: Option<Arc<dyn EventSink>>,
     /// One permit per worker; fresh runs and resumed runs both take one.
     pub(crate) workers: Arc<Semaphore>,
-    /// Segments being built at once ([`SEGMENT_BUILDS`]).
-    segment_builds: Arc<Semaphore>,
     /// Wakes the dispatcher when a task is queued in this process.
     pub(crate) wake: Notify,
     /// Cancellation signals of the segments running in this process.
@@ -52,8 +43,6 @@ pub(crate) struct Shared {
     /// from its snapshot to its recorded changes, other approved calls hold it
     /// together ([`Shared::hold_workspace`]).
     workspace_locks: WorkspaceLocks,
-    /// The approvals being decided in this process ([`DecidingLocks`]).
-    pub(crate) deciding: DecidingLocks,
     /// This process's entry in the worker registry (team mode).
     pub(crate) registration: Registration,
     /// The data directory when the front end names it ([`crate::TaskService::with_data_dir`]);
@@ -162,59 +151,6 @@ impl WorkspaceLocks {
     }
 }
 
-/// One lock per approval being decided in this process. A second decision on the same
-/// approval (a double click, the console and a phone at once) waits for the first to be
-/// recorded and then reads what was, instead of building a segment and checking the
-/// target only to lose the compare-and-set. Across processes the compare-and-set alone
-/// still decides.
-#[derive(Debug, Default)]
-pub(crate) struct DecidingLocks(Arc<Mutex<HashMap<ApprovalId, Arc<tokio::sync::Mutex<()>>>>>);
-
-/// An approval held while it is decided; its entry goes when no one else waits for it.
-#[derive(Debug)]
-pub(crate) struct Deciding {
-    locks: Arc<Mutex<HashMap<ApprovalId, Arc<tokio::sync::Mutex<()>>>>>,
-    id: ApprovalId,
-    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
-}
-
-impl DecidingLocks {
-    /// Waits until no other decision on `id` is under way here, and holds it.
-    pub(crate) async fn hold(&self, id: &ApprovalId) -> Deciding {
-        let lock = match self.0.lock() {
-            Ok(mut locks) => Arc::clone(locks.entry(id.clone()).or_default()),
-            // A poisoned map (a panic while inserting) still gives a lock: this call's own.
-            Err(_) => Arc::new(tokio::sync::Mutex::new(())),
-        };
-        Deciding {
-            locks: Arc::clone(&self.0),
-            id: id.clone(),
-            guard: Some(lock.lock_owned().await),
-        }
-    }
-
-    /// How many approvals have an entry (for the tests: none once all are decided).
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.0.lock().map_or(0, |locks| locks.len())
-    }
-}
-
-impl Drop for Deciding {
-    fn drop(&mut self) {
-        drop(self.guard.take());
-        // Clones of the lock are taken under the map's mutex, so one held only by the
-        // map has no waiter and none can appear while the mutex is held.
-        if let Ok(mut locks) = self.locks.lock()
-            && locks
-                .get(&self.id)
-                .is_some_and(|lock| Arc::strong_count(lock) == 1)
-        {
-            locks.remove(&self.id);
-        }
-    }
-}
-
 impl Shared {
     /// Holds the workspace `root` for an approved call (see [`WorkspaceLocks::hold`]).
     pub(crate) async fn hold_workspace(&self, root: &str, exclusive: bool) -> WorkspaceGuard {
@@ -238,11 +174,9 @@ impl Shared {
             toolbox: Arc::new(toolbox),
             observer,
             workers,
-            segment_builds: Arc::new(Semaphore::new(SEGMENT_BUILDS)),
             wake: Notify::new(),
             cancellations: Mutex::new(HashMap::new()),
             workspace_locks: WorkspaceLocks::default(),
-            deciding: DecidingLocks::default(),
             registration: Registration::default(),
             data_dir: std::sync::OnceLock::new(),
             memory: std::sync::OnceLock::new(),
@@ -285,21 +219,12 @@ impl Shared {
     }
 
     /// Builds a fresh jail, tools and gate on `workspace_path`, off the async threads
-    /// (opening the workspace and the providers' folders touches the disk). At most
-    /// [`SEGMENT_BUILDS`] are built at once; the others wait as futures, not on threads.
+    /// (opening the workspace and the providers' folders touches the disk).
     pub(crate) async fn segment(&self, workspace_path: &str) -> Result<Segment> {
         let root = PathBuf::from(workspace_path);
         let toolbox = Arc::clone(&self.toolbox);
         let limits = self.settings.tool_limits();
-        let permit = Arc::clone(&self.segment_builds)
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::Internal("the segment builds' limit was closed".into()))?;
-        blocking(move || {
-            let _permit = permit;
-            Segment::build(&root, &toolbox, limits)
-        })
-        .await?
+        blocking(move || Segment::build(&root, &toolbox, limits)).await?
     }
 
     /// The cancellation signal of `task`'s run in this process (created on first use).
@@ -394,44 +319,5 @@ mod tests {
             command.await.unwrap(),
             WorkspaceGuard::Exclusive(_)
         ));
-    }
-
-    #[tokio::test]
-    async fn a_second_decision_on_an_approval_waits_for_the_first_and_entries_go() {
-        let locks = Arc::new(DecidingLocks::default());
-        let id = ApprovalId::from("a_1");
-        let first = locks.hold(&id).await;
-        let waiting = {
-            let locks = Arc::clone(&locks);
-            let id = id.clone();
-            tokio::spawn(async move { locks.hold(&id).await })
-        };
-        // Another approval is decided meanwhile.
-        let other = locks.hold(&ApprovalId::from("a_2")).await;
-        for _ in 0..50 {
-            tokio::task::yield_now().await;
-        }
-        assert!(!waiting.is_finished(), "the second decision must wait");
-        assert_eq!(locks.len(), 2);
-        drop(first);
-        // The waiter still holds the entry: it is not removed under it.
-        assert_eq!(locks.len(), 2);
-        let second = waiting.await.unwrap();
-        drop((second, other));
-        assert_eq!(locks.len(), 0, "no entry outlives its decisions");
-        // A decision whose future is dropped while it waits leaves nothing behind.
-        let held = locks.hold(&id).await;
-        let abandoned = {
-            let locks = Arc::clone(&locks);
-            let id = id.clone();
-            tokio::spawn(async move { locks.hold(&id).await })
-        };
-        for _ in 0..50 {
-            tokio::task::yield_now().await;
-        }
-        abandoned.abort();
-        let _ = abandoned.await;
-        drop(held);
-        assert_eq!(locks.len(), 0);
     }
 }
