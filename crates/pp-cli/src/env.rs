@@ -14,6 +14,8 @@
 //! | `PAGER` | what `d` on an approval card pipes the full change into (default `less -R`; empty: print it) |
 //! | `NO_COLOR`, `CLICOLOR_FORCE` | colours off / on even when the output is not a terminal |
 //! | `CI` | `eval`: a case that needs Landlock fails instead of being skipped where it is missing |
+//! | `GLIBC_TUNABLES` | `serve` and `worker` start themselves again with `glibc.malloc.arena_max=2` added, unless it names an `arena_max` already |
+//! | `POCKETPILOT_ARENAS_SET` | set by `serve` and `worker` on the process they start again, so it never restarts twice |
 //!
 //! Libraries never read the environment; they receive settings from here and from
 //! `config.rs`. Nothing is ever read from inside a workspace.
@@ -91,7 +93,44 @@ pub(crate) const VARIABLES: &[(&str, &str)] = &[
         "eval: a case that needs Landlock fails instead of being skipped where it is \
          missing",
     ),
+    (
+        TUNABLES_VAR,
+        "glibc's tunables: serve and worker start themselves again with \
+         glibc.malloc.arena_max=2 added, unless it names an arena_max already",
+    ),
+    (
+        RESTARTED_VAR,
+        "set by serve and worker on the process they start again with the arena limit \
+         (never set it yourself: it only stops a second restart)",
+    ),
 ];
+
+/// `GLIBC_TUNABLES`: read by glibc when a process starts.
+pub(crate) const TUNABLES_VAR: &str = "GLIBC_TUNABLES";
+
+/// The malloc arenas `serve` and `worker` run with (`glibc.malloc.arena_max`).
+const ARENA_MAX: &str = "glibc.malloc.arena_max=2";
+
+/// Set by `serve` and `worker` on the process they start again with the arena limit, so
+/// it never starts itself a third time, whatever a C library makes of `GLIBC_TUNABLES`.
+pub(crate) const RESTARTED_VAR: &str = "POCKETPILOT_ARENAS_SET";
+
+/// `GLIBC_TUNABLES` with [`ARENA_MAX`] added, or `None` when it names an arena limit
+/// already (the operator's) or this process is the restarted one ([`RESTARTED_VAR`]).
+pub(crate) fn tunables_with_arena_limit() -> Option<OsString> {
+    let current = std::env::var_os(TUNABLES_VAR).unwrap_or_default();
+    if std::env::var_os(RESTARTED_VAR).is_some()
+        || current.to_string_lossy().contains("glibc.malloc.arena_max")
+    {
+        return None;
+    }
+    let mut tunables = current;
+    if !tunables.is_empty() {
+        tunables.push(":");
+    }
+    tunables.push(ARENA_MAX);
+    Some(tunables)
+}
 
 fn non_empty(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|value| !value.is_empty())

@@ -454,3 +454,66 @@ fn a_weak_token_file_or_data_directory_is_refused() {
         text(&output).1
     );
 }
+
+/// `serve` starts itself again (same process) with at most two malloc arenas, unless
+/// the operator's `GLIBC_TUNABLES` names a limit already.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn serve_runs_with_two_malloc_arenas_unless_told_otherwise() {
+    use std::io::BufRead as _;
+
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let environ = |tunables: Option<&str>| {
+        let mut command = pocketpilot_in(&home);
+        command
+            .args(["serve", "--port", "0", "--workspace"])
+            .arg(tree.workspace())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        match tunables {
+            Some(value) => command.env("GLIBC_TUNABLES", value),
+            None => command.env_remove("GLIBC_TUNABLES"),
+        };
+        let mut child = command.spawn().unwrap();
+        // The console line comes once the restarted process listens.
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("PocketPilot console:"), "{line}");
+        let environ = std::fs::read(format!("/proc/{}/environ", child.id())).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        // glibc ends each tunable's value in place with a NUL as it reads them, so the
+        // process's environment shows `a=1\0b=2` where `a=1:b=2` was passed.
+        String::from_utf8_lossy(&environ)
+            .replace("\0glibc.", ":glibc.")
+            .split('\0')
+            .filter(|entry| {
+                entry.starts_with("GLIBC_TUNABLES=") || entry.starts_with("POCKETPILOT_ARENAS_SET=")
+            })
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        environ(None),
+        [
+            "GLIBC_TUNABLES=glibc.malloc.arena_max=2",
+            "POCKETPILOT_ARENAS_SET=1"
+        ]
+    );
+    assert_eq!(
+        environ(Some("glibc.malloc.tcache_count=0")),
+        [
+            "GLIBC_TUNABLES=glibc.malloc.tcache_count=0:glibc.malloc.arena_max=2",
+            "POCKETPILOT_ARENAS_SET=1"
+        ]
+    );
+    // The operator's own limit stands, and nothing starts again.
+    assert_eq!(
+        environ(Some("glibc.malloc.arena_max=4")),
+        ["GLIBC_TUNABLES=glibc.malloc.arena_max=4"]
+    );
+}
