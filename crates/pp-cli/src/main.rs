@@ -538,18 +538,24 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 /// eight per core, and each keeps the memory its thread freed. Under load a service's
 /// blocking pool has dozens of threads, so `serve` kept 65-70 MiB resident where the heap
 /// peaked at 21 MiB; with two arenas it keeps 42-43 MiB, at about the same throughput
-/// (docs/performance.md). glibc reads the limit only when a process starts, from
-/// `GLIBC_TUNABLES`: so `serve` and `worker` start themselves again, the same process and
-/// arguments (`exec` of `/proc/self/exe`, the very binary running), with the limit added
-/// to it, unless it names one already. Should that `exec` fail, they go on as they are.
+/// (docs/performance.md). Without `unsafe` (forbidden here) there is no `mallopt`, and
+/// glibc reads `GLIBC_TUNABLES` only when a process starts: so `serve` and `worker` start
+/// themselves again, the same process and arguments, with the limit added to it, unless
+/// it names one already. They `exec` the binary's path (`current_exe`), not
+/// `/proc/self/exe`, so the process keeps its name (`ps`, `pgrep pocketpilot`, the
+/// journal). Should the path be gone (the binary replaced while it ran) or the `exec`
+/// fail, they go on as they are.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn limit_malloc_arenas() {
     use std::os::unix::process::CommandExt as _;
     let Some(tunables) = env::tunables_with_arena_limit() else {
         return;
     };
+    let Ok(binary) = std::env::current_exe() else {
+        return;
+    };
     let mut args = std::env::args_os();
-    let mut command = std::process::Command::new("/proc/self/exe");
+    let mut command = std::process::Command::new(binary);
     if let Some(arg0) = args.next() {
         command.arg0(arg0);
     }

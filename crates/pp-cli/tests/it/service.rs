@@ -455,8 +455,8 @@ fn a_weak_token_file_or_data_directory_is_refused() {
     );
 }
 
-/// `serve` starts itself again (same process) with at most two malloc arenas, unless
-/// the operator's `GLIBC_TUNABLES` names a limit already.
+/// `serve` starts itself again (same process, same name) with at most two malloc
+/// arenas, unless the operator's `GLIBC_TUNABLES` names a limit already.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn serve_runs_with_two_malloc_arenas_unless_told_otherwise() {
@@ -484,6 +484,9 @@ fn serve_runs_with_two_malloc_arenas_unless_told_otherwise() {
             .unwrap();
         assert!(line.starts_with("PocketPilot console:"), "{line}");
         let environ = std::fs::read(format!("/proc/{}/environ", child.id())).unwrap();
+        // The process started again under its own name, not `exe`.
+        let name = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap();
+        assert_eq!(name.trim_end(), "pocketpilot");
         let _ = child.kill();
         let _ = child.wait();
         // glibc ends each tunable's value in place with a NUL as it reads them, so the
