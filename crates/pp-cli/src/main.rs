@@ -536,8 +536,8 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 /// glibc's malloc gives a thread that finds the arenas busy an arena of its own, up to
 /// eight per core, and each keeps the memory its thread freed. Under load a service's
-/// blocking pool has dozens of threads, so `serve` kept 65-70 MiB resident where the heap
-/// peaked at 21 MiB; with two arenas it keeps 42-43 MiB, at about the same throughput
+/// blocking pool has dozens of threads, so `serve` kept 63-71 MiB resident where the heap
+/// peaked at 21 MiB; with four arenas it keeps 46-52 MiB, at about the same throughput
 /// (docs/performance.md). Without `unsafe` (forbidden here) there is no `mallopt`, and
 /// glibc reads `GLIBC_TUNABLES` only when a process starts: so `serve` and `worker` start
 /// themselves again, the same process and arguments, with the limit added to it, unless
