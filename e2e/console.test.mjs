@@ -557,10 +557,15 @@ test("hidden characters in a model-written path are shown visibly, with the file
 
     // Timeline: the escapes are visible and no raw override reaches the page text.
     const waiting = page.locator('.timeline [data-type="approval_required"]');
-    // allTextContents does not wait: wait for the timeline's line to be drawn first.
-    await waiting.locator(".approval-line .invisible-char").first().waitFor();
-    const marks = await waiting.locator(".approval-line .invisible-char").allTextContents();
-    assert.deepEqual(marks, ["\\u{202e}", "\\u{200b}"]);
+    // allTextContents does not wait, and the task page may be drawn again while its
+    // events arrive (the line found first can be gone a moment later): ask until the
+    // line drawn last shows both escapes.
+    const escapes = ["\\u{202e}", "\\u{200b}"];
+    const marksOf = (locator) => locator.locator(".invisible-char").allTextContents();
+    await eventually("the timeline line's escapes", async () => {
+      const marks = await marksOf(waiting.locator(".approval-line"));
+      return JSON.stringify(marks) === JSON.stringify(escapes) ? marks : null;
+    });
     await textMatches(waiting.locator(".resolves-to"), /resolves to\s*notes\.txt/);
 
     // The card: the title shows the escapes in their own style, and the resolved file.
@@ -570,7 +575,7 @@ test("hidden characters in a model-written path are shown visibly, with the file
     const card = page.locator("article.card").first();
     const title = card.locator(".card-title .target");
     assert.equal(await title.textContent(), "drafts\\u{202e}txt.exe\\u{200b}/../notes.txt");
-    assert.deepEqual(await title.locator(".invisible-char").allTextContents(), ["\\u{202e}", "\\u{200b}"]);
+    assert.deepEqual(await marksOf(title), escapes);
     const style = await title.locator(".invisible-char").first().evaluate((mark) => getComputedStyle(mark).borderStyle);
     assert.equal(style, "dashed", "escapes are styled apart from the path");
     await textMatches(card.locator(".resolves-to"), /resolves to\s*notes\.txt/);
