@@ -9,7 +9,8 @@
 //! hashed tokens (`users.rs`: [`Store::add_user`], [`Store::user_by_token`]).
 //!
 //! [`Store`] is the one type, an async interface over the backend a [`StoreUrl`] names
-//! (`sqlite/`: rusqlite, its synchronous calls run on the blocking pool; `postgres/`:
+//! (`sqlite/`: rusqlite, its synchronous calls queued and run in batches, one transaction
+//! each, on the blocking pool: `store/queue.rs`; `postgres/`:
 //! `tokio-postgres` with a `deadpool-postgres` pool, for a team server). Open it with
 //! [`Store::connect`] (or [`Store::open`] for an SQLite file from blocking code), clone it
 //! freely, and await its methods. Every state change is a compare-and-set inside one

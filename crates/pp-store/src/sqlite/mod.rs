@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pp_types::{Clock, Timestamp};
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
@@ -112,16 +112,65 @@ impl SqliteStore {
 
     /// Runs `work` in one `BEGIN IMMEDIATE` transaction: the write lock is taken first, so
     /// what `work` reads cannot change before it writes. Commits only if `work` succeeds.
-    fn write<T>(&self, work: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+    ///
+    /// Inside a batch ([`SqliteStore::begin_batch`]: the write lock is already held) it
+    /// runs in a savepoint of the batch instead: released if `work` succeeds, rolled back
+    /// (with nothing else of the batch) if it fails. Its writes are then durable and
+    /// visible to others when the batch commits.
+    pub(crate) fn write<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let mut connection = self.connection();
+        if !connection.is_autocommit() {
+            let savepoint = connection.savepoint()?;
+            let value = work(&savepoint)?;
+            savepoint.commit()?;
+            return Ok(value);
+        }
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = work(&transaction)?;
         transaction.commit()?;
         Ok(value)
     }
 
+    /// Opens a batch: one `BEGIN IMMEDIATE` transaction that the calls run next join
+    /// ([`SqliteStore::write`]), until [`SqliteStore::end_batch`]. Only the store's queue
+    /// does this, with the calls of one batch run one after the other on its thread.
+    pub(crate) fn begin_batch(&self) -> Result<()> {
+        Ok(self.connection().execute_batch("BEGIN IMMEDIATE")?)
+    }
+
+    /// Whether a batch is still open: SQLite rolls the whole transaction back by itself
+    /// on some errors (disk full, I/O), and then no later call may count on it.
+    pub(crate) fn in_batch(&self) -> bool {
+        !self.connection().is_autocommit()
+    }
+
+    /// Ends the open batch: commits it, or rolls it back if `commit` is false (or the
+    /// commit fails). Nothing happens if SQLite already rolled it back.
+    pub(crate) fn end_batch(&self, commit: bool) -> Result<()> {
+        let connection = self.connection();
+        if connection.is_autocommit() {
+            return Err(Error::Sqlite(Box::new(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                Some("the batch transaction was rolled back by SQLite".to_owned()),
+            ))));
+        }
+        if commit {
+            match connection.execute_batch("COMMIT") {
+                Ok(()) => return Ok(()),
+                Err(error) => {
+                    if !connection.is_autocommit() {
+                        let _ = connection.execute_batch("ROLLBACK");
+                    }
+                    return Err(error.into());
+                }
+            }
+        }
+        connection.execute_batch("ROLLBACK")?;
+        Ok(())
+    }
+
     /// Runs `work` on the connection (one statement: no transaction needed).
-    fn read<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         work(&self.connection())
     }
 }

@@ -1,34 +1,26 @@
 //! [`Store`]: the async interface every caller uses, over one of the backends.
 //!
-//! The SQLite backend's synchronous calls run on tokio's blocking pool
-//! ([`tokio::task::spawn_blocking`]), never on the async threads, and at most
-//! [`SQLITE_CALLS`] at a time: its one connection is behind a mutex, so more would only
-//! be threads waiting on it. Under load (a thousand tasks, a thousand resolves) the pool
-//! used to grow to its 512 threads, nearly all of them waiting there, each with its stack
-//! and its share of the allocator's arenas; now the calls beyond the limit wait as
-//! futures. A call holds its permit until it has finished, even if its caller has gone.
-//! A permit is only ever held by a running call, which waits for nothing but the database,
-//! so a tool on the blocking pool that waits for a store call (team memory, shared
-//! skills) cannot starve it.
+//! The SQLite backend's synchronous calls never run on the async threads: they wait in
+//! one queue (`queue.rs`) and a runner on tokio's blocking pool takes them in order,
+//! running every call waiting as one batch in one transaction (group commit) and
+//! handing each answer over once its batch has committed. One runner at a time, so at
+//! most one blocking thread is ever busy with the store; calls beyond it wait as
+//! futures, never as threads. A queued call runs even if its caller has gone.
 
 mod methods;
+mod queue;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pp_types::{Clock, SystemClock};
-use tokio::sync::Semaphore;
-
 use crate::error::{Error, Result};
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
+use pp_types::{Clock, SystemClock};
+use queue::Queue;
 
 use crate::url::StoreUrl;
-
-/// How many SQLite calls run at once (on the blocking pool): one at the connection, one
-/// ready to take it.
-const SQLITE_CALLS: usize = 2;
 
 /// The PocketPilot database, on SQLite (the default: one file in the data directory) or
 /// on PostgreSQL (a team server).
@@ -46,17 +38,10 @@ pub struct Store {
 /// Which database a [`Store`] talks to.
 #[derive(Debug, Clone)]
 pub(crate) enum Backend {
-    /// One SQLite file; its calls run on the blocking pool.
-    Sqlite(Arc<Sqlite>),
+    /// One SQLite file; its calls run in batches on the blocking pool.
+    Sqlite(Arc<Queue>),
     /// A PostgreSQL database shared by the processes of a team server.
     Postgres(Arc<PgStore>),
-}
-
-/// An SQLite store and the permits its calls take.
-#[derive(Debug)]
-pub(crate) struct Sqlite {
-    store: Arc<SqliteStore>,
-    calls: Arc<Semaphore>,
 }
 
 impl Store {
@@ -72,9 +57,8 @@ impl Store {
     /// Like [`Store::open`], with every time taken from `clock`.
     pub fn open_with_clock(path: &Path, clock: Arc<dyn Clock>) -> Result<Store> {
         let store = Arc::new(SqliteStore::open_with_clock(path, Arc::clone(&clock))?);
-        let calls = Arc::new(Semaphore::new(SQLITE_CALLS));
         Ok(Store {
-            backend: Backend::Sqlite(Arc::new(Sqlite { store, calls })),
+            backend: Backend::Sqlite(Arc::new(Queue::new(store))),
             clock,
         })
     }
@@ -105,7 +89,7 @@ impl Store {
     /// The database file, on SQLite (`None` on a server database).
     pub fn path(&self) -> Option<&Path> {
         match &self.backend {
-            Backend::Sqlite(sqlite) => Some(sqlite.store.path()),
+            Backend::Sqlite(queue) => Some(queue.store().path()),
             Backend::Postgres(_) => None,
         }
     }
@@ -132,7 +116,9 @@ impl Store {
     pub async fn backup_to(&self, dest: &Path) -> Result<()> {
         let dest = dest.to_path_buf();
         match &self.backend {
-            Backend::Sqlite(_) => self.sqlite(move |store| store.backup_to(&dest)).await,
+            // Outside any batch: the backup reads on a connection of its own, and in a
+            // batch it would hold the write lock for as long as it takes.
+            Backend::Sqlite(queue) => queue.call_alone(move |store| store.backup_to(&dest)).await,
             Backend::Postgres(_) => Err(Error::Unsupported {
                 what: "backup",
                 backend: "postgres",
@@ -163,27 +149,15 @@ impl Store {
         }
     }
 
-    /// Runs one synchronous SQLite call on the blocking pool once a permit is free (only
-    /// ever called on the SQLite backend: the methods dispatch on the backend first).
+    /// Runs one synchronous SQLite call through the queue (only ever called on the
+    /// SQLite backend: the methods dispatch on the backend first).
     async fn sqlite<T, F>(&self, call: F) -> Result<T>
     where
         F: FnOnce(&SqliteStore) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
         match &self.backend {
-            Backend::Sqlite(sqlite) => {
-                let permit = Arc::clone(&sqlite.calls)
-                    .acquire_owned()
-                    .await
-                    .map_err(|error| Error::Worker(error.to_string()))?;
-                let store = Arc::clone(&sqlite.store);
-                run_blocking(move || {
-                    let answer = call(&store);
-                    drop(permit);
-                    answer
-                })
-                .await
-            }
+            Backend::Sqlite(queue) => queue.call(call).await,
             Backend::Postgres(_) => Err(Error::Unsupported {
                 what: "an SQLite call",
                 backend: "postgres",
@@ -202,43 +176,4 @@ where
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| Error::Worker(error.to_string()))?
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn at_most_two_sqlite_calls_hold_a_blocking_thread_even_when_callers_give_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("pp.db")).unwrap();
-        let running = Arc::new(AtomicUsize::new(0));
-        let most = Arc::new(AtomicUsize::new(0));
-        let call = |store: Store| {
-            let (running, most) = (Arc::clone(&running), Arc::clone(&most));
-            async move {
-                store
-                    .sqlite(move |store| {
-                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        std::thread::sleep(Duration::from_millis(20));
-                        running.fetch_sub(1, Ordering::SeqCst);
-                        store.schema_version()
-                    })
-                    .await
-            }
-        };
-        // Callers that give up while their call runs: the call keeps its permit.
-        for _ in 0..4 {
-            let _ = tokio::time::timeout(Duration::from_millis(1), call(store.clone())).await;
-        }
-        let calls: Vec<_> = (0..16).map(|_| tokio::spawn(call(store.clone()))).collect();
-        for call in calls {
-            assert!(call.await.unwrap().unwrap() > 0);
-        }
-        assert_eq!(most.load(Ordering::SeqCst), SQLITE_CALLS);
-        assert_eq!(running.load(Ordering::SeqCst), 0);
-    }
 }
