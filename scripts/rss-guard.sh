@@ -32,17 +32,10 @@ fi
 source scripts/loopback-setup.sh
 
 # The binary as a start after a reboot finds it: read from disk, not as the linker (or a
-# copy) just wrote it. Since Linux 6.16, ext4 keeps a freshly written file in large page
-# cache folios, and mapping a page of one maps its neighbours too: the same binary then
-# peaks 1.2-1.6 MiB higher until its pages are evicted (docs/performance.md). Writing the
-# file back and dropping its clean pages makes the figure that of the installed binary.
-python3 - "$bin" <<'PY'
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.fdatasync(fd)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-os.close(fd)
-PY
+# copy) just wrote it (a freshly written binary peaks 1.2-1.6 MiB higher until its pages
+# are evicted: docs/performance.md). Writing the file back and dropping its clean pages
+# makes the figure that of the installed binary.
+python3 scripts/drop-page-cache.py "$bin"
 
 # Peak RSS of one run, in KiB, by GNU time: the figure is the child's ru_maxrss, which
 # counts the memory of the process it was forked from (a Python parent would add its own

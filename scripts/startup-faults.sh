@@ -22,12 +22,7 @@ list=$(realpath "${2:-crates/pp-cli/startup.order}")
 # shellcheck source=scripts/loopback-setup.sh
 source scripts/loopback-setup.sh
 drop() {
-  python3 - "$bin" <<'PY'
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-os.close(fd)
-PY
+  python3 scripts/drop-page-cache.py "$bin"
 }
 faults() {
   local out=$1
