@@ -145,7 +145,8 @@ impl SqliteStore {
     }
 
     /// Ends the open batch: commits it, or rolls it back if `commit` is false (or the
-    /// commit fails). Nothing happens if SQLite already rolled it back.
+    /// commit fails). If SQLite already rolled it back by itself, there is nothing to
+    /// end and the answer is an error: the batch's writes are gone.
     pub(crate) fn end_batch(&self, commit: bool) -> Result<()> {
         let connection = self.connection();
         if connection.is_autocommit() {
