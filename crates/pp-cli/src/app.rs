@@ -11,6 +11,7 @@ use pp_knowledge::{Imported, MemoryService, SkillsService, TeamKnowledge};
 use pp_store::Store;
 use pp_tasks::{ModelSource, TaskService};
 use pp_tools::docs::{DocsProvider, DocsSettings};
+use pp_tools::shell::ShellProvider;
 use pp_tools::{MemoryProvider, SkillsProvider, Toolbox};
 use pp_types::SystemClock;
 use pp_users::Users;
@@ -57,9 +58,22 @@ impl App {
 
     /// Like [`App::open`] with an already loaded configuration.
     pub(crate) async fn with_config(
+        config: Config,
+        models: ModelSource,
+        observer: Option<Arc<dyn EventSink>>,
+    ) -> anyhow::Result<Self> {
+        let shell = crate::shell::shell_provider(&config.shell, &config.home);
+        Self::with_shell(config, models, observer, shell).await
+    }
+
+    /// Like [`App::with_config`] with the `run_command` provider already built from
+    /// `config` (by a caller that took its containment probe ahead:
+    /// [`pp_tools::shell::ShellProvider::probe_ahead`]).
+    pub(crate) async fn with_shell(
         mut config: Config,
         models: ModelSource,
         observer: Option<Arc<dyn EventSink>>,
+        shell: ShellProvider,
     ) -> anyhow::Result<Self> {
         home::ensure(&config.home)?;
         home::ensure_skills(&config.skills.home)?;
@@ -82,10 +96,7 @@ impl App {
                 .with(Arc::new(SkillsProvider::new(config.skills.clone())))
                 .with(Arc::new(MemoryProvider::new(config.memory.clone())))
                 .with(Arc::new(docs_provider(&config.docs)))
-                .with(Arc::new(crate::shell::shell_provider(
-                    &config.shell,
-                    &config.home,
-                )))
+                .with(Arc::new(shell))
                 .with(Arc::new(McpProvider::new(&mcp))),
             observer,
         )

@@ -1,9 +1,11 @@
 //! What keeps a command's processes and privileges in check on this system, probed
 //! once, when a decision first needs it: `doctor`, the start of `serve`, an approval
-//! card, a run, or a root-owned workspace under root ([`would_run_as_root`]).
+//! card, a run, or a root-owned workspace under root ([`would_run_as_root`]). Where a
+//! caller knows the answer will be needed, the probe's child can start ahead
+//! ([`Sandbox::start_probe`]) and be read when it is.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use crate::Sandbox;
 use crate::cgroup::PidsCgroup;
@@ -112,6 +114,13 @@ impl Sandbox {
     /// What contains commands on this system: starts the sandbox child once to see
     /// whether it can make namespaces, and (under root) makes and removes a pids cgroup.
     pub fn containment(&self) -> Containment {
+        self.containment_with(None)
+    }
+
+    /// [`Sandbox::containment`], reading the namespace answer from `started` (a child
+    /// [`Sandbox::start_probe`] started earlier, so its start overlapped other work)
+    /// instead of starting one now.
+    pub fn containment_with(&self, started: Option<ProbeChild>) -> Containment {
         let root = rustix::process::geteuid().is_root();
         let pids_cgroup = if root {
             PidsCgroup::create(1).map(drop)
@@ -120,7 +129,7 @@ impl Sandbox {
         };
         Containment {
             namespaces: if self.tries_namespaces() {
-                self.probe_namespaces()
+                started.unwrap_or_else(|| self.start_probe()).answer()
             } else {
                 Err("turned off".to_owned())
             },
@@ -129,16 +138,41 @@ impl Sandbox {
         }
     }
 
-    fn probe_namespaces(&self) -> Result<(), String> {
-        let message = serde_json::to_string(&Stage::Probe).map_err(|error| error.to_string())?;
-        let output = Command::new(&self.program)
-            .args(&self.args)
-            .arg(message)
-            .env_clear()
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .map_err(|error| format!("cannot start {}: {error}", self.program.display()))?;
+    /// Starts the sandbox child that tries to make the namespaces, without waiting for
+    /// it: [`Sandbox::containment_with`] reads its answer.
+    pub fn start_probe(&self) -> ProbeChild {
+        let started = serde_json::to_string(&Stage::Probe)
+            .map_err(|error| error.to_string())
+            .and_then(|message| {
+                Command::new(&self.program)
+                    .args(&self.args)
+                    .arg(message)
+                    .env_clear()
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|error| format!("cannot start {}: {error}", self.program.display()))
+            });
+        ProbeChild(Some(started))
+    }
+}
+
+/// The namespace probe's sandbox child, started ([`Sandbox::start_probe`]) and not yet
+/// read. Dropped unread, it is killed and reaped: no zombie is left behind.
+#[derive(Debug)]
+pub struct ProbeChild(Option<Result<Child, String>>);
+
+impl ProbeChild {
+    /// Waits for the child: whether it could make the namespaces, or why not.
+    fn answer(mut self) -> Result<(), String> {
+        let child = self
+            .0
+            .take()
+            .unwrap_or_else(|| Err("the sandbox child was read twice".to_owned()))?;
+        let output = child
+            .wait_with_output()
+            .map_err(|error| format!("the sandbox child could not be read: {error}"))?;
         let answer = String::from_utf8_lossy(&output.stdout);
         match answer.trim() {
             "namespaces" => Ok(()),
@@ -146,6 +180,16 @@ impl Sandbox {
                 .strip_prefix("no namespaces: ")
                 .unwrap_or("the sandbox child did not answer")
                 .to_owned()),
+        }
+    }
+}
+
+impl Drop for ProbeChild {
+    fn drop(&mut self) {
+        if let Some(Ok(mut child)) = self.0.take() {
+            // It ends within milliseconds on its own; killing it only makes that sure.
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

@@ -54,7 +54,7 @@ mod server;
 mod spec;
 mod stage;
 
-pub use containment::{Containment, would_run_as_root};
+pub use containment::{Containment, ProbeChild, would_run_as_root};
 pub use error::SandboxError;
 pub use rules::{Support, probe};
 pub use runner::{Captured, End, Finished, RunOptions, Sandbox};

@@ -93,6 +93,13 @@ pub(crate) async fn open_live(
     scripted: bool,
     live: &Arc<LiveView>,
 ) -> anyhow::Result<App> {
+    // Under root in a root-owned workspace the first step cannot offer `run_command`
+    // before the containment probe (a sandbox child) answers: it starts now, beside
+    // the model lookup and the store's opening.
+    let shell = crate::shell::shell_provider(&config.shell, &config.home);
+    if let Some(workspace) = config.workspaces.find(None) {
+        shell.probe_ahead(&workspace.path);
+    }
     let models = if scripted {
         ModelSource::Scripted
     } else {
@@ -105,7 +112,7 @@ pub(crate) async fn open_live(
         }
     };
     let observer: Arc<dyn pp_agent::EventSink> = live.clone();
-    let app = App::with_config(config, models, Some(observer)).await?;
+    let app = App::with_shell(config, models, Some(observer), shell).await?;
     let workspace = app.service.workspaces().find(None);
     if let Some(workspace) = workspace {
         errln!("workspace: {}", workspace.path.display());

@@ -23,6 +23,13 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     // First, before any child starts: every child gets the original limit back.
     let open_files = raise_open_files();
     let config = Config::load(&flags)?;
+    // Under root, a root-owned workspace needs the containment probe (a sandbox child)
+    // before it can say whether `run_command` is offered: it starts now, beside the
+    // store's opening, and the status lines and the first task find it taken.
+    let shell = crate::shell::shell_provider(&config.shell, &config.home);
+    for workspace in &config.workspaces.list {
+        shell.probe_ahead(&workspace.path);
+    }
     home::ensure(&config.home)?;
     // Held until the server stops: `restore` refuses to replace the database meanwhile.
     let _serve_lock = lock::hold_for_serve(&config.home)?;
@@ -40,7 +47,21 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
         }
         None => configured_model(&config).await?,
     };
-    let app = App::with_config(config, models, None).await?;
+    let app = App::with_shell(config, models, None, shell.clone()).await?;
+    // The status waits for the probe (and reads each workspace's owner): off the async
+    // threads, and now, while the thread that opened the store is idle to take it.
+    let workspaces = app.service.workspaces().list.clone();
+    let statuses = tokio::task::spawn_blocking(move || {
+        workspaces
+            .into_iter()
+            .map(|workspace| {
+                let (_, line) = crate::shell::status(&shell, &workspace.path);
+                (workspace, line)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .context("the shell's status was not taken")?;
     let token = home::load_or_create_token(&app.config.token_file())?;
     sweep_workspaces(&app.service.workspaces().list);
     errln!("store: {}", app.config.store_url.location());
@@ -155,10 +176,8 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
             }
         }
     });
-    let shell = crate::shell::shell_provider(&app.config.shell, &app.config.home);
-    for workspace in &app.service.workspaces().list {
+    for (workspace, line) in statuses {
         errln!("workspace {}: {}", workspace.name, workspace.path.display());
-        let (_, line) = crate::shell::status(&shell, &workspace.path);
         errln!("  shell: {line}");
     }
     errln!("data: {}", app.config.home.display());

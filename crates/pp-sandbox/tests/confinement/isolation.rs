@@ -320,6 +320,11 @@ pub(super) fn the_containment_is_probed(_fixture: &Fixture) {
         containment.refuses(&fixture_root_owned()).is_none(),
         !is_root() || complete
     );
+    // A child started ahead answers the same, read when the answer is needed; one
+    // dropped unread is killed and reaped.
+    let ahead = sandbox().start_probe();
+    assert_eq!(sandbox().containment_with(Some(ahead)), containment);
+    drop(sandbox().start_probe());
     let off = sandbox().without_namespaces().containment();
     assert!(off.namespaces.is_err());
     assert!(off.processes().contains("subreaper"));

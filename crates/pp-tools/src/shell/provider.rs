@@ -2,9 +2,9 @@
 //! it may be offered.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use pp_sandbox::{Containment, Sandbox, Support};
+use pp_sandbox::{Containment, ProbeChild, Sandbox, Support};
 use pp_types::CommandLimits;
 
 use super::run_command::RunCommand;
@@ -25,6 +25,9 @@ pub struct ShellSettings {
     /// makes a cgroup), so it is taken the first time something needs it
     /// ([`Self::containment`]), never for a task that runs no command.
     containment: OnceLock<Containment>,
+    /// The probe's sandbox child when [`ShellProvider::probe_ahead`] started it before
+    /// anything needed the answer; [`Self::containment`] reads it.
+    ahead: Arc<Mutex<Option<ProbeChild>>>,
     /// Offer the tool without Landlock (every card then says "NOT confined").
     pub allow_unconfined: bool,
     /// The data directory (API token, database): a workspace holding it gets no shell.
@@ -58,6 +61,7 @@ impl ShellSettings {
             sandbox,
             support: pp_sandbox::probe(),
             containment: OnceLock::new(),
+            ahead: Arc::default(),
             allow_unconfined: false,
             data_dir,
             timeout_secs: 60,
@@ -74,7 +78,10 @@ impl ShellSettings {
     /// What contains commands here: probed the first time it is asked for (the sandbox
     /// child starts once), then kept.
     pub fn containment(&self) -> &Containment {
-        self.containment.get_or_init(|| self.sandbox.containment())
+        self.containment.get_or_init(|| {
+            let started = self.ahead.lock().ok().and_then(|mut ahead| ahead.take());
+            self.sandbox.containment_with(started)
+        })
     }
 
     /// Sets what contains commands instead of probing it (a caller that knows, a test).
@@ -112,6 +119,16 @@ impl ShellSettings {
         }
     }
 
+    /// Whether deciding to offer `run_command` in `workspace` (its canonical root) will
+    /// take the containment probe: it has not been taken, nothing else keeps the tool
+    /// away, and a command there would keep uid 0 ([`Self::unavailable`]).
+    fn will_probe(&self, workspace: &std::path::Path) -> bool {
+        self.containment.get().is_none()
+            && !pp_sandbox::is_within(&self.data_dir, workspace)
+            && (self.confined() || self.allow_unconfined)
+            && pp_sandbox::would_run_as_root(workspace)
+    }
+
     /// Why `run_command` is not offered in `workspace` (its canonical root), if it is not.
     pub fn unavailable(&self, workspace: &std::path::Path) -> Option<Unavailable> {
         if pp_sandbox::is_within(&self.data_dir, workspace) {
@@ -124,11 +141,12 @@ impl ShellSettings {
             return Some(Unavailable::NoLandlock(self.support.describe()));
         }
         // Only a command that would keep uid 0 needs the probe to say whether it may run.
-        let refused = match self.containment.get() {
-            Some(containment) => containment.refuses(workspace),
-            None if !pp_sandbox::would_run_as_root(workspace) => None,
-            None => self.containment().refuses(workspace),
-        };
+        let refused =
+            if self.containment.get().is_some() || pp_sandbox::would_run_as_root(workspace) {
+                self.containment().refuses(workspace)
+            } else {
+                None
+            };
         if let Some(why) = refused {
             return Some(Unavailable::RootWorkspace {
                 workspace: workspace.to_path_buf(),
@@ -190,6 +208,32 @@ impl ShellProvider {
     /// The settings.
     pub fn settings(&self) -> &ShellSettings {
         &self.settings
+    }
+}
+
+impl ShellProvider {
+    /// Starts the containment probe's sandbox child now, without waiting for it, when
+    /// the first step of a task in `workspace` will need its answer
+    /// ([`ShellSettings::unavailable`]: under root in a root-owned workspace), so the
+    /// child starts while the store opens and the step finds it (nearly) done. Anywhere
+    /// else nothing starts: a task that would not take the probe does not pay for it.
+    /// Says whether the child was started.
+    pub fn probe_ahead(&self, workspace: &std::path::Path) -> bool {
+        let settings = &self.settings;
+        // The root the task's jail will have (its canonical path).
+        let Ok(jail) = pp_gate::Jail::new(workspace) else {
+            return false;
+        };
+        if !settings.sandbox.tries_namespaces() || !settings.will_probe(jail.root()) {
+            return false;
+        }
+        let Ok(mut ahead) = settings.ahead.lock() else {
+            return false;
+        };
+        if ahead.is_none() {
+            *ahead = Some(settings.sandbox.start_probe());
+        }
+        true
     }
 }
 
@@ -365,6 +409,55 @@ mod tests {
         );
         assert!(!provider.settings().runner().tries_namespaces());
         assert!(provider.settings().sandbox.tries_namespaces());
+    }
+
+    #[test]
+    fn the_probe_starts_ahead_only_where_the_first_step_would_take_it() {
+        let root = tempfile::tempdir().unwrap();
+        let (workspace, data) = (root.path().join("w"), root.path().join("data"));
+        std::fs::create_dir_all(&workspace).unwrap();
+        // `/usr` belongs to root: only under root would a command there keep uid 0.
+        let as_root = pp_sandbox::would_run_as_root(Path::new("/usr"));
+        if as_root {
+            std::os::unix::fs::chown(&workspace, Some(65_534), Some(65_534)).unwrap();
+        }
+        // A sandbox program that cannot start: the probe records why.
+        let provider = |support: Support, data: &Path| {
+            let mut settings = ShellSettings::new(
+                Sandbox::new("/nonexistent/pocketpilot".into(), Vec::new()),
+                data.to_path_buf(),
+            );
+            settings.support = support;
+            ShellProvider::new(settings)
+        };
+        let started =
+            |provider: &ShellProvider| provider.settings().ahead.lock().unwrap().is_some();
+        let shell = provider(landlock(), &data);
+        // Where the first step would offer the tool without probing, nothing starts.
+        assert!(!shell.probe_ahead(&workspace));
+        assert!(!shell.probe_ahead(&root.path().join("missing")));
+        assert!(!started(&shell));
+        // Nor where the tool is off anyway: no Landlock, or the data directory inside.
+        let off = provider(Support::default(), &data);
+        assert!(!off.probe_ahead(Path::new("/usr")));
+        let holding = provider(landlock(), Path::new("/usr/share"));
+        assert!(!holding.probe_ahead(Path::new("/usr")));
+        assert!(!started(&off) && !started(&holding));
+        // A root-owned workspace under root: started now, its answer read by the step.
+        assert_eq!(shell.probe_ahead(Path::new("/usr")), as_root);
+        assert_eq!(started(&shell), as_root);
+        assert!(shell.settings().containment.get().is_none());
+        if as_root {
+            let usr = shell.settings().unavailable(Path::new("/usr"));
+            assert!(
+                matches!(&usr, Some(Unavailable::RootWorkspace { why, .. }) if why.contains("cannot start /nonexistent/pocketpilot")),
+                "{usr:?}"
+            );
+            assert!(!started(&shell), "the step read the child started ahead");
+            // Once answered, nothing starts again.
+            assert!(!shell.probe_ahead(Path::new("/usr")));
+            assert!(!started(&shell));
+        }
     }
 
     #[test]
