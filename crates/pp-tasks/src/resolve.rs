@@ -96,6 +96,8 @@ impl TaskService {
         caller: Option<&Caller>,
     ) -> Result<TaskRecord> {
         let shared = &self.inner.shared;
+        // Held until the decision is recorded and its run handed on: not while it runs.
+        let permit = shared.decisions.acquire().await.ok();
         let approval = shared.store.approval(id).await?;
         let task = shared.store.task(&approval.task_id).await?;
         let user = match caller {
@@ -302,6 +304,7 @@ impl TaskService {
                 segment: built.map(Box::new),
             },
         );
+        drop(permit);
         if request.wait {
             return match finished.await {
                 Ok(record) => Ok(record),

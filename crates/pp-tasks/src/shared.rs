@@ -18,6 +18,13 @@ use crate::model::ModelSource;
 use crate::segment::Segment;
 use crate::settings::{TaskSettings, Workspaces};
 
+/// Most decisions checked at once; the others wait their turn, in order. Each one builds
+/// a segment (the tools, their schemas and a gate: tens of kilobytes) and checks the
+/// call on the blocking pool: a thousand decisions arriving together used to make a
+/// thousand segments and a hundred threads at once, for no more throughput than the
+/// cores give.
+pub(crate) const DECISIONS_IN_FLIGHT: usize = 16;
+
 /// State shared by the service and every run it starts.
 pub(crate) struct Shared {
     /// The database every state change goes through (cheap to clone; its methods are
@@ -35,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) observer: Option<Arc<dyn EventSink>>,
     /// One permit per worker; fresh runs and resumed runs both take one.
     pub(crate) workers: Arc<Semaphore>,
+    /// One permit per decision being checked and recorded ([`DECISIONS_IN_FLIGHT`]).
+    pub(crate) decisions: Semaphore,
     /// Wakes the dispatcher when a task is queued in this process.
     pub(crate) wake: Notify,
     /// Cancellation signals of the segments running in this process.
@@ -174,6 +183,7 @@ impl Shared {
             toolbox: Arc::new(toolbox),
             observer,
             workers,
+            decisions: Semaphore::new(DECISIONS_IN_FLIGHT),
             wake: Notify::new(),
             cancellations: Mutex::new(HashMap::new()),
             workspace_locks: WorkspaceLocks::default(),

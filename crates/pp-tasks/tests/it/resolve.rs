@@ -43,6 +43,45 @@ async fn many_simultaneous_resolves_execute_the_tool_once() {
     assert_eq!(fixture.tree.read("once.txt"), "1");
 }
 
+/// More decisions arrive together than are checked at once (16): the others wait their
+/// turn, and every one is still decided exactly once and every task runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_beyond_those_checked_at_once_wait_their_turn_and_each_lands_once() {
+    let fixture = Fixture::new();
+    let mut pending = Vec::new();
+    for i in 0..40 {
+        let task = fixture
+            .run(write_then_done(&format!("f{i}.txt"), &i.to_string()))
+            .await;
+        pending.push((task.id.clone(), fixture.pending(&task.id).await.id));
+    }
+    let mut handles = Vec::new();
+    // Each approval twice, all at once, as a console tab and a phone might.
+    for _ in 0..2 {
+        for (_, approval) in &pending {
+            let (service, id) = (fixture.service.clone(), approval.clone());
+            handles.push(tokio::spawn(async move {
+                service.resolve(&id, approve()).await
+            }));
+        }
+    }
+    let (mut ok, mut conflicts) = (0, 0);
+    for handle in handles {
+        match handle.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(pp_tasks::Error::AlreadyResolved { .. }) => conflicts += 1,
+            Err(error) => panic!("unexpected {error}"),
+        }
+    }
+    assert_eq!((ok, conflicts), (40, 40));
+    assert_eq!(fixture.audit_count("approval_approved").await, 40);
+    assert_eq!(fixture.audit_count("tool_executed").await, 40);
+    for (i, (task, _)) in pending.iter().enumerate() {
+        assert_eq!(fixture.wait_for_end(task).await.state, TaskState::Completed);
+        assert_eq!(fixture.tree.read(&format!("f{i}.txt")), i.to_string());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_changed_before_approval_makes_the_approval_stale() {
     let fixture = Fixture::new();
