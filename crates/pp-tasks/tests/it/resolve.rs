@@ -26,8 +26,20 @@ async fn many_simultaneous_resolves_execute_the_tool_once() {
             service.resolve(&id, approve()).await
         }));
     }
-    let mut ok = 0;
-    let mut conflicts = 0;
+    assert_eq!(outcomes(handles).await, (1, 23));
+    assert_eq!(fixture.audit_count("approval_approved").await, 1);
+    assert_eq!(fixture.audit_count("tool_executed").await, 1);
+    let types = fixture.event_types(&task.id).await;
+    assert_eq!(types.iter().filter(|t| **t == "tool_result").count(), 1);
+    assert_eq!(fixture.tree.read("once.txt"), "1");
+}
+
+/// How many of the resolves `handles` ran were accepted, and how many found the approval
+/// already resolved (any other answer fails the test).
+async fn outcomes(
+    handles: Vec<tokio::task::JoinHandle<Result<pp_types::TaskRecord, pp_tasks::Error>>>,
+) -> (usize, usize) {
+    let (mut ok, mut conflicts) = (0, 0);
     for handle in handles {
         match handle.await.unwrap() {
             Ok(_) => ok += 1,
@@ -35,12 +47,7 @@ async fn many_simultaneous_resolves_execute_the_tool_once() {
             Err(error) => panic!("unexpected {error}"),
         }
     }
-    assert_eq!((ok, conflicts), (1, 23));
-    assert_eq!(fixture.audit_count("approval_approved").await, 1);
-    assert_eq!(fixture.audit_count("tool_executed").await, 1);
-    let types = fixture.event_types(&task.id).await;
-    assert_eq!(types.iter().filter(|t| **t == "tool_result").count(), 1);
-    assert_eq!(fixture.tree.read("once.txt"), "1");
+    (ok, conflicts)
 }
 
 /// More decisions arrive together than are checked at once (16): the others wait their
@@ -65,15 +72,7 @@ async fn decisions_beyond_those_checked_at_once_wait_their_turn_and_each_lands_o
             }));
         }
     }
-    let (mut ok, mut conflicts) = (0, 0);
-    for handle in handles {
-        match handle.await.unwrap() {
-            Ok(_) => ok += 1,
-            Err(pp_tasks::Error::AlreadyResolved { .. }) => conflicts += 1,
-            Err(error) => panic!("unexpected {error}"),
-        }
-    }
-    assert_eq!((ok, conflicts), (40, 40));
+    assert_eq!(outcomes(handles).await, (40, 40));
     assert_eq!(fixture.audit_count("approval_approved").await, 40);
     assert_eq!(fixture.audit_count("tool_executed").await, 40);
     for (i, (task, _)) in pending.iter().enumerate() {

@@ -284,6 +284,30 @@ mod tests {
         settings
     }
 
+    /// A temp dir holding `w`, a workspace that is not root's (under root it goes to
+    /// nobody), and whether the tests run as root (`/usr` belongs to root: only under
+    /// root would a command there keep uid 0).
+    fn not_roots_workspace() -> (tempfile::TempDir, bool) {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = root.path().join("w");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let as_root = pp_sandbox::would_run_as_root(Path::new("/usr"));
+        if as_root {
+            std::os::unix::fs::chown(&workspace, Some(65_534), Some(65_534)).unwrap();
+        }
+        (root, as_root)
+    }
+
+    /// Settings whose sandbox program cannot start: a probe records why.
+    fn unstartable(support: Support, data: &Path) -> ShellSettings {
+        let mut settings = ShellSettings::new(
+            Sandbox::new("/nonexistent/pocketpilot".into(), Vec::new()),
+            data.to_path_buf(),
+        );
+        settings.support = support;
+        settings
+    }
+
     fn landlock() -> Support {
         Support {
             files: true,
@@ -364,22 +388,10 @@ mod tests {
 
     #[test]
     fn the_containment_is_probed_only_when_a_decision_needs_it() {
-        let root = tempfile::tempdir().unwrap();
+        let (root, as_root) = not_roots_workspace();
         let (workspace, data) = (root.path().join("w"), root.path().join("data"));
-        std::fs::create_dir_all(&workspace).unwrap();
-        // `/usr` belongs to root: only under root would a command there keep uid 0.
-        let as_root = pp_sandbox::would_run_as_root(Path::new("/usr"));
-        if as_root {
-            std::os::unix::fs::chown(&workspace, Some(65_534), Some(65_534)).unwrap();
-        }
         assert!(!pp_sandbox::would_run_as_root(&workspace));
-        // A sandbox program that cannot start: a probe would record why.
-        let mut settings = ShellSettings::new(
-            Sandbox::new("/nonexistent/pocketpilot".into(), Vec::new()),
-            data,
-        );
-        settings.support = landlock();
-        let provider = ShellProvider::new(settings);
+        let provider = ShellProvider::new(unstartable(landlock(), &data));
         let jail = Arc::new(Jail::new(&workspace).unwrap());
         let equipment = Toolbox::new()
             .with(Arc::new(provider.clone()))
@@ -413,23 +425,10 @@ mod tests {
 
     #[test]
     fn the_probe_starts_ahead_only_where_the_first_step_would_take_it() {
-        let root = tempfile::tempdir().unwrap();
+        let (root, as_root) = not_roots_workspace();
         let (workspace, data) = (root.path().join("w"), root.path().join("data"));
-        std::fs::create_dir_all(&workspace).unwrap();
-        // `/usr` belongs to root: only under root would a command there keep uid 0.
-        let as_root = pp_sandbox::would_run_as_root(Path::new("/usr"));
-        if as_root {
-            std::os::unix::fs::chown(&workspace, Some(65_534), Some(65_534)).unwrap();
-        }
-        // A sandbox program that cannot start: the probe records why.
-        let provider = |support: Support, data: &Path| {
-            let mut settings = ShellSettings::new(
-                Sandbox::new("/nonexistent/pocketpilot".into(), Vec::new()),
-                data.to_path_buf(),
-            );
-            settings.support = support;
-            ShellProvider::new(settings)
-        };
+        let provider =
+            |support: Support, data: &Path| ShellProvider::new(unstartable(support, data));
         let started =
             |provider: &ShellProvider| provider.settings().ahead.lock().unwrap().is_some();
         let shell = provider(landlock(), &data);
