@@ -11,6 +11,7 @@
 //! requests under a 1024 open-file limit used to make `/api/health` time out.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,7 +27,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::{TowerToHyperService, TowerToHyperServiceFuture};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
@@ -56,6 +57,25 @@ const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 /// How long accepting pauses after an error that is not the client's (`EMFILE`: the
 /// process is out of descriptors until a connection closes).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Listens on `address` with room for `backlog` connections that have finished their
+/// handshake but that the accept loop has not taken yet (the kernel caps it at
+/// `net.core.somaxconn`). `tokio::net::TcpListener::bind` leaves room for 128: a burst of
+/// more new connections than that (a thousand clients deciding at once) has the kernel
+/// drop the rest, and each of those clients waits a second for its retry.
+///
+/// # Errors
+/// Creating the socket, binding `address` (in use, not this machine's) or listening.
+pub fn listen(address: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
+    let socket = match address {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    // As `TcpListener::bind` does: a restarted server can take its port back at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(backlog)
+}
 
 /// Accepts connections on `listener` and serves `router` on each until `stop` turns
 /// `true`; then stops accepting, lets every connection finish its request in flight
@@ -226,5 +246,66 @@ impl HttpBody for IdleTimeout {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// More connections than the 128 `tokio::net::TcpListener::bind` leaves room for.
+    const BURST: u32 = 300;
+
+    /// `net.core.somaxconn`: the most any listener may queue.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a kernel setting, not a model-supplied path"
+    )]
+    fn somaxconn() -> u32 {
+        std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_burst_larger_than_128_completes_its_handshakes_before_any_is_accepted() {
+        if somaxconn() <= BURST {
+            eprintln!(
+                "skipped: net.core.somaxconn is {} here, at most the {BURST} connections \
+                 this test queues",
+                somaxconn()
+            );
+            return;
+        }
+        let listener = listen(SocketAddr::from(([127, 0, 0, 1], 0)), BURST + 1).unwrap();
+        let address = listener.local_addr().unwrap();
+        // Nothing accepts while they connect: each completed handshake waits in the
+        // listener's queue. With room for 128, the 130th SYN is dropped and its connect
+        // would wait a second for the retry.
+        let clients = tokio::task::spawn_blocking(move || {
+            (0..BURST)
+                .map(|index| {
+                    std::net::TcpStream::connect_timeout(&address, Duration::from_millis(500))
+                        .unwrap_or_else(|error| panic!("connection {index}: {error}"))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        assert_eq!(clients.len(), BURST as usize);
+        for _ in 0..BURST {
+            let (stream, _) = listener.accept().await.unwrap();
+            drop(stream);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_port_already_listened_on_is_refused() {
+        let first = listen(SocketAddr::from(([127, 0, 0, 1], 0)), 16).unwrap();
+        let taken = first.local_addr().unwrap();
+        let error = listen(taken, 16).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse, "{error}");
     }
 }

@@ -28,10 +28,13 @@
 //! # ) -> std::io::Result<()> {
 //! use pp_server::{AppState, ServerSettings};
 //!
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let settings = ServerSettings::default();
+//! // Room for as many connections waiting to be accepted as may be open at once.
+//! let backlog = u32::try_from(settings.max_connections).unwrap_or(u32::MAX);
+//! let listener = pp_server::listen(([127, 0, 0, 1], 0).into(), backlog)?;
 //! let settings = ServerSettings {
 //!     port: Some(listener.local_addr()?.port()),
-//!     ..ServerSettings::default()
+//!     ..settings
 //! };
 //! let state = AppState::new(service, users, sessions, "the-token-from-the-token-file", settings);
 //! // The CLI completes this on Ctrl-C; sending on (or dropping) `stop` shuts down.
@@ -65,6 +68,7 @@ mod upload;
 
 use std::future::Future;
 
+pub use connections::listen;
 pub use error::{ApiError, ErrorCode};
 pub use state::{AppState, McpReportSource, ServerSettings};
 

@@ -8,7 +8,6 @@ use anyhow::Context as _;
 use pp_schedules::{Scheduler, TickOutcome};
 use pp_server::{AppState, ServerSettings};
 use pp_tasks::ModelSource;
-use tokio::net::TcpListener;
 
 use crate::app::{App, read_script, sweep_workspaces};
 use crate::channel_key::{self, Unopenable};
@@ -76,8 +75,9 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     )
     .await?;
     let bind = app.config.bind;
-    let listener = TcpListener::bind((bind, app.config.port))
-        .await
+    // Room for a burst of new connections as large as may be open at once.
+    let backlog = u32::try_from(app.config.connections.max_connections).unwrap_or(u32::MAX);
+    let listener = pp_server::listen((bind, app.config.port).into(), backlog)
         .with_context(|| format!("cannot listen on {bind}:{}", app.config.port))?;
     // Only after the port is ours: a second server that cannot bind changes nothing.
     report_recovered(&app.service).await?;

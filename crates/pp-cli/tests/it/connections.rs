@@ -2,7 +2,8 @@
 //! 1024 open-file soft limit: `/api/health` answers while 1,100 half-sent requests are
 //! held, and the server closes them after the header timeout; the server raises its own
 //! soft limit and its children get 1024 back; connections over `[server]
-//! max_connections` get 503 with `Retry-After: 1`.
+//! max_connections` get 503 with `Retry-After: 1`; a burst of 600 new connections while
+//! the server takes none waits in its listen queue instead of being dropped.
 
 use std::io::{BufRead as _, BufReader, ErrorKind, Read as _, Write as _};
 use std::net::TcpStream;
@@ -250,6 +251,86 @@ fn connections_over_the_cap_get_503_with_retry_after_and_are_closed() {
         }),
         "no slot came free"
     );
+}
+
+/// The burst of new connections the listen-queue test opens while the server accepts
+/// none: well over the 128 a listener bound by `tokio::net::TcpListener::bind` queues.
+const BURST: usize = 600;
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+#[test]
+fn a_burst_of_600_connections_waits_in_the_listen_queue_and_each_is_answered() {
+    if !hard_limit_allows("a_burst_of_600_connections_waits_in_the_listen_queue") {
+        return;
+    }
+    let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if somaxconn <= BURST {
+        eprintln!("skipped: net.core.somaxconn is {somaxconn} here, at most the {BURST} queued");
+        return;
+    }
+    let tree = TempTree::new();
+    let home = tree.base().join("home");
+    let config = config(&tree, "");
+    let log = tree.base().join("serve.log");
+    let server = serve_at_1024(&home, &config, None, &log);
+    let (answer, _) = health(server.port);
+    assert!(answer.unwrap().starts_with("HTTP/1.1 200"));
+
+    // Stopped, the server accepts nothing: every handshake the kernel completes waits in
+    // the listen queue. A full queue drops the SYN, and that connect would wait a second
+    // for its retry (here: time out).
+    signal(server.child.id(), "STOP");
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], server.port));
+    let mut streams = Vec::new();
+    let mut dropped = None;
+    for index in 0..BURST {
+        match TcpStream::connect_timeout(&address, Duration::from_millis(500)) {
+            Ok(stream) => streams.push(stream),
+            Err(error) => {
+                dropped = Some((index, error));
+                break;
+            }
+        }
+    }
+    signal(server.child.id(), "CONT");
+    if let Some((index, error)) = dropped {
+        panic!(
+            "connection {index} of {BURST} was not queued while the server was stopped: {error}"
+        );
+    }
+    // Resumed, it serves every one of them.
+    for stream in &mut streams {
+        write!(
+            stream,
+            "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+            server.port
+        )
+        .unwrap();
+    }
+    for (index, stream) in streams.iter_mut().enumerate() {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        assert!(
+            response.starts_with("HTTP/1.1 200"),
+            "connection {index}: {response}"
+        );
+    }
 }
 
 #[test]
