@@ -89,15 +89,30 @@ impl TaskService {
         self.resolve_checked(id, request, Some(caller)).await
     }
 
+    /// Waits for one of the [`DECISIONS_IN_FLIGHT`](crate::shared::DECISIONS_IN_FLIGHT) turns, then decides.
+    /// The decision's own state (records, segment, verdict: about 15 KB) is boxed only
+    /// once the turn has come, so a thousand resolves waiting their turn hold a few
+    /// hundred bytes each, not the whole decision.
     async fn resolve_checked(
         &self,
         id: &ApprovalId,
         request: ResolveRequest,
         caller: Option<&Caller>,
     ) -> Result<TaskRecord> {
+        let permit = self.inner.shared.decisions.acquire().await.ok();
+        Box::pin(self.decide(id, request, caller, permit)).await
+    }
+
+    /// [`TaskService::resolve_checked`] once its turn has come: `permit` is held until
+    /// the decision is recorded and its run handed on, not while the run runs.
+    async fn decide(
+        &self,
+        id: &ApprovalId,
+        request: ResolveRequest,
+        caller: Option<&Caller>,
+        permit: Option<tokio::sync::SemaphorePermit<'_>>,
+    ) -> Result<TaskRecord> {
         let shared = &self.inner.shared;
-        // Held until the decision is recorded and its run handed on: not while it runs.
-        let permit = shared.decisions.acquire().await.ok();
         let approval = shared.store.approval(id).await?;
         let task = shared.store.task(&approval.task_id).await?;
         let user = match caller {
