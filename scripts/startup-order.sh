@@ -36,7 +36,7 @@ grind=(valgrind --tool=callgrind --demangle=no)
 serve_port=$(free_port)
 # With its arena limit already set, `serve` does not start itself again (an `exec` that
 # valgrind would not follow): the profile is of the serve that runs.
-GLIBC_TUNABLES=glibc.malloc.arena_max=4 "${grind[@]}" --callgrind-out-file="$work/serve.out" "$bin" "${common[@]}" serve --port "$serve_port" --workspace "$work/ws" >/dev/null 2>&1 &
+GLIBC_TUNABLES=glibc.malloc.arena_max=2 "${grind[@]}" --callgrind-out-file="$work/serve.out" "$bin" "${common[@]}" serve --port "$serve_port" --workspace "$work/ws" >/dev/null 2>&1 &
 serve=$!
 python3 scripts/wait-http.py "http://127.0.0.1:$serve_port/api/health" 60
 sleep 3

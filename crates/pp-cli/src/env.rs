@@ -14,7 +14,7 @@
 //! | `PAGER` | what `d` on an approval card pipes the full change into (default `less -R`; empty: print it) |
 //! | `NO_COLOR`, `CLICOLOR_FORCE` | colours off / on even when the output is not a terminal |
 //! | `CI` | `eval`: a case that needs Landlock fails instead of being skipped where it is missing |
-//! | `GLIBC_TUNABLES` | `serve` and `worker` start themselves again with `glibc.malloc.arena_max=4` added, unless it names an `arena_max` already |
+//! | `GLIBC_TUNABLES` | `serve` and `worker` start themselves again with `glibc.malloc.arena_max=2` added, unless it names an `arena_max` already |
 //! | `POCKETPILOT_ARENAS_SET` | set by `serve` and `worker` on the process they start again, so it never restarts twice |
 //!
 //! Libraries never read the environment; they receive settings from here and from
@@ -96,7 +96,7 @@ pub(crate) const VARIABLES: &[(&str, &str)] = &[
     (
         TUNABLES_VAR,
         "glibc's tunables: serve and worker start themselves again with \
-         glibc.malloc.arena_max=4 added, unless it names an arena_max already",
+         glibc.malloc.arena_max=2 added, unless it names an arena_max already",
     ),
     (
         RESTARTED_VAR,
@@ -109,7 +109,7 @@ pub(crate) const VARIABLES: &[(&str, &str)] = &[
 pub(crate) const TUNABLES_VAR: &str = "GLIBC_TUNABLES";
 
 /// The malloc arenas `serve` and `worker` run with (`glibc.malloc.arena_max`).
-const ARENA_MAX: &str = "glibc.malloc.arena_max=4";
+const ARENA_MAX: &str = "glibc.malloc.arena_max=2";
 
 /// Set by `serve` and `worker` on the process they start again with the arena limit, so
 /// it never starts itself a third time, whatever a C library makes of `GLIBC_TUNABLES`.

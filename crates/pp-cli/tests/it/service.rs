@@ -455,11 +455,11 @@ fn a_weak_token_file_or_data_directory_is_refused() {
     );
 }
 
-/// `serve` starts itself again (same process, same name) with at most four malloc
+/// `serve` starts itself again (same process, same name) with at most two malloc
 /// arenas, unless the operator's `GLIBC_TUNABLES` names a limit already.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
-fn serve_runs_with_four_malloc_arenas_unless_told_otherwise() {
+fn serve_runs_with_two_malloc_arenas_unless_told_otherwise() {
     use std::io::BufRead as _;
 
     let tree = TempTree::new();
@@ -503,14 +503,14 @@ fn serve_runs_with_four_malloc_arenas_unless_told_otherwise() {
     assert_eq!(
         environ(None),
         [
-            "GLIBC_TUNABLES=glibc.malloc.arena_max=4",
+            "GLIBC_TUNABLES=glibc.malloc.arena_max=2",
             "POCKETPILOT_ARENAS_SET=1"
         ]
     );
     assert_eq!(
         environ(Some("glibc.malloc.tcache_count=0")),
         [
-            "GLIBC_TUNABLES=glibc.malloc.tcache_count=0:glibc.malloc.arena_max=4",
+            "GLIBC_TUNABLES=glibc.malloc.tcache_count=0:glibc.malloc.arena_max=2",
             "POCKETPILOT_ARENAS_SET=1"
         ]
     );
