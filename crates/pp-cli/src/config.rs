@@ -914,6 +914,17 @@ impl Config {
             None => (local_base(self.port), false),
         }
     }
+
+    /// The `[notify]` notifier of a `serve` listening on `port`. With `links = true` and
+    /// no `[server] public_url` its links name this machine's loopback address and the
+    /// port the server got: under `--port 0` the configured port is 0.
+    pub(crate) fn notify_on(&self, port: u16) -> Option<pp_notify::Notifier> {
+        let mut notifier = self.notify.clone()?;
+        if notifier.links.is_some() && self.public_url.is_none() {
+            notifier.links = Some(local_base(port));
+        }
+        Some(notifier)
+    }
 }
 
 /// `http://127.0.0.1:{port}`: where `serve` answers on this machine.

@@ -122,7 +122,7 @@ pub(crate) async fn run(flags: Flags, script: Option<PathBuf>) -> anyhow::Result
     // One handle for notifications and approval expiry: tasks through the service, the
     // event feed and pending approvals from the store.
     let notifications = pp_notify::Notifications::new(app.service.clone(), app.store.clone());
-    let notifier = app.config.notify.clone().map(|notifier| {
+    let notifier = app.config.notify_on(port).map(|notifier| {
         let notifications = notifications.clone();
         tokio::spawn(async move {
             notifications
