@@ -89,10 +89,11 @@ impl TaskService {
         self.resolve_checked(id, request, Some(caller)).await
     }
 
-    /// Waits for one of the [`DECISIONS_IN_FLIGHT`](crate::shared::DECISIONS_IN_FLIGHT) turns, then decides.
-    /// The decision's own state (records, segment, verdict: about 15 KB) is boxed only
-    /// once the turn has come, so a thousand resolves waiting their turn hold a few
-    /// hundred bytes each, not the whole decision.
+    /// Waits for one of the decisions' turns
+    /// ([`DECISIONS_IN_FLIGHT`](crate::shared::DECISIONS_IN_FLIGHT)), then decides. The
+    /// decision's own state (records, segment, verdict: about 15 KB) is boxed only once
+    /// the turn has come, so a thousand resolves waiting their turn hold a few hundred
+    /// bytes each, not the whole decision.
     async fn resolve_checked(
         &self,
         id: &ApprovalId,
