@@ -67,18 +67,22 @@ fn config(tree: &TempTree, extra: &str) -> PathBuf {
     path
 }
 
-/// `serve --port 0 --config CONFIG [--script SCRIPT]`, started by a shell that first
-/// lowers the soft open-file limit to 1024 (then `exec`s it: same pid); stderr into
-/// `log`.
-fn serve_at_1024(home: &Path, config: &Path, script: Option<&Path>, log: &Path) -> Server {
+/// `serve --port 0 --config CONFIG [--script SCRIPT]` in `tree` (its home `home/`, its
+/// config one workspace plus `extra`), started by a shell that first lowers the soft
+/// open-file limit to 1024 (then `exec`s it: same pid); the server and the file its
+/// stderr goes to (`serve.log`).
+fn serve_at_1024(tree: &TempTree, extra: &str, script: Option<&Path>) -> (Server, PathBuf) {
+    let home = tree.base().join("home");
+    let config = config(tree, extra);
+    let log = tree.base().join("serve.log");
     let mut command = Command::new("/bin/sh");
-    isolate(&mut command, home);
+    isolate(&mut command, &home);
     command
         .arg("-c")
         .arg(format!("ulimit -S -n {SOFT_LIMIT} && exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_pocketpilot"))
         .arg("--config")
-        .arg(config)
+        .arg(&config)
         .args(["serve", "--port", "0"]);
     if let Some(script) = script {
         command.arg("--script").arg(script);
@@ -86,7 +90,7 @@ fn serve_at_1024(home: &Path, config: &Path, script: Option<&Path>, log: &Path) 
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).unwrap());
+        .stderr(std::fs::File::create(&log).unwrap());
     let mut child = command.spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
@@ -97,11 +101,12 @@ fn serve_at_1024(home: &Path, config: &Path, script: Option<&Path>, log: &Path) 
         .strip_prefix("PocketPilot console: http://127.0.0.1:")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
     let (port, token) = url.split_once("/login?token=").unwrap();
-    Server {
+    let server = Server {
         child,
         port: port.parse().unwrap(),
         token: token.to_owned(),
-    }
+    };
+    (server, log)
 }
 
 /// `GET /api/health` over a fresh connection with a 5 s client timeout: the status line
@@ -168,10 +173,7 @@ fn health_answers_while_1100_half_sent_requests_are_held_and_they_are_closed() {
         return;
     }
     let tree = TempTree::new();
-    let home = tree.base().join("home");
-    let config = config(&tree, "");
-    let log = tree.base().join("serve.log");
-    let server = serve_at_1024(&home, &config, None, &log);
+    let (server, log) = serve_at_1024(&tree, "", None);
 
     // It was started at 1024 and raised its own soft limit to the hard one.
     let (soft, hard) = open_file_limits(&server.child.id().to_string());
@@ -220,13 +222,11 @@ fn health_answers_while_1100_half_sent_requests_are_held_and_they_are_closed() {
 #[test]
 fn connections_over_the_cap_get_503_with_retry_after_and_are_closed() {
     let tree = TempTree::new();
-    let home = tree.base().join("home");
-    let config = config(
+    let (server, _) = serve_at_1024(
         &tree,
         "[server]\nmax_connections = 16\nheader_timeout_secs = 60\n",
+        None,
     );
-    let log = tree.base().join("serve.log");
-    let server = serve_at_1024(&home, &config, None, &log);
     let mut held = hold_half_sent(server.port, 16);
 
     let (answer, latency) = health(server.port);
@@ -282,10 +282,7 @@ fn a_burst_of_600_connections_waits_in_the_listen_queue_and_each_is_answered() {
         return;
     }
     let tree = TempTree::new();
-    let home = tree.base().join("home");
-    let config = config(&tree, "");
-    let log = tree.base().join("serve.log");
-    let server = serve_at_1024(&home, &config, None, &log);
+    let (server, _) = serve_at_1024(&tree, "", None);
     let (answer, _) = health(server.port);
     assert!(answer.unwrap().starts_with("HTTP/1.1 200"));
 
@@ -339,22 +336,17 @@ fn children_of_serve_get_the_original_open_file_limit_back() {
         return;
     }
     let tree = TempTree::new();
-    let home = tree.base().join("home");
     let seen = tree.base().join("notifier-limit.txt");
-    let config = config(
-        &tree,
-        &format!(
-            "[notify]\ncommand = [\"/bin/sh\", \"-c\", \"ulimit -S -n > '{}'\"]\n",
-            seen.display()
-        ),
+    let notify = format!(
+        "[notify]\ncommand = [\"/bin/sh\", \"-c\", \"ulimit -S -n > '{}'\"]\n",
+        seen.display()
     );
     let script = write_script(
         tree.base(),
         &json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
                 {"content": "done"}]),
     );
-    let log = tree.base().join("serve.log");
-    let server = serve_at_1024(&home, &config, Some(&script), &log);
+    let (server, _) = serve_at_1024(&tree, &notify, Some(&script));
     let (soft, _) = open_file_limits(&server.child.id().to_string());
     assert_ne!(soft, Some(SOFT_LIMIT), "the server kept 1024");
 
@@ -415,10 +407,7 @@ fn upload_slowly(
 #[test]
 fn a_body_that_keeps_moving_passes_and_one_that_stalls_past_the_idle_timeout_fails() {
     let tree = TempTree::new();
-    let home = tree.base().join("home");
-    let config = config(&tree, "[server]\nbody_idle_timeout_secs = 2\n");
-    let log = tree.base().join("serve.log");
-    let server = serve_at_1024(&home, &config, None, &log);
+    let (server, log) = serve_at_1024(&tree, "[server]\nbody_idle_timeout_secs = 2\n", None);
 
     // Five pieces 1 s apart: 4 s in all, twice the idle timeout, yet never idle for 2 s.
     let status = upload_slowly(
