@@ -570,9 +570,13 @@ test("hidden characters in a model-written path are shown visibly, with the file
 
     // The card: the title shows the escapes in their own style, and the resolved file.
     await page.getByRole("link", { name: "Open the approval card" }).click();
-    // The first card: the task's decisions may render the same pending call a second
-    // time once its events arrive (a known duplicate, docs in the closing note).
-    const card = page.locator("article.card").first();
+    // The task page shows its pending cards too: a card read right after the click can
+    // be the task page's, and the next read can find none while the approval page loads
+    // (CI saw `[]`). Wait for the approval page's own card.
+    await page.waitForURL(/#\/approvals\/[^/]+$/);
+    await page.getByRole("heading", { level: 1, name: "Approval", exact: true }).waitFor();
+    const card = page.locator("main .cards > article.card");
+    await card.waitFor();
     const title = card.locator(".card-title .target");
     assert.equal(await title.textContent(), "drafts\\u{202e}txt.exe\\u{200b}/../notes.txt");
     assert.deepEqual(await marksOf(title), escapes);
