@@ -161,27 +161,29 @@ impl Endpoint {
         let mut wire: Vec<u8> = raw.split_off(head_end + 4);
         let mut text: Vec<u8> = Vec::new();
         loop {
+            // Each buffer is read from a cursor and shortened once per read: a read holds
+            // dozens of events, and moving the rest after each one is quadratic work.
             if chunked {
-                while let Some((data, used)) = next_chunk(&wire)? {
+                let mut used = 0;
+                while let Some((data, size)) = next_chunk(&wire[used..])? {
                     text.extend_from_slice(data);
-                    wire.drain(..used);
+                    used += size;
                 }
+                wire.drain(..used);
             } else {
                 text.append(&mut wire);
             }
-            while let Some(end) = find(&text, b"\n\n") {
-                let block = String::from_utf8_lossy(&text[..end]).into_owned();
-                text.drain(..end + 2);
-                let id = block
-                    .lines()
-                    .find_map(|line| line.strip_prefix("id:"))
-                    .and_then(|id| id.trim().parse::<u64>().ok());
-                if let Some(seq) = id
+            let mut taken = 0;
+            while let Some(end) = find(&text[taken..], b"\n\n") {
+                let block = &text[taken..taken + end];
+                taken += end + 2;
+                if let Some(seq) = event_id(block)
                     && !on_event(seq)
                 {
                     return Ok(());
                 }
             }
+            text.drain(..taken);
             let read = stream.read(&mut chunk).await?;
             if read == 0 {
                 return Ok(());
@@ -191,10 +193,27 @@ impl Endpoint {
     }
 }
 
+/// The `id:` of one SSE event block.
+fn event_id(block: &[u8]) -> Option<u64> {
+    block
+        .split(|byte| *byte == b'\n')
+        .find_map(|line| line.strip_prefix(b"id:"))
+        .and_then(|id| std::str::from_utf8(id).ok())
+        .and_then(|id| id.trim().parse().ok())
+}
+
+/// Where `needle` (not empty) first starts in `haystack`.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
+    let (&first, rest) = needle.split_first()?;
+    let mut from = 0;
+    while let Some(at) = haystack[from..].iter().position(|byte| *byte == first) {
+        let start = from + at;
+        if haystack[start + 1..].starts_with(rest) {
+            return Some(start);
+        }
+        from = start + 1;
+    }
+    None
 }
 
 fn status_of(head: &str) -> io::Result<u16> {
@@ -262,6 +281,19 @@ fn parse_response(raw: &[u8]) -> io::Result<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_a_needle_and_reads_an_event_id() {
+        assert_eq!(find(b"ab\r\n\r\ncd", b"\r\n\r\n"), Some(2));
+        assert_eq!(find(b"\r\n\rx\r\n\r\n", b"\r\n\r\n"), Some(4));
+        assert_eq!(find(b"a\n", b"\n\n"), None);
+        assert_eq!(find(b"\n", b"\n\n"), None);
+        assert_eq!(find(b"", b"\n\n"), None);
+        assert_eq!(find(b"abc", b""), None);
+        assert_eq!(event_id(b"id: 42\nevent: x\ndata: {}"), Some(42));
+        assert_eq!(event_id(b"event: x\nid:7"), Some(7));
+        assert_eq!(event_id(b": keep-alive"), None);
+    }
 
     #[test]
     fn parses_sized_and_chunked_bodies() {

@@ -230,6 +230,18 @@ impl Serve {
     }
 }
 
+/// CPU time (user + system, all threads) process `pid` has used so far, from
+/// `/proc/PID/stat` (clock ticks of 10 ms: `sysconf(_SC_CLK_TCK)` is 100 on Linux).
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; the fields after it are space-separated.
+    let (_, fields) = stat.rsplit_once(')')?;
+    let mut fields = fields.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 10))
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -23,7 +23,8 @@ mod checks;
 use clap::Parser;
 use pp_test_support::http::Endpoint;
 use pp_test_support::mock::{MockServer, Recorded, Reply};
-use pp_test_support::process::{Pocketpilot, Serve, default_bin};
+use pp_test_support::process::{Pocketpilot, Serve, cpu_time, default_bin};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, Semaphore, watch};
 
@@ -86,16 +87,33 @@ fn output_content(index: usize) -> String {
     format!("written by load task {index}\n")
 }
 
+/// What the mock reads of a chat request: the messages' roles and the user's prompt
+/// (the tool definitions, most of the body, are skipped unread).
+#[derive(Deserialize)]
+struct ChatRequest {
+    messages: Vec<ChatMessage>,
+}
+
+#[derive(Deserialize)]
+struct ChatMessage {
+    role: String,
+    #[serde(default)]
+    content: Value,
+}
+
 /// The mock's reply: step = the number of assistant turns already in the conversation.
 fn conversation(request: &Recorded) -> Reply {
-    let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
-        return Reply::json(400, &json!({"error": {"message": "body is not JSON"}}));
+    let Ok(body) = serde_json::from_slice::<ChatRequest>(&request.body) else {
+        return Reply::json(
+            400,
+            &json!({"error": {"message": "body is not a chat request"}}),
+        );
     };
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let messages = body.messages;
     let task = messages
         .iter()
-        .filter(|message| message["role"] == "user")
-        .find_map(|message| message["content"].as_str().and_then(parse_prompt));
+        .filter(|message| message.role == "user")
+        .find_map(|message| message.content.as_str().and_then(parse_prompt));
     let Some((index, writes)) = task else {
         return Reply::json(
             400,
@@ -104,7 +122,7 @@ fn conversation(request: &Recorded) -> Reply {
     };
     let step = messages
         .iter()
-        .filter(|message| message["role"] == "assistant")
+        .filter(|message| message.role == "assistant")
         .count();
     let call = |name: &str, arguments: Value| {
         json!({"role": "assistant", "content": null, "tool_calls": [{
@@ -313,6 +331,7 @@ async fn run(args: Args) -> std::io::Result<bool> {
             args.tasks as f64 / figures.tasks_secs.max(0.001),
             figures.approvals
         );
+        print_phases(&figures.marks, args.tasks);
         println!(
             "resolve latency ({} requests, 2 per approval, {} in flight): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
             figures.latencies.len(),
@@ -357,10 +376,21 @@ async fn run(args: Args) -> std::io::Result<bool> {
     }
 }
 
+/// A moment of the run: seconds since the first create, and the CPU time (user +
+/// system) serve and this process (the mock model, every client) had used by then.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    secs: f64,
+    cpu: [Duration; 2],
+}
+
 /// Measured figures.
 #[derive(Debug)]
 struct Figures {
     tasks_secs: f64,
+    /// The first create; every task created; every writer waiting for approval (and
+    /// every reader done); every resolve answered; every task completed.
+    marks: [Mark; 5],
     approvals: usize,
     latencies: Vec<Duration>,
     events: usize,
@@ -375,7 +405,6 @@ async fn exercise(
     deadline: Instant,
     violations: &mut Vec<String>,
 ) -> std::io::Result<Figures> {
-    let _ = serve;
     // The SSE clients connect before the first task exists, so each must see every event.
     let (stop, stopped) = watch::channel(false);
     let opened = Arc::new(Semaphore::new(0));
@@ -397,7 +426,16 @@ async fn exercise(
     }
 
     // Create every task at once.
+    let cpu = || [serve.pid(), std::process::id()].map(|pid| cpu_time(pid).unwrap_or_default());
     let created_at = Instant::now();
+    let start = Mark {
+        secs: 0.0,
+        cpu: cpu(),
+    };
+    let mark = || Mark {
+        secs: created_at.elapsed().as_secs_f64(),
+        cpu: cpu(),
+    };
     let creates: Vec<_> = (0..args.tasks)
         .map(|index| {
             let endpoint = endpoint.clone();
@@ -426,6 +464,7 @@ async fn exercise(
         return Err(std::io::Error::other("not every task was created"));
     }
     let writers = args.tasks.div_ceil(2);
+    let created = mark();
 
     // Wait for every writer to stop for approval and every reader to finish.
     let pending = loop {
@@ -464,6 +503,7 @@ async fn exercise(
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
 
+    let waiting = mark();
     // Two resolves per approval, all released at the same moment; with
     // --resolve-concurrency at most that many in flight (each one's latency is timed from
     // its own start, not from the release).
@@ -522,6 +562,7 @@ async fn exercise(
         outcomes.entry(id).or_default().push(outcome);
     }
     latencies.sort();
+    let resolved = mark();
     for (id, mut got) in outcomes {
         got.sort();
         if got != ["2xx", "409 already_resolved"] {
@@ -548,7 +589,8 @@ async fn exercise(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let tasks_secs = created_at.elapsed().as_secs_f64();
+    let completed = mark();
+    let tasks_secs = completed.secs;
 
     check_executions(endpoint, &pending, root, args.tasks, violations).await?;
     let (events, reconnects) =
@@ -556,11 +598,42 @@ async fn exercise(
     let _ = stop.send(true);
     Ok(Figures {
         tasks_secs,
+        marks: [start, created, waiting, resolved, completed],
         approvals: pending.len(),
         latencies,
         events,
         reconnects,
     })
+}
+
+/// Where the time and the CPU went, phase by phase.
+fn print_phases(marks: &[Mark; 5], tasks: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    println!(
+        "phase                     ends at   wall   serve CPU  load CPU  idle ({cores} cores)"
+    );
+    let names = [
+        "create every task",
+        "until writers wait",
+        "resolve (2 per approval)",
+        "until all completed",
+    ];
+    for (name, pair) in names.iter().zip(marks.windows(2)) {
+        let [from, to] = [pair[0], pair[1]];
+        let wall = to.secs - from.secs;
+        let [serve, load] = [0, 1].map(|at| (to.cpu[at] - from.cpu[at]).as_secs_f64());
+        let idle = (1.0 - (serve + load) / (wall * cores).max(0.001)).max(0.0) * 100.0;
+        println!(
+            "{name:<25} {:>6.2} s {wall:>5.2} s {serve:>8.2} s {load:>7.2} s  {idle:>4.0} %",
+            to.secs
+        );
+    }
+    let [first, last] = [marks[0], marks[4]];
+    let serve = (last.cpu[0] - first.cpu[0]).as_secs_f64();
+    println!(
+        "serve CPU per task: {:.2} ms",
+        serve * 1000.0 / tasks.max(1) as f64
+    );
 }
 
 /// `--resolve-concurrency` for people: 0 is "all".
