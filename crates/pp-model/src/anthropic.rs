@@ -5,13 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use pp_agent::{ModelError, ModelErrorKind, ModelRequest, ModelResponse};
+use pp_agent::{ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolDefinition};
 use pp_types::{Message, ToolCall, Usage};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::dialect::{Context, Dialect, StreamAccumulator, StreamDelta, secret_header};
+use crate::dialect::{
+    Context, Dialect, StreamAccumulator, StreamDelta, encode, encode_raw, secret_header,
+};
 use crate::error::SettingsError;
 use crate::transport::{json_message, shorten};
 
@@ -41,8 +44,24 @@ impl Dialect for Messages {
         Ok(headers)
     }
 
-    fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
-        request_body(context, request)
+    fn encode_tools(tools: &[ToolDefinition]) -> Result<Box<RawValue>, ModelError> {
+        let tools: Vec<OutTool<'_>> = tools
+            .iter()
+            .map(|tool| OutTool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.parameters,
+            })
+            .collect();
+        encode_raw(&tools)
+    }
+
+    fn request_body(
+        context: &Context<'_>,
+        request: &ModelRequest,
+        tools: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ModelError> {
+        request_body(context, request, tools)
     }
 
     fn parse_body(context: &Context<'_>, body: &[u8]) -> Result<ModelResponse, ModelError> {
@@ -60,8 +79,8 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "String::is_empty")]
     system: String,
     messages: Vec<OutMessage>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<OutTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
@@ -90,8 +109,13 @@ fn tool_input(arguments: &str) -> Value {
     }
 }
 
-/// The JSON body of a Messages request.
-fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+/// The JSON body of a Messages request, with `tools` as encoded by
+/// [`Dialect::encode_tools`].
+fn request_body(
+    context: &Context<'_>,
+    request: &ModelRequest,
+    tools: Option<&RawValue>,
+) -> Result<Vec<u8>, ModelError> {
     let mut system = Vec::new();
     let mut messages: Vec<OutMessage> = Vec::new();
     for message in &request.messages {
@@ -150,24 +174,11 @@ fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>
         max_tokens: context.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
         system: system.join("\n\n"),
         messages,
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| OutTool {
-                name: &tool.name,
-                description: &tool.description,
-                input_schema: &tool.parameters,
-            })
-            .collect(),
+        tools,
         stream: context.stream,
         temperature: context.temperature,
     };
-    serde_json::to_vec(&body).map_err(|error| {
-        ModelError::new(
-            ModelErrorKind::InvalidResponse,
-            format!("cannot encode the request: {error}"),
-        )
-    })
+    encode(&body)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -8,8 +8,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pp_agent::{ModelError, ModelRequest, ModelResponse};
+use pp_agent::{ModelError, ModelRequest, ModelResponse, ToolDefinition};
 use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::value::RawValue;
 
 use crate::error::SettingsError;
 
@@ -83,8 +84,18 @@ pub(crate) trait Dialect {
     /// never empty) and any version header.
     fn headers(key: Option<&str>) -> Result<HeaderMap, SettingsError>;
 
-    /// The JSON body for `request`.
-    fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError>;
+    /// The tool definitions as this dialect sends them: the JSON array of a request's
+    /// `tools`. Encoded once per set of tools ([`crate::HttpModel`] keeps it while the
+    /// set lives) instead of once per call: it is most of a request's bytes.
+    fn encode_tools(tools: &[ToolDefinition]) -> Result<Box<RawValue>, ModelError>;
+
+    /// The JSON body for `request`, with `tools` (from [`Dialect::encode_tools`]; `None`:
+    /// no tools) as its tool definitions.
+    fn request_body(
+        context: &Context<'_>,
+        request: &ModelRequest,
+        tools: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ModelError>;
 
     /// Parses a whole, non-streamed answer.
     fn parse_body(context: &Context<'_>, body: &[u8]) -> Result<ModelResponse, ModelError>;
@@ -98,6 +109,30 @@ pub(crate) trait StreamAccumulator {
 
     /// The assembled turn, or an error when the stream carried nothing.
     fn finish(self, context: &Context<'_>) -> Result<ModelResponse, ModelError>;
+}
+
+/// `value` as JSON, or the error a request that cannot be encoded gets.
+pub(crate) fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ModelError> {
+    serde_json::to_vec(value).map_err(|error| {
+        ModelError::new(
+            pp_agent::ModelErrorKind::InvalidResponse,
+            format!("cannot encode the request: {error}"),
+        )
+    })
+}
+
+/// `value` as a raw JSON value (for [`Dialect::encode_tools`]).
+pub(crate) fn encode_raw<T: serde::Serialize + ?Sized>(
+    value: &T,
+) -> Result<Box<RawValue>, ModelError> {
+    serde_json::to_string(value)
+        .and_then(RawValue::from_string)
+        .map_err(|error| {
+            ModelError::new(
+                pp_agent::ModelErrorKind::InvalidResponse,
+                format!("cannot encode the request: {error}"),
+            )
+        })
 }
 
 /// A header value that is never printed (it carries a secret).

@@ -7,9 +7,11 @@
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use pp_agent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse};
+use pp_agent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, ToolDefinition};
 use reqwest::StatusCode;
+use serde_json::value::RawValue;
 
 use crate::anthropic::Messages;
 use crate::dialect::{Context, DeltaObserver, Dialect, StreamAccumulator};
@@ -32,7 +34,22 @@ pub struct HttpModel {
     /// Numbers the ids generated for tool calls a server sent without one, so they stay
     /// unique across the conversation.
     generated_ids: AtomicU64,
+    /// The tool definitions of the requests in flight, as the dialect encodes them:
+    /// every call of a task sends the same set (one [`ModelRequest::tools`]), and its
+    /// encoding was most of each request's work. Kept while the set lives (a weak
+    /// reference: a set no task holds any more is dropped at the next call).
+    encoded_tools: Mutex<Vec<EncodedTools>>,
 }
+
+/// One set of tool definitions and its encoding.
+struct EncodedTools {
+    tools: Weak<[ToolDefinition]>,
+    json: Arc<RawValue>,
+}
+
+/// Most sets of tools kept encoded: more than a service runs at once (its workers and
+/// chat turns); beyond it the oldest goes.
+const MOST_ENCODED_TOOLS: usize = 32;
 
 impl HttpModel {
     /// Validates `settings` and builds the client.
@@ -57,7 +74,40 @@ impl HttpModel {
             transport: Transport::new(settings, headers)?,
             observer: None,
             generated_ids: AtomicU64::new(0),
+            encoded_tools: Mutex::new(Vec::new()),
         })
+    }
+
+    /// `tools` as dialect `D` sends them (`None` when there are none): encoded on the
+    /// first call with this set, then reused.
+    fn encoded_tools<D: Dialect>(
+        &self,
+        tools: &Arc<[ToolDefinition]>,
+    ) -> std::result::Result<Option<Arc<RawValue>>, ModelError> {
+        if tools.is_empty() {
+            return Ok(None);
+        }
+        let mut kept = self
+            .encoded_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // A live set at the same address is this set; a dead one goes.
+        kept.retain(|entry| entry.tools.strong_count() > 0);
+        if let Some(entry) = kept
+            .iter()
+            .find(|entry| std::ptr::addr_eq(entry.tools.as_ptr(), Arc::as_ptr(tools)))
+        {
+            return Ok(Some(Arc::clone(&entry.json)));
+        }
+        let json: Arc<RawValue> = Arc::from(D::encode_tools(tools)?);
+        if kept.len() >= MOST_ENCODED_TOOLS {
+            kept.remove(0);
+        }
+        kept.push(EncodedTools {
+            tools: Arc::downgrade(tools),
+            json: Arc::clone(&json),
+        });
+        Ok(Some(json))
     }
 
     /// Sends streamed text and tool-call starts to `observer` as they arrive.
@@ -101,7 +151,8 @@ impl HttpModel {
         request: &ModelRequest,
     ) -> std::result::Result<ModelResponse, ModelError> {
         let context = self.context();
-        let body = D::request_body(&context, request)?;
+        let tools = self.encoded_tools::<D>(&request.tools)?;
+        let body = D::request_body(&context, request, tools.as_deref())?;
         let answer = self
             .transport
             .post(D::PATH, body, &|status, quoted| {
@@ -214,4 +265,113 @@ impl Model for HttpModel {
 /// ```
 pub fn provider(settings: &ProviderSettings) -> Result<Box<dyn Model>> {
     Ok(Box::new(HttpModel::new(settings)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn model(kind: ProviderKind) -> HttpModel {
+        let settings =
+            ProviderSettings::new(kind, "http://127.0.0.1:9/v1", "m").with_api_key("test-key");
+        HttpModel::new(&settings).unwrap()
+    }
+
+    fn tools(names: &[&str]) -> Arc<[ToolDefinition]> {
+        names
+            .iter()
+            .map(|name| ToolDefinition {
+                name: (*name).to_owned(),
+                description: format!("the {name} tool \u{2014} \"quoted\""),
+                parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            })
+            .collect()
+    }
+
+    fn parsed(json: &RawValue) -> Value {
+        serde_json::from_str(json.get()).unwrap()
+    }
+
+    #[test]
+    fn a_set_of_tools_is_encoded_once_while_it_lives_and_as_each_dialect_sends_it() {
+        let openai = model(ProviderKind::OpenAi);
+        let set = tools(&["read_file", "list_files"]);
+        let first = openai
+            .encoded_tools::<ChatCompletions>(&set)
+            .unwrap()
+            .unwrap();
+        let again = openai
+            .encoded_tools::<ChatCompletions>(&set)
+            .unwrap()
+            .unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "the second call reuses the encoding"
+        );
+        assert_eq!(
+            parsed(&first),
+            json!([
+                {"type": "function", "function": {"name": "read_file",
+                    "description": "the read_file tool \u{2014} \"quoted\"",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}},
+                {"type": "function", "function": {"name": "list_files",
+                    "description": "the list_files tool \u{2014} \"quoted\"",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}
+            ])
+        );
+        // Another set (another task's) is its own entry, with its own tools.
+        let other = tools(&["write_file"]);
+        let encoded = openai
+            .encoded_tools::<ChatCompletions>(&other)
+            .unwrap()
+            .unwrap();
+        assert_eq!(parsed(&encoded)[0]["function"]["name"], json!("write_file"));
+        assert_eq!(openai.encoded_tools.lock().unwrap().len(), 2);
+        // A set no one holds any more is dropped at the next call.
+        drop(set);
+        openai.encoded_tools::<ChatCompletions>(&other).unwrap();
+        assert_eq!(openai.encoded_tools.lock().unwrap().len(), 1);
+        // No tools: no `tools` at all.
+        assert!(
+            openai
+                .encoded_tools::<ChatCompletions>(&tools(&[]))
+                .unwrap()
+                .is_none()
+        );
+
+        let anthropic = model(ProviderKind::Anthropic);
+        let set = tools(&["read_file"]);
+        let encoded = anthropic.encoded_tools::<Messages>(&set).unwrap().unwrap();
+        assert_eq!(
+            parsed(&encoded),
+            json!([{"name": "read_file", "description": "the read_file tool \u{2014} \"quoted\"",
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}])
+        );
+    }
+
+    #[test]
+    fn at_most_so_many_sets_are_kept() {
+        let openai = model(ProviderKind::OpenAi);
+        let sets: Vec<_> = (0..MOST_ENCODED_TOOLS + 5)
+            .map(|index| tools(&[&format!("tool_{index}")]))
+            .collect();
+        for set in &sets {
+            openai.encoded_tools::<ChatCompletions>(set).unwrap();
+        }
+        assert_eq!(
+            openai.encoded_tools.lock().unwrap().len(),
+            MOST_ENCODED_TOOLS
+        );
+        // The newest is kept, the oldest went (it is encoded again: a new entry).
+        let newest = openai
+            .encoded_tools::<ChatCompletions>(&sets[sets.len() - 1])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            parsed(&newest)[0]["function"]["name"],
+            json!(format!("tool_{}", sets.len() - 1))
+        );
+    }
 }

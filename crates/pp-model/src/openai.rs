@@ -9,13 +9,16 @@
 //! ignores `"stream": true` and answers plain JSON is accepted. DeepSeek's
 //! `reasoning_content` (also read from `reasoning`) is kept and sent back.
 
-use pp_agent::{ModelError, ModelErrorKind, ModelRequest, ModelResponse};
+use pp_agent::{ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolDefinition};
 use pp_types::{Message, ToolCall, Usage};
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::dialect::{Context, Dialect, StreamAccumulator, StreamDelta, secret_header};
+use crate::dialect::{
+    Context, Dialect, StreamAccumulator, StreamDelta, encode, encode_raw, secret_header,
+};
 use crate::error::SettingsError;
 use crate::transport::{json_message, shorten};
 
@@ -35,8 +38,27 @@ impl Dialect for ChatCompletions {
         Ok(headers)
     }
 
-    fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
-        request_body(context, request)
+    fn encode_tools(tools: &[ToolDefinition]) -> Result<Box<RawValue>, ModelError> {
+        let tools: Vec<OutTool<'_>> = tools
+            .iter()
+            .map(|tool| OutTool {
+                r#type: "function",
+                function: OutToolFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect();
+        encode_raw(&tools)
+    }
+
+    fn request_body(
+        context: &Context<'_>,
+        request: &ModelRequest,
+        tools: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ModelError> {
+        request_body(context, request, tools)
     }
 
     fn parse_body(context: &Context<'_>, body: &[u8]) -> Result<ModelResponse, ModelError> {
@@ -51,8 +73,8 @@ impl Dialect for ChatCompletions {
 struct Body<'a> {
     model: &'a str,
     messages: Vec<OutMessage<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<OutTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -117,8 +139,13 @@ struct OutToolFunction<'a> {
     parameters: &'a Value,
 }
 
-/// The JSON body of a chat-completions request.
-fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+/// The JSON body of a chat-completions request, with `tools` as encoded by
+/// [`Dialect::encode_tools`].
+fn request_body(
+    context: &Context<'_>,
+    request: &ModelRequest,
+    tools: Option<&RawValue>,
+) -> Result<Vec<u8>, ModelError> {
     let messages = request
         .messages
         .iter()
@@ -153,18 +180,6 @@ fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>
             },
         })
         .collect();
-    let tools = request
-        .tools
-        .iter()
-        .map(|tool| OutTool {
-            r#type: "function",
-            function: OutToolFunction {
-                name: &tool.name,
-                description: &tool.description,
-                parameters: &tool.parameters,
-            },
-        })
-        .collect();
     let body = Body {
         model: context.model,
         messages,
@@ -176,12 +191,7 @@ fn request_body(context: &Context<'_>, request: &ModelRequest) -> Result<Vec<u8>
         max_tokens: context.max_tokens,
         temperature: context.temperature,
     };
-    serde_json::to_vec(&body).map_err(|error| {
-        ModelError::new(
-            ModelErrorKind::InvalidResponse,
-            format!("cannot encode the request: {error}"),
-        )
-    })
+    encode(&body)
 }
 
 // ---------------------------------------------------------------------------------------
