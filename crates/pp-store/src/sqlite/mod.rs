@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pp_types::{Clock, Timestamp};
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
 
@@ -118,16 +118,24 @@ impl SqliteStore {
     /// (with nothing else of the batch) if it fails. Its writes are then durable and
     /// visible to others when the batch commits.
     pub(crate) fn write<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let mut connection = self.connection();
-        if !connection.is_autocommit() {
-            let savepoint = connection.savepoint()?;
-            let value = work(&savepoint)?;
-            savepoint.commit()?;
-            return Ok(value);
-        }
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = work(&transaction)?;
-        transaction.commit()?;
+        let connection = self.connection();
+        let (open, keep, undo): (&str, &str, &[&str]) = if connection.is_autocommit() {
+            ("BEGIN IMMEDIATE", "COMMIT", &["ROLLBACK"])
+        } else {
+            (
+                "SAVEPOINT pp_call",
+                "RELEASE pp_call",
+                &["ROLLBACK TO pp_call", "RELEASE pp_call"],
+            )
+        };
+        control(&connection, open)?;
+        let mut opened = Opened {
+            connection: &connection,
+            undo,
+        };
+        let value = work(&connection)?;
+        control(&connection, keep)?;
+        opened.undo = &[];
         Ok(value)
     }
 
@@ -135,7 +143,7 @@ impl SqliteStore {
     /// ([`SqliteStore::write`]), until [`SqliteStore::end_batch`]. Only the store's queue
     /// does this, with the calls of one batch run one after the other on its thread.
     pub(crate) fn begin_batch(&self) -> Result<()> {
-        Ok(self.connection().execute_batch("BEGIN IMMEDIATE")?)
+        Ok(control(&self.connection(), "BEGIN IMMEDIATE")?)
     }
 
     /// Whether a batch is still open: SQLite rolls the whole transaction back by itself
@@ -156,17 +164,17 @@ impl SqliteStore {
             ))));
         }
         if commit {
-            match connection.execute_batch("COMMIT") {
+            match control(&connection, "COMMIT") {
                 Ok(()) => return Ok(()),
                 Err(error) => {
                     if !connection.is_autocommit() {
-                        let _ = connection.execute_batch("ROLLBACK");
+                        let _ = control(&connection, "ROLLBACK");
                     }
                     return Err(error.into());
                 }
             }
         }
-        connection.execute_batch("ROLLBACK")?;
+        control(&connection, "ROLLBACK")?;
         Ok(())
     }
 
@@ -176,9 +184,71 @@ impl SqliteStore {
     }
 }
 
+/// Runs one of the statements that open and end transactions and savepoints, kept
+/// prepared: every store call runs two of them, and rusqlite's `Transaction` and
+/// `Savepoint` compile theirs afresh each time.
+fn control(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
+    connection.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
+/// An open transaction or savepoint of [`SqliteStore::write`]: undone when dropped (the
+/// work failed, panicked or could not be kept) unless `undo` was emptied once kept.
+struct Opened<'c> {
+    connection: &'c Connection,
+    undo: &'static [&'static str],
+}
+
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        for sql in self.undo {
+            // Nothing to undo if SQLite already rolled the transaction back itself.
+            let _ = control(self.connection, sql);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write outside any batch that fails or panics leaves nothing behind and no
+    /// transaction open; the next write goes through.
+    #[test]
+    fn a_write_that_fails_or_panics_is_undone_and_the_connection_stays_usable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("pp.db")).unwrap();
+        let insert = |connection: &Connection, x: i64| -> Result<()> {
+            connection.execute("INSERT INTO t (x) VALUES (?1)", [x])?;
+            Ok(())
+        };
+        store
+            .write(|connection| Ok(connection.execute_batch("CREATE TABLE t (x INTEGER)")?))
+            .unwrap();
+        let failed: Result<()> = store.write(|connection| {
+            insert(connection, 1)?;
+            Err(Error::Worker("no".to_owned()))
+        });
+        assert!(failed.is_err());
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.write(|connection| -> Result<()> {
+                insert(connection, 2)?;
+                panic!("boom")
+            })
+        }));
+        assert!(panicked.is_err());
+        assert!(store.connection().is_autocommit());
+        store.write(|connection| insert(connection, 3)).unwrap();
+        let rows: Vec<i64> = store
+            .connection()
+            .prepare("SELECT x FROM t")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(rows, [3]);
+    }
 
     #[test]
     fn store_is_send_and_sync() {
