@@ -113,12 +113,7 @@ pub(crate) trait StreamAccumulator {
 
 /// `value` as JSON, or the error a request that cannot be encoded gets.
 pub(crate) fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ModelError> {
-    serde_json::to_vec(value).map_err(|error| {
-        ModelError::new(
-            pp_agent::ModelErrorKind::InvalidResponse,
-            format!("cannot encode the request: {error}"),
-        )
-    })
+    serde_json::to_vec(value).map_err(|error| cannot_encode(&error))
 }
 
 /// `value` as a raw JSON value (for [`Dialect::encode_tools`]).
@@ -127,12 +122,15 @@ pub(crate) fn encode_raw<T: serde::Serialize + ?Sized>(
 ) -> Result<Box<RawValue>, ModelError> {
     serde_json::to_string(value)
         .and_then(RawValue::from_string)
-        .map_err(|error| {
-            ModelError::new(
-                pp_agent::ModelErrorKind::InvalidResponse,
-                format!("cannot encode the request: {error}"),
-            )
-        })
+        .map_err(|error| cannot_encode(&error))
+}
+
+/// The error of a request that could not be encoded.
+fn cannot_encode(error: &serde_json::Error) -> ModelError {
+    ModelError::new(
+        pp_agent::ModelErrorKind::InvalidResponse,
+        format!("cannot encode the request: {error}"),
+    )
 }
 
 /// A header value that is never printed (it carries a secret).
